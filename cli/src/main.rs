@@ -1,0 +1,2 @@
+//! poolcurl (placeholder).
+fn main() {}

@@ -1,0 +1,1 @@
+//! HTTP/1 connection records for the pool (placeholder).

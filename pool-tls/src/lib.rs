@@ -1,0 +1,1 @@
+//! Transport establishment below the HTTP protocol (placeholder until the transport lands).

@@ -1,0 +1,1 @@
+//! The assembled connection pool (placeholder).

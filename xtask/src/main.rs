@@ -1,0 +1,90 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
+//!
+//! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
+//! reproduced by copying the printed line.
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// One step of a task: a name for people and the command that implements it.
+struct Step {
+    name: &'static str,
+    program: &'static str,
+    args: Vec<&'static str>,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+impl Step {
+    fn cargo(name: &'static str, args: &[&'static str]) -> Step {
+        Step { name, program: "cargo", args: args.to_vec(), env: Vec::new() }
+    }
+
+    fn env(mut self, key: &'static str, value: &'static str) -> Step {
+        self.env.push((key, value));
+        self
+    }
+
+    fn run(&self) -> Result<(), String> {
+        let env: String = self.env.iter().map(|(k, v)| format!("{k}={v:?} ")).collect();
+        eprintln!("\n==> [{}] {env}{} {}", self.name, self.program, self.args.join(" "));
+        let started = Instant::now();
+        let status = Command::new(self.program)
+            .args(&self.args)
+            .envs(self.env.iter().copied())
+            .status()
+            .map_err(|e| format!("step `{}` could not start `{}`: {e}", self.name, self.program))?;
+        eprintln!("==> [{}] {} in {:.1?}", self.name, status, started.elapsed());
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("step `{}` failed ({status})", self.name))
+        }
+    }
+}
+
+fn ci_steps() -> Vec<Step> {
+    vec![
+        Step::cargo("fmt", &["fmt", "--all", "--check"]),
+        Step::cargo(
+            "clippy",
+            &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
+        ),
+        Step::cargo("test", &["test", "--workspace", "--locked"]),
+        Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    ]
+}
+
+fn run_all(steps: &[Step]) -> ExitCode {
+    let started = Instant::now();
+    for step in steps {
+        if let Err(message) = step.run() {
+            eprintln!("\nxtask: {message}");
+            return ExitCode::FAILURE;
+        }
+    }
+    eprintln!("\nxtask: all {} steps passed in {:.1?}", steps.len(), started.elapsed());
+    ExitCode::SUCCESS
+}
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  ci      fmt, clippy, test, doc (stops at the first failure)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => run_all(&ci_steps()),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("xtask: unknown command {other:?}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
