@@ -1,13 +1,39 @@
 //! Connection-pool coordination without I/O.
 //!
 //! Everything that decides *who gets which connection* lives here, written so that it can be
-//! model-checked: synchronous methods under small locks, wakers stored in slots, and actions
-//! returned to the caller to perform after the lock is released. This crate opens no socket,
-//! spawns no task and reads no clock: time comes in as an argument.
+//! model-checked: synchronous methods under small locks, wakers stored in slots, and work that
+//! needs I/O (dialing, handshakes) returned to the caller to perform after the lock is released.
+//! This crate opens no socket, spawns no task and reads no clock: time comes in as an argument.
 //!
-//! What it does not do: speak HTTP (that is `pool-h1` and `pool-h2`), establish transports
-//! (`pool-tls`), or assemble the pool users depend on (`pool`).
+//! * [`origin`]: canonical [`OriginKey`]s and their allocation-free lookup.
+//! * [`partition`]: [`PartitionId`], [`ConnectionReuseScope`] and eligibility groups.
+//! * [`cell`]: one origin in one partition: idle HTTP/1 connections, the HTTP/2 generation, the
+//!   flight in progress and the waiting requests.
+//! * [`waiter`]: the exactly-once hand-over of a grant to a waiting request.
+//! * [`connection`]: a connection's lifecycle (dispatch commit, logical and physical close).
+//! * [`stats`], [`events`], [`close`], [`time`]: gauges, lifecycle events, close reasons, and the
+//!   time inputs.
+//! * [`sync`]: the `std`/`loom` facade every lock comes from.
+//!
+//! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
+//! or assemble the pool users depend on (`pool`).
 
+pub mod cell;
+pub mod close;
+pub mod connection;
+pub mod events;
 pub mod origin;
+pub mod partition;
+pub mod stats;
+pub mod sync;
+pub mod time;
+pub mod waiter;
 
+pub use close::CloseReason;
+pub use events::{
+    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol, TlsDetails,
+};
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
+pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
+pub use stats::{Gauge, Gauges, OriginStats, PartitionStats};
+pub use time::{AsyncSleep, Sleep, TimeSource};

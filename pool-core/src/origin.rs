@@ -119,7 +119,9 @@ pub enum InvalidOrigin {
 impl fmt::Display for InvalidOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InvalidOrigin::MissingScheme => f.write_str("URI has no scheme (expected http or https)"),
+            InvalidOrigin::MissingScheme => {
+                f.write_str("URI has no scheme (expected http or https)")
+            }
             InvalidOrigin::UnsupportedScheme(s) => write!(f, "unsupported URI scheme {s:?}"),
             InvalidOrigin::MissingHost => f.write_str("URI has no host"),
             InvalidOrigin::InvalidHost(h) => write!(f, "invalid host {h:?}"),
@@ -160,7 +162,12 @@ impl OriginKey {
         if port == 0 {
             return Err(InvalidOrigin::InvalidPort);
         }
-        Ok(OriginKey { scheme, host: host.into(), port, kind })
+        Ok(OriginKey {
+            scheme,
+            host: host.into(),
+            port,
+            kind,
+        })
     }
 
     /// The scheme.
@@ -200,7 +207,8 @@ impl OriginKey {
     /// when it is an IPv6 literal, followed by `:port` unless the port is the scheme's default.
     pub fn authority(&self) -> String {
         let mut s = String::with_capacity(self.host.len() + 8);
-        self.write_authority(&mut s).expect("writing to a String cannot fail");
+        self.write_authority(&mut s)
+            .expect("writing to a String cannot fail");
         s
     }
 
@@ -253,7 +261,10 @@ struct HostBuf {
 
 impl HostBuf {
     fn new() -> HostBuf {
-        HostBuf { bytes: [0; MAX_HOST_LEN], len: 0 }
+        HostBuf {
+            bytes: [0; MAX_HOST_LEN],
+            len: 0,
+        }
     }
 
     fn as_str(&self) -> &str {
@@ -311,6 +322,9 @@ fn canonicalize(raw: &str, buf: &mut HostBuf) -> Result<Canonical, InvalidOrigin
 
 /// Canonical host text of a lookup: borrowed from the URI when already canonical, otherwise held
 /// in a stack buffer.
+// The buffered variant is large on purpose: it lives on the stack for the duration of one lookup
+// so that canonicalizing a mixed-case host never allocates.
+#[allow(clippy::large_enum_variant)]
 enum HostText<'a> {
     Borrowed(&'a str),
     Buffered(HostBuf),
@@ -343,7 +357,9 @@ impl<'a> OriginLookup<'a> {
     pub fn from_uri(uri: &'a Uri) -> Result<OriginLookup<'a>, InvalidOrigin> {
         let scheme = match uri.scheme_str() {
             None => return Err(InvalidOrigin::MissingScheme),
-            Some(s) => Scheme::parse(s).ok_or_else(|| InvalidOrigin::UnsupportedScheme(s.to_owned()))?,
+            Some(s) => {
+                Scheme::parse(s).ok_or_else(|| InvalidOrigin::UnsupportedScheme(s.to_owned()))?
+            }
         };
         let raw = uri.host().ok_or(InvalidOrigin::MissingHost)?;
         let port = uri.port_u16().unwrap_or(scheme.default_port());
@@ -355,7 +371,12 @@ impl<'a> OriginLookup<'a> {
             Canonical::Unchanged(kind) => (HostText::Borrowed(raw), kind),
             Canonical::Buffered(kind) => (HostText::Buffered(buf), kind),
         };
-        Ok(OriginLookup { scheme, host, port, kind })
+        Ok(OriginLookup {
+            scheme,
+            host,
+            port,
+            kind,
+        })
     }
 
     /// The scheme.
@@ -422,8 +443,14 @@ mod tests {
     fn default_ports_are_elided_and_equal_to_explicit_ones() {
         assert_eq!(key("http://example.com/a"), key("http://example.com:80/b"));
         assert_eq!(key("https://example.com"), key("https://example.com:443"));
-        assert_eq!(key("http://example.com:80").to_string(), "http://example.com");
-        assert_eq!(key("http://example.com:8080").to_string(), "http://example.com:8080");
+        assert_eq!(
+            key("http://example.com:80").to_string(),
+            "http://example.com"
+        );
+        assert_eq!(
+            key("http://example.com:8080").to_string(),
+            "http://example.com:8080"
+        );
     }
 
     #[test]
@@ -467,7 +494,10 @@ mod tests {
     fn bad_uris_are_rejected_with_a_reason() {
         let err = |s: &str| OriginKey::from_uri(&s.parse().unwrap()).unwrap_err();
         assert_eq!(err("/relative"), InvalidOrigin::MissingScheme);
-        assert_eq!(err("ftp://example.com/"), InvalidOrigin::UnsupportedScheme("ftp".into()));
+        assert_eq!(
+            err("ftp://example.com/"),
+            InvalidOrigin::UnsupportedScheme("ftp".into())
+        );
         assert_eq!(err("http://example.com:0/"), InvalidOrigin::InvalidPort);
         assert!(OriginKey::new(Scheme::Http, "", 80).is_err());
         assert!(OriginKey::new(Scheme::Http, "[::g]", 80).is_err());

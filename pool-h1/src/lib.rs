@@ -1,1 +1,34 @@
-//! HTTP/1 connection records for the pool (placeholder).
+//! HTTP/1 connection records for the pool: sender reservation, exchange, and return at the
+//! message boundary.
+//!
+//! An HTTP/1 connection is one exclusive `hyper::client::conn::http1::SendRequest` (the
+//! *sender*) plus a driver future that owns the socket. This crate holds the sender together
+//! with the connection's lifecycle record ([`H1Connection`]), shapes a request for the wire
+//! ([`prepare_request`]), dispatches it with `try_send_request` ([`H1Connection::send`]) and
+//! follows the response body with an [`ExchangeGuard`] that gives the sender back only after
+//! hyper proves both the end of the message and readiness for another request.
+//!
+//! What it does not do: choose which connection a request gets (the cell in `pool-core`
+//! does), establish transports (`pool-tls`), or spawn tasks itself (the pool's partition does,
+//! through [`H1Home`]).
+//!
+//! # Return policy
+//!
+//! | what happened to the response                           | the connection            |
+//! |---------------------------------------------------------|---------------------------|
+//! | body read to its end, sender ready                      | returned to its cell      |
+//! | body read to its end, sender not ready yet              | a small task on the owner partition waits for readiness, then returns it |
+//! | `Connection: close` on the response                     | retired (`ProtocolClosed`) |
+//! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
+//! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
+//! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |
+//!
+//! `Drop` never waits: the only waiting happens in the task the partition spawns.
+
+mod connection;
+mod exchange;
+mod request;
+
+pub use connection::{H1Connection, H1Home, SendOutcome};
+pub use exchange::ExchangeGuard;
+pub use request::{prepare_request, restore_absolute_uri};

@@ -1,1 +1,50 @@
-//! Transport establishment below the HTTP protocol (placeholder until the transport lands).
+//! Transport establishment below the HTTP protocol.
+//!
+//! This crate turns an origin into a connected transport that HTTP can be spoken over, and
+//! reports what was negotiated:
+//!
+//! * [`Connect`] is the seam the pool depends on: a [`ConnectTarget`] in, an [`Io`] and a
+//!   [`Connected`] (ALPN result, addresses, TLS parameters, phase timings) out, or a
+//!   [`ConnectError`] saying which phase failed.
+//! * [`HttpConnector`] is the default implementation: name resolution through a [`Resolve`]
+//!   ([`SystemResolver`] runs `getaddrinfo` on the blocking pool, [`StaticResolver`] adds
+//!   curl-style `--resolve` overrides), TCP dialing on socket2 ([`DialOptions`]: `TCP_NODELAY`,
+//!   keepalive, local address, interface binding) with RFC 8305 happy-eyeballs racing, then
+//!   rustls for `https` ([`TlsConnector`]: native roots loaded once per process, extra roots,
+//!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
+//! * [`TokioIo`] adapts tokio's IO traits to hyper's and back, replacing hyper-util's adapter.
+//!
+//! What this crate does not do: pool or reuse connections, speak HTTP (no request, response or
+//! protocol state lives here), retry, or go through proxies. Those belong to the `pool`,
+//! `pool-h1` and `pool-h2` crates above it.
+//!
+//! # Unsafe code
+//!
+//! The workspace forbids `unsafe`; this crate only denies it, because [`TokioIo`] must fill
+//! hyper's possibly-uninitialized read buffer without copying, which hyper's API allows only
+//! through an `unsafe` method. The one function allowed to do so is in `tokio_io.rs`, with its
+//! safety argument, the same adaptation hyper-util performs.
+
+mod connect;
+mod connector;
+mod dial;
+mod error;
+mod happy_eyeballs;
+mod io;
+mod resolve;
+mod roots;
+mod tls;
+mod tokio_io;
+mod verifier;
+
+pub use connect::{
+    AlpnOffer, Connect, ConnectFuture, ConnectTarget, ConnectTimings, Connected, Negotiated,
+    TlsInfo,
+};
+pub use connector::HttpConnector;
+pub use dial::DialOptions;
+pub use error::ConnectError;
+pub use io::Io;
+pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
+pub use tls::{TlsConfigError, TlsConnector, TlsOptions};
+pub use tokio_io::TokioIo;

@@ -1,0 +1,65 @@
+//! Why a connection stopped accepting work.
+
+use std::fmt;
+
+/// The reason recorded when a connection is logically closed.
+///
+/// The first close trigger wins: it removes the connection from reuse, releases its capacity
+/// permit and fixes this reason. Later triggers change nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The connection sat idle past the idle timeout (or an HTTP/2 generation saw no dispatch
+    /// for that long).
+    IdleTimeout,
+    /// A user poisoned it through a response's connection handle.
+    Poisoned,
+    /// The protocol ended it: the peer closed, sent `Connection: close` or GOAWAY, or the
+    /// connection failed while idle or between exchanges.
+    ProtocolClosed,
+    /// An HTTP/1 exchange did not finish cleanly (a response body dropped before its end, or an
+    /// error mid-exchange), so the connection's framing can no longer be trusted.
+    IncompleteH1Exchange,
+    /// A `101 Switching Protocols` response handed the I/O to the caller.
+    Upgraded,
+    /// Closed while idle so its permit could move to a partition that was waiting.
+    Reclaimed,
+    /// The last handle to the pool was dropped.
+    PoolDropped,
+    /// The runtime of the owning partition shut down and dropped the connection's driver.
+    OwnerRuntimeShutdown,
+}
+
+impl CloseReason {
+    /// Every reason, in declaration order (for summaries that list all of them).
+    pub const ALL: [CloseReason; 8] = [
+        CloseReason::IdleTimeout,
+        CloseReason::Poisoned,
+        CloseReason::ProtocolClosed,
+        CloseReason::IncompleteH1Exchange,
+        CloseReason::Upgraded,
+        CloseReason::Reclaimed,
+        CloseReason::PoolDropped,
+        CloseReason::OwnerRuntimeShutdown,
+    ];
+
+    /// A stable snake_case name, suitable for JSON keys and metrics labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::Poisoned => "poisoned",
+            CloseReason::ProtocolClosed => "protocol_closed",
+            CloseReason::IncompleteH1Exchange => "incomplete_h1_exchange",
+            CloseReason::Upgraded => "upgraded",
+            CloseReason::Reclaimed => "reclaimed",
+            CloseReason::PoolDropped => "pool_dropped",
+            CloseReason::OwnerRuntimeShutdown => "owner_runtime_shutdown",
+        }
+    }
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,560 @@
+//! The lifecycle of one connection: dispatch commits, logical close and physical close.
+//!
+//! ```text
+//!               checkin()                       close(reason)   (first trigger wins)
+//!   ACTIVE ◄──────────────────► IDLE   ──────────────────────►  CLOSED
+//!  (H1 checked out,  checkout()  (H1 only)                      (no new work; permit released;
+//!   H2 accepting)                                                 draining while the I/O lives)
+//!
+//!   independently:  transport I/O dropped  ──►  GONE   (physical close; implies a logical close)
+//! ```
+//!
+//! *Logical close* removes the connection from reuse, releases its capacity permit, records a
+//! [`CloseReason`] and fires `connection_closed` exactly once. *Physical close* is when the
+//! transport's I/O is dropped; it follows logical close by an unbounded interval (an HTTP/2
+//! connection drains its accepted streams, an upgraded HTTP/1 connection lives as long as the
+//! caller keeps the upgraded I/O). Between the two the connection counts as draining.
+//!
+//! All transitions are compare-and-swap on one state word, and every gauge change is computed
+//! from the (old, new) pair of the transition that won. That is what makes a close racing a
+//! checkout, or a logical close racing the I/O drop, account exactly once: whichever
+//! transition lands first is the one the other observes.
+//!
+//! What this module does not do: decide who gets the connection (the cell), or talk to the
+//! transport (the protocol crates hold the sender and driver; they report here).
+
+use std::error::Error;
+use std::fmt;
+
+use crate::close::CloseReason;
+use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
+use crate::stats::{Gauge, Gauges};
+use crate::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use crate::sync::{Arc, Mutex, Weak};
+
+/// A boxed error, as carried by close events.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// Something that must be released when the connection closes logically: a capacity permit.
+pub trait Releasable: Send + Sync + 'static {}
+impl<T: Send + Sync + 'static> Releasable for T {}
+
+const PHASE_MASK: u8 = 0b0011;
+const ACTIVE: u8 = 0;
+const IDLE: u8 = 1;
+const CLOSED: u8 = 2;
+/// The transport's I/O has been dropped.
+const GONE: u8 = 0b0100;
+/// The user asked that the connection never be reused.
+const POISONED: u8 = 0b1000;
+
+/// Shared record of one established connection.
+pub struct ConnectionRecord {
+    /// Fixed description, attached to responses and events.
+    info: ConnectionInfo,
+    /// Gauges of the owning (partition, origin) cell.
+    gauges: Arc<Gauges>,
+    /// Lifecycle listener, if the pool has one.
+    listener: Option<Arc<dyn ConnectionEventListener>>,
+    /// Phase bits, `GONE` and `POISONED`; changed only by CAS.
+    state: AtomicU8,
+    /// Requests dispatched so far; a connection with `served > 0` counts as reused.
+    served: AtomicU64,
+    /// The reason of the winning close, readable after it (index into `CloseReason::ALL`).
+    reason: AtomicU8,
+    /// The capacity permit this connection holds (bounded origins), released at logical close.
+    permit: Mutex<Option<Box<dyn Releasable>>>,
+}
+
+const NO_REASON: u8 = u8::MAX;
+
+impl ConnectionRecord {
+    /// Installs a new connection in the `ACTIVE` phase. Moves one unit of `establishing` to the
+    /// protocol's admitted gauge (`h1_active` or `h2_accepting`) and fires `connection_created`.
+    ///
+    /// Call without holding a pool lock: the listener runs here.
+    pub fn install(
+        info: ConnectionInfo,
+        gauges: Arc<Gauges>,
+        listener: Option<Arc<dyn ConnectionEventListener>>,
+        permit: Option<Box<dyn Releasable>>,
+    ) -> Arc<ConnectionRecord> {
+        let record = Arc::new(ConnectionRecord {
+            info,
+            gauges,
+            listener,
+            state: AtomicU8::new(ACTIVE),
+            served: AtomicU64::new(0),
+            reason: AtomicU8::new(NO_REASON),
+            permit: Mutex::new(permit),
+        });
+        record
+            .gauges
+            .transfer(Gauge::Establishing, record.phase_gauge(ACTIVE));
+        if let Some(listener) = &record.listener {
+            listener.connection_created(&record.info);
+        }
+        record
+    }
+
+    /// The connection's description.
+    pub fn info(&self) -> &ConnectionInfo {
+        &self.info
+    }
+
+    /// The gauges of the owning cell.
+    pub fn gauges(&self) -> &Arc<Gauges> {
+        &self.gauges
+    }
+
+    /// The pool's lifecycle listener, if any.
+    pub fn listener(&self) -> Option<&Arc<dyn ConnectionEventListener>> {
+        self.listener.as_ref()
+    }
+
+    fn phase_gauge(&self, phase: u8) -> Gauge {
+        match (self.info.protocol(), phase) {
+            (Protocol::Http1, IDLE) => Gauge::H1Idle,
+            (Protocol::Http1, _) => Gauge::H1Active,
+            (Protocol::Http2, _) => Gauge::H2Accepting,
+        }
+    }
+
+    fn draining_gauge(&self) -> Gauge {
+        match self.info.protocol() {
+            Protocol::Http1 => Gauge::H1Draining,
+            Protocol::Http2 => Gauge::H2Draining,
+        }
+    }
+
+    fn is_draining(state: u8) -> bool {
+        state & PHASE_MASK == CLOSED && state & GONE == 0
+    }
+
+    /// Applies `f` to the state until a CAS succeeds; returns `(old, new)`, or `None` when `f`
+    /// declines the transition.
+    fn transition(&self, mut f: impl FnMut(u8) -> Option<u8>) -> Option<(u8, u8)> {
+        let mut old = self.state.load(Ordering::Acquire);
+        loop {
+            let new = f(old)?;
+            match self
+                .state
+                .compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some((old, new)),
+                Err(actual) => old = actual,
+            }
+        }
+    }
+
+    /// Commits a dispatch from the idle set: `IDLE -> ACTIVE`. Fails when the connection closed
+    /// while idle (the caller drops its stale handle and looks for another).
+    ///
+    /// # Concurrency
+    ///
+    /// Races with [`close`](Self::close) (idle expiry, the driver ending, reclaim): exactly one
+    /// of the two wins, so a closed connection never receives a request and a checked-out one is
+    /// never counted idle.
+    pub fn checkout(&self) -> bool {
+        let won =
+            self.transition(|s| (s & PHASE_MASK == IDLE).then_some((s & !PHASE_MASK) | ACTIVE));
+        if won.is_some() {
+            self.gauges.transfer(Gauge::H1Idle, Gauge::H1Active);
+        }
+        won.is_some()
+    }
+
+    /// Returns a checked-out HTTP/1 connection to the idle phase: `ACTIVE -> IDLE`. Fails when it
+    /// closed (or was poisoned) meanwhile.
+    pub fn checkin(&self) -> bool {
+        let won = self.transition(|s| {
+            (s & PHASE_MASK == ACTIVE && s & POISONED == 0).then_some((s & !PHASE_MASK) | IDLE)
+        });
+        if won.is_some() {
+            self.gauges.transfer(Gauge::H1Active, Gauge::H1Idle);
+        }
+        won.is_some()
+    }
+
+    /// Counts one dispatch and reports whether the connection had served a request before.
+    pub fn record_dispatch(&self) -> bool {
+        self.served.fetch_add(1, Ordering::Relaxed) > 0
+    }
+
+    /// Requests dispatched on this connection so far.
+    pub fn requests_served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Whether it was logically closed.
+    pub fn is_closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & PHASE_MASK == CLOSED
+    }
+
+    /// Whether it is in the idle phase.
+    pub fn is_idle(&self) -> bool {
+        self.state.load(Ordering::Acquire) & PHASE_MASK == IDLE
+    }
+
+    /// Whether it was poisoned.
+    pub fn is_poisoned(&self) -> bool {
+        self.state.load(Ordering::Acquire) & POISONED != 0
+    }
+
+    /// Whether its transport's I/O is gone.
+    pub fn is_physically_closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & GONE != 0
+    }
+
+    /// The reason of the close that won, once closed.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        CloseReason::ALL
+            .get(self.reason.load(Ordering::Acquire) as usize)
+            .copied()
+    }
+
+    /// Marks the connection never to be reused. An idle HTTP/1 connection or an HTTP/2
+    /// generation closes at once (in-flight streams finish); a checked-out HTTP/1 connection
+    /// finishes its exchange and closes instead of returning.
+    pub fn poison(&self) {
+        self.transition(|s| (s & POISONED == 0).then_some(s | POISONED));
+        let close_now = match self.info.protocol() {
+            Protocol::Http1 => self.is_idle(),
+            Protocol::Http2 => true,
+        };
+        if close_now {
+            self.close(CloseReason::Poisoned, None);
+        }
+    }
+
+    /// Logically closes the connection. The first call wins and returns `true`: it updates the
+    /// gauges, releases the permit, then fires `connection_closed`. Later calls do nothing.
+    ///
+    /// Call without holding a pool lock: the listener runs here.
+    pub fn close(&self, reason: CloseReason, error: Option<BoxError>) -> bool {
+        debug_assert!(
+            !crate::sync::holds_pool_lock(),
+            "close() called under a pool lock"
+        );
+        let Some((old, new)) =
+            self.transition(|s| (s & PHASE_MASK != CLOSED).then_some((s & !PHASE_MASK) | CLOSED))
+        else {
+            return false;
+        };
+        let reason_index = CloseReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(0) as u8;
+        self.reason.store(reason_index, Ordering::Release);
+        self.gauges.dec(self.phase_gauge(old & PHASE_MASK));
+        if Self::is_draining(new) {
+            self.gauges.inc(self.draining_gauge());
+        }
+        let permit = self.permit.lock().take();
+        drop(permit);
+        tracing::debug!(
+            connection = self.info.id().as_u64(),
+            origin = %self.info.origin(),
+            partition = %self.info.partition(),
+            %reason,
+            error = error.as_ref().map(tracing::field::display),
+            "connection closed"
+        );
+        if let Some(listener) = &self.listener {
+            let error_ref = error
+                .as_deref()
+                .map(|e| e as &(dyn Error + Send + Sync + 'static));
+            listener.connection_closed(&self.info, reason, error_ref);
+        }
+        true
+    }
+
+    /// The transport's I/O was dropped. Ends draining; if nothing closed the connection
+    /// logically yet, closes it as [`CloseReason::ProtocolClosed`].
+    fn physical_close(&self) {
+        let Some((old, new)) = self.transition(|s| (s & GONE == 0).then_some(s | GONE)) else {
+            return;
+        };
+        if Self::is_draining(old) && !Self::is_draining(new) {
+            self.gauges.dec(self.draining_gauge());
+        }
+        if old & PHASE_MASK != CLOSED {
+            self.close(CloseReason::ProtocolClosed, None);
+        }
+    }
+}
+
+impl fmt::Debug for ConnectionRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.state.load(Ordering::Relaxed);
+        let phase = match s & PHASE_MASK {
+            ACTIVE => "active",
+            IDLE => "idle",
+            _ => "closed",
+        };
+        f.debug_struct("ConnectionRecord")
+            .field("id", &self.info.id())
+            .field("origin", self.info.origin())
+            .field("protocol", &self.info.protocol())
+            .field("phase", &phase)
+            .field("gone", &(s & GONE != 0))
+            .field("poisoned", &(s & POISONED != 0))
+            .finish()
+    }
+}
+
+/// Tracks one transport from the connector's return until its I/O is dropped.
+///
+/// Created when the transport is wrapped (before any HTTP handshake), so `physically_live`
+/// counts transports that are still handshaking, and those whose handshake failed until they are
+/// dropped. The record attaches once the connection is installed; if the I/O is already gone by
+/// then, the record learns it immediately.
+pub struct PhysicalLink {
+    /// Gauges of the owning cell (`physically_live`).
+    gauges: Arc<Gauges>,
+    /// `None` until a record attaches; `Some(dangling)` after the I/O is gone.
+    record: Mutex<LinkState>,
+}
+
+enum LinkState {
+    Unattached,
+    Attached(Weak<ConnectionRecord>),
+    Gone,
+}
+
+impl PhysicalLink {
+    /// Counts a new live transport.
+    pub fn new(gauges: Arc<Gauges>) -> Arc<PhysicalLink> {
+        gauges.inc(Gauge::PhysicallyLive);
+        Arc::new(PhysicalLink {
+            gauges,
+            record: Mutex::new(LinkState::Unattached),
+        })
+    }
+
+    /// Connects the installed record; physical close is reported to it from now on.
+    pub fn attach(&self, record: &Arc<ConnectionRecord>) {
+        let gone = {
+            let mut state = self.record.lock();
+            match *state {
+                LinkState::Gone => true,
+                _ => {
+                    *state = LinkState::Attached(Arc::downgrade(record));
+                    false
+                }
+            }
+        };
+        if gone {
+            record.physical_close();
+        }
+    }
+
+    /// The I/O was dropped (called once, by the I/O wrapper's `Drop`).
+    pub fn gone(&self) {
+        let previous = std::mem::replace(&mut *self.record.lock(), LinkState::Gone);
+        if matches!(previous, LinkState::Gone) {
+            return;
+        }
+        self.gauges.dec(Gauge::PhysicallyLive);
+        if let LinkState::Attached(weak) = previous {
+            if let Some(record) = weak.upgrade() {
+                record.physical_close();
+            }
+        }
+    }
+}
+
+impl fmt::Debug for PhysicalLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &*self.record.lock() {
+            LinkState::Unattached => "unattached",
+            LinkState::Attached(_) => "attached",
+            LinkState::Gone => "gone",
+        };
+        f.debug_struct("PhysicalLink")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(pool_loom)))]
+mod tests {
+    use super::*;
+    use crate::events::ConnectionId;
+    use crate::origin::OriginKey;
+    use crate::partition::PartitionId;
+    use crate::stats::PartitionStats;
+    use std::sync::atomic::AtomicUsize;
+
+    #[derive(Default)]
+    struct Counting {
+        created: AtomicUsize,
+        closed: std::sync::Mutex<Vec<CloseReason>>,
+    }
+
+    impl ConnectionEventListener for Counting {
+        fn connection_created(&self, _: &ConnectionInfo) {
+            self.created.fetch_add(1, Ordering::SeqCst);
+        }
+        fn connection_closed(
+            &self,
+            _: &ConnectionInfo,
+            reason: CloseReason,
+            _: Option<&(dyn Error + Send + Sync)>,
+        ) {
+            self.closed.lock().unwrap().push(reason);
+        }
+    }
+
+    fn setup(
+        protocol: Protocol,
+    ) -> (
+        Arc<Gauges>,
+        Arc<Counting>,
+        Arc<PhysicalLink>,
+        Arc<ConnectionRecord>,
+    ) {
+        let gauges = Arc::new(Gauges::default());
+        let listener = Arc::new(Counting::default());
+        gauges.inc(Gauge::Establishing);
+        let link = PhysicalLink::new(gauges.clone());
+        let origin = OriginKey::from_uri(&"http://a.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(1),
+            origin,
+            PartitionId::ANONYMOUS,
+            protocol,
+        );
+        let record = ConnectionRecord::install(info, gauges.clone(), Some(listener.clone()), None);
+        link.attach(&record);
+        (gauges, listener, link, record)
+    }
+
+    #[test]
+    fn h1_lifecycle_accounts_each_phase() {
+        let (gauges, listener, link, record) = setup(Protocol::Http1);
+        assert_eq!(listener.created.load(Ordering::SeqCst), 1);
+        let s = gauges.snapshot();
+        assert_eq!((s.establishing, s.h1_active, s.physically_live), (0, 1, 1));
+        assert!(record.checkin());
+        assert_eq!(gauges.snapshot().h1_idle, 1);
+        assert!(record.checkout());
+        assert!(!record.checkout(), "already active");
+        assert!(record.close(CloseReason::IncompleteH1Exchange, None));
+        assert!(
+            !record.close(CloseReason::IdleTimeout, None),
+            "first close wins"
+        );
+        assert_eq!(
+            record.close_reason(),
+            Some(CloseReason::IncompleteH1Exchange)
+        );
+        let s = gauges.snapshot();
+        assert_eq!((s.h1_active, s.h1_draining, s.physically_live), (0, 1, 1));
+        link.gone();
+        link.gone();
+        assert_eq!(gauges.snapshot(), PartitionStats::default());
+        assert_eq!(
+            *listener.closed.lock().unwrap(),
+            vec![CloseReason::IncompleteH1Exchange]
+        );
+    }
+
+    #[test]
+    fn io_drop_before_logical_close_closes_as_protocol_closed() {
+        let (gauges, listener, link, record) = setup(Protocol::Http1);
+        assert!(record.checkin());
+        link.gone();
+        assert!(record.is_closed());
+        assert!(
+            !record.checkout(),
+            "a closed idle connection cannot be checked out"
+        );
+        assert_eq!(gauges.snapshot(), PartitionStats::default());
+        assert_eq!(
+            *listener.closed.lock().unwrap(),
+            vec![CloseReason::ProtocolClosed]
+        );
+    }
+
+    #[test]
+    fn io_gone_before_attach_is_reported_at_attach() {
+        let gauges = Arc::new(Gauges::default());
+        gauges.inc(Gauge::Establishing);
+        let link = PhysicalLink::new(gauges.clone());
+        link.gone();
+        let origin = OriginKey::from_uri(&"http://a.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(2),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http2,
+        );
+        let record = ConnectionRecord::install(info, gauges.clone(), None, None);
+        link.attach(&record);
+        assert_eq!(record.close_reason(), Some(CloseReason::ProtocolClosed));
+        assert_eq!(gauges.snapshot(), PartitionStats::default());
+    }
+
+    #[test]
+    fn poison_closes_idle_at_once_and_active_at_return() {
+        let (_, listener, _link, record) = setup(Protocol::Http1);
+        record.poison();
+        assert!(!record.is_closed(), "an active exchange finishes first");
+        assert!(!record.checkin(), "a poisoned connection is never reused");
+        assert!(record.close(CloseReason::Poisoned, None));
+        assert_eq!(
+            *listener.closed.lock().unwrap(),
+            vec![CloseReason::Poisoned]
+        );
+
+        let (_, listener, _link, record) = setup(Protocol::Http1);
+        assert!(record.checkin());
+        record.poison();
+        assert_eq!(record.close_reason(), Some(CloseReason::Poisoned));
+        assert_eq!(
+            *listener.closed.lock().unwrap(),
+            vec![CloseReason::Poisoned]
+        );
+    }
+
+    #[test]
+    fn h2_poison_drains_immediately() {
+        let (gauges, _, link, record) = setup(Protocol::Http2);
+        assert_eq!(gauges.snapshot().h2_accepting, 1);
+        record.poison();
+        let s = gauges.snapshot();
+        assert_eq!((s.h2_accepting, s.h2_draining), (0, 1));
+        link.gone();
+        assert_eq!(gauges.snapshot(), PartitionStats::default());
+    }
+
+    #[test]
+    fn the_permit_is_released_at_logical_close() {
+        struct Permit(Arc<AtomicUsize>);
+        impl Drop for Permit {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let released = Arc::new(AtomicUsize::new(0));
+        let gauges = Arc::new(Gauges::default());
+        gauges.inc(Gauge::Establishing);
+        let origin = OriginKey::from_uri(&"http://a.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(3),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http1,
+        );
+        let record =
+            ConnectionRecord::install(info, gauges, None, Some(Box::new(Permit(released.clone()))));
+        assert_eq!(released.load(Ordering::SeqCst), 0);
+        record.close(CloseReason::IdleTimeout, None);
+        assert_eq!(
+            released.load(Ordering::SeqCst),
+            1,
+            "released before the socket is gone"
+        );
+    }
+}

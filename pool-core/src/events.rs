@@ -1,0 +1,220 @@
+//! Connection identities, descriptions and the lifecycle listener.
+//!
+//! Every connection the pool creates gets a [`ConnectionInfo`] before it becomes visible to
+//! requests. The same description is attached to every response the connection serves and is
+//! passed to every [`ConnectionEventListener`] callback about it, so a log line, a metric and a
+//! response can be joined on [`ConnectionId`].
+//!
+//! Listeners run outside every pool lock, on the task that caused the event. A panicking
+//! listener unwinds that task only; the pool's locks do not poison and its accounting is updated
+//! before the callback runs.
+
+use std::error::Error;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::close::CloseReason;
+use crate::origin::OriginKey;
+use crate::partition::PartitionId;
+
+/// A connection's identity: unique and increasing within a process, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(u64);
+
+impl ConnectionId {
+    /// Wraps a raw identity. The assembled pool draws these from one process-wide counter.
+    pub const fn from_u64(id: u64) -> ConnectionId {
+        ConnectionId(id)
+    }
+
+    /// The raw identity.
+    pub const fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// The HTTP version a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// HTTP/1.1: one request at a time.
+    Http1,
+    /// HTTP/2: multiplexed streams.
+    Http2,
+}
+
+impl Protocol {
+    /// `"1.1"` or `"2"`, the way curl's `%{http_version}` prints it.
+    pub const fn version_str(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "1.1",
+            Protocol::Http2 => "2",
+        }
+    }
+}
+
+/// What TLS negotiated for a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsDetails {
+    /// The protocol version, such as `"TLSv1.3"`.
+    pub version: &'static str,
+    /// The cipher suite, such as `"TLS13_AES_256_GCM_SHA384"`.
+    pub cipher_suite: &'static str,
+}
+
+/// How long establishing a connection took, each measured from the start of establishment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionTimings {
+    /// Until the destination addresses were known.
+    pub resolve: Duration,
+    /// Until the TCP connection (or custom transport) was established.
+    pub connect: Duration,
+    /// Until the TLS handshake finished, for TLS connections.
+    pub tls: Option<Duration>,
+    /// Until the HTTP handshake finished and the connection could carry requests.
+    pub handshake: Duration,
+}
+
+/// A description of one connection, fixed when it is created.
+#[derive(Clone, Debug)]
+pub struct ConnectionInfo {
+    id: ConnectionId,
+    origin: OriginKey,
+    partition: PartitionId,
+    protocol: Protocol,
+    local_addr: Option<SocketAddr>,
+    remote_addr: Option<SocketAddr>,
+    tls: Option<TlsDetails>,
+    timings: ConnectionTimings,
+}
+
+impl ConnectionInfo {
+    /// Describes a new connection; addresses, TLS details and timings start empty.
+    pub fn new(
+        id: ConnectionId,
+        origin: OriginKey,
+        partition: PartitionId,
+        protocol: Protocol,
+    ) -> Self {
+        ConnectionInfo {
+            id,
+            origin,
+            partition,
+            protocol,
+            local_addr: None,
+            remote_addr: None,
+            tls: None,
+            timings: ConnectionTimings::default(),
+        }
+    }
+
+    /// Sets the socket addresses.
+    pub fn with_addrs(mut self, local: Option<SocketAddr>, remote: Option<SocketAddr>) -> Self {
+        self.local_addr = local;
+        self.remote_addr = remote;
+        self
+    }
+
+    /// Sets the TLS details.
+    pub fn with_tls(mut self, tls: Option<TlsDetails>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Sets the establishment timings.
+    pub fn with_timings(mut self, timings: ConnectionTimings) -> Self {
+        self.timings = timings;
+        self
+    }
+
+    /// The connection's identity.
+    pub fn id(&self) -> ConnectionId {
+        self.id
+    }
+
+    /// The origin it serves.
+    pub fn origin(&self) -> &OriginKey {
+        &self.origin
+    }
+
+    /// The partition that owns its socket and driver.
+    pub fn partition(&self) -> PartitionId {
+        self.partition
+    }
+
+    /// The HTTP version it speaks.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// The local socket address, when the transport has one.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local_addr
+    }
+
+    /// The peer's socket address, when the transport has one.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote_addr
+    }
+
+    /// What TLS negotiated, for TLS connections.
+    pub fn tls(&self) -> Option<&TlsDetails> {
+        self.tls.as_ref()
+    }
+
+    /// How long establishment took.
+    pub fn timings(&self) -> &ConnectionTimings {
+        &self.timings
+    }
+}
+
+/// Receives connection lifecycle events. Every method has a no-op default.
+///
+/// # Ordering
+///
+/// `connection_created` fires before the connection can serve any request; `connection_closed`
+/// fires exactly once per created connection, after its accounting (permit, gauges) is updated.
+/// `connection_failed` reports an establishment that produced no connection.
+pub trait ConnectionEventListener: Send + Sync + 'static {
+    /// A connection was established and is about to serve its first request.
+    fn connection_created(&self, info: &ConnectionInfo) {
+        let _ = info;
+    }
+
+    /// An existing connection was selected for another request by its own partition.
+    fn connection_reused(&self, info: &ConnectionInfo) {
+        let _ = info;
+    }
+
+    /// A partition other than the owner dispatched a request through the connection.
+    fn connection_borrowed(&self, info: &ConnectionInfo, borrower: PartitionId) {
+        let _ = (info, borrower);
+    }
+
+    /// The connection stopped accepting work, for `reason`; `error` is the failure behind it, if
+    /// any.
+    fn connection_closed(
+        &self,
+        info: &ConnectionInfo,
+        reason: CloseReason,
+        error: Option<&(dyn Error + Send + Sync + 'static)>,
+    ) {
+        let _ = (info, reason, error);
+    }
+
+    /// Establishing a connection to `origin` for `partition` failed.
+    fn connection_failed(
+        &self,
+        origin: &OriginKey,
+        partition: PartitionId,
+        error: &(dyn Error + Send + Sync + 'static),
+    ) {
+        let _ = (origin, partition, error);
+    }
+}

@@ -1,0 +1,198 @@
+//! The sender with its record, and dispatch.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use pool_core::cell::PooledH1;
+use pool_core::connection::ConnectionRecord;
+use pool_core::sync::Arc;
+
+use crate::exchange::ExchangeGuard;
+
+/// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
+pub trait H1Home<B>: Send + Sync + 'static {
+    /// The exchange finished and the sender is ready: hand the connection back to its cell.
+    fn release(&self, conn: H1Connection<B>);
+
+    /// Runs a small future on the connection's owner partition (the wait for readiness after a
+    /// body ended before hyper's dispatcher caught up).
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>);
+}
+
+/// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, and
+/// the home it returns to.
+pub struct H1Connection<B> {
+    sender: SendRequest<B>,
+    record: Arc<ConnectionRecord>,
+    home: Arc<dyn H1Home<B>>,
+}
+
+/// What came of [`H1Connection::send`].
+pub enum SendOutcome<B> {
+    /// The response head arrived; the guard holds the connection until the body ends.
+    Response(Response<Incoming>, ExchangeGuard<B>),
+    /// hyper handed the request back without sending it (the connection closed before it
+    /// could). The connection has been retired. `reused` says whether the connection had
+    /// served a request before this one: only then may the request be retried transparently.
+    Unsent {
+        /// The original request, untouched by the wire.
+        request: Request<B>,
+        /// Why hyper could not send it.
+        error: hyper::Error,
+        /// Whether the connection had served a request before.
+        reused: bool,
+    },
+    /// The request was accepted and then failed; the connection has been retired.
+    Failed(hyper::Error),
+}
+
+impl<B> H1Connection<B> {
+    /// The connection's lifecycle record.
+    pub fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.record
+    }
+}
+
+impl<B: 'static> H1Connection<B> {
+    /// Wraps a handshaken sender.
+    pub fn new(
+        sender: SendRequest<B>,
+        record: Arc<ConnectionRecord>,
+        home: Arc<dyn H1Home<B>>,
+    ) -> Self {
+        H1Connection {
+            sender,
+            record,
+            home,
+        }
+    }
+
+    pub(crate) fn sender_mut(&mut self) -> &mut SendRequest<B> {
+        &mut self.sender
+    }
+
+    pub(crate) fn home(&self) -> &Arc<dyn H1Home<B>> {
+        &self.home
+    }
+
+    /// Hands the connection to its home.
+    pub(crate) fn go_home(self) {
+        let home = self.home.clone();
+        home.release(self);
+    }
+}
+
+impl<B> H1Connection<B>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// Dispatches `request` (already shaped by [`prepare_request`]) on this connection.
+    ///
+    /// The dispatch is counted on the record before hyper receives the request, so the
+    /// connection counts as reused from the second request on.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after hyper accepted the request drops the connection with it; the
+    /// driver sees the dispatch cancelled and hyper closes the connection, which the driver
+    /// reports as a close. Nothing is returned to the idle set.
+    pub async fn send(mut self, request: Request<B>) -> SendOutcome<B> {
+        let reused = self.record.record_dispatch();
+        match self.sender.try_send_request(request).await {
+            Ok(response) => {
+                let guard = ExchangeGuard::new(self, &response);
+                SendOutcome::Response(response, guard)
+            }
+            Err(mut err) => {
+                let unsent = err.take_message();
+                let error = err.into_error();
+                match unsent {
+                    Some(request) => {
+                        self.record.close(
+                            pool_core::CloseReason::ProtocolClosed,
+                            Some(Box::new(StaleConnection)),
+                        );
+                        SendOutcome::Unsent {
+                            request,
+                            error,
+                            reused,
+                        }
+                    }
+                    None => {
+                        self.record.close(
+                            pool_core::CloseReason::IncompleteH1Exchange,
+                            Some(Box::new(ExchangeFailed(error.to_string()))),
+                        );
+                        SendOutcome::Failed(error)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The close reason's source when hyper returned a request unsent.
+#[derive(Debug)]
+struct StaleConnection;
+
+impl fmt::Display for StaleConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("connection closed before the request could be sent")
+    }
+}
+
+impl std::error::Error for StaleConnection {}
+
+/// The close reason's source when an exchange failed after hyper accepted the request.
+#[derive(Debug)]
+struct ExchangeFailed(String);
+
+impl fmt::Display for ExchangeFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exchange failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for ExchangeFailed {}
+
+impl<B> fmt::Debug for SendOutcome<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendOutcome::Response(response, guard) => f
+                .debug_tuple("Response")
+                .field(&response.status())
+                .field(guard)
+                .finish(),
+            SendOutcome::Unsent { error, reused, .. } => f
+                .debug_struct("Unsent")
+                .field("error", error)
+                .field("reused", reused)
+                .finish(),
+            SendOutcome::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+        }
+    }
+}
+
+impl<B: Send + 'static> PooledH1 for H1Connection<B> {
+    fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.record
+    }
+
+    fn is_ready(&self) -> bool {
+        self.sender.is_ready()
+    }
+}
+
+impl<B> fmt::Debug for H1Connection<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("H1Connection")
+            .field("record", &self.record)
+            .finish()
+    }
+}

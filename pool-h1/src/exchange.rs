@@ -1,0 +1,165 @@
+//! Following one response to the end of its message.
+
+use std::fmt;
+use std::future::poll_fn;
+
+use http::header::{CONNECTION, HeaderValue};
+use http::{Response, StatusCode};
+use hyper::body::Incoming;
+use pool_core::CloseReason;
+use pool_core::connection::ConnectionRecord;
+use pool_core::sync::Arc;
+
+use crate::connection::H1Connection;
+
+/// What happens to the connection when the exchange ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Disposition {
+    /// Return it to its cell once hyper is ready for another request.
+    Reuse,
+    /// Retire it with this reason.
+    Retire(CloseReason),
+}
+
+/// Holds an HTTP/1 connection while its response body is read, and decides at the end of the
+/// exchange whether it goes home or is retired (see the crate's return policy).
+///
+/// The response body wrapper calls [`end_of_body`](Self::end_of_body) when hyper yields the end
+/// of the body, and [`finish`](Self::finish) when the body is dropped.
+///
+/// # Drop behavior
+///
+/// Dropping the guard without either call retires the connection as
+/// [`CloseReason::IncompleteH1Exchange`]: nothing proved the message boundary.
+pub struct ExchangeGuard<B> {
+    conn: Option<H1Connection<B>>,
+    disposition: Disposition,
+}
+
+impl<B: Send + 'static> ExchangeGuard<B> {
+    pub(crate) fn new(conn: H1Connection<B>, response: &Response<Incoming>) -> Self {
+        let disposition = if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+            Disposition::Retire(CloseReason::Upgraded)
+        } else if says_close(response.headers().get_all(CONNECTION)) {
+            Disposition::Retire(CloseReason::ProtocolClosed)
+        } else {
+            Disposition::Reuse
+        };
+        let mut guard = ExchangeGuard {
+            conn: Some(conn),
+            disposition,
+        };
+        if disposition == Disposition::Retire(CloseReason::Upgraded) {
+            // The pool's record ends here; the I/O now belongs to whoever calls
+            // `hyper::upgrade::on` and lives until they drop it.
+            guard.retire(CloseReason::Upgraded);
+        }
+        guard
+    }
+
+    /// The record of the connection this exchange runs on, while the guard holds it.
+    pub fn record(&self) -> Option<&Arc<ConnectionRecord>> {
+        self.conn.as_ref().map(H1Connection::record)
+    }
+
+    /// hyper yielded the end of the body: the message boundary is proven. The connection goes
+    /// home now if hyper is already ready for another request, or once it is (in a task on the
+    /// owner partition).
+    pub fn end_of_body(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        match self.disposition {
+            Disposition::Retire(reason) => {
+                conn.record().close(reason, None);
+            }
+            Disposition::Reuse => return_when_ready(conn),
+        }
+    }
+
+    /// The body is being dropped. `ended` says whether the whole body was received (hyper
+    /// reported `is_end_stream`), in which case this is the end of the message; otherwise the
+    /// connection is retired because its framing can no longer be trusted.
+    pub fn finish(&mut self, ended: bool) {
+        if ended {
+            self.end_of_body();
+        } else {
+            self.retire(CloseReason::IncompleteH1Exchange);
+        }
+    }
+
+    fn retire(&mut self, reason: CloseReason) {
+        if let Some(conn) = self.conn.take() {
+            conn.record().close(reason, None);
+        }
+    }
+}
+
+/// Returns the connection to its home as soon as hyper's dispatcher is ready for another
+/// request. The common case costs nothing: the dispatcher marks itself ready in the same poll
+/// that ends the body, before the reader can run. When the reader ran first (another worker
+/// thread picked it up), the wait moves to a task on the owner partition.
+fn return_when_ready<B: Send + 'static>(mut conn: H1Connection<B>) {
+    if conn.sender_mut().is_ready() {
+        conn.go_home();
+        return;
+    }
+    if conn.sender_mut().is_closed() {
+        conn.record().close(CloseReason::ProtocolClosed, None);
+        return;
+    }
+    let home = conn.home().clone();
+    home.spawn(Box::pin(async move {
+        match poll_fn(|cx| conn.sender_mut().poll_ready(cx)).await {
+            Ok(()) => conn.go_home(),
+            Err(error) => {
+                conn.record()
+                    .close(CloseReason::ProtocolClosed, Some(Box::new(error)));
+            }
+        }
+    }));
+}
+
+/// Whether any `Connection` header value lists the `close` token.
+fn says_close<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> bool {
+    values.into_iter().any(|value| {
+        value
+            .to_str()
+            .map(|s| {
+                s.split(',')
+                    .any(|token| token.trim().eq_ignore_ascii_case("close"))
+            })
+            .unwrap_or(false)
+    })
+}
+
+impl<B> Drop for ExchangeGuard<B> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.record().close(CloseReason::IncompleteH1Exchange, None);
+        }
+    }
+}
+
+impl<B> fmt::Debug for ExchangeGuard<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExchangeGuard")
+            .field("conn", &self.conn)
+            .field("disposition", &self.disposition)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_close_token_is_found_case_insensitively_in_lists() {
+        let v = |s: &'static str| HeaderValue::from_static(s);
+        assert!(says_close([&v("close")]));
+        assert!(says_close([&v("Keep-Alive, Close")]));
+        assert!(says_close([&v("upgrade"), &v("CLOSE")]));
+        assert!(!says_close([&v("keep-alive")]));
+        assert!(!says_close([&v("closed")]));
+        assert!(!says_close(std::iter::empty()));
+    }
+}

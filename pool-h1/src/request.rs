@@ -1,0 +1,73 @@
+//! Shaping a request for an HTTP/1.1 connection.
+
+use http::header::HOST;
+use http::uri::{PathAndQuery, Uri};
+use http::{HeaderValue, Request};
+use pool_core::OriginKey;
+
+/// Prepares `request` for the wire: sets `Host` from the origin unless the caller set one, and
+/// replaces the absolute URI with its origin form (`/path?query`), which is what an origin
+/// server expects on HTTP/1.1 (RFC 9112 section 3.2.1).
+///
+/// `host` is the origin's `Host` value, computed once per origin so this costs no allocation
+/// beyond the header map's own.
+pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
+    if !request.headers().contains_key(HOST) {
+        request.headers_mut().insert(HOST, host.clone());
+    }
+    let path = request
+        .uri()
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    *request.uri_mut() = Uri::from(path);
+}
+
+/// Undoes [`prepare_request`]'s URI change for a request hyper handed back unsent, so it can be
+/// routed again: `origin` + the request's origin-form target.
+pub fn restore_absolute_uri<B>(request: &mut Request<B>, origin: &OriginKey) {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map(PathAndQuery::as_str)
+        .unwrap_or("/");
+    let absolute = format!("{origin}{path}");
+    if let Ok(uri) = absolute.parse() {
+        *request.uri_mut() = uri;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_form_and_host_are_set() {
+        let mut req = Request::get("http://example.com:8080/a/b?c=d")
+            .body(())
+            .unwrap();
+        prepare_request(&mut req, &HeaderValue::from_static("example.com:8080"));
+        assert_eq!(req.uri().to_string(), "/a/b?c=d");
+        assert_eq!(req.headers()[HOST], "example.com:8080");
+    }
+
+    #[test]
+    fn caller_host_is_kept_and_empty_path_becomes_slash() {
+        let mut req = Request::get("http://example.com")
+            .header(HOST, "virtual.test")
+            .body(())
+            .unwrap();
+        prepare_request(&mut req, &HeaderValue::from_static("example.com"));
+        assert_eq!(req.uri().to_string(), "/");
+        assert_eq!(req.headers()[HOST], "virtual.test");
+    }
+
+    #[test]
+    fn absolute_uri_is_restored_for_a_retry() {
+        let origin = OriginKey::from_uri(&"https://[::1]:8443/x".parse().unwrap()).unwrap();
+        let mut req = Request::get("https://[::1]:8443/x?y").body(()).unwrap();
+        prepare_request(&mut req, &HeaderValue::from_static("[::1]:8443"));
+        restore_absolute_uri(&mut req, &origin);
+        assert_eq!(req.uri().to_string(), "https://[::1]:8443/x?y");
+    }
+}

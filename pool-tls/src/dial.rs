@@ -1,0 +1,304 @@
+//! TCP dialing: one configured socket per address, raced with happy eyeballs.
+//!
+//! Each attempt builds its socket with socket2 so options that must be set *before* `connect`
+//! (interface binding, local address) can be, then hands it to tokio for the non-blocking
+//! connect. Addresses are ordered and raced by [`happy_eyeballs`].
+//!
+//! What this layer does not do: resolve names, apply the connect timeout (the connector wraps
+//! resolution, TCP and TLS in one deadline), or speak TLS.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, TcpKeepalive, Type};
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::ConnectError;
+use crate::happy_eyeballs;
+
+/// How TCP connections are dialed.
+///
+/// ```
+/// use std::time::Duration;
+/// use pool_tls::DialOptions;
+///
+/// let options = DialOptions { keepalive: Some(Duration::from_secs(60)), ..DialOptions::default() };
+/// assert!(options.nodelay);
+/// ```
+#[derive(Clone, Debug)]
+pub struct DialOptions {
+    /// Set `TCP_NODELAY`, disabling Nagle's algorithm. Default `true`: HTTP writes whole
+    /// messages and waits for answers, the pattern Nagle delays most.
+    pub nodelay: bool,
+    /// Enable `SO_KEEPALIVE` and start probing after this much idle time. Default `None`
+    /// (the OS default: keepalive off).
+    pub keepalive: Option<Duration>,
+    /// Bind the socket to this local address (port chosen by the OS) before connecting. Only
+    /// applied to destination addresses of the same family; others are dialed unbound.
+    pub local_address: Option<IpAddr>,
+    /// Happy-eyeballs "connection attempt delay": how long an attempt may run before the next
+    /// address is tried in parallel. Default 250 ms (RFC 8305 recommends 250 ms). `None` or
+    /// zero tries addresses one at a time, in order.
+    pub happy_eyeballs_delay: Option<Duration>,
+}
+
+impl Default for DialOptions {
+    fn default() -> DialOptions {
+        DialOptions {
+            nodelay: true,
+            keepalive: None,
+            local_address: None,
+            happy_eyeballs_delay: Some(Duration::from_millis(250)),
+        }
+    }
+}
+
+/// Connects to one of `addrs` (happy eyeballs), returning the stream and the address it is
+/// connected to.
+///
+/// `interface` binds every socket to that network interface (`SO_BINDTODEVICE`).
+///
+/// # Errors
+///
+/// When every attempt fails, the error of the attempt that failed last, carrying its address.
+/// Interface binding failures are [`is_interface`](ConnectError::is_interface).
+///
+/// # Cancel safety
+///
+/// Dropping the future closes every socket it opened.
+pub(crate) async fn dial(
+    addrs: Vec<SocketAddr>,
+    options: &DialOptions,
+    interface: Option<&str>,
+) -> Result<(TcpStream, SocketAddr), ConnectError> {
+    let ordered = happy_eyeballs::interleave(addrs);
+    happy_eyeballs::race(ordered, options.happy_eyeballs_delay, |addr| async move {
+        let stream = connect_one(addr, options, interface).await?;
+        Ok((stream, addr))
+    })
+    .await
+}
+
+/// One attempt: build the socket, then connect it without blocking.
+async fn connect_one(
+    addr: SocketAddr,
+    options: &DialOptions,
+    interface: Option<&str>,
+) -> Result<TcpStream, ConnectError> {
+    let socket = build_socket(addr, options, interface)?;
+    TcpSocket::from_std_stream(socket.into())
+        .connect(addr)
+        .await
+        .map_err(|e| ConnectError::connect(e).with_addr(addr))
+}
+
+/// Creates a non-blocking TCP socket for dialing `addr`, with every option applied that must
+/// be in place before `connect`.
+///
+/// # Errors
+///
+/// Socket creation or option failures are connect errors carrying `addr`; interface binding
+/// failures are also [`is_interface`](ConnectError::is_interface).
+pub(crate) fn build_socket(
+    addr: SocketAddr,
+    options: &DialOptions,
+    interface: Option<&str>,
+) -> Result<Socket, ConnectError> {
+    let failed = |e: io::Error| ConnectError::connect(e).with_addr(addr);
+
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(failed)?;
+    socket.set_tcp_nodelay(options.nodelay).map_err(failed)?;
+    if let Some(idle) = options.keepalive {
+        socket
+            .set_tcp_keepalive(&TcpKeepalive::new().with_time(idle))
+            .map_err(failed)?;
+    }
+    if let Some(name) = interface {
+        bind_interface(&socket, name).map_err(|e| e.with_addr(addr))?;
+    }
+    if let Some(local) = options
+        .local_address
+        .filter(|ip| ip.is_ipv4() == addr.is_ipv4())
+    {
+        socket
+            .bind(&SocketAddr::new(local, 0).into())
+            .map_err(failed)?;
+    }
+    // tokio requires a non-blocking socket; connect then completes through the reactor.
+    socket.set_nonblocking(true).map_err(failed)?;
+    Ok(socket)
+}
+
+/// Binds `socket` to the interface called `name` (`SO_BINDTODEVICE`).
+#[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+fn bind_interface(socket: &Socket, name: &str) -> Result<(), ConnectError> {
+    // An empty name would silently *remove* the binding; refuse it instead.
+    if name.is_empty() {
+        let empty = io::Error::new(io::ErrorKind::InvalidInput, "empty interface name");
+        return Err(ConnectError::interface(name, empty));
+    }
+    socket
+        .bind_device(Some(name.as_bytes()))
+        .map_err(|e| ConnectError::interface(name, e))
+}
+
+/// Binding by interface name is unsupported here; fail rather than silently use any route.
+#[cfg(not(any(target_os = "android", target_os = "fuchsia", target_os = "linux")))]
+fn bind_interface(_socket: &Socket, name: &str) -> Result<(), ConnectError> {
+    Err(ConnectError::interface_unsupported(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use socket2::SockRef;
+    use tokio::net::TcpListener;
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    #[test]
+    fn socket_builder_applies_nodelay_and_keepalive() {
+        let options = DialOptions {
+            keepalive: Some(Duration::from_secs(30)),
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        assert!(socket.tcp_nodelay().unwrap());
+        assert!(socket.keepalive().unwrap());
+        #[cfg(any(target_os = "android", target_os = "linux"))]
+        assert_eq!(
+            socket.tcp_keepalive_time().unwrap(),
+            Duration::from_secs(30)
+        );
+
+        let options = DialOptions {
+            nodelay: false,
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        assert!(!socket.tcp_nodelay().unwrap());
+        assert!(!socket.keepalive().unwrap());
+    }
+
+    #[test]
+    fn socket_builder_binds_local_address_of_the_same_family_only() {
+        let options = DialOptions {
+            local_address: Some("127.0.0.1".parse().unwrap()),
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        let local = socket.local_addr().unwrap().as_socket().unwrap();
+        assert_eq!(local.ip(), options.local_address.unwrap());
+
+        // An IPv6 destination ignores the IPv4 local address and stays unbound.
+        if let Ok(socket) = build_socket("[::1]:80".parse().unwrap(), &options, None) {
+            let local = socket.local_addr().unwrap().as_socket().unwrap();
+            assert!(local.ip().is_unspecified());
+        }
+    }
+
+    #[tokio::test]
+    async fn dial_to_loopback_listener_connects_with_nodelay() {
+        let listener = TcpListener::bind(loopback()).await.unwrap();
+        let target = listener.local_addr().unwrap();
+
+        let (stream, remote) = dial(vec![target], &DialOptions::default(), None)
+            .await
+            .unwrap();
+        assert_eq!(remote, target);
+        assert_eq!(stream.peer_addr().unwrap(), target);
+        assert!(stream.nodelay().unwrap());
+        assert!(SockRef::from(&stream).tcp_nodelay().unwrap());
+        listener.accept().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn refused_connection_is_a_connect_error_with_the_address() {
+        // Bind, learn the port, close: nothing listens there any more.
+        let listener = TcpListener::bind(loopback()).await.unwrap();
+        let target = listener.local_addr().unwrap();
+        drop(listener);
+
+        let err = dial(vec![target], &DialOptions::default(), None)
+            .await
+            .unwrap_err();
+        assert!(err.is_connect(), "{err}");
+        assert!(!err.is_interface());
+        assert_eq!(err.addr(), Some(target));
+        let source = std::error::Error::source(&err).unwrap();
+        let io = source.downcast_ref::<io::Error>().unwrap();
+        assert_eq!(io.kind(), io::ErrorKind::ConnectionRefused);
+        assert!(
+            err.to_string()
+                .starts_with(&format!("failed to connect to {target}: "))
+        );
+    }
+
+    #[tokio::test]
+    async fn second_address_is_used_when_the_first_refuses() {
+        let closed = TcpListener::bind(loopback()).await.unwrap();
+        let refused = closed.local_addr().unwrap();
+        drop(closed);
+        let listener = TcpListener::bind(loopback()).await.unwrap();
+        let open = listener.local_addr().unwrap();
+
+        let (_stream, remote) = dial(vec![refused, open], &DialOptions::default(), None)
+            .await
+            .unwrap();
+        assert_eq!(remote, open);
+    }
+
+    #[tokio::test]
+    async fn nonexistent_interface_is_an_interface_and_connect_error() {
+        let listener = TcpListener::bind(loopback()).await.unwrap();
+        let target = listener.local_addr().unwrap();
+
+        let err = dial(vec![target], &DialOptions::default(), Some("pool-none0"))
+            .await
+            .unwrap_err();
+        assert!(err.is_interface(), "{err}");
+        assert!(err.is_connect(), "{err}");
+        assert_eq!(err.addr(), Some(target));
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        assert!(
+            err.to_string()
+                .starts_with("binding to interface pool-none0 failed: "),
+            "{err}"
+        );
+    }
+
+    /// Binding to the loopback interface either works, or (on kernels that still require
+    /// `CAP_NET_RAW` for `SO_BINDTODEVICE`) fails with EPERM, which must surface as an interface
+    /// error. Both outcomes are acceptable; anything else is not.
+    #[cfg(any(target_os = "android", target_os = "linux"))]
+    #[tokio::test]
+    async fn binding_to_loopback_interface_works_or_is_an_interface_error() {
+        let listener = TcpListener::bind(loopback()).await.unwrap();
+        let target = listener.local_addr().unwrap();
+
+        match dial(vec![target], &DialOptions::default(), Some("lo")).await {
+            Ok((stream, remote)) => {
+                assert_eq!(remote, target);
+                let bound = SockRef::from(&stream).device().unwrap();
+                assert_eq!(bound.as_deref(), Some(&b"lo"[..]));
+            }
+            Err(err) => {
+                assert!(err.is_interface() && err.is_connect(), "{err}");
+                let source = std::error::Error::source(&err).unwrap();
+                let io = source.downcast_ref::<io::Error>().unwrap();
+                assert_eq!(io.kind(), io::ErrorKind::PermissionDenied, "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn empty_interface_name_is_refused() {
+        let err = build_socket(loopback(), &DialOptions::default(), Some("")).unwrap_err();
+        assert!(err.is_interface() && err.is_connect());
+    }
+}

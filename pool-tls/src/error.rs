@@ -1,0 +1,387 @@
+//! Why a transport could not be established.
+//!
+//! [`ConnectError`] follows hyper's error shape: an opaque struct around a boxed private kind,
+//! predicates for the questions callers actually ask ("was it DNS? a timeout? the
+//! certificate?"), a preserved [`source()`](std::error::Error::source) chain, and a `Display`
+//! written for people. The pool and the CLI map the predicates to their own errors and exit
+//! codes; nothing should match on message text.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The boxed error type accepted by the public constructors.
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Why a transport could not be established.
+///
+/// Opaque on purpose: classify it with the `is_*` predicates, read the dialed address with
+/// [`addr`](Self::addr), and walk [`source()`](std::error::Error::source) for the underlying
+/// I/O, resolver or rustls error. The `Display` text is meant for people, for example
+/// `failed to connect to 127.0.0.1:8080: Connection refused (os error 111)`.
+///
+/// Custom [`Connect`](crate::Connect) implementations build one with [`resolve`](Self::resolve),
+/// [`connect`](Self::connect), [`timeout`](Self::timeout) or [`tls`](Self::tls), so the pool can
+/// classify their failures the same way as the built-in connector's.
+pub struct ConnectError {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    /// What went wrong.
+    kind: Kind,
+    /// The name the message talks about: the host for resolution and TLS failures, the origin
+    /// for a timeout. `None` when a custom connector built the error without context.
+    target: Option<Box<str>>,
+    /// The address the failing attempt dialed, when there was one.
+    addr: Option<SocketAddr>,
+    /// The underlying error, exposed through `source()`.
+    source: Option<BoxError>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// Name resolution failed or produced no address.
+    Resolve,
+    /// The TCP connection could not be established.
+    Connect,
+    /// Binding the socket to a named interface failed; also a connect failure.
+    Interface {
+        /// The interface name as the caller gave it.
+        name: Box<str>,
+        /// The platform has no way to bind a socket to an interface by name.
+        unsupported: bool,
+    },
+    /// The connect timeout elapsed before the transport was ready.
+    Timeout(Duration),
+    /// The TLS handshake failed for a reason other than the server certificate.
+    Tls,
+    /// The server's certificate was rejected.
+    Certificate,
+}
+
+impl ConnectError {
+    fn new(kind: Kind, source: Option<BoxError>) -> ConnectError {
+        ConnectError {
+            inner: Box::new(Inner {
+                kind,
+                target: None,
+                addr: None,
+                source,
+            }),
+        }
+    }
+
+    /// A name-resolution failure, caused by `error`.
+    pub fn resolve<E: Into<BoxError>>(error: E) -> ConnectError {
+        ConnectError::new(Kind::Resolve, Some(error.into()))
+    }
+
+    /// A TCP connection failure (refused, unreachable, reset during connect, ...), caused by
+    /// `error`.
+    pub fn connect<E: Into<BoxError>>(error: E) -> ConnectError {
+        ConnectError::new(Kind::Connect, Some(error.into()))
+    }
+
+    /// The connect timeout of `after` elapsed before the transport was ready.
+    pub fn timeout(after: Duration) -> ConnectError {
+        ConnectError::new(Kind::Timeout(after), None)
+    }
+
+    /// A TLS handshake failure, caused by `error`.
+    ///
+    /// When `error` is a [`rustls::Error`] about the peer's certificate (or an [`io::Error`]
+    /// wrapping one, which is how tokio-rustls reports handshake failures), the result is
+    /// classified as a certificate rejection ([`is_certificate`](Self::is_certificate)) instead
+    /// of a generic TLS failure.
+    pub fn tls<E: Into<BoxError>>(error: E) -> ConnectError {
+        let source = unwrap_io_wrapper(error.into());
+        let kind = match source.downcast_ref::<rustls::Error>() {
+            Some(err) if is_certificate_error(err) => Kind::Certificate,
+            _ => Kind::Tls,
+        };
+        ConnectError::new(kind, Some(source))
+    }
+
+    /// Binding a socket to interface `name` failed with `error`.
+    pub(crate) fn interface(name: &str, error: io::Error) -> ConnectError {
+        let kind = Kind::Interface {
+            name: name.into(),
+            unsupported: false,
+        };
+        ConnectError::new(kind, Some(error.into()))
+    }
+
+    /// This platform cannot bind a socket to an interface by name.
+    #[cfg_attr(
+        any(target_os = "android", target_os = "fuchsia", target_os = "linux"),
+        allow(dead_code)
+    )]
+    pub(crate) fn interface_unsupported(name: &str) -> ConnectError {
+        ConnectError::new(
+            Kind::Interface {
+                name: name.into(),
+                unsupported: true,
+            },
+            None,
+        )
+    }
+
+    /// Records the address the failing attempt dialed.
+    pub(crate) fn with_addr(mut self, addr: SocketAddr) -> ConnectError {
+        self.inner.addr = Some(addr);
+        self
+    }
+
+    /// Records the host or origin the message should name.
+    pub(crate) fn with_target(mut self, target: impl fmt::Display) -> ConnectError {
+        self.inner.target = Some(target.to_string().into_boxed_str());
+        self
+    }
+
+    /// Whether name resolution failed or returned no address.
+    pub fn is_resolve(&self) -> bool {
+        matches!(self.inner.kind, Kind::Resolve)
+    }
+
+    /// Whether the TCP connection could not be established: refused, unreachable, or any other
+    /// dial failure, including failing to bind the socket to the requested interface.
+    pub fn is_connect(&self) -> bool {
+        matches!(self.inner.kind, Kind::Connect | Kind::Interface { .. })
+    }
+
+    /// Whether binding the socket to the requested network interface failed, or is not
+    /// supported on this platform. Such an error is also [`is_connect`](Self::is_connect).
+    pub fn is_interface(&self) -> bool {
+        matches!(self.inner.kind, Kind::Interface { .. })
+    }
+
+    /// Whether the connect timeout (covering resolution, TCP and TLS together) elapsed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.inner.kind, Kind::Timeout(_))
+    }
+
+    /// Whether the TLS handshake failed for a reason other than the server certificate (for
+    /// example a protocol version mismatch, or the server rejecting our client certificate).
+    pub fn is_tls(&self) -> bool {
+        matches!(self.inner.kind, Kind::Tls)
+    }
+
+    /// Whether the server's certificate was rejected: untrusted issuer, wrong name, expired,
+    /// or no certificate presented at all.
+    pub fn is_certificate(&self) -> bool {
+        matches!(self.inner.kind, Kind::Certificate)
+    }
+
+    /// The address the failing attempt dialed, when known.
+    ///
+    /// When happy eyeballs raced several addresses and all failed, this is the address of the
+    /// attempt that failed last.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.inner.addr
+    }
+}
+
+/// tokio-rustls reports a handshake failure as an `io::Error` of kind `InvalidData` wrapping the
+/// `rustls::Error`. The wrapper adds nothing a person needs, so the rustls error becomes the
+/// source directly (and can be classified by a plain downcast).
+fn unwrap_io_wrapper(error: BoxError) -> BoxError {
+    match error.downcast::<io::Error>() {
+        Ok(io_error) => match io_error.downcast::<rustls::Error>() {
+            Ok(rustls_error) => Box::new(rustls_error),
+            Err(io_error) => Box::new(io_error),
+        },
+        Err(other) => other,
+    }
+}
+
+/// Whether a rustls error is about the certificate the server presented, as opposed to the
+/// rest of the handshake. A server rejecting *our* certificate arrives as an alert and is not
+/// a certificate rejection in this sense.
+fn is_certificate_error(error: &rustls::Error) -> bool {
+    matches!(
+        error,
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+    )
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = self.inner.target.as_deref();
+        match (&self.inner.kind, target) {
+            (Kind::Resolve, Some(host)) => write!(f, "failed to resolve {host}")?,
+            (Kind::Resolve, None) => f.write_str("failed to resolve host name")?,
+            (Kind::Connect, _) => match self.inner.addr {
+                Some(addr) => write!(f, "failed to connect to {addr}")?,
+                None => f.write_str("failed to connect")?,
+            },
+            (
+                Kind::Interface {
+                    name,
+                    unsupported: true,
+                },
+                _,
+            ) => {
+                return write!(
+                    f,
+                    "binding to interface {name} is not supported on this platform"
+                );
+            }
+            (
+                Kind::Interface {
+                    name,
+                    unsupported: false,
+                },
+                _,
+            ) => {
+                write!(f, "binding to interface {name} failed")?;
+            }
+            (Kind::Timeout(after), Some(origin)) => {
+                return write!(f, "connection to {origin} timed out after {after:?}");
+            }
+            (Kind::Timeout(after), None) => {
+                return write!(f, "connection timed out after {after:?}");
+            }
+            (Kind::Tls, Some(host)) => write!(f, "TLS handshake with {host} failed")?,
+            (Kind::Tls, None) => f.write_str("TLS handshake failed")?,
+            (Kind::Certificate, Some(host)) => write!(f, "server certificate for {host} rejected")?,
+            (Kind::Certificate, None) => f.write_str("server certificate rejected")?,
+        }
+        // The cause is part of the sentence ("...: Connection refused (os error 111)") because
+        // most callers print only the top-level message; `source()` still exposes it.
+        match &self.inner.source {
+            Some(source) => write!(f, ": {source}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("ConnectError");
+        s.field("kind", &self.inner.kind);
+        if let Some(target) = &self.inner.target {
+            s.field("target", target);
+        }
+        if let Some(addr) = &self.inner.addr {
+            s.field("addr", addr);
+        }
+        if let Some(source) = &self.inner.source {
+            s.field("source", source);
+        }
+        s.finish()
+    }
+}
+
+impl StdError for ConnectError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.inner
+            .source
+            .as_ref()
+            .map(|e| &**e as &(dyn StdError + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr() -> SocketAddr {
+        "127.0.0.1:8080".parse().unwrap()
+    }
+
+    #[test]
+    fn connect_error_names_the_address_and_the_os_error() {
+        let err = ConnectError::connect(io::Error::from(io::ErrorKind::ConnectionRefused))
+            .with_addr(addr());
+        assert!(err.is_connect());
+        assert!(!err.is_interface() && !err.is_resolve() && !err.is_timeout());
+        assert_eq!(err.addr(), Some(addr()));
+        assert!(
+            err.to_string()
+                .starts_with("failed to connect to 127.0.0.1:8080: ")
+        );
+        let source = err.source().unwrap().downcast_ref::<io::Error>().unwrap();
+        assert_eq!(source.kind(), io::ErrorKind::ConnectionRefused);
+    }
+
+    #[test]
+    fn timeout_message_names_origin_and_duration() {
+        let err = ConnectError::timeout(Duration::from_millis(1500)).with_target("https://a.test");
+        assert!(err.is_timeout());
+        assert_eq!(
+            err.to_string(),
+            "connection to https://a.test timed out after 1.5s"
+        );
+        assert!(err.source().is_none());
+    }
+
+    #[test]
+    fn interface_error_is_also_a_connect_error() {
+        let err = ConnectError::interface("eth9", io::Error::from_raw_os_error(19));
+        assert!(err.is_interface() && err.is_connect());
+        assert!(
+            err.to_string()
+                .starts_with("binding to interface eth9 failed: ")
+        );
+
+        let err = ConnectError::interface_unsupported("eth9");
+        assert!(err.is_interface() && err.is_connect());
+        assert_eq!(
+            err.to_string(),
+            "binding to interface eth9 is not supported on this platform"
+        );
+    }
+
+    #[test]
+    fn tls_classifies_certificate_errors_wrapped_in_io_errors() {
+        let rejected = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = io::Error::new(io::ErrorKind::InvalidData, rejected);
+        let err = ConnectError::tls(wrapped).with_target("localhost");
+        assert!(err.is_certificate());
+        assert!(!err.is_tls());
+        assert_eq!(
+            err.to_string(),
+            "server certificate for localhost rejected: invalid peer certificate: UnknownIssuer"
+        );
+        // The io wrapper is peeled off: the source is the rustls error itself.
+        assert!(
+            err.source()
+                .unwrap()
+                .downcast_ref::<rustls::Error>()
+                .is_some()
+        );
+
+        let err = ConnectError::tls(rustls::Error::NoCertificatesPresented);
+        assert!(err.is_certificate());
+    }
+
+    #[test]
+    fn tls_keeps_other_handshake_errors_generic() {
+        let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        let err = ConnectError::tls(io::Error::new(io::ErrorKind::InvalidData, alert))
+            .with_target("example.com");
+        assert!(err.is_tls());
+        assert!(!err.is_certificate());
+        assert!(
+            err.to_string()
+                .starts_with("TLS handshake with example.com failed: ")
+        );
+
+        let err = ConnectError::tls(io::Error::from(io::ErrorKind::UnexpectedEof));
+        assert!(err.is_tls());
+        assert!(err.source().unwrap().downcast_ref::<io::Error>().is_some());
+    }
+
+    #[test]
+    fn resolve_error_names_the_host() {
+        let err = ConnectError::resolve("no addresses found").with_target("a.test");
+        assert!(err.is_resolve());
+        assert_eq!(
+            err.to_string(),
+            "failed to resolve a.test: no addresses found"
+        );
+    }
+}

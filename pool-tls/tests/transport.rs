@@ -1,0 +1,577 @@
+//! End-to-end behaviour of `HttpConnector` through the public API, against loopback peers only:
+//! plain TCP listeners and a tokio-rustls server with an rcgen certificate authority.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pool_core::{OriginKey, Scheme};
+use pool_tls::{
+    AlpnOffer, Connect, ConnectError, ConnectTarget, Connected, DialOptions, HttpConnector, Io,
+    Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector, TlsOptions,
+};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
+use rustls::{RootCertStore, ServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+// ---- fixtures ----------------------------------------------------------------------------
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A test certificate authority, a server leaf for `localhost` and 127.0.0.1, and a client leaf.
+struct Pki {
+    ca_pem: String,
+    ca_der: CertificateDer<'static>,
+    server_chain: Vec<CertificateDer<'static>>,
+    server_key: PrivateKeyDer<'static>,
+    client_cert_pem: String,
+    client_key_pem: String,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+
+        let server_key = KeyPair::generate().unwrap();
+        let server_cert = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+            .unwrap()
+            .signed_by(&server_key, &ca)
+            .unwrap();
+
+        let client_key = KeyPair::generate().unwrap();
+        let client_cert = CertificateParams::new(vec!["client.test".into()])
+            .unwrap()
+            .signed_by(&client_key, &ca)
+            .unwrap();
+
+        Pki {
+            ca_pem: ca.pem(),
+            ca_der: ca.der().clone(),
+            server_chain: vec![server_cert.der().clone()],
+            server_key: PrivatePkcs8KeyDer::from(server_key.serialize_der()).into(),
+            client_cert_pem: client_cert.pem(),
+            client_key_pem: client_key.serialize_pem(),
+        }
+    }
+
+    fn trusting_options(&self) -> TlsOptions {
+        TlsOptions {
+            native_roots: false,
+            extra_roots_pem: vec![self.ca_pem.clone().into_bytes()],
+            ..TlsOptions::default()
+        }
+    }
+}
+
+/// Serves the leaf certificate and records the SNI name of every ClientHello.
+#[derive(Debug)]
+struct RecordingCert {
+    key: Arc<CertifiedKey>,
+    server_names: Mutex<Vec<Option<String>>>,
+}
+
+impl ResolvesServerCert for RecordingCert {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.server_names
+            .lock()
+            .unwrap()
+            .push(hello.server_name().map(str::to_owned));
+        Some(self.key.clone())
+    }
+}
+
+/// What the TLS server saw on one connection.
+#[derive(Debug)]
+struct Accepted {
+    /// The handshake completed and the client presented a certificate.
+    client_certificate: bool,
+}
+
+/// A tokio-rustls server on 127.0.0.1 that completes handshakes and then holds the connection
+/// until the client goes away.
+struct TlsServer {
+    addr: SocketAddr,
+    cert: Arc<RecordingCert>,
+    accepted: mpsc::UnboundedReceiver<Result<Accepted, io::Error>>,
+}
+
+impl TlsServer {
+    async fn start(pki: &Pki, alpn: &[&[u8]], require_client_cert: bool) -> TlsServer {
+        let key = CertifiedKey::from_der(
+            pki.server_chain.clone(),
+            pki.server_key.clone_key(),
+            &provider(),
+        )
+        .unwrap();
+        let cert = Arc::new(RecordingCert {
+            key: Arc::new(key),
+            server_names: Mutex::default(),
+        });
+
+        let builder = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap();
+        let builder = if require_client_cert {
+            let mut roots = RootCertStore::empty();
+            roots.add(pki.ca_der.clone()).unwrap();
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder.with_cert_resolver(cert.clone());
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let (tx, accepted) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let acceptor = acceptor.clone();
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    match acceptor.accept(tcp).await {
+                        Ok(mut tls) => {
+                            let client_certificate = tls.get_ref().1.peer_certificates().is_some();
+                            let _ = tx.send(Ok(Accepted { client_certificate }));
+                            let mut sink = Vec::new();
+                            let _ = tls.read_to_end(&mut sink).await;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+            }
+        });
+        TlsServer {
+            addr,
+            cert,
+            accepted,
+        }
+    }
+
+    fn server_names(&self) -> Vec<Option<String>> {
+        self.cert.server_names.lock().unwrap().clone()
+    }
+}
+
+/// A resolver that must not be consulted.
+#[derive(Debug)]
+struct NoResolver;
+
+impl Resolve for NoResolver {
+    fn resolve(&self, host: &str, _port: u16) -> ResolveFuture {
+        let err = io::Error::other(format!("unexpected lookup of {host}"));
+        Box::pin(std::future::ready(Err(err)))
+    }
+}
+
+/// A resolver whose answer never comes.
+#[derive(Debug)]
+struct HangingResolver;
+
+impl Resolve for HangingResolver {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A resolver that answers, but with no address.
+#[derive(Debug)]
+struct EmptyResolver;
+
+impl Resolve for EmptyResolver {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+}
+
+/// A connector that resolves `localhost` (at `addr`'s port) to `addr` and nothing else.
+fn connector_to(addr: SocketAddr, tls: TlsOptions) -> HttpConnector {
+    let resolver =
+        StaticResolver::new(Arc::new(NoResolver)).with("localhost", addr.port(), vec![addr]);
+    HttpConnector::new(
+        Arc::new(resolver),
+        DialOptions::default(),
+        TlsConnector::new(tls).unwrap(),
+    )
+}
+
+fn target(scheme: Scheme, host: &str, port: u16) -> ConnectTarget {
+    ConnectTarget::new(OriginKey::new(scheme, host, port).unwrap())
+}
+
+fn https(host: &str, port: u16, alpn: AlpnOffer) -> ConnectTarget {
+    ConnectTarget {
+        alpn,
+        ..target(Scheme::Https, host, port)
+    }
+}
+
+async fn connect(
+    connector: &HttpConnector,
+    target: ConnectTarget,
+) -> Result<(Io, Connected), ConnectError> {
+    connector.connect(target).await
+}
+
+// ---- cleartext ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn cleartext_connect_reports_addresses_and_no_tls() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connector = connector_to(addr, TlsOptions::default());
+
+    let (mut io, connected) = connect(&connector, target(Scheme::Http, "localhost", addr.port()))
+        .await
+        .unwrap();
+    assert!(!connected.is_tls());
+    assert!(connected.tls.is_none() && connected.alpn.is_none());
+    assert_eq!(connected.remote_addr, addr);
+    assert!(connected.local_addr.ip().is_loopback());
+    assert!(connected.timings.resolve <= connected.timings.connect);
+    assert!(connected.timings.tls.is_none());
+
+    let (mut server, peer) = listener.accept().await.unwrap();
+    assert_eq!(peer, connected.local_addr);
+    io.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut got = [0; 18];
+    server.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"GET / HTTP/1.1\r\n\r\n");
+}
+
+#[tokio::test]
+async fn ip_literal_hosts_skip_the_resolver() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connector = HttpConnector::new(
+        Arc::new(NoResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+
+    let (_io, connected) = connect(&connector, target(Scheme::Http, "127.0.0.1", addr.port()))
+        .await
+        .unwrap();
+    assert_eq!(connected.remote_addr, addr);
+}
+
+#[tokio::test]
+async fn static_resolver_override_is_used_case_insensitively() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resolver =
+        StaticResolver::new(Arc::new(NoResolver)).with("API.Example.TEST", addr.port(), vec![addr]);
+    let connector = HttpConnector::new(
+        Arc::new(resolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+
+    // The origin is canonicalized to lower case; the override still matches, and the
+    // fallback (which fails every lookup) is never asked.
+    let (_io, connected) = connect(
+        &connector,
+        target(Scheme::Http, "api.example.test", addr.port()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(connected.remote_addr, addr);
+}
+
+#[tokio::test]
+async fn resolver_error_is_a_resolve_error_naming_the_host() {
+    let connector = HttpConnector::new(
+        Arc::new(NoResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+    let err = connect(&connector, target(Scheme::Http, "nowhere.test", 80))
+        .await
+        .unwrap_err();
+    assert!(err.is_resolve(), "{err}");
+    assert!(!err.is_connect() && !err.is_timeout());
+    assert_eq!(
+        err.to_string(),
+        "failed to resolve nowhere.test: unexpected lookup of nowhere.test"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[tokio::test]
+async fn empty_resolution_is_a_resolve_error() {
+    let connector = HttpConnector::new(
+        Arc::new(EmptyResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+    let err = connect(&connector, target(Scheme::Http, "empty.test", 80))
+        .await
+        .unwrap_err();
+    assert!(err.is_resolve(), "{err}");
+}
+
+#[tokio::test]
+async fn refused_connection_is_a_connect_error_with_the_address() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let connector = connector_to(addr, TlsOptions::default());
+
+    let err = connect(&connector, target(Scheme::Http, "localhost", addr.port()))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err}");
+    assert_eq!(err.addr(), Some(addr));
+}
+
+#[tokio::test]
+async fn nonexistent_interface_is_an_interface_and_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connector = connector_to(addr, TlsOptions::default());
+
+    let target = ConnectTarget {
+        interface: Some(Arc::from("pool-none0")),
+        ..target(Scheme::Http, "localhost", addr.port())
+    };
+    let err = connect(&connector, target).await.unwrap_err();
+    assert!(err.is_interface() && err.is_connect(), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn connect_timeout_covers_resolution() {
+    let connector = HttpConnector::new(
+        Arc::new(HangingResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+    let target = ConnectTarget {
+        connect_timeout: Some(Duration::from_millis(1500)),
+        ..target(Scheme::Https, "slow.test", 443)
+    };
+    let start = tokio::time::Instant::now();
+    let err = connect(&connector, target).await.unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(start.elapsed(), Duration::from_millis(1500));
+    assert_eq!(
+        err.to_string(),
+        "connection to https://slow.test timed out after 1.5s"
+    );
+}
+
+// ---- TLS ---------------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn connect_timeout_covers_the_tls_handshake() {
+    // A peer that accepts TCP, reads the ClientHello, and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (hello_tx, hello_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut buf = [0; 1024];
+        let n = tcp.read(&mut buf).await.unwrap();
+        let _ = hello_tx.send(n);
+        std::future::pending::<()>().await;
+    });
+
+    let connector = connector_to(
+        addr,
+        TlsOptions {
+            native_roots: false,
+            ..TlsOptions::default()
+        },
+    );
+    connector.tls().preflight().unwrap();
+    let target = ConnectTarget {
+        connect_timeout: Some(Duration::from_secs(5)),
+        ..https("localhost", addr.port(), AlpnOffer::Both)
+    };
+    let start = tokio::time::Instant::now();
+    let err = connect(&connector, target).await.unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    // TCP was up and the handshake had begun: the peer received a ClientHello record.
+    let hello_len = hello_rx.await.unwrap();
+    assert!(hello_len > 0);
+}
+
+#[tokio::test]
+async fn untrusted_server_certificate_is_a_certificate_error() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"h2", b"http/1.1"], false).await;
+    let connector = connector_to(
+        server.addr,
+        TlsOptions {
+            native_roots: false,
+            ..TlsOptions::default()
+        },
+    );
+
+    let err = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_certificate(), "{err}");
+    assert!(!err.is_tls());
+    assert_eq!(err.addr(), Some(server.addr));
+    assert_eq!(
+        err.to_string(),
+        "server certificate for localhost rejected: invalid peer certificate: UnknownIssuer"
+    );
+}
+
+#[tokio::test]
+async fn extra_root_makes_the_server_trusted_and_reports_tls_parameters() {
+    let pki = Pki::new();
+    let mut server = TlsServer::start(&pki, &[b"h2", b"http/1.1"], false).await;
+    let connector = connector_to(server.addr, pki.trusting_options());
+
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert!(connected.is_tls());
+    let tls = connected.tls.as_ref().unwrap();
+    assert_eq!(tls.version, "TLSv1.3");
+    assert!(
+        tls.cipher_suite.starts_with("TLS13_"),
+        "{}",
+        tls.cipher_suite
+    );
+    assert_eq!(connected.remote_addr, server.addr);
+    let tls_time = connected.timings.tls.unwrap();
+    assert!(connected.timings.resolve <= connected.timings.connect);
+    assert!(connected.timings.connect <= tls_time);
+    assert!(server.accepted.recv().await.unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn alpn_result_follows_the_offer() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"h2", b"http/1.1"], false).await;
+    let connector = connector_to(server.addr, pki.trusting_options());
+    let port = server.addr.port();
+
+    let cases = [
+        (AlpnOffer::Both, Negotiated::Http2),
+        (AlpnOffer::Http1Only, Negotiated::Http1),
+        (AlpnOffer::Http2Only, Negotiated::Http2),
+    ];
+    for (offer, expected) in cases {
+        let (_io, connected) = connect(&connector, https("localhost", port, offer))
+            .await
+            .unwrap();
+        assert_eq!(connected.alpn, Some(expected), "offer {offer:?}");
+    }
+}
+
+#[tokio::test]
+async fn server_without_alpn_negotiates_nothing() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[], false).await;
+    let connector = connector_to(server.addr, pki.trusting_options());
+
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert!(connected.is_tls());
+    assert_eq!(connected.alpn, None);
+}
+
+#[tokio::test]
+async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"http/1.1"], false).await;
+    let options = TlsOptions {
+        native_roots: false,
+        danger_accept_invalid_certs: true,
+        ..TlsOptions::default()
+    };
+    let connector = connector_to(server.addr, options);
+
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert!(connected.is_tls());
+    assert_eq!(connected.alpn, Some(Negotiated::Http1));
+}
+
+#[tokio::test]
+async fn sni_is_sent_for_names_but_not_for_ip_literals() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"h2"], false).await;
+    let connector = connector_to(server.addr, pki.trusting_options());
+    let port = server.addr.port();
+
+    connect(&connector, https("localhost", port, AlpnOffer::Both))
+        .await
+        .unwrap();
+    // The certificate's IP address SAN is what makes this one trusted.
+    connect(&connector, https("127.0.0.1", port, AlpnOffer::Both))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        server.server_names(),
+        vec![Some("localhost".to_owned()), None]
+    );
+}
+
+#[tokio::test]
+async fn client_identity_is_accepted_by_a_server_requiring_client_auth() {
+    let pki = Pki::new();
+    let mut server = TlsServer::start(&pki, &[b"h2"], true).await;
+    let options = TlsOptions {
+        client_identity_pem: Some((
+            pki.client_cert_pem.clone().into_bytes(),
+            pki.client_key_pem.clone().into_bytes(),
+        )),
+        ..pki.trusting_options()
+    };
+    let connector = connector_to(server.addr, options);
+
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert!(connected.is_tls());
+    // In TLS 1.3 the client finishes first; the server's verdict is what proves acceptance.
+    let accepted = server
+        .accepted
+        .recv()
+        .await
+        .unwrap()
+        .expect("server accepted the handshake");
+    assert!(accepted.client_certificate);
+}
