@@ -314,13 +314,14 @@ impl<T: CellTypes> Cell<T> {
 
     /// Finds a connection for a request or queues it.
     ///
-    /// `seq` orders the request among all waiters; `now` is read only when the request hits the
-    /// HTTP/2 generation (its idle age restarts).
+    /// `seq` is called only on a miss, to number the new waiter among all waiters (so a reuse hit
+    /// writes nothing shared by the origin); `now` is read only when the request hits the HTTP/2
+    /// generation (its idle age restarts).
     pub fn acquire(
         &self,
         requirement: Requirement,
-        seq: u64,
-        now: impl Fn() -> Instant,
+        seq: impl FnOnce() -> u64,
+        now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
         let mut dead = Vec::new();
         let outcome = self.acquire_locked(requirement, seq, now, &mut dead);
@@ -332,8 +333,8 @@ impl<T: CellTypes> Cell<T> {
     fn acquire_locked(
         &self,
         requirement: Requirement,
-        seq: u64,
-        now: impl Fn() -> Instant,
+        seq: impl FnOnce() -> u64,
+        now: impl FnOnce() -> Instant,
         dead: &mut Vec<T::H1>,
     ) -> Acquire<T> {
         let mut st = self.state.lock();
@@ -359,7 +360,7 @@ impl<T: CellTypes> Cell<T> {
                 dead.push(entry.conn);
             }
         }
-        self.miss(&mut st, requirement, seq, h2_serves)
+        self.miss(&mut st, requirement, seq(), h2_serves)
     }
 
     fn miss(
@@ -948,7 +949,7 @@ mod tests {
     fn http1_miss_install_release_then_hit() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http1);
-        let (w, launch) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w, launch) = wait(c.acquire(Requirement::Any, || 1, || t0));
         assert_eq!(launch, Some(Launch::Attempt));
         let s = c.gauges().snapshot();
         assert_eq!((s.establishing, s.waiting_requests), (1, 1));
@@ -962,7 +963,7 @@ mod tests {
         assert_eq!(c.release_h1(conn, t0), Released::Idle);
         assert_eq!(c.gauges().snapshot().h1_idle, 1);
         assert!(
-            matches!(c.acquire(Requirement::Any, 2, || t0), Acquire::H1(_)),
+            matches!(c.acquire(Requirement::Any, || 2, || t0), Acquire::H1(_)),
             "reuse hit"
         );
         assert_eq!(c.gauges().snapshot().h1_active, 1);
@@ -976,7 +977,7 @@ mod tests {
         let (a_id, b_id) = (a.record.info().id(), b.record.info().id());
         c.release_h1(a, t0);
         c.release_h1(b, t0 + Duration::from_secs(10));
-        let Acquire::H1(newest) = c.acquire(Requirement::Any, 1, || t0) else {
+        let Acquire::H1(newest) = c.acquire(Requirement::Any, || 1, || t0) else {
             panic!()
         };
         assert_eq!(newest.record.info().id(), b_id);
@@ -990,7 +991,7 @@ mod tests {
             (1, 1),
             "a is closed but its I/O is not gone"
         );
-        let Acquire::H1(left) = c.acquire(Requirement::Any, 2, || t0) else {
+        let Acquire::H1(left) = c.acquire(Requirement::Any, || 2, || t0) else {
             panic!()
         };
         assert_ne!(left.record.info().id(), a_id);
@@ -1015,7 +1016,7 @@ mod tests {
         let closed_record = closed.record.clone();
         c.release_h1(closed, t0);
         closed_record.close(CloseReason::ProtocolClosed, None);
-        let Acquire::H1(got) = c.acquire(Requirement::Any, 1, || t0) else {
+        let Acquire::H1(got) = c.acquire(Requirement::Any, || 1, || t0) else {
             panic!()
         };
         assert_eq!(got.record.info().id(), good_id);
@@ -1029,8 +1030,8 @@ mod tests {
     fn released_connection_goes_to_the_oldest_waiter() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http1);
-        let (w1, _) = wait(c.acquire(Requirement::Any, 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, 2, || t0));
+        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
+        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
         let conn = h1(&c);
         assert_eq!(c.release_h1(conn, t0), Released::Delivered);
         assert!(matches!(take(&w1), Some(Grant::H1(_))));
@@ -1044,15 +1045,15 @@ mod tests {
     fn cancelled_waiter_gives_its_connection_to_the_next() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http1);
-        let (w1, _) = wait(c.acquire(Requirement::Any, 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, 2, || t0));
+        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
+        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
         c.release_h1(h1(&c), t0);
         // w1 was filled but leaves without taking the connection: it goes to w2.
         c.cancel(&w1, t0);
         assert!(matches!(take(&w2), Some(Grant::H1(_))));
         assert_eq!(c.gauges().snapshot().waiting_requests, 0);
         // A waiter cancelled before anything arrived is simply skipped.
-        let (w3, _) = wait(c.acquire(Requirement::Any, 3, || t0));
+        let (w3, _) = wait(c.acquire(Requirement::Any, || 3, || t0));
         c.cancel(&w3, t0);
         assert_eq!(c.release_h1(h1(&c), t0), Released::Idle);
     }
@@ -1061,7 +1062,7 @@ mod tests {
     fn http1_mode_refuses_http2_requirement() {
         let c = cell(EstablishMode::Http1);
         assert!(matches!(
-            c.acquire(Requirement::Http2, 1, Instant::now),
+            c.acquire(Requirement::Http2, || 1, Instant::now),
             Acquire::Unsupported
         ));
     }
@@ -1070,13 +1071,13 @@ mod tests {
     fn auto_cold_burst_shares_one_flight_and_publication() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Auto);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
         let Some(Launch::Flight(f)) = l1 else {
             panic!("first miss is the probe flight")
         };
         let mut joiners = Vec::new();
         for seq in 2..=20 {
-            let (w, launch) = wait(c.acquire(Requirement::Any, seq, || t0));
+            let (w, launch) = wait(c.acquire(Requirement::Any, || seq, || t0));
             assert_eq!(launch, None, "later misses wait for the probe");
             joiners.push(w);
         }
@@ -1091,7 +1092,7 @@ mod tests {
         let activated = joiners.iter().filter(|w| !w.is_waiting()).count();
         assert_eq!(activated, ACTIVATION_TURN - 1);
         // While activations are pending a new arrival queues behind them (the gate).
-        let (late, launch) = wait(c.acquire(Requirement::Any, 100, || t0));
+        let (late, launch) = wait(c.acquire(Requirement::Any, || 100, || t0));
         assert_eq!(launch, None);
         // Each activated waiter lets the next one in.
         c.activation_done();
@@ -1109,7 +1110,7 @@ mod tests {
             c.activation_done();
         }
         assert!(
-            matches!(c.acquire(Requirement::Any, 200, || t0), Acquire::H2(_)),
+            matches!(c.acquire(Requirement::Any, || 200, || t0), Acquire::H2(_)),
             "gate open: direct hit"
         );
     }
@@ -1118,13 +1119,13 @@ mod tests {
     fn flight_that_negotiates_http1_fans_out() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Auto);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
         let Some(Launch::Flight(f)) = l1 else {
             panic!()
         };
-        let (w2, _) = wait(c.acquire(Requirement::Any, 2, || t0));
-        let (w3, _) = wait(c.acquire(Requirement::Any, 3, || t0));
-        let (strict, _) = wait(c.acquire(Requirement::Http2, 4, || t0));
+        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
+        let (w3, _) = wait(c.acquire(Requirement::Any, || 3, || t0));
+        let (strict, _) = wait(c.acquire(Requirement::Http2, || 4, || t0));
         let Converge::Http1 { fan_out } = c.converge(Launch::Flight(f), &w1, Protocol::Http1)
         else {
             panic!()
@@ -1142,7 +1143,7 @@ mod tests {
         );
         assert_eq!(c.known_protocol(), Some(Protocol::Http1));
         // With HTTP/1 remembered, the next miss launches its own attempt.
-        let (_, launch) = wait(c.acquire(Requirement::Any, 5, || t0));
+        let (_, launch) = wait(c.acquire(Requirement::Any, || 5, || t0));
         assert_eq!(launch, Some(Launch::Attempt));
     }
 
@@ -1150,7 +1151,7 @@ mod tests {
     fn http2_requiring_launcher_gets_unsupported_and_the_connection_stays() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Auto);
-        let (w, l) = wait(c.acquire(Requirement::Http2, 1, || t0));
+        let (w, l) = wait(c.acquire(Requirement::Http2, || 1, || t0));
         let Some(Launch::Flight(f)) = l else { panic!() };
         assert!(matches!(
             c.converge(Launch::Flight(f), &w, Protocol::Http1),
@@ -1166,7 +1167,7 @@ mod tests {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Auto);
         // Remember HTTP/1 first so misses launch independent attempts.
-        let (w0, l0) = wait(c.acquire(Requirement::Any, 0, || t0));
+        let (w0, l0) = wait(c.acquire(Requirement::Any, || 0, || t0));
         let Some(Launch::Flight(f0)) = l0 else {
             panic!()
         };
@@ -1175,8 +1176,8 @@ mod tests {
         let Some(Grant::H1(conn)) = take(&w0) else {
             panic!()
         };
-        let (w1, _) = wait(c.acquire(Requirement::Any, 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, 2, || t0));
+        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
+        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
         let Converge::LeadFlight(f) = c.converge(Launch::Attempt, &w1, Protocol::Http2) else {
             panic!()
         };
@@ -1195,17 +1196,17 @@ mod tests {
     fn failed_flight_fails_its_dependents_only() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
         let Some(Launch::Flight(f)) = l1 else {
             panic!()
         };
-        let (w2, _) = wait(c.acquire(Requirement::Http2, 2, || t0));
+        let (w2, _) = wait(c.acquire(Requirement::Http2, || 2, || t0));
         c.fail(Launch::Flight(f), &w1, "refused");
         assert!(matches!(take(&w1), Some(Grant::Failed("refused"))));
         assert!(matches!(take(&w2), Some(Grant::Failed("refused"))));
         assert_eq!(c.gauges().snapshot(), PartitionStats::default());
         // The next miss starts a new flight.
-        let (_, launch) = wait(c.acquire(Requirement::Any, 3, || t0));
+        let (_, launch) = wait(c.acquire(Requirement::Any, || 3, || t0));
         assert!(matches!(launch, Some(Launch::Flight(_))));
     }
 
@@ -1213,12 +1214,12 @@ mod tests {
     fn retired_generation_relaunches_for_queued_waiters() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
         let Some(Launch::Flight(f)) = l1 else {
             panic!()
         };
         let waiters: Vec<_> = (2..=12)
-            .map(|s| wait(c.acquire(Requirement::Any, s, || t0)).0)
+            .map(|s| wait(c.acquire(Requirement::Any, || s, || t0)).0)
             .collect();
         let generation = h2(&c);
         c.publish_h2(generation.clone(), f, t0);
@@ -1236,7 +1237,7 @@ mod tests {
     fn idle_generation_expires_after_the_timeout_since_last_dispatch() {
         let t0 = Instant::now();
         let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, 1, || t0));
+        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
         let Some(Launch::Flight(f)) = l1 else {
             panic!()
         };
@@ -1246,7 +1247,7 @@ mod tests {
         c.activation_done();
         let t30 = t0 + Duration::from_secs(30);
         assert!(matches!(
-            c.acquire(Requirement::Any, 2, || t30),
+            c.acquire(Requirement::Any, || 2, || t30),
             Acquire::H2(_)
         ));
         assert_eq!(

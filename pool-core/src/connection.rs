@@ -30,7 +30,7 @@ use crate::close::CloseReason;
 use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
 use crate::stats::{Gauge, Gauges};
 use crate::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use crate::sync::{Arc, Mutex, Weak};
+use crate::sync::{Arc, Mutex};
 
 /// A boxed error, as carried by close events.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -312,13 +312,16 @@ impl fmt::Debug for ConnectionRecord {
 pub struct PhysicalLink {
     /// Gauges of the owning cell (`physically_live`).
     gauges: Arc<Gauges>,
-    /// `None` until a record attaches; `Some(dangling)` after the I/O is gone.
+    /// The record to tell, once attached.
     record: Mutex<LinkState>,
 }
 
 enum LinkState {
     Unattached,
-    Attached(Weak<ConnectionRecord>),
+    /// Strong on purpose: the record must hear about the drop even after everyone else let go
+    /// of it (an upgraded connection's I/O outlives every pool handle). The record never
+    /// references its I/O, so this makes no cycle.
+    Attached(Arc<ConnectionRecord>),
     Gone,
 }
 
@@ -339,7 +342,7 @@ impl PhysicalLink {
             match *state {
                 LinkState::Gone => true,
                 _ => {
-                    *state = LinkState::Attached(Arc::downgrade(record));
+                    *state = LinkState::Attached(record.clone());
                     false
                 }
             }
@@ -356,10 +359,8 @@ impl PhysicalLink {
             return;
         }
         self.gauges.dec(Gauge::PhysicallyLive);
-        if let LinkState::Attached(weak) = previous {
-            if let Some(record) = weak.upgrade() {
-                record.physical_close();
-            }
+        if let LinkState::Attached(record) = previous {
+            record.physical_close();
         }
     }
 }

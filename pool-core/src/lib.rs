@@ -13,6 +13,7 @@
 //! * [`connection`]: a connection's lifecycle (dispatch commit, logical and physical close).
 //! * [`stats`], [`events`], [`close`], [`time`]: gauges, lifecycle events, close reasons, and the
 //!   time inputs.
+//! * [`spawn`]: the [`DriverSpawner`] a partition's connection work runs on.
 //! * [`sync`]: the `std`/`loom` facade every lock comes from.
 //!
 //! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
@@ -24,6 +25,7 @@ pub mod connection;
 pub mod events;
 pub mod origin;
 pub mod partition;
+pub mod spawn;
 pub mod stats;
 pub mod sync;
 pub mod time;
@@ -35,5 +37,6 @@ pub use events::{
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
+pub use spawn::{BoxFuture, DriverSpawner};
 pub use stats::{Gauge, Gauges, OriginStats, PartitionStats};
 pub use time::{AsyncSleep, Sleep, TimeSource};

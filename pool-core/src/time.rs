@@ -15,8 +15,8 @@ pub trait TimeSource: fmt::Debug + Send + Sync + 'static {
     fn now(&self) -> Instant;
 }
 
-/// A boxed sleep future.
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+/// A boxed sleep future. `Sync` as well as `Send`, because hyper's timer requires it.
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + Sync + 'static>>;
 
 /// A way to wait.
 pub trait AsyncSleep: fmt::Debug + Send + Sync + 'static {

@@ -1,3 +1,35 @@
-//! HTTP/2 flights and generations for the pool.
+//! HTTP/2 generations for the pool: request leases, connection-level failure detection, and
+//! the hyper runtime adapters.
 //!
-//! This crate is reserved for the HTTP/2 issue: until it lands, the pool speaks HTTP/1.1 only.
+//! An HTTP/2 connection is a *generation*: a cloneable hyper sender plus the connection's
+//! lifecycle record. A cell keeps at most one accepting generation (the single-flight
+//! establishment and the activation order are coordinated by the cell in `pool-core`); this
+//! crate owns what happens per stream:
+//!
+//! * [`H2Generation::lease`] takes a [`StreamLease`]: one stream, counted in
+//!   `h2_active_streams` from the lease until the response body ends or is dropped. A lease is
+//!   refused once the generation stopped accepting.
+//! * [`StreamLease::send`] dispatches with `try_send_request`; a request hyper hands back
+//!   unsent is returned to the caller, who may retry it only if the generation had served a
+//!   request before.
+//! * [`is_connection_error`] tells a stream-level failure (`RST_STREAM`: only that request
+//!   fails) from a connection-level one (GOAWAY, I/O error, closed dispatcher: the generation
+//!   drains and the next request gets a replacement).
+//! * [`PartitionExecutor`] and [`PoolTimer`] are hyper's `Executor` and `Timer` without
+//!   hyper-util: the executor spawns onto the connection's partition, the timer follows the
+//!   pool's time source (and overrides `now()`, so paused test time reaches hyper too).
+//!
+//! Requests beyond the peer's `SETTINGS_MAX_CONCURRENT_STREAMS` wait inside hyper and h2 for a
+//! stream slot, in the order they were sent; the pool does not open a second connection for
+//! them.
+//!
+//! What it does not do: decide which request uses which generation (the cell), establish
+//! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
+
+mod generation;
+mod runtime;
+mod settings;
+
+pub use generation::{H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error};
+pub use runtime::{PartitionExecutor, PoolTimer};
+pub use settings::H2Settings;

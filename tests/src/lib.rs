@@ -1,1 +1,39 @@
-//! Test support for the pool (placeholder).
+//! Test support for the pool: scripted HTTP/1.1 and HTTP/2 peers on loopback, test
+//! certificates, and the gates tests use to control timing.
+//!
+//! Modelled on h2's `tests/h2-support`: the peers are deliberately dumb and fully scripted, so a
+//! test states exactly what the server does and when, and then asserts on what the server saw.
+//!
+//! * [`h1`]: [`ScriptedH1Server`](h1::ScriptedH1Server), raw bytes parsed with `httparse`; one
+//!   [`ConnPlan`](h1::ConnPlan) per accepted connection (replies, delays, gates, half-close,
+//!   reset, close, split and broken bodies).
+//! * [`h2`]: [`ScriptedH2Server`](h2::ScriptedH2Server) over `h2::server`; SETTINGS, per-stream
+//!   [`StreamPlan`](h2::StreamPlan)s (respond, delay, gate, RST_STREAM) and connection actions
+//!   (graceful or abrupt GOAWAY).
+//! * [`tls`]: [`TestPki`](tls::TestPki), a private CA and rustls configs (ring provider).
+//! * [`gate`]: [`Gate`](gate::Gate) and [`Signal`](gate::Signal), the only timing tools: no test
+//!   sleeps to win a race. Scripted delays use `tokio::time::sleep`, so paused time applies.
+//! * [`counters`]: connection counters both servers expose (accepted, open, max open, TLS
+//!   handshakes) and per-connection records.
+//! * [`io`]: a `TokioIo` adapter and executor to drive `hyper::client::conn` directly.
+//! * [`events`]: [`EventLog`](events::EventLog), a connection event listener that records.
+//! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
+//! * [`resolve`]: fixed-answer and never-answering resolvers.
+//!
+//! What this crate does not do: implement HTTP correctly for arbitrary clients, pick ports other
+//! than ephemeral loopback ones, or retry anything. A script that does not match what the client
+//! does shows up in `errors()` (plan exhaustion, malformed input) rather than being papered over.
+//! Every `wait_*` method can wait forever if the awaited event never happens; wrap it in
+//! `tokio::time::timeout`.
+
+pub mod counters;
+pub mod duplex;
+pub mod events;
+pub mod gate;
+pub mod h1;
+pub mod h2;
+pub mod io;
+pub mod resolve;
+pub mod tls;
+
+mod server;

@@ -18,7 +18,12 @@ struct Step {
 
 impl Step {
     fn cargo(name: &'static str, args: &[&'static str]) -> Step {
-        Step { name, program: "cargo", args: args.to_vec(), env: Vec::new() }
+        Step {
+            name,
+            program: "cargo",
+            args: args.to_vec(),
+            env: Vec::new(),
+        }
     }
 
     fn env(mut self, key: &'static str, value: &'static str) -> Step {
@@ -27,15 +32,34 @@ impl Step {
     }
 
     fn run(&self) -> Result<(), String> {
-        let env: String = self.env.iter().map(|(k, v)| format!("{k}={v:?} ")).collect();
-        eprintln!("\n==> [{}] {env}{} {}", self.name, self.program, self.args.join(" "));
+        let env: String = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v:?} "))
+            .collect();
+        eprintln!(
+            "\n==> [{}] {env}{} {}",
+            self.name,
+            self.program,
+            self.args.join(" ")
+        );
         let started = Instant::now();
         let status = Command::new(self.program)
             .args(&self.args)
             .envs(self.env.iter().copied())
             .status()
-            .map_err(|e| format!("step `{}` could not start `{}`: {e}", self.name, self.program))?;
-        eprintln!("==> [{}] {} in {:.1?}", self.name, status, started.elapsed());
+            .map_err(|e| {
+                format!(
+                    "step `{}` could not start `{}`: {e}",
+                    self.name, self.program
+                )
+            })?;
+        eprintln!(
+            "==> [{}] {} in {:.1?}",
+            self.name,
+            status,
+            started.elapsed()
+        );
         if status.success() {
             Ok(())
         } else {
@@ -49,7 +73,15 @@ fn ci_steps() -> Vec<Step> {
         Step::cargo("fmt", &["fmt", "--all", "--check"]),
         Step::cargo(
             "clippy",
-            &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
         ),
         Step::cargo("test", &["test", "--workspace", "--locked"]),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"])
@@ -65,7 +97,11 @@ fn run_all(steps: &[Step]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    eprintln!("\nxtask: all {} steps passed in {:.1?}", steps.len(), started.elapsed());
+    eprintln!(
+        "\nxtask: all {} steps passed in {:.1?}",
+        steps.len(),
+        started.elapsed()
+    );
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,258 @@
+//! Generations, stream leases and failure classification.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::client::conn::http2::SendRequest;
+use pool_core::cell::PooledH2;
+use pool_core::connection::ConnectionRecord;
+use pool_core::stats::Gauge;
+use pool_core::sync::Arc;
+
+/// One HTTP/2 connection as the pool holds it. Cheap to clone: clones share the sender.
+pub struct H2Generation<B> {
+    inner: Arc<Inner<B>>,
+}
+
+struct Inner<B> {
+    sender: SendRequest<B>,
+    record: Arc<ConnectionRecord>,
+}
+
+impl<B> Clone for H2Generation<B> {
+    fn clone(&self) -> Self {
+        H2Generation {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<B> H2Generation<B> {
+    /// Wraps a handshaken sender and its (installed) record.
+    pub fn new(sender: SendRequest<B>, record: Arc<ConnectionRecord>) -> Self {
+        H2Generation {
+            inner: Arc::new(Inner { sender, record }),
+        }
+    }
+
+    /// The generation's lifecycle record.
+    pub fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.inner.record
+    }
+
+    /// Whether the generation still accepts new streams: not logically closed, and hyper's
+    /// dispatcher still running.
+    pub fn is_accepting(&self) -> bool {
+        !self.inner.record.is_closed() && !self.inner.sender.is_closed()
+    }
+
+    /// Takes a lease on one stream, or `None` if the generation stopped accepting.
+    ///
+    /// # Concurrency
+    ///
+    /// A lease taken just before the generation closes is still honoured by hyper if the
+    /// dispatcher accepts the request, or handed back unsent if it does not; either way the
+    /// lease's stream count is released exactly once.
+    pub fn lease(&self) -> Option<StreamLease<B>> {
+        if !self.is_accepting() {
+            return None;
+        }
+        self.inner.record.gauges().inc(Gauge::H2ActiveStreams);
+        Some(StreamLease {
+            sender: self.inner.sender.clone(),
+            guard: StreamGuard {
+                record: Some(self.inner.record.clone()),
+            },
+        })
+    }
+}
+
+impl<B: Send + 'static> PooledH2 for H2Generation<B> {
+    fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.inner.record
+    }
+
+    fn is_accepting(&self) -> bool {
+        H2Generation::is_accepting(self)
+    }
+}
+
+impl<B> fmt::Debug for H2Generation<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("H2Generation")
+            .field("record", &self.inner.record)
+            .finish()
+    }
+}
+
+/// The right to open one stream on a generation.
+pub struct StreamLease<B> {
+    sender: SendRequest<B>,
+    guard: StreamGuard,
+}
+
+/// What came of [`StreamLease::send`].
+pub enum H2SendOutcome<B> {
+    /// The response head arrived; the guard keeps the stream counted until the body ends.
+    Response(Response<Incoming>, StreamGuard),
+    /// hyper handed the request back unsent (the dispatcher closed first).
+    Unsent {
+        /// The original request.
+        request: Request<B>,
+        /// Why it could not be sent.
+        error: hyper::Error,
+        /// Whether the generation had served a request before this one.
+        reused: bool,
+    },
+    /// The request failed after hyper accepted it.
+    Failed {
+        /// The failure.
+        error: hyper::Error,
+        /// Whether the failure concerns the whole connection (see [`is_connection_error`]).
+        connection_level: bool,
+    },
+}
+
+impl<B> fmt::Debug for H2SendOutcome<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            H2SendOutcome::Response(response, _) => {
+                f.debug_tuple("Response").field(&response.status()).finish()
+            }
+            H2SendOutcome::Unsent { error, reused, .. } => f
+                .debug_struct("Unsent")
+                .field("error", error)
+                .field("reused", reused)
+                .finish(),
+            H2SendOutcome::Failed {
+                error,
+                connection_level,
+            } => f
+                .debug_struct("Failed")
+                .field("error", error)
+                .field("connection_level", connection_level)
+                .finish(),
+        }
+    }
+}
+
+impl<B> StreamLease<B>
+where
+    B: Body + Unpin + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    /// Sends `request` (absolute URI: hyper derives `:scheme` and `:authority` from it) on the
+    /// leased stream.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future resets the stream (`RST_STREAM(CANCEL)`); the generation is
+    /// unaffected and the lease is released.
+    pub async fn send(mut self, request: Request<B>) -> H2SendOutcome<B> {
+        let record = self
+            .guard
+            .record
+            .as_ref()
+            .expect("a lease holds its record until sent");
+        let reused = record.record_dispatch();
+        match self.sender.try_send_request(request).await {
+            Ok(response) => H2SendOutcome::Response(response, self.guard),
+            Err(mut err) => {
+                let unsent = err.take_message();
+                let error = err.into_error();
+                match unsent {
+                    Some(request) => H2SendOutcome::Unsent {
+                        request,
+                        error,
+                        reused,
+                    },
+                    None => {
+                        let connection_level =
+                            is_connection_error(&error) || self.sender.is_closed();
+                        H2SendOutcome::Failed {
+                            error,
+                            connection_level,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<B> StreamLease<B> {
+    /// The record of the leased generation.
+    pub fn record(&self) -> &Arc<ConnectionRecord> {
+        self.guard
+            .record
+            .as_ref()
+            .expect("a lease holds its record until sent")
+    }
+}
+
+impl<B> fmt::Debug for StreamLease<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamLease")
+            .field("guard", &self.guard)
+            .finish()
+    }
+}
+
+/// Keeps one stream counted in `h2_active_streams` until it is dropped or
+/// [`release`](Self::release)d.
+pub struct StreamGuard {
+    record: Option<Arc<ConnectionRecord>>,
+}
+
+impl StreamGuard {
+    /// The record of the generation the stream belongs to.
+    pub fn record(&self) -> Option<&Arc<ConnectionRecord>> {
+        self.record.as_ref()
+    }
+
+    /// The stream finished: stop counting it.
+    pub fn release(&mut self) {
+        if let Some(record) = self.record.take() {
+            record.gauges().dec(Gauge::H2ActiveStreams);
+        }
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl fmt::Debug for StreamGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamGuard")
+            .field("active", &self.record.is_some())
+            .finish()
+    }
+}
+
+/// Whether `error` concerns the whole HTTP/2 connection rather than one stream.
+///
+/// Connection-level: GOAWAY (graceful or not), an I/O error, a closed or canceled dispatcher,
+/// a keep-alive timeout. Stream-level: `RST_STREAM` for this stream, a malformed response on
+/// this stream. A stream-level failure must not retire the generation.
+pub fn is_connection_error(error: &hyper::Error) -> bool {
+    if error.is_closed() || error.is_canceled() || error.is_timeout() {
+        return true;
+    }
+    let mut source: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(err) = source {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            return h2.is_go_away() || h2.is_io() || !h2.is_reset();
+        }
+        if err.is::<std::io::Error>() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}

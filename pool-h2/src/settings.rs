@@ -1,0 +1,46 @@
+//! HTTP/2 connection settings the pool exposes on its builder.
+
+use std::time::Duration;
+
+use hyper::client::conn::http2::Builder;
+
+/// Settings applied to every HTTP/2 connection the pool establishes. `None` keeps hyper's
+/// (and h2's) default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct H2Settings {
+    /// Send a PING this often to detect a dead connection.
+    pub keep_alive_interval: Option<Duration>,
+    /// Close the connection if a PING is not acknowledged within this time.
+    pub keep_alive_timeout: Option<Duration>,
+    /// Also send keep-alive PINGs while no stream is open.
+    pub keep_alive_while_idle: bool,
+    /// `SETTINGS_INITIAL_WINDOW_SIZE` for streams.
+    pub initial_stream_window_size: Option<u32>,
+    /// The connection-level flow-control window.
+    pub initial_connection_window_size: Option<u32>,
+    /// Let hyper grow windows from measured bandwidth-delay (overrides the two windows).
+    pub adaptive_window: bool,
+    /// `SETTINGS_MAX_FRAME_SIZE`.
+    pub max_frame_size: Option<u32>,
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE`.
+    pub max_header_list_size: Option<u32>,
+}
+
+impl H2Settings {
+    /// Applies the settings to a hyper HTTP/2 client builder.
+    pub fn apply<E: Clone>(&self, builder: &mut Builder<E>) {
+        builder
+            .keep_alive_interval(self.keep_alive_interval)
+            .keep_alive_while_idle(self.keep_alive_while_idle)
+            .initial_stream_window_size(self.initial_stream_window_size)
+            .initial_connection_window_size(self.initial_connection_window_size)
+            .adaptive_window(self.adaptive_window)
+            .max_frame_size(self.max_frame_size);
+        if let Some(timeout) = self.keep_alive_timeout {
+            builder.keep_alive_timeout(timeout);
+        }
+        if let Some(max) = self.max_header_list_size {
+            builder.max_header_list_size(max);
+        }
+    }
+}

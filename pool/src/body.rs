@@ -1,0 +1,338 @@
+//! Request and response bodies.
+//!
+//! [`RequestBody`] is the one body type every pooled connection is typed over. Common bodies
+//! (`Empty`, `Full`, `String`, `Vec<u8>`, `Bytes`, and `RequestBody` itself) are converted
+//! without boxing; anything else is boxed once.
+//!
+//! [`Body`] is the response body. Besides the bytes it carries the connection's exchange: an
+//! HTTP/1 connection goes home only when this body reaches its end, and an HTTP/2 stream stays
+//! counted until the body ends or is dropped (dropping it early resets the stream with
+//! `RST_STREAM(CANCEL)`; an HTTP/1 connection is retired instead).
+
+use std::any::Any;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use pool_h1::ExchangeGuard;
+use pool_h2::StreamGuard;
+
+use crate::error::Error;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+type BoxBody = Pin<Box<dyn HttpBody<Data = Bytes, Error = BoxError> + Send + 'static>>;
+
+/// A request body as the pool sends it.
+pub struct RequestBody {
+    kind: ReqKind,
+}
+
+enum ReqKind {
+    Empty,
+    Full(Option<Bytes>),
+    Stream(BoxBody),
+}
+
+impl RequestBody {
+    /// An empty body.
+    pub fn empty() -> RequestBody {
+        RequestBody {
+            kind: ReqKind::Empty,
+        }
+    }
+
+    /// A body of exactly these bytes.
+    pub fn full(bytes: impl Into<Bytes>) -> RequestBody {
+        let bytes = bytes.into();
+        if bytes.is_empty() {
+            return RequestBody::empty();
+        }
+        RequestBody {
+            kind: ReqKind::Full(Some(bytes)),
+        }
+    }
+
+    /// Converts any body, avoiding a box for the common concrete types.
+    pub fn new<B>(body: B) -> RequestBody
+    where
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let mut slot = Some(body);
+        let any = &mut slot as &mut dyn Any;
+        if let Some(body) = any.downcast_mut::<Option<RequestBody>>() {
+            return body.take().expect("slot is filled");
+        }
+        if any.is::<Option<Empty<Bytes>>>() {
+            return RequestBody::empty();
+        }
+        if let Some(body) = any.downcast_mut::<Option<Full<Bytes>>>() {
+            return RequestBody::from_full(body.take().expect("slot is filled"));
+        }
+        if let Some(body) = any.downcast_mut::<Option<String>>() {
+            return RequestBody::full(body.take().expect("slot is filled"));
+        }
+        if let Some(body) = any.downcast_mut::<Option<Bytes>>() {
+            return RequestBody::full(body.take().expect("slot is filled"));
+        }
+        let body = slot.take().expect("slot is filled");
+        RequestBody {
+            kind: ReqKind::Stream(Box::pin(body.map_err(Into::into))),
+        }
+    }
+
+    /// `Full` has no accessor for its bytes, but yields them on its first poll without ever
+    /// being pending.
+    fn from_full(mut full: Full<Bytes>) -> RequestBody {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(&mut full).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(bytes) => RequestBody::full(bytes),
+                Err(_) => RequestBody::empty(),
+            },
+            _ => RequestBody::empty(),
+        }
+    }
+}
+
+impl Default for RequestBody {
+    fn default() -> Self {
+        RequestBody::empty()
+    }
+}
+
+impl From<Bytes> for RequestBody {
+    fn from(bytes: Bytes) -> Self {
+        RequestBody::full(bytes)
+    }
+}
+
+impl From<String> for RequestBody {
+    fn from(s: String) -> Self {
+        RequestBody::full(s)
+    }
+}
+
+impl From<Vec<u8>> for RequestBody {
+    fn from(v: Vec<u8>) -> Self {
+        RequestBody::full(v)
+    }
+}
+
+impl From<&'static str> for RequestBody {
+    fn from(s: &'static str) -> Self {
+        RequestBody::full(Bytes::from_static(s.as_bytes()))
+    }
+}
+
+impl HttpBody for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.kind {
+            ReqKind::Empty => Poll::Ready(None),
+            ReqKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ReqKind::Stream(body) => body.as_mut().poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            ReqKind::Empty => true,
+            ReqKind::Full(bytes) => bytes.is_none(),
+            ReqKind::Stream(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            ReqKind::Empty => SizeHint::with_exact(0),
+            ReqKind::Full(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            ReqKind::Stream(body) => body.size_hint(),
+        }
+    }
+}
+
+impl fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ReqKind::Empty => f.write_str("RequestBody::Empty"),
+            ReqKind::Full(bytes) => write!(
+                f,
+                "RequestBody::Full({} bytes)",
+                bytes.as_ref().map_or(0, Bytes::len)
+            ),
+            ReqKind::Stream(_) => f.write_str("RequestBody::Stream"),
+        }
+    }
+}
+
+/// What a response body holds on to while it is read.
+enum Exchange {
+    /// Nothing (the exchange already ended).
+    Done,
+    /// An HTTP/1 connection, returned or retired when the body ends or drops.
+    H1(ExchangeGuard<RequestBody>),
+    /// An HTTP/2 stream, uncounted when the body ends or drops.
+    H2(StreamGuard),
+}
+
+/// A response body from the pool.
+///
+/// # Drop behavior
+///
+/// Dropping the body before its end retires an HTTP/1 connection (its framing can no longer be
+/// trusted) and resets an HTTP/2 stream; reading it to the end returns an HTTP/1 connection
+/// for reuse.
+pub struct Body {
+    inner: Incoming,
+    exchange: Exchange,
+}
+
+impl Body {
+    pub(crate) fn h1(inner: Incoming, guard: ExchangeGuard<RequestBody>) -> Body {
+        let mut body = Body {
+            inner,
+            exchange: Exchange::H1(guard),
+        };
+        // A response without a body (HEAD, 204, 304, Content-Length: 0) ends with its head.
+        if body.inner.is_end_stream() {
+            body.end();
+        }
+        body
+    }
+
+    pub(crate) fn h2(inner: Incoming, guard: StreamGuard) -> Body {
+        let mut body = Body {
+            inner,
+            exchange: Exchange::H2(guard),
+        };
+        if body.inner.is_end_stream() {
+            body.end();
+        }
+        body
+    }
+
+    /// The message ended: the connection goes home or the stream is uncounted.
+    fn end(&mut self) {
+        match std::mem::replace(&mut self.exchange, Exchange::Done) {
+            Exchange::Done => {}
+            Exchange::H1(mut guard) => guard.end_of_body(),
+            Exchange::H2(mut guard) => guard.release(),
+        }
+    }
+
+    /// The body failed mid-way: retire an HTTP/1 connection (dropping its guard unfinished
+    /// does exactly that) and uncount an HTTP/2 stream.
+    fn fail(&mut self) {
+        self.exchange = Exchange::Done;
+    }
+}
+
+impl HttpBody for Body {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+            Poll::Ready(Some(Err(err))) => {
+                this.fail();
+                Poll::Ready(Some(Err(Error::body(err))))
+            }
+            Poll::Ready(None) => {
+                this.end();
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.exchange, Exchange::Done) {
+            Exchange::Done => {}
+            Exchange::H1(mut guard) => guard.finish(self.inner.is_end_stream()),
+            Exchange::H2(mut guard) => guard.release(),
+        }
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let exchange = match &self.exchange {
+            Exchange::Done => "done",
+            Exchange::H1(_) => "http1",
+            Exchange::H2(_) => "http2",
+        };
+        f.debug_struct("Body")
+            .field("exchange", &exchange)
+            .field("end", &self.inner.is_end_stream())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_bodies_are_not_boxed() {
+        let b = RequestBody::new(Full::new(Bytes::from_static(b"hello")));
+        assert!(matches!(b.kind, ReqKind::Full(Some(ref x)) if x == "hello"));
+        assert_eq!(b.size_hint().exact(), Some(5));
+        assert!(matches!(
+            RequestBody::new(Empty::<Bytes>::new()).kind,
+            ReqKind::Empty
+        ));
+        assert!(matches!(
+            RequestBody::new(String::from("x")).kind,
+            ReqKind::Full(_)
+        ));
+        assert!(matches!(
+            RequestBody::new(RequestBody::full("y")).kind,
+            ReqKind::Full(_)
+        ));
+        let boxed = Full::new(Bytes::from_static(b"z")).boxed();
+        assert!(matches!(RequestBody::new(boxed).kind, ReqKind::Stream(_)));
+    }
+
+    #[test]
+    fn full_body_yields_once_then_ends() {
+        let mut b = RequestBody::full("abc");
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(!b.is_end_stream());
+        let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut b).poll_frame(&mut cx) else {
+            panic!()
+        };
+        assert_eq!(frame.into_data().unwrap(), "abc");
+        assert!(b.is_end_stream());
+        assert!(matches!(
+            Pin::new(&mut b).poll_frame(&mut cx),
+            Poll::Ready(None)
+        ));
+    }
+}

@@ -1,0 +1,526 @@
+//! Configuring a pool.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use pool_core::sync::Arc;
+use pool_core::{AsyncSleep, ConnectionEventListener, DriverSpawner, PartitionId, TimeSource};
+use pool_h2::H2Settings;
+use pool_tls::{
+    Connect, DialOptions, HttpConnector, Resolve, SystemResolver, TlsConnector, TlsOptions,
+};
+
+use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
+use crate::pool::{ConnectionPool, PartitionState, PoolInner};
+use crate::protocol::ProtocolPolicy;
+use crate::shared::Shared;
+use crate::time::{TokioSleep, TokioTime};
+
+/// The idle timeout used when none is configured.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Configures a [`ConnectionPool`]. Obtain one with [`ConnectionPool::builder`].
+///
+/// Building opens no socket and loads no trust store: a bad setting is reported by
+/// [`build`](Self::build) as a [`BuildError`] naming the setting and its value, while problems
+/// only a connection attempt can reveal (a missing network interface, an unreachable host) are
+/// reported by the request that meets them.
+pub struct Builder {
+    idle_timeout: Option<Option<Duration>>,
+    protocol: ProtocolPolicy,
+    connector: Option<Arc<dyn Connect>>,
+    resolver: Option<Arc<dyn Resolve>>,
+    dial: DialOptions,
+    tls: TlsOptions,
+    listener: Option<Arc<dyn ConnectionEventListener>>,
+    time: Option<Arc<dyn TimeSource>>,
+    sleep: Option<Arc<dyn AsyncSleep>>,
+    partitions: Option<Vec<Partition>>,
+    h1: hyper::client::conn::http1::Builder,
+    h2: H2Settings,
+    connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            idle_timeout: None,
+            protocol: ProtocolPolicy::default(),
+            connector: None,
+            resolver: None,
+            dial: DialOptions::default(),
+            tls: TlsOptions::default(),
+            listener: None,
+            time: None,
+            sleep: None,
+            partitions: None,
+            h1: hyper::client::conn::http1::Builder::new(),
+            h2: H2Settings::default(),
+            connect_timeout: None,
+            read_timeout: None,
+        }
+    }
+}
+
+/// A setting [`Builder::build`] rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildError {
+    setting: &'static str,
+    value: String,
+    reason: String,
+}
+
+impl BuildError {
+    fn new(
+        setting: &'static str,
+        value: impl fmt::Display,
+        reason: impl Into<String>,
+    ) -> BuildError {
+        BuildError {
+            setting,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The name of the rejected setting (the builder method's name).
+    pub fn setting(&self) -> &str {
+        self.setting
+    }
+
+    /// The rejected value, as text.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid pool setting {} = {}: {}",
+            self.setting, self.value, self.reason
+        )
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Builder {
+    /// How long an idle connection is kept; `None` keeps idle connections until the peer or
+    /// the pool closes them. The default is [`DEFAULT_IDLE_TIMEOUT`] (90 s).
+    ///
+    /// An HTTP/2 connection's idle time restarts with every request dispatched on it.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The mutable form of [`idle_timeout`](Self::idle_timeout), keeping all three states:
+    /// `None` restores the default, `Some(None)` disables the timeout, `Some(Some(d))` sets it.
+    pub fn set_idle_timeout(&mut self, timeout: Option<Option<Duration>>) -> &mut Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Which HTTP versions to speak (see [`ProtocolPolicy`]).
+    pub fn protocol(mut self, policy: ProtocolPolicy) -> Self {
+        self.protocol = policy;
+        self
+    }
+
+    /// Replaces the default connector (resolve, dial, TLS). Dial, resolver and TLS settings of
+    /// this builder then no longer apply.
+    pub fn connector(mut self, connector: impl Connect) -> Self {
+        self.connector = Some(Arc::new(connector));
+        self
+    }
+
+    /// The resolver of the default connector (the system resolver unless set).
+    pub fn resolver(mut self, resolver: impl Resolve) -> Self {
+        self.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Sets `TCP_NODELAY` on new sockets (on by default).
+    pub fn tcp_nodelay(mut self, enabled: bool) -> Self {
+        self.dial.nodelay = enabled;
+        self
+    }
+
+    /// Enables TCP keepalive with this idle time (off by default).
+    pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
+        self.dial.keepalive = idle;
+        self
+    }
+
+    /// Binds new sockets to this local address before connecting.
+    pub fn local_address(mut self, address: Option<IpAddr>) -> Self {
+        self.dial.local_address = address;
+        self
+    }
+
+    /// The happy-eyeballs delay between connection attempts to successive addresses (RFC 8305,
+    /// 250 ms by default). `None` or zero tries one address at a time.
+    pub fn happy_eyeballs_delay(mut self, delay: Option<Duration>) -> Self {
+        self.dial.happy_eyeballs_delay = delay;
+        self
+    }
+
+    /// Adds trust anchors from a PEM bundle (curl's `--cacert`).
+    pub fn add_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.extra_roots_pem.push(pem.into());
+        self
+    }
+
+    /// Whether to trust the platform's root certificates (on by default).
+    pub fn native_roots(mut self, enabled: bool) -> Self {
+        self.tls.native_roots = enabled;
+        self
+    }
+
+    /// Presents this client certificate chain and key (both PEM) when a server asks for one.
+    pub fn client_identity_pem(
+        mut self,
+        certificate_chain: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client_identity_pem = Some((certificate_chain.into(), key.into()));
+        self
+    }
+
+    /// Accepts any server certificate. This disables the protection TLS exists for; it is
+    /// curl's `-k` and meant for tests against self-signed servers.
+    pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
+        self.tls.danger_accept_invalid_certs = accept;
+        self
+    }
+
+    /// Receives connection lifecycle events.
+    pub fn event_listener(mut self, listener: impl ConnectionEventListener) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// The clock idle deadlines are measured on (tokio's by default).
+    pub fn time_source(mut self, time: impl TimeSource) -> Self {
+        self.time = Some(Arc::new(time));
+        self
+    }
+
+    /// The sleep maintenance and the read timeout use (tokio's by default).
+    pub fn sleep(mut self, sleep: impl AsyncSleep) -> Self {
+        self.sleep = Some(Arc::new(sleep));
+        self
+    }
+
+    /// Declares the pool's partitions: a nonempty set with unique identities, none of them
+    /// [`PartitionId::ANONYMOUS`]. Without this, the pool has one anonymous partition running on
+    /// the tokio runtime current at its first connection.
+    pub fn partitions(mut self, partitions: impl IntoIterator<Item = Partition>) -> Self {
+        self.partitions = Some(partitions.into_iter().collect());
+        self
+    }
+
+    /// The default connect timeout of the pool's clients (see [`Client::connect_timeout`]).
+    ///
+    /// [`Client::connect_timeout`]: crate::Client::connect_timeout
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The default read timeout of the pool's clients (see [`Client::read_timeout`]).
+    ///
+    /// [`Client::read_timeout`]: crate::Client::read_timeout
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Writes HTTP/1 header names in title case (`Content-Type`) instead of lower case.
+    pub fn http1_title_case_headers(mut self, enabled: bool) -> Self {
+        self.h1.title_case_headers(enabled);
+        self
+    }
+
+    /// Sends HTTP/2 PINGs at this interval to detect dead connections.
+    pub fn http2_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
+        self.h2.keep_alive_interval = interval;
+        self
+    }
+
+    /// Closes an HTTP/2 connection whose PING is not acknowledged within this time.
+    pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.h2.keep_alive_timeout = Some(timeout);
+        self
+    }
+
+    /// Sends keep-alive PINGs even while no stream is open.
+    pub fn http2_keep_alive_while_idle(mut self, enabled: bool) -> Self {
+        self.h2.keep_alive_while_idle = enabled;
+        self
+    }
+
+    /// The initial HTTP/2 stream flow-control window.
+    pub fn http2_initial_stream_window_size(mut self, size: Option<u32>) -> Self {
+        self.h2.initial_stream_window_size = size;
+        self
+    }
+
+    /// The initial HTTP/2 connection flow-control window.
+    pub fn http2_initial_connection_window_size(mut self, size: Option<u32>) -> Self {
+        self.h2.initial_connection_window_size = size;
+        self
+    }
+
+    /// Lets hyper size HTTP/2 windows from the measured bandwidth-delay product.
+    pub fn http2_adaptive_window(mut self, enabled: bool) -> Self {
+        self.h2.adaptive_window = enabled;
+        self
+    }
+
+    /// The largest HTTP/2 frame payload the pool accepts (16 KiB to 16 MiB − 1).
+    pub fn http2_max_frame_size(mut self, size: Option<u32>) -> Self {
+        self.h2.max_frame_size = size;
+        self
+    }
+
+    /// The largest header list the pool accepts in an HTTP/2 response.
+    pub fn http2_max_header_list_size(mut self, size: u32) -> Self {
+        self.h2.max_header_list_size = Some(size);
+        self
+    }
+
+    /// Validates the settings and assembles the pool. Opens no socket.
+    ///
+    /// # Errors
+    ///
+    /// A [`BuildError`] naming the first invalid setting and its value.
+    pub fn build(self) -> Result<ConnectionPool, BuildError> {
+        self.validate_h2()?;
+        let partitions = self.validate_partitions()?;
+        let explicit = partitions.is_some();
+        let (connector, tls): (Arc<dyn Connect>, Option<TlsConnector>) = match self.connector {
+            Some(connector) => (connector, None),
+            None => {
+                let tls = TlsConnector::new(self.tls.clone()).map_err(|e| {
+                    BuildError::new("tls", "(configured certificates)", e.to_string())
+                })?;
+                let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
+                (
+                    Arc::new(HttpConnector::new(resolver, self.dial.clone(), tls.clone())),
+                    Some(tls),
+                )
+            }
+        };
+        let idle_timeout = self.idle_timeout.unwrap_or(Some(DEFAULT_IDLE_TIMEOUT));
+        let shared = Arc::new(Shared::new(
+            connector,
+            self.protocol,
+            self.h1,
+            self.h2,
+            self.listener,
+            self.time.unwrap_or_else(|| Arc::new(TokioTime)),
+            self.sleep.unwrap_or_else(|| Arc::new(TokioSleep)),
+            idle_timeout,
+            self.connect_timeout,
+        ));
+        let runtimes: Vec<Arc<PartitionRuntime>> = match partitions {
+            None => {
+                let spawner: Arc<dyn DriverSpawner> = Arc::new(CapturingSpawner::default());
+                vec![Arc::new(PartitionRuntime::new(
+                    PartitionId::ANONYMOUS,
+                    None,
+                    spawner,
+                ))]
+            }
+            Some(declared) => declared
+                .into_iter()
+                .map(|p| Arc::new(PartitionRuntime::new(p.id, p.interface, p.spawner)))
+                .collect(),
+        };
+        Ok(ConnectionPool::from_inner(PoolInner {
+            shared,
+            partitions: runtimes.into_iter().map(PartitionState::new).collect(),
+            explicit,
+            read_timeout: self.read_timeout,
+            tls,
+        }))
+    }
+
+    fn validate_partitions(&self) -> Result<Option<Vec<Partition>>, BuildError> {
+        let Some(partitions) = &self.partitions else {
+            return Ok(None);
+        };
+        if partitions.is_empty() {
+            return Err(BuildError::new(
+                "partitions",
+                "[]",
+                "declare at least one partition",
+            ));
+        }
+        let mut seen = HashSet::new();
+        for partition in partitions {
+            if partition.id.is_anonymous() {
+                return Err(BuildError::new(
+                    "partitions",
+                    partition.id,
+                    "the anonymous identity is reserved; use PartitionId::from_index",
+                ));
+            }
+            if !seen.insert(partition.id) {
+                return Err(BuildError::new(
+                    "partitions",
+                    partition.id,
+                    "partition identities must be unique",
+                ));
+            }
+        }
+        Ok(Some(partitions.clone()))
+    }
+
+    fn validate_h2(&self) -> Result<(), BuildError> {
+        const MAX_WINDOW: u32 = (1 << 31) - 1;
+        if let Some(size) = self.h2.max_frame_size {
+            if !(16_384..=16_777_215).contains(&size) {
+                return Err(BuildError::new(
+                    "http2_max_frame_size",
+                    size,
+                    "must be between 16384 and 16777215",
+                ));
+            }
+        }
+        for (setting, value) in [
+            (
+                "http2_initial_stream_window_size",
+                self.h2.initial_stream_window_size,
+            ),
+            (
+                "http2_initial_connection_window_size",
+                self.h2.initial_connection_window_size,
+            ),
+        ] {
+            if let Some(size) = value {
+                if size > MAX_WINDOW {
+                    return Err(BuildError::new(setting, size, "must be at most 2^31 - 1"));
+                }
+            }
+        }
+        if self.h2.keep_alive_timeout == Some(Duration::ZERO) {
+            return Err(BuildError::new(
+                "http2_keep_alive_timeout",
+                "0s",
+                "must be positive",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("idle_timeout", &self.idle_timeout)
+            .field("protocol", &self.protocol)
+            .field("dial", &self.dial)
+            .field("tls", &self.tls)
+            .field("partitions", &self.partitions)
+            .field("h2", &self.h2)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TokioDriverSpawner;
+
+    #[test]
+    fn idle_timeout_keeps_all_three_states() {
+        let mut b = ConnectionPool::builder();
+        assert_eq!(b.idle_timeout, None, "unset means the default");
+        b.set_idle_timeout(Some(None));
+        assert_eq!(b.idle_timeout, Some(None), "explicitly disabled");
+        b.set_idle_timeout(Some(Some(Duration::from_secs(5))));
+        assert_eq!(b.idle_timeout, Some(Some(Duration::from_secs(5))));
+        b.set_idle_timeout(None);
+        assert_eq!(b.idle_timeout, None);
+        let b = ConnectionPool::builder().idle_timeout(None);
+        assert_eq!(b.idle_timeout, Some(None));
+    }
+
+    #[test]
+    fn building_opens_nothing_and_defaults_apply() {
+        let pool = ConnectionPool::builder()
+            .build()
+            .expect("defaults are valid");
+        assert_eq!(pool.partitions(), vec![PartitionId::ANONYMOUS]);
+        assert!(pool.client().is_ok());
+        assert!(pool.origins().is_empty());
+    }
+
+    #[tokio::test]
+    async fn partition_set_is_validated() {
+        let p = |i| Partition::new(PartitionId::from_index(i), TokioDriverSpawner::current());
+        let err = ConnectionPool::builder()
+            .partitions([])
+            .build()
+            .unwrap_err();
+        assert_eq!((err.setting(), err.value()), ("partitions", "[]"));
+        let err = ConnectionPool::builder()
+            .partitions([p(0), p(0)])
+            .build()
+            .unwrap_err();
+        assert_eq!((err.setting(), err.value()), ("partitions", "0"));
+        let anonymous = Partition::new(PartitionId::ANONYMOUS, TokioDriverSpawner::current());
+        let err = ConnectionPool::builder()
+            .partitions([anonymous])
+            .build()
+            .unwrap_err();
+        assert_eq!(err.value(), "anonymous");
+        assert!(err.to_string().contains("reserved"));
+        let pool = ConnectionPool::builder()
+            .partitions([p(0), p(1)])
+            .build()
+            .unwrap();
+        assert!(
+            pool.client().is_err(),
+            "explicit partitions need client_for"
+        );
+        assert_eq!(
+            pool.client_for(PartitionId::from_index(1))
+                .unwrap()
+                .partition(),
+            PartitionId::from_index(1)
+        );
+        assert!(pool.client_for(PartitionId::from_index(2)).is_err());
+    }
+
+    #[test]
+    fn bad_h2_and_tls_settings_name_themselves() {
+        let err = ConnectionPool::builder()
+            .http2_max_frame_size(Some(100))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            (err.setting(), err.value()),
+            ("http2_max_frame_size", "100")
+        );
+        let err = ConnectionPool::builder()
+            .http2_initial_stream_window_size(Some(u32::MAX))
+            .build()
+            .unwrap_err();
+        assert_eq!(err.setting(), "http2_initial_stream_window_size");
+        let err = ConnectionPool::builder()
+            .add_root_certificates_pem("not pem")
+            .build()
+            .unwrap_err();
+        assert_eq!(err.setting(), "tls");
+    }
+}

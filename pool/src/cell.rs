@@ -1,0 +1,220 @@
+//! One origin in one partition, as the assembled pool holds it: pool-core's [`Cell`] typed over
+//! hyper's connections, plus what establishment and returning connections need.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::HeaderValue;
+use pool_core::OriginKey;
+use pool_core::cell::{Acquire, Cell, CellTypes, CellWaiter, EstablishMode, Grant, Launch};
+use pool_core::sync::{Arc, Weak};
+use pool_core::waiter::Requirement;
+use pool_h1::{H1Connection, H1Home};
+use pool_h2::{H2Generation, StreamLease};
+
+use crate::body::RequestBody;
+use crate::error::Error;
+use crate::partition::PartitionRuntime;
+use crate::shared::Shared;
+
+/// The protocol types of the pool's cells.
+pub(crate) struct PoolTypes;
+
+impl CellTypes for PoolTypes {
+    type H1 = H1Connection<RequestBody>;
+    type H2 = H2Generation<RequestBody>;
+    type Error = Error;
+}
+
+pub(crate) type Waiter = CellWaiter<PoolTypes>;
+
+/// A connection selected for one request.
+pub(crate) enum Selected {
+    H1(H1Connection<RequestBody>),
+    H2(StreamLease<RequestBody>),
+}
+
+/// The cell of one (partition, origin) with everything its connections need to reach home.
+pub(crate) struct CellEntry {
+    pub(crate) cell: Cell<PoolTypes>,
+    pub(crate) origin: OriginKey,
+    /// The `Host` value for HTTP/1 requests, computed once.
+    pub(crate) host: HeaderValue,
+    pub(crate) runtime: Arc<PartitionRuntime>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl CellEntry {
+    pub(crate) fn new(
+        origin: OriginKey,
+        runtime: Arc<PartitionRuntime>,
+        shared: Arc<Shared>,
+    ) -> Arc<CellEntry> {
+        let mode = shared.protocol.mode_for(&origin);
+        let host = HeaderValue::from_str(&origin.authority())
+            .expect("an origin's authority is a valid header value");
+        Arc::new_cyclic(|weak: &Weak<CellEntry>| {
+            let arm = {
+                let weak = weak.clone();
+                let runtime = runtime.clone();
+                let shared = shared.clone();
+                Arc::new(move |at| {
+                    runtime.maintenance.schedule(
+                        &runtime,
+                        weak.clone(),
+                        at,
+                        &shared.time,
+                        &shared.sleep,
+                    );
+                }) as pool_core::cell::ArmExpiry
+            };
+            let cell = Cell::new(
+                mode,
+                shared.idle_timeout,
+                Arc::new(Default::default()),
+                Some(arm),
+            );
+            CellEntry {
+                cell,
+                origin,
+                host,
+                runtime,
+                shared,
+            }
+        })
+    }
+
+    /// Finds a connection for one request: a reuse hit, or a wait on the cell's queue while an
+    /// establishment (started here or by an earlier request) or a returning connection serves
+    /// it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while it waits withdraws the waiter; anything already handed to it
+    /// goes back to the cell (a connection to the next waiter or the idle set).
+    pub(crate) async fn acquire(
+        self: &Arc<Self>,
+        requirement: Requirement,
+        connect_timeout: Option<Duration>,
+    ) -> Result<Selected, Error> {
+        loop {
+            let shared = &self.shared;
+            let acquired =
+                self.cell
+                    .acquire(requirement, || shared.next_seq(), || shared.time.now());
+            let grant = match acquired {
+                Acquire::H1(conn) => return Ok(Selected::H1(conn)),
+                Acquire::H2(generation) => match generation.lease() {
+                    Some(lease) => return Ok(Selected::H2(lease)),
+                    // Closed between the cell's check and the lease: look again.
+                    None => continue,
+                },
+                Acquire::Unsupported => {
+                    return Err(Error::unsupported_version(
+                        "this origin is served over HTTP/1.1 only",
+                    ));
+                }
+                Acquire::Wait { waiter, launch } => {
+                    if let Some(launch) = launch {
+                        self.launch(waiter.clone(), launch, connect_timeout);
+                    }
+                    WaitGrant {
+                        entry: self,
+                        waiter: Some(waiter),
+                    }
+                    .await
+                }
+            };
+            match grant {
+                Grant::H1(conn) => return Ok(Selected::H1(conn)),
+                Grant::H2(generation) => {
+                    let lease = generation.lease();
+                    // This waiter's activation is done either way: let the next one in.
+                    self.relaunch(self.cell.activation_done());
+                    if let Some(lease) = lease {
+                        return Ok(Selected::H2(lease));
+                    }
+                }
+                Grant::Failed(error) => return Err(error),
+                Grant::Unsupported => {
+                    return Err(Error::unsupported_version(
+                        "the request requires HTTP/2 and the origin negotiated HTTP/1.1",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Starts the establishment a cell transition asked for, if any.
+    pub(crate) fn relaunch(self: &Arc<Self>, launch: Option<(Arc<Waiter>, Launch)>) {
+        if let Some((waiter, launch)) = launch {
+            self.launch(waiter, launch, self.shared.connect_timeout);
+        }
+    }
+
+    /// The cell's establishment mode.
+    pub(crate) fn mode(&self) -> EstablishMode {
+        self.cell.mode()
+    }
+}
+
+impl H1Home<RequestBody> for CellEntry {
+    fn release(&self, conn: H1Connection<RequestBody>) {
+        if self.runtime.is_closed() {
+            conn.record()
+                .close(pool_core::CloseReason::PoolDropped, None);
+            return;
+        }
+        self.cell.release_h1(conn, self.shared.time.now());
+    }
+
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
+        self.runtime.spawn(future);
+    }
+}
+
+impl fmt::Debug for CellEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CellEntry")
+            .field("origin", &self.origin)
+            .field("partition", &self.runtime.id)
+            .field("cell", &self.cell)
+            .finish()
+    }
+}
+
+/// Waits for a waiter's grant; withdraws the waiter if dropped first.
+struct WaitGrant<'a> {
+    entry: &'a Arc<CellEntry>,
+    waiter: Option<Arc<Waiter>>,
+}
+
+impl Future for WaitGrant<'_> {
+    type Output = Grant<PoolTypes>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant<PoolTypes>> {
+        let waiter = self.waiter.as_ref().expect("polled after completion");
+        match waiter.poll_take(cx) {
+            Poll::Ready(grant) => {
+                self.waiter = None;
+                Poll::Ready(grant)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for WaitGrant<'_> {
+    fn drop(&mut self) {
+        if let Some(waiter) = self.waiter.take() {
+            let relaunch = self
+                .entry
+                .cell
+                .cancel(&waiter, self.entry.shared.time.now());
+            self.entry.relaunch(relaunch);
+        }
+    }
+}

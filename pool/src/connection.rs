@@ -1,0 +1,66 @@
+//! The handle every response carries to the connection that served it.
+
+use std::fmt;
+
+use pool_core::connection::ConnectionRecord;
+use pool_core::sync::Arc;
+use pool_core::{ConnectionId, ConnectionInfo, Protocol};
+
+/// The connection that served a response, attached to every response as an extension:
+/// `response.extensions().get::<pool::ConnectionHandle>()`.
+///
+/// It describes the connection ([`info`](Self::info)), says whether this response reused it,
+/// and can [`poison`](Self::poison) it.
+#[derive(Clone)]
+pub struct ConnectionHandle {
+    record: Arc<ConnectionRecord>,
+    reused: bool,
+}
+
+impl ConnectionHandle {
+    pub(crate) fn new(record: Arc<ConnectionRecord>, reused: bool) -> Self {
+        ConnectionHandle { record, reused }
+    }
+
+    /// The connection's description: identity, origin, owner partition, protocol, addresses,
+    /// TLS details and establishment timings.
+    pub fn info(&self) -> &ConnectionInfo {
+        self.record.info()
+    }
+
+    /// The connection's identity (shorthand for `info().id()`).
+    pub fn id(&self) -> ConnectionId {
+        self.record.info().id()
+    }
+
+    /// The connection's protocol.
+    pub fn protocol(&self) -> Protocol {
+        self.record.info().protocol()
+    }
+
+    /// Whether the connection had served another request before this one.
+    pub fn is_reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Marks the connection never to be reused. Its current work finishes; then it closes with
+    /// [`CloseReason::Poisoned`](pool_core::CloseReason::Poisoned). An HTTP/2 connection stops
+    /// accepting new streams at once.
+    pub fn poison(&self) {
+        self.record.poison();
+    }
+
+    /// Whether the connection was poisoned.
+    pub fn is_poisoned(&self) -> bool {
+        self.record.is_poisoned()
+    }
+}
+
+impl fmt::Debug for ConnectionHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionHandle")
+            .field("info", self.info())
+            .field("reused", &self.reused)
+            .finish()
+    }
+}

@@ -1,0 +1,329 @@
+//! The pool's error type: opaque, classified by predicates, with the source chain preserved.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pool_core::InvalidOrigin;
+use pool_tls::ConnectError;
+
+type Source = Arc<dyn StdError + Send + Sync + 'static>;
+
+/// Why a request through the pool failed.
+///
+/// Classify with the predicates (`is_connect`, `is_timeout`, `is_saturated`, ...); the message
+/// is for people, and [`source`](StdError::source) leads to the underlying transport, TLS or
+/// hyper error. Cloning is cheap: the source is shared, which is how one failed establishment
+/// reaches every request that waited on it.
+#[derive(Clone)]
+pub struct Error {
+    inner: Box<ErrorImpl>,
+}
+
+#[derive(Clone)]
+struct ErrorImpl {
+    kind: Kind,
+    source: Option<Source>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The URI does not name an origin the pool can serve.
+    InvalidUri,
+    /// Establishing a transport failed; see the source's classification.
+    Connect,
+    /// The HTTP handshake on a new transport failed.
+    Handshake,
+    /// No response head arrived within the client's read timeout.
+    ReadTimeout,
+    /// The origin's pending-request cap was reached.
+    Saturated,
+    /// The request requires HTTP/2 and the origin speaks HTTP/1.1.
+    UnsupportedVersion,
+    /// The establishment this request waited on was dropped before finishing (its owner
+    /// runtime shut down, or there was no runtime to run it on).
+    Canceled,
+    /// Sending the request or receiving the response head failed.
+    Request,
+    /// Reading the response body failed.
+    Body,
+}
+
+impl Error {
+    fn new(kind: Kind, source: Option<Source>) -> Error {
+        Error {
+            inner: Box::new(ErrorImpl { kind, source }),
+        }
+    }
+
+    pub(crate) fn invalid_uri(err: InvalidOrigin) -> Error {
+        Error::new(Kind::InvalidUri, Some(Arc::new(err)))
+    }
+
+    pub(crate) fn connect(err: ConnectError) -> Error {
+        Error::new(Kind::Connect, Some(Arc::new(err)))
+    }
+
+    pub(crate) fn handshake(err: hyper::Error) -> Error {
+        Error::new(Kind::Handshake, Some(Arc::new(err)))
+    }
+
+    pub(crate) fn read_timeout(after: Duration) -> Error {
+        Error::new(
+            Kind::ReadTimeout,
+            Some(Arc::new(Message(format!(
+                "no response head within {after:?}"
+            )))),
+        )
+    }
+
+    pub(crate) fn unsupported_version(detail: &'static str) -> Error {
+        Error::new(
+            Kind::UnsupportedVersion,
+            Some(Arc::new(Message(detail.to_owned()))),
+        )
+    }
+
+    pub(crate) fn canceled(detail: &'static str) -> Error {
+        Error::new(Kind::Canceled, Some(Arc::new(Message(detail.to_owned()))))
+    }
+
+    pub(crate) fn request(err: hyper::Error) -> Error {
+        Error::new(Kind::Request, Some(Arc::new(err)))
+    }
+
+    pub(crate) fn body(err: hyper::Error) -> Error {
+        Error::new(Kind::Body, Some(Arc::new(err)))
+    }
+
+    fn connect_error(&self) -> Option<&ConnectError> {
+        match self.inner.kind {
+            Kind::Connect => self
+                .inner
+                .source
+                .as_deref()
+                .and_then(|e| e.downcast_ref::<ConnectError>()),
+            _ => None,
+        }
+    }
+
+    fn hyper_error(&self) -> Option<&hyper::Error> {
+        self.inner
+            .source
+            .as_deref()
+            .and_then(|e| e.downcast_ref::<hyper::Error>())
+    }
+
+    /// Iterates the source chain (excluding `self`).
+    fn chain(&self) -> impl Iterator<Item = &(dyn StdError + 'static)> {
+        let mut next: Option<&(dyn StdError + 'static)> = self.source();
+        std::iter::from_fn(move || {
+            let current = next?;
+            next = current.source();
+            Some(current)
+        })
+    }
+
+    /// The URI did not name an `http` or `https` origin.
+    pub fn is_invalid_uri(&self) -> bool {
+        self.inner.kind == Kind::InvalidUri
+    }
+
+    /// Establishing the connection failed: resolution, TCP, interface binding, TLS, the connect
+    /// timeout, or the HTTP handshake.
+    pub fn is_connect(&self) -> bool {
+        matches!(self.inner.kind, Kind::Connect | Kind::Handshake)
+    }
+
+    /// The host name could not be resolved.
+    pub fn is_resolve(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_resolve)
+    }
+
+    /// Binding to the partition's network interface failed or is unsupported.
+    pub fn is_interface(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_interface)
+    }
+
+    /// The TLS handshake failed for a reason other than the certificate.
+    pub fn is_tls(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_tls)
+    }
+
+    /// The server's certificate was rejected.
+    pub fn is_certificate(&self) -> bool {
+        self.connect_error()
+            .is_some_and(ConnectError::is_certificate)
+    }
+
+    /// A timeout elapsed: the connect timeout, the read timeout, or one of hyper's.
+    pub fn is_timeout(&self) -> bool {
+        self.is_connect_timeout()
+            || self.inner.kind == Kind::ReadTimeout
+            || self.hyper_error().is_some_and(hyper::Error::is_timeout)
+    }
+
+    /// The connect timeout (resolution + TCP + TLS) elapsed.
+    pub fn is_connect_timeout(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_timeout)
+    }
+
+    /// No response head arrived within the read timeout.
+    pub fn is_read_timeout(&self) -> bool {
+        self.inner.kind == Kind::ReadTimeout
+    }
+
+    /// The request was refused without waiting because the origin's pending-request cap
+    /// (`max_pending_per_host`) was reached.
+    pub fn is_saturated(&self) -> bool {
+        self.inner.kind == Kind::Saturated
+    }
+
+    /// The request requires HTTP/2 (its version is `HTTP/2.0`) and the origin negotiated or is
+    /// configured for HTTP/1.1.
+    pub fn is_unsupported_version(&self) -> bool {
+        self.inner.kind == Kind::UnsupportedVersion
+    }
+
+    /// The work this request depended on was dropped before it finished, for example because
+    /// the owner partition's runtime shut down.
+    pub fn is_canceled(&self) -> bool {
+        self.inner.kind == Kind::Canceled
+            || self.hyper_error().is_some_and(hyper::Error::is_canceled)
+    }
+
+    /// Sending the request or receiving the response head failed.
+    pub fn is_request(&self) -> bool {
+        self.inner.kind == Kind::Request
+    }
+
+    /// Reading the response body failed.
+    pub fn is_body(&self) -> bool {
+        self.inner.kind == Kind::Body
+    }
+
+    /// The connection ended before a complete message was received (hyper's
+    /// `is_incomplete_message`).
+    pub fn is_incomplete_message(&self) -> bool {
+        self.hyper_error()
+            .is_some_and(hyper::Error::is_incomplete_message)
+    }
+
+    /// The peer reset the stream or the connection (`RST_STREAM`, or a TCP reset).
+    pub fn is_reset(&self) -> bool {
+        self.chain().any(|e| {
+            if let Some(h2) = e.downcast_ref::<h2_reason::H2Error>() {
+                return h2.is_reset() && !h2.is_go_away();
+            }
+            e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::BrokenPipe
+                )
+            })
+        })
+    }
+
+    /// The peer sent GOAWAY or refused the stream.
+    pub fn is_go_away(&self) -> bool {
+        self.chain().any(|e| {
+            e.downcast_ref::<h2_reason::H2Error>().is_some_and(|h2| {
+                h2.is_go_away() || h2.reason() == Some(h2_reason::Reason::REFUSED_STREAM)
+            })
+        })
+    }
+
+    fn description(&self) -> &'static str {
+        match self.inner.kind {
+            Kind::InvalidUri => "invalid request URI",
+            Kind::Connect => "failed to establish a connection",
+            Kind::Handshake => "HTTP handshake failed on a new connection",
+            Kind::ReadTimeout => "read timeout",
+            Kind::Saturated => "origin saturated",
+            Kind::UnsupportedVersion => "unsupported HTTP version",
+            Kind::Canceled => "connection establishment canceled",
+            Kind::Request => "request failed",
+            Kind::Body => "error reading the response body",
+        }
+    }
+}
+
+/// The h2 types the classification looks for, reached through hyper's re-export chain.
+mod h2_reason {
+    pub(super) use h2::{Error as H2Error, Reason};
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("pool::Error");
+        d.field("kind", &self.inner.kind);
+        if let Some(source) = &self.inner.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner.source {
+            Some(source) => write!(f, "{}: {source}", self.description()),
+            None => f.write_str(self.description()),
+        }
+    }
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.inner
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// A plain message used as the source of errors the pool itself detects.
+#[derive(Debug)]
+struct Message(String);
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StdError for Message {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicates_follow_the_kind() {
+        let e = Error::read_timeout(Duration::from_secs(2));
+        assert!(e.is_timeout() && e.is_read_timeout() && !e.is_connect_timeout());
+        let e = Error::connect(ConnectError::timeout(Duration::from_secs(1)));
+        assert!(e.is_connect() && e.is_timeout() && e.is_connect_timeout());
+        let e = Error::connect(ConnectError::resolve("no such host"));
+        assert!(e.is_connect() && e.is_resolve() && !e.is_tls());
+        let e = Error::unsupported_version("h2 required");
+        assert!(e.is_unsupported_version());
+        let e = Error::invalid_uri(InvalidOrigin::MissingHost);
+        assert!(e.is_invalid_uri());
+        assert!(e.source().is_some());
+    }
+
+    #[test]
+    fn io_resets_are_resets() {
+        let e = Error::new(
+            Kind::Body,
+            Some(Arc::new(std::io::Error::from(
+                std::io::ErrorKind::ConnectionReset,
+            ))),
+        );
+        assert!(e.is_reset() && e.is_body() && !e.is_go_away());
+    }
+}

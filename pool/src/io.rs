@@ -1,0 +1,70 @@
+//! The transport as the pool wraps it: counted while its I/O lives.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pool_core::connection::PhysicalLink;
+use pool_core::sync::Arc;
+use pool_tls::Io;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A transport that reports its own drop: that is the connection's physical close, which may
+/// come long after its logical close (an HTTP/2 connection draining, an upgraded connection the
+/// caller still holds).
+pub(crate) struct TrackedIo {
+    io: Io,
+    link: Arc<PhysicalLink>,
+}
+
+impl TrackedIo {
+    pub(crate) fn new(io: Io, link: Arc<PhysicalLink>) -> TrackedIo {
+        TrackedIo { io, link }
+    }
+}
+
+impl Drop for TrackedIo {
+    fn drop(&mut self) {
+        self.link.gone();
+    }
+}
+
+impl AsyncRead for TrackedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TrackedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}

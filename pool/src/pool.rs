@@ -1,0 +1,218 @@
+//! The pool: a fixed set of partitions, each with its own map of origin cells.
+
+use std::fmt;
+use std::time::Duration;
+
+use hashbrown::HashMap;
+use http::Uri;
+use pool_core::sync::{Arc, RwLock};
+use pool_core::{CloseReason, OriginKey, OriginLookup, OriginStats, PartitionId};
+use pool_tls::TlsConnector;
+
+use crate::builder::Builder;
+use crate::cell::CellEntry;
+use crate::client::Client;
+use crate::error::Error;
+use crate::partition::PartitionRuntime;
+use crate::shared::Shared;
+
+/// An HTTP/1.1 + HTTP/2 connection pool.
+///
+/// Build one with [`ConnectionPool::builder`], then send requests through a [`Client`] bound to
+/// one of its partitions ([`client`](Self::client) or [`client_for`](Self::client_for)).
+/// Cloning the pool is cheap; all clones and clients share the same connections.
+///
+/// # Drop behavior
+///
+/// When the last `ConnectionPool` and `Client` handle is dropped, idle connections close
+/// ([`CloseReason::PoolDropped`]), the partitions' maintenance tasks end, and connections that
+/// are still serving a response close when it finishes instead of returning to an idle set.
+#[derive(Clone)]
+pub struct ConnectionPool {
+    inner: Arc<PoolInner>,
+}
+
+/// One partition's origin cells. Partitions are the outer level so the structure that grows
+/// with origins is partition-local: a reuse hit reads only its own partition's map.
+pub(crate) struct PartitionState {
+    pub(crate) runtime: Arc<PartitionRuntime>,
+    cells: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
+}
+
+impl PartitionState {
+    pub(crate) fn new(runtime: Arc<PartitionRuntime>) -> PartitionState {
+        PartitionState {
+            runtime,
+            cells: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The cell of `uri`'s origin, created on first use. The lookup is borrowed: a request for a
+    /// known origin allocates nothing here.
+    pub(crate) fn cell_for(
+        &self,
+        uri: &Uri,
+        shared: &Arc<Shared>,
+    ) -> Result<Arc<CellEntry>, Error> {
+        let lookup = OriginLookup::from_uri(uri).map_err(Error::invalid_uri)?;
+        if let Some(entry) = self.cells.read().get(&lookup) {
+            return Ok(entry.clone());
+        }
+        let key = lookup.to_key();
+        let mut cells = self.cells.write();
+        let entry = cells.entry(key).or_insert_with_key(|key| {
+            CellEntry::new(key.clone(), self.runtime.clone(), shared.clone())
+        });
+        Ok(entry.clone())
+    }
+
+    fn cell(&self, origin: &OriginKey) -> Option<Arc<CellEntry>> {
+        self.cells.read().get(origin).cloned()
+    }
+
+    fn entries(&self) -> Vec<Arc<CellEntry>> {
+        self.cells.read().values().cloned().collect()
+    }
+}
+
+/// Everything a pool owns; dropped with the last handle.
+pub(crate) struct PoolInner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) partitions: Vec<PartitionState>,
+    /// Whether the partitions were declared (`Builder::partitions`) rather than the implicit
+    /// anonymous one.
+    pub(crate) explicit: bool,
+    /// The default read timeout of new clients.
+    pub(crate) read_timeout: Option<Duration>,
+    /// The default connector's TLS configuration, for [`ConnectionPool::preflight`].
+    pub(crate) tls: Option<TlsConnector>,
+}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        for partition in &self.partitions {
+            partition.runtime.close();
+            for entry in partition.entries() {
+                entry.cell.close_idle(CloseReason::PoolDropped);
+            }
+        }
+    }
+}
+
+/// Why [`ConnectionPool::client`] or [`ConnectionPool::client_for`] could not make a client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientBuildError {
+    message: String,
+}
+
+impl fmt::Display for ClientBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ClientBuildError {}
+
+impl ConnectionPool {
+    /// Starts configuring a pool.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn from_inner(inner: PoolInner) -> ConnectionPool {
+        ConnectionPool {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// A client for the anonymous partition of a pool built without explicit partitions.
+    ///
+    /// # Errors
+    ///
+    /// When the pool was built with explicit partitions: use [`client_for`](Self::client_for).
+    pub fn client(&self) -> Result<Client, ClientBuildError> {
+        if self.inner.explicit {
+            return Err(ClientBuildError {
+                message: "this pool has explicit partitions; choose one with client_for(id)".into(),
+            });
+        }
+        Ok(Client::new(self.inner.clone(), 0))
+    }
+
+    /// A client for the explicit partition `id`.
+    ///
+    /// # Errors
+    ///
+    /// When the pool has no partition with this identity.
+    pub fn client_for(&self, id: PartitionId) -> Result<Client, ClientBuildError> {
+        match self
+            .inner
+            .partitions
+            .iter()
+            .position(|p| p.runtime.id == id)
+        {
+            Some(index) => Ok(Client::new(self.inner.clone(), index)),
+            None => Err(ClientBuildError {
+                message: format!("this pool has no partition {id}"),
+            }),
+        }
+    }
+
+    /// The identities of the pool's partitions, in declaration order.
+    pub fn partitions(&self) -> Vec<PartitionId> {
+        self.inner.partitions.iter().map(|p| p.runtime.id).collect()
+    }
+
+    /// The gauges of `origin` in every partition that has seen it.
+    ///
+    /// Reads are relaxed and not an atomic snapshot; see [`OriginStats`].
+    pub fn stats(&self, origin: &OriginKey) -> OriginStats {
+        let rows = self
+            .inner
+            .partitions
+            .iter()
+            .filter_map(|p| {
+                p.cell(origin)
+                    .map(|entry| (p.runtime.id, entry.cell.gauges().snapshot()))
+            })
+            .collect();
+        OriginStats::new(None, rows)
+    }
+
+    /// Every origin any partition has seen, sorted.
+    pub fn origins(&self) -> Vec<OriginKey> {
+        let mut origins: Vec<OriginKey> = self
+            .inner
+            .partitions
+            .iter()
+            .flat_map(|p| p.entries())
+            .map(|e| e.origin.clone())
+            .collect();
+        origins.sort();
+        origins.dedup();
+        origins
+    }
+
+    /// Loads what the default TLS configuration needs (the platform's trust roots) now rather
+    /// than at the first `https` connection. Idempotent; opens no socket. Does nothing for a
+    /// pool with a custom connector.
+    ///
+    /// # Errors
+    ///
+    /// When the TLS configuration cannot be built.
+    pub fn preflight(&self) -> Result<(), pool_tls::TlsConfigError> {
+        match &self.inner.tls {
+            Some(tls) => tls.preflight(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for ConnectionPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionPool")
+            .field("partitions", &self.partitions())
+            .field("shared", &self.inner.shared)
+            .finish()
+    }
+}

@@ -1,0 +1,77 @@
+//! What every partition and connection of one pool shares: policy, connector, time, listener.
+
+use std::fmt;
+use std::time::Duration;
+
+use pool_core::sync::Arc;
+use pool_core::sync::atomic::{AtomicU64, Ordering};
+use pool_core::{AsyncSleep, ConnectionEventListener, ConnectionId, TimeSource};
+use pool_h2::H2Settings;
+use pool_tls::Connect;
+
+use crate::protocol::ProtocolPolicy;
+
+/// Connection identities are unique per process, so events of several pools never collide.
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Immutable pool settings plus the two pool-wide counters.
+pub(crate) struct Shared {
+    pub(crate) connector: Arc<dyn Connect>,
+    pub(crate) protocol: ProtocolPolicy,
+    pub(crate) h1: hyper::client::conn::http1::Builder,
+    pub(crate) h2: H2Settings,
+    pub(crate) listener: Option<Arc<dyn ConnectionEventListener>>,
+    pub(crate) time: Arc<dyn TimeSource>,
+    pub(crate) sleep: Arc<dyn AsyncSleep>,
+    pub(crate) idle_timeout: Option<Duration>,
+    /// The connect timeout for establishments no request asked for (replacements after GOAWAY).
+    pub(crate) connect_timeout: Option<Duration>,
+    /// Arrival order of waiting requests; touched only on a miss.
+    seq: AtomicU64,
+}
+
+impl Shared {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        connector: Arc<dyn Connect>,
+        protocol: ProtocolPolicy,
+        h1: hyper::client::conn::http1::Builder,
+        h2: H2Settings,
+        listener: Option<Arc<dyn ConnectionEventListener>>,
+        time: Arc<dyn TimeSource>,
+        sleep: Arc<dyn AsyncSleep>,
+        idle_timeout: Option<Duration>,
+        connect_timeout: Option<Duration>,
+    ) -> Shared {
+        Shared {
+            connector,
+            protocol,
+            h1,
+            h2,
+            listener,
+            time,
+            sleep,
+            idle_timeout,
+            connect_timeout,
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn next_connection_id(&self) -> ConnectionId {
+        ConnectionId::from_u64(NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("protocol", &self.protocol)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("h2", &self.h2)
+            .finish_non_exhaustive()
+    }
+}

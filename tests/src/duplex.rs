@@ -1,0 +1,61 @@
+//! In-memory transports: a connector whose connections are `tokio::io::duplex` pairs, with the
+//! server ends handed to the test.
+//!
+//! A test decides exactly when a server end reads, writes or disappears, so races that a real
+//! socket leaves to the kernel (did the peer's FIN arrive before the next dispatch?) become
+//! deterministic on a current-thread runtime.
+
+use std::net::SocketAddr;
+
+use pool::{ConnectError, ConnectFuture, ConnectTarget, Connected, Io};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+
+/// A connector producing in-memory connections; the server end of each arrives on the receiver
+/// returned by [`DuplexConnector::new`].
+#[derive(Clone, Debug)]
+pub struct DuplexConnector {
+    ends: mpsc::UnboundedSender<DuplexStream>,
+}
+
+impl DuplexConnector {
+    /// A connector and the receiver of its connections' server ends.
+    pub fn new() -> (DuplexConnector, mpsc::UnboundedReceiver<DuplexStream>) {
+        let (ends, rx) = mpsc::unbounded_channel();
+        (DuplexConnector { ends }, rx)
+    }
+}
+
+impl pool::Connect for DuplexConnector {
+    fn connect(&self, _target: ConnectTarget) -> ConnectFuture {
+        let ends = self.ends.clone();
+        Box::pin(async move {
+            let (client, server) = tokio::io::duplex(64 * 1024);
+            ends.send(server)
+                .map_err(|_| ConnectError::connect("the test stopped accepting connections"))?;
+            let local: SocketAddr = "127.0.0.1:1".parse().expect("valid");
+            let remote: SocketAddr = "127.0.0.1:2".parse().expect("valid");
+            Ok((Io::custom(client), Connected::new(local, remote)))
+        })
+    }
+}
+
+/// Reads one HTTP/1.1 request head (and no body) from `io` and answers `200 OK` with `body`,
+/// keeping the connection open. Returns the request head as text.
+pub async fn answer_one(io: &mut DuplexStream, body: &str) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = io.read(&mut byte).await.expect("read request");
+        assert!(n > 0, "client closed before sending a request head");
+        head.push(byte[0]);
+    }
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    io.write_all(response.as_bytes())
+        .await
+        .expect("write response");
+    String::from_utf8(head).expect("ASCII head")
+}

@@ -1,0 +1,55 @@
+//! Resolvers for tests: fixed answers (several addresses for one name) and one that never
+//! answers.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use pool::{Resolve, ResolveFuture};
+
+/// Answers chosen names with chosen addresses; any other name fails to resolve.
+#[derive(Clone, Debug, Default)]
+pub struct FixedResolver {
+    answers: Arc<HashMap<String, Vec<SocketAddr>>>,
+}
+
+impl FixedResolver {
+    /// A resolver answering `name` with `addrs` (the port of each address is used as given,
+    /// regardless of the port asked for).
+    pub fn new(
+        entries: impl IntoIterator<Item = (&'static str, Vec<SocketAddr>)>,
+    ) -> FixedResolver {
+        let answers = entries
+            .into_iter()
+            .map(|(name, addrs)| (name.to_owned(), addrs))
+            .collect();
+        FixedResolver {
+            answers: Arc::new(answers),
+        }
+    }
+}
+
+impl Resolve for FixedResolver {
+    fn resolve(&self, host: &str, _port: u16) -> ResolveFuture {
+        let answer = self.answers.get(host).cloned();
+        let host = host.to_owned();
+        Box::pin(async move {
+            answer.ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no test answer for {host}"),
+                )
+            })
+        })
+    }
+}
+
+/// A resolver whose lookups never complete (for connect-timeout tests under paused time).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HangingResolver;
+
+impl Resolve for HangingResolver {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        Box::pin(std::future::pending())
+    }
+}

@@ -1,0 +1,466 @@
+//! HTTP/1 pooling through `pool`: reuse, retirement, idle expiry, the stale-reuse retry,
+//! timeouts, dialing, upgrades and shutdown, against scripted loopback peers.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use pool::{CloseReason, ConnectionHandle, ConnectionPool, OriginKey, PartitionStats};
+use pool_tests::duplex::{DuplexConnector, answer_one};
+use pool_tests::events::EventLog;
+use pool_tests::gate::Gate;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::resolve::{FixedResolver, HangingResolver};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn get(url: &str) -> Request<Empty<Bytes>> {
+    Request::get(url).body(Empty::new()).expect("valid request")
+}
+
+fn origin(url: &str) -> OriginKey {
+    OriginKey::from_uri(&url.parse().expect("valid URI")).expect("valid origin")
+}
+
+/// Sends a GET and reads the whole body.
+async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes) {
+    let response = client.request(get(url)).await.expect("request succeeds");
+    let handle = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .cloned()
+        .expect("connection handle attached");
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body reads")
+        .to_bytes();
+    (handle, body)
+}
+
+/// Lets other tasks run until the origin's gauges satisfy `condition` (bounded, no sleeping).
+async fn settle(
+    pool: &ConnectionPool,
+    origin: &OriginKey,
+    condition: impl Fn(&PartitionStats) -> bool,
+) {
+    for _ in 0..100_000 {
+        if condition(&pool.stats(origin).total()) {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("gauges never settled: {:?}", pool.stats(origin).total());
+}
+
+#[tokio::test]
+async fn fully_read_response_returns_the_connection_for_reuse() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/a");
+
+    let (first, body) = fetch(&client, &url).await;
+    assert_eq!(body, "hello");
+    assert!(!first.is_reused());
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+
+    let (second, body) = fetch(&client, &server.url("/b")).await;
+    assert_eq!(body, "hello");
+    assert_eq!(second.id(), first.id(), "same connection");
+    assert!(second.is_reused());
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(events.reused(), vec![first.id()]);
+    assert_eq!(events.created().len(), 1);
+}
+
+#[tokio::test]
+async fn requests_use_origin_form_and_host() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/path/x?q=1");
+    fetch(&client, &url).await;
+    let post = Request::post(server.url("/submit"))
+        .body(Full::new(Bytes::from_static(b"payload")))
+        .unwrap();
+    let response = client.request(post).await.unwrap();
+    response.into_body().collect().await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests[0].target, "/path/x?q=1");
+    assert!(requests[0].is_origin_form());
+    assert_eq!(requests[0].host(), Some(server.authority().as_str()));
+    assert_eq!(requests[1].method, "POST");
+    assert_eq!(requests[1].body, "payload");
+    assert_eq!(requests[1].header("content-length"), Some("7"));
+}
+
+#[tokio::test]
+async fn body_dropped_before_its_end_retires_the_connection() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("a body nobody reads")))
+            .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let response = client.request(get(&url)).await.unwrap();
+    let first = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .unwrap()
+        .id();
+    drop(response);
+    assert_eq!(
+        events.closed(),
+        vec![(first, CloseReason::IncompleteH1Exchange)]
+    );
+
+    let (second, _) = fetch(&client, &url).await;
+    assert_ne!(second.id(), first);
+    assert!(!second.is_reused());
+    assert_eq!(server.accepted(), 2);
+}
+
+#[tokio::test]
+async fn connection_close_response_is_not_reused() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::new().respond(Reply::ok("bye").connection_close()))
+            .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let (first, _) = fetch(&client, &url).await;
+    let (second, _) = fetch(&client, &url).await;
+    assert_ne!(first.id(), second.id());
+    assert_eq!(server.accepted(), 2);
+    assert!(
+        events
+            .closed()
+            .contains(&(first.id(), CloseReason::ProtocolClosed))
+    );
+    assert!(server.errors().is_empty(), "{:?}", server.errors());
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_connection_expires_at_the_idle_timeout() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .idle_timeout(Some(Duration::from_secs(5)))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let key = origin(&url);
+
+    let (first, _) = fetch(&client, &url).await;
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+
+    tokio::time::advance(Duration::from_millis(4_900)).await;
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+    assert!(events.closed().is_empty(), "not expired before the timeout");
+
+    tokio::time::advance(Duration::from_millis(200)).await;
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        events.closed(),
+        vec![(first.id(), CloseReason::IdleTimeout)]
+    );
+    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+
+    let (second, _) = fetch(&client, &url).await;
+    assert_ne!(second.id(), first.id());
+    assert_eq!(server.accepted(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn disabled_idle_timeout_never_expires() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .idle_timeout(None)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let (first, _) = fetch(&client, &url).await;
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+    tokio::time::advance(Duration::from_secs(24 * 3600)).await;
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+    let (second, _) = fetch(&client, &url).await;
+    assert_eq!(second.id(), first.id());
+    assert!(events.closed().is_empty());
+}
+
+/// The peer closes an idle connection and the pool picks it before hyper has read the EOF:
+/// hyper hands the request back unsent, and because the connection was reused the pool retries
+/// on a fresh one. In-memory transports on one thread make the ordering exact: the server end is
+/// dropped and the request dispatched before the connection's driver runs again.
+#[tokio::test(flavor = "current_thread")]
+async fn stale_reused_connection_is_retried_transparently() {
+    let (connector, mut ends) = DuplexConnector::new();
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://stale.test/";
+
+    let (first, mut server_end) = tokio::join!(fetch(&client, url), async {
+        let mut end = ends.recv().await.unwrap();
+        answer_one(&mut end, "one").await;
+        end
+    });
+    settle(&pool, &origin(url), |s| s.h1_idle == 1).await;
+    // The peer goes away while the pool holds the connection idle.
+    server_end.shutdown().await.unwrap();
+    drop(server_end);
+
+    let ((second, body), _end) = tokio::join!(fetch(&client, url), async {
+        let mut end = ends.recv().await.unwrap();
+        answer_one(&mut end, "two").await;
+        end
+    });
+    assert_eq!(body, "two");
+    assert_ne!(second.id(), first.0.id());
+    assert!(!second.is_reused(), "the retry ran on a fresh connection");
+    // The request was dispatched on the stale connection (a reuse), which closed, and the same
+    // request was then answered by a new connection: a transparent retry.
+    use pool_tests::events::Event;
+    let sequence: Vec<String> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Reused(id) => Some(format!("reused {}", id.as_u64())),
+            Event::Closed(id, reason, _) => Some(format!("closed {} {reason}", id.as_u64())),
+            Event::Created(info) => Some(format!("created {}", info.id().as_u64())),
+            _ => None,
+        })
+        .collect();
+    let (a, b) = (first.0.id().as_u64(), second.id().as_u64());
+    assert_eq!(
+        sequence,
+        vec![
+            format!("created {a}"),
+            format!("reused {a}"),
+            format!("closed {a} protocol_closed"),
+            format!("created {b}")
+        ]
+    );
+}
+
+/// The same race on a connection that never served a request is not retried: the request
+/// fails, and no second connection is opened.
+#[tokio::test(flavor = "current_thread")]
+async fn unsent_request_on_a_fresh_connection_is_not_retried() {
+    let (connector, mut ends) = DuplexConnector::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://fresh.test/";
+
+    let (result, ()) = tokio::join!(client.request(get(url)), async {
+        let end = ends.recv().await.unwrap();
+        drop(end);
+    });
+    let error = result.expect_err("no retry on a fresh connection");
+    assert!(error.is_request(), "{error:?}");
+    assert!(ends.try_recv().is_err(), "no second connection was opened");
+    settle(&pool, &origin(url), |s| s.admitted() == 0).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn connect_timeout_covers_resolution() {
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .resolver(HangingResolver)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool
+        .client()
+        .unwrap()
+        .connect_timeout(Some(Duration::from_secs(2)));
+    let url = "http://never.test/";
+
+    let error = client
+        .request(get(url))
+        .await
+        .expect_err("resolution never completes");
+    assert!(
+        error.is_connect_timeout() && error.is_timeout() && error.is_connect(),
+        "{error:?}"
+    );
+    assert_eq!(events.failed().len(), 1);
+    let stats = pool.stats(&origin(url)).total();
+    assert_eq!(
+        stats,
+        PartitionStats::default(),
+        "nothing left establishing or waiting"
+    );
+}
+
+#[tokio::test]
+async fn happy_eyeballs_connects_to_the_address_that_answers() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("up"))).await;
+    let port = server.addr().port();
+    // Nothing listens on 127.0.0.2 at this port: the first address refuses.
+    let refused: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+    let resolver = FixedResolver::new([("dual.test", vec![refused, server.addr()])]);
+    let pool = ConnectionPool::builder()
+        .resolver(resolver)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+
+    let (handle, body) = fetch(&client, &format!("http://dual.test:{port}/")).await;
+    assert_eq!(body, "up");
+    assert_eq!(handle.info().remote_addr(), Some(server.addr()));
+}
+
+#[tokio::test]
+async fn refused_connection_is_a_connect_error_and_leaves_nothing_behind() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let url = format!("http://{addr}/");
+    let error = client
+        .request(get(&url))
+        .await
+        .expect_err("nothing listens");
+    assert!(
+        error.is_connect() && !error.is_timeout() && !error.is_resolve(),
+        "{error:?}"
+    );
+    assert_eq!(pool.stats(&origin(&url)).total(), PartitionStats::default());
+}
+
+#[tokio::test]
+async fn switching_protocols_hands_over_the_io_and_closes_the_record() {
+    let server = ScriptedH1Server::start_with(
+        ConnPlan::new()
+            .respond(Reply::switching_protocols("echo"))
+            .echo(),
+    )
+    .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/upgrade");
+    let request = Request::get(&url)
+        .header("connection", "upgrade")
+        .header("upgrade", "echo")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
+    let id = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .unwrap()
+        .id();
+    assert_eq!(events.closed(), vec![(id, CloseReason::Upgraded)]);
+
+    let upgraded = hyper::upgrade::on(response).await.expect("upgrade");
+    let mut io = pool_tls::TokioIo::new(upgraded);
+    io.write_all(b"ping").await.unwrap();
+    let mut buf = [0u8; 4];
+    io.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"ping");
+    let key = origin(&url);
+    assert_eq!(
+        pool.stats(&key).total().h1_draining,
+        1,
+        "upgraded I/O is still live"
+    );
+    drop(io);
+    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+}
+
+#[tokio::test]
+async fn dropping_the_pool_closes_idle_connections() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let (idle, _) = fetch(&client, &url).await;
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+
+    drop(client);
+    drop(pool);
+    assert_eq!(events.closed(), vec![(idle.id(), CloseReason::PoolDropped)]);
+    server.wait_for_closed(1).await;
+}
+
+#[tokio::test]
+async fn a_response_in_flight_finishes_after_the_pool_is_dropped() {
+    let gate = Gate::new();
+    let server = ScriptedH1Server::start_with(ConnPlan::new().respond(Reply::ok_split(
+        "hel",
+        gate.clone(),
+        "lo",
+    )))
+    .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+
+    let response = client.request(get(&server.url("/"))).await.unwrap();
+    let id = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .unwrap()
+        .id();
+    drop(client);
+    drop(pool);
+    assert!(
+        events.closed().is_empty(),
+        "a busy connection is not closed by the drop"
+    );
+    gate.open();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "hello");
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        events.closed(),
+        vec![(id, CloseReason::PoolDropped)],
+        "it closes instead of idling"
+    );
+}
