@@ -21,7 +21,11 @@
 //!
 //! Requests beyond the peer's `SETTINGS_MAX_CONCURRENT_STREAMS` wait inside hyper and h2 for a
 //! stream slot, in the order they were sent; the pool does not open a second connection for
-//! them.
+//! them. One caveat comes from the protocol: until the peer's first SETTINGS frame arrives, the
+//! client does not know the limit and opens up to `initial_max_send_streams` streams (100 by
+//! default). A server with a lower limit refuses the excess with `REFUSED_STREAM`; those
+//! requests fail (hyper has already consumed them, so they cannot be retried transparently).
+//! Set [`H2Settings::initial_max_send_streams`] to the servers' limit when cold bursts matter.
 //!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).

@@ -24,6 +24,9 @@ pub struct H2Settings {
     pub max_frame_size: Option<u32>,
     /// `SETTINGS_MAX_HEADER_LIST_SIZE`.
     pub max_header_list_size: Option<u32>,
+    /// How many streams to open before the peer's first SETTINGS frame says how many it allows
+    /// (hyper's default is 100).
+    pub initial_max_send_streams: Option<usize>,
 }
 
 impl H2Settings {
@@ -35,7 +38,8 @@ impl H2Settings {
             .initial_stream_window_size(self.initial_stream_window_size)
             .initial_connection_window_size(self.initial_connection_window_size)
             .adaptive_window(self.adaptive_window)
-            .max_frame_size(self.max_frame_size);
+            .max_frame_size(self.max_frame_size)
+            .initial_max_send_streams(self.initial_max_send_streams);
         if let Some(timeout) = self.keep_alive_timeout {
             builder.keep_alive_timeout(timeout);
         }

@@ -289,6 +289,15 @@ impl Builder {
         self
     }
 
+    /// How many HTTP/2 streams to open on a new connection before the server's first SETTINGS
+    /// frame announces its limit (hyper's default: 100). A server with a lower
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` refuses the excess of a cold burst with
+    /// `REFUSED_STREAM`; after its SETTINGS arrive, requests beyond the limit wait inside h2.
+    pub fn http2_initial_max_send_streams(mut self, streams: Option<usize>) -> Self {
+        self.h2.initial_max_send_streams = streams;
+        self
+    }
+
     /// The largest header list the pool accepts in an HTTP/2 response.
     pub fn http2_max_header_list_size(mut self, size: u32) -> Self {
         self.h2.max_header_list_size = Some(size);

@@ -16,6 +16,7 @@
 //! * [`counters`]: connection counters both servers expose (accepted, open, max open, TLS
 //!   handshakes) and per-connection records.
 //! * [`io`]: a `TokioIo` adapter and executor to drive `hyper::client::conn` directly.
+//! * [`client`]: request helpers (`get`, `fetch`, `settle` on gauges).
 //! * [`events`]: [`EventLog`](events::EventLog), a connection event listener that records.
 //! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
 //! * [`resolve`]: fixed-answer and never-answering resolvers.
@@ -26,6 +27,7 @@
 //! Every `wait_*` method can wait forever if the awaited event never happens; wrap it in
 //! `tokio::time::timeout`.
 
+pub mod client;
 pub mod counters;
 pub mod duplex;
 pub mod events;

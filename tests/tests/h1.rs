@@ -7,53 +7,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
-use pool::{CloseReason, ConnectionHandle, ConnectionPool, OriginKey, PartitionStats};
+use pool::{CloseReason, ConnectionHandle, ConnectionPool, PartitionStats};
+use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::{FixedResolver, HangingResolver};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn get(url: &str) -> Request<Empty<Bytes>> {
-    Request::get(url).body(Empty::new()).expect("valid request")
-}
-
-fn origin(url: &str) -> OriginKey {
-    OriginKey::from_uri(&url.parse().expect("valid URI")).expect("valid origin")
-}
-
-/// Sends a GET and reads the whole body.
-async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes) {
-    let response = client.request(get(url)).await.expect("request succeeds");
-    let handle = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .cloned()
-        .expect("connection handle attached");
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body reads")
-        .to_bytes();
-    (handle, body)
-}
-
-/// Lets other tasks run until the origin's gauges satisfy `condition` (bounded, no sleeping).
-async fn settle(
-    pool: &ConnectionPool,
-    origin: &OriginKey,
-    condition: impl Fn(&PartitionStats) -> bool,
-) {
-    for _ in 0..100_000 {
-        if condition(&pool.stats(origin).total()) {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("gauges never settled: {:?}", pool.stats(origin).total());
-}
 
 #[tokio::test]
 async fn fully_read_response_returns_the_connection_for_reuse() {

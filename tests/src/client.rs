@@ -1,0 +1,49 @@
+//! Small helpers for driving the pool in tests.
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Empty};
+use pool::{ConnectionHandle, ConnectionPool, OriginKey, PartitionStats};
+
+/// A GET request with an empty body.
+pub fn get(url: &str) -> Request<Empty<Bytes>> {
+    Request::get(url).body(Empty::new()).expect("valid request")
+}
+
+/// The origin of `url`.
+pub fn origin(url: &str) -> OriginKey {
+    OriginKey::from_uri(&url.parse().expect("valid URI")).expect("valid origin")
+}
+
+/// Sends a GET and reads the whole body; panics on any error.
+pub async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes) {
+    let response = client.request(get(url)).await.expect("request succeeds");
+    let handle = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .cloned()
+        .expect("connection handle attached");
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body reads")
+        .to_bytes();
+    (handle, body)
+}
+
+/// Lets other tasks run until the origin's summed gauges satisfy `condition`. Bounded by a
+/// number of yields, never by sleeping; panics with the gauges if they never settle.
+pub async fn settle(
+    pool: &ConnectionPool,
+    origin: &OriginKey,
+    condition: impl Fn(&PartitionStats) -> bool,
+) {
+    for _ in 0..200_000 {
+        if condition(&pool.stats(origin).total()) {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("gauges never settled: {:?}", pool.stats(origin).total());
+}

@@ -1,0 +1,452 @@
+//! HTTP/2 through `pool`: single-flight establishment (also when only ALPN reveals HTTP/2),
+//! ALPN fan-out for HTTP/1.1 origins, generations and GOAWAY, stream resets, idle expiry, and
+//! the HTTP/2 requirement of a request.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Version};
+use http_body_util::{BodyExt, Empty};
+use pool::{
+    CloseReason, ConnectionHandle, ConnectionPool, PartitionStats, Protocol, ProtocolPolicy,
+};
+use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::events::EventLog;
+use pool_tests::gate::Gate;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h2::{H2ConnPlan, Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::tls::TestPki;
+use tokio::task::JoinSet;
+
+/// Real-time bound for tests that wait on other tasks; a hang fails instead of blocking CI.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn tls_pool(pki: &TestPki) -> pool::Builder {
+    ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+}
+
+fn h2c_pool() -> pool::Builder {
+    ConnectionPool::builder().protocol(ProtocolPolicy::Http2PriorKnowledge)
+}
+
+/// Runs `n` GETs of `url` concurrently and returns each connection handle and body.
+async fn burst(client: &pool::Client, url: &str, n: usize) -> Vec<(ConnectionHandle, Bytes)> {
+    let mut tasks = JoinSet::new();
+    for _ in 0..n {
+        let (client, url) = (client.clone(), url.to_owned());
+        tasks.spawn(async move { fetch(&client, &url).await });
+    }
+    let mut results = Vec::with_capacity(n);
+    while let Some(result) = tasks.join_next().await {
+        results.push(result.expect("request task"));
+    }
+    results
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_burst_to_an_alpn_h2_origin_costs_one_connection_and_one_handshake() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_stream(StreamPlan::ok("multiplexed"))
+        .start()
+        .await;
+    let pool = tls_pool(&pki).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let results = tokio::time::timeout(LIMIT, burst(&client, &url, 200))
+        .await
+        .expect("burst completes");
+    assert_eq!(results.len(), 200);
+    let first = results[0].0.id();
+    for (handle, body) in &results {
+        assert_eq!(body, "multiplexed");
+        assert_eq!(handle.id(), first, "every request shared one connection");
+        assert_eq!(handle.protocol(), Protocol::Http2);
+    }
+    assert_eq!(server.accepted(), 1, "one TCP connection");
+    assert_eq!(server.tls_handshakes(), 1, "one TLS handshake");
+    assert_eq!(server.streams_accepted(), 200);
+    let stats = pool.stats(&origin(&url)).total();
+    assert_eq!(
+        (
+            stats.h2_accepting,
+            stats.h2_active_streams,
+            stats.waiting_requests,
+            stats.establishing
+        ),
+        (1, 0, 0, 0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_burst_to_an_http1_only_tls_origin_fans_out_after_the_first_alpn_result() {
+    let pki = TestPki::new();
+    let hold = Gate::new();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(
+            Reply::ok("one at a time").gate(hold.clone()),
+        ))
+        .start()
+        .await;
+    let pool = tls_pool(&pki).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let mut tasks = JoinSet::new();
+    for _ in 0..10 {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move { fetch(&client, &url).await });
+    }
+    // No response can arrive while the gate is closed, so no connection is ever reused: all ten
+    // connections are opened on the strength of the first ALPN answer alone.
+    tokio::time::timeout(LIMIT, server.wait_for_accepted(10))
+        .await
+        .expect("ten connections opened");
+    tokio::time::timeout(LIMIT, hold.wait_arrived(10))
+        .await
+        .expect("ten requests parked at the server");
+    hold.open();
+    let mut ids = Vec::new();
+    while let Some(result) = tasks.join_next().await {
+        let (handle, body) = result.unwrap();
+        assert_eq!(body, "one at a time");
+        assert_eq!(handle.protocol(), Protocol::Http1);
+        ids.push(handle.id());
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 10);
+    assert_eq!(server.tls_handshakes(), 10);
+}
+
+#[tokio::test]
+async fn sequential_requests_share_one_h2c_connection() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let (handle, body) = fetch(&client, &url).await;
+        assert_eq!(body, "x");
+        assert_eq!(handle.protocol(), Protocol::Http2);
+        ids.push(handle.id());
+    }
+    assert!(ids.iter().all(|id| *id == ids[0]));
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(server.streams_per_connection(), vec![5]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_h2c_burst_uses_one_connection() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let results = tokio::time::timeout(LIMIT, burst(&client, &server.url("/"), 64))
+        .await
+        .unwrap();
+    assert!(results.iter().all(|(h, _)| h.id() == results[0].0.id()));
+    assert_eq!(server.accepted(), 1);
+}
+
+/// Once the server's SETTINGS are known, requests beyond its stream limit wait inside h2 on the
+/// same connection; on a cold connection `http2_initial_max_send_streams` bounds what is sent
+/// before the SETTINGS arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_max_concurrent_streams_wait_inside_h2() {
+    for (warm, initial) in [(true, None), (false, Some(2))] {
+        let hold = Gate::new();
+        let server = ScriptedH2Server::builder()
+            .max_concurrent_streams(2)
+            .handler({
+                let hold = hold.clone();
+                move |request| {
+                    if request.path() == "/warm" {
+                        StreamPlan::ok("x")
+                    } else {
+                        StreamPlan::ok("x").gate(hold.clone())
+                    }
+                }
+            })
+            .start()
+            .await;
+        let pool = h2c_pool()
+            .http2_initial_max_send_streams(initial)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        if warm {
+            fetch(&client, &server.url("/warm")).await;
+        }
+        let url = server.url("/held");
+        let mut tasks = JoinSet::new();
+        for _ in 0..6 {
+            let (client, url) = (client.clone(), url.clone());
+            tasks.spawn(async move { fetch(&client, &url).await });
+        }
+        tokio::time::timeout(LIMIT, hold.wait_arrived(2))
+            .await
+            .unwrap();
+        hold.open();
+        while let Some(result) = tasks.join_next().await {
+            assert_eq!(result.unwrap().1, "x");
+        }
+        assert_eq!(
+            server.accepted(),
+            1,
+            "no second connection for the excess streams"
+        );
+        assert!(server.max_concurrent_streams_seen() <= 2);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_goaway_drains_and_the_next_request_uses_a_replacement() {
+    let release = Gate::new();
+    let server = ScriptedH2Server::builder()
+        .conn_plan(
+            H2ConnPlan::new()
+                .stream(StreamPlan::ok("in flight").gate(release.clone()))
+                .graceful_goaway_after(1),
+        )
+        .default_conn_plan(H2ConnPlan::new().default_stream(StreamPlan::ok("replacement")))
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let in_flight = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { fetch(&client, &url).await })
+    };
+    tokio::time::timeout(LIMIT, release.wait_arrived(1))
+        .await
+        .unwrap();
+    // The server has sent GOAWAY; the accepted stream still finishes.
+    release.open();
+    let (first, body) = in_flight.await.unwrap();
+    assert_eq!(body, "in flight");
+
+    let (second, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+        .await
+        .unwrap();
+    assert_eq!(body, "replacement");
+    assert_ne!(second.id(), first.id());
+    assert_eq!(server.accepted(), 2);
+    tokio::time::timeout(LIMIT, events.wait_for_closed(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        events.closed()[0],
+        (first.id(), CloseReason::ProtocolClosed)
+    );
+}
+
+#[tokio::test]
+async fn a_stream_reset_fails_only_that_request() {
+    let server = ScriptedH2Server::builder()
+        .handler(|request| {
+            if request.path() == "/reset" {
+                StreamPlan::reset(Reason::INTERNAL_ERROR)
+            } else {
+                StreamPlan::ok("fine")
+            }
+        })
+        .start()
+        .await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+
+    let (before, _) = fetch(&client, &server.url("/ok")).await;
+    let error = client
+        .request(get(&server.url("/reset")))
+        .await
+        .expect_err("the stream is reset");
+    assert!(error.is_reset(), "{error:?}");
+    let (after, body) = fetch(&client, &server.url("/ok")).await;
+    assert_eq!(body, "fine");
+    assert_eq!(
+        after.id(),
+        before.id(),
+        "the generation survives a stream reset"
+    );
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn dropping_a_body_resets_the_stream_and_the_connection_is_reused() {
+    let hold = Gate::new();
+    let server = ScriptedH2Server::builder()
+        .handler({
+            let hold = hold.clone();
+            move |request| {
+                if request.path() == "/slow" {
+                    StreamPlan::ok_split("partial", hold.clone(), "rest")
+                } else {
+                    StreamPlan::ok("quick")
+                }
+            }
+        })
+        .start()
+        .await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/slow");
+
+    let response = client.request(get(&url)).await.unwrap();
+    let first = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .unwrap()
+        .id();
+    assert_eq!(pool.stats(&origin(&url)).total().h2_active_streams, 1);
+    drop(response);
+    let resets = tokio::time::timeout(LIMIT, server.wait_for_client_resets(1))
+        .await
+        .unwrap();
+    assert_eq!(resets[0].reason, Reason::CANCEL);
+    assert_eq!(pool.stats(&origin(&url)).total().h2_active_streams, 0);
+
+    let (second, body) = fetch(&client, &server.url("/quick")).await;
+    assert_eq!(body, "quick");
+    assert_eq!(second.id(), first);
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_expiry_drains_the_generation_while_an_active_stream_finishes() {
+    let hold = Gate::new();
+    let server = ScriptedH2Server::builder()
+        .handler({
+            let hold = hold.clone();
+            move |request| {
+                if request.path() == "/long" {
+                    StreamPlan::ok_split("still ", hold.clone(), "here")
+                } else {
+                    StreamPlan::ok("new")
+                }
+            }
+        })
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool()
+        .idle_timeout(Some(Duration::from_secs(5)))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/long");
+    let key = origin(&url);
+
+    let response = client.request(get(&url)).await.unwrap();
+    let first = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .unwrap()
+        .id();
+    // No dispatch for longer than the idle timeout: the generation stops accepting.
+    tokio::time::advance(Duration::from_secs(6)).await;
+    events.wait_for_closed(1).await;
+    assert_eq!(events.closed(), vec![(first, CloseReason::IdleTimeout)]);
+    let stats = pool.stats(&key).total();
+    assert_eq!(
+        (
+            stats.h2_accepting,
+            stats.h2_draining,
+            stats.h2_active_streams
+        ),
+        (0, 1, 1)
+    );
+
+    hold.open();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "still here", "the active stream survived");
+
+    let (second, body) = fetch(&client, &server.url("/next")).await;
+    assert_eq!(body, "new");
+    assert_ne!(second.id(), first, "the next request got a replacement");
+    assert_eq!(server.accepted(), 2);
+}
+
+#[tokio::test]
+async fn an_http2_request_to_an_http1_origin_errors_and_leaves_the_connection_idle() {
+    let pki = TestPki::new();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("h1")))
+        .start()
+        .await;
+    let pool = tls_pool(&pki).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let strict = Request::get(&url)
+        .version(Version::HTTP_2)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let error = client
+        .request(strict)
+        .await
+        .expect_err("HTTP/2 is required");
+    assert!(error.is_unsupported_version(), "{error:?}");
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+
+    let (handle, body) = fetch(&client, &url).await;
+    assert_eq!(body, "h1");
+    assert_eq!(handle.protocol(), Protocol::Http1);
+    assert_eq!(
+        server.accepted(),
+        1,
+        "the HTTP/1 connection served the compatible request"
+    );
+}
+
+#[tokio::test]
+async fn http2_only_policy_rejects_a_server_without_h2() {
+    let pki = TestPki::new();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("h1")))
+        .start()
+        .await;
+    let pool = tls_pool(&pki)
+        .protocol(ProtocolPolicy::Http2Only)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let error = client
+        .request(get(&url))
+        .await
+        .expect_err("no h2 offered by the server");
+    // The server refuses the ALPN offer (no common protocol) or answers without one; either
+    // way no HTTP/2 connection results.
+    assert!(
+        error.is_tls() || error.is_unsupported_version(),
+        "{error:?}"
+    );
+    assert_eq!(pool.stats(&origin(&url)).total(), PartitionStats::default());
+}
+
+#[tokio::test]
+async fn poisoned_generation_is_replaced() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let events = EventLog::new();
+    let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let (first, _) = fetch(&client, &url).await;
+    first.poison();
+    assert_eq!(events.closed(), vec![(first.id(), CloseReason::Poisoned)]);
+    let (second, _) = fetch(&client, &url).await;
+    assert_ne!(second.id(), first.id());
+    assert_eq!(server.accepted(), 2);
+}
