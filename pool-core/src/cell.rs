@@ -807,10 +807,22 @@ impl<T: CellTypes> fmt::Debug for Cell<T> {
 }
 
 /// Closes connections with their reasons (no lock held), then drops them.
+///
+/// Every connection is closed even if a listener panics on one of them; the first panic is
+/// re-raised afterwards, so the task that raised the event still unwinds.
 fn close_all<H: PooledH1>(conns: impl IntoIterator<Item = (H, CloseReason)>) {
+    let mut panic = None;
     for (conn, reason) in conns {
-        conn.record().close(reason, None);
+        let closed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            conn.record().close(reason, None);
+        }));
         drop(conn);
+        if let Err(payload) = closed {
+            panic.get_or_insert(payload);
+        }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
     }
 }
 

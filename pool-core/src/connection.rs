@@ -69,10 +69,9 @@ pub struct ConnectionRecord {
 const NO_REASON: u8 = u8::MAX;
 
 impl ConnectionRecord {
-    /// Installs a new connection in the `ACTIVE` phase. Moves one unit of `establishing` to the
-    /// protocol's admitted gauge (`h1_active` or `h2_accepting`) and fires `connection_created`.
-    ///
-    /// Call without holding a pool lock: the listener runs here.
+    /// Installs a new connection in the `ACTIVE` phase: moves one unit of `establishing` to the
+    /// protocol's admitted gauge (`h1_active` or `h2_accepting`). The caller then
+    /// [`announce`](Self::announce)s it before making it visible to requests.
     pub fn install(
         info: ConnectionInfo,
         gauges: Arc<Gauges>,
@@ -91,10 +90,25 @@ impl ConnectionRecord {
         record
             .gauges
             .transfer(Gauge::Establishing, record.phase_gauge(ACTIVE));
-        if let Some(listener) = &record.listener {
-            listener.connection_created(&record.info);
-        }
         record
+    }
+
+    /// Fires `connection_created`. Call after [`install`](Self::install), before the connection
+    /// can serve a request, with no pool lock held.
+    pub fn announce(&self) {
+        tracing::debug!(
+            connection = self.info.id().as_u64(),
+            origin = %self.info.origin(),
+            partition = %self.info.partition(),
+            protocol = ?self.info.protocol(),
+            remote = ?self.info.remote_addr(),
+            "connection created"
+        );
+        if let Some(listener) = &self.listener {
+            crate::events::notify("connection_created", || {
+                listener.connection_created(&self.info)
+            });
+        }
     }
 
     /// The connection's description.
@@ -264,7 +278,9 @@ impl ConnectionRecord {
             let error_ref = error
                 .as_deref()
                 .map(|e| e as &(dyn Error + Send + Sync + 'static));
-            listener.connection_closed(&self.info, reason, error_ref);
+            crate::events::notify("connection_closed", || {
+                listener.connection_closed(&self.info, reason, error_ref)
+            });
         }
         true
     }
@@ -427,6 +443,7 @@ mod tests {
             protocol,
         );
         let record = ConnectionRecord::install(info, gauges.clone(), Some(listener.clone()), None);
+        record.announce();
         link.attach(&record);
         (gauges, listener, link, record)
     }

@@ -6,8 +6,11 @@
 //! response can be joined on [`ConnectionId`].
 //!
 //! Listeners run outside every pool lock, on the task that caused the event. A panicking
-//! listener unwinds that task only; the pool's locks do not poison and its accounting is updated
-//! before the callback runs.
+//! listener unwinds that task only: the pool's locks do not poison, its accounting is updated
+//! before the callback runs, and every hand-over that follows an event has a drop guard. A
+//! listener that panics while its thread is already unwinding (an event raised from a `Drop`
+//! during another panic) is caught and logged instead, since a second panic would abort the
+//! process.
 
 use std::error::Error;
 use std::fmt;
@@ -171,6 +174,20 @@ impl ConnectionInfo {
     /// How long establishment took.
     pub fn timings(&self) -> &ConnectionTimings {
         &self.timings
+    }
+}
+
+/// Runs one listener callback under the policy in the module documentation.
+pub fn notify(event: &'static str, callback: impl FnOnce()) {
+    if !std::thread::panicking() {
+        callback();
+        return;
+    }
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
+        tracing::error!(
+            event,
+            "connection event listener panicked while unwinding; the panic was dropped"
+        );
     }
 }
 

@@ -1,8 +1,6 @@
 //! The sender with its record, and dispatch.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
@@ -12,23 +10,21 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::exchange::ExchangeGuard;
+use crate::parking::ParkingSpot;
 
 /// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
 pub trait H1Home<B>: Send + Sync + 'static {
     /// The exchange finished and the sender is ready: hand the connection back to its cell.
     fn release(&self, conn: H1Connection<B>);
-
-    /// Runs a small future on the connection's owner partition (the wait for readiness after a
-    /// body ended before hyper's dispatcher caught up).
-    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>);
 }
 
-/// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, and
-/// the home it returns to.
+/// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, the
+/// home it returns to, and the spot where it waits for its driver when hyper is not yet ready.
 pub struct H1Connection<B> {
     sender: SendRequest<B>,
     record: Arc<ConnectionRecord>,
     home: Arc<dyn H1Home<B>>,
+    spot: Arc<ParkingSpot<B>>,
 }
 
 /// What came of [`H1Connection::send`].
@@ -58,16 +54,19 @@ impl<B> H1Connection<B> {
 }
 
 impl<B: 'static> H1Connection<B> {
-    /// Wraps a handshaken sender.
+    /// Wraps a handshaken sender. `spot` must be polled by the connection's driver (see
+    /// [`ParkingSpot::poll_parked`]).
     pub fn new(
         sender: SendRequest<B>,
         record: Arc<ConnectionRecord>,
         home: Arc<dyn H1Home<B>>,
+        spot: Arc<ParkingSpot<B>>,
     ) -> Self {
         H1Connection {
             sender,
             record,
             home,
+            spot,
         }
     }
 
@@ -75,8 +74,8 @@ impl<B: 'static> H1Connection<B> {
         &mut self.sender
     }
 
-    pub(crate) fn home(&self) -> &Arc<dyn H1Home<B>> {
-        &self.home
+    pub(crate) fn spot(&self) -> &Arc<ParkingSpot<B>> {
+        &self.spot
     }
 
     /// Hands the connection to its home.

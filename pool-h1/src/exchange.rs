@@ -1,7 +1,6 @@
 //! Following one response to the end of its message.
 
 use std::fmt;
-use std::future::poll_fn;
 
 use http::header::{CONNECTION, HeaderValue};
 use http::{Response, StatusCode};
@@ -95,8 +94,10 @@ impl<B: Send + 'static> ExchangeGuard<B> {
 
 /// Returns the connection to its home as soon as hyper's dispatcher is ready for another
 /// request. The common case costs nothing: the dispatcher marks itself ready in the same poll
-/// that ends the body, before the reader can run. When the reader ran first (another worker
-/// thread picked it up), the wait moves to a task on the owner partition.
+/// that ends the body, before the reader can run. When the reader ran first (on another worker
+/// thread), the connection parks with its driver, which returns it (see [`ParkingSpot`]).
+///
+/// [`ParkingSpot`]: crate::ParkingSpot
 fn return_when_ready<B: Send + 'static>(mut conn: H1Connection<B>) {
     if conn.sender_mut().is_ready() {
         conn.go_home();
@@ -106,16 +107,8 @@ fn return_when_ready<B: Send + 'static>(mut conn: H1Connection<B>) {
         conn.record().close(CloseReason::ProtocolClosed, None);
         return;
     }
-    let home = conn.home().clone();
-    home.spawn(Box::pin(async move {
-        match poll_fn(|cx| conn.sender_mut().poll_ready(cx)).await {
-            Ok(()) => conn.go_home(),
-            Err(error) => {
-                conn.record()
-                    .close(CloseReason::ProtocolClosed, Some(Box::new(error)));
-            }
-        }
-    }));
+    let spot = conn.spot().clone();
+    spot.park(conn);
 }
 
 /// Whether any `Connection` header value lists the `close` token.

@@ -10,25 +10,28 @@
 //!
 //! What it does not do: choose which connection a request gets (the cell in `pool-core`
 //! does), establish transports (`pool-tls`), or spawn tasks itself (the pool's partition does,
-//! through [`H1Home`]).
+//! through [`H1Home`] and the connection's driver).
 //!
 //! # Return policy
 //!
 //! | what happened to the response                           | the connection            |
 //! |---------------------------------------------------------|---------------------------|
 //! | body read to its end, sender ready                      | returned to its cell      |
-//! | body read to its end, sender not ready yet              | a small task on the owner partition waits for readiness, then returns it |
+//! | body read to its end, sender not ready yet              | parked with its driver, which returns it in the poll that makes it ready |
 //! | `Connection: close` on the response                     | retired (`ProtocolClosed`) |
 //! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
 //! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
 //! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |
 //!
-//! `Drop` never waits: the only waiting happens in the task the partition spawns.
+//! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
+//! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
 
 mod connection;
 mod exchange;
+mod parking;
 mod request;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
+pub use parking::ParkingSpot;
 pub use request::{prepare_request, restore_absolute_uri};

@@ -170,10 +170,6 @@ impl H1Home<RequestBody> for CellEntry {
         }
         self.cell.release_h1(conn, self.shared.time.now());
     }
-
-    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
-        self.runtime.spawn(future);
-    }
 }
 
 impl fmt::Debug for CellEntry {

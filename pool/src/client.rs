@@ -178,8 +178,14 @@ impl Client {
 
     fn report_reuse(&self, record: &pool_core::connection::ConnectionRecord, reused: bool) {
         if reused {
+            tracing::trace!(
+                connection = record.info().id().as_u64(),
+                "connection reused"
+            );
             if let Some(listener) = &self.pool.shared.listener {
-                listener.connection_reused(record.info());
+                pool_core::events::notify("connection_reused", || {
+                    listener.connection_reused(record.info())
+                });
             }
         }
     }

@@ -27,13 +27,14 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
-use pool_core::cell::{Converge, EstablishMode, Launch};
+use pool_core::cell::{Converge, EstablishMode, FlightId, Launch};
 use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 use pool_core::{CloseReason, ConnectionInfo, ConnectionTimings, Protocol, TlsDetails};
-use pool_h1::{H1Connection, H1Home};
+use pool_h1::{H1Connection, H1Home, ParkingSpot};
 use pool_h2::{H2Generation, PartitionExecutor, PoolTimer};
 use pool_tls::{ConnectTarget, Connected, Negotiated, TokioIo};
+use tracing::Instrument;
 
 use crate::body::RequestBody;
 use crate::cell::{CellEntry, Waiter};
@@ -49,6 +50,8 @@ impl CellEntry {
         launch: Launch,
         connect_timeout: Option<Duration>,
     ) {
+        let span =
+            tracing::debug_span!("establish", origin = %self.origin, partition = %self.runtime.id);
         let guard = LaunchGuard {
             entry: self.clone(),
             waiter,
@@ -56,7 +59,7 @@ impl CellEntry {
             armed: true,
         };
         self.runtime
-            .spawn(Box::pin(establish(guard, connect_timeout)));
+            .spawn(Box::pin(establish(guard, connect_timeout).instrument(span)));
     }
 }
 
@@ -79,7 +82,9 @@ impl LaunchGuard {
         self.armed = false;
         tracing::debug!(origin = %self.entry.origin, partition = %self.entry.runtime.id, %error, "establishment failed");
         if let Some(listener) = &self.entry.shared.listener {
-            listener.connection_failed(&self.entry.origin, self.entry.runtime.id, &error);
+            pool_core::events::notify("connection_failed", || {
+                listener.connection_failed(&self.entry.origin, self.entry.runtime.id, &error)
+            });
         }
         self.entry.cell.fail(self.launch, &self.waiter, error);
     }
@@ -224,15 +229,19 @@ async fn handshake_h1(guard: &mut LaunchGuard, conn: Established) -> Result<(), 
         None,
     );
     link.attach(&record);
-    entry.runtime.spawn(Box::pin(Driver::new(
-        driver.with_upgrades(),
-        record.clone(),
-        None,
-    )));
+    let spot = Arc::new(ParkingSpot::default());
+    let driver = Driver::new(driver.with_upgrades(), record.clone(), None).parking(spot.clone());
+    entry.runtime.spawn(Box::pin(driver));
     let home: Arc<dyn H1Home<RequestBody>> = entry.clone();
-    let h1 = H1Connection::new(sender, record, home);
+    let h1 = H1Connection::new(sender, record.clone(), home, spot);
     guard.disarm();
-    entry.cell.install_h1(h1, &guard.waiter, shared.time.now());
+    let handover = Handover {
+        entry: entry.clone(),
+        waiter: guard.waiter.clone(),
+        item: Some(Item::H1(h1)),
+    };
+    record.announce();
+    drop(handover);
     Ok(())
 }
 
@@ -271,10 +280,45 @@ async fn handshake_h2(guard: &mut LaunchGuard, conn: Established) -> Result<(), 
         record.clone(),
         Some(entry.clone()),
     )));
-    let generation = H2Generation::new(sender, record);
+    let generation = H2Generation::new(sender, record.clone());
     guard.disarm();
-    entry.cell.publish_h2(generation, flight, shared.time.now());
+    let handover = Handover {
+        entry: entry.clone(),
+        waiter: guard.waiter.clone(),
+        item: Some(Item::H2(generation, flight)),
+    };
+    record.announce();
+    drop(handover);
     Ok(())
+}
+
+/// Makes a new connection visible to requests when dropped: after `connection_created` has
+/// fired, or while a panicking listener unwinds the establishment task, so the waiting request
+/// is served either way.
+struct Handover {
+    entry: Arc<CellEntry>,
+    waiter: Arc<Waiter>,
+    item: Option<Item>,
+}
+
+enum Item {
+    H1(H1Connection<RequestBody>),
+    H2(H2Generation<RequestBody>, FlightId),
+}
+
+impl Drop for Handover {
+    fn drop(&mut self) {
+        let now = self.entry.shared.time.now();
+        match self.item.take() {
+            Some(Item::H1(conn)) => {
+                self.entry.cell.install_h1(conn, &self.waiter, now);
+            }
+            Some(Item::H2(generation, flight)) => {
+                self.entry.cell.publish_h2(generation, flight, now)
+            }
+            None => {}
+        }
+    }
 }
 
 pin_project! {
@@ -287,11 +331,16 @@ pin_project! {
         record: Option<Arc<ConnectionRecord>>,
         // Set for HTTP/2: the cell to retire the generation from.
         entry: Option<Arc<CellEntry>>,
+        // Set for HTTP/1: where a finished exchange waits for hyper's readiness.
+        spot: Option<Arc<ParkingSpot<RequestBody>>>,
     }
 
     impl<F> PinnedDrop for Driver<F> {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
+            if let Some(spot) = this.spot.take() {
+                spot.clear();
+            }
             if let Some(record) = this.record.take() {
                 // Closed before the hyper future (and its I/O) is dropped, so this reason wins
                 // over the physical close that follows.
@@ -310,7 +359,13 @@ impl<F> Driver<F> {
             conn: Some(conn),
             record: Some(record),
             entry,
+            spot: None,
         }
+    }
+
+    fn parking(mut self, spot: Arc<ParkingSpot<RequestBody>>) -> Self {
+        self.spot = Some(spot);
+        self
     }
 }
 
@@ -325,7 +380,15 @@ where
         let Some(conn) = this.conn.as_mut().as_pin_mut() else {
             return Poll::Ready(());
         };
-        let result = ready!(conn.poll(cx));
+        let polled = conn.poll(cx);
+        if let Some(spot) = this.spot.as_ref() {
+            // After hyper's poll, which is what makes a finished exchange's sender ready.
+            spot.poll_parked(cx);
+        }
+        let result = ready!(polled);
+        if let Some(spot) = this.spot.take() {
+            spot.clear();
+        }
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };

@@ -90,11 +90,22 @@ pub(crate) struct PoolInner {
 
 impl Drop for PoolInner {
     fn drop(&mut self) {
+        // Every partition and cell is closed even if a listener panics on one of them; the
+        // first panic is re-raised at the end, unwinding the task that dropped the pool.
+        let mut panic = None;
         for partition in &self.partitions {
             partition.runtime.close();
             for entry in partition.entries() {
-                entry.cell.close_idle(CloseReason::PoolDropped);
+                let closed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    entry.cell.close_idle(CloseReason::PoolDropped);
+                }));
+                if let Err(payload) = closed {
+                    panic.get_or_insert(payload);
+                }
             }
+        }
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
         }
     }
 }

@@ -33,17 +33,20 @@ pub async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes
 }
 
 /// Lets other tasks run until the origin's summed gauges satisfy `condition`. Bounded by a
-/// number of yields, never by sleeping; panics with the gauges if they never settle.
+/// real-time deadline (a hang fails the test rather than blocking CI), never by sleeping; panics
+/// with the gauges if they never settle.
 pub async fn settle(
     pool: &ConnectionPool,
     origin: &OriginKey,
     condition: impl Fn(&PartitionStats) -> bool,
 ) {
-    for _ in 0..200_000 {
-        if condition(&pool.stats(origin).total()) {
-            return;
-        }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !condition(&pool.stats(origin).total()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gauges never settled: {:?}",
+            pool.stats(origin).total()
+        );
         tokio::task::yield_now().await;
     }
-    panic!("gauges never settled: {:?}", pool.stats(origin).total());
 }

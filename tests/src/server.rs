@@ -135,10 +135,24 @@ impl Drop for DoneGuard {
     }
 }
 
+/// Binds with a deep accept queue: tokio's `TcpListener::bind` listens with a backlog of 128,
+/// and a test burst of a few hundred connects would overflow it, turning dropped SYNs into
+/// one-second retransmission stalls.
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
+}
+
 impl ServerCore {
     /// Binds and starts accepting.
     pub(crate) async fn start(config: CoreConfig, serve: ServeFn) -> io::Result<Self> {
-        let listener = TcpListener::bind(config.bind).await?;
+        let listener = listen(config.bind)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::new());
         let (stop, stop_rx) = watch::channel(false);
