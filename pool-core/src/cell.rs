@@ -2,16 +2,18 @@
 //! establishment in flight, and the requests waiting for any of them.
 //!
 //! The cell is the only place that decides which waiting request a connection serves. All of
-//! its state sits under one lock; every method takes that lock once, decides, releases it, and
-//! only then wakes waiters or closes connections (which may run listeners). Nothing here
-//! performs I/O: launching an establishment is *returned* to the caller as a [`Launch`].
+//! its state sits under one lock; every method takes that lock, decides, releases it, and only
+//! then wakes waiters, closes connections (which may run listeners), launches establishments
+//! (through the pool's launch hook) or talks to the origin's [`Admission`]. Nothing here
+//! performs I/O.
 //!
 //! ```text
 //!  acquire ─► accepting H2 and no activation pending? ─► H2 hit
 //!          ─► idle H1 (newest first) that commits?    ─► H1 hit          (the reuse hit: one lock)
-//!          ─► miss: enqueue a waiter, and launch
-//!               Http1 mode, or Auto with HTTP/1 remembered  → an independent Attempt
-//!               Http2 mode, or Auto with nothing / HTTP/2   → the cell's single Flight, or join it
+//!          ─► miss: enqueue a waiter, then
+//!               unbounded: launch (an Attempt, or the cell's single Flight / join it)
+//!               bounded:   free permit ─► launch;  else publish demand, borrow an eligible
+//!                          peer's connection, or reclaim a peer's idle one
 //! ```
 //!
 //! # Attempts and flights
@@ -48,16 +50,37 @@
 //! next one in. While activations are pending, new arrivals queue behind them rather than
 //! hitting the generation directly, so publication never barges a newer request ahead of an
 //! older one and never wakes an unbounded number of tasks at once.
+//!
+//! # Bounded origins
+//!
+//! With an [`Admission`], nothing is established without a [`CapacityLease`]. A waiter that has
+//! no connection coming (no attempt of its own, no flight or generation covering it) is
+//! *demand*; the cell publishes the arrival order of its oldest such waiter as its ticket. A
+//! permit delivered to the cell ([`Cell::deliver_permit`]) first re-probes the idle set (a
+//! connection may have come back meanwhile), then launches for that oldest waiter.
+//!
+//! * **Borrow**: a miss searches the peers of its eligibility group for an idle HTTP/1
+//!   connection or an accepting generation and serves its oldest waiter with it; the I/O stays
+//!   with its owner. A connection returning to a cell with nobody waiting serves the oldest
+//!   ticket of its group instead of idling.
+//! * **Reclaim**: when no permit is free and no eligible connection exists, a miss closes the
+//!   oldest idle HTTP/1 connection of another partition (whatever the scope: reclaim moves
+//!   capacity, not I/O), and a returning connection nobody eligible can use closes instead of
+//!   idling; the freed permit goes to the oldest ticket. Work in flight is never interrupted.
+//! * **Pending cap**: a miss that would have to wait beyond the origin's cap fails at once
+//!   ([`Acquire::Saturated`]) without touching any connection.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::admission::{Admission, CapacityLease, DeliveryId, Demand};
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::Protocol;
 use crate::stats::{Gauge, Gauges};
 use crate::sync::{Arc, Mutex};
+use crate::time::TimeSource;
 use crate::waiter::{Requirement, Waiter};
 
 /// How many waiters a publication activates before the activated ones let the next in.
@@ -67,7 +90,7 @@ pub const ACTIVATION_TURN: usize = 8;
 const COMPACT_MIN: usize = 64;
 
 /// The protocol types a cell holds, supplied by the assembled pool.
-pub trait CellTypes: Send + Sync + 'static {
+pub trait CellTypes: Send + Sync + Sized + 'static {
     /// A checked-out or idle HTTP/1 connection (the sender plus its record).
     type H1: PooledH1;
     /// A handle to an accepting HTTP/2 generation; cloning it is cheap.
@@ -94,10 +117,14 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
 
 /// What a waiting request receives.
 pub enum Grant<T: CellTypes> {
-    /// Dispatch on this HTTP/1 connection (already committed `ACTIVE`).
+    /// Dispatch on this HTTP/1 connection (already committed `ACTIVE`). It may belong to
+    /// another partition (a borrow); its record says which.
     H1(T::H1),
-    /// Take a stream lease on this generation.
+    /// Take a stream lease on this cell's generation, then call [`Cell::activation_done`].
     H2(T::H2),
+    /// Take a stream lease on another partition's generation (a borrow under bounded
+    /// pressure); no activation bookkeeping follows.
+    Loan(T::H2),
     /// The establishment this request waited on failed.
     Failed(T::Error),
     /// The request requires HTTP/2 and the origin negotiated HTTP/1.1.
@@ -109,6 +136,7 @@ impl<T: CellTypes> fmt::Debug for Grant<T> {
         f.write_str(match self {
             Grant::H1(_) => "Grant::H1",
             Grant::H2(_) => "Grant::H2",
+            Grant::Loan(_) => "Grant::Loan",
             Grant::Failed(_) => "Grant::Failed",
             Grant::Unsupported => "Grant::Unsupported",
         })
@@ -134,13 +162,47 @@ pub enum EstablishMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlightId(u64);
 
-/// An establishment the caller must start (on the owner partition) for a waiter.
+/// An establishment to start (on the owner partition) for a waiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Launch {
     /// An independent attempt.
     Attempt,
     /// The cell's single flight.
     Flight(FlightId),
+}
+
+/// Starts an establishment for a waiter; called with no lock held. The lease is the permit of
+/// a bounded origin (`None` for an unbounded one); the establishment owns it from here on.
+pub type LaunchHook<T> =
+    std::sync::Arc<dyn Fn(Arc<CellWaiter<T>>, Launch, Option<CapacityLease<T>>) + Send + Sync>;
+
+/// Called (with no lock held) when a cell with no pending expiry gains a deadline: the
+/// partition's maintenance must run [`Cell::expire`] no later than the given instant.
+pub type ArmExpiry = std::sync::Arc<dyn Fn(Instant) + Send + Sync>;
+
+/// What a cell is wired to, supplied by the assembled pool.
+pub struct CellHooks<T: CellTypes> {
+    /// Starts establishments.
+    pub launch: LaunchHook<T>,
+    /// Schedules expiry sweeps.
+    pub arm_expiry: Option<ArmExpiry>,
+    /// The pool's clock (for idle deadlines of connections the cell handles on its own).
+    pub time: std::sync::Arc<dyn TimeSource>,
+}
+
+impl<T: CellTypes> fmt::Debug for CellHooks<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CellHooks")
+            .field("arm_expiry", &self.arm_expiry.is_some())
+            .field("time", &self.hooks_time())
+            .finish()
+    }
+}
+
+impl<T: CellTypes> CellHooks<T> {
+    fn hooks_time(&self) -> &dyn TimeSource {
+        &*self.time
+    }
 }
 
 /// The outcome of [`Cell::acquire`].
@@ -151,13 +213,11 @@ pub enum Acquire<T: CellTypes> {
     H2(T::H2),
     /// The request requires HTTP/2 and this cell only establishes HTTP/1.1.
     Unsupported,
-    /// A miss: wait on `waiter`; when `launch` is set, start that establishment for it.
-    Wait {
-        /// The queued waiter.
-        waiter: Arc<CellWaiter<T>>,
-        /// The establishment to start, if this miss must start one.
-        launch: Option<Launch>,
-    },
+    /// The origin's pending-request cap is reached: fail without waiting.
+    Saturated,
+    /// A miss: wait on `waiter` (whatever establishment it needs has been started or
+    /// requested already).
+    Wait(Arc<CellWaiter<T>>),
 }
 
 impl<T: CellTypes> fmt::Debug for Acquire<T> {
@@ -166,54 +226,34 @@ impl<T: CellTypes> fmt::Debug for Acquire<T> {
             Acquire::H1(_) => f.write_str("Acquire::H1"),
             Acquire::H2(_) => f.write_str("Acquire::H2"),
             Acquire::Unsupported => f.write_str("Acquire::Unsupported"),
-            Acquire::Wait { waiter, launch } => f
-                .debug_struct("Acquire::Wait")
-                .field("waiter", waiter)
-                .field("launch", launch)
-                .finish(),
+            Acquire::Saturated => f.write_str("Acquire::Saturated"),
+            Acquire::Wait(waiter) => f.debug_tuple("Acquire::Wait").field(waiter).finish(),
         }
     }
 }
 
 /// The outcome of [`Cell::converge`].
-pub enum Converge<T: CellTypes> {
-    /// Run the HTTP/1 handshake; also launch an attempt for each waiter in `fan_out`.
-    Http1 {
-        /// Waiters of a flight that turned out HTTP/1, each needing its own attempt now.
-        fan_out: Vec<Arc<CellWaiter<T>>>,
-    },
+#[derive(Debug, PartialEq, Eq)]
+pub enum Converge {
+    /// Run the HTTP/1 handshake.
+    Http1,
     /// Run the HTTP/2 handshake as this flight, then [`Cell::publish_h2`].
     LeadFlight(FlightId),
-    /// Another generation or flight serves the launcher: close this transport unhandshaken.
+    /// Another generation or flight serves the launcher: close this transport unhandshaken
+    /// (and drop its permit, if any).
     Join,
-}
-
-impl<T: CellTypes> fmt::Debug for Converge<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Converge::Http1 { fan_out } => {
-                write!(f, "Converge::Http1 {{ fan_out: {} }}", fan_out.len())
-            }
-            Converge::LeadFlight(id) => write!(f, "Converge::LeadFlight({id:?})"),
-            Converge::Join => f.write_str("Converge::Join"),
-        }
-    }
 }
 
 /// What happened to a released HTTP/1 connection.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Released {
-    /// A waiting request took it.
+    /// A waiting request took it (possibly in another partition: a borrow).
     Delivered,
     /// It entered the idle set.
     Idle,
-    /// It was closed instead (poisoned, or closed while returning).
+    /// It was closed instead (poisoned, closed while returning, or reclaimed).
     Closed,
 }
-
-/// Called (with no lock held) when a cell with no pending expiry gains a deadline: the
-/// partition's maintenance must run [`Cell::expire`] no later than the given instant.
-pub type ArmExpiry = Arc<dyn Fn(Instant) + Send + Sync>;
 
 struct IdleEntry<H> {
     conn: H,
@@ -244,6 +284,17 @@ struct State<T: CellTypes> {
     activations: usize,
     /// Whether an expiry is scheduled for this cell.
     expiry_armed: bool,
+    /// Version of the last demand snapshot (bounded cells).
+    demand_version: u64,
+    /// The head of the last published demand (bounded cells), to publish only on change.
+    published_head: Option<u64>,
+}
+
+/// The link of a bounded cell to its origin's admission.
+struct Bound<T: CellTypes> {
+    admission: Admission<T>,
+    /// This cell's partition index within the admission.
+    partition: usize,
 }
 
 /// The coordination state of one (partition, origin).
@@ -254,23 +305,49 @@ pub struct Cell<T: CellTypes> {
     idle_timeout: Option<Duration>,
     /// Gauges of this (partition, origin).
     gauges: Arc<Gauges>,
-    /// Schedules an expiry sweep with the partition's maintenance.
-    arm_expiry: Option<ArmExpiry>,
+    /// Launch, expiry and clock hooks.
+    hooks: CellHooks<T>,
+    /// The origin's admission, for a bounded origin.
+    bound: Option<Bound<T>>,
     /// Everything the cell coordinates, under its one lock.
     state: Mutex<State<T>>,
 }
 
-/// Grants to hand out after the lock is released.
-type Grants<T> = Vec<(Arc<CellWaiter<T>>, Grant<T>)>;
+/// Work decided under the cell lock, performed after it is released.
+struct After<T: CellTypes> {
+    grants: Vec<(Arc<CellWaiter<T>>, Grant<T>)>,
+    launches: Vec<(Arc<CellWaiter<T>>, Launch)>,
+    close: Vec<(T::H1, CloseReason)>,
+    arm: Option<Instant>,
+    publish: Option<Demand>,
+}
+
+impl<T: CellTypes> Default for After<T> {
+    fn default() -> Self {
+        After {
+            grants: Vec::new(),
+            launches: Vec::new(),
+            close: Vec::new(),
+            arm: None,
+            publish: None,
+        }
+    }
+}
+
+/// A connection lent by a peer under bounded pressure.
+enum Loan<T: CellTypes> {
+    H1(T::H1),
+    H2(T::H2),
+}
 
 impl<T: CellTypes> Cell<T> {
-    /// An empty cell. `arm_expiry` is called whenever the cell gains a deadline while none is
-    /// scheduled.
+    /// An empty cell. `admission` is `(admission, partition index)` for a bounded origin.
     pub fn new(
         mode: EstablishMode,
         idle_timeout: Option<Duration>,
         gauges: Arc<Gauges>,
-        arm_expiry: Option<ArmExpiry>,
+        hooks: CellHooks<T>,
+        admission: Option<(Admission<T>, usize)>,
     ) -> Cell<T> {
         let known = match mode {
             EstablishMode::Http1 => Some(Protocol::Http1),
@@ -281,7 +358,11 @@ impl<T: CellTypes> Cell<T> {
             mode,
             idle_timeout,
             gauges,
-            arm_expiry,
+            hooks,
+            bound: admission.map(|(admission, partition)| Bound {
+                admission,
+                partition,
+            }),
             state: Mutex::new(State {
                 idle: VecDeque::new(),
                 h2: None,
@@ -293,6 +374,8 @@ impl<T: CellTypes> Cell<T> {
                 h2_only: VecDeque::new(),
                 activations: 0,
                 expiry_armed: false,
+                demand_version: 0,
+                published_head: None,
             }),
         }
     }
@@ -307,6 +390,11 @@ impl<T: CellTypes> Cell<T> {
         self.mode
     }
 
+    /// The origin's admission, for a bounded origin.
+    pub fn admission(&self) -> Option<&Admission<T>> {
+        self.bound.as_ref().map(|b| &b.admission)
+    }
+
     /// The protocol this cell's origin last negotiated, if known.
     pub fn known_protocol(&self) -> Option<Protocol> {
         self.state.lock().known
@@ -316,26 +404,40 @@ impl<T: CellTypes> Cell<T> {
     ///
     /// `seq` is called only on a miss, to number the new waiter among all waiters (so a reuse hit
     /// writes nothing shared by the origin); `now` is read only when the request hits the HTTP/2
-    /// generation (its idle age restarts).
+    /// generation (its idle age restarts). `connect_timeout` travels with the waiter to whatever
+    /// establishment is launched for it.
     pub fn acquire(
         &self,
         requirement: Requirement,
+        connect_timeout: Option<Duration>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
-        let mut dead = Vec::new();
-        let outcome = self.acquire_locked(requirement, seq, now, &mut dead);
-        // Connections found unusable on the way are closed with no lock held.
-        close_all(dead.into_iter().map(|c| (c, CloseReason::ProtocolClosed)));
+        let mut after = After::default();
+        let mut needs_capacity = false;
+        let outcome = self.acquire_locked(
+            requirement,
+            connect_timeout,
+            seq,
+            now,
+            &mut after,
+            &mut needs_capacity,
+        );
+        self.finish(after);
+        if needs_capacity {
+            self.seek_capacity();
+        }
         outcome
     }
 
     fn acquire_locked(
         &self,
         requirement: Requirement,
+        connect_timeout: Option<Duration>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
-        dead: &mut Vec<T::H1>,
+        after: &mut After<T>,
+        needs_capacity: &mut bool,
     ) -> Acquire<T> {
         let mut st = self.state.lock();
         let gate_closed = st.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0;
@@ -357,46 +459,52 @@ impl<T: CellTypes> Cell<T> {
                 if entry.conn.record().checkout() && entry.conn.is_ready() {
                     return Acquire::H1(entry.conn);
                 }
-                dead.push(entry.conn);
+                after.close.push((entry.conn, CloseReason::ProtocolClosed));
             }
         }
-        self.miss(&mut st, requirement, seq(), h2_serves)
+        // A miss.
+        if self.mode == EstablishMode::Http1 && requirement == Requirement::Http2 {
+            return Acquire::Unsupported;
+        }
+        if let Some(bound) = &self.bound {
+            if !bound.admission.enter_waiting() {
+                return Acquire::Saturated;
+            }
+        }
+        let waiter = Arc::new(Waiter::new(seq(), requirement, connect_timeout));
+        let needs_flight = self.needs_flight(&st);
+        let covered = h2_serves || (needs_flight && st.flight.is_some());
+        if !covered {
+            if self.bound.is_some() {
+                *needs_capacity = true;
+            } else {
+                let launch = self.start_launch(&mut st, needs_flight);
+                waiter.mark_launched();
+                self.gauges.inc(Gauge::Establishing);
+                after.launches.push((waiter.clone(), launch));
+            }
+        }
+        self.enqueue(&mut st, waiter.clone());
+        Acquire::Wait(waiter)
     }
 
-    fn miss(
-        &self,
-        st: &mut State<T>,
-        requirement: Requirement,
-        seq: u64,
-        h2_serves: bool,
-    ) -> Acquire<T> {
-        let needs_flight = match (self.mode, st.known) {
-            (EstablishMode::Http1, _) if requirement == Requirement::Http2 => {
-                return Acquire::Unsupported;
-            }
-            (EstablishMode::Http1, _) | (EstablishMode::Auto, Some(Protocol::Http1)) => false,
-            _ => true,
-        };
-        let launch = if h2_serves {
-            // The generation gate is closed: wait for activation, establish nothing.
-            None
-        } else if !needs_flight {
-            Some(Launch::Attempt)
-        } else if st.flight.is_some() {
-            None
-        } else {
-            let id = FlightId(st.next_flight);
-            st.next_flight += 1;
-            st.flight = Some(id);
-            Some(Launch::Flight(id))
-        };
-        let waiter = Arc::new(Waiter::new(seq, requirement));
-        if launch.is_some() {
-            waiter.mark_launched();
-            self.gauges.inc(Gauge::Establishing);
+    /// Whether a miss in this cell establishes through the cell's single flight.
+    fn needs_flight(&self, st: &State<T>) -> bool {
+        !matches!(
+            (self.mode, st.known),
+            (EstablishMode::Http1, _) | (EstablishMode::Auto, Some(Protocol::Http1))
+        )
+    }
+
+    /// Picks the kind of a new establishment, installing a flight if that is what it is.
+    fn start_launch(&self, st: &mut State<T>, needs_flight: bool) -> Launch {
+        if !needs_flight {
+            return Launch::Attempt;
         }
-        self.enqueue(st, waiter.clone());
-        Acquire::Wait { waiter, launch }
+        let id = FlightId(st.next_flight);
+        st.next_flight += 1;
+        st.flight = Some(id);
+        Launch::Flight(id)
     }
 
     fn enqueue(&self, st: &mut State<T>, waiter: Arc<CellWaiter<T>>) {
@@ -414,13 +522,107 @@ impl<T: CellTypes> Cell<T> {
         self.gauges.inc(Gauge::WaitingRequests);
     }
 
-    /// Claims `waiter` for a grant, keeping `waiting_requests` in step.
+    /// Claims `waiter` for a grant, keeping `waiting_requests` (and the origin's pending count)
+    /// in step.
     fn claim(&self, waiter: &CellWaiter<T>) -> bool {
         let claimed = waiter.claim();
         if claimed {
-            self.gauges.dec(Gauge::WaitingRequests);
+            self.left_waiting();
         }
         claimed
+    }
+
+    fn left_waiting(&self) {
+        self.gauges.dec(Gauge::WaitingRequests);
+        if let Some(bound) = &self.bound {
+            bound.admission.leave_waiting();
+        }
+    }
+
+    /// Pops the oldest waiting request any connection can serve, claimed.
+    fn pop_any(&self, st: &mut State<T>) -> Option<Arc<CellWaiter<T>>> {
+        while let Some(w) = st.any.pop_front() {
+            if self.claim(&w) {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    /// Pops the oldest waiting request of either queue, claimed.
+    fn pop_oldest_claimed(&self, st: &mut State<T>) -> Option<Arc<CellWaiter<T>>> {
+        let State { any, h2_only, .. } = st;
+        while let Some(w) = pop_oldest(any, h2_only) {
+            if self.claim(&w) {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    /// Pops a usable idle HTTP/1 connection (newest first), committed `ACTIVE`.
+    fn pop_idle(st: &mut State<T>, dead: &mut Vec<(T::H1, CloseReason)>) -> Option<T::H1> {
+        while let Some(entry) = st.idle.pop_back() {
+            if entry.conn.record().checkout() && entry.conn.is_ready() {
+                return Some(entry.conn);
+            }
+            dead.push((entry.conn, CloseReason::ProtocolClosed));
+        }
+        None
+    }
+
+    /// Takes the cell's demand snapshot (bounded cells): the arrival order of the oldest
+    /// waiting request with no connection coming. Returns it only if it changed since the last
+    /// publication, so admission hears about changes, not about every event.
+    fn demand(&self, st: &mut State<T>, force: bool) -> Option<Demand> {
+        self.bound.as_ref()?;
+        let covered = st.flight.is_some() || st.h2.as_ref().is_some_and(PooledH2::is_accepting);
+        let head = if covered {
+            None
+        } else {
+            trim_front(&mut st.any);
+            trim_front(&mut st.h2_only);
+            let first = |q: &VecDeque<Arc<CellWaiter<T>>>| {
+                q.iter()
+                    .find(|w| w.is_waiting() && !w.is_launched())
+                    .map(|w| w.seq())
+            };
+            match (first(&st.any), first(&st.h2_only)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        };
+        if !force && head == st.published_head {
+            return None;
+        }
+        st.demand_version += 1;
+        st.published_head = head;
+        Some(Demand {
+            version: st.demand_version,
+            head,
+        })
+    }
+
+    /// Performs the work decided under the lock.
+    fn finish(&self, after: After<T>) {
+        let After {
+            grants,
+            launches,
+            close,
+            arm,
+            publish,
+        } = after;
+        if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
+            hook(at);
+        }
+        for (waiter, launch) in launches {
+            (self.hooks.launch)(waiter, launch, None);
+        }
+        if let (Some(demand), Some(bound)) = (publish, &self.bound) {
+            bound.admission.publish(bound.partition, demand);
+        }
+        self.deliver(grants);
+        close_all(close);
     }
 
     /// The post-ALPN transition of an establishment launched as `launch` for `launcher`.
@@ -429,8 +631,8 @@ impl<T: CellTypes> Cell<T> {
         launch: Launch,
         launcher: &Arc<CellWaiter<T>>,
         negotiated: Protocol,
-    ) -> Converge<T> {
-        let mut grants = Vec::new();
+    ) -> Converge {
+        let mut after = After::default();
         let outcome = {
             let mut st = self.state.lock();
             if self.mode == EstablishMode::Auto {
@@ -448,7 +650,7 @@ impl<T: CellTypes> Cell<T> {
                         launcher.unmark_launched();
                         self.gauges.dec(Gauge::Establishing);
                         if accepting {
-                            self.activate(&mut st, &mut grants);
+                            self.activate(&mut st, &mut after.grants);
                         }
                         Converge::Join
                     } else {
@@ -465,26 +667,31 @@ impl<T: CellTypes> Cell<T> {
                     }
                 }
                 Protocol::Http1 => {
-                    let mut fan_out = Vec::new();
                     if is_current_flight {
                         st.flight = None;
-                        for w in st.any.iter() {
-                            if w.is_waiting() && !Arc::ptr_eq(w, launcher) && w.mark_launched() {
-                                self.gauges.inc(Gauge::Establishing);
-                                fan_out.push(w.clone());
+                        // The flight's joiners need connections of their own now: launched at
+                        // once when unbounded, published as demand when bounded.
+                        if self.bound.is_none() {
+                            for w in st.any.iter() {
+                                if w.is_waiting() && !Arc::ptr_eq(w, launcher) && w.mark_launched()
+                                {
+                                    self.gauges.inc(Gauge::Establishing);
+                                    after.launches.push((w.clone(), Launch::Attempt));
+                                }
                             }
                         }
                         for w in st.h2_only.iter() {
                             if !w.is_launched() && !Arc::ptr_eq(w, launcher) && self.claim(w) {
-                                grants.push((w.clone(), Grant::Unsupported));
+                                after.grants.push((w.clone(), Grant::Unsupported));
                             }
                         }
+                        after.publish = self.demand(&mut st, false);
                     }
-                    Converge::Http1 { fan_out }
+                    Converge::Http1
                 }
             }
         };
-        self.deliver(grants);
+        self.finish(after);
         outcome
     }
 
@@ -494,7 +701,10 @@ impl<T: CellTypes> Cell<T> {
     pub fn install_h1(&self, conn: T::H1, launcher: &Arc<CellWaiter<T>>, now: Instant) -> Released {
         let conn = match launcher.requirement() {
             Requirement::Any if self.claim(launcher) => match launcher.fill(Grant::H1(conn)) {
-                Ok(()) => return Released::Delivered,
+                Ok(()) => {
+                    self.republish();
+                    return Released::Delivered;
+                }
                 Err(Grant::H1(conn)) => conn,
                 Err(_) => unreachable!("fill returns what it was given"),
             },
@@ -507,83 +717,411 @@ impl<T: CellTypes> Cell<T> {
         self.release_h1(conn, now)
     }
 
+    /// Publishes the cell's demand if it changed (bounded cells).
+    fn republish(&self) {
+        if self.bound.is_none() {
+            return;
+        }
+        let demand = self.demand(&mut self.state.lock(), false);
+        if let (Some(demand), Some(bound)) = (demand, &self.bound) {
+            bound.admission.publish(bound.partition, demand);
+        }
+    }
+
     /// An HTTP/1 connection finished an exchange and is ready for another: the oldest waiting
-    /// request takes it, or it becomes idle.
+    /// request takes it; otherwise, under bounded pressure, a waiting peer of its group takes
+    /// it (borrow) or it closes to free its permit (reclaim); otherwise it becomes idle.
     pub fn release_h1(&self, mut conn: T::H1, now: Instant) -> Released {
+        if let Some(owner) = self.foreign_owner(&conn) {
+            // A borrowed connection whose borrower left before using it: it belongs in its
+            // owner's idle set (its gauges are the owner's).
+            return owner.release_h1(conn, now);
+        }
         loop {
+            let mut after = After::default();
             let target = {
                 let mut st = self.state.lock();
-                let mut target = None;
-                while let Some(w) = st.any.pop_front() {
-                    if self.claim(&w) {
-                        target = Some(w);
-                        break;
+                match self.pop_any(&mut st) {
+                    Some(w) => {
+                        after.publish = self.demand(&mut st, false);
+                        Some(w)
                     }
-                }
-                match target {
-                    Some(w) => w,
-                    None => {
-                        if !conn.record().checkin() {
-                            drop(st);
-                            let reason = if conn.record().is_poisoned() {
-                                CloseReason::Poisoned
-                            } else {
-                                CloseReason::ProtocolClosed
-                            };
-                            close_all([(conn, reason)]);
-                            return Released::Closed;
-                        }
-                        let deadline = self.idle_timeout.map(|t| now + t);
-                        st.idle.push_back(IdleEntry { conn, deadline });
-                        let arm = match deadline {
-                            Some(d) if !st.expiry_armed => {
-                                st.expiry_armed = true;
-                                Some(d)
-                            }
-                            _ => None,
-                        };
-                        drop(st);
-                        self.arm(arm);
-                        return Released::Idle;
-                    }
+                    None => None,
                 }
             };
+            let Some(target) = target else { break };
+            self.finish(after);
             match target.fill(Grant::H1(conn)) {
                 Ok(()) => return Released::Delivered,
                 Err(Grant::H1(back)) => conn = back,
                 Err(_) => unreachable!("fill returns what it was given"),
             }
         }
+        // Nobody here waits.
+        if let Some(bound) = &self.bound {
+            if bound.admission.under_pressure() {
+                match self.serve_peer_demand(conn) {
+                    Ok(released) => return released,
+                    Err(back) => conn = back,
+                }
+            }
+        }
+        let released = self.idle(conn, now);
+        if released == Released::Idle {
+            self.recheck_pressure();
+        }
+        released
+    }
+
+    /// The second half of the idle-versus-demand handshake (see
+    /// [`Admission::under_pressure`]): having entered the idle set, look again for demand a peer
+    /// published meanwhile, and serve it with an idle connection.
+    fn recheck_pressure(&self) {
+        let Some(bound) = &self.bound else { return };
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        if !bound.admission.under_pressure() {
+            return;
+        }
+        let Some(Loan::H1(conn)) = self.lend_h1() else {
+            return;
+        };
+        if let Err(conn) = self.serve_peer_demand(conn) {
+            // Nobody could take it after all: back to idle, without another round.
+            self.idle(conn, self.hooks.time.now());
+        }
+    }
+
+    /// The owner cell of a connection that belongs to another partition of this origin.
+    fn foreign_owner(&self, conn: &T::H1) -> Option<Arc<Cell<T>>> {
+        if Arc::ptr_eq(conn.record().gauges(), &self.gauges) {
+            return None;
+        }
+        let bound = self.bound.as_ref()?;
+        bound
+            .admission
+            .peers(bound.partition)
+            .filter_map(|p| bound.admission.cell(p))
+            .find(|cell| Arc::ptr_eq(cell.gauges(), conn.record().gauges()))
+    }
+
+    /// Puts a connection (checked out, `ACTIVE`) into the idle set.
+    fn idle(&self, conn: T::H1, now: Instant) -> Released {
+        if !conn.record().checkin() {
+            let reason = if conn.record().is_poisoned() {
+                CloseReason::Poisoned
+            } else {
+                CloseReason::ProtocolClosed
+            };
+            close_all([(conn, reason)]);
+            return Released::Closed;
+        }
+        let arm = {
+            let mut st = self.state.lock();
+            let deadline = self.idle_timeout.map(|t| now + t);
+            st.idle.push_back(IdleEntry { conn, deadline });
+            match deadline {
+                Some(d) if !st.expiry_armed => {
+                    st.expiry_armed = true;
+                    Some(d)
+                }
+                _ => None,
+            }
+        };
+        if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
+            hook(at);
+        }
+        Released::Idle
+    }
+
+    /// A returning connection with nobody waiting here, under bounded pressure: it serves the
+    /// oldest ticket of its eligibility group (borrow), or closes so its permit moves to a
+    /// ticket it may not serve (reclaim). Hands the connection back when neither applies.
+    fn serve_peer_demand(&self, conn: T::H1) -> Result<Released, T::H1> {
+        let bound = self.bound.as_ref().expect("bounded");
+        if let Some((peer, id)) = bound.admission.claim_ticket_in_group(bound.partition) {
+            match bound.admission.cell(peer) {
+                Some(cell) => {
+                    cell.accept_returning(conn, id, bound.partition);
+                    return Ok(Released::Delivered);
+                }
+                None => {
+                    bound.admission.ack(
+                        peer,
+                        id,
+                        Demand {
+                            version: u64::MAX,
+                            head: None,
+                        },
+                    );
+                }
+            }
+        }
+        if bound.admission.wants_reclaim() && conn.record().close(CloseReason::Reclaimed, None) {
+            drop(conn);
+            return Ok(Released::Closed);
+        }
+        Err(conn)
+    }
+
+    /// A peer's returning connection, delivered against this cell's fenced ticket `id`: its
+    /// oldest waiting request takes it; if none waits any more, it goes back to its owner.
+    fn accept_returning(&self, conn: T::H1, id: DeliveryId, owner: usize) {
+        let bound = self.bound.as_ref().expect("bounded");
+        let (target, demand) = {
+            let mut st = self.state.lock();
+            let target = self.pop_any(&mut st);
+            let demand = self
+                .demand(&mut st, true)
+                .expect("bounded cells have demand snapshots");
+            (target, demand)
+        };
+        let back = match target {
+            Some(w) => w.fill(Grant::H1(conn)).err().map(|g| match g {
+                Grant::H1(conn) => conn,
+                _ => unreachable!("fill returns what it was given"),
+            }),
+            None => Some(conn),
+        };
+        bound.admission.ack(bound.partition, id, demand);
+        if let Some(conn) = back {
+            self.return_to_owner(conn, owner);
+        }
+    }
+
+    /// Sends a borrowed connection nobody here could use back to the cell that owns it.
+    fn return_to_owner(&self, conn: T::H1, owner: usize) {
+        let now = self.hooks.time.now();
+        match self.bound.as_ref().and_then(|b| b.admission.cell(owner)) {
+            Some(cell) => {
+                cell.release_h1(conn, now);
+            }
+            None => close_all([(conn, CloseReason::PoolDropped)]),
+        }
+    }
+
+    /// After a bounded miss: take a free permit, or publish demand and try to borrow an eligible
+    /// peer's connection, or reclaim an idle one from any peer.
+    fn seek_capacity(&self) {
+        let bound = self.bound.as_ref().expect("bounded");
+        if let Some(lease) = bound.admission.take_free_permit() {
+            self.deliver_permit(lease, None);
+            return;
+        }
+        self.republish();
+        if self.try_borrow() {
+            return;
+        }
+        self.try_reclaim();
+    }
+
+    /// Looks for an idle HTTP/1 connection or an accepting generation in the partitions of this
+    /// cell's eligibility group, and serves this cell's oldest waiter with it. Runs after the
+    /// demand is published, with a fence between: the first half of the idle-versus-demand
+    /// handshake (see [`Admission::under_pressure`]).
+    fn try_borrow(&self) -> bool {
+        let bound = self.bound.as_ref().expect("bounded");
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        for peer_index in bound.admission.peers_in_group(bound.partition) {
+            let Some(peer) = bound.admission.cell(peer_index) else {
+                continue;
+            };
+            let gauges = peer.gauges();
+            if gauges.get(Gauge::H1Idle) == 0 && gauges.get(Gauge::H2Accepting) == 0 {
+                continue;
+            }
+            if let Some(loan) = peer.lend() {
+                return self.accept_loan(loan, peer_index);
+            }
+        }
+        false
+    }
+
+    /// Takes the newest idle HTTP/1 connection (committed `ACTIVE`) to lend it.
+    fn lend_h1(&self) -> Option<Loan<T>> {
+        let mut dead = Vec::new();
+        let loan = Self::pop_idle(&mut self.state.lock(), &mut dead).map(Loan::H1);
+        close_all(dead);
+        loan
+    }
+
+    /// Lends one of this cell's connections to a peer: the accepting generation, or the newest
+    /// idle HTTP/1 connection (committed `ACTIVE`).
+    fn lend(&self) -> Option<Loan<T>> {
+        let mut dead = Vec::new();
+        let loan = {
+            let mut st = self.state.lock();
+            match &st.h2 {
+                Some(generation) if generation.is_accepting() => Some(Loan::H2(generation.clone())),
+                _ => Self::pop_idle(&mut st, &mut dead).map(Loan::H1),
+            }
+        };
+        close_all(dead);
+        loan
+    }
+
+    /// Serves this cell's oldest waiter with a peer's connection; gives it back if nobody waits.
+    fn accept_loan(&self, loan: Loan<T>, owner: usize) -> bool {
+        let mut after = After::default();
+        let target = {
+            let mut st = self.state.lock();
+            let target = match loan {
+                Loan::H1(_) => self.pop_any(&mut st),
+                Loan::H2(_) => self.pop_oldest_claimed(&mut st),
+            };
+            after.publish = self.demand(&mut st, false);
+            target
+        };
+        self.finish(after);
+        let Some(waiter) = target else {
+            if let Loan::H1(conn) = loan {
+                self.return_to_owner(conn, owner);
+            }
+            return false;
+        };
+        let grant = match loan {
+            Loan::H1(conn) => Grant::H1(conn),
+            Loan::H2(generation) => Grant::Loan(generation),
+        };
+        if let Err(Grant::H1(conn)) = waiter.fill(grant) {
+            self.return_to_owner(conn, owner);
+        }
+        true
+    }
+
+    /// Closes the oldest idle HTTP/1 connection of another partition so its permit moves to
+    /// the oldest ticket (a reclaim), when no permit is free. A peer of this cell's own group
+    /// whose connection became idle since the borrow search lends it instead: closing a
+    /// connection this request may use would only delay it.
+    fn try_reclaim(&self) {
+        let bound = self.bound.as_ref().expect("bounded");
+        if !bound.admission.wants_reclaim() {
+            return;
+        }
+        let own_group: Vec<usize> = bound.admission.peers_in_group(bound.partition).collect();
+        for peer_index in bound.admission.peers(bound.partition) {
+            let Some(peer) = bound.admission.cell(peer_index) else {
+                continue;
+            };
+            if peer.gauges().get(Gauge::H1Idle) == 0 {
+                continue;
+            }
+            if own_group.contains(&peer_index) {
+                if let Some(loan) = peer.lend_h1() {
+                    self.accept_loan(loan, peer_index);
+                    return;
+                }
+            } else if let Some(conn) = peer.surrender_oldest_idle() {
+                close_all([(conn, CloseReason::Reclaimed)]);
+                return;
+            }
+        }
+    }
+
+    /// Takes this cell's oldest idle HTTP/1 connection out of the idle set (committed, so a
+    /// concurrent checkout cannot also take it).
+    fn surrender_oldest_idle(&self) -> Option<T::H1> {
+        let mut st = self.state.lock();
+        while let Some(entry) = st.idle.pop_front() {
+            if entry.conn.record().checkout() {
+                return Some(entry.conn);
+            }
+        }
+        None
+    }
+
+    /// A permit for this (bounded) cell: `delivery` is the fenced ticket it answers, or `None`
+    /// when the cell took a free permit itself. The final local probe serves the oldest waiter
+    /// with a connection that came back meanwhile (the permit then goes back); otherwise the
+    /// oldest waiter without a connection coming gets an establishment that owns the permit.
+    pub fn deliver_permit(&self, lease: CapacityLease<T>, delivery: Option<DeliveryId>) {
+        let bound = self.bound.as_ref().expect("permits go to bounded cells");
+        let mut after = After::default();
+        let mut launch = None;
+        let demand = {
+            let mut st = self.state.lock();
+            let mut served = false;
+            if let Some(conn) = Self::pop_idle(&mut st, &mut after.close) {
+                match self.pop_any(&mut st) {
+                    Some(waiter) => {
+                        after.grants.push((waiter, Grant::H1(conn)));
+                        served = true;
+                    }
+                    None => {
+                        // Nobody can use it: it stays idle (its deadline restarts).
+                        if conn.record().checkin() {
+                            let deadline = self.idle_timeout.map(|t| self.hooks.time.now() + t);
+                            st.idle.push_back(IdleEntry { conn, deadline });
+                        } else {
+                            after.close.push((conn, CloseReason::ProtocolClosed));
+                        }
+                    }
+                }
+            }
+            let covered = st.flight.is_some() || st.h2.as_ref().is_some_and(PooledH2::is_accepting);
+            if !served && !covered {
+                let needs_flight = self.needs_flight(&st);
+                trim_front(&mut st.any);
+                trim_front(&mut st.h2_only);
+                if let Some(waiter) = oldest_waiting(&st.any, &st.h2_only, |w| !w.is_launched()) {
+                    let kind = self.start_launch(&mut st, needs_flight);
+                    waiter.mark_launched();
+                    self.gauges.inc(Gauge::Establishing);
+                    launch = Some((waiter, kind));
+                }
+            }
+            self.demand(&mut st, true)
+                .expect("bounded cells have demand snapshots")
+        };
+        let lease = match launch {
+            Some((waiter, kind)) => {
+                (self.hooks.launch)(waiter, kind, Some(lease));
+                None
+            }
+            None => Some(lease),
+        };
+        match delivery {
+            Some(id) => bound.admission.ack(bound.partition, id, demand),
+            None => bound.admission.publish(bound.partition, demand),
+        }
+        // An unused permit goes back after the fence is lifted, so it can come back here if
+        // this cell's demand is still the oldest.
+        drop(lease);
+        self.finish(after);
     }
 
     /// An establishment launched as `launch` for `launcher` failed: the launcher (if still
     /// waiting) and, for a flight, every waiter that depended on it receive `error`.
     pub fn fail(&self, launch: Launch, launcher: &Arc<CellWaiter<T>>, error: T::Error) {
         self.gauges.dec(Gauge::Establishing);
-        let mut grants = Vec::new();
+        let mut after = After::default();
         if self.claim(launcher) {
-            grants.push((launcher.clone(), Grant::Failed(error.clone())));
+            after
+                .grants
+                .push((launcher.clone(), Grant::Failed(error.clone())));
         }
-        if let Launch::Flight(f) = launch {
+        {
             let mut st = self.state.lock();
-            if st.flight == Some(f) {
-                st.flight = None;
-                let State { any, h2_only, .. } = &mut *st;
-                for w in any.iter().chain(h2_only.iter()) {
-                    if !w.is_launched() && self.claim(w) {
-                        grants.push((w.clone(), Grant::Failed(error.clone())));
+            if let Launch::Flight(f) = launch {
+                if st.flight == Some(f) {
+                    st.flight = None;
+                    let State { any, h2_only, .. } = &mut *st;
+                    for w in any.iter().chain(h2_only.iter()) {
+                        if !w.is_launched() && self.claim(w) {
+                            after.grants.push((w.clone(), Grant::Failed(error.clone())));
+                        }
                     }
                 }
             }
+            after.publish = self.demand(&mut st, false);
         }
-        self.deliver(grants);
+        self.finish(after);
     }
 
     /// The flight `flight` completed its HTTP/2 handshake: `generation` becomes the accepting
     /// generation and the first activation turn is granted.
     pub fn publish_h2(&self, generation: T::H2, flight: FlightId, now: Instant) {
-        let mut grants = Vec::new();
-        let arm = {
+        let mut after = After::default();
+        {
             let mut st = self.state.lock();
             if st.flight == Some(flight) {
                 st.flight = None;
@@ -591,147 +1129,129 @@ impl<T: CellTypes> Cell<T> {
             st.known = Some(Protocol::Http2);
             st.h2 = Some(generation);
             st.h2_last_dispatch = Some(now);
-            self.activate(&mut st, &mut grants);
-            match self.idle_timeout {
-                Some(t) if !st.expiry_armed => {
+            self.activate(&mut st, &mut after.grants);
+            if let Some(t) = self.idle_timeout {
+                if !st.expiry_armed {
                     st.expiry_armed = true;
-                    Some(now + t)
+                    after.arm = Some(now + t);
                 }
-                _ => None,
             }
-        };
-        self.arm(arm);
-        self.deliver(grants);
-    }
-
-    fn arm(&self, at: Option<Instant>) {
-        if let (Some(at), Some(hook)) = (at, &self.arm_expiry) {
-            hook(at);
+            after.publish = self.demand(&mut st, false);
         }
+        self.finish(after);
     }
 
     /// Grants the accepting generation to the oldest waiters until a turn is outstanding.
-    fn activate(&self, st: &mut State<T>, grants: &mut Grants<T>) {
+    fn activate(&self, st: &mut State<T>, grants: &mut Vec<(Arc<CellWaiter<T>>, Grant<T>)>) {
         let Some(generation) = st.h2.clone() else {
             return;
         };
         while st.activations < ACTIVATION_TURN {
-            let Some(w) = pop_oldest(&mut st.any, &mut st.h2_only) else {
+            let Some(w) = self.pop_oldest_claimed(st) else {
                 break;
             };
-            if self.claim(&w) {
-                st.activations += 1;
-                grants.push((w, Grant::H2(generation.clone())));
-            }
+            st.activations += 1;
+            grants.push((w, Grant::H2(generation.clone())));
         }
     }
 
     /// An activated waiter took its generation grant (or gave it back): let the next one in.
-    /// If the generation stopped accepting meanwhile and requests still wait, returns the
-    /// waiter that must launch a new flight.
-    pub fn activation_done(&self) -> Option<(Arc<CellWaiter<T>>, Launch)> {
-        let mut grants = Vec::new();
-        let relaunch = {
+    /// If the generation stopped accepting meanwhile and requests still wait, a replacement is
+    /// launched (or, bounded, requested from admission).
+    pub fn activation_done(&self) {
+        let mut after = After::default();
+        {
             let mut st = self.state.lock();
             st.activations = st.activations.saturating_sub(1);
             if st.h2.as_ref().is_some_and(PooledH2::is_accepting) {
-                self.activate(&mut st, &mut grants);
-                None
+                self.activate(&mut st, &mut after.grants);
             } else {
                 st.h2 = None;
-                self.relaunch_flight(&mut st)
+                self.relaunch_flight(&mut st, &mut after);
             }
-        };
-        self.deliver(grants);
-        relaunch
+        }
+        self.finish(after);
     }
 
     /// The generation stopped accepting (GOAWAY, closed dispatcher, error, poison, expiry).
-    /// Removes it; if requests still wait for activation, returns the waiter that must launch a
-    /// replacement flight.
-    pub fn retire_h2(
-        &self,
-        record: &Arc<ConnectionRecord>,
-    ) -> Option<(Arc<CellWaiter<T>>, Launch)> {
-        let mut st = self.state.lock();
-        if st
-            .h2
-            .as_ref()
-            .is_some_and(|g| Arc::ptr_eq(g.record(), record))
+    /// Removes it; if requests still wait for activation, a replacement is launched (or,
+    /// bounded, requested from admission).
+    pub fn retire_h2(&self, record: &Arc<ConnectionRecord>) {
+        let mut after = After::default();
         {
-            st.h2 = None;
-            st.h2_last_dispatch = None;
-            self.relaunch_flight(&mut st)
-        } else {
-            None
+            let mut st = self.state.lock();
+            if st
+                .h2
+                .as_ref()
+                .is_some_and(|g| Arc::ptr_eq(g.record(), record))
+            {
+                st.h2 = None;
+                st.h2_last_dispatch = None;
+                self.relaunch_flight(&mut st, &mut after);
+            }
         }
+        self.finish(after);
     }
 
     /// With no accepting generation and no flight, the oldest request still waiting without an
-    /// establishment of its own launches a new flight.
-    fn relaunch_flight(&self, st: &mut State<T>) -> Option<(Arc<CellWaiter<T>>, Launch)> {
+    /// establishment of its own launches a new flight (unbounded), or becomes demand (bounded).
+    fn relaunch_flight(&self, st: &mut State<T>, after: &mut After<T>) {
         if st.flight.is_some() || st.h2.is_some() {
-            return None;
+            return;
         }
-        let waiter = oldest_waiting(&st.any, &st.h2_only, |w| !w.is_launched())?;
+        if self.bound.is_some() {
+            after.publish = self.demand(st, false);
+            return;
+        }
+        let Some(waiter) = oldest_waiting(&st.any, &st.h2_only, |w| !w.is_launched()) else {
+            return;
+        };
         let id = FlightId(st.next_flight);
         st.next_flight += 1;
         st.flight = Some(id);
         waiter.mark_launched();
         self.gauges.inc(Gauge::Establishing);
-        Some((waiter, Launch::Flight(id)))
+        after.launches.push((waiter, Launch::Flight(id)));
     }
 
     /// The request behind `waiter` is leaving. Returns anything it had been granted to where it
-    /// belongs, and reports the launch to start if it was holding activation for others.
-    pub fn cancel(
-        &self,
-        waiter: &Arc<CellWaiter<T>>,
-        now: Instant,
-    ) -> Option<(Arc<CellWaiter<T>>, Launch)> {
+    /// belongs.
+    pub fn cancel(&self, waiter: &Arc<CellWaiter<T>>, now: Instant) {
         match waiter.cancel() {
             None => {
-                self.gauges.dec(Gauge::WaitingRequests);
-                None
+                self.left_waiting();
+                self.republish();
             }
             Some(Some(grant)) => self.refunnel(grant, now),
-            Some(None) => None,
+            Some(None) => {}
         }
     }
 
     /// Takes back a grant whose waiter left before taking it.
-    fn refunnel(&self, grant: Grant<T>, now: Instant) -> Option<(Arc<CellWaiter<T>>, Launch)> {
+    fn refunnel(&self, grant: Grant<T>, now: Instant) {
         match grant {
             Grant::H1(conn) => {
-                // A connection the leaving request never used goes to the next waiter or idles.
+                // A connection the leaving request never used serves the next waiter here or
+                // idles here, even if it was borrowed: it returns to its owner after its next
+                // exchange, through its home.
                 self.release_h1(conn, now);
-                None
             }
             Grant::H2(_) => self.activation_done(),
-            Grant::Failed(_) | Grant::Unsupported => None,
+            Grant::Loan(_) | Grant::Failed(_) | Grant::Unsupported => {}
         }
     }
 
     /// Hands grants out after the lock is released, taking back those whose waiter left.
-    ///
-    /// HTTP/1 connections are never batched here (they are handed over one at a time by
-    /// [`release_h1`](Self::release_h1), which takes them back itself).
-    fn deliver(&self, grants: Grants<T>) {
+    fn deliver(&self, grants: Vec<(Arc<CellWaiter<T>>, Grant<T>)>) {
         for (waiter, grant) in grants {
             if let Err(back) = waiter.fill(grant) {
                 match back {
                     Grant::H1(conn) => {
-                        debug_assert!(false, "HTTP/1 grants are not batched");
-                        conn.record().close(CloseReason::ProtocolClosed, None);
+                        self.release_h1(conn, self.hooks.time.now());
                     }
-                    Grant::H2(_) => {
-                        // An activation nobody took: the next waiter goes instead. A relaunch
-                        // cannot be needed here, since the generation was accepting a moment ago
-                        // and `activation_done` only relaunches for a non-accepting one, which
-                        // `retire_h2` reports itself.
-                        self.activation_done();
-                    }
-                    Grant::Failed(_) | Grant::Unsupported => {}
+                    // An activation nobody took: the next waiter goes instead.
+                    Grant::H2(_) => self.activation_done(),
+                    Grant::Loan(_) | Grant::Failed(_) | Grant::Unsupported => {}
                 }
             }
         }
@@ -801,6 +1321,7 @@ impl<T: CellTypes> fmt::Debug for Cell<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cell")
             .field("mode", &self.mode)
+            .field("bounded", &self.bound.is_some())
             .field("gauges", &self.gauges)
             .finish()
     }
@@ -826,29 +1347,27 @@ fn close_all<H: PooledH1>(conns: impl IntoIterator<Item = (H, CloseReason)>) {
     }
 }
 
-/// Pops the oldest entry across the two queues (skipping none: the caller claims).
+/// Drops entries that left from the front of a queue.
+fn trim_front<W>(queue: &mut VecDeque<Arc<Waiter<W>>>) {
+    while queue.front().is_some_and(|w| !w.is_waiting()) {
+        queue.pop_front();
+    }
+}
+
+/// Pops the oldest waiting entry across the two queues (the caller claims it).
 fn pop_oldest<W>(
     a: &mut VecDeque<Arc<Waiter<W>>>,
     b: &mut VecDeque<Arc<Waiter<W>>>,
 ) -> Option<Arc<Waiter<W>>> {
-    loop {
-        while a.front().is_some_and(|w| !w.is_waiting()) {
-            a.pop_front();
-        }
-        while b.front().is_some_and(|w| !w.is_waiting()) {
-            b.pop_front();
-        }
-        let take_a = match (a.front(), b.front()) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(x), Some(y)) => x.seq() <= y.seq(),
-        };
-        let w = if take_a { a.pop_front() } else { b.pop_front() };
-        if let Some(w) = w {
-            return Some(w);
-        }
-    }
+    trim_front(a);
+    trim_front(b);
+    let take_a = match (a.front(), b.front()) {
+        (None, None) => return None,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (Some(x), Some(y)) => x.seq() <= y.seq(),
+    };
+    if take_a { a.pop_front() } else { b.pop_front() }
 }
 
 /// The oldest waiting entry across two queues that satisfies `pred`, without removing it.
@@ -857,30 +1376,33 @@ fn oldest_waiting<W>(
     b: &VecDeque<Arc<Waiter<W>>>,
     pred: impl Fn(&Waiter<W>) -> bool,
 ) -> Option<Arc<Waiter<W>>> {
-    a.iter()
-        .chain(b.iter())
-        .filter(|w| w.is_waiting() && pred(w))
-        .min_by_key(|w| w.seq())
-        .cloned()
+    let first =
+        |q: &VecDeque<Arc<Waiter<W>>>| q.iter().find(|w| w.is_waiting() && pred(w)).cloned();
+    match (first(a), first(b)) {
+        (Some(x), Some(y)) => Some(if x.seq() <= y.seq() { x } else { y }),
+        (x, y) => x.or(y),
+    }
 }
 
 #[cfg(all(test, not(pool_loom)))]
 mod tests {
     use super::*;
+    use crate::admission::Admission;
     use crate::events::{ConnectionId, ConnectionInfo};
     use crate::origin::OriginKey;
     use crate::partition::PartitionId;
     use crate::stats::PartitionStats;
+    use std::sync::Mutex as StdMutex;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::task::{Context, Poll, Waker};
 
-    struct Fake;
-    struct FakeH1 {
+    pub(crate) struct Fake;
+    pub(crate) struct FakeH1 {
         record: Arc<ConnectionRecord>,
         ready: bool,
     }
     #[derive(Clone)]
-    struct FakeH2 {
+    pub(crate) struct FakeH2 {
         record: Arc<ConnectionRecord>,
         accepting: Arc<AtomicBool>,
     }
@@ -904,6 +1426,88 @@ mod tests {
         type H1 = FakeH1;
         type H2 = FakeH2;
         type Error = &'static str;
+    }
+
+    #[derive(Debug)]
+    struct FixedTime(Instant);
+    impl TimeSource for FixedTime {
+        fn now(&self) -> Instant {
+            self.0
+        }
+    }
+
+    type LaunchRecord = (Arc<CellWaiter<Fake>>, Launch, Option<CapacityLease<Fake>>);
+    type Launched = Arc<StdMutex<Vec<LaunchRecord>>>;
+
+    /// A cell whose launches are recorded instead of performed.
+    struct Rig {
+        cell: Arc<Cell<Fake>>,
+        launched: Launched,
+        armed: Arc<StdMutex<Vec<Instant>>>,
+    }
+
+    impl Rig {
+        fn new(mode: EstablishMode) -> Rig {
+            Rig::with(mode, Some(Duration::from_secs(90)), None)
+        }
+
+        fn with(
+            mode: EstablishMode,
+            idle: Option<Duration>,
+            admission: Option<(Admission<Fake>, usize)>,
+        ) -> Rig {
+            let launched: Launched = Arc::default();
+            let armed: Arc<StdMutex<Vec<Instant>>> = Arc::default();
+            let log = launched.clone();
+            let arm_log = armed.clone();
+            let hooks = CellHooks {
+                launch: std::sync::Arc::new(move |w, l, lease| {
+                    log.lock().unwrap().push((w, l, lease))
+                }),
+                arm_expiry: Some(std::sync::Arc::new(move |at| {
+                    arm_log.lock().unwrap().push(at)
+                })),
+                time: std::sync::Arc::new(FixedTime(Instant::now())),
+            };
+            let bounded = admission.clone();
+            let cell = Arc::new(Cell::new(
+                mode,
+                idle,
+                Arc::new(Gauges::default()),
+                hooks,
+                admission,
+            ));
+            if let Some((admission, partition)) = bounded {
+                admission.register(partition, cell.clone());
+            }
+            Rig {
+                cell,
+                launched,
+                armed,
+            }
+        }
+
+        /// The launches so far, without their permits (those are dropped, i.e. returned).
+        fn launches(&self) -> Vec<(Arc<CellWaiter<Fake>>, Launch)> {
+            self.launched
+                .lock()
+                .unwrap()
+                .drain(..)
+                .map(|(w, l, _)| (w, l))
+                .collect()
+        }
+
+        /// The launches so far, keeping their permits.
+        fn launches_with_permits(&self) -> Vec<LaunchRecord> {
+            std::mem::take(&mut *self.launched.lock().unwrap())
+        }
+
+        fn wait(&self, requirement: Requirement, seq: u64, now: Instant) -> Arc<CellWaiter<Fake>> {
+            match self.cell.acquire(requirement, None, || seq, || now) {
+                Acquire::Wait(w) => w,
+                other => panic!("expected a miss, got {other:?}"),
+            }
+        }
     }
 
     static IDS: AtomicU64 = AtomicU64::new(1);
@@ -933,15 +1537,6 @@ mod tests {
         }
     }
 
-    fn cell(mode: EstablishMode) -> Cell<Fake> {
-        Cell::new(
-            mode,
-            Some(Duration::from_secs(90)),
-            Arc::new(Gauges::default()),
-            None,
-        )
-    }
-
     fn take(w: &Arc<CellWaiter<Fake>>) -> Option<Grant<Fake>> {
         let mut cx = Context::from_waker(Waker::noop());
         match w.poll_take(&mut cx) {
@@ -950,23 +1545,16 @@ mod tests {
         }
     }
 
-    fn wait(acq: Acquire<Fake>) -> (Arc<CellWaiter<Fake>>, Option<Launch>) {
-        match acq {
-            Acquire::Wait { waiter, launch } => (waiter, launch),
-            other => panic!("expected a miss, got {other:?}"),
-        }
-    }
-
     #[test]
     fn http1_miss_install_release_then_hit() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let (w, launch) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        assert_eq!(launch, Some(Launch::Attempt));
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w = rig.wait(Requirement::Any, 1, t0);
+        assert_eq!(rig.launches()[0].1, Launch::Attempt);
         let s = c.gauges().snapshot();
         assert_eq!((s.establishing, s.waiting_requests), (1, 1));
-        let conn = h1(&c);
-        assert_eq!(c.install_h1(conn, &w, t0), Released::Delivered);
+        assert_eq!(c.install_h1(h1(c), &w, t0), Released::Delivered);
         let Some(Grant::H1(conn)) = take(&w) else {
             panic!("launcher gets its connection")
         };
@@ -975,7 +1563,10 @@ mod tests {
         assert_eq!(c.release_h1(conn, t0), Released::Idle);
         assert_eq!(c.gauges().snapshot().h1_idle, 1);
         assert!(
-            matches!(c.acquire(Requirement::Any, || 2, || t0), Acquire::H1(_)),
+            matches!(
+                c.acquire(Requirement::Any, None, || 2, || t0),
+                Acquire::H1(_)
+            ),
             "reuse hit"
         );
         assert_eq!(c.gauges().snapshot().h1_active, 1);
@@ -984,17 +1575,17 @@ mod tests {
     #[test]
     fn idle_reuse_is_newest_first_and_expiry_oldest_first() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let (a, b) = (h1(&c), h1(&c));
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let (a, b) = (h1(c), h1(c));
         let (a_id, b_id) = (a.record.info().id(), b.record.info().id());
         c.release_h1(a, t0);
         c.release_h1(b, t0 + Duration::from_secs(10));
-        let Acquire::H1(newest) = c.acquire(Requirement::Any, || 1, || t0) else {
+        let Acquire::H1(newest) = c.acquire(Requirement::Any, None, || 1, || t0) else {
             panic!()
         };
         assert_eq!(newest.record.info().id(), b_id);
         c.release_h1(newest, t0 + Duration::from_secs(20));
-        // At 90 s only `a` (idle since 0 s) has expired; the next deadline is b's (20 s + 90 s).
         let next = c.expire(t0 + Duration::from_secs(90));
         assert_eq!(next, Some(t0 + Duration::from_secs(110)));
         let s = c.gauges().snapshot();
@@ -1003,7 +1594,7 @@ mod tests {
             (1, 1),
             "a is closed but its I/O is not gone"
         );
-        let Acquire::H1(left) = c.acquire(Requirement::Any, || 2, || t0) else {
+        let Acquire::H1(left) = c.acquire(Requirement::Any, None, || 2, || t0) else {
             panic!()
         };
         assert_ne!(left.record.info().id(), a_id);
@@ -1012,11 +1603,12 @@ mod tests {
     #[test]
     fn closed_and_unready_idle_connections_are_skipped() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let good = h1(&c);
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let good = h1(c);
         let good_id = good.record.info().id();
         c.release_h1(good, t0);
-        let unready = h1(&c);
+        let unready = h1(c);
         c.release_h1(
             FakeH1 {
                 record: unready.record.clone(),
@@ -1024,11 +1616,11 @@ mod tests {
             },
             t0,
         );
-        let closed = h1(&c);
+        let closed = h1(c);
         let closed_record = closed.record.clone();
         c.release_h1(closed, t0);
         closed_record.close(CloseReason::ProtocolClosed, None);
-        let Acquire::H1(got) = c.acquire(Requirement::Any, || 1, || t0) else {
+        let Acquire::H1(got) = c.acquire(Requirement::Any, None, || 1, || t0) else {
             panic!()
         };
         assert_eq!(got.record.info().id(), good_id);
@@ -1041,40 +1633,39 @@ mod tests {
     #[test]
     fn released_connection_goes_to_the_oldest_waiter() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
-        let conn = h1(&c);
-        assert_eq!(c.release_h1(conn, t0), Released::Delivered);
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        assert_eq!(c.release_h1(h1(c), t0), Released::Delivered);
         assert!(matches!(take(&w1), Some(Grant::H1(_))));
         assert!(take(&w2).is_none());
-        // w2's own attempt completes: delivered to w2, its launcher.
-        assert_eq!(c.install_h1(h1(&c), &w2, t0), Released::Delivered);
+        assert_eq!(c.install_h1(h1(c), &w2, t0), Released::Delivered);
         assert!(matches!(take(&w2), Some(Grant::H1(_))));
     }
 
     #[test]
     fn cancelled_waiter_gives_its_connection_to_the_next() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
-        c.release_h1(h1(&c), t0);
-        // w1 was filled but leaves without taking the connection: it goes to w2.
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        c.release_h1(h1(c), t0);
         c.cancel(&w1, t0);
         assert!(matches!(take(&w2), Some(Grant::H1(_))));
         assert_eq!(c.gauges().snapshot().waiting_requests, 0);
-        // A waiter cancelled before anything arrived is simply skipped.
-        let (w3, _) = wait(c.acquire(Requirement::Any, || 3, || t0));
+        let w3 = rig.wait(Requirement::Any, 3, t0);
         c.cancel(&w3, t0);
-        assert_eq!(c.release_h1(h1(&c), t0), Released::Idle);
+        assert_eq!(c.release_h1(h1(c), t0), Released::Idle);
     }
 
     #[test]
     fn http1_mode_refuses_http2_requirement() {
-        let c = cell(EstablishMode::Http1);
+        let rig = Rig::new(EstablishMode::Http1);
         assert!(matches!(
-            c.acquire(Requirement::Http2, || 1, Instant::now),
+            rig.cell
+                .acquire(Requirement::Http2, None, || 1, Instant::now),
             Acquire::Unsupported
         ));
     }
@@ -1082,31 +1673,34 @@ mod tests {
     #[test]
     fn auto_cold_burst_shares_one_flight_and_publication() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Auto);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let Some(Launch::Flight(f)) = l1 else {
-            panic!("first miss is the probe flight")
+        let rig = Rig::new(EstablishMode::Auto);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let joiners: Vec<_> = (2..=20)
+            .map(|seq| rig.wait(Requirement::Any, seq, t0))
+            .collect();
+        let launches = rig.launches();
+        assert_eq!(launches.len(), 1, "later misses wait for the probe");
+        let Launch::Flight(f) = launches[0].1 else {
+            panic!("the probe is a flight")
         };
-        let mut joiners = Vec::new();
-        for seq in 2..=20 {
-            let (w, launch) = wait(c.acquire(Requirement::Any, || seq, || t0));
-            assert_eq!(launch, None, "later misses wait for the probe");
-            joiners.push(w);
-        }
         assert_eq!(c.gauges().snapshot().establishing, 1);
-        assert!(
-            matches!(c.converge(Launch::Flight(f), &w1, Protocol::Http2), Converge::LeadFlight(id) if id == f)
+        assert_eq!(
+            c.converge(Launch::Flight(f), &w1, Protocol::Http2),
+            Converge::LeadFlight(f)
         );
-        c.publish_h2(h2(&c), f, t0);
+        c.publish_h2(h2(c), f, t0);
         assert_eq!(c.known_protocol(), Some(Protocol::Http2));
-        // One turn is activated, oldest first.
         assert!(matches!(take(&w1), Some(Grant::H2(_))));
-        let activated = joiners.iter().filter(|w| !w.is_waiting()).count();
-        assert_eq!(activated, ACTIVATION_TURN - 1);
-        // While activations are pending a new arrival queues behind them (the gate).
-        let (late, launch) = wait(c.acquire(Requirement::Any, || 100, || t0));
-        assert_eq!(launch, None);
-        // Each activated waiter lets the next one in.
+        assert_eq!(
+            joiners.iter().filter(|w| !w.is_waiting()).count(),
+            ACTIVATION_TURN - 1
+        );
+        let late = rig.wait(Requirement::Any, 100, t0);
+        assert!(
+            rig.launches().is_empty(),
+            "the gate queues new arrivals without launching"
+        );
         c.activation_done();
         for w in &joiners {
             while w.is_waiting() {
@@ -1122,7 +1716,10 @@ mod tests {
             c.activation_done();
         }
         assert!(
-            matches!(c.acquire(Requirement::Any, || 200, || t0), Acquire::H2(_)),
+            matches!(
+                c.acquire(Requirement::Any, None, || 200, || t0),
+                Acquire::H2(_)
+            ),
             "gate open: direct hit"
         );
     }
@@ -1130,22 +1727,25 @@ mod tests {
     #[test]
     fn flight_that_negotiates_http1_fans_out() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Auto);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let Some(Launch::Flight(f)) = l1 else {
+        let rig = Rig::new(EstablishMode::Auto);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let Launch::Flight(f) = rig.launches()[0].1 else {
             panic!()
         };
-        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
-        let (w3, _) = wait(c.acquire(Requirement::Any, || 3, || t0));
-        let (strict, _) = wait(c.acquire(Requirement::Http2, || 4, || t0));
-        let Converge::Http1 { fan_out } = c.converge(Launch::Flight(f), &w1, Protocol::Http1)
-        else {
-            panic!()
-        };
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        let w3 = rig.wait(Requirement::Any, 3, t0);
+        let strict = rig.wait(Requirement::Http2, 4, t0);
+        assert_eq!(
+            c.converge(Launch::Flight(f), &w1, Protocol::Http1),
+            Converge::Http1
+        );
+        let fan_out = rig.launches();
         assert_eq!(fan_out.len(), 2);
+        assert!(fan_out.iter().all(|(_, l)| *l == Launch::Attempt));
         assert!(
-            fan_out.iter().any(|w| Arc::ptr_eq(w, &w2))
-                && fan_out.iter().any(|w| Arc::ptr_eq(w, &w3))
+            fan_out.iter().any(|(w, _)| Arc::ptr_eq(w, &w2))
+                && fan_out.iter().any(|(w, _)| Arc::ptr_eq(w, &w3))
         );
         assert!(matches!(take(&strict), Some(Grant::Unsupported)));
         assert_eq!(
@@ -1154,22 +1754,28 @@ mod tests {
             "probe plus two fanned-out attempts"
         );
         assert_eq!(c.known_protocol(), Some(Protocol::Http1));
-        // With HTTP/1 remembered, the next miss launches its own attempt.
-        let (_, launch) = wait(c.acquire(Requirement::Any, || 5, || t0));
-        assert_eq!(launch, Some(Launch::Attempt));
+        rig.wait(Requirement::Any, 5, t0);
+        assert_eq!(
+            rig.launches()[0].1,
+            Launch::Attempt,
+            "with HTTP/1 remembered, misses launch attempts"
+        );
     }
 
     #[test]
     fn http2_requiring_launcher_gets_unsupported_and_the_connection_stays() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Auto);
-        let (w, l) = wait(c.acquire(Requirement::Http2, || 1, || t0));
-        let Some(Launch::Flight(f)) = l else { panic!() };
-        assert!(matches!(
+        let rig = Rig::new(EstablishMode::Auto);
+        let c = &rig.cell;
+        let w = rig.wait(Requirement::Http2, 1, t0);
+        let Launch::Flight(f) = rig.launches()[0].1 else {
+            panic!()
+        };
+        assert_eq!(
             c.converge(Launch::Flight(f), &w, Protocol::Http1),
-            Converge::Http1 { .. }
-        ));
-        assert_eq!(c.install_h1(h1(&c), &w, t0), Released::Idle);
+            Converge::Http1
+        );
+        assert_eq!(c.install_h1(h1(c), &w, t0), Released::Idle);
         assert!(matches!(take(&w), Some(Grant::Unsupported)));
         assert_eq!(c.gauges().snapshot().h1_idle, 1);
     }
@@ -1177,28 +1783,28 @@ mod tests {
     #[test]
     fn attempts_that_negotiate_http2_converge_to_one_flight() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Auto);
-        // Remember HTTP/1 first so misses launch independent attempts.
-        let (w0, l0) = wait(c.acquire(Requirement::Any, || 0, || t0));
-        let Some(Launch::Flight(f0)) = l0 else {
+        let rig = Rig::new(EstablishMode::Auto);
+        let c = &rig.cell;
+        let w0 = rig.wait(Requirement::Any, 0, t0);
+        let Launch::Flight(f0) = rig.launches()[0].1 else {
             panic!()
         };
         c.converge(Launch::Flight(f0), &w0, Protocol::Http1);
-        c.install_h1(h1(&c), &w0, t0);
+        c.install_h1(h1(c), &w0, t0);
         let Some(Grant::H1(conn)) = take(&w0) else {
             panic!()
         };
-        let (w1, _) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let (w2, _) = wait(c.acquire(Requirement::Any, || 2, || t0));
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let w2 = rig.wait(Requirement::Any, 2, t0);
         let Converge::LeadFlight(f) = c.converge(Launch::Attempt, &w1, Protocol::Http2) else {
             panic!()
         };
-        assert!(matches!(
+        assert_eq!(
             c.converge(Launch::Attempt, &w2, Protocol::Http2),
             Converge::Join
-        ));
+        );
         assert!(!w2.is_launched(), "the joiner now depends on the flight");
-        c.publish_h2(h2(&c), f, t0);
+        c.publish_h2(h2(c), f, t0);
         assert!(matches!(take(&w1), Some(Grant::H2(_))));
         assert!(matches!(take(&w2), Some(Grant::H2(_))));
         drop(conn);
@@ -1207,59 +1813,64 @@ mod tests {
     #[test]
     fn failed_flight_fails_its_dependents_only() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let Some(Launch::Flight(f)) = l1 else {
+        let rig = Rig::new(EstablishMode::Http2);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let Launch::Flight(f) = rig.launches()[0].1 else {
             panic!()
         };
-        let (w2, _) = wait(c.acquire(Requirement::Http2, || 2, || t0));
+        let w2 = rig.wait(Requirement::Http2, 2, t0);
         c.fail(Launch::Flight(f), &w1, "refused");
         assert!(matches!(take(&w1), Some(Grant::Failed("refused"))));
         assert!(matches!(take(&w2), Some(Grant::Failed("refused"))));
         assert_eq!(c.gauges().snapshot(), PartitionStats::default());
-        // The next miss starts a new flight.
-        let (_, launch) = wait(c.acquire(Requirement::Any, || 3, || t0));
-        assert!(matches!(launch, Some(Launch::Flight(_))));
+        rig.wait(Requirement::Any, 3, t0);
+        assert!(
+            matches!(rig.launches()[0].1, Launch::Flight(_)),
+            "the next miss starts a new flight"
+        );
     }
 
     #[test]
     fn retired_generation_relaunches_for_queued_waiters() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let Some(Launch::Flight(f)) = l1 else {
+        let rig = Rig::new(EstablishMode::Http2);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let Launch::Flight(f) = rig.launches()[0].1 else {
             panic!()
         };
         let waiters: Vec<_> = (2..=12)
-            .map(|s| wait(c.acquire(Requirement::Any, || s, || t0)).0)
+            .map(|s| rig.wait(Requirement::Any, s, t0))
             .collect();
-        let generation = h2(&c);
+        let generation = h2(c);
         c.publish_h2(generation.clone(), f, t0);
         assert!(matches!(take(&w1), Some(Grant::H2(_))));
-        // GOAWAY before the rest were activated.
         generation.accepting.store(false, Ordering::SeqCst);
-        let relaunch = c.retire_h2(&generation.record);
-        let (leader, launch) = relaunch.expect("queued waiters need a new flight");
-        assert!(matches!(launch, Launch::Flight(_)));
-        assert!(waiters.iter().any(|w| Arc::ptr_eq(w, &leader)));
-        assert!(leader.is_waiting());
+        c.retire_h2(&generation.record);
+        let relaunch = rig.launches();
+        assert_eq!(relaunch.len(), 1, "queued waiters need a new flight");
+        assert!(matches!(relaunch[0].1, Launch::Flight(_)));
+        assert!(waiters.iter().any(|w| Arc::ptr_eq(w, &relaunch[0].0)));
+        assert!(relaunch[0].0.is_waiting());
     }
 
     #[test]
     fn idle_generation_expires_after_the_timeout_since_last_dispatch() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http2);
-        let (w1, l1) = wait(c.acquire(Requirement::Any, || 1, || t0));
-        let Some(Launch::Flight(f)) = l1 else {
+        let rig = Rig::new(EstablishMode::Http2);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        let Launch::Flight(f) = rig.launches()[0].1 else {
             panic!()
         };
-        let generation = h2(&c);
+        let generation = h2(c);
         c.publish_h2(generation.clone(), f, t0);
         take(&w1);
         c.activation_done();
         let t30 = t0 + Duration::from_secs(30);
         assert!(matches!(
-            c.acquire(Requirement::Any, || 2, || t30),
+            c.acquire(Requirement::Any, None, || 2, || t30),
             Acquire::H2(_)
         ));
         assert_eq!(
@@ -1277,8 +1888,9 @@ mod tests {
     #[test]
     fn close_idle_closes_everything_idle() {
         let t0 = Instant::now();
-        let c = cell(EstablishMode::Http1);
-        let a = h1(&c);
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let a = h1(c);
         let record = a.record.clone();
         c.release_h1(a, t0);
         c.close_idle(CloseReason::PoolDropped);
@@ -1288,29 +1900,249 @@ mod tests {
 
     #[test]
     fn arm_hook_fires_once_until_the_sweep() {
-        let armed = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let hook_log = armed.clone();
-        let hook: ArmExpiry = Arc::new(move |at| hook_log.lock().unwrap().push(at));
-        let c: Cell<Fake> = Cell::new(
-            EstablishMode::Http1,
-            Some(Duration::from_secs(5)),
-            Arc::new(Gauges::default()),
-            Some(hook),
-        );
+        let rig = Rig::with(EstablishMode::Http1, Some(Duration::from_secs(5)), None);
+        let c = &rig.cell;
         let t0 = Instant::now();
-        c.release_h1(h1(&c), t0);
-        c.release_h1(h1(&c), t0 + Duration::from_secs(1));
-        assert_eq!(*armed.lock().unwrap(), vec![t0 + Duration::from_secs(5)]);
+        c.release_h1(h1(c), t0);
+        c.release_h1(h1(c), t0 + Duration::from_secs(1));
+        assert_eq!(
+            *rig.armed.lock().unwrap(),
+            vec![t0 + Duration::from_secs(5)]
+        );
         assert_eq!(
             c.expire(t0 + Duration::from_secs(5)),
             Some(t0 + Duration::from_secs(6))
         );
         assert_eq!(c.expire(t0 + Duration::from_secs(6)), None);
-        c.release_h1(h1(&c), t0 + Duration::from_secs(7));
+        c.release_h1(h1(c), t0 + Duration::from_secs(7));
         assert_eq!(
-            armed.lock().unwrap().len(),
+            rig.armed.lock().unwrap().len(),
             2,
             "re-armed after the cell emptied"
         );
+    }
+
+    // ---- bounded origins ----
+
+    /// Two partitions of one bounded origin; `groups` decides eligibility.
+    fn bounded(
+        limit: usize,
+        pending: Option<usize>,
+        groups: Vec<usize>,
+    ) -> (Admission<Fake>, Vec<Rig>) {
+        let admission = Admission::new(limit, pending, groups.clone());
+        let rigs = (0..groups.len())
+            .map(|p| {
+                Rig::with(
+                    EstablishMode::Http1,
+                    Some(Duration::from_secs(90)),
+                    Some((admission.clone(), p)),
+                )
+            })
+            .collect();
+        (admission, rigs)
+    }
+
+    #[test]
+    fn bounded_miss_takes_a_free_permit_and_the_launch_owns_it() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(2, None, vec![0]);
+        let w = rigs[0].wait(Requirement::Any, 1, t0);
+        let mut launches = rigs[0].launches_with_permits();
+        assert_eq!(launches.len(), 1);
+        assert!(Arc::ptr_eq(&launches[0].0, &w));
+        assert!(launches[0].2.is_some(), "the establishment owns a permit");
+        assert_eq!(admission.available(), 1);
+        launches.pop().unwrap().2.unwrap().release();
+        assert_eq!(admission.available(), 2, "a dropped permit comes back");
+    }
+
+    #[test]
+    fn permits_go_to_the_oldest_ticket_across_partitions() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(1, None, vec![0, 1]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let first = rigs[0].launches_with_permits().pop().unwrap();
+        let b_old = rigs[1].wait(Requirement::Any, 2, t0);
+        let _a_new = rigs[0].wait(Requirement::Any, 3, t0);
+        assert!(
+            rigs[1].launches().is_empty() && rigs[0].launches().is_empty(),
+            "no permit free"
+        );
+        // The permit goes to partition 1 (head arrived at 2), not partition 0 (head at 3).
+        drop(first.2);
+        let to_b = rigs[1].launches_with_permits();
+        assert_eq!(to_b.len(), 1);
+        assert!(Arc::ptr_eq(&to_b[0].0, &b_old));
+        assert!(rigs[0].launches().is_empty());
+        assert_eq!(admission.available(), 0);
+    }
+
+    #[test]
+    fn pending_cap_fails_fast_without_touching_anything() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(1, Some(2), vec![0]);
+        let _w1 = rigs[0].wait(Requirement::Any, 1, t0);
+        let _w2 = rigs[0].wait(Requirement::Any, 2, t0);
+        assert!(matches!(
+            rigs[0].cell.acquire(Requirement::Any, None, || 3, || t0),
+            Acquire::Saturated
+        ));
+        assert_eq!(admission.waiting(), 2);
+        assert_eq!(rigs[0].cell.gauges().snapshot().waiting_requests, 2);
+    }
+
+    #[test]
+    fn cancelling_the_demand_head_returns_its_permit() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(1, None, vec![0, 1]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let first = rigs[0].launches_with_permits().pop().unwrap();
+        let w = rigs[1].wait(Requirement::Any, 2, t0);
+        rigs[1].cell.cancel(&w, t0);
+        drop(first.2);
+        assert_eq!(
+            admission.available(),
+            1,
+            "no demand left: the permit is free"
+        );
+        assert_eq!(
+            admission.waiting(),
+            1,
+            "only partition 0's launcher still waits"
+        );
+    }
+
+    /// Completes a launch: a connection that owns the launch's permit, delivered to its launcher.
+    /// Its socket is reported gone when the returned link says so (`link.gone()`).
+    fn establish(rig: &Rig, t0: Instant) -> (FakeH1, Arc<crate::connection::PhysicalLink>) {
+        let (waiter, _, lease) = rig.launches_with_permits().pop().expect("a launch");
+        let origin = OriginKey::from_uri(&"https://cell.test".parse().unwrap()).unwrap();
+        let id = ConnectionId::from_u64(IDS.fetch_add(1, Ordering::Relaxed));
+        let info = ConnectionInfo::new(id, origin, PartitionId::ANONYMOUS, Protocol::Http1);
+        let permit = lease.map(|l| Box::new(l) as Box<dyn crate::connection::Releasable>);
+        let link = crate::connection::PhysicalLink::new(rig.cell.gauges().clone());
+        let record = ConnectionRecord::install(info, rig.cell.gauges().clone(), None, permit);
+        link.attach(&record);
+        rig.cell.install_h1(
+            FakeH1 {
+                record,
+                ready: true,
+            },
+            &waiter,
+            t0,
+        );
+        let Some(Grant::H1(conn)) = take(&waiter) else {
+            panic!("the launcher gets its connection")
+        };
+        (conn, link)
+    }
+
+    #[test]
+    fn a_waiter_borrows_an_idle_connection_of_its_group() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(1, None, vec![0, 0]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, _link) = establish(&rigs[0], t0);
+        rigs[0].cell.release_h1(conn, t0);
+        assert_eq!(rigs[0].cell.gauges().snapshot().h1_idle, 1);
+
+        let borrower = rigs[1].wait(Requirement::Any, 2, t0);
+        let Some(Grant::H1(borrowed)) = take(&borrower) else {
+            panic!("borrowed the peer's idle connection")
+        };
+        assert!(
+            Arc::ptr_eq(borrowed.record.gauges(), rigs[0].cell.gauges()),
+            "it stays partition 0's"
+        );
+        assert!(rigs[1].launches().is_empty(), "nothing new was established");
+        assert_eq!((admission.waiting(), admission.available()), (0, 0));
+        // Returned through the borrower's cell, it goes home to its owner.
+        rigs[1].cell.release_h1(borrowed, t0);
+        assert_eq!(rigs[0].cell.gauges().snapshot().h1_idle, 1);
+        assert_eq!(rigs[0].cell.idle_len(), 1);
+        assert_eq!(rigs[1].cell.idle_len(), 0);
+    }
+
+    #[test]
+    fn a_returning_connection_serves_an_eligible_peer_that_waits() {
+        let t0 = Instant::now();
+        let (_admission, rigs) = bounded(1, None, vec![0, 0]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, _link) = establish(&rigs[0], t0);
+        let waiting = rigs[1].wait(Requirement::Any, 2, t0);
+        assert!(take(&waiting).is_none(), "busy connection, no permit");
+        assert_eq!(rigs[0].cell.release_h1(conn, t0), Released::Delivered);
+        assert!(
+            matches!(take(&waiting), Some(Grant::H1(_))),
+            "claimed as it returned"
+        );
+    }
+
+    #[test]
+    fn without_eligibility_an_idle_peer_connection_is_reclaimed() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(1, None, vec![0, 1]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, link) = establish(&rigs[0], t0);
+        let record0 = conn.record.clone();
+        rigs[0].cell.release_h1(conn, t0);
+        assert_eq!(admission.available(), 0);
+
+        let w = rigs[1].wait(Requirement::Any, 2, t0);
+        assert_eq!(record0.close_reason(), Some(CloseReason::Reclaimed));
+        assert!(
+            rigs[1].launches_with_permits().is_empty(),
+            "the permit moves once the socket is gone"
+        );
+        link.gone();
+        let to_b = rigs[1].launches_with_permits();
+        assert_eq!(
+            to_b.len(),
+            1,
+            "the reclaimed permit went to the waiting partition"
+        );
+        assert!(Arc::ptr_eq(&to_b[0].0, &w) && to_b[0].2.is_some());
+    }
+
+    #[test]
+    fn a_returning_connection_nobody_eligible_can_use_is_reclaimed() {
+        let t0 = Instant::now();
+        let (_admission, rigs) = bounded(1, None, vec![0, 1]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, link) = establish(&rigs[0], t0);
+        let record0 = conn.record.clone();
+        let w = rigs[1].wait(Requirement::Any, 2, t0);
+        assert_eq!(rigs[0].cell.release_h1(conn, t0), Released::Closed);
+        assert_eq!(record0.close_reason(), Some(CloseReason::Reclaimed));
+        link.gone();
+        let to_b = rigs[1].launches_with_permits();
+        assert!(Arc::ptr_eq(&to_b[0].0, &w) && to_b[0].2.is_some());
+    }
+
+    #[test]
+    fn a_permit_delivery_prefers_a_connection_that_came_back() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(2, None, vec![0]);
+        let c = &rigs[0].cell;
+        c.acquire(Requirement::Any, None, || 1, || t0);
+        let (conn, _link) = establish(&rigs[0], t0);
+        // A second request waits for capacity while the connection is busy... and the permit
+        // it would get is held back, so the only way to serve it is the connection coming back.
+        let w2 = rigs[0].wait(Requirement::Any, 2, t0);
+        let (_, _, second_permit) = rigs[0].launches_with_permits().pop().unwrap();
+        c.release_h1(conn, t0);
+        let served = take(&w2);
+        assert!(
+            matches!(served, Some(Grant::H1(_))),
+            "the returning connection served it"
+        );
+        drop(second_permit);
+        assert_eq!(
+            admission.available(),
+            1,
+            "the unused permit came back; the connection keeps its own"
+        );
+        drop(served);
     }
 }

@@ -264,8 +264,18 @@ impl ConnectionRecord {
         if Self::is_draining(new) {
             self.gauges.inc(self.draining_gauge());
         }
-        let permit = self.permit.lock().take();
-        drop(permit);
+        // Which close releases the permit: an HTTP/2 connection releases it now, so a
+        // replacement can open while this one drains its accepted streams; an upgraded HTTP/1
+        // connection too, since its I/O now lives as long as the caller wants. Any other HTTP/1
+        // connection keeps it until its socket is gone, which follows within one poll of its
+        // driver: the peer then never counts more connections than the bound.
+        if self.info.protocol() == Protocol::Http2
+            || reason == CloseReason::Upgraded
+            || new & GONE != 0
+        {
+            let permit = self.permit.lock().take();
+            drop(permit);
+        }
         tracing::debug!(
             connection = self.info.id().as_u64(),
             origin = %self.info.origin(),
@@ -297,6 +307,8 @@ impl ConnectionRecord {
         if old & PHASE_MASK != CLOSED {
             self.close(CloseReason::ProtocolClosed, None);
         }
+        let permit = self.permit.lock().take();
+        drop(permit);
     }
 }
 
@@ -548,6 +560,38 @@ mod tests {
     }
 
     #[test]
+    fn an_h1_permit_is_released_when_the_socket_is_gone() {
+        struct Permit(Arc<AtomicUsize>);
+        impl Drop for Permit {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let released = Arc::new(AtomicUsize::new(0));
+        let gauges = Arc::new(Gauges::default());
+        gauges.inc(Gauge::Establishing);
+        let link = PhysicalLink::new(gauges.clone());
+        let origin = OriginKey::from_uri(&"http://a.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(4),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http1,
+        );
+        let record =
+            ConnectionRecord::install(info, gauges, None, Some(Box::new(Permit(released.clone()))));
+        link.attach(&record);
+        record.close(CloseReason::IncompleteH1Exchange, None);
+        assert_eq!(
+            released.load(Ordering::SeqCst),
+            0,
+            "held while the socket lives"
+        );
+        link.gone();
+        assert_eq!(released.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
     fn the_permit_is_released_at_logical_close() {
         struct Permit(Arc<AtomicUsize>);
         impl Drop for Permit {
@@ -563,7 +607,7 @@ mod tests {
             ConnectionId::from_u64(3),
             origin,
             PartitionId::ANONYMOUS,
-            Protocol::Http1,
+            Protocol::Http2,
         );
         let record =
             ConnectionRecord::install(info, gauges, None, Some(Box::new(Permit(released.clone()))));
@@ -572,7 +616,7 @@ mod tests {
         assert_eq!(
             released.load(Ordering::SeqCst),
             1,
-            "released before the socket is gone"
+            "an HTTP/2 permit is released before the socket is gone"
         );
     }
 }

@@ -69,6 +69,9 @@ pub struct TlsDetails {
     pub version: &'static str,
     /// The cipher suite, such as `"TLS13_AES_256_GCM_SHA384"`.
     pub cipher_suite: &'static str,
+    /// The protocol ALPN selected (`"h2"`, `"http/1.1"`), or `None` when the server selected
+    /// none.
+    pub alpn: Option<&'static str>,
 }
 
 /// How long establishing a connection took, each measured from the start of establishment.

@@ -7,6 +7,7 @@
 //!
 //! * [`origin`]: canonical [`OriginKey`]s and their allocation-free lookup.
 //! * [`partition`]: [`PartitionId`], [`ConnectionReuseScope`] and eligibility groups.
+//! * [`admission`]: permits, demand order and the pending cap of a bounded origin.
 //! * [`cell`]: one origin in one partition: idle HTTP/1 connections, the HTTP/2 generation, the
 //!   flight in progress and the waiting requests.
 //! * [`waiter`]: the exactly-once hand-over of a grant to a waiting request.
@@ -19,6 +20,7 @@
 //! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
 //! or assemble the pool users depend on (`pool`).
 
+pub mod admission;
 pub mod cell;
 pub mod close;
 pub mod connection;
@@ -30,6 +32,9 @@ pub mod stats;
 pub mod sync;
 pub mod time;
 pub mod waiter;
+
+#[cfg(all(test, pool_loom))]
+mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{

@@ -25,6 +25,7 @@
 
 use std::fmt;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -58,6 +59,8 @@ pub struct Waiter<T> {
     seq: u64,
     /// What kind of connection can serve it.
     requirement: Requirement,
+    /// The connect timeout of the request, for an establishment launched on its behalf.
+    connect_timeout: Option<Duration>,
     /// `WAITING`, `CLAIMED` or `CANCELLED`; only `WAITING` ever changes, and only once.
     state: AtomicU8,
     /// Set (under the cell lock) once an establishment was launched for this waiter, so it is
@@ -69,10 +72,11 @@ pub struct Waiter<T> {
 
 impl<T> Waiter<T> {
     /// A new waiter, waiting.
-    pub fn new(seq: u64, requirement: Requirement) -> Waiter<T> {
+    pub fn new(seq: u64, requirement: Requirement, connect_timeout: Option<Duration>) -> Waiter<T> {
         Waiter {
             seq,
             requirement,
+            connect_timeout,
             state: AtomicU8::new(WAITING),
             launched: AtomicBool::new(false),
             slot: Mutex::new(Slot {
@@ -91,6 +95,11 @@ impl<T> Waiter<T> {
     /// What can serve this waiter.
     pub fn requirement(&self) -> Requirement {
         self.requirement
+    }
+
+    /// The connect timeout an establishment launched for this waiter uses.
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
     }
 
     /// Whether nobody has claimed this waiter and it has not left.
@@ -233,7 +242,7 @@ mod tests {
 
     #[test]
     fn fill_wakes_and_take_receives() {
-        let w = Waiter::new(1, Requirement::Any);
+        let w = Waiter::new(1, Requirement::Any, None);
         let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let mut cx = Context::from_waker(&waker);
@@ -247,7 +256,7 @@ mod tests {
 
     #[test]
     fn cancel_before_claim_makes_claims_fail() {
-        let w = Waiter::<u32>::new(1, Requirement::Any);
+        let w = Waiter::<u32>::new(1, Requirement::Any, None);
         assert_eq!(w.cancel(), None);
         assert!(!w.is_waiting());
         assert_eq!(w.offer(3), Err(3));
@@ -255,14 +264,14 @@ mod tests {
 
     #[test]
     fn cancel_after_fill_returns_the_value() {
-        let w = Waiter::new(1, Requirement::Any);
+        let w = Waiter::new(1, Requirement::Any, None);
         assert_eq!(w.offer(5), Ok(()));
         assert_eq!(w.cancel(), Some(Some(5)));
     }
 
     #[test]
     fn fill_after_cancel_hands_the_value_back() {
-        let w = Waiter::new(1, Requirement::Any);
+        let w = Waiter::new(1, Requirement::Any, None);
         assert!(w.claim());
         assert_eq!(w.cancel(), Some(None));
         assert_eq!(w.fill(9), Err(9));
@@ -270,7 +279,7 @@ mod tests {
 
     #[test]
     fn launched_is_marked_once() {
-        let w = Waiter::<()>::new(1, Requirement::Http2);
+        let w = Waiter::<()>::new(1, Requirement::Http2, None);
         assert!(!w.is_launched());
         assert!(w.mark_launched());
         assert!(!w.mark_launched());

@@ -91,7 +91,7 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    /// Dispatches `request` (already shaped by [`prepare_request`]) on this connection.
+    /// Dispatches `request` (already shaped by [`prepare_request`](crate::prepare_request)) on this connection.
     ///
     /// The dispatch is counted on the record before hyper receives the request, so the
     /// connection counts as reused from the second request on.

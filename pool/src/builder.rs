@@ -6,7 +6,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use pool_core::sync::Arc;
-use pool_core::{AsyncSleep, ConnectionEventListener, DriverSpawner, PartitionId, TimeSource};
+use pool_core::{
+    AsyncSleep, ConnectionEventListener, ConnectionReuseScope, DriverSpawner, EligibilityGroup,
+    PartitionId, TimeSource,
+};
 use pool_h2::H2Settings;
 use pool_tls::{
     Connect, DialOptions, HttpConnector, Resolve, SystemResolver, TlsConnector, TlsOptions,
@@ -15,7 +18,7 @@ use pool_tls::{
 use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
 use crate::pool::{ConnectionPool, PartitionState, PoolInner};
 use crate::protocol::ProtocolPolicy;
-use crate::shared::Shared;
+use crate::shared::{BoundConfig, Shared};
 use crate::time::{TokioSleep, TokioTime};
 
 /// The idle timeout used when none is configured.
@@ -38,6 +41,9 @@ pub struct Builder {
     time: Option<Arc<dyn TimeSource>>,
     sleep: Option<Arc<dyn AsyncSleep>>,
     partitions: Option<Vec<Partition>>,
+    max_connections_per_host: Option<usize>,
+    max_pending_per_host: Option<usize>,
+    reuse_scope: ConnectionReuseScope,
     h1: hyper::client::conn::http1::Builder,
     h2: H2Settings,
     connect_timeout: Option<Duration>,
@@ -57,6 +63,9 @@ impl Default for Builder {
             time: None,
             sleep: None,
             partitions: None,
+            max_connections_per_host: None,
+            max_pending_per_host: None,
+            reuse_scope: ConnectionReuseScope::default(),
             h1: hyper::client::conn::http1::Builder::new(),
             h2: H2Settings::default(),
             connect_timeout: None,
@@ -225,6 +234,37 @@ impl Builder {
         self
     }
 
+    /// Bounds each origin (scheme, host, port) to at most `limit` admitted connections across
+    /// all partitions: establishing, idle and active HTTP/1 connections plus accepting HTTP/2
+    /// ones. Requests beyond it wait in arrival order for a connection to come back or a permit
+    /// to free up (see the crate docs on borrow and reclaim). Unset, origins are unbounded and
+    /// no admission machinery exists. `0` is rejected by [`build`](Self::build).
+    ///
+    /// The bound counts admitted connections, not sockets: a connection that stopped accepting
+    /// work releases its permit before its socket is gone (an HTTP/2 connection draining, an
+    /// upgraded connection).
+    pub fn max_connections_per_host(mut self, limit: usize) -> Self {
+        self.max_connections_per_host = Some(limit);
+        self
+    }
+
+    /// At most `pending` requests of one bounded origin may wait for a connection; the next one
+    /// fails at once with an error for which [`Error::is_saturated`] holds, touching no
+    /// connection. Requires [`max_connections_per_host`](Self::max_connections_per_host).
+    ///
+    /// [`Error::is_saturated`]: crate::Error::is_saturated
+    pub fn max_pending_per_host(mut self, pending: usize) -> Self {
+        self.max_pending_per_host = Some(pending);
+        self
+    }
+
+    /// Which partitions may dispatch through another partition's connections (default:
+    /// partitions bound to the same network interface). See [`ConnectionReuseScope`].
+    pub fn connection_reuse_scope(mut self, scope: ConnectionReuseScope) -> Self {
+        self.reuse_scope = scope;
+        self
+    }
+
     /// The default connect timeout of the pool's clients (see [`Client::connect_timeout`]).
     ///
     /// [`Client::connect_timeout`]: crate::Client::connect_timeout
@@ -312,6 +352,7 @@ impl Builder {
     pub fn build(self) -> Result<ConnectionPool, BuildError> {
         self.validate_h2()?;
         let partitions = self.validate_partitions()?;
+        let bound = self.validate_bound(partitions.as_deref())?;
         let explicit = partitions.is_some();
         let (connector, tls): (Arc<dyn Connect>, Option<TlsConnector>) = match self.connector {
             Some(connector) => (connector, None),
@@ -337,6 +378,7 @@ impl Builder {
             self.sleep.unwrap_or_else(|| Arc::new(TokioSleep)),
             idle_timeout,
             self.connect_timeout,
+            bound,
         ));
         let runtimes: Vec<Arc<PartitionRuntime>> = match partitions {
             None => {
@@ -354,7 +396,11 @@ impl Builder {
         };
         Ok(ConnectionPool::from_inner(PoolInner {
             shared,
-            partitions: runtimes.into_iter().map(PartitionState::new).collect(),
+            partitions: runtimes
+                .into_iter()
+                .enumerate()
+                .map(|(i, rt)| PartitionState::new(rt, i))
+                .collect(),
             explicit,
             read_timeout: self.read_timeout,
             tls,
@@ -390,6 +436,50 @@ impl Builder {
             }
         }
         Ok(Some(partitions.clone()))
+    }
+
+    fn validate_bound(
+        &self,
+        partitions: Option<&[Partition]>,
+    ) -> Result<Option<BoundConfig>, BuildError> {
+        let Some(limit) = self.max_connections_per_host else {
+            if let Some(pending) = self.max_pending_per_host {
+                return Err(BuildError::new(
+                    "max_pending_per_host",
+                    pending,
+                    "only bounded origins have a pending queue; set max_connections_per_host too",
+                ));
+            }
+            return Ok(None);
+        };
+        if limit == 0 {
+            return Err(BuildError::new(
+                "max_connections_per_host",
+                0,
+                "must be at least 1",
+            ));
+        }
+        // Partitions with equal eligibility groups share a group index.
+        let groups_of: Vec<EligibilityGroup> = match partitions {
+            None => vec![EligibilityGroup::of(
+                self.reuse_scope,
+                PartitionId::ANONYMOUS,
+                None,
+            )],
+            Some(partitions) => partitions
+                .iter()
+                .map(|p| EligibilityGroup::of(self.reuse_scope, p.id, p.interface.as_ref()))
+                .collect(),
+        };
+        let groups = groups_of
+            .iter()
+            .map(|g| groups_of.iter().position(|other| other == g).unwrap_or(0))
+            .collect();
+        Ok(Some(BoundConfig {
+            limit,
+            pending: self.max_pending_per_host,
+            groups,
+        }))
     }
 
     fn validate_h2(&self) -> Result<(), BuildError> {
@@ -438,6 +528,9 @@ impl fmt::Debug for Builder {
             .field("dial", &self.dial)
             .field("tls", &self.tls)
             .field("partitions", &self.partitions)
+            .field("max_connections_per_host", &self.max_connections_per_host)
+            .field("max_pending_per_host", &self.max_pending_per_host)
+            .field("reuse_scope", &self.reuse_scope)
             .field("h2", &self.h2)
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
@@ -509,6 +602,32 @@ mod tests {
             PartitionId::from_index(1)
         );
         assert!(pool.client_for(PartitionId::from_index(2)).is_err());
+    }
+
+    #[test]
+    fn bound_settings_are_validated() {
+        let err = ConnectionPool::builder()
+            .max_connections_per_host(0)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            (err.setting(), err.value()),
+            ("max_connections_per_host", "0")
+        );
+        let err = ConnectionPool::builder()
+            .max_pending_per_host(4)
+            .build()
+            .unwrap_err();
+        assert_eq!((err.setting(), err.value()), ("max_pending_per_host", "4"));
+        let pool = ConnectionPool::builder()
+            .max_connections_per_host(8)
+            .max_pending_per_host(0)
+            .build()
+            .unwrap();
+        let origin = pool_core::OriginKey::from_uri(&"http://a.test".parse().unwrap()).unwrap();
+        assert_eq!(pool.stats(&origin).limit(), Some(8));
+        let unbounded = ConnectionPool::builder().build().unwrap();
+        assert_eq!(unbounded.stats(&origin).limit(), None);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use pool_core::OriginKey;
-use pool_core::cell::{Acquire, Cell, CellTypes, CellWaiter, EstablishMode, Grant, Launch};
+use pool_core::admission::Admission;
+use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
 use pool_h1::{H1Connection, H1Home};
@@ -39,7 +40,7 @@ pub(crate) enum Selected {
 
 /// The cell of one (partition, origin) with everything its connections need to reach home.
 pub(crate) struct CellEntry {
-    pub(crate) cell: Cell<PoolTypes>,
+    pub(crate) cell: Arc<Cell<PoolTypes>>,
     pub(crate) origin: OriginKey,
     /// The `Host` value for HTTP/1 requests, computed once.
     pub(crate) host: HeaderValue,
@@ -48,20 +49,22 @@ pub(crate) struct CellEntry {
 }
 
 impl CellEntry {
+    /// A new cell for `origin` in the partition at `index`; `admission` for a bounded origin.
+    /// The caller registers the cell with the admission once it is published in the partition.
     pub(crate) fn new(
         origin: OriginKey,
         runtime: Arc<PartitionRuntime>,
         shared: Arc<Shared>,
+        index: usize,
+        admission: Option<Admission<PoolTypes>>,
     ) -> Arc<CellEntry> {
         let mode = shared.protocol.mode_for(&origin);
         let host = HeaderValue::from_str(&origin.authority())
             .expect("an origin's authority is a valid header value");
         Arc::new_cyclic(|weak: &Weak<CellEntry>| {
             let arm = {
-                let weak = weak.clone();
-                let runtime = runtime.clone();
-                let shared = shared.clone();
-                Arc::new(move |at| {
+                let (weak, runtime, shared) = (weak.clone(), runtime.clone(), shared.clone());
+                std::sync::Arc::new(move |at| {
                     runtime.maintenance.schedule(
                         &runtime,
                         weak.clone(),
@@ -71,12 +74,30 @@ impl CellEntry {
                     );
                 }) as pool_core::cell::ArmExpiry
             };
-            let cell = Cell::new(
+            let launch = {
+                let weak = weak.clone();
+                std::sync::Arc::new(move |waiter: Arc<Waiter>, launch, lease| {
+                    // The cell outlives every launch it decides (its entry is in the pool's map
+                    // while the pool lives); after the pool is gone, a launch is moot and the
+                    // permit simply returns.
+                    if let Some(entry) = weak.upgrade() {
+                        entry.launch(waiter, launch, lease);
+                    }
+                }) as pool_core::cell::LaunchHook<PoolTypes>
+            };
+            let hooks = CellHooks {
+                launch,
+                arm_expiry: Some(arm),
+                time: shared.time.clone(),
+            };
+            let bound = admission.map(|admission| (admission, index));
+            let cell = Arc::new(Cell::new(
                 mode,
                 shared.idle_timeout,
                 Arc::new(Default::default()),
-                Some(arm),
-            );
+                hooks,
+                bound,
+            ));
             CellEntry {
                 cell,
                 origin,
@@ -88,13 +109,14 @@ impl CellEntry {
     }
 
     /// Finds a connection for one request: a reuse hit, or a wait on the cell's queue while an
-    /// establishment (started here or by an earlier request) or a returning connection serves
-    /// it.
+    /// establishment (started here or by an earlier request), a returning connection or a
+    /// permit serves it.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future while it waits withdraws the waiter; anything already handed to it
-    /// goes back to the cell (a connection to the next waiter or the idle set).
+    /// goes back to the cell (a connection to the next waiter or the idle set, a permit to the
+    /// origin's next ticket).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         requirement: Requirement,
@@ -102,9 +124,12 @@ impl CellEntry {
     ) -> Result<Selected, Error> {
         loop {
             let shared = &self.shared;
-            let acquired =
-                self.cell
-                    .acquire(requirement, || shared.next_seq(), || shared.time.now());
+            let acquired = self.cell.acquire(
+                requirement,
+                connect_timeout,
+                || shared.next_seq(),
+                || shared.time.now(),
+            );
             let grant = match acquired {
                 Acquire::H1(conn) => return Ok(Selected::H1(conn)),
                 Acquire::H2(generation) => match generation.lease() {
@@ -117,10 +142,15 @@ impl CellEntry {
                         "this origin is served over HTTP/1.1 only",
                     ));
                 }
-                Acquire::Wait { waiter, launch } => {
-                    if let Some(launch) = launch {
-                        self.launch(waiter.clone(), launch, connect_timeout);
-                    }
+                Acquire::Saturated => {
+                    let cap = self
+                        .cell
+                        .admission()
+                        .and_then(|a| a.pending_cap())
+                        .unwrap_or(0);
+                    return Err(Error::saturated(cap));
+                }
+                Acquire::Wait(waiter) => {
                     WaitGrant {
                         entry: self,
                         waiter: Some(waiter),
@@ -133,8 +163,13 @@ impl CellEntry {
                 Grant::H2(generation) => {
                     let lease = generation.lease();
                     // This waiter's activation is done either way: let the next one in.
-                    self.relaunch(self.cell.activation_done());
+                    self.cell.activation_done();
                     if let Some(lease) = lease {
+                        return Ok(Selected::H2(lease));
+                    }
+                }
+                Grant::Loan(generation) => {
+                    if let Some(lease) = generation.lease() {
                         return Ok(Selected::H2(lease));
                     }
                 }
@@ -145,13 +180,6 @@ impl CellEntry {
                     ));
                 }
             }
-        }
-    }
-
-    /// Starts the establishment a cell transition asked for, if any.
-    pub(crate) fn relaunch(self: &Arc<Self>, launch: Option<(Arc<Waiter>, Launch)>) {
-        if let Some((waiter, launch)) = launch {
-            self.launch(waiter, launch, self.shared.connect_timeout);
         }
     }
 
@@ -206,11 +234,9 @@ impl Future for WaitGrant<'_> {
 impl Drop for WaitGrant<'_> {
     fn drop(&mut self) {
         if let Some(waiter) = self.waiter.take() {
-            let relaunch = self
-                .entry
+            self.entry
                 .cell
                 .cancel(&waiter, self.entry.shared.time.now());
-            self.entry.relaunch(relaunch);
         }
     }
 }

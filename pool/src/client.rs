@@ -153,7 +153,7 @@ impl Client {
                         } => {
                             // hyper's dispatcher for this generation is gone.
                             record.close(pool_core::CloseReason::ProtocolClosed, None);
-                            entry.relaunch(entry.cell.retire_h2(&record));
+                            entry.cell.retire_h2(&record);
                             if !reused {
                                 return Err(Error::request(error));
                             }
@@ -166,7 +166,7 @@ impl Client {
                         } => {
                             if connection_level {
                                 record.close(pool_core::CloseReason::ProtocolClosed, None);
-                                entry.relaunch(entry.cell.retire_h2(&record));
+                                entry.cell.retire_h2(&record);
                             }
                             return Err(Error::request(error));
                         }
@@ -176,13 +176,25 @@ impl Client {
         }
     }
 
+    /// Fires `connection_reused` (own partition) or `connection_borrowed` (another
+    /// partition's connection, under bounded pressure) for a connection that served before.
     fn report_reuse(&self, record: &pool_core::connection::ConnectionRecord, reused: bool) {
-        if reused {
-            tracing::trace!(
-                connection = record.info().id().as_u64(),
-                "connection reused"
-            );
-            if let Some(listener) = &self.pool.shared.listener {
+        let me = self.partition();
+        let borrowed = record.info().partition() != me;
+        if !reused && !borrowed {
+            return;
+        }
+        tracing::trace!(
+            connection = record.info().id().as_u64(),
+            borrowed,
+            "connection reused"
+        );
+        if let Some(listener) = &self.pool.shared.listener {
+            if borrowed {
+                pool_core::events::notify("connection_borrowed", || {
+                    listener.connection_borrowed(record.info(), me)
+                });
+            } else {
                 pool_core::events::notify("connection_reused", || {
                     listener.connection_reused(record.info())
                 });

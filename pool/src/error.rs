@@ -78,6 +78,15 @@ impl Error {
         )
     }
 
+    pub(crate) fn saturated(cap: usize) -> Error {
+        Error::new(
+            Kind::Saturated,
+            Some(Arc::new(Message(format!(
+                "{cap} requests already wait for a connection to this origin"
+            )))),
+        )
+    }
+
     pub(crate) fn unsupported_version(detail: &'static str) -> Error {
         Error::new(
             Kind::UnsupportedVersion,
@@ -303,6 +312,9 @@ mod tests {
 
     #[test]
     fn predicates_follow_the_kind() {
+        let e = Error::saturated(16);
+        assert!(e.is_saturated() && !e.is_connect() && !e.is_timeout());
+        assert!(e.to_string().contains("16 requests"));
         let e = Error::read_timeout(Duration::from_secs(2));
         assert!(e.is_timeout() && e.is_read_timeout() && !e.is_connect_timeout());
         let e = Error::connect(ConnectError::timeout(Duration::from_secs(1)));

@@ -5,7 +5,7 @@
 //!     connect (resolve, TCP, TLS/ALPN)            ConnectError      ─► cell.fail
 //!     wrap I/O (physically_live += 1)
 //!     Auto mode: cell.converge(ALPN) ─► Join: drop the transport unhandshaken
-//!                                     ─► Http1 { fan_out }: launch an attempt per waiter
+//!                                     ─► Http1 (the cell launches the flight's other waiters)
 //!                                     ─► LeadFlight
 //!     HTTP/1 handshake ─► record (connection_created) ─► driver task ─► cell.install_h1
 //!     HTTP/2 handshake ─► record (connection_created) ─► driver task ─► cell.publish_h2
@@ -27,8 +27,9 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
+use pool_core::admission::CapacityLease;
 use pool_core::cell::{Converge, EstablishMode, FlightId, Launch};
-use pool_core::connection::{ConnectionRecord, PhysicalLink};
+use pool_core::connection::{ConnectionRecord, PhysicalLink, Releasable};
 use pool_core::sync::Arc;
 use pool_core::{CloseReason, ConnectionInfo, ConnectionTimings, Protocol, TlsDetails};
 use pool_h1::{H1Connection, H1Home, ParkingSpot};
@@ -37,25 +38,28 @@ use pool_tls::{ConnectTarget, Connected, Negotiated, TokioIo};
 use tracing::Instrument;
 
 use crate::body::RequestBody;
-use crate::cell::{CellEntry, Waiter};
+use crate::cell::{CellEntry, PoolTypes, Waiter};
 use crate::error::Error;
 use crate::io::TrackedIo;
 use crate::protocol::alpn_for;
 
 impl CellEntry {
-    /// Submits an establishment for `waiter` to the owner partition.
+    /// Submits an establishment for `waiter` to the owner partition; `lease` is its permit
+    /// when the origin is bounded.
     pub(crate) fn launch(
         self: &Arc<Self>,
         waiter: Arc<Waiter>,
         launch: Launch,
-        connect_timeout: Option<Duration>,
+        lease: Option<CapacityLease<PoolTypes>>,
     ) {
+        let connect_timeout = waiter.connect_timeout();
         let span =
             tracing::debug_span!("establish", origin = %self.origin, partition = %self.runtime.id);
         let guard = LaunchGuard {
             entry: self.clone(),
             waiter,
             launch,
+            lease,
             armed: true,
         };
         self.runtime
@@ -68,6 +72,9 @@ struct LaunchGuard {
     entry: Arc<CellEntry>,
     waiter: Arc<Waiter>,
     launch: Launch,
+    /// The permit of a bounded origin, until the connection's record takes it. Dropped with
+    /// the guard (a failed, joined or abandoned establishment), it returns to admission.
+    lease: Option<CapacityLease<PoolTypes>>,
     /// Cleared once a cell transition (install, publish, join) accounted for the launch.
     armed: bool,
 }
@@ -132,15 +139,13 @@ async fn establish_inner(
         match entry.cell.converge(guard.launch, &guard.waiter, protocol) {
             Converge::Join => {
                 // Another generation or flight serves this waiter; the transport closes here,
-                // before any handshake, and converge returned the `establishing` count.
+                // before any handshake, converge returned the `establishing` count, and the
+                // permit (if any) goes back as the guard drops.
                 guard.disarm();
                 return Ok(());
             }
-            Converge::Http1 { fan_out } => {
-                for waiter in fan_out {
-                    entry.launch(waiter, Launch::Attempt, connect_timeout);
-                }
-            }
+            // The cell launched attempts for the flight's other waiters, if it was a flight.
+            Converge::Http1 => {}
             Converge::LeadFlight(flight) => guard.launch = Launch::Flight(flight),
         }
     }
@@ -194,9 +199,14 @@ fn connection_info(
         tls: conn.connected.timings.tls,
         handshake: shared.time.now().saturating_duration_since(conn.start),
     };
+    let alpn = conn.connected.alpn.map(|n| match n {
+        Negotiated::Http1 => "http/1.1",
+        Negotiated::Http2 => "h2",
+    });
     let tls = conn.connected.tls.as_ref().map(|t| TlsDetails {
         version: t.version,
         cipher_suite: t.cipher_suite,
+        alpn,
     });
     ConnectionInfo::new(
         shared.next_connection_id(),
@@ -222,11 +232,15 @@ async fn handshake_h1(guard: &mut LaunchGuard, conn: Established) -> Result<(), 
         .await
         .map_err(Error::handshake)?;
     let info = connection_info(&entry, Protocol::Http1, &meta);
+    let permit = guard
+        .lease
+        .take()
+        .map(|lease| Box::new(lease) as Box<dyn Releasable>);
     let record = ConnectionRecord::install(
         info,
         entry.cell.gauges().clone(),
         shared.listener.clone(),
-        None,
+        permit,
     );
     link.attach(&record);
     let spot = Arc::new(ParkingSpot::default());
@@ -266,11 +280,15 @@ async fn handshake_h2(guard: &mut LaunchGuard, conn: Established) -> Result<(), 
         .await
         .map_err(Error::handshake)?;
     let info = connection_info(&entry, Protocol::Http2, &meta);
+    let permit = guard
+        .lease
+        .take()
+        .map(|lease| Box::new(lease) as Box<dyn Releasable>);
     let record = ConnectionRecord::install(
         info,
         entry.cell.gauges().clone(),
         shared.listener.clone(),
-        None,
+        permit,
     );
     link.attach(&record);
     // The driver must not hold a sender: hyper shuts an HTTP/2 connection down gracefully once
@@ -403,7 +421,7 @@ where
             record.close(CloseReason::Upgraded, None);
         }
         if let Some(entry) = this.entry.take() {
-            entry.relaunch(entry.cell.retire_h2(&record));
+            entry.cell.retire_h2(&record);
         }
         Poll::Ready(())
     }

@@ -36,13 +36,16 @@ pub struct ConnectionPool {
 /// with origins is partition-local: a reuse hit reads only its own partition's map.
 pub(crate) struct PartitionState {
     pub(crate) runtime: Arc<PartitionRuntime>,
+    /// This partition's position in the pool (its index in every origin's admission).
+    index: usize,
     cells: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
 }
 
 impl PartitionState {
-    pub(crate) fn new(runtime: Arc<PartitionRuntime>) -> PartitionState {
+    pub(crate) fn new(runtime: Arc<PartitionRuntime>, index: usize) -> PartitionState {
         PartitionState {
             runtime,
+            index,
             cells: RwLock::new(HashMap::new()),
         }
     }
@@ -59,11 +62,28 @@ impl PartitionState {
             return Ok(entry.clone());
         }
         let key = lookup.to_key();
-        let mut cells = self.cells.write();
-        let entry = cells.entry(key).or_insert_with_key(|key| {
-            CellEntry::new(key.clone(), self.runtime.clone(), shared.clone())
-        });
-        Ok(entry.clone())
+        // Looked up before taking the map's lock: never two pool locks at once.
+        let admission = shared.admission_for(&key);
+        let created = CellEntry::new(
+            key.clone(),
+            self.runtime.clone(),
+            shared.clone(),
+            self.index,
+            admission.clone(),
+        );
+        let (entry, inserted) = {
+            let mut cells = self.cells.write();
+            match cells.entry(key) {
+                hashbrown::hash_map::Entry::Occupied(existing) => (existing.get().clone(), false),
+                hashbrown::hash_map::Entry::Vacant(vacant) => {
+                    (vacant.insert(created).clone(), true)
+                }
+            }
+        };
+        if let (true, Some(admission)) = (inserted, admission) {
+            admission.register(self.index, entry.cell.clone());
+        }
+        Ok(entry)
     }
 
     fn cell(&self, origin: &OriginKey) -> Option<Arc<CellEntry>> {
@@ -103,6 +123,10 @@ impl Drop for PoolInner {
                     panic.get_or_insert(payload);
                 }
             }
+        }
+        // Cells and admissions refer to each other; break the cycle.
+        for admission in self.shared.admissions() {
+            admission.detach();
         }
         if let Some(payload) = panic {
             std::panic::resume_unwind(payload);
@@ -187,7 +211,7 @@ impl ConnectionPool {
                     .map(|entry| (p.runtime.id, entry.cell.gauges().snapshot()))
             })
             .collect();
-        OriginStats::new(None, rows)
+        OriginStats::new(self.inner.shared.bound.as_ref().map(|b| b.limit), rows)
     }
 
     /// Every origin any partition has seen, sorted.

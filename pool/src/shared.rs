@@ -3,13 +3,25 @@
 use std::fmt;
 use std::time::Duration;
 
-use pool_core::sync::Arc;
+use hashbrown::HashMap;
+use pool_core::admission::Admission;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
-use pool_core::{AsyncSleep, ConnectionEventListener, ConnectionId, TimeSource};
+use pool_core::sync::{Arc, Mutex};
+use pool_core::{AsyncSleep, ConnectionEventListener, ConnectionId, OriginKey, TimeSource};
 use pool_h2::H2Settings;
 use pool_tls::Connect;
 
+use crate::cell::PoolTypes;
 use crate::protocol::ProtocolPolicy;
+
+/// The per-origin bound, when `max_connections_per_host` is set.
+#[derive(Clone, Debug)]
+pub(crate) struct BoundConfig {
+    pub(crate) limit: usize,
+    pub(crate) pending: Option<usize>,
+    /// Partition index → eligibility group index under the reuse scope.
+    pub(crate) groups: Vec<usize>,
+}
 
 /// Connection identities are unique per process, so events of several pools never collide.
 static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
@@ -26,6 +38,11 @@ pub(crate) struct Shared {
     pub(crate) idle_timeout: Option<Duration>,
     /// The connect timeout for establishments no request asked for (replacements after GOAWAY).
     pub(crate) connect_timeout: Option<Duration>,
+    /// The per-origin bound; `None` builds no admission machinery at all.
+    pub(crate) bound: Option<BoundConfig>,
+    /// The admission of every bounded origin seen so far (looked up only when a partition
+    /// creates its cell for an origin, never on the request path).
+    admissions: Mutex<HashMap<OriginKey, Admission<PoolTypes>>>,
     /// Arrival order of waiting requests; touched only on a miss.
     seq: AtomicU64,
 }
@@ -42,6 +59,7 @@ impl Shared {
         sleep: Arc<dyn AsyncSleep>,
         idle_timeout: Option<Duration>,
         connect_timeout: Option<Duration>,
+        bound: Option<BoundConfig>,
     ) -> Shared {
         Shared {
             connector,
@@ -53,8 +71,25 @@ impl Shared {
             sleep,
             idle_timeout,
             connect_timeout,
+            bound,
+            admissions: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(0),
         }
+    }
+
+    /// The admission of `origin`, created on first use, if the pool bounds its origins.
+    pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<Admission<PoolTypes>> {
+        let bound = self.bound.as_ref()?;
+        let mut admissions = self.admissions.lock();
+        let admission = admissions
+            .entry(origin.clone())
+            .or_insert_with(|| Admission::new(bound.limit, bound.pending, bound.groups.clone()));
+        Some(admission.clone())
+    }
+
+    /// Every admission (for teardown and stats).
+    pub(crate) fn admissions(&self) -> Vec<Admission<PoolTypes>> {
+        self.admissions.lock().values().cloned().collect()
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
@@ -72,6 +107,7 @@ impl fmt::Debug for Shared {
             .field("protocol", &self.protocol)
             .field("idle_timeout", &self.idle_timeout)
             .field("h2", &self.h2)
+            .field("bound", &self.bound)
             .finish_non_exhaustive()
     }
 }

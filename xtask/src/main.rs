@@ -86,6 +86,24 @@ fn ci_steps() -> Vec<Step> {
         Step::cargo("test", &["test", "--workspace", "--locked"]),
         Step::cargo("doc", &["doc", "--workspace", "--no-deps", "--locked"])
             .env("RUSTDOCFLAGS", "-D warnings"),
+        // The coordination code of pool-core under loom's model checker. Its own target
+        // directory keeps the cfg flag from invalidating the main build cache.
+        Step::cargo(
+            "loom",
+            &[
+                "test",
+                "-p",
+                "pool-core",
+                "--release",
+                "--lib",
+                "--locked",
+                "--target-dir",
+                "target/loom",
+                "loom",
+            ],
+        )
+        .env("RUSTFLAGS", "--cfg pool_loom")
+        .env("LOOM_MAX_PREEMPTIONS", "2"),
     ]
 }
 
@@ -108,7 +126,7 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      fmt, clippy, test, doc (stops at the first failure)";
+  ci      fmt, clippy, test, doc, loom (stops at the first failure)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-pub use loom::sync::{Arc, Weak};
+// loom models no `Weak`; coordination code holds strong references and tears them down
+// explicitly.
+pub use loom::sync::Arc;
 
 /// A non-poisoning mutex over `loom::sync::Mutex`.
 #[derive(Default)]

@@ -24,7 +24,7 @@ pub use loom_impl::*;
 /// Atomic integer and flag types of the selected backend.
 pub mod atomic {
     #[cfg(pool_loom)]
-    pub use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+    pub use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
     #[cfg(not(pool_loom))]
-    pub use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+    pub use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 }

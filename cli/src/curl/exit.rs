@@ -1,0 +1,269 @@
+//! Errors as curl reports them: an exit code and a one-line message, printed as
+//! `poolcurl: (CODE) message`.
+//!
+//! [`classify`] maps a [`pool::Error`] to curl's code by the pool's predicates (never by
+//! message text) and takes details (the rejected certificate's problem, the TLS alert) from
+//! the error's `source()` chain.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 1  | unsupported protocol (`ftp://`) |
+//! | 3  | malformed URL |
+//! | 6  | could not resolve the host |
+//! | 7  | could not connect |
+//! | 18 | the body ended before its announced length |
+//! | 22 | HTTP status >= 400 with `-f` |
+//! | 23 | writing the output failed |
+//! | 26 | reading a `@file` failed |
+//! | 28 | connect timeout, read timeout or `-m` |
+//! | 35 | TLS handshake failed |
+//! | 45 | binding to `--interface` failed |
+//! | 47 | too many redirects |
+//! | 52 | the server closed without any response |
+//! | 56 | receiving failed (reset, broken body, HTTP/2 error) |
+//! | 60 | the server's certificate was rejected |
+//! | 77 | the `--cacert` file could not be read or used |
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+/// A failed transfer or setup step, as curl reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CurlError {
+    code: u8,
+    message: String,
+}
+
+impl CurlError {
+    /// An error with curl's exit `code` and `message`.
+    pub(crate) fn new(code: u8, message: impl Into<String>) -> CurlError {
+        CurlError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The process exit code curl uses for this error.
+    pub(crate) fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// The message after `(CODE)`.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Exit 1: a scheme other than `http` or `https`.
+    pub(crate) fn unsupported_protocol(scheme: &str) -> CurlError {
+        CurlError::new(1, format!("Protocol \"{scheme}\" not supported"))
+    }
+
+    /// Exit 3: a URL that does not parse.
+    pub(crate) fn malformed_url() -> CurlError {
+        CurlError::new(3, "URL rejected: Malformed input to a URL function")
+    }
+
+    /// Exit 22: `-f` and a status of 400 or more.
+    pub(crate) fn http_error(status: u16) -> CurlError {
+        CurlError::new(22, format!("The requested URL returned error: {status}"))
+    }
+
+    /// Exit 23: the output could not be written.
+    pub(crate) fn write_failed(detail: impl fmt::Display) -> CurlError {
+        CurlError::new(
+            23,
+            format!("Failure writing output to destination: {detail}"),
+        )
+    }
+
+    /// Exit 26: a `@file` could not be read.
+    pub(crate) fn read_failed(path: &str, error: &std::io::Error) -> CurlError {
+        CurlError::new(
+            26,
+            format!("Failed to open/read local data from file {path:?}: {error}"),
+        )
+    }
+
+    /// Exit 28: `-m` elapsed.
+    pub(crate) fn operation_timeout(elapsed: Duration, received: u64) -> CurlError {
+        CurlError::new(
+            28,
+            format!(
+                "Operation timed out after {} milliseconds with {received} bytes received",
+                elapsed.as_millis()
+            ),
+        )
+    }
+
+    /// Exit 47: `-L` met more redirects than `--max-redirs` allows.
+    pub(crate) fn too_many_redirects(max: u32) -> CurlError {
+        CurlError::new(47, format!("Maximum ({max}) redirects followed"))
+    }
+
+    /// Exit 77: the `--cacert` file could not be read or holds no usable certificate.
+    pub(crate) fn ca_file(path: &str, detail: impl fmt::Display) -> CurlError {
+        CurlError::new(
+            77,
+            format!("error setting certificate file: {path}: {detail}"),
+        )
+    }
+}
+
+impl fmt::Display for CurlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}) {}", self.code, self.message)
+    }
+}
+
+/// What a failed request was doing, for the message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attempt<'a> {
+    /// The URL's host, without IPv6 brackets.
+    pub(crate) host: &'a str,
+    /// The URL's port (explicit or the scheme's default).
+    pub(crate) port: u16,
+    /// Time since the transfer started.
+    pub(crate) elapsed: Duration,
+    /// Body bytes received so far in this transfer.
+    pub(crate) received: u64,
+}
+
+/// Maps a pool error to curl's exit code and message.
+pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError {
+    let ms = attempt.elapsed.as_millis();
+    if error.is_invalid_uri() {
+        return CurlError::malformed_url();
+    }
+    if error.is_resolve() {
+        return CurlError::new(6, format!("Could not resolve host: {}", attempt.host));
+    }
+    if error.is_connect_timeout() {
+        return CurlError::new(28, format!("Connection timed out after {ms} milliseconds"));
+    }
+    if error.is_certificate() {
+        return certificate_problem(error, attempt.host);
+    }
+    if error.is_tls() {
+        return CurlError::new(35, format!("TLS connect error: {}", root_cause(error)));
+    }
+    if error.is_interface() {
+        // "binding to interface eth9 failed: No such device (os error 19)"
+        let detail = find::<pool::ConnectError>(error)
+            .map_or_else(|| root_cause(error), ToString::to_string);
+        return CurlError::new(45, detail);
+    }
+    if error.is_connect() {
+        if find::<pool::ConnectError>(error).is_some() {
+            return CurlError::new(
+                7,
+                format!(
+                    "Failed to connect to {} port {} after {ms} ms: Couldn't connect to server",
+                    attempt.host, attempt.port
+                ),
+            );
+        }
+        // The transport was up and the HTTP handshake on it failed.
+        return CurlError::new(
+            56,
+            format!(
+                "Failure when receiving data from the peer: {}",
+                root_cause(error)
+            ),
+        );
+    }
+    if error.is_timeout() {
+        return CurlError::operation_timeout(attempt.elapsed, attempt.received);
+    }
+    if error.is_unsupported_version() {
+        return CurlError::new(1, format!("Unsupported protocol: {}", root_cause(error)));
+    }
+    if error.is_incomplete_message() {
+        return if error.is_body() {
+            CurlError::new(18, "transfer closed with outstanding read data remaining")
+        } else {
+            CurlError::new(52, "Empty reply from server")
+        };
+    }
+    if error.is_reset() {
+        return CurlError::new(56, "Recv failure: Connection reset by peer");
+    }
+    CurlError::new(
+        56,
+        format!(
+            "Failure when receiving data from the peer: {}",
+            root_cause(error)
+        ),
+    )
+}
+
+/// Exit 60 with curl's wording for the common certificate problems.
+fn certificate_problem(error: &pool::Error, host: &str) -> CurlError {
+    use rustls::CertificateError as C;
+    let problem = match find::<rustls::Error>(error) {
+        Some(rustls::Error::InvalidCertificate(cert)) => match cert {
+            C::UnknownIssuer => "unable to get local issuer certificate".to_owned(),
+            C::Expired | C::ExpiredContext { .. } => "certificate has expired".to_owned(),
+            C::NotValidYet | C::NotValidYetContext { .. } => {
+                "certificate is not yet valid".to_owned()
+            }
+            C::Revoked => "certificate revoked".to_owned(),
+            C::BadSignature => "certificate signature failure".to_owned(),
+            C::NotValidForName | C::NotValidForNameContext { .. } => {
+                return CurlError::new(
+                    60,
+                    format!(
+                        "SSL: no alternative certificate subject name matches target host name '{host}'"
+                    ),
+                );
+            }
+            other => other.to_string(),
+        },
+        Some(other) => other.to_string(),
+        None => root_cause(error),
+    };
+    CurlError::new(60, format!("SSL certificate problem: {problem}"))
+}
+
+/// The first error of type `T` in `error`'s source chain.
+fn find<T: StdError + 'static>(error: &pool::Error) -> Option<&T> {
+    let mut next: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(current) = next {
+        if let Some(found) = current.downcast_ref::<T>() {
+            return Some(found);
+        }
+        next = current.source();
+    }
+    None
+}
+
+/// The innermost error's message (the pool's own layers only add context the curl message
+/// already gives).
+fn root_cause(error: &pool::Error) -> String {
+    let mut current: &(dyn StdError + 'static) = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_code_then_message() {
+        assert_eq!(
+            CurlError::http_error(404).to_string(),
+            "(22) The requested URL returned error: 404"
+        );
+        assert_eq!(
+            CurlError::too_many_redirects(2).to_string(),
+            "(47) Maximum (2) redirects followed"
+        );
+        assert_eq!(
+            CurlError::operation_timeout(Duration::from_millis(1500), 7).message(),
+            "Operation timed out after 1500 milliseconds with 7 bytes received"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! What one transfer did: the facts `-w` prints and error messages quote.
+//!
+//! The transfer loop fills a [`TransferRecord`] as it goes (including across redirects), so a
+//! transfer cut short by an error or by `-m` still reports what happened up to that point.
+//! Connection facts come from the pool's [`pool::ConnectionHandle`], never from guesses.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, Method, StatusCode, Version};
+
+/// The facts of one transfer (one command-line URL, redirects included).
+#[derive(Debug)]
+pub(crate) struct TransferRecord {
+    /// When the transfer started; every time below is measured from here.
+    pub(crate) started: Instant,
+    /// The URL last requested (`%{url_effective}`).
+    pub(crate) url: String,
+    /// The method of the last request.
+    pub(crate) method: Method,
+    /// The last response's status.
+    pub(crate) status: Option<StatusCode>,
+    /// The last response's HTTP version.
+    pub(crate) version: Option<Version>,
+    /// The last response's headers.
+    pub(crate) headers: HeaderMap,
+    /// The connection that served the last response.
+    pub(crate) connection: Option<pool::ConnectionHandle>,
+    /// New connections the transfer opened (0 when every request reused one).
+    pub(crate) num_connects: u32,
+    /// Redirects followed.
+    pub(crate) num_redirects: u32,
+    /// When the last redirect was followed (the time spent on redirects).
+    pub(crate) redirect_time: Duration,
+    /// When the last response head arrived.
+    pub(crate) head_at: Option<Duration>,
+    /// When the transfer ended, successfully or not.
+    pub(crate) finished_at: Option<Duration>,
+    /// Body bytes of the last response.
+    pub(crate) size_download: u64,
+    /// Body bytes received in the whole transfer.
+    pub(crate) received: u64,
+    /// Response head bytes received in the whole transfer.
+    pub(crate) size_header: u64,
+    /// Request body bytes sent by the last request.
+    pub(crate) size_upload: u64,
+    /// The `Location` of a redirect that was not followed.
+    pub(crate) redirect_url: Option<String>,
+    /// The `-o` file of this transfer.
+    pub(crate) output_file: Option<PathBuf>,
+    /// The transfer's exit code (0 on success).
+    pub(crate) exit_code: u8,
+    /// The transfer's error message, if it failed.
+    pub(crate) error: Option<String>,
+}
+
+impl TransferRecord {
+    /// A record for a transfer of `url` starting now.
+    pub(crate) fn start(url: &str, method: Method) -> TransferRecord {
+        TransferRecord {
+            started: Instant::now(),
+            url: url.to_owned(),
+            method,
+            status: None,
+            version: None,
+            headers: HeaderMap::new(),
+            connection: None,
+            num_connects: 0,
+            num_redirects: 0,
+            redirect_time: Duration::ZERO,
+            head_at: None,
+            finished_at: None,
+            size_download: 0,
+            received: 0,
+            size_header: 0,
+            size_upload: 0,
+            redirect_url: None,
+            output_file: None,
+            exit_code: 0,
+            error: None,
+        }
+    }
+
+    /// Time since the transfer started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The transfer's total time (until now if it has not ended).
+    pub(crate) fn total_time(&self) -> Duration {
+        self.finished_at.unwrap_or_else(|| self.elapsed())
+    }
+
+    /// The connection of the last response, if it was opened by this request (not reused).
+    pub(crate) fn new_connection(&self) -> Option<&pool::ConnectionHandle> {
+        self.connection.as_ref().filter(|c| !c.is_reused())
+    }
+}

@@ -1,0 +1,101 @@
+//! `-L`: which responses are followed and how the next request differs.
+//!
+//! | status | next request |
+//! |--------|--------------|
+//! | 301, 302 | a POST becomes a GET without the data; other methods are kept with their data |
+//! | 303 | a GET without the data, unless the method was HEAD |
+//! | 307, 308 | the same method and data |
+//!
+//! As curl does, `Authorization`, `Cookie` and a custom `Host` given with `-H` are not sent
+//! to another host. The `Location` resolves against the URL that answered
+//! ([`super::url::resolve_location`]).
+
+use http::{Method, StatusCode, Uri};
+
+use super::exit::CurlError;
+use super::request::Hop;
+
+/// Whether `-L` follows a response with this status (and a `Location`).
+pub(crate) fn is_followed(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// The request after a `status` redirect from `from` to `to`.
+pub(crate) fn next_hop(status: StatusCode, hop: &Hop, from: &Uri, to: &Uri) -> Hop {
+    let (method, send_body) = match status.as_u16() {
+        301 | 302 if hop.method == Method::POST => (Method::GET, false),
+        303 if hop.method != Method::HEAD => (Method::GET, false),
+        _ => (hop.method.clone(), hop.send_body),
+    };
+    let other_host = !from
+        .host()
+        .zip(to.host())
+        .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b));
+    Hop {
+        method,
+        send_body,
+        cross_host: hop.cross_host || other_host,
+    }
+}
+
+/// Checks that one more redirect stays within `--max-redirs` (`None`: unlimited).
+///
+/// # Errors
+///
+/// Exit 47 once `followed` redirects reached the limit.
+pub(crate) fn check_limit(followed: u32, limit: Option<u32>) -> Result<(), CurlError> {
+    match limit {
+        Some(max) if followed >= max => Err(CurlError::too_many_redirects(max)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hop(method: Method, send_body: bool) -> Hop {
+        Hop {
+            method,
+            send_body,
+            cross_host: false,
+        }
+    }
+
+    fn next(status: u16, from: Hop) -> Hop {
+        let a: Uri = "http://a.test/x".parse().unwrap();
+        next_hop(StatusCode::from_u16(status).unwrap(), &from, &a, &a)
+    }
+
+    #[test]
+    fn methods_after_redirects() {
+        assert_eq!(next(302, hop(Method::POST, true)), hop(Method::GET, false));
+        assert_eq!(next(301, hop(Method::PUT, true)), hop(Method::PUT, true));
+        assert_eq!(next(303, hop(Method::PUT, true)), hop(Method::GET, false));
+        assert_eq!(
+            next(303, hop(Method::HEAD, false)),
+            hop(Method::HEAD, false)
+        );
+        assert_eq!(next(307, hop(Method::POST, true)), hop(Method::POST, true));
+        assert_eq!(next(308, hop(Method::GET, false)), hop(Method::GET, false));
+    }
+
+    #[test]
+    fn another_host_is_remembered() {
+        let a: Uri = "http://a.test/".parse().unwrap();
+        let b: Uri = "http://b.test/".parse().unwrap();
+        let first = hop(Method::GET, false);
+        let moved = next_hop(StatusCode::FOUND, &first, &a, &b);
+        assert!(moved.cross_host);
+        assert!(next_hop(StatusCode::FOUND, &moved, &b, &b).cross_host);
+        assert!(!next_hop(StatusCode::FOUND, &first, &a, &a).cross_host);
+    }
+
+    #[test]
+    fn limit() {
+        assert!(check_limit(0, Some(1)).is_ok());
+        assert_eq!(check_limit(1, Some(1)).unwrap_err().code(), 47);
+        assert_eq!(check_limit(0, Some(0)).unwrap_err().code(), 47);
+        assert!(check_limit(1_000, None).is_ok());
+    }
+}

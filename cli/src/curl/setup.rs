@@ -1,0 +1,92 @@
+//! The one pool of an invocation and the client every URL goes through, configured from the
+//! command line.
+//!
+//! | flag | pool setting |
+//! |------|--------------|
+//! | `--http1.1` / `--http2` / `--http2-prior-knowledge` | [`pool::ProtocolPolicy`] `Http1Only` / `Auto` / `Http2PriorKnowledge` (default `Auto`) |
+//! | `-k` | `danger_accept_invalid_certs(true)` |
+//! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
+//! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver |
+//! | `--interface NAME` | one explicit partition bound to `NAME` |
+//! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
+//!
+//! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pool::{
+    ConnectionPool, Partition, PartitionId, ProtocolPolicy, StaticResolver, SystemResolver,
+};
+
+use super::args::CurlArgs;
+use super::exit::CurlError;
+
+/// curl's connect timeout when `--connect-timeout` is not given (or is 0).
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The partition curl mode uses when `--interface` asks for one.
+const INTERFACE_PARTITION: PartitionId = PartitionId::from_index(0);
+
+/// The HTTP version policy the flags ask for.
+pub(crate) fn protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
+    if args.http1_1 {
+        ProtocolPolicy::Http1Only
+    } else if args.http2_prior_knowledge {
+        ProtocolPolicy::Http2PriorKnowledge
+    } else {
+        // `--http2` is curl's meaning of the default: offer h2 by ALPN over TLS.
+        ProtocolPolicy::Auto
+    }
+}
+
+/// Builds the pool and its client.
+///
+/// Must run inside the tokio runtime the transfers run on: an `--interface` partition spawns
+/// its connections there.
+///
+/// # Errors
+///
+/// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 2 for
+/// any other setting the pool rejects.
+pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
+    let mut builder = ConnectionPool::builder()
+        .protocol(protocol_policy(args))
+        .http1_title_case_headers(true);
+    if args.insecure {
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    if let Some(path) = &args.cacert {
+        let shown = path.display().to_string();
+        let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
+        builder = builder.add_root_certificates_pem(pem).native_roots(false);
+    }
+    if !args.resolve.is_empty() {
+        let mut resolver = StaticResolver::new(Arc::new(SystemResolver));
+        for entry in &args.resolve {
+            resolver.insert(&entry.host, entry.port, entry.addrs.clone());
+        }
+        builder = builder.resolver(resolver);
+    }
+    if let Some(name) = &args.interface {
+        let partition = Partition::new(INTERFACE_PARTITION, pool::TokioDriverSpawner::current())
+            .interface(name.as_str());
+        builder = builder.partitions([partition]);
+    }
+    let pool = builder
+        .build()
+        .map_err(|e| match (e.setting(), &args.cacert) {
+            ("tls", Some(path)) => CurlError::ca_file(&path.display().to_string(), e),
+            _ => CurlError::new(2, e.to_string()),
+        })?;
+    let client = match args.interface {
+        Some(_) => pool.client_for(INTERFACE_PARTITION),
+        None => pool.client(),
+    }
+    .map_err(|e| CurlError::new(2, e.to_string()))?;
+    let connect_timeout = args
+        .connect_timeout
+        .filter(|t| !t.is_zero())
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    Ok(client.connect_timeout(Some(connect_timeout)))
+}

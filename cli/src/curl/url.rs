@@ -1,0 +1,199 @@
+//! URLs: which command-line URLs curl mode accepts, and how a redirect's `Location` resolves
+//! against the URL that answered with it (RFC 3986, section 5).
+//!
+//! What this module does not do: URL globbing (`{a,b}`, `[1-9]`), IDN conversion, or
+//! credentials in URLs (the pool drops userinfo).
+
+use http::Uri;
+
+use super::exit::CurlError;
+
+/// Parses a command-line URL the way curl accepts it: a URL without a scheme is `http://`;
+/// schemes other than `http` and `https` are unsupported (exit 1); anything `http::Uri`
+/// rejects, or a URL without a host, is malformed (exit 3).
+///
+/// # Errors
+///
+/// [`CurlError`] with code 1 or 3.
+pub(crate) fn parse_url(text: &str) -> Result<Uri, CurlError> {
+    let owned;
+    let text = match text.find("://") {
+        Some(end) => {
+            let scheme = &text[..end];
+            if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+                return Err(CurlError::unsupported_protocol(scheme));
+            }
+            text
+        }
+        None => {
+            owned = format!("http://{text}");
+            &owned
+        }
+    };
+    let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
+    match uri.host() {
+        Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
+        _ => Err(CurlError::new(3, "URL rejected: No host part in the URL")),
+    }
+}
+
+/// Resolves a `Location` header value against `base`, percent-encoding bytes a URL may not
+/// contain (spaces, non-ASCII) and dropping any fragment.
+///
+/// # Errors
+///
+/// As [`parse_url`] for the resolved URL (a redirect to `ftp://` is exit 1).
+pub(crate) fn resolve_location(base: &Uri, location: &[u8]) -> Result<Uri, CurlError> {
+    let location = encode_unsafe(location);
+    let location = location.split('#').next().unwrap_or_default();
+    if has_scheme(location) {
+        return parse_url(location);
+    }
+    let scheme = base.scheme_str().unwrap_or("http");
+    if location.starts_with("//") {
+        return parse_url(&format!("{scheme}:{location}"));
+    }
+    let authority = base.authority().map_or("", |a| a.as_str());
+    let base_path = base.path();
+    let (path, query) = if location.is_empty() {
+        (base_path.to_owned(), base.query().map(str::to_owned))
+    } else if let Some(query) = location.strip_prefix('?') {
+        (base_path.to_owned(), Some(query.to_owned()))
+    } else {
+        let (reference, query) = match location.split_once('?') {
+            Some((path, query)) => (path, Some(query.to_owned())),
+            None => (location, None),
+        };
+        let merged = if reference.starts_with('/') {
+            reference.to_owned()
+        } else {
+            let directory = base_path.rfind('/').map_or("/", |i| &base_path[..=i]);
+            format!("{directory}{reference}")
+        };
+        (remove_dot_segments(&merged), query)
+    };
+    let mut url = format!("{scheme}://{authority}{path}");
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(&query);
+    }
+    parse_url(&url)
+}
+
+/// Whether a reference starts with `scheme:` (RFC 3986: a letter, then letters, digits, `+`,
+/// `-` or `.`).
+fn has_scheme(reference: &str) -> bool {
+    let Some(colon) = reference.find(':') else {
+        return false;
+    };
+    let scheme = &reference[..colon];
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// RFC 3986 `remove_dot_segments` on an absolute path.
+fn remove_dot_segments(path: &str) -> String {
+    let mut output: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    let last = segments.len().saturating_sub(1);
+    let mut trailing_slash = false;
+    for (i, segment) in segments.iter().enumerate() {
+        match *segment {
+            "." => trailing_slash = i == last,
+            ".." => {
+                output.pop();
+                trailing_slash = i == last;
+            }
+            other => {
+                output.push(other);
+                trailing_slash = false;
+            }
+        }
+    }
+    let mut result = String::with_capacity(path.len());
+    for segment in &output {
+        result.push('/');
+        result.push_str(segment);
+    }
+    if trailing_slash || result.is_empty() {
+        result.push('/');
+    }
+    result
+}
+
+/// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
+/// delimiters), as curl does with a `Location` it follows.
+fn encode_unsafe(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        let unsafe_byte = b <= 0x20
+            || b >= 0x7f
+            || matches!(
+                b,
+                b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            );
+        if unsafe_byte {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(char::from(b));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(base: &str, location: &str) -> String {
+        resolve_location(&base.parse().unwrap(), location.as_bytes())
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn command_line_urls() {
+        assert_eq!(parse_url("http://a.test/x").unwrap().path(), "/x");
+        assert_eq!(
+            parse_url("localhost:8080/x").unwrap().to_string(),
+            "http://localhost:8080/x"
+        );
+        assert_eq!(
+            parse_url("HTTPS://a.test/").unwrap().scheme_str(),
+            Some("https")
+        );
+        assert_eq!(parse_url("ftp://x/").unwrap_err().code(), 1);
+        assert_eq!(
+            parse_url("ftp://x/").unwrap_err().message(),
+            "Protocol \"ftp\" not supported"
+        );
+        assert_eq!(parse_url("http://[::1").unwrap_err().code(), 3);
+        assert_eq!(parse_url("http://a b/").unwrap_err().code(), 3);
+        assert_eq!(parse_url("http:///x").unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn relative_locations_follow_rfc_3986() {
+        let base = "http://a.test:8080/b/c/d?q";
+        assert_eq!(resolve(base, "g"), "http://a.test:8080/b/c/g");
+        assert_eq!(resolve(base, "./g/"), "http://a.test:8080/b/c/g/");
+        assert_eq!(resolve(base, "/g?x=1"), "http://a.test:8080/g?x=1");
+        assert_eq!(resolve(base, "?y"), "http://a.test:8080/b/c/d?y");
+        assert_eq!(resolve(base, "../g"), "http://a.test:8080/b/g");
+        assert_eq!(resolve(base, "../../../g"), "http://a.test:8080/g");
+        assert_eq!(resolve(base, ".."), "http://a.test:8080/b/");
+        assert_eq!(resolve(base, "g#frag"), "http://a.test:8080/b/c/g");
+        assert_eq!(resolve(base, "//other.test/x"), "http://other.test/x");
+        assert_eq!(resolve(base, "https://other.test/"), "https://other.test/");
+        assert_eq!(resolve(base, "/a b"), "http://a.test:8080/a%20b");
+        assert_eq!(resolve("http://a.test", "x"), "http://a.test/x");
+    }
+
+    #[test]
+    fn redirects_to_other_protocols_are_unsupported() {
+        let err =
+            resolve_location(&"http://a.test/".parse().unwrap(), b"ftp://b.test/").unwrap_err();
+        assert_eq!(err.code(), 1);
+    }
+}

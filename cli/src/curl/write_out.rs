@@ -1,0 +1,363 @@
+//! `-w FORMAT`: curl's write-out, printed on stdout after every transfer (failed ones too).
+//!
+//! `%{name}` expands a variable, `%header{name}` a response header, `%%` is `%`, and `\n`,
+//! `\r`, `\t`, `\\` are escapes. An unknown variable draws a warning on stderr (once, when the
+//! format is parsed) and expands to nothing, as in curl. Times print as seconds with six
+//! decimals.
+//!
+//! The connection variables come from the pool's [`pool::ConnectionHandle`]:
+//! `%{conn_id}` (`-1` without a connection), `%{conn_reused}`, `%{partition}`,
+//! `%{num_connects}` (connections the transfer opened), `%{http_version}` (`1.1` or `2`), the
+//! addresses, and the establishment times: `%{time_namelookup}`, `%{time_connect}`,
+//! `%{time_appconnect}` (0 for cleartext) and `%{time_pretransfer}` are the connection's own
+//! timings, measured from the start of its establishment, and 0 for a reused connection.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use super::record::TransferRecord;
+
+/// A variable `-w` can expand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Var {
+    ConnId,
+    ConnReused,
+    ContentType,
+    ErrorMsg,
+    ExitCode,
+    FilenameEffective,
+    HttpCode,
+    HttpVersion,
+    LocalIp,
+    LocalPort,
+    Method,
+    NumConnects,
+    NumHeaders,
+    NumRedirects,
+    Partition,
+    RedirectUrl,
+    RemoteIp,
+    RemotePort,
+    Scheme,
+    SizeDownload,
+    SizeHeader,
+    SizeUpload,
+    SpeedDownload,
+    TimeAppConnect,
+    TimeConnect,
+    TimeNameLookup,
+    TimePreTransfer,
+    TimeRedirect,
+    TimeStartTransfer,
+    TimeTotal,
+    UrlEffective,
+}
+
+/// Variable names, as curl spells them.
+const VARIABLES: &[(&str, Var)] = &[
+    ("conn_id", Var::ConnId),
+    ("conn_reused", Var::ConnReused),
+    ("content_type", Var::ContentType),
+    ("errormsg", Var::ErrorMsg),
+    ("exitcode", Var::ExitCode),
+    ("filename_effective", Var::FilenameEffective),
+    ("http_code", Var::HttpCode),
+    ("response_code", Var::HttpCode),
+    ("http_version", Var::HttpVersion),
+    ("local_ip", Var::LocalIp),
+    ("local_port", Var::LocalPort),
+    ("method", Var::Method),
+    ("num_connects", Var::NumConnects),
+    ("num_headers", Var::NumHeaders),
+    ("num_redirects", Var::NumRedirects),
+    ("partition", Var::Partition),
+    ("redirect_url", Var::RedirectUrl),
+    ("remote_ip", Var::RemoteIp),
+    ("remote_port", Var::RemotePort),
+    ("scheme", Var::Scheme),
+    ("size_download", Var::SizeDownload),
+    ("size_header", Var::SizeHeader),
+    ("size_upload", Var::SizeUpload),
+    ("speed_download", Var::SpeedDownload),
+    ("time_appconnect", Var::TimeAppConnect),
+    ("time_connect", Var::TimeConnect),
+    ("time_namelookup", Var::TimeNameLookup),
+    ("time_pretransfer", Var::TimePreTransfer),
+    ("time_redirect", Var::TimeRedirect),
+    ("time_starttransfer", Var::TimeStartTransfer),
+    ("time_total", Var::TimeTotal),
+    ("url_effective", Var::UrlEffective),
+];
+
+/// One piece of a parsed format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Var(Var),
+    Header(String),
+}
+
+/// A parsed `-w` format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WriteOut {
+    parts: Vec<Part>,
+}
+
+impl WriteOut {
+    /// Parses `format`; also returns the unknown variable names, in order, for the caller to
+    /// warn about.
+    pub(crate) fn parse(format: &str) -> (WriteOut, Vec<String>) {
+        let mut parts = Vec::new();
+        let mut unknown = Vec::new();
+        let mut text = String::new();
+        let mut rest = format;
+        while let Some(c) = rest.chars().next() {
+            rest = &rest[c.len_utf8()..];
+            match c {
+                '\\' => match rest.chars().next() {
+                    Some(e @ ('n' | 'r' | 't' | '\\')) => {
+                        text.push(match e {
+                            'n' => '\n',
+                            'r' => '\r',
+                            't' => '\t',
+                            _ => '\\',
+                        });
+                        rest = &rest[1..];
+                    }
+                    _ => text.push('\\'),
+                },
+                '%' if rest.starts_with('%') => {
+                    text.push('%');
+                    rest = &rest[1..];
+                }
+                '%' => {
+                    let (prefix, is_header) = if rest.starts_with('{') {
+                        ("{", false)
+                    } else if rest.starts_with("header{") {
+                        ("header{", true)
+                    } else {
+                        text.push('%');
+                        continue;
+                    };
+                    let Some(end) = rest.find('}') else {
+                        text.push('%');
+                        continue;
+                    };
+                    let name = &rest[prefix.len()..end];
+                    rest = &rest[end + 1..];
+                    let part = if is_header {
+                        Some(Part::Header(name.to_owned()))
+                    } else {
+                        let var = VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+                        if var.is_none() {
+                            unknown.push(name.to_owned());
+                        }
+                        var.map(Part::Var)
+                    };
+                    if let Some(part) = part {
+                        if !text.is_empty() {
+                            parts.push(Part::Text(std::mem::take(&mut text)));
+                        }
+                        parts.push(part);
+                    }
+                }
+                other => text.push(other),
+            }
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        (WriteOut { parts }, unknown)
+    }
+
+    /// Expands the format for one transfer.
+    pub(crate) fn render(&self, record: &TransferRecord) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Header(name) => {
+                    let values: Vec<&str> = record
+                        .headers
+                        .get_all(name.as_str())
+                        .iter()
+                        .filter_map(|v| v.to_str().ok())
+                        .collect();
+                    out.push_str(&values.join(", "));
+                }
+                Part::Var(var) => expand(&mut out, *var, record),
+            }
+        }
+        out
+    }
+}
+
+/// Appends `var`'s value for `record` to `out`.
+fn expand(out: &mut String, var: Var, record: &TransferRecord) {
+    let connection = record.connection.as_ref();
+    let info = connection.map(pool::ConnectionHandle::info);
+    let timings = record.new_connection().map(|c| *c.info().timings());
+    // Writing to a String cannot fail.
+    let _ = match var {
+        Var::ConnId => match connection {
+            Some(c) => write!(out, "{}", c.id().as_u64()),
+            None => write!(out, "-1"),
+        },
+        Var::ConnReused => write!(
+            out,
+            "{}",
+            u8::from(connection.is_some_and(|c| c.is_reused()))
+        ),
+        Var::ContentType => write!(
+            out,
+            "{}",
+            record
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+        ),
+        Var::ErrorMsg => write!(out, "{}", record.error.as_deref().unwrap_or("")),
+        Var::ExitCode => write!(out, "{}", record.exit_code),
+        Var::FilenameEffective => match &record.output_file {
+            Some(path) => write!(out, "{}", path.display()),
+            None => Ok(()),
+        },
+        Var::HttpCode => write!(out, "{:03}", record.status.map_or(0, |s| s.as_u16())),
+        Var::HttpVersion => write!(
+            out,
+            "{}",
+            connection.map_or("0", |c| c.protocol().version_str())
+        ),
+        Var::LocalIp => match info.and_then(|i| i.local_addr()) {
+            Some(addr) => write!(out, "{}", addr.ip()),
+            None => Ok(()),
+        },
+        Var::LocalPort => write!(
+            out,
+            "{}",
+            info.and_then(|i| i.local_addr()).map_or(0, |a| a.port())
+        ),
+        Var::Method => write!(out, "{}", record.method),
+        Var::NumConnects => write!(out, "{}", record.num_connects),
+        Var::NumHeaders => write!(out, "{}", record.headers.len()),
+        Var::NumRedirects => write!(out, "{}", record.num_redirects),
+        Var::Partition => match info {
+            Some(info) => write!(out, "{}", info.partition()),
+            None => Ok(()),
+        },
+        Var::RedirectUrl => write!(out, "{}", record.redirect_url.as_deref().unwrap_or("")),
+        Var::RemoteIp => match info.and_then(|i| i.remote_addr()) {
+            Some(addr) => write!(out, "{}", addr.ip()),
+            None => Ok(()),
+        },
+        Var::RemotePort => write!(
+            out,
+            "{}",
+            info.and_then(|i| i.remote_addr()).map_or(0, |a| a.port())
+        ),
+        Var::Scheme => write!(
+            out,
+            "{}",
+            record
+                .url
+                .split_once("://")
+                .map_or("", |(scheme, _)| scheme)
+                .to_ascii_uppercase()
+        ),
+        Var::SizeDownload => write!(out, "{}", record.size_download),
+        Var::SizeHeader => write!(out, "{}", record.size_header),
+        Var::SizeUpload => write!(out, "{}", record.size_upload),
+        Var::SpeedDownload => {
+            let seconds = record.total_time().as_secs_f64();
+            let speed = if seconds > 0.0 {
+                record.size_download as f64 / seconds
+            } else {
+                0.0
+            };
+            write!(out, "{}", speed as u64)
+        }
+        Var::TimeAppConnect => seconds(out, timings.and_then(|t| t.tls)),
+        Var::TimeConnect => seconds(out, timings.map(|t| t.connect)),
+        Var::TimeNameLookup => seconds(out, timings.map(|t| t.resolve)),
+        Var::TimePreTransfer => seconds(out, timings.map(|t| t.handshake)),
+        Var::TimeRedirect => seconds(out, Some(record.redirect_time)),
+        Var::TimeStartTransfer => seconds(out, record.head_at),
+        Var::TimeTotal => seconds(out, Some(record.total_time())),
+        Var::UrlEffective => write!(out, "{}", record.url),
+    };
+}
+
+/// Seconds with six decimals, as curl prints times; `None` is 0.
+fn seconds(out: &mut String, time: Option<Duration>) -> std::fmt::Result {
+    write!(out, "{:.6}", time.unwrap_or_default().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{HeaderValue, Method, StatusCode};
+
+    fn record() -> TransferRecord {
+        let mut r = TransferRecord::start("http://a.test/x", Method::GET);
+        r.status = Some(StatusCode::NOT_FOUND);
+        r.num_connects = 1;
+        r.size_download = 5;
+        r.finished_at = Some(Duration::from_millis(1500));
+        r.head_at = Some(Duration::from_micros(1_234_567));
+        r.headers
+            .insert("content-type", HeaderValue::from_static("text/plain"));
+        r
+    }
+
+    fn render(format: &str) -> String {
+        let (w, unknown) = WriteOut::parse(format);
+        assert!(
+            unknown.is_empty(),
+            "unexpected unknown variables {unknown:?}"
+        );
+        w.render(&record())
+    }
+
+    #[test]
+    fn variables_and_escapes() {
+        assert_eq!(render("%{http_code} %{num_connects}\\n"), "404 1\n");
+        assert_eq!(render("%{response_code}\\t%%\\\\"), "404\t%\\");
+        assert_eq!(
+            render("%{time_total}|%{time_starttransfer}"),
+            "1.500000|1.234567"
+        );
+        assert_eq!(
+            render("%{url_effective} %{scheme} %{method}"),
+            "http://a.test/x HTTP GET"
+        );
+        assert_eq!(
+            render("%header{content-type}/%{content_type}"),
+            "text/plain/text/plain"
+        );
+    }
+
+    #[test]
+    fn without_a_connection() {
+        assert_eq!(
+            render("%{conn_id} %{conn_reused} %{http_version} [%{remote_ip}] %{time_connect}"),
+            "-1 0 0 [] 0.000000"
+        );
+        let mut r = TransferRecord::start("http://a.test/", Method::GET);
+        r.finished_at = Some(Duration::ZERO);
+        let (w, _) = WriteOut::parse("%{http_code} %{speed_download}");
+        assert_eq!(w.render(&r), "000 0");
+    }
+
+    #[test]
+    fn unknown_variables_are_reported_and_expand_to_nothing() {
+        let (w, unknown) = WriteOut::parse("a%{bogus}b%{http_code}");
+        assert_eq!(unknown, ["bogus"]);
+        assert_eq!(w.render(&record()), "ab404");
+    }
+
+    #[test]
+    fn stray_percent_and_backslash_are_literal() {
+        assert_eq!(render("100% \\x %{unterminated"), "100% \\x %{unterminated");
+    }
+}

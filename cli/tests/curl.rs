@@ -1,0 +1,504 @@
+//! curl mode end to end: the built `poolcurl` binary against scripted loopback servers.
+//!
+//! Every test starts its servers on the test's multi-thread runtime, which keeps serving while
+//! the child process runs; the child is awaited with `tokio::process` and bounded by a
+//! timeout. Nothing sleeps: a server that must stay silent parks at a gate that never opens.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use pool_tests::gate::Gate;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::tls::{TempDir, TestPki};
+
+/// Upper bound for one poolcurl run; runs take milliseconds.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Run {
+    fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+async fn poolcurl(args: &[&str]) -> Run {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(LIMIT, child)
+        .await
+        .expect("poolcurl finished in time")
+        .expect("poolcurl ran");
+    Run {
+        code: out.status.code().expect("poolcurl exited normally"),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// An H1 server answering every request with `reply` on kept-alive connections.
+async fn serving(reply: Reply) -> ScriptedH1Server {
+    ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn body_bytes_are_written_unmodified() {
+    let server = serving(Reply::ok("hello\n")).await;
+    let run = poolcurl(&[&server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, b"hello\n");
+    assert!(run.stderr.is_empty(), "nothing on stderr: {}", run.stderr);
+
+    let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let server = serving(Reply::ok(Bytes::from(binary.clone()))).await;
+    let run = poolcurl(&[&server.url("/blob")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout == binary, "binary body differs");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn include_writes_the_status_line_and_headers_first() {
+    let server = serving(Reply::ok("hello").header("x-test", "yes")).await;
+    let run = poolcurl(&["-i", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout_text(),
+        "HTTP/1.1 200 OK\r\nx-test: yes\r\ncontent-length: 5\r\n\r\nhello"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn head_sends_head_and_writes_only_the_head() {
+    let server = serving(Reply::ok("hello")).await;
+    let run = poolcurl(&["-I", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout_text(),
+        "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
+    );
+    assert_eq!(server.requests()[0].method, http::Method::HEAD);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn same_origin_urls_share_one_connection() {
+    let server = serving(Reply::new(200)).await;
+    let url = server.url("/");
+    let run = poolcurl(&[&url, &url, &url, "-w", "%{num_connects} "]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "1 0 0 ");
+    assert_eq!(server.accepted(), 1);
+
+    let run = poolcurl(&[&url, &url, &url, "-w", "%{conn_id} %{conn_reused}\\n"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<(String, String)> = run
+        .stdout_text()
+        .lines()
+        .map(|l| {
+            let (id, reused) = l.split_once(' ').expect("two fields");
+            (id.to_owned(), reused.to_owned())
+        })
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].0.parse::<u64>().is_ok(), "{lines:?}");
+    assert!(lines.iter().all(|(id, _)| *id == lines[0].0), "{lines:?}");
+    let reused: Vec<&str> = lines.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(reused, ["0", "1", "1"]);
+    assert_eq!(server.accepted(), 2, "one connection per invocation");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_names_the_new_and_the_reused_connection() {
+    let server = serving(Reply::ok("x")).await;
+    let url = server.url("/");
+    let run = poolcurl(&["-v", &url, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let connected = run
+        .stderr
+        .find("* Connected to 127.0.0.1 (127.0.0.1) port ")
+        .expect("Connected to line");
+    let reused = run
+        .stderr
+        .find("* Re-using existing connection #")
+        .expect("Re-using line");
+    assert!(connected < reused, "{}", run.stderr);
+    assert!(run.stderr.contains("(partition anonymous, connection #"));
+    assert!(run.stderr.contains("> GET / HTTP/1.1\n"));
+    assert!(run.stderr.contains("> User-Agent: poolcurl/"));
+    assert!(run.stderr.contains("< HTTP/1.1 200 OK\n"));
+    assert!(run.stderr.contains("left intact"));
+    assert_eq!(run.stdout, b"xx");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn private_ca_needs_cacert_or_insecure() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-ca");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let ca = ca.to_str().unwrap();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("secret")))
+        .start()
+        .await;
+    let url = server.url("/");
+    assert!(url.starts_with("https://localhost:"), "{url}");
+
+    let run = poolcurl(&[&url]).await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("poolcurl: (60) SSL certificate problem: "),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty());
+
+    let run = poolcurl(&[
+        "--cacert",
+        ca,
+        &url,
+        "-w",
+        " %{http_version} %{time_appconnect}",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.stdout_text();
+    assert!(out.starts_with("secret 1.1 "), "{out}");
+    assert_ne!(
+        out.rsplit(' ').next(),
+        Some("0.000000"),
+        "TLS took time: {out}"
+    );
+
+    let run = poolcurl(&["-k", &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, b"secret");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_prior_knowledge_speaks_h2c() {
+    let server = ScriptedH2Server::start_with(StreamPlan::status(200)).await;
+    let url = format!("http://127.0.0.1:{}/", server.addr().port());
+    let run = poolcurl(&["--http2-prior-knowledge", &url, "-w", "%{http_version}"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "2");
+    assert_eq!(server.streams_accepted(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn alpn_h2_over_tls_is_shared_by_several_urls() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-h2");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2"]))
+        .default_stream(StreamPlan::status(200))
+        .start()
+        .await;
+    let url = server.url("/");
+    let run = poolcurl(&[
+        "-v",
+        "--cacert",
+        ca.to_str().unwrap(),
+        &url,
+        &url,
+        "-w",
+        "%{http_version}\\n",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "2\n2\n");
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(server.streams_accepted(), 2);
+    assert!(
+        run.stderr.contains("* ALPN: server accepted h2"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("* SSL connection using TLSv1."),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("> GET / HTTP/2"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_flag_over_cleartext_uses_http1_and_says_so() {
+    let server = serving(Reply::ok("plain")).await;
+    let run = poolcurl(&["--http2", "-v", &server.url("/"), "-w", " %{http_version}"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "plain 1.1");
+    assert!(
+        run.stderr.contains("--http2 over cleartext"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn url_errors_exit_3_and_1() {
+    let run = poolcurl(&["http://[::1"]).await;
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (3) URL rejected: Malformed input to a URL function\n"
+    );
+    let run = poolcurl(&["ftp://x/"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stderr, "poolcurl: (1) Protocol \"ftp\" not supported\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_port_exits_7() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let run = poolcurl(&[&format!("http://127.0.0.1:{port}/"), "-w", "%{http_code}"]).await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "poolcurl: (7) Failed to connect to 127.0.0.1 port {port} after "
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.ends_with("ms: Couldn't connect to server\n"));
+    assert_eq!(run.stdout_text(), "000");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unresolvable_names_exit_6_and_resolve_overrides_them() {
+    let run = poolcurl(&["http://nonexistent.invalid/"]).await;
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (6) Could not resolve host: nonexistent.invalid\n"
+    );
+
+    let server = serving(Reply::ok("resolved")).await;
+    let port = server.addr().port();
+    let run = poolcurl(&[
+        "--resolve",
+        &format!("nonexistent.invalid:{port}:127.0.0.1"),
+        &format!("http://nonexistent.invalid:{port}/"),
+        "-w",
+        " %{remote_ip}",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "resolved 127.0.0.1");
+    assert_eq!(
+        server.requests()[0].host(),
+        Some(format!("nonexistent.invalid:{port}").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fail_on_404_exits_22_without_output() {
+    let server = serving(Reply::new(404).body("not here")).await;
+    let run = poolcurl(&["-f", &server.url("/missing"), "-w", "%{http_code}"]).await;
+    assert_eq!(run.code, 22, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "404");
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (22) The requested URL returned error: 404\n"
+    );
+
+    let run = poolcurl(&["-s", "-f", &server.url("/missing")]).await;
+    assert_eq!((run.code, run.stderr.as_str()), (22, ""));
+    let run = poolcurl(&["-sS", "-f", &server.url("/missing")]).await;
+    assert_eq!(run.code, 22);
+    assert!(run.stderr.contains("(22)"));
+
+    let run = poolcurl(&[&server.url("/missing")]).await;
+    assert_eq!(run.code, 0, "without -f an error status is a success");
+    assert_eq!(run.stdout, b"not here");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_timeout_exits_28() {
+    // Accepts TCP connections and never says a word of TLS.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let run = poolcurl(&[
+        "--connect-timeout",
+        "0.3",
+        &format!("https://127.0.0.1:{port}/"),
+    ])
+    .await;
+    hold.abort();
+    assert_eq!(run.code, 28, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("poolcurl: (28) Connection timed out after "),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_time_bounds_the_whole_transfer() {
+    let never = Gate::new();
+    let server = serving(Reply::ok("late").gate(never.clone())).await;
+    let run = poolcurl(&["-m", "0.3", &server.url("/")]).await;
+    assert_eq!(run.code, 28, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("poolcurl: (28) Operation timed out after "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with(" milliseconds with 0 bytes received\n")
+    );
+    drop(never);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_reply_exits_52() {
+    let server = ScriptedH1Server::start_with(ConnPlan::new().read_request().close()).await;
+    let run = poolcurl(&[&server.url("/")]).await;
+    assert_eq!(run.code, 52, "{}", run.stderr);
+    assert_eq!(run.stderr, "poolcurl: (52) Empty reply from server\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_flag_is_a_usage_error() {
+    let run = poolcurl(&["--no-such-flag", "http://127.0.0.1/"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--no-such-flag"), "{}", run.stderr);
+    let run = poolcurl(&[]).await;
+    assert_eq!(run.code, 2, "a URL is required");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn location_follows_a_302_to_another_path() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
+            "/old/page" => Reply::new(302).header("location", "../new"),
+            "/new" => Reply::ok("moved here"),
+            _ => Reply::new(404),
+        }))
+        .await;
+    let url = server.url("/old/page");
+    let run = poolcurl(&["-L", &url, "-w", " %{num_redirects} %{url_effective}"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout_text(),
+        format!("moved here 1 {}", server.url("/new"))
+    );
+    let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(targets, ["/old/page", "/new"]);
+    assert_eq!(server.accepted(), 1, "the redirect reused the connection");
+
+    let run = poolcurl(&[&url, "-w", "%{http_code} %{redirect_url}"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), format!("302 {}", server.url("/new")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn too_many_redirects_exit_47() {
+    let server = serving(Reply::new(301).header("location", "/again")).await;
+    let run = poolcurl(&["-L", "--max-redirs", "2", &server.url("/")]).await;
+    assert_eq!(run.code, 47, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (47) Maximum (2) redirects followed\n"
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn data_sends_a_form_post() {
+    let server = serving(Reply::ok("ok")).await;
+    let run = poolcurl(&["-d", "a=1", "-d", "b=2", &server.url("/form")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let request = &server.requests()[0];
+    assert_eq!(request.method, http::Method::POST);
+    assert_eq!(
+        request.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(request.body, "a=1&b=2");
+
+    let dir = TempDir::new("poolcurl-data");
+    let file = dir.path().join("payload.bin");
+    std::fs::write(&file, b"line1\r\nline2\n\x00\xff").unwrap();
+    let at_file = format!("@{}", file.display());
+    let run = poolcurl(&["--data-binary", &at_file, &server.url("/raw")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.requests()[1].body, &b"line1\r\nline2\n\x00\xff"[..]);
+    let run = poolcurl(&["-d", &at_file, &server.url("/text")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.requests()[2].body, &b"line1line2\x00\xff"[..]);
+
+    let missing = format!("@{}", dir.path().join("missing").display());
+    let run = poolcurl(&["-d", &missing, &server.url("/")]).await;
+    assert_eq!(run.code, 26, "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn header_flags_add_and_remove_headers() {
+    let server = serving(Reply::ok("ok")).await;
+    let run = poolcurl(&[
+        "-H",
+        "X-Custom: 42",
+        "-H",
+        "User-Agent:",
+        "-X",
+        "PUT",
+        &server.url("/h"),
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let request = &server.requests()[0];
+    assert_eq!(request.method, http::Method::PUT);
+    assert_eq!(request.header("x-custom"), Some("42"));
+    assert_eq!(request.header("user-agent"), None);
+    assert_eq!(request.header("accept"), Some("*/*"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_files_take_urls_in_order() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_with(|req| {
+        Reply::ok(format!("body of {}", req.target))
+    }))
+    .await;
+    let dir = TempDir::new("poolcurl-output");
+    let file = dir.path().join("first.txt");
+    let run = poolcurl(&[
+        "-o",
+        file.to_str().unwrap(),
+        &server.url("/one"),
+        &server.url("/two"),
+        "-w",
+        "[%{filename_effective}]",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read(&file).unwrap(), b"body of /one");
+    assert_eq!(
+        run.stdout_text(),
+        format!("[{}]body of /two[]", file.display())
+    );
+}

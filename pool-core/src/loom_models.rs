@@ -1,0 +1,309 @@
+//! Loom models of the coordination code (`RUSTFLAGS="--cfg pool_loom" cargo test -p pool-core
+//! --release --lib loom`, run by `cargo xtask ci` with `LOOM_MAX_PREEMPTIONS=2`).
+//!
+//! Each model runs the production code of this crate (cells, admission, waiters, records)
+//! against loom's scheduler with two or three threads, and checks one ownership invariant over
+//! every interleaving loom explores:
+//!
+//! * a permit delivered while its waiter cancels is refunnelled exactly once;
+//! * a returning HTTP/1 connection racing a new request's borrow ends in exactly one place;
+//! * demand published out of order never resurrects a stale ticket;
+//! * a logical close racing a dispatch commit accounts the connection exactly once;
+//! * a waiter's claim racing its cancellation hands the value to exactly one side.
+
+use std::time::{Duration, Instant};
+
+use loom::sync::atomic::{AtomicBool, Ordering};
+
+use crate::admission::{Admission, CapacityLease, Demand};
+use crate::cell::{
+    Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant, Launch, PooledH1,
+    PooledH2,
+};
+use crate::close::CloseReason;
+use crate::connection::ConnectionRecord;
+use crate::events::{ConnectionId, ConnectionInfo, Protocol};
+use crate::origin::OriginKey;
+use crate::partition::PartitionId;
+use crate::stats::{Gauge, Gauges};
+use crate::sync::Arc;
+use crate::time::TimeSource;
+use crate::waiter::{Requirement, Waiter};
+
+struct Model;
+
+struct H1 {
+    record: Arc<ConnectionRecord>,
+}
+
+#[derive(Clone)]
+struct H2 {
+    record: Arc<ConnectionRecord>,
+}
+
+impl PooledH1 for H1 {
+    fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.record
+    }
+    fn is_ready(&self) -> bool {
+        true
+    }
+}
+
+impl PooledH2 for H2 {
+    fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.record
+    }
+    fn is_accepting(&self) -> bool {
+        !self.record.is_closed()
+    }
+}
+
+impl CellTypes for Model {
+    type H1 = H1;
+    type H2 = H2;
+    type Error = ();
+}
+
+#[derive(Debug)]
+struct Epoch(Instant);
+
+impl TimeSource for Epoch {
+    fn now(&self) -> Instant {
+        self.0
+    }
+}
+
+type Launches = std::sync::Arc<
+    std::sync::Mutex<Vec<(Arc<CellWaiter<Model>>, Launch, Option<CapacityLease<Model>>)>>,
+>;
+
+/// A bounded HTTP/1 cell whose launches are recorded.
+fn cell(admission: &Admission<Model>, partition: usize, launches: &Launches) -> Arc<Cell<Model>> {
+    let log = launches.clone();
+    let hooks = CellHooks {
+        launch: std::sync::Arc::new(move |w, l, lease| log.lock().unwrap().push((w, l, lease))),
+        arm_expiry: None,
+        time: std::sync::Arc::new(Epoch(Instant::now())),
+    };
+    let cell = Arc::new(Cell::new(
+        EstablishMode::Http1,
+        Some(Duration::from_secs(90)),
+        Arc::new(Gauges::default()),
+        hooks,
+        Some((admission.clone(), partition)),
+    ));
+    admission.register(partition, cell.clone());
+    cell
+}
+
+/// An HTTP/1 connection of `cell`, installed `ACTIVE`, owning `permit`.
+fn connection(cell: &Cell<Model>, permit: CapacityLease<Model>) -> H1 {
+    cell.gauges().inc(Gauge::Establishing);
+    let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
+    let info = ConnectionInfo::new(
+        ConnectionId::from_u64(1),
+        origin,
+        PartitionId::ANONYMOUS,
+        Protocol::Http1,
+    );
+    let record =
+        ConnectionRecord::install(info, cell.gauges().clone(), None, Some(Box::new(permit)));
+    H1 { record }
+}
+
+fn wait(cell: &Cell<Model>, seq: u64) -> Arc<CellWaiter<Model>> {
+    match cell.acquire(Requirement::Any, None, || seq, Instant::now) {
+        Acquire::Wait(waiter) => waiter,
+        other => panic!("expected a miss, got {other:?}"),
+    }
+}
+
+/// A permit released (the connection holding it closes and its socket goes) while the request
+/// that would receive it cancels: the permit ends launched for that request or free again,
+/// never both and never lost.
+#[test]
+fn loom_permit_delivery_races_cancellation() {
+    loom::model(|| {
+        let admission = Admission::<Model>::new(1, None, vec![0]);
+        let launches = Launches::default();
+        let cell = cell(&admission, 0, &launches);
+        let held = admission.take_free_permit().expect("one permit");
+        let waiter = wait(&cell, 1);
+        assert!(launches.lock().unwrap().is_empty(), "no permit was free");
+
+        let releaser = loom::thread::spawn(move || drop(held));
+        let canceller = {
+            let (cell, waiter) = (cell.clone(), waiter.clone());
+            loom::thread::spawn(move || cell.cancel(&waiter, Instant::now()))
+        };
+        releaser.join().unwrap();
+        canceller.join().unwrap();
+
+        // A launch that received the permit while the waiter was leaving still owns it; the
+        // establishment would find nobody to serve and its guard would return the permit.
+        let launched: Vec<_> = launches.lock().unwrap().drain(..).collect();
+        assert!(launched.len() <= 1);
+        drop(launched);
+        assert_eq!(admission.available(), 1, "the permit is back exactly once");
+        assert_eq!(admission.waiting(), 0);
+        assert_eq!(cell.gauges().get(Gauge::WaitingRequests), 0);
+        admission.detach();
+    });
+}
+
+/// A busy connection of partition 0 returns while a request arrives in partition 1 (same
+/// eligibility group, no permit free): whichever way they interleave, the connection serves
+/// that request, exactly once. (A request left waiting beside an idle connection it may use,
+/// with the only permit held by that connection, would wait forever.)
+#[test]
+fn loom_h1_return_races_borrow() {
+    loom::model(|| {
+        let admission = Admission::<Model>::new(1, None, vec![0, 0]);
+        let launches = Launches::default();
+        let owner = cell(&admission, 0, &launches);
+        let borrower = cell(&admission, 1, &launches);
+        let conn = connection(&owner, admission.take_free_permit().expect("one permit"));
+        let record = conn.record.clone();
+
+        let returner = {
+            let owner = owner.clone();
+            loom::thread::spawn(move || {
+                owner.release_h1(conn, Instant::now());
+            })
+        };
+        let requester = {
+            let borrower = borrower.clone();
+            loom::thread::spawn(move || wait(&borrower, 1))
+        };
+        returner.join().unwrap();
+        let waiter = requester.join().unwrap();
+
+        let served = waiter.try_take();
+        match &served {
+            Some(Grant::H1(got)) => {
+                assert!(Arc::ptr_eq(&got.record, &record));
+                assert!(
+                    !record.is_idle() && !record.is_closed(),
+                    "checked out exactly once"
+                );
+                assert_eq!(owner.idle_len(), 0);
+            }
+            None => panic!("an eligible connection went idle while a request waited beside it"),
+            Some(other) => panic!("unexpected grant {other:?}"),
+        }
+        assert!(
+            launches.lock().unwrap().is_empty(),
+            "no permit was free: nothing was established"
+        );
+        drop(served);
+        admission.detach();
+    });
+}
+
+/// Two snapshots of one cell's demand published from two threads in either order: the newer
+/// one wins, so demand the cell no longer has is never resurrected.
+#[test]
+fn loom_stale_demand_versions_are_rejected() {
+    loom::model(|| {
+        let admission = Admission::<Model>::new(1, None, vec![0]);
+        let _held = admission.take_free_permit().expect("one permit");
+        let older = {
+            let admission = admission.clone();
+            loom::thread::spawn(move || {
+                admission.publish(
+                    0,
+                    Demand {
+                        version: 1,
+                        head: Some(7),
+                    },
+                )
+            })
+        };
+        let newer = {
+            let admission = admission.clone();
+            loom::thread::spawn(move || {
+                admission.publish(
+                    0,
+                    Demand {
+                        version: 2,
+                        head: None,
+                    },
+                )
+            })
+        };
+        older.join().unwrap();
+        newer.join().unwrap();
+        assert!(
+            !admission.under_pressure(),
+            "the newest snapshot (no demand) stands"
+        );
+    });
+}
+
+/// The driver closing a connection (its peer went away) races a request committing a dispatch
+/// on it from the idle set: the connection is accounted exactly once either way.
+#[test]
+fn loom_logical_close_races_dispatch_commit() {
+    loom::model(|| {
+        let gauges = Arc::new(Gauges::default());
+        gauges.inc(Gauge::Establishing);
+        let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(2),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http1,
+        );
+        let record = ConnectionRecord::install(info, gauges.clone(), None, None);
+        assert!(record.checkin());
+
+        let committed = std::sync::Arc::new(AtomicBool::new(false));
+        let dispatcher = {
+            let (record, committed) = (record.clone(), committed.clone());
+            loom::thread::spawn(move || committed.store(record.checkout(), Ordering::SeqCst))
+        };
+        let closer = {
+            let record = record.clone();
+            loom::thread::spawn(move || record.close(CloseReason::ProtocolClosed, None))
+        };
+        dispatcher.join().unwrap();
+        assert!(closer.join().unwrap(), "the only close wins");
+
+        let s = gauges.snapshot();
+        assert_eq!((s.h1_idle, s.h1_active, s.h1_draining), (0, 0, 1), "{s:?}");
+        assert!(record.is_closed());
+        // A commit that lost reports failure: the request takes another connection.
+        let _ = committed.load(Ordering::SeqCst);
+    });
+}
+
+/// A grant claimed and filled while its waiter cancels: the value ends with exactly one side.
+#[test]
+fn loom_waiter_claim_races_cancel() {
+    loom::model(|| {
+        let waiter = Arc::new(Waiter::<u32>::new(1, Requirement::Any, None));
+        let filler = {
+            let waiter = waiter.clone();
+            loom::thread::spawn(move || {
+                if waiter.claim() {
+                    waiter.fill(7).err()
+                } else {
+                    Some(7)
+                }
+            })
+        };
+        let cancelled = waiter.cancel();
+        let back_to_filler = filler.join().unwrap();
+        let with_waiter = match cancelled {
+            None => None,
+            Some(value) => value,
+        };
+        let taken = waiter.try_take();
+        let owners = [back_to_filler, with_waiter, taken]
+            .iter()
+            .filter(|v| v.is_some())
+            .count();
+        assert_eq!(owners, 1, "exactly one side ends up with the value");
+    });
+}

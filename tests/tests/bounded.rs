@@ -1,0 +1,378 @@
+//! Bounded origins: `max_connections_per_host` across partitions, the pending cap, borrow,
+//! reclaim, and a stress run with random cancellation.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pool::{
+    CloseReason, ConnectionPool, ConnectionReuseScope, Partition, PartitionId, TokioDriverSpawner,
+};
+use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::events::EventLog;
+use pool_tests::gate::Gate;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use tokio::task::JoinSet;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn partitions(n: u32) -> Vec<Partition> {
+    (0..n)
+        .map(|i| Partition::new(PartitionId::from_index(i), TokioDriverSpawner::current()))
+        .collect()
+}
+
+/// N = 8, four partitions, 256 requests in flight at once: the server never sees more than 8
+/// connections, the pool fills exactly 8, and every request succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bound_holds_across_partitions() {
+    let hold = Gate::new();
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x").gate(hold.clone())))
+            .await;
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(4))
+        .max_connections_per_host(8)
+        .build()
+        .unwrap();
+    let url = server.url("/");
+    let mut tasks = JoinSet::new();
+    for i in 0..256u32 {
+        let client = pool.client_for(PartitionId::from_index(i % 4)).unwrap();
+        let url = url.clone();
+        tasks.spawn(async move { fetch(&client, &url).await });
+    }
+    // Eight requests reach the server and park there; the other 248 wait in the pool.
+    tokio::time::timeout(LIMIT, hold.wait_arrived(8))
+        .await
+        .unwrap();
+    let key = origin(&url);
+    settle(&pool, &key, |s| s.waiting_requests == 248).await;
+    let stats = pool.stats(&key);
+    assert_eq!(stats.admitted(), 8);
+    assert_eq!(stats.limit(), Some(8));
+    hold.open();
+    let mut served = 0;
+    while let Some(result) = tokio::time::timeout(LIMIT, tasks.join_next())
+        .await
+        .unwrap()
+    {
+        assert_eq!(result.unwrap().1, "x");
+        served += 1;
+    }
+    assert_eq!(served, 256);
+    assert!(
+        server.max_open() <= 8,
+        "the server saw {} connections",
+        server.max_open()
+    );
+    assert_eq!(
+        server.accepted(),
+        8,
+        "connections were reused, not replaced"
+    );
+    settle(&pool, &key, |s| {
+        s.waiting_requests == 0 && s.h1_active == 0 && s.admitted() == 8
+    })
+    .await;
+}
+
+/// N = 1, M = 16: with one request in flight and 16 waiting, every further request fails at
+/// once with `is_saturated`, and the 17 admitted ones succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_the_pending_cap_fail_fast() {
+    let hold = Gate::new();
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x").gate(hold.clone())))
+            .await;
+    let pool = ConnectionPool::builder()
+        .max_connections_per_host(1)
+        .max_pending_per_host(16)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let mut tasks = JoinSet::new();
+    let spawn = |tasks: &mut JoinSet<_>| {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move { client.request(get(&url)).await.map(|_| ()) });
+    };
+    spawn(&mut tasks);
+    // The first request holds the only connection, parked at the server.
+    tokio::time::timeout(LIMIT, hold.wait_arrived(1))
+        .await
+        .unwrap();
+    for _ in 0..99 {
+        spawn(&mut tasks);
+    }
+    // 83 fail while nothing has been answered yet: they did not wait.
+    let mut saturated = 0;
+    while saturated < 83 {
+        let result = tokio::time::timeout(LIMIT, tasks.join_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let error =
+            result.expect_err("only saturation can finish while the server holds every response");
+        assert!(error.is_saturated(), "{error:?}");
+        saturated += 1;
+    }
+    settle(&pool, &origin(&url), |s| s.waiting_requests == 16).await;
+    assert_eq!(
+        server.accepted(),
+        1,
+        "a saturated request touches no connection"
+    );
+    hold.open();
+    let mut ok = 0;
+    while let Some(result) = tokio::time::timeout(LIMIT, tasks.join_next())
+        .await
+        .unwrap()
+    {
+        result.unwrap().expect("admitted requests succeed");
+        ok += 1;
+    }
+    assert_eq!((saturated, ok), (83, 17));
+}
+
+/// Scope `Pool`, N = 1: a request through a second partition is served on the first
+/// partition's connection, and the borrow is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_borrows_a_peer_connection() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(2))
+        .max_connections_per_host(1)
+        .connection_reuse_scope(ConnectionReuseScope::Pool)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
+    let url = server.url("/");
+    let (first, _) = fetch(&pool.client_for(p0).unwrap(), &url).await;
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+
+    let (second, body) = tokio::time::timeout(LIMIT, fetch(&pool.client_for(p1).unwrap(), &url))
+        .await
+        .unwrap();
+    assert_eq!(body, "x");
+    assert_eq!(
+        second.id(),
+        first.id(),
+        "served on partition 0's connection"
+    );
+    assert_eq!(
+        second.info().partition(),
+        p0,
+        "the I/O stays with its owner"
+    );
+    assert_eq!(events.borrowed(), vec![(first.id(), p1)]);
+    assert_eq!(server.accepted(), 1);
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+    assert_eq!(
+        pool.stats(&origin(&url)).get(p0).unwrap().h1_idle,
+        1,
+        "it went home to its owner"
+    );
+}
+
+/// Scope `Partition`, N = 1: the peer's idle connection is closed as `Reclaimed` and the
+/// waiting partition gets a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_reclaims_a_peer_idle_connection() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(2))
+        .max_connections_per_host(1)
+        .connection_reuse_scope(ConnectionReuseScope::Partition)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
+    let url = server.url("/");
+    let (first, _) = fetch(&pool.client_for(p0).unwrap(), &url).await;
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+
+    let (second, _) = tokio::time::timeout(LIMIT, fetch(&pool.client_for(p1).unwrap(), &url))
+        .await
+        .unwrap();
+    assert_ne!(second.id(), first.id());
+    assert_eq!(second.info().partition(), p1);
+    assert_eq!(events.closed(), vec![(first.id(), CloseReason::Reclaimed)]);
+    assert!(
+        events.borrowed().is_empty(),
+        "scope Partition never dispatches across partitions"
+    );
+    assert_eq!(server.accepted(), 2);
+    assert!(
+        server.max_open() <= 1,
+        "the reclaimed socket was gone before the new one opened"
+    );
+}
+
+/// Drops the inner future after it has been polled a given number of times (0 = never
+/// polled), cancelling it at whatever ownership boundary it reached.
+struct CancelAfter<F> {
+    inner: Option<Pin<Box<F>>>,
+    polls_left: u32,
+}
+
+impl<F: Future> Future for CancelAfter<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.polls_left == 0 {
+            self.inner = None;
+            return Poll::Ready(None);
+        }
+        if self.polls_left != u32::MAX {
+            self.polls_left -= 1;
+        }
+        let inner = self.inner.as_mut().expect("polled after completion");
+        match inner.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(Some(output)),
+            Poll::Pending => {
+                // A request with a cancellation point comes back soon, so the point is reached
+                // even if nothing else wakes it.
+                if self.polls_left != u32::MAX {
+                    cx.waker().wake_by_ref();
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A small deterministic generator for cancellation points.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// N = 4, four partitions on two runtimes, thousands of requests with random cancellation:
+/// everything finishes or cancels within the deadline, the server never sees more than four
+/// connections, and no permit leaks (afterwards the origin still serves four requests at once).
+#[test]
+fn stress_with_random_cancellation_leaks_nothing() {
+    let rt = |name| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(name)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (rt_a, rt_b, test_rt) = (rt("runtime-a"), rt("runtime-b"), rt("test"));
+    test_rt.block_on(async {
+        // Every reply waits on whichever gate is current: open during the stress phase.
+        let current = Arc::new(std::sync::Mutex::new(Gate::opened()));
+        let plan = {
+            let current = current.clone();
+            ConnPlan::serve_with(move |_| {
+                Reply::ok("payload").gate(current.lock().unwrap().clone())
+            })
+        };
+        let server = ScriptedH1Server::start_with(plan).await;
+        let handle =
+            |rt: &tokio::runtime::Runtime| TokioDriverSpawner::from_handle(rt.handle().clone());
+        let pool = ConnectionPool::builder()
+            .partitions([
+                Partition::new(PartitionId::from_index(0), handle(&rt_a)),
+                Partition::new(PartitionId::from_index(1), handle(&rt_a)),
+                Partition::new(PartitionId::from_index(2), handle(&rt_b)),
+                Partition::new(PartitionId::from_index(3), handle(&rt_b)),
+            ])
+            .max_connections_per_host(4)
+            .build()
+            .unwrap();
+        let url = server.url("/");
+        let key = origin(&url);
+        let completed = Arc::new(AtomicUsize::new(0));
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let mut rng = XorShift(0x5eed_1234_abcd_0001);
+        let mut tasks = JoinSet::new();
+        for i in 0..3000u64 {
+            let client = pool
+                .client_for(PartitionId::from_index((i % 4) as u32))
+                .unwrap();
+            let url = url.clone();
+            let polls = match rng.next() % 4 {
+                0 => (rng.next() % 8) as u32,
+                _ => u32::MAX,
+            };
+            let (completed, cancelled) = (completed.clone(), cancelled.clone());
+            tasks.spawn(async move {
+                let request = async move { fetch(&client, &url).await };
+                match (CancelAfter {
+                    inner: Some(Box::pin(request)),
+                    polls_left: polls,
+                })
+                .await
+                {
+                    Some(_) => completed.fetch_add(1, Ordering::Relaxed),
+                    None => cancelled.fetch_add(1, Ordering::Relaxed),
+                };
+            });
+        }
+        tokio::time::timeout(LIMIT, async {
+            while let Some(result) = tasks.join_next().await {
+                result.expect("no request panicked");
+            }
+        })
+        .await
+        .expect("no deadlock: every request finished or was cancelled");
+        let (completed, cancelled) = (
+            completed.load(Ordering::Relaxed),
+            cancelled.load(Ordering::Relaxed),
+        );
+        assert_eq!(completed + cancelled, 3000);
+        assert!(
+            completed > 2000 && cancelled > 100,
+            "completed {completed}, cancelled {cancelled}"
+        );
+        assert!(
+            server.max_open() <= 4,
+            "the server saw {} connections",
+            server.max_open()
+        );
+
+        settle(&pool, &key, |s| {
+            s.establishing == 0 && s.waiting_requests == 0 && s.h1_active == 0
+        })
+        .await;
+        let stats = pool.stats(&key);
+        assert!(stats.admitted() <= 4);
+        assert_eq!(stats.admitted(), stats.total().h1_idle);
+
+        // No leaked permit: four requests can still be in flight at the same time.
+        let hold = Gate::new();
+        *current.lock().unwrap() = hold.clone();
+        let mut four = JoinSet::new();
+        for i in 0..4u32 {
+            let client = pool.client_for(PartitionId::from_index(i)).unwrap();
+            let url = url.clone();
+            four.spawn(async move { fetch(&client, &url).await });
+        }
+        tokio::time::timeout(LIMIT, hold.wait_arrived(4))
+            .await
+            .expect("four requests in flight at once");
+        hold.open();
+        while let Some(result) = four.join_next().await {
+            assert_eq!(result.unwrap().1, "payload");
+        }
+        assert!(server.max_open() <= 4);
+    });
+}
