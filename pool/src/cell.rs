@@ -117,10 +117,13 @@ impl CellEntry {
     /// Dropping the future while it waits withdraws the waiter; anything already handed to it
     /// goes back to the cell (a connection to the next waiter or the idle set, a permit to the
     /// origin's next ticket).
+    ///
+    /// Adds the time spent waiting (if the request had to wait) to `waited`.
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         requirement: Requirement,
         connect_timeout: Option<Duration>,
+        waited: &mut Option<Duration>,
     ) -> Result<Selected, Error> {
         loop {
             let shared = &self.shared;
@@ -151,11 +154,15 @@ impl CellEntry {
                     return Err(Error::saturated(cap));
                 }
                 Acquire::Wait(waiter) => {
-                    WaitGrant {
+                    let since = shared.time.now();
+                    let grant = WaitGrant {
                         entry: self,
                         waiter: Some(waiter),
                     }
-                    .await
+                    .await;
+                    let spent = shared.time.now().saturating_duration_since(since);
+                    *waited = Some(waited.unwrap_or_default() + spent);
+                    grant
                 }
             };
             match grant {

@@ -110,8 +110,12 @@ impl Client {
         } else {
             Requirement::Any
         };
+        let mut waited = None;
         loop {
-            match entry.acquire(requirement, self.connect_timeout).await? {
+            match entry
+                .acquire(requirement, self.connect_timeout, &mut waited)
+                .await?
+            {
                 Selected::H1(conn) => {
                     let record = conn.record().clone();
                     let reused = record.requests_served() > 0;
@@ -120,7 +124,10 @@ impl Client {
                     match self.with_read_timeout(conn.send(request)).await? {
                         SendOutcome::Response(response, guard) => {
                             let response = response.map(|incoming| Body::h1(incoming, guard));
-                            return Ok(attach(response, record, reused));
+                            return Ok(attach(
+                                response,
+                                ConnectionHandle::new(record, reused, waited),
+                            ));
                         }
                         SendOutcome::Unsent {
                             request: mut unsent,
@@ -131,6 +138,7 @@ impl Client {
                                 return Err(Error::request(error));
                             }
                             tracing::debug!(connection = %record.info().id(), "stale connection; retrying");
+                            self.pool.shared.count_retry();
                             pool_h1::restore_absolute_uri(&mut unsent, &entry.origin);
                             request = unsent;
                         }
@@ -144,7 +152,10 @@ impl Client {
                     match self.with_read_timeout(lease.send(request)).await? {
                         H2SendOutcome::Response(response, guard) => {
                             let response = response.map(|incoming| Body::h2(incoming, guard));
-                            return Ok(attach(response, record, reused));
+                            return Ok(attach(
+                                response,
+                                ConnectionHandle::new(record, reused, waited),
+                            ));
                         }
                         H2SendOutcome::Unsent {
                             request: unsent,
@@ -158,6 +169,7 @@ impl Client {
                                 return Err(Error::request(error));
                             }
                             tracing::debug!(connection = %record.info().id(), "stale HTTP/2 connection; retrying");
+                            self.pool.shared.count_retry();
                             request = unsent;
                         }
                         H2SendOutcome::Failed {
@@ -219,14 +231,8 @@ impl Client {
     }
 }
 
-fn attach(
-    mut response: Response<Body>,
-    record: Arc<pool_core::connection::ConnectionRecord>,
-    reused: bool,
-) -> Response<Body> {
-    response
-        .extensions_mut()
-        .insert(ConnectionHandle::new(record, reused));
+fn attach(mut response: Response<Body>, handle: ConnectionHandle) -> Response<Body> {
+    response.extensions_mut().insert(handle);
     response
 }
 

@@ -1,6 +1,7 @@
 //! The handle every response carries to the connection that served it.
 
 use std::fmt;
+use std::time::Duration;
 
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
@@ -15,11 +16,20 @@ use pool_core::{ConnectionId, ConnectionInfo, Protocol};
 pub struct ConnectionHandle {
     record: Arc<ConnectionRecord>,
     reused: bool,
+    waited: Option<Duration>,
 }
 
 impl ConnectionHandle {
-    pub(crate) fn new(record: Arc<ConnectionRecord>, reused: bool) -> Self {
-        ConnectionHandle { record, reused }
+    pub(crate) fn new(
+        record: Arc<ConnectionRecord>,
+        reused: bool,
+        waited: Option<Duration>,
+    ) -> Self {
+        ConnectionHandle {
+            record,
+            reused,
+            waited,
+        }
     }
 
     /// The connection's description: identity, origin, owner partition, protocol, addresses,
@@ -36,6 +46,13 @@ impl ConnectionHandle {
     /// The connection's protocol.
     pub fn protocol(&self) -> Protocol {
         self.record.info().protocol()
+    }
+
+    /// How long the request waited in the pool for a connection: for an establishment, a
+    /// connection to come back, or a permit of a bounded origin. `None` when a connection was
+    /// available at once (a reuse hit).
+    pub fn wait_time(&self) -> Option<Duration> {
+        self.waited
     }
 
     /// Whether the connection had served another request before this one.
@@ -61,6 +78,7 @@ impl fmt::Debug for ConnectionHandle {
         f.debug_struct("ConnectionHandle")
             .field("info", self.info())
             .field("reused", &self.reused)
+            .field("waited", &self.waited)
             .finish()
     }
 }

@@ -142,6 +142,9 @@ async fn establish_inner(
                 // before any handshake, converge returned the `establishing` count, and the
                 // permit (if any) goes back as the guard drops.
                 guard.disarm();
+                if connected.is_tls() {
+                    shared.count_redundant_handshake();
+                }
                 return Ok(());
             }
             // The cell launched attempts for the flight's other waiters, if it was a flight.

@@ -63,6 +63,7 @@ pub use error::Error;
 pub use partition::{Partition, TokioDriverSpawner};
 pub use pool::{ClientBuildError, ConnectionPool};
 pub use protocol::ProtocolPolicy;
+pub use shared::PoolCounters;
 pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{

@@ -14,7 +14,7 @@ use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
 use crate::partition::PartitionRuntime;
-use crate::shared::Shared;
+use crate::shared::{PoolCounters, Shared};
 
 /// An HTTP/1.1 + HTTP/2 connection pool.
 ///
@@ -212,6 +212,11 @@ impl ConnectionPool {
             })
             .collect();
         OriginStats::new(self.inner.shared.bound.as_ref().map(|b| b.limit), rows)
+    }
+
+    /// Pool-wide counters of rare events (redundant handshakes, transparent retries).
+    pub fn counters(&self) -> PoolCounters {
+        self.inner.shared.counters()
     }
 
     /// Every origin any partition has seen, sorted.

@@ -45,6 +45,25 @@ pub(crate) struct Shared {
     admissions: Mutex<HashMap<OriginKey, Admission<PoolTypes>>>,
     /// Arrival order of waiting requests; touched only on a miss.
     seq: AtomicU64,
+    /// TLS handshakes whose transport lost the ALPN convergence (another generation or flight
+    /// already served its request) and closed unused.
+    redundant_handshakes: AtomicU64,
+    /// Requests sent again after hyper handed them back unsent from a reused connection.
+    retries: AtomicU64,
+}
+
+/// Pool-wide counters of rare events, for insight into what the pool did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolCounters {
+    /// TLS handshakes that ended as losing HTTP/2 attempts: another attempt had already
+    /// established (or was establishing) the cell's generation, so this transport closed
+    /// without an HTTP handshake. Zero when single-flight establishment works as designed for
+    /// a cold burst.
+    pub redundant_handshakes: u64,
+    /// Transparent retries: requests hyper handed back unsent from a reused connection, sent
+    /// again on another.
+    pub transparent_retries: u64,
 }
 
 impl Shared {
@@ -74,6 +93,23 @@ impl Shared {
             bound,
             admissions: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(0),
+            redundant_handshakes: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn count_redundant_handshake(&self) {
+        self.redundant_handshakes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn counters(&self) -> PoolCounters {
+        PoolCounters {
+            redundant_handshakes: self.redundant_handshakes.load(Ordering::Relaxed),
+            transparent_retries: self.retries.load(Ordering::Relaxed),
         }
     }
 

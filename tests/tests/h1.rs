@@ -30,12 +30,17 @@ async fn fully_read_response_returns_the_connection_for_reuse() {
     let (first, body) = fetch(&client, &url).await;
     assert_eq!(body, "hello");
     assert!(!first.is_reused());
+    assert!(
+        first.wait_time().is_some(),
+        "the first request waited for its connection"
+    );
     settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
 
     let (second, body) = fetch(&client, &server.url("/b")).await;
     assert_eq!(body, "hello");
     assert_eq!(second.id(), first.id(), "same connection");
     assert!(second.is_reused());
+    assert_eq!(second.wait_time(), None, "a reuse hit does not wait");
     assert_eq!(server.accepted(), 1);
     assert_eq!(events.reused(), vec![first.id()]);
     assert_eq!(events.created().len(), 1);
@@ -207,6 +212,7 @@ async fn stale_reused_connection_is_retried_transparently() {
     assert_eq!(body, "two");
     assert_ne!(second.id(), first.0.id());
     assert!(!second.is_reused(), "the retry ran on a fresh connection");
+    assert_eq!(pool.counters().transparent_retries, 1);
     // The request was dispatched on the stale connection (a reuse), which closed, and the same
     // request was then answered by a new connection: a transparent retry.
     use pool_tests::events::Event;

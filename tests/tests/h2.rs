@@ -69,6 +69,7 @@ async fn cold_burst_to_an_alpn_h2_origin_costs_one_connection_and_one_handshake(
     }
     assert_eq!(server.accepted(), 1, "one TCP connection");
     assert_eq!(server.tls_handshakes(), 1, "one TLS handshake");
+    assert_eq!(pool.counters().redundant_handshakes, 0);
     assert_eq!(server.streams_accepted(), 200);
     let stats = pool.stats(&origin(&url)).total();
     assert_eq!(
