@@ -151,13 +151,32 @@ impl PartitionStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OriginStats {
     limit: Option<usize>,
+    available: Option<usize>,
     rows: Vec<(PartitionId, PartitionStats)>,
 }
 
 impl OriginStats {
     /// Assembles the rows read from each partition's cell.
     pub fn new(limit: Option<usize>, rows: Vec<(PartitionId, PartitionStats)>) -> OriginStats {
-        OriginStats { limit, rows }
+        OriginStats {
+            limit,
+            available: None,
+            rows,
+        }
+    }
+
+    /// Adds the number of permits nobody holds (bounded origins).
+    pub fn with_available_permits(mut self, available: Option<usize>) -> OriginStats {
+        self.available = available;
+        self
+    }
+
+    /// For a bounded origin, the permits nobody holds: `limit - available_permits` permits are
+    /// held by admitted connections, establishments, and HTTP/1 connections whose socket is
+    /// still closing. Once everything has settled, `limit - available - admitted` is the number
+    /// of leaked permits, which must be zero.
+    pub fn available_permits(&self) -> Option<usize> {
+        self.available
     }
 
     /// Admitted connections across partitions (derived from the rows, not another counter).

@@ -211,7 +211,14 @@ impl ConnectionPool {
                     .map(|entry| (p.runtime.id, entry.cell.gauges().snapshot()))
             })
             .collect();
-        OriginStats::new(self.inner.shared.bound.as_ref().map(|b| b.limit), rows)
+        let shared = &self.inner.shared;
+        let available = shared
+            .bound
+            .as_ref()
+            .and_then(|_| shared.existing_admission(origin))
+            .map(|a| a.available());
+        let limit = shared.bound.as_ref().map(|b| b.limit);
+        OriginStats::new(limit, rows).with_available_permits(available.or(limit))
     }
 
     /// Pool-wide counters of rare events (redundant handshakes, transparent retries).

@@ -123,6 +123,11 @@ impl Shared {
         Some(admission.clone())
     }
 
+    /// The admission of `origin` if one was created.
+    pub(crate) fn existing_admission(&self, origin: &OriginKey) -> Option<Admission<PoolTypes>> {
+        self.admissions.lock().get(origin).cloned()
+    }
+
     /// Every admission (for teardown and stats).
     pub(crate) fn admissions(&self) -> Vec<Admission<PoolTypes>> {
         self.admissions.lock().values().cloned().collect()

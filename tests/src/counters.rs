@@ -61,8 +61,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Log<T> {
     /// The entries, in the order they were pushed. Never held across an await.
     items: Mutex<Vec<T>>,
-    /// Mirrors `items.len()`; changed only by `push`, after the entry is in `items`.
+    /// Mirrors the number of pushes; changed only by `push`, after the entry is in `items`.
     len: watch::Sender<usize>,
+    /// Whether entries are kept, or only counted (long runs that must not grow memory).
+    keep: bool,
 }
 
 impl<T: Clone> Log<T> {
@@ -70,10 +72,23 @@ impl<T: Clone> Log<T> {
         Self {
             items: Mutex::new(Vec::new()),
             len: watch::Sender::new(0),
+            keep: true,
+        }
+    }
+
+    /// A log that counts pushes without keeping the entries.
+    pub(crate) fn counting() -> Self {
+        Self {
+            keep: false,
+            ..Self::new()
         }
     }
 
     pub(crate) fn push(&self, item: T) {
+        if !self.keep {
+            self.len.send_modify(|len| *len += 1);
+            return;
+        }
         let len = {
             let mut items = lock(&self.items);
             items.push(item);

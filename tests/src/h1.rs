@@ -563,6 +563,13 @@ pub struct H1ServerBuilder {
 }
 
 impl H1ServerBuilder {
+    /// Whether to keep every request for [`ScriptedH1Server::requests`] (default: yes). A long
+    /// run turns it off so the server's memory stays flat; requests are still counted.
+    pub fn record_requests(mut self, record: bool) -> Self {
+        self.core.record_requests = record;
+        self
+    }
+
     /// Serves TLS with this configuration (see [`TestPki`](crate::tls::TestPki)); URLs become
     /// `https://`.
     pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
@@ -616,7 +623,11 @@ impl H1ServerBuilder {
     ///
     /// If the address cannot be bound (for example IPv6 is unavailable).
     pub async fn try_start(self) -> io::Result<ScriptedH1Server> {
-        let requests = Arc::new(Log::new());
+        let requests = Arc::new(if self.core.record_requests {
+            Log::new()
+        } else {
+            Log::counting()
+        });
         let plans = Arc::new(self.plans);
         let default_plan = self.default_plan;
         let serve: ServeFn = {

@@ -437,6 +437,13 @@ impl fmt::Debug for H2ServerBuilder {
 }
 
 impl H2ServerBuilder {
+    /// Whether to keep every request for [`ScriptedH2Server::requests`] (default: yes). A long
+    /// run turns it off so the server's memory stays flat; requests are still counted.
+    pub fn record_requests(mut self, record: bool) -> Self {
+        self.core.record_requests = record;
+        self
+    }
+
     /// Serves TLS with this configuration; give it ALPN `h2`
     /// (`pki.server_config(&[b"h2"])`). URLs become `https://`.
     pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
@@ -527,7 +534,7 @@ impl H2ServerBuilder {
     ///
     /// If the address cannot be bound.
     pub async fn try_start(self) -> io::Result<ScriptedH2Server> {
-        let records = Arc::new(H2Records::new());
+        let records = Arc::new(H2Records::new(self.core.record_requests));
         let ctx = Arc::new(H2Ctx {
             settings: self.settings,
             conn_plans: self.conn_plans,
@@ -569,9 +576,13 @@ struct H2Records {
 }
 
 impl H2Records {
-    fn new() -> Self {
+    fn new(record_requests: bool) -> Self {
         Self {
-            requests: Log::new(),
+            requests: if record_requests {
+                Log::new()
+            } else {
+                Log::counting()
+            },
             resets: Log::new(),
             streams: Mutex::new(Vec::new()),
             total_streams: watch::Sender::new(0),

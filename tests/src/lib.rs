@@ -16,9 +16,12 @@
 //! * [`counters`]: connection counters both servers expose (accepted, open, max open, TLS
 //!   handshakes) and per-connection records.
 //! * [`io`]: a `TokioIo` adapter and executor to drive `hyper::client::conn` directly.
+//! * [`chaos`]: cancellation after N polls and a seeded generator, for stress tests.
+//! * [`contract`]: behaviour contracts run for our pool and hyper-util's legacy client.
 //! * [`client`]: request helpers (`get`, `fetch`, `settle` on gauges).
 //! * [`events`]: [`EventLog`](events::EventLog), a connection event listener that records.
 //! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
+//! * [`gated`]: a connector and I/O that stop at gates (before dial, mid-TLS, before writes).
 //! * [`resolve`]: fixed-answer and never-answering resolvers.
 //!
 //! What this crate does not do: implement HTTP correctly for arbitrary clients, pick ports other
@@ -27,11 +30,14 @@
 //! Every `wait_*` method can wait forever if the awaited event never happens; wrap it in
 //! `tokio::time::timeout`.
 
+pub mod chaos;
 pub mod client;
+pub mod contract;
 pub mod counters;
 pub mod duplex;
 pub mod events;
 pub mod gate;
+pub mod gated;
 pub mod h1;
 pub mod h2;
 pub mod io;

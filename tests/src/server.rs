@@ -100,6 +100,8 @@ pub(crate) struct CoreConfig {
     pub(crate) bind: SocketAddr,
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     pub(crate) accept_gate: Option<Gate>,
+    /// Keep every request for `requests()` (on by default; long runs turn it off).
+    pub(crate) record_requests: bool,
 }
 
 impl Default for CoreConfig {
@@ -108,6 +110,7 @@ impl Default for CoreConfig {
             bind: DEFAULT_BIND,
             tls: None,
             accept_gate: None,
+            record_requests: true,
         }
     }
 }

@@ -1,16 +1,14 @@
 //! Bounded origins: `max_connections_per_host` across partitions, the pending cap, borrow,
 //! reclaim, and a stress run with random cancellation.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pool::{
     CloseReason, ConnectionPool, ConnectionReuseScope, Partition, PartitionId, TokioDriverSpawner,
 };
+use pool_tests::chaos::{CancelAfter, XorShift};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
@@ -217,51 +215,6 @@ async fn a_partition_reclaims_a_peer_idle_connection() {
     );
 }
 
-/// Drops the inner future after it has been polled a given number of times (0 = never
-/// polled), cancelling it at whatever ownership boundary it reached.
-struct CancelAfter<F> {
-    inner: Option<Pin<Box<F>>>,
-    polls_left: u32,
-}
-
-impl<F: Future> Future for CancelAfter<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.polls_left == 0 {
-            self.inner = None;
-            return Poll::Ready(None);
-        }
-        if self.polls_left != u32::MAX {
-            self.polls_left -= 1;
-        }
-        let inner = self.inner.as_mut().expect("polled after completion");
-        match inner.as_mut().poll(cx) {
-            Poll::Ready(output) => Poll::Ready(Some(output)),
-            Poll::Pending => {
-                // A request with a cancellation point comes back soon, so the point is reached
-                // even if nothing else wakes it.
-                if self.polls_left != u32::MAX {
-                    cx.waker().wake_by_ref();
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
-/// A small deterministic generator for cancellation points.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// N = 4, four partitions on two runtimes, thousands of requests with random cancellation:
 /// everything finishes or cancels within the deadline, the server never sees more than four
 /// connections, and no permit leaks (afterwards the origin still serves four requests at once).
@@ -302,26 +255,21 @@ fn stress_with_random_cancellation_leaks_nothing() {
         let key = origin(&url);
         let completed = Arc::new(AtomicUsize::new(0));
         let cancelled = Arc::new(AtomicUsize::new(0));
-        let mut rng = XorShift(0x5eed_1234_abcd_0001);
+        let mut rng = XorShift::new(0x5eed_1234_abcd_0001);
         let mut tasks = JoinSet::new();
         for i in 0..3000u64 {
             let client = pool
                 .client_for(PartitionId::from_index((i % 4) as u32))
                 .unwrap();
             let url = url.clone();
-            let polls = match rng.next() % 4 {
-                0 => (rng.next() % 8) as u32,
-                _ => u32::MAX,
+            let polls = match rng.below(4) {
+                0 => Some(rng.below(8) as u32),
+                _ => None,
             };
             let (completed, cancelled) = (completed.clone(), cancelled.clone());
             tasks.spawn(async move {
                 let request = async move { fetch(&client, &url).await };
-                match (CancelAfter {
-                    inner: Some(Box::pin(request)),
-                    polls_left: polls,
-                })
-                .await
-                {
+                match CancelAfter::new(request, polls).await {
                     Some(_) => completed.fetch_add(1, Ordering::Relaxed),
                     None => cancelled.fetch_add(1, Ordering::Relaxed),
                 };
@@ -356,6 +304,10 @@ fn stress_with_random_cancellation_leaks_nothing() {
         let stats = pool.stats(&key);
         assert!(stats.admitted() <= 4);
         assert_eq!(stats.admitted(), stats.total().h1_idle);
+        settle(&pool, &key, |s| s.h1_draining == 0).await;
+        let stats = pool.stats(&key);
+        let leaked = 4 - stats.available_permits().unwrap() - stats.admitted();
+        assert_eq!(leaked, 0, "leaked permits");
 
         // No leaked permit: four requests can still be in flight at the same time.
         let hold = Gate::new();

@@ -126,12 +126,32 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      fmt, clippy, test, doc, loom (stops at the first failure)";
+  ci              fmt, clippy, test, doc, loom (stops at the first failure)
+  soak [--secs N] a long mixed-fault run against one bounded pool (default 60 s);
+                  prints leaked permits (must be 0) and resident memory";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => run_all(&ci_steps()),
+        Some("soak") => {
+            let mut args_for_soak = vec![
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "pool-tests",
+                "--bin",
+                "soak",
+                "--",
+            ];
+            let forwarded: Vec<&'static str> = args[1..]
+                .iter()
+                .map(|a| &*Box::leak(a.clone().into_boxed_str()))
+                .collect();
+            args_for_soak.extend(forwarded);
+            run_all(&[Step::cargo("soak", &args_for_soak)])
+        }
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
