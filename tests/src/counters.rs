@@ -21,7 +21,11 @@ pub struct ConnCounters {
     pub accepted: usize,
     /// Connections whose task is still running (accepted and not yet closed).
     pub open: usize,
-    /// The largest value `open` ever had.
+    /// The most connections open at once, counted at each accept: the new one plus every
+    /// earlier one whose task still runs and whose client has not closed its side. (A client
+    /// closes a socket before it dials the next one, but the server may accept the new one
+    /// before its task reads the old one's end of stream; the peer's close is what the client
+    /// controls, so that is what is counted.)
     pub max_open: usize,
     /// Connections whose task ended (closed by the script, the client, an error or shutdown).
     pub closed: usize,
@@ -118,6 +122,9 @@ pub(crate) struct Shared {
     pub(crate) errors: Log<String>,
     /// One entry per accepted connection, indexed by connection id.
     pub(crate) conns: Mutex<Vec<ConnInfo>>,
+    /// A duplicate handle of each open connection's socket, to peek whether its client closed
+    /// it (see [`ConnCounters::max_open`]).
+    pub(crate) probes: Mutex<std::collections::HashMap<u64, std::net::TcpStream>>,
 }
 
 impl Shared {
@@ -126,6 +133,7 @@ impl Shared {
             counters: watch::Sender::new(ConnCounters::default()),
             errors: Log::new(),
             conns: Mutex::new(Vec::new()),
+            probes: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -164,6 +172,7 @@ pub(crate) struct OpenGuard {
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
+        lock(&self.shared.probes).remove(&self.id);
         self.shared.update_conn(self.id, |c| c.closed = true);
         self.shared.counters.send_modify(|c| {
             c.open -= 1;

@@ -285,12 +285,30 @@ fn register(shared: &Shared, tcp: &TcpStream, peer: SocketAddr) -> u64 {
         });
         id
     };
+    let open_now = {
+        let mut probes = lock(&shared.probes);
+        let still_open = probes
+            .values()
+            .filter(|probe| !client_closed(probe))
+            .count();
+        if let Ok(probe) = socket2::SockRef::from(tcp).try_clone() {
+            probes.insert(id, probe.into());
+        }
+        still_open + 1
+    };
     shared.counters.send_modify(|c| {
         c.accepted += 1;
         c.open += 1;
-        c.max_open = c.max_open.max(c.open);
+        c.max_open = c.max_open.max(open_now);
     });
     id
+}
+
+/// Whether the client closed its side of `probe`'s connection: a peek (which consumes nothing)
+/// reads end of stream. The socket is non-blocking, so a live idle connection reports
+/// `WouldBlock`; unread bytes before the end count as open.
+fn client_closed(probe: &std::net::TcpStream) -> bool {
+    matches!(probe.peek(&mut [0u8; 1]), Ok(0))
 }
 
 async fn run_conn(

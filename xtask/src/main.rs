@@ -1,6 +1,8 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
 //! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
+//! * `cargo xtask bench [--quick] [--json] [--url URL]` runs the benchmark (release mode).
+//! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
 //! reproduced by copying the printed line.
@@ -12,22 +14,28 @@ use std::time::Instant;
 struct Step {
     name: &'static str,
     program: &'static str,
-    args: Vec<&'static str>,
+    args: Vec<String>,
     env: Vec<(&'static str, &'static str)>,
 }
 
 impl Step {
-    fn cargo(name: &'static str, args: &[&'static str]) -> Step {
+    fn cargo(name: &'static str, args: &[&str]) -> Step {
         Step {
             name,
             program: "cargo",
-            args: args.to_vec(),
+            args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
         }
     }
 
     fn env(mut self, key: &'static str, value: &'static str) -> Step {
         self.env.push((key, value));
+        self
+    }
+
+    /// Appends arguments given on xtask's own command line.
+    fn with_args(mut self, extra: &[String]) -> Step {
+        self.args.extend(extra.iter().cloned());
         self
     }
 
@@ -126,31 +134,47 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci              fmt, clippy, test, doc, loom (stops at the first failure)
-  soak [--secs N] a long mixed-fault run against one bounded pool (default 60 s);
-                  prints leaked permits (must be 0) and resident memory";
+  ci                                   fmt, clippy, test, doc, loom (stops at the first failure)
+  bench [--quick] [--json] [--url URL] pool vs raw hyper vs hyper-util, interleaved, in release
+                                       mode; markdown (or JSON) on stdout
+  soak [--secs N]                      a long mixed-fault run against one bounded pool (default
+                                       60 s); prints leaked permits (must be 0) and memory";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
         Some("ci") => run_all(&ci_steps()),
+        Some("bench") => {
+            let bench = Step::cargo(
+                "bench",
+                &[
+                    "bench",
+                    "--quiet",
+                    "-p",
+                    "pool-tests",
+                    "--bench",
+                    "pool_bench",
+                    "--",
+                ],
+            );
+            run_all(&[bench.with_args(rest)])
+        }
         Some("soak") => {
-            let mut args_for_soak = vec![
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "pool-tests",
-                "--bin",
+            let soak = Step::cargo(
                 "soak",
-                "--",
-            ];
-            let forwarded: Vec<&'static str> = args[1..]
-                .iter()
-                .map(|a| &*Box::leak(a.clone().into_boxed_str()))
-                .collect();
-            args_for_soak.extend(forwarded);
-            run_all(&[Step::cargo("soak", &args_for_soak)])
+                &[
+                    "run",
+                    "--release",
+                    "--quiet",
+                    "-p",
+                    "pool-tests",
+                    "--bin",
+                    "soak",
+                    "--",
+                ],
+            );
+            run_all(&[soak.with_args(rest)])
         }
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

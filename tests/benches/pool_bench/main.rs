@@ -1,0 +1,162 @@
+//! `cargo xtask bench [--quick] [--json] [--url URL]`: our pool side by side with hyper's raw
+//! connection API (pre-established senders, no pool: the limit) and hyper-util's legacy client
+//! (what users pick today), in one process, interleaved round by round on the same machine.
+//!
+//! 1. HTTP/1.1 keep-alive, c = 1, 64, 256.
+//! 2. HTTP/2 over h2c on one connection, c = 64, 256.
+//! 3. A bounded origin (N = 8, c = 256) through 1 and 2 partitions, against hyper-util with a
+//!    connection-cap semaphore in its connector.
+//! 4. A cold burst of 256 requests to a fresh TLS origin offering h2: connections, TLS
+//!    handshakes and time to complete.
+//! 5. Allocations per request on the reuse-hit path (counting allocator, client thread only).
+//! 6. Partition scaling on an in-memory transport: 1 vs 2 partitions on 2 threads.
+//!
+//! Clients run on current-thread runtimes (one thread; partitions add threads), the servers on
+//! their own thread. `--url` points scenarios 1, 3 and 5 at an external HTTP/1.1 server.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+#[path = "../../tests/common/hyper_util_tls.rs"]
+mod hyper_util_tls;
+
+mod alloc;
+mod contenders;
+mod report;
+mod scenarios;
+mod server;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
+
+struct Args {
+    quick: bool,
+    json: bool,
+    url: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        quick: false,
+        json: false,
+        url: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--json" => args.json = true,
+            "--url" => args.url = it.next(),
+            // cargo bench passes `--bench` to harness-less benches.
+            "--bench" => {}
+            other => {
+                eprintln!(
+                    "pool_bench: unknown argument {other:?}\nusage: pool_bench [--quick] [--json] [--url URL]"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    args
+}
+
+fn external_target(url: &str) -> SocketAddr {
+    let uri: http::Uri = url.parse().expect("--url must be an absolute http:// URL");
+    let host = uri.host().expect("--url needs a host");
+    let port = uri.port_u16().unwrap_or(80);
+    (host, port)
+        .to_socket_addrs()
+        .expect("resolve --url")
+        .next()
+        .expect("--url resolves to an address")
+}
+
+fn main() {
+    let args = parse_args();
+    let plan = if args.quick {
+        scenarios::Plan {
+            rounds: 3,
+            warmup: Duration::from_millis(200),
+            measure: Duration::from_millis(800),
+        }
+    } else {
+        scenarios::Plan {
+            rounds: 5,
+            warmup: Duration::from_millis(500),
+            measure: Duration::from_secs(3),
+        }
+    };
+    let started = Instant::now();
+    let servers = server::start();
+    let target = args.url.as_deref().map(external_target);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+
+    let mut scenarios_run = Vec::new();
+    scenarios_run.extend(scenarios::h1_keep_alive(
+        &servers,
+        target,
+        plan,
+        &[1, 64, 256],
+    ));
+    scenarios_run.extend(scenarios::h2c(&servers, plan, &[64, 256]));
+    scenarios_run.extend(scenarios::bounded(&servers, target, plan));
+    let bursts = scenarios::cold_alpn_burst(&servers, if args.quick { 3 } else { 5 });
+    let allocations =
+        scenarios::allocations(&servers, target, if args.quick { 2_000 } else { 10_000 });
+    scenarios_run.push(scenarios::partition_scaling(plan));
+
+    if args.json {
+        let out = json!({
+            "machine": { "cores": cores },
+            "plan": { "rounds": plan.rounds, "measure_s": plan.measure.as_secs_f64(), "quick": args.quick },
+            "scenarios": scenarios_run.iter().map(report::Scenario::json).collect::<Vec<_>>(),
+            "cold_alpn_burst": bursts.iter().map(|(name, runs)| json!({
+                "name": name,
+                "connections": runs.iter().map(|b| b.connections).collect::<Vec<_>>(),
+                "tls_handshakes": runs.iter().map(|b| b.handshakes).collect::<Vec<_>>(),
+                "millis": runs.iter().map(|b| b.millis).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "allocations_per_request": allocations.iter().map(|(k, v)| json!({ "contender": k, "allocations": v })).collect::<Vec<_>>(),
+            "elapsed_s": started.elapsed().as_secs_f64(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+        return;
+    }
+
+    println!(
+        "# pool benchmark ({} mode, {} rounds × {:?}, {cores} cores)",
+        if args.quick { "quick" } else { "full" },
+        plan.rounds,
+        plan.measure
+    );
+    if let Some(url) = &args.url {
+        println!("\nexternal target for scenarios 1, 3, 5: {url}");
+    }
+    for scenario in &scenarios_run[..scenarios_run.len() - 1] {
+        print!("{}", scenario.markdown());
+    }
+    println!(
+        "\n### 4. cold ALPN burst: 256 concurrent requests to a fresh TLS origin offering h2\n"
+    );
+    println!(
+        "| contender | TCP connections | TLS handshakes | time to complete (median ms) |\n|---|---:|---:|---:|"
+    );
+    for (name, runs) in &bursts {
+        let ms = report::spread(&runs.iter().map(|b| b.millis).collect::<Vec<_>>());
+        let conns: Vec<u64> = runs.iter().map(|b| b.connections).collect();
+        let hs: Vec<u64> = runs.iter().map(|b| b.handshakes).collect();
+        println!("| {name} | {conns:?} | {hs:?} | {:.1} |", ms.median);
+    }
+    println!(
+        "\n### 5. allocations per request on the reuse-hit path\n\n| contender | allocations / request |\n|---|---:|"
+    );
+    for (name, per) in &allocations {
+        println!("| {name} | {per:.2} |");
+    }
+    print!("{}", scenarios_run.last().expect("scaling").markdown());
+    println!("\n(completed in {:.1?})", started.elapsed());
+}
