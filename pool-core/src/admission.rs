@@ -53,6 +53,19 @@ pub struct Demand {
     pub head: Option<u64>,
 }
 
+/// Who goes first for a connection that finished an exchange: see [`Admission::precedence`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precedence {
+    /// The cell's own oldest waiting request is the oldest that may use the connection.
+    Local,
+    /// An older request waits in this eligible partition; its ticket is fenced for the
+    /// delivery.
+    Borrow(usize, DeliveryId),
+    /// An older request waits in a partition that may not use the connection, and no permit
+    /// is free: closing the connection moves its permit there.
+    Reclaim,
+}
+
 /// Identity of one permit delivery, for the fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeliveryId(u64);
@@ -82,6 +95,10 @@ struct State {
     order: BTreeSet<(u64, usize)>,
     /// Source of delivery identities.
     next_delivery: u64,
+    /// Returning connections told to close for an older ticket ([`Precedence::Reclaim`]) whose
+    /// permit has not come back yet. Any returned permit counts one off: it goes to the oldest
+    /// ticket, which is the one the reclaim was for or an even older one.
+    reclaims_in_transit: usize,
 }
 
 /// A permit to hand to a partition, decided under the admission lock and delivered after it.
@@ -197,6 +214,7 @@ impl<T: CellTypes> Admission<T> {
                     .collect(),
                 order: BTreeSet::new(),
                 next_delivery: 0,
+                reclaims_in_transit: 0,
             }),
         });
         Admission { inner }
@@ -379,6 +397,7 @@ impl<T: CellTypes> Admission<T> {
         let delivery = {
             let mut state = self.state.lock();
             state.available += 1;
+            state.reclaims_in_transit = state.reclaims_in_transit.saturating_sub(1);
             debug_assert!(
                 state.available <= self.limit,
                 "more permits returned than exist"
@@ -404,6 +423,47 @@ impl<T: CellTypes> Admission<T> {
         state.slots[partition].ticket = Ticket::Delivering(id);
         self.update_pressure(&state);
         Some((partition, id))
+    }
+
+    /// Whether a partition other than `source` waits for a request that arrived before
+    /// `local_head` (the oldest request waiting in `source`'s cell), for a connection of
+    /// `source` that finished an exchange. Keeps waiting fair across partitions: without it, a
+    /// partition whose own requests keep its connections busy would serve its own newer
+    /// requests forever while an older request of a peer starves.
+    ///
+    /// A peer of `source`'s eligibility group has its ticket claimed and fenced (it receives
+    /// the connection, a borrow); a peer outside it gets [`Precedence::Reclaim`]: the
+    /// connection should close so its permit moves to that peer, unless a permit is already on
+    /// its way (one reclaim at a time, so returning connections do not all close for one
+    /// request).
+    pub fn precedence(&self, source: usize, local_head: u64) -> Precedence {
+        let group = self.groups[source];
+        let mut state = self.state.lock();
+        let older = state
+            .order
+            .iter()
+            .copied()
+            .take_while(|(head, _)| *head < local_head)
+            .find(|(_, p)| *p != source && self.registered[*p].load(Ordering::Acquire));
+        let Some((head, partition)) = older else {
+            return Precedence::Local;
+        };
+        if self.groups[partition] != group {
+            // A free permit, or one a reclaim already set moving, reaches that ticket first
+            // (permits go to the oldest ticket): closing another connection for it would only
+            // churn.
+            if state.available > 0 || state.reclaims_in_transit > 0 {
+                return Precedence::Local;
+            }
+            state.reclaims_in_transit += 1;
+            return Precedence::Reclaim;
+        }
+        state.order.remove(&(head, partition));
+        let id = DeliveryId(state.next_delivery);
+        state.next_delivery += 1;
+        state.slots[partition].ticket = Ticket::Delivering(id);
+        self.update_pressure(&state);
+        Precedence::Borrow(partition, id)
     }
 
     /// Whether some partition waits while no permit is free: closing an idle connection would

@@ -74,7 +74,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::admission::{Admission, CapacityLease, DeliveryId, Demand};
+use crate::admission::{Admission, CapacityLease, DeliveryId, Demand, Precedence};
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::Protocol;
@@ -103,8 +103,12 @@ pub trait CellTypes: Send + Sync + Sized + 'static {
 pub trait PooledH1: Send + 'static {
     /// Its lifecycle record.
     fn record(&self) -> &Arc<ConnectionRecord>;
-    /// Whether the protocol layer would accept a request now (hyper's `is_ready`).
-    fn is_ready(&self) -> bool;
+    /// Whether the protocol layer still takes requests: hyper's `!is_closed()`, not its
+    /// `is_ready()`. A connection only goes idle once hyper was ready for another request, and
+    /// stays ready while idle until it closes; a fresh connection whose driver has not run yet
+    /// is not "ready" but takes its first request (hyper buffers one), so readiness would
+    /// wrongly retire it.
+    fn is_open(&self) -> bool;
 }
 
 /// What the cell needs to know about an HTTP/2 generation.
@@ -456,7 +460,7 @@ impl<T: CellTypes> Cell<T> {
         }
         if requirement == Requirement::Any && !h2_serves {
             while let Some(entry) = st.idle.pop_back() {
-                if entry.conn.record().checkout() && entry.conn.is_ready() {
+                if entry.conn.record().checkout() && entry.conn.is_open() {
                     return Acquire::H1(entry.conn);
                 }
                 after.close.push((entry.conn, CloseReason::ProtocolClosed));
@@ -563,7 +567,7 @@ impl<T: CellTypes> Cell<T> {
     /// Pops a usable idle HTTP/1 connection (newest first), committed `ACTIVE`.
     fn pop_idle(st: &mut State<T>, dead: &mut Vec<(T::H1, CloseReason)>) -> Option<T::H1> {
         while let Some(entry) = st.idle.pop_back() {
-            if entry.conn.record().checkout() && entry.conn.is_ready() {
+            if entry.conn.record().checkout() && entry.conn.is_open() {
                 return Some(entry.conn);
             }
             dead.push((entry.conn, CloseReason::ProtocolClosed));
@@ -738,6 +742,10 @@ impl<T: CellTypes> Cell<T> {
             return owner.release_h1(conn, now);
         }
         loop {
+            match self.yield_to_older_peer(conn) {
+                Ok(released) => return released,
+                Err(back) => conn = back,
+            }
             let mut after = After::default();
             let target = {
                 let mut st = self.state.lock();
@@ -771,6 +779,63 @@ impl<T: CellTypes> Cell<T> {
             self.recheck_pressure();
         }
         released
+    }
+
+    /// Fair waiting across partitions (bounded cells under pressure): when a peer's oldest
+    /// waiting request arrived before this cell's, a returning connection goes to that peer
+    /// (eligible: a borrow) or closes so its permit moves there (not eligible: a reclaim),
+    /// instead of serving a newer request here. Hands the connection back when this cell's own
+    /// request goes first, or nobody waits here (the caller then idles it or serves peers).
+    fn yield_to_older_peer(&self, conn: T::H1) -> Result<Released, T::H1> {
+        let Some(bound) = &self.bound else {
+            return Err(conn);
+        };
+        if !bound.admission.under_pressure() {
+            return Err(conn);
+        }
+        let local_head = {
+            let st = self.state.lock();
+            st.any.iter().find(|w| w.is_waiting()).map(|w| w.seq())
+        };
+        let Some(local_head) = local_head else {
+            return Err(conn);
+        };
+        match bound.admission.precedence(bound.partition, local_head) {
+            Precedence::Local => Err(conn),
+            Precedence::Borrow(peer, id) => {
+                self.hand_to_peer(conn, peer, id);
+                Ok(Released::Delivered)
+            }
+            Precedence::Reclaim => {
+                if conn.record().close(CloseReason::Reclaimed, None) {
+                    drop(conn);
+                    Ok(Released::Closed)
+                } else {
+                    Err(conn)
+                }
+            }
+        }
+    }
+
+    /// Delivers a returning connection against `peer`'s fenced ticket `id`; a peer without a
+    /// cell (the pool is being dropped) has its fence lifted with no demand, and the
+    /// connection returns to this cell's owner.
+    fn hand_to_peer(&self, conn: T::H1, peer: usize, id: DeliveryId) {
+        let bound = self.bound.as_ref().expect("bounded");
+        match bound.admission.cell(peer) {
+            Some(cell) => cell.accept_returning(conn, id, bound.partition),
+            None => {
+                bound.admission.ack(
+                    peer,
+                    id,
+                    Demand {
+                        version: u64::MAX,
+                        head: None,
+                    },
+                );
+                close_all([(conn, CloseReason::PoolDropped)]);
+            }
+        }
     }
 
     /// The second half of the idle-versus-demand handshake (see
@@ -839,22 +904,8 @@ impl<T: CellTypes> Cell<T> {
     fn serve_peer_demand(&self, conn: T::H1) -> Result<Released, T::H1> {
         let bound = self.bound.as_ref().expect("bounded");
         if let Some((peer, id)) = bound.admission.claim_ticket_in_group(bound.partition) {
-            match bound.admission.cell(peer) {
-                Some(cell) => {
-                    cell.accept_returning(conn, id, bound.partition);
-                    return Ok(Released::Delivered);
-                }
-                None => {
-                    bound.admission.ack(
-                        peer,
-                        id,
-                        Demand {
-                            version: u64::MAX,
-                            head: None,
-                        },
-                    );
-                }
-            }
+            self.hand_to_peer(conn, peer, id);
+            return Ok(Released::Delivered);
         }
         if bound.admission.wants_reclaim() && conn.record().close(CloseReason::Reclaimed, None) {
             drop(conn);
@@ -1399,7 +1450,7 @@ mod tests {
     pub(crate) struct Fake;
     pub(crate) struct FakeH1 {
         record: Arc<ConnectionRecord>,
-        ready: bool,
+        open: bool,
     }
     #[derive(Clone)]
     pub(crate) struct FakeH2 {
@@ -1410,8 +1461,8 @@ mod tests {
         fn record(&self) -> &Arc<ConnectionRecord> {
             &self.record
         }
-        fn is_ready(&self) -> bool {
-            self.ready
+        fn is_open(&self) -> bool {
+            self.open
         }
     }
     impl PooledH2 for FakeH2 {
@@ -1526,7 +1577,7 @@ mod tests {
     fn h1(cell: &Cell<Fake>) -> FakeH1 {
         FakeH1 {
             record: record(cell, Protocol::Http1),
-            ready: true,
+            open: true,
         }
     }
 
@@ -1601,18 +1652,18 @@ mod tests {
     }
 
     #[test]
-    fn closed_and_unready_idle_connections_are_skipped() {
+    fn closed_idle_connections_are_skipped() {
         let t0 = Instant::now();
         let rig = Rig::new(EstablishMode::Http1);
         let c = &rig.cell;
         let good = h1(c);
         let good_id = good.record.info().id();
         c.release_h1(good, t0);
-        let unready = h1(c);
+        let shut = h1(c);
         c.release_h1(
             FakeH1 {
-                record: unready.record.clone(),
-                ready: false,
+                record: shut.record.clone(),
+                open: false,
             },
             t0,
         );
@@ -1625,8 +1676,8 @@ mod tests {
         };
         assert_eq!(got.record.info().id(), good_id);
         assert!(
-            unready.record.is_closed(),
-            "an unready idle connection is retired"
+            shut.record.is_closed(),
+            "an idle connection hyper closed is retired"
         );
     }
 
@@ -2024,14 +2075,8 @@ mod tests {
         let link = crate::connection::PhysicalLink::new(rig.cell.gauges().clone());
         let record = ConnectionRecord::install(info, rig.cell.gauges().clone(), None, permit);
         link.attach(&record);
-        rig.cell.install_h1(
-            FakeH1 {
-                record,
-                ready: true,
-            },
-            &waiter,
-            t0,
-        );
+        rig.cell
+            .install_h1(FakeH1 { record, open: true }, &waiter, t0);
         let Some(Grant::H1(conn)) = take(&waiter) else {
             panic!("the launcher gets its connection")
         };
@@ -2118,6 +2163,92 @@ mod tests {
         link.gone();
         let to_b = rigs[1].launches_with_permits();
         assert!(Arc::ptr_eq(&to_b[0].0, &w) && to_b[0].2.is_some());
+    }
+
+    /// Partition 0's connection is busy and its own requests keep arriving; partition 1's
+    /// request arrived before the newer one of partition 0.
+    #[allow(clippy::type_complexity)]
+    fn older_peer_waits(
+        groups: Vec<usize>,
+    ) -> (
+        Vec<Rig>,
+        FakeH1,
+        Arc<crate::connection::PhysicalLink>,
+        Arc<CellWaiter<Fake>>,
+    ) {
+        let t0 = Instant::now();
+        let (_admission, rigs) = bounded(1, None, groups);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, link) = establish(&rigs[0], t0);
+        let older = rigs[1].wait(Requirement::Any, 2, t0);
+        let _newer_local = rigs[0].wait(Requirement::Any, 3, t0);
+        (rigs, conn, link, older)
+    }
+
+    #[test]
+    fn a_returning_connection_serves_an_older_eligible_peer_before_a_newer_local_request() {
+        let t0 = Instant::now();
+        let (rigs, conn, _link, older) = older_peer_waits(vec![0, 0]);
+        assert_eq!(rigs[0].cell.release_h1(conn, t0), Released::Delivered);
+        assert!(
+            matches!(take(&older), Some(Grant::H1(_))),
+            "the peer's older request was served first"
+        );
+        assert_eq!(rigs[0].cell.gauges().snapshot().waiting_requests, 1);
+    }
+
+    #[test]
+    fn a_returning_connection_closes_for_an_older_ineligible_peer() {
+        let t0 = Instant::now();
+        let (rigs, conn, link, older) = older_peer_waits(vec![0, 1]);
+        let record = conn.record.clone();
+        assert_eq!(rigs[0].cell.release_h1(conn, t0), Released::Closed);
+        assert_eq!(record.close_reason(), Some(CloseReason::Reclaimed));
+        assert!(
+            take(&older).is_none(),
+            "it gets the permit, not the connection"
+        );
+        link.gone();
+        let to_b = rigs[1].launches_with_permits();
+        assert_eq!(to_b.len(), 1, "the permit moved to the older request");
+        assert!(Arc::ptr_eq(&to_b[0].0, &older) && to_b[0].2.is_some());
+        assert!(rigs[0].launches().is_empty());
+    }
+
+    #[test]
+    fn one_reclaim_at_a_time_for_an_older_ineligible_peer() {
+        let t0 = Instant::now();
+        let (admission, rigs) = bounded(2, None, vec![0, 1]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (first, first_link) = establish(&rigs[0], t0);
+        rigs[0].wait(Requirement::Any, 2, t0);
+        let (second, _second_link) = establish(&rigs[0], t0);
+        let older = rigs[1].wait(Requirement::Any, 3, t0);
+        let _newer_local = rigs[0].wait(Requirement::Any, 4, t0);
+        let _newest_local = rigs[0].wait(Requirement::Any, 5, t0);
+        assert_eq!(rigs[0].cell.release_h1(first, t0), Released::Closed);
+        assert_eq!(
+            rigs[0].cell.release_h1(second, t0),
+            Released::Delivered,
+            "the first reclaim's permit is on its way: the second connection serves locally"
+        );
+        first_link.gone();
+        let to_b = rigs[1].launches_with_permits();
+        assert!(Arc::ptr_eq(&to_b[0].0, &older) && to_b[0].2.is_some());
+        assert_eq!(admission.available(), 0);
+    }
+
+    #[test]
+    fn a_newer_peer_request_does_not_overtake_a_local_one() {
+        let t0 = Instant::now();
+        let (_admission, rigs) = bounded(1, None, vec![0, 0]);
+        rigs[0].wait(Requirement::Any, 1, t0);
+        let (conn, _link) = establish(&rigs[0], t0);
+        let local = rigs[0].wait(Requirement::Any, 2, t0);
+        let newer_peer = rigs[1].wait(Requirement::Any, 3, t0);
+        assert_eq!(rigs[0].cell.release_h1(conn, t0), Released::Delivered);
+        assert!(matches!(take(&local), Some(Grant::H1(_))));
+        assert!(take(&newer_peer).is_none());
     }
 
     #[test]

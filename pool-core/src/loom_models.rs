@@ -7,6 +7,8 @@
 //!
 //! * a permit delivered while its waiter cancels is refunnelled exactly once;
 //! * a returning HTTP/1 connection racing a new request's borrow ends in exactly one place;
+//! * a returning connection with a local request waiting, racing an older peer request's
+//!   arrival, serves one of them and then the other (fairness never strands either);
 //! * demand published out of order never resurrects a stale ticket;
 //! * a logical close racing a dispatch commit accounts the connection exactly once;
 //! * a waiter's claim racing its cancellation hands the value to exactly one side.
@@ -45,7 +47,7 @@ impl PooledH1 for H1 {
     fn record(&self) -> &Arc<ConnectionRecord> {
         &self.record
     }
-    fn is_ready(&self) -> bool {
+    fn is_open(&self) -> bool {
         true
     }
 }
@@ -197,6 +199,50 @@ fn loom_h1_return_races_borrow() {
             "no permit was free: nothing was established"
         );
         drop(served);
+        admission.detach();
+    });
+}
+
+/// Partition 0's busy connection returns while its own request waits there and an older
+/// request arrives in partition 1 (same group, the only permit held by the connection). However
+/// they interleave, the connection serves exactly one of the two, and returning it again serves
+/// the other: the precedence check never leaves a request waiting with nothing coming.
+#[test]
+fn loom_h1_return_with_local_waiter_races_older_peer() {
+    loom::model(|| {
+        let admission = Admission::<Model>::new(1, None, vec![0, 0]);
+        let launches = Launches::default();
+        let owner = cell(&admission, 0, &launches);
+        let peer = cell(&admission, 1, &launches);
+        let conn = connection(&owner, admission.take_free_permit().expect("one permit"));
+        let local = wait(&owner, 2);
+
+        let returner = {
+            let owner = owner.clone();
+            loom::thread::spawn(move || {
+                owner.release_h1(conn, Instant::now());
+            })
+        };
+        let requester = {
+            let peer = peer.clone();
+            loom::thread::spawn(move || wait(&peer, 1))
+        };
+        returner.join().unwrap();
+        let older = requester.join().unwrap();
+
+        // The request served returns the connection through its own cell.
+        let (first, second, via) = match (local.try_take(), older.try_take()) {
+            (Some(Grant::H1(conn)), None) => (conn, &older, &owner),
+            (None, Some(Grant::H1(conn))) => (conn, &local, &peer),
+            (a, b) => panic!("exactly one request gets the connection: {a:?} / {b:?}"),
+        };
+        via.release_h1(first, Instant::now());
+        assert!(
+            matches!(second.try_take(), Some(Grant::H1(_))),
+            "the other request was served next"
+        );
+        assert!(launches.lock().unwrap().is_empty(), "no permit was free");
+        assert_eq!(admission.waiting(), 0);
         admission.detach();
     });
 }

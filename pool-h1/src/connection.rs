@@ -183,8 +183,8 @@ impl<B: Send + 'static> PooledH1 for H1Connection<B> {
         &self.record
     }
 
-    fn is_ready(&self) -> bool {
-        self.sender.is_ready()
+    fn is_open(&self) -> bool {
+        !self.sender.is_closed()
     }
 }
 

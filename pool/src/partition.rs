@@ -27,6 +27,15 @@ pub struct Partition {
 
 impl Partition {
     /// A partition whose connections run through `spawner`.
+    ///
+    /// The runtime behind `spawner` must keep running for as long as the pool is used: the
+    /// partition's connection drivers live there, and with a reuse scope wider than
+    /// [`ConnectionReuseScope::Partition`] other partitions dispatch through them too. A
+    /// current-thread runtime only drives its tasks inside `block_on`; a thread that leaves
+    /// `block_on` while a peer partition borrows one of its connections stalls that peer's
+    /// request until the runtime runs again.
+    ///
+    /// [`ConnectionReuseScope::Partition`]: crate::ConnectionReuseScope::Partition
     pub fn new(id: PartitionId, spawner: impl DriverSpawner) -> Partition {
         Partition {
             id,

@@ -215,6 +215,96 @@ async fn a_partition_reclaims_a_peer_idle_connection() {
     );
 }
 
+/// N = 2: partition 0 fills both connections and queues more requests than they can serve
+/// before and after a request through partition 1 arrives. Once the early requests finish,
+/// the peer's request goes before partition 0's later ones (which then park at the server):
+/// waiting is FIFO across partitions, through a borrow (scope `Pool`) or a reclaim (scope
+/// `Partition`). Without it, the later requests would take both connections and the peer
+/// would wait for as long as they do.
+async fn a_busy_partition_cannot_starve_a_peer(scope: ConnectionReuseScope) -> EventLog {
+    let (early, late) = (Gate::new(), Gate::new());
+    let plan = {
+        let (early, late) = (early.clone(), late.clone());
+        ConnPlan::serve_with(move |request| match request.target.as_str() {
+            "/early" => Reply::ok("x").gate(early.clone()),
+            "/late" => Reply::ok("x").gate(late.clone()),
+            _ => Reply::ok("x"),
+        })
+    };
+    let server = ScriptedH1Server::start_with(plan).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(2))
+        .max_connections_per_host(2)
+        .connection_reuse_scope(scope)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
+    let key = origin(&server.url("/"));
+    let mut busy = JoinSet::new();
+    let spawn_on = |tasks: &mut JoinSet<_>, partition, path: &str| {
+        let (client, url) = (pool.client_for(partition).unwrap(), server.url(path));
+        tasks.spawn(async move { fetch(&client, &url).await });
+    };
+    for _ in 0..8 {
+        spawn_on(&mut busy, p0, "/early");
+    }
+    tokio::time::timeout(LIMIT, early.wait_arrived(2))
+        .await
+        .unwrap();
+    settle(&pool, &key, |s| s.waiting_requests == 6).await;
+    let mut peer = JoinSet::new();
+    spawn_on(&mut peer, p1, "/peer");
+    settle(&pool, &key, |s| s.waiting_requests == 7).await;
+    for _ in 0..6 {
+        spawn_on(&mut busy, p0, "/late");
+    }
+    settle(&pool, &key, |s| s.waiting_requests == 13).await;
+
+    early.open();
+    let (_, body) = tokio::time::timeout(LIMIT, peer.join_next())
+        .await
+        .expect("the peer's request went before partition 0's later ones")
+        .unwrap()
+        .unwrap();
+    assert_eq!(body, "x");
+    late.open();
+    while let Some(result) = tokio::time::timeout(LIMIT, busy.join_next()).await.unwrap() {
+        assert_eq!(result.unwrap().1, "x");
+    }
+    assert!(server.max_open() <= 2, "the bound held");
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_is_fair_across_partitions_by_borrowing() {
+    let events = a_busy_partition_cannot_starve_a_peer(ConnectionReuseScope::Pool).await;
+    assert!(
+        events
+            .borrowed()
+            .iter()
+            .any(|(_, p)| *p == PartitionId::from_index(1)),
+        "partition 1 was served on a connection of partition 0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_is_fair_across_partitions_by_reclaiming() {
+    let events = a_busy_partition_cannot_starve_a_peer(ConnectionReuseScope::Partition).await;
+    assert!(
+        events.closed_with(CloseReason::Reclaimed) >= 1,
+        "a connection of partition 0 closed so its permit could move"
+    );
+    assert!(
+        events
+            .created()
+            .iter()
+            .any(|info| info.partition() == PartitionId::from_index(1)),
+        "partition 1 established its own connection"
+    );
+}
+
 /// N = 4, four partitions on two runtimes, thousands of requests with random cancellation:
 /// everything finishes or cancels within the deadline, the server never sees more than four
 /// connections, and no permit leaks (afterwards the origin still serves four requests at once).

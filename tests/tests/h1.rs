@@ -431,3 +431,109 @@ async fn a_response_in_flight_finishes_after_the_pool_is_dropped() {
         "it closes instead of idling"
     );
 }
+
+/// A spawner that runs futures on the current runtime until [`HoldingSpawner::hold`], then
+/// keeps them until [`HoldingSpawner::release`]: a connection's driver can be made to not run
+/// yet.
+#[derive(Clone, Default)]
+struct HoldingSpawner {
+    holding: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    held: std::sync::Arc<std::sync::Mutex<Vec<pool::BoxFuture>>>,
+}
+
+impl HoldingSpawner {
+    fn hold(&self) {
+        self.holding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn held(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+
+    fn release(&self) {
+        self.holding
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        for future in self.held.lock().unwrap().drain(..) {
+            tokio::spawn(future);
+        }
+    }
+}
+
+impl std::fmt::Debug for HoldingSpawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HoldingSpawner")
+            .field("held", &self.held())
+            .finish()
+    }
+}
+
+impl pool::DriverSpawner for HoldingSpawner {
+    fn spawn(&self, future: pool::BoxFuture) {
+        if self.holding.load(std::sync::atomic::Ordering::SeqCst) {
+            self.held.lock().unwrap().push(future);
+        } else {
+            tokio::spawn(future);
+        }
+    }
+}
+
+/// hyper reports a fresh HTTP/1 connection as not ready until its driver first runs, yet it
+/// takes a first request (hyper buffers one). A fresh connection that went idle before its
+/// driver ran (its request left while it was being established) is reused, not retired.
+#[tokio::test]
+async fn a_fresh_idle_connection_whose_driver_has_not_run_yet_is_reused() {
+    use pool::{Partition, PartitionId};
+    use pool_tests::gated::{GatedConnector, Gates};
+
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let url = server.url("/");
+    let key = origin(&url);
+    let dial = Gate::new();
+    let spawner = HoldingSpawner::default();
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions([Partition::new(PartitionId::from_index(0), spawner.clone())])
+        .connector(GatedConnector::new([Gates {
+            before_dial: Some(dial.clone()),
+            ..Gates::default()
+        }]))
+        .idle_timeout(None)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client_for(PartitionId::from_index(0)).unwrap();
+
+    let leaving = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { fetch(&client, &url).await })
+    };
+    settle(&pool, &key, |s| s.establishing == 1).await;
+    leaving.abort();
+    settle(&pool, &key, |s| s.waiting_requests == 0).await;
+    // From here on, the connection's driver is held back.
+    spawner.hold();
+    dial.open();
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+    assert_eq!(spawner.held(), 1, "the driver has not run");
+
+    let second = {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { fetch(&client, &url).await })
+    };
+    settle(&pool, &key, |s| s.h1_active == 1).await;
+    assert_eq!(
+        pool.stats(&key).total().establishing,
+        0,
+        "the idle connection was taken, not replaced"
+    );
+    spawner.release();
+    let (handle, body) = tokio::time::timeout(Duration::from_secs(20), second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(body, "x");
+    assert_eq!(handle.id(), events.created()[0].id());
+    assert_eq!(server.accepted(), 1);
+    assert!(events.closed().is_empty(), "nothing was retired");
+}
