@@ -25,6 +25,19 @@
 //! [`Cell::converge`] is the one cell-local transition after ALPN that either joins the
 //! accepting generation, joins the flight, or makes the caller the flight.
 //!
+//! **Spare attempts** (unbounded HTTP/1 cells): when a request that launched an attempt is
+//! served by a returning connection or leaves, its attempt keeps running with nobody counting
+//! on it. The next request that misses *adopts* that spare attempt instead of launching
+//! another, so the cell never has more attempts in flight than requests waiting for them, and a
+//! closed loop of `c` requests opens at most `c` connections even when connections come back
+//! while others are still being established. The cell counts attempts in flight and the
+//! waiting requests that count on one; when an attempt ends (connection or error) and more
+//! requests count on attempts than remain, one is launched for the newest of them. Attempts
+//! are interchangeable: a connection goes to the oldest waiting request, an error to the
+//! request that launched the attempt if it still waits (others that counted on it get a
+//! replacement attempt, not its error). A bounded cell needs none of this: its permits already
+//! cap what it establishes.
+//!
 //! # Remembered protocol (Auto mode)
 //!
 //! The cell remembers the protocol its origin last negotiated:
@@ -292,6 +305,10 @@ struct State<T: CellTypes> {
     demand_version: u64,
     /// The head of the last published demand (bounded cells), to publish only on change.
     published_head: Option<u64>,
+    /// HTTP/1 attempts in flight (unbounded HTTP/1 cells; see "Spare attempts").
+    attempts: usize,
+    /// Waiting requests that count on one of those attempts (their `launched` flag is set).
+    attempt_dependents: usize,
 }
 
 /// The link of a bounded cell to its origin's admission.
@@ -380,6 +397,8 @@ impl<T: CellTypes> Cell<T> {
                 expiry_armed: false,
                 demand_version: 0,
                 published_head: None,
+                attempts: 0,
+                attempt_dependents: 0,
             }),
         }
     }
@@ -481,9 +500,17 @@ impl<T: CellTypes> Cell<T> {
         if !covered {
             if self.bound.is_some() {
                 *needs_capacity = true;
+            } else if self.tracks_attempts() && st.attempts > st.attempt_dependents {
+                // A spare attempt: its request was served or left while it ran.
+                waiter.mark_launched();
+                st.attempt_dependents += 1;
             } else {
                 let launch = self.start_launch(&mut st, needs_flight);
                 waiter.mark_launched();
+                if self.tracks_attempts() {
+                    st.attempts += 1;
+                    st.attempt_dependents += 1;
+                }
                 self.gauges.inc(Gauge::Establishing);
                 after.launches.push((waiter.clone(), launch));
             }
@@ -547,21 +574,71 @@ impl<T: CellTypes> Cell<T> {
     fn pop_any(&self, st: &mut State<T>) -> Option<Arc<CellWaiter<T>>> {
         while let Some(w) = st.any.pop_front() {
             if self.claim(&w) {
+                self.uncover(st, &w);
                 return Some(w);
             }
         }
         None
     }
 
+    /// Whether this cell counts its HTTP/1 attempts (see "Spare attempts" in the module docs).
+    fn tracks_attempts(&self) -> bool {
+        self.bound.is_none() && self.mode == EstablishMode::Http1
+    }
+
+    /// `waiter` stopped waiting (claimed): the attempt it counted on, if any, is spare now.
+    fn uncover(&self, st: &mut State<T>, waiter: &CellWaiter<T>) {
+        if self.tracks_attempts() && waiter.is_launched() {
+            debug_assert!(
+                st.attempt_dependents > 0,
+                "attempt dependents went below zero"
+            );
+            st.attempt_dependents = st.attempt_dependents.saturating_sub(1);
+        }
+    }
+
+    /// An attempt of this cell ended (a connection, or an error); `claimed` is its launcher if
+    /// the outcome went to it. If more waiting requests count on attempts than remain, one is
+    /// launched for the newest of them (it had adopted the attempt that just ended).
+    fn end_attempt(&self, claimed: Option<&CellWaiter<T>>) {
+        if !self.tracks_attempts() {
+            return;
+        }
+        let mut after = After::default();
+        {
+            let mut st = self.state.lock();
+            if let Some(launcher) = claimed {
+                self.uncover(&mut st, launcher);
+            }
+            debug_assert!(st.attempts > 0, "an attempt ended that never started");
+            st.attempts = st.attempts.saturating_sub(1);
+            if st.attempt_dependents > st.attempts {
+                let newest = st
+                    .any
+                    .iter()
+                    .rev()
+                    .find(|w| w.is_waiting() && w.is_launched())
+                    .cloned();
+                if let Some(waiter) = newest {
+                    st.attempts += 1;
+                    self.gauges.inc(Gauge::Establishing);
+                    after.launches.push((waiter, Launch::Attempt));
+                }
+            }
+        }
+        self.finish(after);
+    }
+
     /// Pops the oldest waiting request of either queue, claimed.
     fn pop_oldest_claimed(&self, st: &mut State<T>) -> Option<Arc<CellWaiter<T>>> {
-        let State { any, h2_only, .. } = st;
-        while let Some(w) = pop_oldest(any, h2_only) {
+        loop {
+            let State { any, h2_only, .. } = &mut *st;
+            let w = pop_oldest(any, h2_only)?;
             if self.claim(&w) {
+                self.uncover(st, &w);
                 return Some(w);
             }
         }
-        None
     }
 
     /// Pops a usable idle HTTP/1 connection (newest first), committed `ACTIVE`.
@@ -703,8 +780,17 @@ impl<T: CellTypes> Cell<T> {
     /// waits and accepts HTTP/1, and otherwise is released like a returning connection. A
     /// launcher that requires HTTP/2 receives [`Grant::Unsupported`].
     pub fn install_h1(&self, conn: T::H1, launcher: &Arc<CellWaiter<T>>, now: Instant) -> Released {
+        if !self.claim(launcher) {
+            // Its request was served or left: the connection goes to the oldest waiter (whose
+            // own attempt, if any, becomes spare) before the attempt counts as ended, so the
+            // end does not launch a replacement for a request this connection serves.
+            let released = self.release_h1(conn, now);
+            self.end_attempt(None);
+            return released;
+        }
+        self.end_attempt(Some(launcher));
         let conn = match launcher.requirement() {
-            Requirement::Any if self.claim(launcher) => match launcher.fill(Grant::H1(conn)) {
+            Requirement::Any => match launcher.fill(Grant::H1(conn)) {
                 Ok(()) => {
                     self.republish();
                     return Released::Delivered;
@@ -712,11 +798,10 @@ impl<T: CellTypes> Cell<T> {
                 Err(Grant::H1(conn)) => conn,
                 Err(_) => unreachable!("fill returns what it was given"),
             },
-            Requirement::Http2 if self.claim(launcher) => {
+            Requirement::Http2 => {
                 let _ = launcher.fill(Grant::Unsupported);
                 conn
             }
-            _ => conn,
         };
         self.release_h1(conn, now)
     }
@@ -1145,11 +1230,13 @@ impl<T: CellTypes> Cell<T> {
     pub fn fail(&self, launch: Launch, launcher: &Arc<CellWaiter<T>>, error: T::Error) {
         self.gauges.dec(Gauge::Establishing);
         let mut after = After::default();
-        if self.claim(launcher) {
+        let claimed = self.claim(launcher);
+        if claimed {
             after
                 .grants
                 .push((launcher.clone(), Grant::Failed(error.clone())));
         }
+        self.end_attempt(claimed.then_some(&**launcher));
         {
             let mut st = self.state.lock();
             if let Launch::Flight(f) = launch {
@@ -1271,6 +1358,9 @@ impl<T: CellTypes> Cell<T> {
         match waiter.cancel() {
             None => {
                 self.left_waiting();
+                if self.tracks_attempts() && waiter.is_launched() {
+                    self.uncover(&mut self.state.lock(), waiter);
+                }
                 self.republish();
             }
             Some(Some(grant)) => self.refunnel(grant, now),
@@ -1581,6 +1671,13 @@ mod tests {
         }
     }
 
+    /// A connection that comes back from an exchange, established before this test's attempts
+    /// (so it does not take their `establishing` count).
+    fn returning(cell: &Cell<Fake>) -> FakeH1 {
+        cell.gauges().inc(Gauge::Establishing);
+        h1(cell)
+    }
+
     fn h2(cell: &Cell<Fake>) -> FakeH2 {
         FakeH2 {
             record: record(cell, Protocol::Http2),
@@ -1678,6 +1775,86 @@ mod tests {
         assert!(
             shut.record.is_closed(),
             "an idle connection hyper closed is retired"
+        );
+    }
+
+    #[test]
+    fn a_miss_adopts_the_attempt_of_a_request_served_meanwhile() {
+        let t0 = Instant::now();
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        assert_eq!(rig.launches().len(), 1);
+        // A returning connection serves w1 while its attempt still runs.
+        assert_eq!(c.release_h1(returning(c), t0), Released::Delivered);
+        assert!(matches!(take(&w1), Some(Grant::H1(_))));
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        assert!(rig.launches().is_empty(), "w2 adopted the spare attempt");
+        assert_eq!(c.gauges().snapshot().establishing, 1);
+        // The attempt completes: its connection goes to w2.
+        assert_eq!(c.install_h1(h1(c), &w1, t0), Released::Delivered);
+        assert!(matches!(take(&w2), Some(Grant::H1(_))));
+        assert!(rig.launches().is_empty());
+    }
+
+    #[test]
+    fn a_request_that_left_leaves_its_attempt_to_the_next_miss() {
+        let t0 = Instant::now();
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        c.cancel(&w1, t0);
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        let w3 = rig.wait(Requirement::Any, 3, t0);
+        let launches = rig.launches();
+        assert_eq!(
+            launches.len(),
+            2,
+            "one launch for w1, one for w3; w2 adopted"
+        );
+        assert!(Arc::ptr_eq(&launches[1].0, &w3));
+        assert_eq!(c.install_h1(h1(c), &w1, t0), Released::Delivered);
+        assert!(matches!(take(&w2), Some(Grant::H1(_))));
+        assert!(take(&w3).is_none());
+    }
+
+    #[test]
+    fn an_adopted_attempt_that_fails_is_replaced_not_inherited() {
+        let t0 = Instant::now();
+        let rig = Rig::new(EstablishMode::Http1);
+        let c = &rig.cell;
+        let w1 = rig.wait(Requirement::Any, 1, t0);
+        rig.launches();
+        c.release_h1(returning(c), t0);
+        assert!(matches!(take(&w1), Some(Grant::H1(_))));
+        let w2 = rig.wait(Requirement::Any, 2, t0);
+        assert!(rig.launches().is_empty());
+        c.fail(Launch::Attempt, &w1, "refused");
+        assert!(take(&w2).is_none(), "w2 does not get w1's error");
+        let replacement = rig.launches();
+        assert_eq!(replacement.len(), 1, "w2 gets an attempt of its own");
+        assert!(Arc::ptr_eq(&replacement[0].0, &w2));
+        assert_eq!(c.gauges().snapshot().establishing, 1);
+        c.fail(Launch::Attempt, &w2, "refused again");
+        assert!(matches!(take(&w2), Some(Grant::Failed("refused again"))));
+        assert_eq!(c.gauges().snapshot().establishing, 0);
+    }
+
+    #[test]
+    fn concurrent_misses_each_launch_while_no_attempt_is_spare() {
+        let t0 = Instant::now();
+        let rig = Rig::new(EstablishMode::Http1);
+        let waiters: Vec<_> = (1..=4).map(|i| rig.wait(Requirement::Any, i, t0)).collect();
+        assert_eq!(rig.launches().len(), 4);
+        for w in &waiters {
+            assert_eq!(
+                rig.cell.install_h1(h1(&rig.cell), w, t0),
+                Released::Delivered
+            );
+        }
+        assert!(
+            rig.launches().is_empty(),
+            "no replacement: every attempt served its own"
         );
     }
 

@@ -537,3 +537,69 @@ async fn a_fresh_idle_connection_whose_driver_has_not_run_yet_is_reused() {
     assert_eq!(server.accepted(), 1);
     assert!(events.closed().is_empty(), "nothing was retired");
 }
+
+/// A request served by a connection that came back while its own establishment still ran
+/// leaves that establishment spare; the next request that misses adopts it instead of dialing
+/// again, so requests in flight bound the connections opened.
+#[tokio::test]
+async fn a_miss_adopts_an_establishment_whose_request_was_served_elsewhere() {
+    use pool_tests::gated::{GatedConnector, Gates};
+
+    let hold = Gate::new();
+    let plan = {
+        let hold = hold.clone();
+        ConnPlan::serve_with(move |request| match request.target.as_str() {
+            "/held" => Reply::ok("held").gate(hold.clone()),
+            _ => Reply::ok("x"),
+        })
+    };
+    let server = ScriptedH1Server::start_with(plan).await;
+    let key = origin(&server.url("/"));
+    let dial = Gate::new();
+    let pool = ConnectionPool::builder()
+        .connector(GatedConnector::new([Gates {
+            before_dial: Some(dial.clone()),
+            ..Gates::default()
+        }]))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let spawn = |path: &str| {
+        let (client, url) = (client.clone(), server.url(path));
+        tokio::spawn(async move { fetch(&client, &url).await })
+    };
+
+    // A's establishment parks before dialing; B's completes and B finishes.
+    let a = spawn("/held");
+    settle(&pool, &key, |s| s.establishing == 1).await;
+    let b = spawn("/quick");
+    tokio::time::timeout(Duration::from_secs(20), b)
+        .await
+        .unwrap()
+        .unwrap();
+    // B's connection came back and serves A, whose own establishment is still parked.
+    tokio::time::timeout(Duration::from_secs(20), hold.wait_arrived(1))
+        .await
+        .unwrap();
+    settle(&pool, &key, |s| s.h1_active == 1 && s.waiting_requests == 0).await;
+    assert_eq!(pool.stats(&key).total().establishing, 1);
+
+    // C misses (A holds the only connection) and adopts A's spare establishment.
+    let c = spawn("/quick");
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+    assert_eq!(
+        pool.stats(&key).total().establishing,
+        1,
+        "no second establishment was launched"
+    );
+    dial.open();
+    let (_, body) = tokio::time::timeout(Duration::from_secs(20), c)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(body, "x");
+    hold.open();
+    let (_, body) = a.await.unwrap();
+    assert_eq!(body, "held");
+    assert_eq!(server.accepted(), 2, "two connections for three requests");
+}
