@@ -1,30 +1,29 @@
 //! `poolcurl`: a curl-like client on the `pool` crate.
 //!
-//! `poolcurl [OPTIONS] URL...` is curl mode: curl's flags, output and exit codes, with every URL
-//! of one invocation sent through one [`pool::ConnectionPool`], so same-origin URLs reuse a
-//! connection and `-v` / `-w` report what the pool did (partition, connection id, reuse). See
-//! the [`curl`] module.
+//! * `poolcurl [OPTIONS] URL...` is curl mode: curl's flags, output and exit codes, with every
+//!   URL of one invocation sent through one [`pool::ConnectionPool`], so same-origin URLs reuse
+//!   a connection and `-v` / `-w` report what the pool did (partition, connection id, reuse).
+//!   See the [`curl`] module.
+//! * `poolcurl load [OPTIONS] [URL...]` drives concurrent load through the partitions of one
+//!   pool and summarizes what happened, the pool's view included. See the [`load`] module.
+//! * `poolcurl serve` runs the built-in local origin that `load --local` uses. See the
+//!   [`origin`] module.
 //!
-//! # Adding subcommands
+//! # Subcommands and curl mode
 //!
-//! The command line is laid out so that subcommands (`poolcurl load ...`, `poolcurl serve ...`)
-//! can be added without disturbing curl mode: [`Cli`] already sets
-//! `args_conflicts_with_subcommands` and `subcommand_negates_reqs`, so adding
-//!
-//! ```text
-//! #[command(subcommand)]
-//! command: Option<Command>,
-//! ```
-//!
-//! to [`Cli`] (with a `#[derive(clap::Subcommand)] enum Command`) makes `poolcurl load ...` parse
-//! as the subcommand, while `poolcurl URL...` keeps requiring its URLs; `main` then dispatches on
-//! `cli.command` and falls back to [`curl::run`].
+//! [`Cli`] sets `args_conflicts_with_subcommands` and `subcommand_negates_reqs`, so `poolcurl
+//! load ...` parses as the subcommand while `poolcurl URL...` keeps requiring its URLs; `main`
+//! dispatches on `cli.command` and falls back to [`curl::run`]. A consequence: a curl-mode URL
+//! spelled exactly `load` or `serve` (no scheme, no port) is taken as the subcommand; write
+//! `http://load` for that host.
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 mod curl;
+mod load;
+mod origin;
 
 /// The whole command line.
 #[derive(Debug, Parser)]
@@ -34,21 +33,43 @@ mod curl;
     about = "A curl-like HTTP/1.1 + HTTP/2 client on a connection pool",
     long_about = "A curl-like HTTP/1.1 + HTTP/2 client on a connection pool.\n\n\
         All URLs of one invocation go through one pool, so same-origin URLs reuse the \
-        connection; -v and -w show the partition and connection that served each response.",
+        connection; -v and -w show the partition and connection that served each response.\n\n\
+        `poolcurl load` drives concurrent load through the pool's partitions and shows what the \
+        pool did (try `poolcurl load --local`); `poolcurl serve` runs the local origin it uses.",
     args_override_self = true,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
 struct Cli {
+    /// `load` or `serve`; none is curl mode.
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// curl mode: `poolcurl [OPTIONS] URL...`.
     #[command(flatten)]
     curl: curl::CurlArgs,
 }
 
+/// The subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Drive concurrent load through the partitions of one pool and show what the pool did
+    Load(Box<load::LoadArgs>),
+    /// Run the built-in local origin (HTTP/1.1, h2c, TLS+ALPN) until Ctrl-C
+    Serve(origin::ServeArgs),
+}
+
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    curl::run(cli.curl, &matches)
+    match cli.command {
+        Some(Command::Load(args)) => {
+            let sub = matches.subcommand_matches("load").unwrap_or(&matches);
+            load::run(*args, sub)
+        }
+        Some(Command::Serve(args)) => origin::serve::run(args),
+        None => curl::run(cli.curl, &matches),
+    }
 }
 
 #[cfg(test)]

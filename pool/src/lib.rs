@@ -73,5 +73,5 @@ pub use pool_core::{
 };
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, Connected, Io, Negotiated,
-    Resolve, ResolveFuture, StaticResolver, SystemResolver,
+    Resolve, ResolveFuture, StaticResolver, SystemResolver, TokioIo,
 };

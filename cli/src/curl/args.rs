@@ -3,6 +3,10 @@
 //! Values are checked while parsing (a bad `-H`, `--resolve`, `-X` or timeout is clap's usage
 //! error, exit status 2); only what needs the file system (`@file` data, `--cacert`) is checked
 //! later, with curl's exit codes.
+//!
+//! Two flag groups are flattened into [`CurlArgs`] and reused unchanged by `poolcurl load`:
+//! [`RequestArgs`] (what a request sends) and [`ConnectArgs`] (how connections are made), so
+//! both modes accept the same spellings and values for them.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -19,25 +23,9 @@ pub(crate) struct CurlArgs {
     #[arg(value_name = "URL", required = true)]
     pub(crate) urls: Vec<String>,
 
-    /// Request method to use instead of GET/POST/HEAD
-    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
-    pub(crate) method: Option<Method>,
-
-    /// Extra header "Name: value" (repeatable); "Name:" removes a default, "Name;" sends it empty
-    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header)]
-    pub(crate) headers: Vec<HeaderArg>,
-
-    /// HTTP POST data (repeatable, joined with &); @FILE reads a file without CR/LF
-    #[arg(short = 'd', long = "data", value_name = "DATA")]
-    pub(crate) data: Vec<String>,
-
-    /// HTTP POST data sent as-is; @FILE reads a file byte for byte
-    #[arg(long = "data-binary", value_name = "DATA")]
-    pub(crate) data_binary: Vec<String>,
-
-    /// HTTP POST data without @FILE interpretation
-    #[arg(long = "data-raw", value_name = "DATA")]
-    pub(crate) data_raw: Vec<String>,
+    /// What each request sends: `-X`, `-H` and the data flags.
+    #[command(flatten)]
+    pub(crate) request: RequestArgs,
 
     /// Write the output of the next URL to FILE instead of stdout (repeatable, in URL order)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -85,6 +73,47 @@ pub(crate) struct CurlArgs {
     )]
     pub(crate) max_redirs: i64,
 
+    /// How connections are made: TLS, HTTP version, interface, timeouts, `--resolve`.
+    #[command(flatten)]
+    pub(crate) connect: ConnectArgs,
+
+    /// Maximum time for each whole transfer, in seconds
+    #[arg(short = 'm', long = "max-time", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) max_time: Option<Duration>,
+
+    /// Print FORMAT on stdout after each transfer (%{http_code}, %{conn_id}, ...; @FILE reads it)
+    #[arg(short = 'w', long = "write-out", value_name = "FORMAT")]
+    pub(crate) write_out: Option<String>,
+}
+
+/// The flags that say what a request sends, shared by curl mode and `poolcurl load`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RequestArgs {
+    /// Request method to use instead of GET/POST/HEAD
+    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
+    pub(crate) method: Option<Method>,
+
+    /// Extra header "Name: value" (repeatable); "Name:" removes a default, "Name;" sends it empty
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header)]
+    pub(crate) headers: Vec<HeaderArg>,
+
+    /// HTTP POST data (repeatable, joined with &); @FILE reads a file without CR/LF
+    #[arg(short = 'd', long = "data", value_name = "DATA")]
+    pub(crate) data: Vec<String>,
+
+    /// HTTP POST data sent as-is; @FILE reads a file byte for byte
+    #[arg(long = "data-binary", value_name = "DATA")]
+    pub(crate) data_binary: Vec<String>,
+
+    /// HTTP POST data without @FILE interpretation
+    #[arg(long = "data-raw", value_name = "DATA")]
+    pub(crate) data_raw: Vec<String>,
+}
+
+/// The flags that say how connections are made, shared by curl mode and `poolcurl load`
+/// (see [`super::setup`] for the pool settings they become).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ConnectArgs {
     /// Accept any server certificate (insecure)
     #[arg(short = 'k', long = "insecure")]
     pub(crate) insecure: bool,
@@ -113,17 +142,9 @@ pub(crate) struct CurlArgs {
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
     pub(crate) connect_timeout: Option<Duration>,
 
-    /// Maximum time for each whole transfer, in seconds
-    #[arg(short = 'm', long = "max-time", value_name = "SECONDS", value_parser = parse_seconds)]
-    pub(crate) max_time: Option<Duration>,
-
     /// Resolve HOST:PORT to ADDR (repeatable; ADDR may be a bracketed IPv6 address; several separated by commas)
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
     pub(crate) resolve: Vec<ResolveArg>,
-
-    /// Print FORMAT on stdout after each transfer (%{http_code}, %{conn_id}, ...; @FILE reads it)
-    #[arg(short = 'w', long = "write-out", value_name = "FORMAT")]
-    pub(crate) write_out: Option<String>,
 }
 
 /// One `-H` argument.
@@ -166,9 +187,10 @@ pub(crate) enum DataArg {
     Raw(String),
 }
 
-impl CurlArgs {
+impl RequestArgs {
     /// The `-d`, `--data-binary` and `--data-raw` values in the order they were given (curl
-    /// joins them in that order).
+    /// joins them in that order). `matches` are the matches of the command these flags belong
+    /// to (the subcommand's for `poolcurl load`).
     pub(crate) fn data_in_order(&self, matches: &ArgMatches) -> Vec<DataArg> {
         let mut parts: Vec<(usize, DataArg)> = Vec::new();
         let mut collect = |id: &str, values: &[String], make: fn(String) -> DataArg| {
@@ -189,7 +211,9 @@ impl CurlArgs {
         parts.sort_by_key(|(index, _)| *index);
         parts.into_iter().map(|(_, part)| part).collect()
     }
+}
 
+impl CurlArgs {
     /// `--max-redirs` as a limit; `None` is unlimited.
     pub(crate) fn redirect_limit(&self) -> Option<u32> {
         u32::try_from(self.max_redirs).ok()
@@ -229,7 +253,7 @@ fn parse_header(text: &str) -> Result<HeaderArg, String> {
 }
 
 /// Parses a non-negative number of seconds (fractions allowed).
-fn parse_seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
         .trim()
         .parse()
@@ -351,7 +375,7 @@ mod tests {
             "d",
         ]);
         assert_eq!(
-            args.data_in_order(&matches),
+            args.request.data_in_order(&matches),
             vec![
                 DataArg::Binary("b".into()),
                 DataArg::Ascii("a".into()),
@@ -368,15 +392,15 @@ mod tests {
         assert!(args.verbose);
         assert_eq!(args.write_out.as_deref(), Some("%{http_code}"));
         let (args, _) = parse(&["-H", "A: 1", "-H", "B: 2", "http://a/"]);
-        assert_eq!(args.headers.len(), 2);
+        assert_eq!(args.request.headers.len(), 2);
     }
 
     #[test]
     fn the_last_http_version_flag_wins() {
         let (args, _) = parse(&["--http1.1", "--http2-prior-knowledge", "http://a/"]);
-        assert!(args.http2_prior_knowledge && !args.http1_1);
+        assert!(args.connect.http2_prior_knowledge && !args.connect.http1_1);
         let (args, _) = parse(&["--http2", "--http1.1", "http://a/"]);
-        assert!(args.http1_1 && !args.http2);
+        assert!(args.connect.http1_1 && !args.connect.http2);
     }
 
     #[test]

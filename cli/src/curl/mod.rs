@@ -18,6 +18,14 @@
 //!
 //! What this mode does not do: progress meters, cookies, authentication, proxies, uploads
 //! other than request data, compression, or parallel transfers (`-Z`).
+//!
+//! # What `poolcurl load` reuses
+//!
+//! Load mode sends curl's requests through curl's connection settings, so it takes these
+//! pieces from here rather than defining its own: the flag groups [`args::RequestArgs`] and
+//! [`args::ConnectArgs`] with their value parsers, [`request::RequestTemplate`] (method,
+//! default headers, `-H` edits, request data), [`setup::pool_builder`] (TLS, `--resolve`,
+//! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
 use std::process::ExitCode;
 
@@ -27,14 +35,14 @@ use http::header::LOCATION;
 use http::response::Parts;
 use http_body_util::BodyExt;
 
-mod args;
-mod exit;
+pub(crate) mod args;
+pub(crate) mod exit;
 mod output;
 mod record;
 mod redirect;
-mod request;
-mod setup;
-mod url;
+pub(crate) mod request;
+pub(crate) mod setup;
+pub(crate) mod url;
 mod write_out;
 
 pub(crate) use args::CurlArgs;
@@ -48,7 +56,7 @@ use write_out::WriteOut;
 /// Runs curl mode and returns the process exit code.
 pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
     let report = Report::new(args.silent, args.show_error);
-    let data = args.data_in_order(matches);
+    let data = args.request.data_in_order(matches);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -96,7 +104,7 @@ struct Session {
 impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
     fn new(args: CurlArgs, data: &[args::DataArg], report: Report) -> Result<Session, CurlError> {
-        let template = RequestTemplate::from_args(&args, data)?;
+        let template = RequestTemplate::new(&args.request, args.head, data)?;
         let write_out = match &args.write_out {
             None => None,
             Some(format) => {
@@ -117,7 +125,7 @@ impl Session {
             report.warning("got more output options than URLs");
         }
         let client = setup::build_client(&args)?;
-        let alpn_offer = match setup::protocol_policy(&args) {
+        let alpn_offer = match setup::protocol_policy(&args.connect) {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
         };
@@ -298,7 +306,7 @@ impl Session {
         let context = VerboseContext {
             host: &target.host,
             alpn_offer: self.alpn_offer,
-            http2_over_cleartext: self.args.http2 && uri.scheme_str() == Some("http"),
+            http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
         };
         self.verbose.exchange(
             &context,

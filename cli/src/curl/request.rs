@@ -14,7 +14,7 @@ use http::header::{
 use http::{Method, Request, Uri};
 use http_body_util::Full;
 
-use super::args::{CurlArgs, DataArg, HeaderAction};
+use super::args::{DataArg, HeaderAction, RequestArgs};
 use super::exit::CurlError;
 
 /// Where a header of the template came from.
@@ -63,17 +63,18 @@ pub(crate) struct Hop {
 }
 
 impl RequestTemplate {
-    /// Assembles the template from the flags and the data pieces (in command-line order).
+    /// Assembles the template from the request flags, `-I` (`head`) and the data pieces (in
+    /// command-line order).
     ///
     /// # Errors
     ///
     /// Exit 26 when a `@file` cannot be read.
-    pub(crate) fn from_args(args: &CurlArgs, data: &[DataArg]) -> Result<Self, CurlError> {
+    pub(crate) fn new(args: &RequestArgs, head: bool, data: &[DataArg]) -> Result<Self, CurlError> {
         let has_data = !data.is_empty();
         let body = read_data(data)?;
         let method = match &args.method {
             Some(method) => method.clone(),
-            None if args.head => Method::HEAD,
+            None if head => Method::HEAD,
             None if has_data => Method::POST,
             None => Method::GET,
         };
@@ -243,7 +244,8 @@ mod tests {
 
     fn template(argv: &[&str]) -> RequestTemplate {
         let (args, matches) = crate::curl::args::parse_test_args(argv);
-        RequestTemplate::from_args(&args, &args.data_in_order(&matches)).unwrap()
+        let data = args.request.data_in_order(&matches);
+        RequestTemplate::new(&args.request, args.head, &data).unwrap()
     }
 
     fn sent(template: &RequestTemplate, hop: &Hop) -> (Method, Vec<(String, String)>, Bytes) {

@@ -11,15 +11,19 @@
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //!
 //! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
+//!
+//! [`pool_builder`] applies the flags every pool of this binary shares (protocol, TLS,
+//! `--resolve`); `poolcurl load` starts from it and adds its partitions and bounds.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use pool::{
-    ConnectionPool, Partition, PartitionId, ProtocolPolicy, StaticResolver, SystemResolver,
+    BuildError, Builder, ConnectionPool, Partition, PartitionId, ProtocolPolicy, StaticResolver,
+    SystemResolver,
 };
 
-use super::args::CurlArgs;
+use super::args::{ConnectArgs, CurlArgs};
 use super::exit::CurlError;
 
 /// curl's connect timeout when `--connect-timeout` is not given (or is 0).
@@ -29,7 +33,7 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
 const INTERFACE_PARTITION: PartitionId = PartitionId::from_index(0);
 
 /// The HTTP version policy the flags ask for.
-pub(crate) fn protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
+pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
     if args.http1_1 {
         ProtocolPolicy::Http1Only
     } else if args.http2_prior_knowledge {
@@ -40,16 +44,14 @@ pub(crate) fn protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
     }
 }
 
-/// Builds the pool and its client.
-///
-/// Must run inside the tokio runtime the transfers run on: an `--interface` partition spawns
-/// its connections there.
+/// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`
+/// (and title-case HTTP/1 header names, as curl sends them). Partitions, bounds and timeouts
+/// are left to the caller.
 ///
 /// # Errors
 ///
-/// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 2 for
-/// any other setting the pool rejects.
-pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
+/// Exit 77 when the `--cacert` file cannot be read.
+pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
     let mut builder = ConnectionPool::builder()
         .protocol(protocol_policy(args))
         .http1_title_case_headers(true);
@@ -68,25 +70,48 @@ pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
         }
         builder = builder.resolver(resolver);
     }
-    if let Some(name) = &args.interface {
+    Ok(builder)
+}
+
+/// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable
+/// certificate is exit 77, anything else exit 2.
+pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
+    match (error.setting(), &args.cacert) {
+        ("tls", Some(path)) => CurlError::ca_file(&path.display().to_string(), error),
+        _ => CurlError::new(2, error.to_string()),
+    }
+}
+
+/// `--connect-timeout`, or `default` when it is not given (or is 0).
+pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration {
+    args.connect_timeout
+        .filter(|t| !t.is_zero())
+        .unwrap_or(default)
+}
+
+/// Builds the pool and its client.
+///
+/// Must run inside the tokio runtime the transfers run on: an `--interface` partition spawns
+/// its connections there.
+///
+/// # Errors
+///
+/// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 2 for
+/// any other setting the pool rejects.
+pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
+    let connect = &args.connect;
+    let mut builder = pool_builder(connect)?;
+    if let Some(name) = &connect.interface {
         let partition = Partition::new(INTERFACE_PARTITION, pool::TokioDriverSpawner::current())
             .interface(name.as_str());
         builder = builder.partitions([partition]);
     }
-    let pool = builder
-        .build()
-        .map_err(|e| match (e.setting(), &args.cacert) {
-            ("tls", Some(path)) => CurlError::ca_file(&path.display().to_string(), e),
-            _ => CurlError::new(2, e.to_string()),
-        })?;
-    let client = match args.interface {
+    let pool = builder.build().map_err(|e| build_error(connect, &e))?;
+    let client = match connect.interface {
         Some(_) => pool.client_for(INTERFACE_PARTITION),
         None => pool.client(),
     }
     .map_err(|e| CurlError::new(2, e.to_string()))?;
-    let connect_timeout = args
-        .connect_timeout
-        .filter(|t| !t.is_zero())
-        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-    Ok(client.connect_timeout(Some(connect_timeout)))
+    let timeout = connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT);
+    Ok(client.connect_timeout(Some(timeout)))
 }

@@ -1,0 +1,474 @@
+//! `poolcurl load`: drive concurrent load through the partitions of one pool and show what the
+//! pool did, which no load tool shows (oha, h2load, hey and wrk report requests and latency,
+//! not connections opened versus reused, why connections closed, or how long requests waited
+//! for a permit).
+//!
+//! ```text
+//! main thread                          partition threads (one current-thread runtime each)
+//! ───────────                          ─────────────────────────────────────────────────
+//! parse, validate (bad flags: exit 2)
+//! [--local: start the origin on its own runtime and threads]
+//! start P partition threads ─────────► runtime 0 … runtime P-1
+//! build ONE pool: partition i spawns its connections on runtime i; an event listener counts
+//! spawn -c workers round-robin ──────► worker w on runtime w % P, client_for(w % P):
+//!                                        take slot ─ request ─ body ─ record (its own)
+//! every 50 ms: sample gauges, draw progress (stderr, terminals only)
+//! Ctrl-C: stop starting requests; again: abort those in flight
+//! join workers ◄────────────────────── each worker's Record (+ each partition's histograms)
+//! merge, add events, counters, peak ─ summary on stdout (text or JSON)
+//! ```
+//!
+//! Design decisions:
+//!
+//! * A worker and the connections it uses live on one thread: the pool's partition i spawns
+//!   its establishments and drivers on runtime i, and worker w only asks partition `w % P`.
+//!   Nothing on the hot path crosses threads except the `-n` / `--rate` slot counter (one
+//!   atomic add per request) and, when connections are borrowed, the pool's own hand-offs.
+//! * Workers keep their own counters ([`record`]) and hand them back at the end; latency
+//!   samples go to their partition's histograms in batches, under a mutex only that
+//!   partition's thread takes. No lock is taken per request, and none is ever contended. The
+//!   progress display reads per-partition atomics that only the partition's own thread writes.
+//! * `-c` is requests in flight, not connections: how many connections those need is the
+//!   pool's decision, and the summary reports it. For HTTP/1.1 it never exceeds `-c` per
+//!   partition's share (the pool hands an establishment whose request was served by a returning
+//!   connection to the next request that misses, rather than dialing again); with
+//!   `--max-connections-per-host` the bound applies on top. `connections.opened` minus
+//!   `connections.used` shows connections that never carried a request.
+//! * The summary is taken when the last worker ends, before the pool is dropped: connections
+//!   still open then are reported as `open_at_end`, not as closed by `pool_dropped`.
+//! * At the `-z` deadline no request is started; those in flight finish and count. One still
+//!   running [`DRAIN_LIMIT`] after the deadline (or one second after `-m`, with `-m`) is
+//!   aborted and reported as `aborted`. The first Ctrl-C acts like the deadline (no new
+//!   requests, those in flight finish); a second one aborts those in flight.
+//! * The connect timeout is [`DEFAULT_CONNECT_TIMEOUT`] unless `--connect-timeout` says
+//!   otherwise (curl's 300 s would stall a run against a black-holed address).
+//! * Exit status: 0 when every request succeeded (an HTTP status is not a failure unless
+//!   `--fail`), 1 when any failed or was aborted, 2 for bad flags and for anything that stops
+//!   the run before its first request (an unreadable `--cacert`, a setting the pool rejects).
+//!   Unreachable hosts are not setup failures: their requests fail and are counted by class.
+//!
+//! What this mode does not do: ramp-up, HTTP/3, per-URL breakdowns, or coordinating load
+//! across processes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use clap::ArgMatches;
+use clap::error::ErrorKind;
+use http::Uri;
+use pool::{ConnectionPool, OriginKey, Partition, PartitionId, TokioDriverSpawner};
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+mod args;
+mod events;
+mod partitions;
+mod progress;
+mod record;
+mod sampler;
+mod schedule;
+mod summary;
+mod volume;
+mod worker;
+
+pub(crate) use args::LoadArgs;
+
+use crate::curl::request::RequestTemplate;
+use crate::curl::setup;
+use crate::origin::{Flavor, LocalOrigin};
+use args::{OutputFormat, Target};
+use events::EventCounts;
+use partitions::PartitionThreads;
+use progress::Progress;
+use record::{Latencies, Record};
+use sampler::{SAMPLE_EVERY, Sampler};
+use schedule::Schedule;
+use summary::{Facts, LocalFacts, PartitionResult, RunConfig, Summary};
+use worker::{PartitionGauges, RunShared, Worker};
+
+/// The connect timeout when `--connect-timeout` is not given.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long requests in flight at the `-z` deadline may take before they are aborted.
+pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// Runs `poolcurl load`; `matches` are the subcommand's matches.
+pub(crate) fn run(args: LoadArgs, matches: &ArgMatches) -> ExitCode {
+    if let Err(error) = validate(&args) {
+        let _ = error.print();
+        return ExitCode::from(2);
+    }
+    match prepare_and_run(&args, matches) {
+        Ok(summary) => {
+            let output = match args.output_format {
+                OutputFormat::Text => summary.text(),
+                OutputFormat::Json => format!("{:#}\n", summary.json()),
+            };
+            // A closed stdout (`| head`) is not worth a panic; the exit status still tells.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), output.as_bytes());
+            if summary.succeeded() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(message) => {
+            eprintln!("poolcurl load: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The checks clap's definition cannot express, reported as clap's usage errors.
+fn validate(args: &LoadArgs) -> Result<(), clap::Error> {
+    let url = args.targets.iter().find(|t| matches!(t, Target::Url(_)));
+    let path = args.targets.iter().find(|t| matches!(t, Target::Path(_)));
+    match (args.local, url, path) {
+        (true, Some(Target::Url(url)), _) => Err(usage_error(format!(
+            "with --local, give paths on the local origin (such as /bytes/1024), not URLs: '{url}'"
+        ))),
+        (false, _, Some(Target::Path(path))) => Err(usage_error(format!(
+            "'{path}' is a path; give a full URL, or use --local to load the local origin"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A usage error of the `load` subcommand, formatted by clap (exit status 2).
+fn usage_error(message: String) -> clap::Error {
+    use clap::CommandFactory;
+    let mut command = crate::Cli::command();
+    command.build();
+    match command.find_subcommand_mut("load") {
+        Some(load) => load.error(ErrorKind::ArgumentConflict, message),
+        None => command.error(ErrorKind::ArgumentConflict, message),
+    }
+}
+
+/// Everything from setup to summary; `Err` is a setup failure (exit 2).
+fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, String> {
+    let data = args.request.data_in_order(matches);
+    let template =
+        RequestTemplate::new(&args.request, false, &data).map_err(|e| e.message().to_owned())?;
+    let origin = match args.local {
+        true => Some(
+            LocalOrigin::start(usize::try_from(args.local_threads).unwrap_or(1))
+                .map_err(|e| format!("{e:#}"))?,
+        ),
+        false => None,
+    };
+    let flavor = local_flavor(args);
+    let urls = target_urls(args, origin.as_ref(), flavor)?;
+    let partition_count = usize::try_from(args.partitions).unwrap_or(1);
+    let threads = PartitionThreads::start(partition_count)
+        .map_err(|e| format!("starting the partition threads: {e}"))?;
+    let events = EventCounts::new(partition_count);
+    let pool = build_pool(args, threads.handles(), &events, origin.as_ref())?;
+
+    let volume = args.volume();
+    let start = Instant::now();
+    let run = Arc::new(RunShared {
+        schedule: Schedule::new(start, volume, args.rate),
+        template,
+        urls: urls.clone(),
+        max_time: args.max_time.filter(|t| !t.is_zero()),
+        fail: args.fail,
+        gauges: (0..partition_count)
+            .map(|_| PartitionGauges::default())
+            .collect(),
+        latencies: (0..partition_count)
+            .map(|_| Mutex::new(Latencies::default()))
+            .collect(),
+    });
+    let origins = urls
+        .iter()
+        .filter_map(|uri| OriginKey::from_uri(uri).ok())
+        .collect();
+    let mut sampler = Sampler::new(origins, partition_ids(partition_count));
+    let progress = Progress::new(volume, partition_count, start, args.no_progress);
+    let drain = args
+        .max_time
+        .map_or(DRAIN_LIMIT, |m| m + Duration::from_secs(1));
+    let driven = drive(
+        &pool,
+        threads.handles(),
+        &run,
+        args.concurrency,
+        &mut sampler,
+        progress,
+        drain,
+    )?;
+
+    let mut per_partition: Vec<PartitionResult> = run
+        .latencies
+        .iter()
+        .map(|latencies| PartitionResult {
+            record: Record::default(),
+            latencies: std::mem::take(
+                &mut *latencies.lock().unwrap_or_else(PoisonError::into_inner),
+            ),
+        })
+        .collect();
+    for (partition, record) in &driven.records {
+        if let Some(result) = per_partition.get_mut(*partition) {
+            result.record.merge(record);
+        }
+    }
+    let facts = Facts {
+        config: run_config(args, &urls, partition_count),
+        duration: driven.duration,
+        partitions: per_partition,
+        events: events.snapshot(),
+        counters: pool.counters(),
+        peak_admitted: sampler.peak_admitted(),
+        slots: run.schedule.slots(),
+        local: origin.as_ref().map(|origin| LocalFacts {
+            origin: origin.url(flavor, ""),
+            accepted: origin.accepted(flavor),
+        }),
+    };
+    drop(pool);
+    threads.shutdown();
+    drop(origin);
+    Ok(Summary::new(facts))
+}
+
+/// Which local listener the protocol flags pick.
+fn local_flavor(args: &LoadArgs) -> Flavor {
+    if args.connect.http2_prior_knowledge {
+        Flavor::H2c
+    } else if args.connect.http2 {
+        Flavor::Tls
+    } else {
+        Flavor::Http1
+    }
+}
+
+/// The URLs to load: the arguments, or paths on the local origin.
+fn target_urls(
+    args: &LoadArgs,
+    origin: Option<&LocalOrigin>,
+    flavor: Flavor,
+) -> Result<Vec<Uri>, String> {
+    let Some(origin) = origin else {
+        return Ok(args
+            .targets
+            .iter()
+            .filter_map(|target| match target {
+                Target::Url(uri) => Some(uri.clone()),
+                Target::Path(_) => None,
+            })
+            .collect());
+    };
+    let mut paths: Vec<&str> = args
+        .targets
+        .iter()
+        .filter_map(|target| match target {
+            Target::Path(path) => Some(path.as_str()),
+            Target::Url(_) => None,
+        })
+        .collect();
+    if paths.is_empty() {
+        paths.push("/");
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            let url = origin.url(flavor, path);
+            url.parse::<Uri>()
+                .map_err(|e| format!("local origin URL {url}: {e}"))
+        })
+        .collect()
+}
+
+fn partition_ids(count: usize) -> Vec<PartitionId> {
+    (0..count)
+        .map(|i| PartitionId::from_index(u32::try_from(i).unwrap_or(u32::MAX)))
+        .collect()
+}
+
+/// The one pool of the run: curl mode's protocol, TLS and `--resolve` settings, one partition
+/// per thread (each bound to `--interface` if given), the bounds and the event listener.
+fn build_pool(
+    args: &LoadArgs,
+    handles: &[Handle],
+    events: &Arc<EventCounts>,
+    origin: Option<&LocalOrigin>,
+) -> Result<ConnectionPool, String> {
+    let connect = &args.connect;
+    let mut builder = setup::pool_builder(connect).map_err(|e| e.message().to_owned())?;
+    if let Some(origin) = origin {
+        builder = builder.add_root_certificates_pem(origin.ca_pem().as_bytes().to_vec());
+        if connect.cacert.is_none() {
+            // Only the local origin is loaded: the platform's roots are not needed.
+            builder = builder.native_roots(false);
+        }
+    }
+    let partitions = partition_ids(handles.len())
+        .into_iter()
+        .zip(handles)
+        .map(|(id, handle)| {
+            let partition = Partition::new(id, TokioDriverSpawner::from_handle(handle.clone()));
+            match &connect.interface {
+                Some(name) => partition.interface(name.as_str()),
+                None => partition,
+            }
+        });
+    builder = builder
+        .partitions(partitions)
+        .event_listener(events.listener())
+        .connection_reuse_scope(args.reuse_scope.to_pool())
+        .connect_timeout(Some(setup::connect_timeout(
+            connect,
+            DEFAULT_CONNECT_TIMEOUT,
+        )));
+    if let Some(limit) = args.max_connections_per_host {
+        builder = builder.max_connections_per_host(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    if let Some(pending) = args.max_pending_per_host {
+        builder = builder.max_pending_per_host(usize::try_from(pending).unwrap_or(usize::MAX));
+    }
+    if let Some(idle) = args.idle_timeout {
+        builder = builder.idle_timeout(idle.0);
+    }
+    builder
+        .build()
+        .map_err(|e| setup::build_error(connect, &e).message().to_owned())
+}
+
+/// The configuration as the summary reports it.
+fn run_config(args: &LoadArgs, urls: &[Uri], partitions: usize) -> RunConfig {
+    let connect = &args.connect;
+    let protocol = if connect.http1_1 {
+        "http1.1"
+    } else if connect.http2_prior_knowledge {
+        "http2-prior-knowledge"
+    } else if connect.http2 {
+        "http2"
+    } else {
+        "auto"
+    };
+    RunConfig {
+        urls: urls.iter().map(ToString::to_string).collect(),
+        concurrency: args.concurrency,
+        partitions,
+        volume: args.volume(),
+        rate: args.rate,
+        protocol,
+        max_connections_per_host: args.max_connections_per_host,
+        max_pending_per_host: args.max_pending_per_host,
+        reuse_scope: args.reuse_scope.as_str(),
+        idle_timeout: match args.idle_timeout {
+            Some(idle) => idle.0,
+            None => Some(pool::DEFAULT_IDLE_TIMEOUT),
+        },
+        connect_timeout: setup::connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT),
+        max_time: args.max_time.filter(|t| !t.is_zero()),
+        interface: connect.interface.clone(),
+        fail: args.fail,
+        local: args.local,
+    }
+}
+
+/// What the workers produced.
+#[derive(Debug)]
+struct Driven {
+    /// Each worker's partition index and record.
+    records: Vec<(usize, Record)>,
+    /// From the run's start to the end of the last worker.
+    duration: Duration,
+}
+
+/// Spawns the workers and watches them on a small runtime of the main thread: sampling,
+/// progress, the drain limit and Ctrl-C.
+fn drive(
+    pool: &ConnectionPool,
+    handles: &[Handle],
+    run: &Arc<RunShared>,
+    concurrency: u32,
+    sampler: &mut Sampler,
+    mut progress: Option<Progress>,
+    drain: Duration,
+) -> Result<Driven, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the main runtime: {e}"))?;
+    let ids = partition_ids(handles.len());
+    let outcome = runtime.block_on(async {
+        let (abort, aborted) = watch::channel(false);
+        let mut workers = JoinSet::new();
+        for index in 0..usize::try_from(concurrency).unwrap_or(1) {
+            let partition = index % handles.len();
+            let client = pool
+                .client_for(ids[partition])
+                .map_err(|e| e.to_string())?;
+            let worker = Worker::new(index, partition, client, run.clone(), aborted.clone());
+            workers.spawn_on(worker.run(), &handles[partition]);
+        }
+        let mut ticker = tokio::time::interval(SAMPLE_EVERY);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut interrupts = 0u32;
+        let mut ctrl_c: Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+            Box::pin(tokio::signal::ctrl_c());
+        let mut records = Vec::with_capacity(workers.len());
+        loop {
+            tokio::select! {
+                joined = workers.join_next() => match joined {
+                    None => break,
+                    Some(Ok(record)) => records.push(record),
+                    Some(Err(error)) => {
+                        if error.is_panic() {
+                            std::panic::resume_unwind(error.into_panic());
+                        }
+                        return Err(format!("a worker was cancelled: {error}"));
+                    }
+                },
+                _ = ticker.tick() => {
+                    let sample = sampler.sample(pool, &run.gauges);
+                    if let Some(progress) = &progress {
+                        progress.update(&sample);
+                    }
+                    let overdue = run
+                        .schedule
+                        .deadline()
+                        .is_some_and(|deadline| Instant::now() >= deadline + drain);
+                    if overdue && !*abort.borrow() {
+                        abort.send_replace(true);
+                    }
+                },
+                interrupted = &mut ctrl_c => {
+                    if interrupted.is_err() {
+                        // No signal handling here: keep running without it.
+                        ctrl_c = Box::pin(std::future::pending());
+                        continue;
+                    }
+                    interrupts += 1;
+                    if interrupts == 1 {
+                        run.schedule.stop();
+                        if let Some(progress) = &mut progress {
+                            progress.note("stopping: requests in flight finish (Ctrl-C again aborts them)");
+                        }
+                    } else {
+                        abort.send_replace(true);
+                    }
+                    ctrl_c = Box::pin(tokio::signal::ctrl_c());
+                },
+            }
+        }
+        let duration = run.schedule.start().elapsed();
+        Ok(Driven { records, duration })
+    });
+    // One more sample at the end, for the peak.
+    let last = sampler.sample(pool, &run.gauges);
+    if let Some(progress) = progress {
+        progress.update(&last);
+        progress.finish();
+    }
+    runtime.shutdown_background();
+    outcome
+}

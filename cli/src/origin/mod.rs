@@ -1,0 +1,225 @@
+//! The built-in local origin: HTTP/1.1 cleartext, h2c, and TLS with ALPN `h2, http/1.1`, on
+//! ephemeral loopback ports, serving the routes in [`handlers`].
+//!
+//! ```text
+//! LocalOrigin::start ── certificates (tls.rs) ── its own multi-thread runtime (N worker threads)
+//!   listener http1 127.0.0.1:0 ─ accept ─ hyper http1 ─┐
+//!   listener h2c   127.0.0.1:0 ─ accept ─ hyper http2 ─┼─ handlers::handle
+//!   listener tls   127.0.0.1:0 ─ accept ─ TLS ─ ALPN h2 ? http2 : http1 ─┘
+//! ```
+//!
+//! `poolcurl load --local` starts one in-process; `poolcurl serve` ([`serve`]) runs one in the
+//! foreground. The runtime is the origin's own, on its own threads, so serving never competes
+//! with the load generator's partition runtimes for a scheduler (only for CPUs).
+//!
+//! Each listener is bound with a deep accept queue (4096): tokio's `TcpListener::bind` asks for
+//! 128, and a burst of connects beyond it overflows into one-second SYN retransmissions, which
+//! would show up as latency that is the origin's fault, not the pool's.
+//!
+//! What this origin does not do: TLS client authentication, HTTP/1.0 keep-alive, request
+//! logging, or limits on connections.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use hyper::service::service_fn;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio_rustls::TlsAcceptor;
+
+mod handlers;
+pub(crate) mod serve;
+mod server_io;
+mod tls;
+
+use self::server_io::SpawnExecutor;
+use self::tls::OriginPki;
+
+pub(crate) use serve::ServeArgs;
+
+/// The accept queue each listener asks for.
+const BACKLOG: u32 = 4096;
+
+/// The three listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// HTTP/1.1 over cleartext TCP.
+    Http1,
+    /// HTTP/2 with prior knowledge over cleartext TCP (h2c).
+    H2c,
+    /// TLS; ALPN picks HTTP/2 or HTTP/1.1 per connection.
+    Tls,
+}
+
+impl Flavor {
+    /// Every flavor, in the order `serve` prints them.
+    pub(crate) const ALL: [Flavor; 3] = [Flavor::Http1, Flavor::H2c, Flavor::Tls];
+
+    /// The label `serve` prints.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Flavor::Http1 => "http1",
+            Flavor::H2c => "h2c",
+            Flavor::Tls => "https",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A running local origin. Dropping it stops it (its runtime shuts down in the background).
+#[derive(Debug)]
+pub(crate) struct LocalOrigin {
+    /// The origin's runtime; `None` only while dropping.
+    runtime: Option<Runtime>,
+    /// Each listener's address, by [`Flavor`].
+    addrs: [SocketAddr; 3],
+    /// Connections each listener accepted, by [`Flavor`].
+    accepted: Arc<[AtomicU64; 3]>,
+    /// The CA that signed the TLS listener's certificate, PEM.
+    ca_pem: String,
+}
+
+impl LocalOrigin {
+    /// Starts the origin on a runtime with `threads` worker threads.
+    ///
+    /// # Errors
+    ///
+    /// When the certificates, the runtime or a listener cannot be created.
+    pub(crate) fn start(threads: usize) -> anyhow::Result<LocalOrigin> {
+        let pki = OriginPki::generate().context("creating the local origin's certificates")?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("poolcurl-origin")
+            .enable_all()
+            .build()
+            .context("starting the local origin's runtime")?;
+        let listeners = runtime
+            .block_on(async {
+                let mut listeners = Vec::with_capacity(3);
+                for _ in Flavor::ALL {
+                    listeners.push(listen()?);
+                }
+                Ok::<_, io::Error>(listeners)
+            })
+            .context("binding the local origin's listeners on 127.0.0.1")?;
+        let accepted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+        let acceptor = TlsAcceptor::from(pki.server_config.clone());
+        let mut addrs = [SocketAddr::from((Ipv4Addr::LOCALHOST, 0)); 3];
+        for (flavor, listener) in Flavor::ALL.into_iter().zip(listeners) {
+            addrs[flavor.index()] = listener
+                .local_addr()
+                .context("reading a listener's address")?;
+            let tls = (flavor == Flavor::Tls).then(|| acceptor.clone());
+            runtime.spawn(accept_loop(listener, flavor, tls, accepted.clone()));
+        }
+        Ok(LocalOrigin {
+            runtime: Some(runtime),
+            addrs,
+            accepted,
+            ca_pem: pki.ca_pem,
+        })
+    }
+
+    /// The URL of `path` on the `flavor` listener (`https://127.0.0.1:PORT/path` for TLS; the
+    /// certificate names 127.0.0.1).
+    pub(crate) fn url(&self, flavor: Flavor, path: &str) -> String {
+        let scheme = match flavor {
+            Flavor::Tls => "https",
+            Flavor::Http1 | Flavor::H2c => "http",
+        };
+        format!("{scheme}://{}{path}", self.addrs[flavor.index()])
+    }
+
+    /// The CA certificate to trust for the TLS listener, PEM.
+    pub(crate) fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// Connections the `flavor` listener has accepted so far.
+    pub(crate) fn accepted(&self, flavor: Flavor) -> u64 {
+        self.accepted[flavor.index()].load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for LocalOrigin {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A listener on an ephemeral loopback port with a deep accept queue.
+fn listen() -> io::Result<TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    socket.listen(BACKLOG)
+}
+
+/// Accepts connections forever, one task each.
+async fn accept_loop(
+    listener: TcpListener,
+    flavor: Flavor,
+    tls: Option<TlsAcceptor>,
+    accepted: Arc<[AtomicU64; 3]>,
+) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of file descriptors and the like: give the process a moment instead of
+                // spinning (the server's own pacing, not a test's).
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        accepted[flavor.index()].fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(serve_connection(stream, flavor, tls.clone()));
+    }
+}
+
+/// Serves one connection until it ends; errors end the connection and nothing else.
+async fn serve_connection(stream: TcpStream, flavor: Flavor, tls: Option<TlsAcceptor>) {
+    match (flavor, tls) {
+        (Flavor::Http1, _) => serve_http1(stream).await,
+        (Flavor::H2c, _) => serve_http2(stream).await,
+        (Flavor::Tls, Some(acceptor)) => {
+            let Ok(stream) = acceptor.accept(stream).await else {
+                return;
+            };
+            if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                serve_http2(stream).await;
+            } else {
+                serve_http1(stream).await;
+            }
+        }
+        (Flavor::Tls, None) => {}
+    }
+}
+
+async fn serve_http1<T>(stream: T)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(pool::TokioIo::new(stream), service_fn(handlers::handle))
+        .await;
+}
+
+async fn serve_http2<T>(stream: T)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let _ = hyper::server::conn::http2::Builder::new(SpawnExecutor)
+        .serve_connection(pool::TokioIo::new(stream), service_fn(handlers::handle))
+        .await;
+}

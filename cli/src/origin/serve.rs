@@ -1,0 +1,120 @@
+//! `poolcurl serve`: the local origin in the foreground until Ctrl-C (or SIGTERM).
+//!
+//! It prints one line per listener, then the CA file and the routes, on stdout (line by line,
+//! so a script or test can read the URLs as they appear):
+//!
+//! ```text
+//! http1  http://127.0.0.1:41231/
+//! h2c    http://127.0.0.1:39555/
+//! https  https://127.0.0.1:40861/
+//! ca     /tmp/poolcurl-serve-4242/ca.pem
+//! paths  / /bytes/N /delay/MS /status/CODE /close
+//! ```
+//!
+//! The CA certificate is written to `--ca-dir` (created if needed), or to a fresh directory
+//! under the system's temporary directory, which is removed again on Ctrl-C or SIGTERM. A
+//! process killed outright leaves the directory behind.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use super::{Flavor, LocalOrigin};
+
+/// `poolcurl serve [OPTIONS]`
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    about = "Run the built-in local origin (HTTP/1.1, h2c, TLS+ALPN) until Ctrl-C",
+    long_about = "Run the built-in local origin in the foreground until Ctrl-C: HTTP/1.1 \
+        cleartext, h2c (HTTP/2 with prior knowledge) and TLS with ALPN h2/http1.1, on ephemeral \
+        loopback ports, with a CA made at start. Prints the three URLs and the CA file.\n\n\
+        Paths: / (small body), /bytes/N, /delay/MS, /status/CODE, /close (Connection: close).",
+    args_override_self = true
+)]
+pub(crate) struct ServeArgs {
+    /// Worker threads of the origin's runtime
+    #[arg(
+        long = "threads",
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(1..=64)
+    )]
+    pub(crate) threads: u32,
+
+    /// Write ca.pem into this directory (default: a temporary directory removed on exit)
+    #[arg(long = "ca-dir", value_name = "DIR")]
+    pub(crate) ca_dir: Option<PathBuf>,
+}
+
+/// Runs `poolcurl serve`; returns when interrupted.
+pub(crate) fn run(args: ServeArgs) -> ExitCode {
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("poolcurl serve: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let threads = usize::try_from(args.threads).unwrap_or(1);
+    let origin = LocalOrigin::start(threads)?;
+    let (dir, remove_dir) = match args.ca_dir {
+        Some(dir) => (dir, false),
+        None => (
+            std::env::temp_dir().join(format!("poolcurl-serve-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ca_path = dir.join("ca.pem");
+    std::fs::write(&ca_path, origin.ca_pem())
+        .with_context(|| format!("writing {}", ca_path.display()))?;
+
+    let mut out = std::io::stdout().lock();
+    for flavor in Flavor::ALL {
+        writeln!(out, "{:<6} {}", flavor.label(), origin.url(flavor, "/"))?;
+    }
+    writeln!(out, "{:<6} {}", "ca", ca_path.display())?;
+    writeln!(
+        out,
+        "{:<6} / /bytes/N /delay/MS /status/CODE /close",
+        "paths"
+    )?;
+    out.flush()?;
+    drop(out);
+    eprintln!("poolcurl serve: serving until Ctrl-C");
+
+    let waiter = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal runtime")?;
+    waiter.block_on(interrupted())?;
+
+    drop(origin);
+    if remove_dir {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C, or SIGTERM where there is one.
+async fn interrupted() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM")?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result.context("waiting for Ctrl-C")?,
+            _ = terminate.recv() => {}
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+    }
+}

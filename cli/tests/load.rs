@@ -1,0 +1,559 @@
+//! `poolcurl load` and `poolcurl serve` end to end: the built binary against its own local
+//! origin and against scripted loopback servers, with the JSON summary parsed.
+//!
+//! Scripted servers run on the test's multi-thread runtime while the child process runs; every
+//! child is bounded by a timeout. Waiting is on conditions (a server counter reaching a value,
+//! a line appearing on the child's stdout), never on sleeps. Volumes are small: the point is
+//! the accounting, not the throughput.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::tls::{TempDir, TestPki};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Upper bound for one poolcurl run.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {}\n{}", self.stdout, self.stderr))
+    }
+
+    fn assert_no_panic(&self) {
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+    }
+}
+
+async fn poolcurl(args: &[&str]) -> Run {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(LIMIT, child)
+        .await
+        .expect("poolcurl finished in time")
+        .expect("poolcurl ran");
+    let run = Run {
+        code: out.status.code().expect("poolcurl exited normally"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    run.assert_no_panic();
+    run
+}
+
+/// `poolcurl load ARGS --output-format json --no-progress`.
+async fn load_json(args: &[&str]) -> (Run, Value) {
+    let mut argv = vec!["load", "--output-format", "json", "--no-progress"];
+    argv.extend_from_slice(args);
+    let run = poolcurl(&argv).await;
+    let json = run.json();
+    (run, json)
+}
+
+fn u(value: &Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("{value} is a count"))
+}
+
+fn f(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("{value} is a number"))
+}
+
+/// Checks what every summary must satisfy, whatever the run.
+fn assert_consistent(json: &Value) {
+    assert_eq!(json["schema"], "poolcurl.load/1");
+    let requests = u(&json["requests"]);
+    assert_eq!(u(&json["successes"]) + u(&json["failures"]), requests);
+    let errors: u64 = json["errors"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(errors, u(&json["failures"]), "every failure has a class");
+    for class in [
+        "resolve",
+        "connect",
+        "tls",
+        "timeout",
+        "saturated",
+        "reset",
+        "goaway",
+        "io",
+        "canceled",
+    ] {
+        assert!(json["errors"][class].is_u64(), "errors.{class} is present");
+    }
+    for key in ["latency_ms", "ttfb_ms"] {
+        let p = |name: &str| f(&json[key][name]);
+        assert!(p("p50") <= p("p90"), "{key}: {}", json[key]);
+        assert!(p("p90") <= p("p99"), "{key}: {}", json[key]);
+        assert!(p("p99") <= p("p999"), "{key}: {}", json[key]);
+        assert!(p("p999") <= p("max"), "{key}: {}", json[key]);
+    }
+    assert!(f(&json["ttfb_ms"]["p50"]) <= f(&json["latency_ms"]["p50"]));
+    let connections = &json["connections"];
+    assert_eq!(
+        u(&connections["opened"]),
+        u(&connections["h1"]) + u(&connections["h2"])
+    );
+    let closed: u64 = connections["closed"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(closed, u(&connections["closed_total"]));
+    assert!(f(&json["permit_wait_ms"]["p50"]) <= f(&json["permit_wait_ms"]["p99"]));
+    let partitions = json["partitions"].as_array().unwrap();
+    assert_eq!(partitions.len() as u64, u(&json["config"]["partitions"]));
+    let by_partition: u64 = partitions.iter().map(|p| u(&p["requests"])).sum();
+    assert_eq!(by_partition, requests);
+    let opened: u64 = partitions.iter().map(|p| u(&p["connections_opened"])).sum();
+    assert_eq!(opened, u(&connections["opened"]));
+    let seconds = f(&json["duration_s"]);
+    if requests > 0 && seconds > 0.0 {
+        let implied = f(&json["rps"]) * seconds;
+        let drift = (implied - requests as f64).abs() / requests as f64;
+        assert!(
+            drift < 0.1,
+            "rps × duration = {implied}, requests = {requests}"
+        );
+    }
+}
+
+/// Waits (bounded) for a scripted server's accept count to reach `n`: a connection the pool
+/// opened but never used may still sit in the listen queue when the run ends.
+macro_rules! wait_accepted {
+    ($server:expr, $n:expr) => {
+        tokio::time::timeout(LIMIT, $server.wait_for_accepted($n as usize))
+            .await
+            .expect("the server accepted every connection the pool opened")
+    };
+}
+
+/// The README's must-show command: `-c 64` bounds requests in flight, and the pool opens at
+/// most one connection per request in flight (a request served by a returning connection
+/// leaves its establishment to the next miss), so at most 64 connections, with no bound set.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_local_must_show_run_opens_at_most_c_connections() {
+    let (run, json) = load_json(&["--local", "-n", "20000", "-c", "64", "--partitions", "2"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["requests"]), 20000);
+    assert_eq!(u(&json["successes"]), 20000);
+    assert_eq!(u(&json["failures"]), 0);
+    assert_eq!(u(&json["aborted"]), 0);
+    assert_eq!(u(&json["status"]["200"]), 20000);
+    let connections = &json["connections"];
+    let opened = u(&connections["opened"]);
+    let used = u(&connections["used"]);
+    assert!((1..=64).contains(&opened), "{connections}");
+    assert!(used >= 1 && used <= opened, "{connections}");
+    // A response was either its connection's first or a reuse.
+    assert_eq!(
+        u(&connections["reused_requests"]) + used,
+        20000,
+        "{connections}"
+    );
+    assert_eq!(
+        u(&connections["open_at_end"]) + u(&connections["closed_total"]),
+        opened,
+        "{connections}"
+    );
+    assert!(u(&connections["peak_open"]) <= opened, "{connections}");
+    assert_eq!(json["partitions"].as_array().unwrap().len(), 2);
+    assert_eq!(json["config"]["local"], true);
+    assert!(
+        json["local_origin"]["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bounded_local_run_stays_within_its_bound() {
+    let (run, json) = load_json(&[
+        "--local",
+        "-n",
+        "2000",
+        "-c",
+        "64",
+        "--partitions",
+        "2",
+        "--max-connections-per-host",
+        "8",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["successes"]), 2000);
+    let connections = &json["connections"];
+    assert!(
+        u(&connections["opened"]) <= 8 + u(&connections["closed_total"]),
+        "{connections}"
+    );
+    assert!(u(&connections["peak_admitted"]) <= 8, "{connections}");
+    assert!(u(&connections["open_at_end"]) <= 8, "{connections}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn h1_connections_opened_equal_the_servers_accepts() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[&url, "-n", "600", "-c", "16", "--partitions", "2"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let opened = u(&json["connections"]["opened"]);
+    wait_accepted!(server, opened);
+    assert_eq!(server.accepted() as u64, opened);
+    assert_eq!(u(&json["connections"]["h1"]), opened);
+    assert_eq!(u(&json["connections"]["h2"]), 0);
+    assert_eq!(u(&json["bytes"]), 600 * 5);
+    assert!(server.errors().is_empty(), "{:?}", server.errors());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn h2c_connections_opened_equal_the_servers_accepts() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("hello")).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[
+        &url,
+        "--http2-prior-knowledge",
+        "-n",
+        "600",
+        "-c",
+        "16",
+        "--partitions",
+        "2",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let opened = u(&json["connections"]["opened"]);
+    wait_accepted!(server, opened);
+    assert_eq!(server.accepted() as u64, opened);
+    assert_eq!(u(&json["connections"]["h2"]), opened);
+    assert_eq!(u(&json["connections"]["h1"]), 0);
+    assert!(
+        opened <= 2,
+        "one HTTP/2 connection per partition, got {opened}"
+    );
+    assert_eq!(json["config"]["protocol"], "http2-prior-knowledge");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_alpn_connections_opened_equal_the_servers_accepts() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("load-tls");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_stream(StreamPlan::ok("hello"))
+        .start()
+        .await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[
+        &url,
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "600",
+        "-c",
+        "32",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let opened = u(&json["connections"]["opened"]);
+    wait_accepted!(server, opened);
+    assert_eq!(server.accepted() as u64, opened);
+    assert_eq!(server.tls_handshakes() as u64, opened);
+    assert_eq!(u(&json["connections"]["h2"]), opened, "ALPN chose h2");
+    assert_eq!(opened, 1, "a cold burst of 32 costs one TLS handshake");
+    assert_eq!(u(&json["connections"]["redundant_handshakes"]), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bounded_origin_never_exceeds_its_connections() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hi"))).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[
+        &url,
+        "--max-connections-per-host",
+        "4",
+        "-c",
+        "32",
+        "-n",
+        "400",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert!(
+        server.max_open() <= 4,
+        "server saw {} open",
+        server.max_open()
+    );
+    let connections = &json["connections"];
+    assert!(u(&connections["opened"]) <= 4, "{connections}");
+    assert_eq!(u(&connections["closed_total"]), 0, "{connections}");
+    assert!(u(&connections["peak_admitted"]) <= 4, "{connections}");
+    assert_eq!(json["config"]["bound"]["max_connections_per_host"], 4);
+    let waited = u(&json["permit_wait_ms"]["waited"]);
+    assert!(
+        waited > 4,
+        "32 requests in flight over 4 connections wait: {waited}"
+    );
+    assert!(f(&json["permit_wait_ms"]["p99"]) > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_pending_queue_fails_requests_as_saturated() {
+    let (run, json) = load_json(&[
+        "--local",
+        "/delay/50",
+        "--max-connections-per-host",
+        "1",
+        "--max-pending-per-host",
+        "2",
+        "-c",
+        "32",
+        "-n",
+        "200",
+    ])
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["requests"]), 200);
+    assert!(u(&json["errors"]["saturated"]) > 0, "{}", json["errors"]);
+    assert!(u(&json["successes"]) > 0);
+    let connections = &json["connections"];
+    assert_eq!(u(&connections["opened"]), 1, "{connections}");
+    assert_eq!(u(&connections["closed_total"]), 0, "{connections}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_close_opens_a_connection_per_request() {
+    let (run, json) = load_json(&["--local", "/close", "-n", "100", "-c", "4"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let connections = &json["connections"];
+    // No connection comes back, so every request is served by the establishment it launched.
+    assert_eq!(u(&connections["opened"]), 100, "{connections}");
+    assert_eq!(u(&connections["used"]), 100, "{connections}");
+    // Every connection closed by protocol after its one response; none is left open.
+    assert_eq!(
+        u(&connections["closed"]["protocol_closed"]),
+        100,
+        "{connections}"
+    );
+    assert_eq!(u(&connections["open_at_end"]), 0, "{connections}");
+    assert_eq!(u(&connections["reused_requests"]), 0);
+    assert_eq!(u(&connections["requests_per_connection"]["max"]), 1);
+    assert_eq!(u(&json["local_origin"]["accepted"]), 100);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_flight_requests_at_the_deadline_finish_and_count() {
+    let (run, json) = load_json(&["--local", "/delay/200", "-z", "300ms", "-c", "4"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert!(u(&json["requests"]) >= 4, "{}", json["requests"]);
+    assert_eq!(u(&json["failures"]), 0);
+    assert_eq!(u(&json["aborted"]), 0);
+    // Every request started before the deadline ended after 200 ms, so the run outlived it.
+    assert!(f(&json["duration_s"]) >= 0.3, "{}", json["duration_s"]);
+    assert_eq!(json["config"]["z_s"], 0.3);
+    assert!(json["config"]["n"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_time_turns_slow_requests_into_timeouts() {
+    let (run, json) =
+        load_json(&["--local", "/delay/5000", "-m", "0.2", "-n", "4", "-c", "2"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["errors"]["timeout"]), 4, "{}", json["errors"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_loop_follows_the_schedule() {
+    let (run, json) = load_json(&["--local", "--rate", "200", "-n", "50", "-c", "4"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["requests"]), 50);
+    assert_eq!(json["schedule"]["mode"], "open");
+    assert_eq!(u(&json["schedule"]["slots"]), 50);
+    assert_eq!(u(&json["schedule"]["unsent"]), 0);
+    // The last slot is due 49 / 200 s after the start.
+    assert!(f(&json["duration_s"]) >= 0.245, "{}", json["duration_s"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_url_is_a_summary_of_connect_errors() {
+    // A port nothing listens on: bind, read the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (run, json) = load_json(&[&url, "-n", "50", "-c", "4"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["requests"]), 50);
+    assert_eq!(u(&json["errors"]["connect"]), 50, "{}", json["errors"]);
+    assert_eq!(u(&json["connections"]["opened"]), 0);
+    assert!(
+        json["error_examples"]["connect"]
+            .as_str()
+            .unwrap()
+            .contains("refused")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_flags_exit_2_with_clap_messages() {
+    for argv in [
+        &["load", "-n", "10x", "http://127.0.0.1:1/"][..],
+        &["load", "--bogus", "http://127.0.0.1:1/"],
+        &["load", "-c", "0", "http://127.0.0.1:1/"],
+        &["load", "-n", "5", "-z", "1s", "http://127.0.0.1:1/"],
+        &["load", "--max-pending-per-host", "2", "http://127.0.0.1:1/"],
+        &["load", "--reuse-scope", "galaxy", "http://127.0.0.1:1/"],
+        &["load"],
+        &["load", "--local", "http://127.0.0.1:1/"],
+        &["load", "/bytes/10"],
+    ] {
+        let run = poolcurl(argv).await;
+        assert_eq!(run.code, 2, "{argv:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{argv:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{argv:?}: {}", run.stdout);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_and_json_report_the_same_numbers() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
+    let url = server.url("/");
+    // One worker: 300 requests over exactly one connection, in either format.
+    let args = [url.as_str(), "-n", "300", "-c", "1", "--no-progress"];
+    let (_, json) = load_json(&args[..args.len() - 1]).await;
+    let mut argv = vec!["load"];
+    argv.extend_from_slice(&args);
+    let text = poolcurl(&argv).await;
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let requests = u(&json["requests"]);
+    let opened = u(&json["connections"]["opened"]);
+    assert_eq!((requests, opened), (300, 1));
+    let out = &text.stdout;
+    assert!(
+        out.contains(&format!(
+            "Requests              {requests} ({requests} succeeded, 0 failed, 0 aborted)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Connections opened    {opened} (h1 {opened}, h2 0; {} served requests)",
+            u(&json["connections"]["used"])
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  200  {}", u(&json["status"]["200"]))),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Reused requests       {}",
+            u(&json["connections"]["reused_requests"])
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("Latency (ms)") && out.contains("Partitions"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_prints_urls_that_curl_mode_can_fetch() {
+    let dir = TempDir::new("serve");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        .args([
+            "serve",
+            "--threads",
+            "1",
+            "--ca-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve started");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut printed = std::collections::HashMap::new();
+    let read = async {
+        while printed.len() < 4 {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("serve keeps printing");
+            if let Some((label, value)) = line.split_once(char::is_whitespace) {
+                printed.insert(label.to_owned(), value.trim().to_owned());
+            }
+        }
+    };
+    tokio::time::timeout(LIMIT, read)
+        .await
+        .expect("serve printed its URLs");
+
+    let http1 = &printed["http1"];
+    let fetched = poolcurl(&[&format!("{http1}bytes/7")]).await;
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    assert_eq!(fetched.stdout, "xxxxxxx");
+
+    let h2c = &printed["h2c"];
+    let fetched = poolcurl(&["--http2-prior-knowledge", "-w", "%{http_version}", h2c]).await;
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    assert!(fetched.stdout.ends_with('2'), "{}", fetched.stdout);
+
+    let https = &printed["https"];
+    let ca = &printed["ca"];
+    let fetched = poolcurl(&[
+        "--cacert",
+        ca,
+        "-w",
+        "%{http_version}",
+        &format!("{https}status/201"),
+    ])
+    .await;
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    assert_eq!(fetched.stdout, "201\n2");
+
+    child.kill().await.expect("serve killed");
+}
