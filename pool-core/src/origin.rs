@@ -154,17 +154,13 @@ impl OriginKey {
     ///
     /// Fails when the host is empty or too long, or the port is 0.
     pub fn new(scheme: Scheme, host: &str, port: u16) -> Result<OriginKey, InvalidOrigin> {
-        let mut buf = HostBuf::new();
-        let (host, kind) = match canonicalize(host, &mut buf)? {
-            Canonical::Unchanged(kind) => (host, kind),
-            Canonical::Buffered(kind) => (buf.as_str(), kind),
-        };
+        let (host, kind) = canonicalize(host)?;
         if port == 0 {
             return Err(InvalidOrigin::InvalidPort);
         }
         Ok(OriginKey {
             scheme,
-            host: host.into(),
+            host: host.as_str().into(),
             port,
             kind,
         })
@@ -253,7 +249,7 @@ impl fmt::Debug for OriginKey {
     }
 }
 
-/// A stack buffer holding a canonicalized host while a lookup is in progress.
+/// A buffer holding a canonicalized host while a lookup is in progress.
 struct HostBuf {
     bytes: [u8; MAX_HOST_LEN],
     len: usize,
@@ -285,49 +281,41 @@ impl fmt::Write for HostBuf {
     }
 }
 
-/// Where the canonical text of a host lives after [`canonicalize`].
-#[derive(Clone, Copy)]
-enum Canonical {
-    /// The raw text was already canonical.
-    Unchanged(HostKind),
-    /// The canonical text was written into the buffer.
-    Buffered(HostKind),
-}
-
-/// Canonicalizes `raw` (possibly bracketed, possibly mixed case), writing into `buf` only when the
-/// text must change.
-fn canonicalize(raw: &str, buf: &mut HostBuf) -> Result<Canonical, InvalidOrigin> {
+/// Canonicalizes `raw` (possibly bracketed, possibly mixed case). The common case (a lower-case
+/// name or an IPv4 literal) borrows `raw` and touches no buffer; only text that must change is
+/// written into a (heap) buffer.
+fn canonicalize(raw: &str) -> Result<(HostText<'_>, HostKind), InvalidOrigin> {
     let invalid = || InvalidOrigin::InvalidHost(raw.to_owned());
     let unbracketed = raw.strip_prefix('[').and_then(|r| r.strip_suffix(']'));
     if let Some(inner) = unbracketed.or_else(|| raw.contains(':').then_some(raw)) {
         let addr: Ipv6Addr = inner.parse().map_err(|_| invalid())?;
-        fmt::write(buf, format_args!("{addr}")).map_err(|_| invalid())?;
-        return Ok(Canonical::Buffered(HostKind::Ipv6));
+        let mut buf = Box::new(HostBuf::new());
+        fmt::write(&mut *buf, format_args!("{addr}")).map_err(|_| invalid())?;
+        return Ok((HostText::Buffered(buf), HostKind::Ipv6));
     }
     if raw.is_empty() || raw.len() > MAX_HOST_LEN || !raw.is_ascii() {
         return Err(invalid());
     }
-    if raw.parse::<Ipv4Addr>().is_ok() {
-        return Ok(Canonical::Unchanged(HostKind::Ipv4));
+    if raw.as_bytes()[0].is_ascii_digit() && raw.parse::<Ipv4Addr>().is_ok() {
+        return Ok((HostText::Borrowed(raw), HostKind::Ipv4));
     }
     if !raw.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Ok(Canonical::Unchanged(HostKind::Name));
+        return Ok((HostText::Borrowed(raw), HostKind::Name));
     }
+    let mut buf = Box::new(HostBuf::new());
     for (dst, src) in buf.bytes.iter_mut().zip(raw.bytes()) {
         *dst = src.to_ascii_lowercase();
     }
     buf.len = raw.len();
-    Ok(Canonical::Buffered(HostKind::Name))
+    Ok((HostText::Buffered(buf), HostKind::Name))
 }
 
-/// Canonical host text of a lookup: borrowed from the URI when already canonical, otherwise held
-/// in a stack buffer.
-// The buffered variant is large on purpose: it lives on the stack for the duration of one lookup
-// so that canonicalizing a mixed-case host never allocates.
-#[allow(clippy::large_enum_variant)]
+/// Canonical host text of a lookup: borrowed from the URI when already canonical (the common
+/// case, which allocates nothing), otherwise a buffer holding the rewritten text (a mixed-case
+/// name or an IPv6 literal).
 enum HostText<'a> {
     Borrowed(&'a str),
-    Buffered(HostBuf),
+    Buffered(Box<HostBuf>),
 }
 
 impl HostText<'_> {
@@ -366,11 +354,7 @@ impl<'a> OriginLookup<'a> {
         if port == 0 {
             return Err(InvalidOrigin::InvalidPort);
         }
-        let mut buf = HostBuf::new();
-        let (host, kind) = match canonicalize(raw, &mut buf)? {
-            Canonical::Unchanged(kind) => (HostText::Borrowed(raw), kind),
-            Canonical::Buffered(kind) => (HostText::Buffered(buf), kind),
-        };
+        let (host, kind) = canonicalize(raw)?;
         Ok(OriginLookup {
             scheme,
             host,

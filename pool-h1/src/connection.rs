@@ -1,6 +1,7 @@
 //! The sender with its record, and dispatch.
 
 use std::fmt;
+use std::future::Future;
 
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
@@ -101,9 +102,21 @@ where
     /// Dropping the future after hyper accepted the request drops the connection with it; the
     /// driver sees the dispatch cancelled and hyper closes the connection, which the driver
     /// reports as a close. Nothing is returned to the idle set.
-    pub async fn send(mut self, request: Request<B>) -> SendOutcome<B> {
+    ///
+    /// The request is handed to hyper when this is called, not when the future is first
+    /// polled, so the future holds the connection and hyper's response future, not the request.
+    pub fn send(mut self, request: Request<B>) -> impl Future<Output = SendOutcome<B>> + Send {
         let reused = self.record.record_dispatch();
-        match self.sender.try_send_request(request).await {
+        let response = self.sender.try_send_request(request);
+        async move { self.outcome(response.await, reused) }
+    }
+
+    fn outcome(
+        self,
+        response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
+        reused: bool,
+    ) -> SendOutcome<B> {
+        match response {
             Ok(response) => {
                 let guard = ExchangeGuard::new(self, &response);
                 SendOutcome::Response(response, guard)

@@ -2,6 +2,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
 
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
@@ -151,14 +152,26 @@ where
     ///
     /// Dropping the future resets the stream (`RST_STREAM(CANCEL)`); the generation is
     /// unaffected and the lease is released.
-    pub async fn send(mut self, request: Request<B>) -> H2SendOutcome<B> {
+    ///
+    /// The request is handed to hyper when this is called, not when the future is first
+    /// polled, so the future holds the lease and hyper's response future, not the request.
+    pub fn send(mut self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
         let record = self
             .guard
             .record
             .as_ref()
             .expect("a lease holds its record until sent");
         let reused = record.record_dispatch();
-        match self.sender.try_send_request(request).await {
+        let response = self.sender.try_send_request(request);
+        async move { self.outcome(response.await, reused) }
+    }
+
+    fn outcome(
+        self,
+        response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
+        reused: bool,
+    ) -> H2SendOutcome<B> {
+        match response {
             Ok(response) => H2SendOutcome::Response(response, self.guard),
             Err(mut err) => {
                 let unsent = err.take_message();

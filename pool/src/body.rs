@@ -4,10 +4,11 @@
 //! (`Empty`, `Full`, `String`, `Vec<u8>`, `Bytes`, and `RequestBody` itself) are converted
 //! without boxing; anything else is boxed once.
 //!
-//! [`Body`] is the response body. Besides the bytes it carries the connection's exchange: an
-//! HTTP/1 connection goes home only when this body reaches its end, and an HTTP/2 stream stays
-//! counted until the body ends or is dropped (dropping it early resets the stream with
-//! `RST_STREAM(CANCEL)`; an HTTP/1 connection is retired instead).
+//! [`Body`] is the response body. Besides the bytes it carries the [`ConnectionHandle`] of the
+//! connection that served it, and the connection's exchange: an HTTP/1 connection goes home
+//! only when this body reaches its end, and an HTTP/2 stream stays counted until the body ends
+//! or is dropped (dropping it early resets the stream with `RST_STREAM(CANCEL)`; an HTTP/1
+//! connection is retired instead).
 
 use std::any::Any;
 use std::fmt;
@@ -21,6 +22,7 @@ use hyper::body::Incoming;
 use pool_h1::ExchangeGuard;
 use pool_h2::StreamGuard;
 
+use crate::connection::ConnectionHandle;
 use crate::error::Error;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -197,13 +199,19 @@ enum Exchange {
 pub struct Body {
     inner: Incoming,
     exchange: Exchange,
+    connection: ConnectionHandle,
 }
 
 impl Body {
-    pub(crate) fn h1(inner: Incoming, guard: ExchangeGuard<RequestBody>) -> Body {
+    pub(crate) fn h1(
+        inner: Incoming,
+        guard: ExchangeGuard<RequestBody>,
+        connection: ConnectionHandle,
+    ) -> Body {
         let mut body = Body {
             inner,
             exchange: Exchange::H1(guard),
+            connection,
         };
         // A response without a body (HEAD, 204, 304, Content-Length: 0) ends with its head.
         if body.inner.is_end_stream() {
@@ -212,15 +220,22 @@ impl Body {
         body
     }
 
-    pub(crate) fn h2(inner: Incoming, guard: StreamGuard) -> Body {
+    pub(crate) fn h2(inner: Incoming, guard: StreamGuard, connection: ConnectionHandle) -> Body {
         let mut body = Body {
             inner,
             exchange: Exchange::H2(guard),
+            connection,
         };
         if body.inner.is_end_stream() {
             body.end();
         }
         body
+    }
+
+    /// The connection that served this response: `response.body().connection()`, before the
+    /// body is consumed or mapped (clone the handle to keep it longer).
+    pub fn connection(&self) -> &ConnectionHandle {
+        &self.connection
     }
 
     /// The message ended: the connection goes home or the stream is uncounted.
@@ -289,6 +304,7 @@ impl fmt::Debug for Body {
             Exchange::H2(_) => "http2",
         };
         f.debug_struct("Body")
+            .field("connection", &self.connection.id())
             .field("exchange", &exchange)
             .field("end", &self.inner.is_end_stream())
             .finish()

@@ -48,6 +48,7 @@ pub struct Builder {
     h2: H2Settings,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    connection_extension: bool,
 }
 
 impl Default for Builder {
@@ -70,6 +71,7 @@ impl Default for Builder {
             h2: H2Settings::default(),
             connect_timeout: None,
             read_timeout: None,
+            connection_extension: false,
         }
     }
 }
@@ -281,6 +283,19 @@ impl Builder {
         self
     }
 
+    /// Also attaches each response's [`ConnectionHandle`] as a response extension
+    /// (`response.extensions().get::<ConnectionHandle>()`), where it survives mapping the body
+    /// to another type (tower stacks, `response.map(...)`). Off by default: the handle is always
+    /// available from the body ([`Body::connection`]) at no cost, while an extension costs
+    /// three allocations per response (http's extension map and the boxed value).
+    ///
+    /// [`ConnectionHandle`]: crate::ConnectionHandle
+    /// [`Body::connection`]: crate::Body::connection
+    pub fn connection_handle_extension(mut self, enabled: bool) -> Self {
+        self.connection_extension = enabled;
+        self
+    }
+
     /// Writes HTTP/1 header names in title case (`Content-Type`) instead of lower case.
     pub fn http1_title_case_headers(mut self, enabled: bool) -> Self {
         self.h1.title_case_headers(enabled);
@@ -403,6 +418,7 @@ impl Builder {
                 .collect(),
             explicit,
             read_timeout: self.read_timeout,
+            connection_extension: self.connection_extension,
             tls,
         }))
     }
@@ -534,6 +550,7 @@ impl fmt::Debug for Builder {
             .field("h2", &self.h2)
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
+            .field("connection_extension", &self.connection_extension)
             .finish_non_exhaustive()
     }
 }

@@ -15,7 +15,7 @@ use pool_h1::SendOutcome;
 use pool_h2::H2SendOutcome;
 
 use crate::body::{Body, RequestBody};
-use crate::cell::Selected;
+use crate::cell::{CellEntry, Selected};
 use crate::connection::ConnectionHandle;
 use crate::error::Error;
 use crate::pool::PoolInner;
@@ -35,6 +35,56 @@ pub struct Client {
     partition: usize,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    last: LastCell,
+}
+
+/// The cell this handle used last, keyed by the request URI's scheme and authority exactly as
+/// written: a request to the same origin skips canonicalizing it and looking it up in the
+/// partition's map. Cells are never removed from a partition, so a remembered one stays the
+/// origin's cell. Each clone of a [`Client`] starts with its own empty memory; a handle shared
+/// by several tasks at once simply skips the memory when another task holds it (`try_lock`),
+/// so it never makes requests wait for each other. It is never held while another lock is
+/// taken.
+#[derive(Default)]
+struct LastCell(std::sync::Mutex<Option<Remembered>>);
+
+struct Remembered {
+    tls: bool,
+    authority: http::uri::Authority,
+    entry: Arc<CellEntry>,
+}
+
+impl Clone for LastCell {
+    fn clone(&self) -> Self {
+        LastCell::default()
+    }
+}
+
+impl LastCell {
+    fn get(&self, uri: &http::Uri) -> Option<Arc<CellEntry>> {
+        let last = self.0.try_lock().ok()?;
+        let remembered = last.as_ref()?;
+        let tls = match uri.scheme_str()? {
+            "https" => true,
+            "http" => false,
+            _ => return None,
+        };
+        // `Authority` compares case-insensitively, as origins do; a different spelling of the
+        // same origin (an explicit default port) only misses the memory.
+        (remembered.tls == tls && uri.authority() == Some(&remembered.authority))
+            .then(|| remembered.entry.clone())
+    }
+
+    fn remember(&self, uri: &http::Uri, entry: &Arc<CellEntry>) {
+        let (Some(authority), Ok(mut last)) = (uri.authority(), self.0.try_lock()) else {
+            return;
+        };
+        *last = Some(Remembered {
+            tls: entry.origin.is_tls(),
+            authority: authority.clone(),
+            entry: entry.clone(),
+        });
+    }
 }
 
 impl Client {
@@ -45,7 +95,18 @@ impl Client {
             partition,
             connect_timeout,
             read_timeout,
+            last: LastCell::default(),
         }
+    }
+
+    /// The cell of the request's origin in this client's partition.
+    fn cell_for(&self, uri: &http::Uri) -> Result<Arc<CellEntry>, Error> {
+        if let Some(entry) = self.last.get(uri) {
+            return Ok(entry);
+        }
+        let entry = self.pool.partitions[self.partition].cell_for(uri, &self.pool.shared)?;
+        self.last.remember(uri, &entry);
+        Ok(entry)
     }
 
     /// The partition this client's connections are established in.
@@ -73,7 +134,11 @@ impl Client {
     /// origin form of the target and sets `Host` unless the request has one; a request whose
     /// version is `HTTP/2.0` is only ever served by an HTTP/2 connection.
     ///
-    /// The response carries a [`ConnectionHandle`] extension describing the connection.
+    /// The response body describes the connection that served it ([`Body::connection`]); with
+    /// [`Builder::connection_handle_extension`] the [`ConnectionHandle`] is also a response
+    /// extension.
+    ///
+    /// [`Builder::connection_handle_extension`]: crate::Builder::connection_handle_extension
     ///
     /// # Retries
     ///
@@ -92,19 +157,22 @@ impl Client {
     /// Dropping the future is safe at any point. While waiting for a connection the request
     /// withdraws (an establishment it started continues for the next request); while
     /// exchanging, an HTTP/1 connection is retired and an HTTP/2 stream reset.
-    pub async fn request<B>(&self, request: Request<B>) -> Result<Response<Body>, Error>
+    pub fn request<B>(
+        &self,
+        request: Request<B>,
+    ) -> impl Future<Output = Result<Response<Body>, Error>> + Send + '_
     where
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        // Not an `async fn`: the body is converted before the first poll, so the future is
+        // `send`'s alone (no second state machine around it, nothing more to move).
         let (parts, body) = request.into_parts();
         self.send(Request::from_parts(parts, RequestBody::new(body)))
-            .await
     }
 
     async fn send(&self, mut request: Request<RequestBody>) -> Result<Response<Body>, Error> {
-        let partition = &self.pool.partitions[self.partition];
-        let entry = partition.cell_for(request.uri(), &self.pool.shared)?;
+        let entry = self.cell_for(request.uri())?;
         let requirement = if request.version() == Version::HTTP_2 {
             Requirement::Http2
         } else {
@@ -123,11 +191,10 @@ impl Client {
                     pool_h1::prepare_request(&mut request, &entry.host);
                     match self.with_read_timeout(conn.send(request)).await? {
                         SendOutcome::Response(response, guard) => {
-                            let response = response.map(|incoming| Body::h1(incoming, guard));
-                            return Ok(attach(
-                                response,
-                                ConnectionHandle::new(record, reused, waited),
-                            ));
+                            let handle = ConnectionHandle::new(record, reused, waited);
+                            return Ok(self.attach(response, handle, |incoming, handle| {
+                                Body::h1(incoming, guard, handle)
+                            }));
                         }
                         SendOutcome::Unsent {
                             request: mut unsent,
@@ -151,11 +218,10 @@ impl Client {
                     self.report_reuse(&record, reused);
                     match self.with_read_timeout(lease.send(request)).await? {
                         H2SendOutcome::Response(response, guard) => {
-                            let response = response.map(|incoming| Body::h2(incoming, guard));
-                            return Ok(attach(
-                                response,
-                                ConnectionHandle::new(record, reused, waited),
-                            ));
+                            let handle = ConnectionHandle::new(record, reused, waited);
+                            return Ok(self.attach(response, handle, |incoming, handle| {
+                                Body::h2(incoming, guard, handle)
+                            }));
                         }
                         H2SendOutcome::Unsent {
                             request: unsent,
@@ -214,35 +280,36 @@ impl Client {
         }
     }
 
-    /// Bounds `future` (one exchange, up to the response head) by the read timeout.
-    async fn with_read_timeout<F: Future>(&self, future: F) -> Result<F::Output, Error> {
-        match self.read_timeout {
-            None => Ok(future.await),
-            Some(limit) => {
-                let sleep = self.pool.shared.sleep.sleep(limit);
-                Deadline {
-                    future,
-                    sleep,
-                    limit,
-                }
-                .await
-            }
+    /// Wraps the response body with its connection handle (and, if configured, attaches the
+    /// handle as an extension too).
+    fn attach(
+        &self,
+        response: Response<hyper::body::Incoming>,
+        handle: ConnectionHandle,
+        body: impl FnOnce(hyper::body::Incoming, ConnectionHandle) -> Body,
+    ) -> Response<Body> {
+        let (mut parts, incoming) = response.into_parts();
+        if self.pool.connection_extension {
+            parts.extensions.insert(handle.clone());
         }
+        Response::from_parts(parts, body(incoming, handle))
+    }
+
+    /// Bounds `future` (one exchange, up to the response head) by the read timeout.
+    fn with_read_timeout<F: Future>(&self, future: F) -> Deadline<F> {
+        let sleep = self
+            .read_timeout
+            .map(|limit| (self.pool.shared.sleep.sleep(limit), limit));
+        Deadline { future, sleep }
     }
 }
 
-fn attach(mut response: Response<Body>, handle: ConnectionHandle) -> Response<Body> {
-    response.extensions_mut().insert(handle);
-    response
-}
-
 pin_project_lite::pin_project! {
-    /// A future raced against a sleep.
+    /// A future raced against an optional sleep (the read timeout).
     struct Deadline<F> {
         #[pin]
         future: F,
-        sleep: pool_core::Sleep,
-        limit: Duration,
+        sleep: Option<(pool_core::Sleep, Duration)>,
     }
 }
 
@@ -254,9 +321,12 @@ impl<F: Future> Future for Deadline<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match this.sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Error::read_timeout(*this.limit))),
-            Poll::Pending => Poll::Pending,
+        match this.sleep {
+            Some((sleep, limit)) => match sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(Error::read_timeout(*limit))),
+                Poll::Pending => Poll::Pending,
+            },
+            None => Poll::Pending,
         }
     }
 }

@@ -7,8 +7,9 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 use pool_core::{ConnectionId, ConnectionInfo, Protocol};
 
-/// The connection that served a response, attached to every response as an extension:
-/// `response.extensions().get::<pool::ConnectionHandle>()`.
+/// The connection that served a response: `response.body().connection()` on every response,
+/// and `response.extensions().get::<pool::ConnectionHandle>()` when the pool was built with
+/// [`Builder::connection_handle_extension`](crate::Builder::connection_handle_extension).
 ///
 /// It describes the connection ([`info`](Self::info)), says whether this response reused it,
 /// and can [`poison`](Self::poison) it.

@@ -22,9 +22,9 @@
 //! let client = pool.client()?;
 //! let request = http::Request::get("http://example.com/").body(Empty::<bytes::Bytes>::new())?;
 //! let response = client.request(request).await?;
-//! let connection = response.extensions().get::<pool::ConnectionHandle>().cloned();
+//! let connection = response.body().connection().clone();
 //! let body = response.into_body().collect().await?.to_bytes();
-//! println!("{} bytes over connection {:?}", body.len(), connection.map(|c| c.id()));
+//! println!("{} bytes over connection {}", body.len(), connection.id());
 //! # Ok(())
 //! # }
 //! ```

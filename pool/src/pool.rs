@@ -104,6 +104,8 @@ pub(crate) struct PoolInner {
     pub(crate) explicit: bool,
     /// The default read timeout of new clients.
     pub(crate) read_timeout: Option<Duration>,
+    /// Whether responses also carry their connection handle as an extension.
+    pub(crate) connection_extension: bool,
     /// The default connector's TLS configuration, for [`ConnectionPool::preflight`].
     pub(crate) tls: Option<TlsConnector>,
 }

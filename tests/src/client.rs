@@ -18,11 +18,7 @@ pub fn origin(url: &str) -> OriginKey {
 /// Sends a GET and reads the whole body; panics on any error.
 pub async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes) {
     let response = client.request(get(url)).await.expect("request succeeds");
-    let handle = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .cloned()
-        .expect("connection handle attached");
+    let handle = response.body().connection().clone();
     let body = response
         .into_body()
         .collect()

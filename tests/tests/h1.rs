@@ -82,11 +82,7 @@ async fn body_dropped_before_its_end_retires_the_connection() {
     let url = server.url("/");
 
     let response = client.request(get(&url)).await.unwrap();
-    let first = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .unwrap()
-        .id();
+    let first = response.body().connection().id();
     drop(response);
     assert_eq!(
         events.closed(),
@@ -351,11 +347,7 @@ async fn switching_protocols_hands_over_the_io_and_closes_the_record() {
 
     let response = client.request(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
-    let id = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .unwrap()
-        .id();
+    let id = response.body().connection().id();
     assert_eq!(events.closed(), vec![(id, CloseReason::Upgraded)]);
 
     let upgraded = hyper::upgrade::on(response).await.expect("upgrade");
@@ -410,11 +402,7 @@ async fn a_response_in_flight_finishes_after_the_pool_is_dropped() {
     let client = pool.client().unwrap();
 
     let response = client.request(get(&server.url("/"))).await.unwrap();
-    let id = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .unwrap()
-        .id();
+    let id = response.body().connection().id();
     drop(client);
     drop(pool);
     assert!(
@@ -602,4 +590,58 @@ async fn a_miss_adopts_an_establishment_whose_request_was_served_elsewhere() {
     let (_, body) = a.await.unwrap();
     assert_eq!(body, "held");
     assert_eq!(server.accepted(), 2, "two connections for three requests");
+}
+
+/// Every response body carries its connection's handle; the response extension exists only
+/// when the pool was built to attach it, and then describes the same connection.
+#[tokio::test]
+async fn the_connection_handle_is_an_extension_only_when_asked() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let url = server.url("/");
+    let plain = ConnectionPool::builder().build().unwrap();
+    let response = plain.client().unwrap().request(get(&url)).await.unwrap();
+    assert!(response.extensions().get::<ConnectionHandle>().is_none());
+    assert!(!response.body().connection().is_reused());
+
+    let attaching = ConnectionPool::builder()
+        .connection_handle_extension(true)
+        .build()
+        .unwrap();
+    let response = attaching
+        .client()
+        .unwrap()
+        .request(get(&url))
+        .await
+        .unwrap();
+    let extension = response
+        .extensions()
+        .get::<ConnectionHandle>()
+        .expect("attached");
+    assert_eq!(extension.id(), response.body().connection().id());
+    assert_eq!(extension.protocol(), pool::Protocol::Http1);
+}
+
+/// One client alternating between two origins (and two spellings of one): every request goes
+/// to its own origin's connections, whatever the client remembered from the request before.
+#[tokio::test]
+async fn one_client_alternating_origins_reaches_each_origin() {
+    let a = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("a"))).await;
+    let b = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("b"))).await;
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let a_upper = a.url("/").replace("127.0.0.1", "LOCALHOST");
+    let a_lower = a_upper.to_lowercase();
+    for _ in 0..3 {
+        assert_eq!(fetch(&client, &a.url("/")).await.1, "a");
+        assert_eq!(fetch(&client, &b.url("/")).await.1, "b");
+        assert_eq!(fetch(&client, &a_upper).await.1, "a");
+        assert_eq!(fetch(&client, &a_lower).await.1, "a");
+    }
+    assert_eq!(
+        a.accepted(),
+        2,
+        "one connection for 127.0.0.1, one for localhost"
+    );
+    assert_eq!(b.accepted(), 1);
+    assert_eq!(pool.origins().len(), 3);
 }

@@ -302,11 +302,7 @@ async fn dropping_a_body_resets_the_stream_and_the_connection_is_reused() {
     let url = server.url("/slow");
 
     let response = client.request(get(&url)).await.unwrap();
-    let first = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .unwrap()
-        .id();
+    let first = response.body().connection().id();
     assert_eq!(pool.stats(&origin(&url)).total().h2_active_streams, 1);
     drop(response);
     let resets = tokio::time::timeout(LIMIT, server.wait_for_client_resets(1))
@@ -348,11 +344,7 @@ async fn idle_expiry_drains_the_generation_while_an_active_stream_finishes() {
     let key = origin(&url);
 
     let response = client.request(get(&url)).await.unwrap();
-    let first = response
-        .extensions()
-        .get::<ConnectionHandle>()
-        .unwrap()
-        .id();
+    let first = response.body().connection().id();
     // No dispatch for longer than the idle timeout: the generation stops accepting.
     tokio::time::advance(Duration::from_secs(6)).await;
     events.wait_for_closed(1).await;

@@ -290,10 +290,7 @@ impl Session {
             Err(error) => return Err(self.failed(&error, target, record)),
         };
         record.head_at = Some(record.elapsed());
-        let connection = response
-            .extensions()
-            .get::<pool::ConnectionHandle>()
-            .cloned();
+        let connection = Some(response.body().connection().clone());
         if connection.as_ref().is_some_and(|c| !c.is_reused()) {
             record.num_connects += 1;
         }

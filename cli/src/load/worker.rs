@@ -224,15 +224,12 @@ impl Worker {
             .map_err(|e| Failure::Build(e.message().to_owned()))?;
         let response = self.client.request(request).await.map_err(Failure::Pool)?;
         let head_at = Instant::now();
-        let served = response
-            .extensions()
-            .get::<pool::ConnectionHandle>()
-            .map(|handle| Served {
-                connection: handle.id().as_u64(),
-                reused: handle.is_reused(),
-                borrowed: handle.info().partition() != self.partition_id(),
-                waited: handle.wait_time(),
-            });
+        let served = Some(response.body().connection()).map(|handle| Served {
+            connection: handle.id().as_u64(),
+            reused: handle.is_reused(),
+            borrowed: handle.info().partition() != self.partition_id(),
+            waited: handle.wait_time(),
+        });
         let status = response.status().as_u16();
         let mut body = response.into_body();
         let mut bytes = 0u64;
