@@ -1,7 +1,7 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
 //! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
-//! * `cargo xtask bench [--quick] [--json] [--url URL]` runs the benchmark (release mode).
+//! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
@@ -134,11 +134,12 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                                   fmt, clippy, test, doc, loom (stops at the first failure)
-  bench [--quick] [--json] [--url URL] pool vs raw hyper vs hyper-util, interleaved, in release
-                                       mode; markdown (or JSON) on stdout
-  soak [--secs N]                      a long mixed-fault run against one bounded pool (default
-                                       60 s); prints leaked permits (must be 0) and memory";
+  ci               fmt, clippy, test, doc, loom (stops at the first failure)
+  bench [--quick] [--json] [--url URL] [--only N]
+                   pool vs raw hyper vs hyper-util, interleaved, in release mode; markdown (or
+                   JSON) on stdout; --only N runs scenario N (1-6) alone
+  soak [--secs N]  a long mixed-fault run against one bounded pool (default 60 s); prints
+                   leaked permits (must be 0) and memory";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

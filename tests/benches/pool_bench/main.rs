@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--json] [--url URL]`: our pool side by side with hyper's raw
+//! `cargo xtask bench [--quick] [--json] [--url URL] [--only N]`: our pool side by side with hyper's raw
 //! connection API (pre-established senders, no pool: the limit) and hyper-util's legacy client
 //! (what users pick today), in one process, interleaved round by round on the same machine.
 //!
@@ -13,6 +13,8 @@
 //!
 //! Clients run on current-thread runtimes (one thread; partitions add threads), the servers on
 //! their own thread. `--url` points scenarios 1, 3 and 5 at an external HTTP/1.1 server.
+//! `--only N` runs scenario N alone and `--contender NAME` (`pool`, `raw`, `hyper-util`, ...)
+//! only that contender of scenarios 1-3 and 6, for profiling one of them.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -35,13 +37,24 @@ struct Args {
     quick: bool,
     json: bool,
     url: Option<String>,
+    only: Option<u32>,
 }
+
+impl Args {
+    fn wants(&self, scenario: u32) -> bool {
+        self.only.is_none_or(|only| only == scenario)
+    }
+}
+
+const USAGE: &str =
+    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-6] [--contender NAME]";
 
 fn parse_args() -> Args {
     let mut args = Args {
         quick: false,
         json: false,
         url: None,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -49,12 +62,22 @@ fn parse_args() -> Args {
             "--quick" => args.quick = true,
             "--json" => args.json = true,
             "--url" => args.url = it.next(),
+            "--contender" => {
+                if let Some(name) = it.next() {
+                    let _ = scenarios::CONTENDER.set(name);
+                }
+            }
+            "--only" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n @ 1..=6) => args.only = Some(n),
+                _ => {
+                    eprintln!("pool_bench: --only takes a scenario number, 1 to 6\n{USAGE}");
+                    std::process::exit(2);
+                }
+            },
             // cargo bench passes `--bench` to harness-less benches.
             "--bench" => {}
             other => {
-                eprintln!(
-                    "pool_bench: unknown argument {other:?}\nusage: pool_bench [--quick] [--json] [--url URL]"
-                );
+                eprintln!("pool_bench: unknown argument {other:?}\n{USAGE}");
                 std::process::exit(2);
             }
         }
@@ -96,24 +119,37 @@ fn main() {
         .unwrap_or(1);
 
     let mut scenarios_run = Vec::new();
-    scenarios_run.extend(scenarios::h1_keep_alive(
-        &servers,
-        target,
-        plan,
-        &[1, 64, 256],
-    ));
-    scenarios_run.extend(scenarios::h2c(&servers, plan, &[64, 256]));
-    scenarios_run.extend(scenarios::bounded(&servers, target, plan));
-    let bursts = scenarios::cold_alpn_burst(&servers, if args.quick { 3 } else { 5 });
-    let allocations =
-        scenarios::allocations(&servers, target, if args.quick { 2_000 } else { 10_000 });
-    scenarios_run.push(scenarios::partition_scaling(plan));
+    if args.wants(1) {
+        scenarios_run.extend(scenarios::h1_keep_alive(
+            &servers,
+            target,
+            plan,
+            &[1, 64, 256],
+        ));
+    }
+    if args.wants(2) {
+        scenarios_run.extend(scenarios::h2c(&servers, plan, &[64, 256]));
+    }
+    if args.wants(3) {
+        scenarios_run.extend(scenarios::bounded(&servers, target, plan));
+    }
+    let bursts = if args.wants(4) {
+        scenarios::cold_alpn_burst(&servers, if args.quick { 3 } else { 5 })
+    } else {
+        Vec::new()
+    };
+    let allocations = if args.wants(5) {
+        scenarios::allocations(&servers, target, if args.quick { 2_000 } else { 10_000 })
+    } else {
+        Vec::new()
+    };
+    let scaling = args.wants(6).then(|| scenarios::partition_scaling(plan));
 
     if args.json {
         let out = json!({
             "machine": { "cores": cores },
             "plan": { "rounds": plan.rounds, "measure_s": plan.measure.as_secs_f64(), "quick": args.quick },
-            "scenarios": scenarios_run.iter().map(report::Scenario::json).collect::<Vec<_>>(),
+            "scenarios": scenarios_run.iter().chain(&scaling).map(report::Scenario::json).collect::<Vec<_>>(),
             "cold_alpn_burst": bursts.iter().map(|(name, runs)| json!({
                 "name": name,
                 "connections": runs.iter().map(|b| b.connections).collect::<Vec<_>>(),
@@ -136,27 +172,33 @@ fn main() {
     if let Some(url) = &args.url {
         println!("\nexternal target for scenarios 1, 3, 5: {url}");
     }
-    for scenario in &scenarios_run[..scenarios_run.len() - 1] {
+    for scenario in &scenarios_run {
         print!("{}", scenario.markdown());
     }
-    println!(
-        "\n### 4. cold ALPN burst: 256 concurrent requests to a fresh TLS origin offering h2\n"
-    );
-    println!(
-        "| contender | TCP connections | TLS handshakes | time to complete (median ms) |\n|---|---:|---:|---:|"
-    );
+    if !bursts.is_empty() {
+        println!(
+            "\n### 4. cold ALPN burst: 256 concurrent requests to a fresh TLS origin offering h2\n"
+        );
+        println!(
+            "| contender | TCP connections | TLS handshakes | time to complete (median ms) |\n|---|---:|---:|---:|"
+        );
+    }
     for (name, runs) in &bursts {
         let ms = report::spread(&runs.iter().map(|b| b.millis).collect::<Vec<_>>());
         let conns: Vec<u64> = runs.iter().map(|b| b.connections).collect();
         let hs: Vec<u64> = runs.iter().map(|b| b.handshakes).collect();
         println!("| {name} | {conns:?} | {hs:?} | {:.1} |", ms.median);
     }
-    println!(
-        "\n### 5. allocations per request on the reuse-hit path\n\n| contender | allocations / request |\n|---|---:|"
-    );
+    if !allocations.is_empty() {
+        println!(
+            "\n### 5. allocations per request on the reuse-hit path\n\n| contender | allocations / request |\n|---|---:|"
+        );
+    }
     for (name, per) in &allocations {
         println!("| {name} | {per:.2} |");
     }
-    print!("{}", scenarios_run.last().expect("scaling").markdown());
+    if let Some(scaling) = &scaling {
+        print!("{}", scaling.markdown());
+    }
     println!("\n(completed in {:.1?})", started.elapsed());
 }

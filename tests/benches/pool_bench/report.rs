@@ -67,7 +67,9 @@ impl Scenario {
 
     /// `first / other` per round, for every other contender.
     pub(crate) fn ratios(&self) -> Vec<(String, Spread)> {
-        let first = &self.measured[0];
+        let Some(first) = self.measured.first() else {
+            return Vec::new();
+        };
         self.measured[1..]
             .iter()
             .map(|other| {

@@ -52,7 +52,15 @@ async fn measure<W: Worker>(workers: Vec<W>, plan: Plan) -> Sample {
 }
 
 /// Runs `contenders` in `plan.rounds` rounds, rotating their order each round.
+/// Only the contender of this name runs (`--contender`, for profiling one of them).
+pub(crate) static CONTENDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn rounds(plan: Plan, contenders: &[(&'static str, &dyn Fn() -> Sample)]) -> Vec<Measured> {
+    let selected: Vec<_> = contenders
+        .iter()
+        .filter(|(name, _)| CONTENDER.get().is_none_or(|only| only == name))
+        .collect();
+    let contenders = &selected[..];
     let mut measured: Vec<Measured> = contenders
         .iter()
         .map(|(name, _)| Measured::new(name))
