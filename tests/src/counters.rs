@@ -120,16 +120,20 @@ pub(crate) struct Shared {
     pub(crate) counters: watch::Sender<ConnCounters>,
     /// Script violations and unexpected input, in human-readable form.
     pub(crate) errors: Log<String>,
-    /// One entry per accepted connection, indexed by connection id.
+    /// One entry per accepted connection, indexed by connection id (only while records are
+    /// kept: a long run keeps none, so the server's memory stays flat).
     pub(crate) conns: Mutex<Vec<ConnInfo>>,
+    /// Whether `conns` (and the servers' request logs) are kept.
+    pub(crate) keep_records: bool,
     /// A duplicate handle of each open connection's socket, to peek whether its client closed
     /// it (see [`ConnCounters::max_open`]).
     pub(crate) probes: Mutex<std::collections::HashMap<u64, std::net::TcpStream>>,
 }
 
 impl Shared {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(keep_records: bool) -> Self {
         Self {
+            keep_records,
             counters: watch::Sender::new(ConnCounters::default()),
             errors: Log::new(),
             conns: Mutex::new(Vec::new()),

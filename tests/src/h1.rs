@@ -563,8 +563,9 @@ pub struct H1ServerBuilder {
 }
 
 impl H1ServerBuilder {
-    /// Whether to keep every request for [`ScriptedH1Server::requests`] (default: yes). A long
-    /// run turns it off so the server's memory stays flat; requests are still counted.
+    /// Whether to keep every request for [`ScriptedH1Server::requests`] and every connection
+    /// for `connections()` (default: yes). A long run turns it off so the server's memory
+    /// stays flat; requests and connections are still counted.
     pub fn record_requests(mut self, record: bool) -> Self {
         self.core.record_requests = record;
         self

@@ -157,7 +157,7 @@ impl ServerCore {
     pub(crate) async fn start(config: CoreConfig, serve: ServeFn) -> io::Result<Self> {
         let listener = listen(config.bind)?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new());
+        let shared = Arc::new(Shared::new(config.record_requests));
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = watch::channel(false);
         let tls = config.tls.is_some();
@@ -273,16 +273,19 @@ fn register(shared: &Shared, tcp: &TcpStream, peer: SocketAddr) -> u64 {
     let local = tcp.local_addr().unwrap_or(peer);
     let id = {
         let mut conns = lock(&shared.conns);
-        let id = conns.len() as u64;
-        conns.push(ConnInfo {
-            id,
-            peer,
-            local,
-            tls: false,
-            server_name: None,
-            alpn: None,
-            closed: false,
-        });
+        // Ids are the accept order (only this accept loop registers connections).
+        let id = shared.counters().accepted as u64;
+        if shared.keep_records {
+            conns.push(ConnInfo {
+                id,
+                peer,
+                local,
+                tls: false,
+                server_name: None,
+                alpn: None,
+                closed: false,
+            });
+        }
         id
     };
     let open_now = {
