@@ -417,10 +417,7 @@ impl<T: CellTypes> Admission<T> {
         let (head, partition) = state.order.iter().copied().find(|(_, p)| {
             *p != source && self.groups[*p] == group && self.registered[*p].load(Ordering::Acquire)
         })?;
-        state.order.remove(&(head, partition));
-        let id = DeliveryId(state.next_delivery);
-        state.next_delivery += 1;
-        state.slots[partition].ticket = Ticket::Delivering(id);
+        let id = fence(&mut state, head, partition);
         self.update_pressure(&state);
         Some((partition, id))
     }
@@ -458,10 +455,7 @@ impl<T: CellTypes> Admission<T> {
             state.reclaims_in_transit += 1;
             return Precedence::Reclaim;
         }
-        state.order.remove(&(head, partition));
-        let id = DeliveryId(state.next_delivery);
-        state.next_delivery += 1;
-        state.slots[partition].ticket = Ticket::Delivering(id);
+        let id = fence(&mut state, head, partition);
         self.update_pressure(&state);
         Precedence::Borrow(partition, id)
     }
@@ -519,16 +513,24 @@ fn set_ticket(state: &mut State, p: usize, head: Option<u64>) {
     };
 }
 
+/// Takes partition `partition`'s active ticket (head `head`) out of the order and fences it
+/// for a delivery; returns the delivery's identity.
+fn fence(state: &mut State, head: u64, partition: usize) -> DeliveryId {
+    state.order.remove(&(head, partition));
+    let id = DeliveryId(state.next_delivery);
+    state.next_delivery += 1;
+    state.slots[partition].ticket = Ticket::Delivering(id);
+    id
+}
+
 /// If a permit is free and a ticket waits, takes both and fences the ticket.
 fn next_delivery(state: &mut State) -> Option<Delivery> {
     if state.available == 0 {
         return None;
     }
-    let (head, partition) = state.order.pop_first()?;
+    let &(head, partition) = state.order.first()?;
     state.available -= 1;
-    let id = DeliveryId(state.next_delivery);
-    state.next_delivery += 1;
-    state.slots[partition].ticket = Ticket::Delivering(id);
+    let id = fence(state, head, partition);
     Some(Delivery {
         partition,
         id,
