@@ -35,35 +35,28 @@ pub struct Client {
     partition: usize,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
-    last: LastCell,
+    first: FirstCell,
 }
 
-/// The cell this handle used last, keyed by the request URI's scheme and authority exactly as
-/// written: a request to the same origin skips canonicalizing it and looking it up in the
-/// partition's map. Cells are never removed from a partition, so a remembered one stays the
-/// origin's cell. Each clone of a [`Client`] starts with its own empty memory; a handle shared
-/// by several tasks at once simply skips the memory when another task holds it (`try_lock`),
-/// so it never makes requests wait for each other. It is never held while another lock is
-/// taken.
-#[derive(Default)]
-struct LastCell(std::sync::Mutex<Option<Remembered>>);
+/// The cell of the first origin this handle sent a request to, keyed by the request URI's
+/// scheme and authority exactly as written: a later request to that origin skips canonicalizing
+/// it and looking it up in the partition's map. Set once and only read afterwards (one atomic
+/// load, no lock, so a reuse hit still takes only its cell's lock); clones share it. Cells are
+/// never removed from a partition, so the remembered one stays the origin's cell. Requests to
+/// other origins use the map.
+#[derive(Clone, Default)]
+struct FirstCell(std::sync::OnceLock<Remembered>);
 
+#[derive(Clone)]
 struct Remembered {
     tls: bool,
     authority: http::uri::Authority,
     entry: Arc<CellEntry>,
 }
 
-impl Clone for LastCell {
-    fn clone(&self) -> Self {
-        LastCell::default()
-    }
-}
-
-impl LastCell {
+impl FirstCell {
     fn get(&self, uri: &http::Uri) -> Option<Arc<CellEntry>> {
-        let last = self.0.try_lock().ok()?;
-        let remembered = last.as_ref()?;
+        let remembered = self.0.get()?;
         let tls = match uri.scheme_str()? {
             "https" => true,
             "http" => false,
@@ -76,14 +69,13 @@ impl LastCell {
     }
 
     fn remember(&self, uri: &http::Uri, entry: &Arc<CellEntry>) {
-        let (Some(authority), Ok(mut last)) = (uri.authority(), self.0.try_lock()) else {
-            return;
-        };
-        *last = Some(Remembered {
-            tls: entry.origin.is_tls(),
-            authority: authority.clone(),
-            entry: entry.clone(),
-        });
+        if let Some(authority) = uri.authority() {
+            let _ = self.0.set(Remembered {
+                tls: entry.origin.is_tls(),
+                authority: authority.clone(),
+                entry: entry.clone(),
+            });
+        }
     }
 }
 
@@ -95,17 +87,17 @@ impl Client {
             partition,
             connect_timeout,
             read_timeout,
-            last: LastCell::default(),
+            first: FirstCell::default(),
         }
     }
 
     /// The cell of the request's origin in this client's partition.
     fn cell_for(&self, uri: &http::Uri) -> Result<Arc<CellEntry>, Error> {
-        if let Some(entry) = self.last.get(uri) {
+        if let Some(entry) = self.first.get(uri) {
             return Ok(entry);
         }
         let entry = self.pool.partitions[self.partition].cell_for(uri, &self.pool.shared)?;
-        self.last.remember(uri, &entry);
+        self.first.remember(uri, &entry);
         Ok(entry)
     }
 
