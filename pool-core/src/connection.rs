@@ -241,6 +241,27 @@ impl ConnectionRecord {
         }
     }
 
+    /// The connection's driver (hyper's connection future) completed, with `error` if it
+    /// failed; `drop_driver` drops it, and with it the transport, unless an HTTP/1 upgrade took
+    /// the transport: then the I/O lives on in the caller's hands and the connection ended by
+    /// being upgraded.
+    pub fn driver_completed(&self, error: Option<BoxError>, drop_driver: impl FnOnce()) {
+        if let Some(error) = error {
+            self.close(CloseReason::ProtocolClosed, Some(error));
+        }
+        drop_driver();
+        if !self.is_physically_closed() {
+            self.close(CloseReason::Upgraded, None);
+        }
+    }
+
+    /// The connection's driver was dropped before it completed, which only happens when its
+    /// owner runtime shuts down. Closes the record before the driver's I/O is dropped, so this
+    /// reason wins over the physical close that follows.
+    pub fn driver_dropped(&self) {
+        self.close(CloseReason::OwnerRuntimeShutdown, None);
+    }
+
     /// Logically closes the connection. The first call wins and returns `true`: it updates the
     /// gauges, releases the permit, then fires `connection_closed`. Later calls do nothing.
     ///

@@ -3,13 +3,16 @@
 //! Everything that decides *who gets which connection* lives here, written so that it can be
 //! model-checked: synchronous methods under small locks, wakers stored in slots, and work that
 //! needs I/O (dialing, handshakes) returned to the caller to perform after the lock is released.
-//! This crate opens no socket, spawns no task and reads no clock: time comes in as an argument.
+//! This crate opens no socket, spawns no task and never reads the system clock: time comes in
+//! as an argument, or (for the few cell transitions that have no caller-supplied instant) from
+//! the [`TimeSource`] the pool injects into each cell.
 //!
 //! * [`origin`]: canonical [`OriginKey`]s and their allocation-free lookup.
 //! * [`partition`]: [`PartitionId`], [`ConnectionReuseScope`] and eligibility groups.
-//! * [`admission`]: permits, demand order and the pending cap of a bounded origin.
-//! * [`cell`]: one origin in one partition: idle HTTP/1 connections, the HTTP/2 generation, the
-//!   flight in progress and the waiting requests.
+//! * [`admission`]: the permit ledger, demand order, permit delivery and the pending cap of a
+//!   bounded origin.
+//! * [`cell`]: one origin in one partition: the waiter queues, idle HTTP/1 connections and
+//!   attempts, the HTTP/2 flight and generation gate, and (bounded) borrow, reclaim and permits.
 //! * [`waiter`]: the exactly-once hand-over of a grant to a waiting request.
 //! * [`connection`]: a connection's lifecycle (dispatch commit, logical and physical close).
 //! * [`stats`], [`events`], [`close`], [`time`]: gauges, lifecycle events, close reasons, and the

@@ -17,11 +17,9 @@ use std::time::{Duration, Instant};
 
 use loom::sync::atomic::{AtomicBool, Ordering};
 
-use crate::admission::{Admission, CapacityLease, Demand};
-use crate::cell::{
-    Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant, Launch, PooledH1,
-    PooledH2,
-};
+use crate::admission::Demand;
+use crate::cell::fakes::{self, Fake, FakeH1, Launched};
+use crate::cell::{Cell, CellAdmission, CellPermit, CellWaiter, EstablishMode, Grant};
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::{ConnectionId, ConnectionInfo, Protocol};
@@ -29,96 +27,37 @@ use crate::origin::OriginKey;
 use crate::partition::PartitionId;
 use crate::stats::{Gauge, Gauges};
 use crate::sync::Arc;
-use crate::time::TimeSource;
 use crate::waiter::{Requirement, Waiter};
 
-struct Model;
-
-struct H1 {
-    record: Arc<ConnectionRecord>,
-}
-
-#[derive(Clone)]
-struct H2 {
-    record: Arc<ConnectionRecord>,
-}
-
-impl PooledH1 for H1 {
-    fn record(&self) -> &Arc<ConnectionRecord> {
-        &self.record
-    }
-    fn is_open(&self) -> bool {
-        true
-    }
-}
-
-impl PooledH2 for H2 {
-    fn record(&self) -> &Arc<ConnectionRecord> {
-        &self.record
-    }
-    fn is_accepting(&self) -> bool {
-        !self.record.is_closed()
-    }
-}
-
-impl CellTypes for Model {
-    type H1 = H1;
-    type H2 = H2;
-    type Error = ();
-}
-
-#[derive(Debug)]
-struct Epoch(Instant);
-
-impl TimeSource for Epoch {
-    fn now(&self) -> Instant {
-        self.0
-    }
-}
-
-type Launches = std::sync::Arc<
-    std::sync::Mutex<Vec<(Arc<CellWaiter<Model>>, Launch, Option<CapacityLease<Model>>)>>,
->;
+type Model = Fake;
+type Admission<C> = crate::admission::Admission<C>;
+type Launches = Launched;
 
 /// A bounded HTTP/1 cell whose launches are recorded.
-fn cell(admission: &Admission<Model>, partition: usize, launches: &Launches) -> Arc<Cell<Model>> {
-    let log = launches.clone();
-    let hooks = CellHooks {
-        launch: std::sync::Arc::new(move |w, l, lease| log.lock().unwrap().push((w, l, lease))),
-        arm_expiry: None,
-        time: std::sync::Arc::new(Epoch(Instant::now())),
-    };
-    let cell = Arc::new(Cell::new(
+fn cell(
+    admission: &CellAdmission<Model>,
+    partition: usize,
+    launches: &Launches,
+) -> Arc<Cell<Model>> {
+    fakes::recording_cell(
         EstablishMode::Http1,
         Some(Duration::from_secs(90)),
-        Arc::new(Gauges::default()),
-        hooks,
         Some((admission.clone(), partition)),
-    ));
-    admission.register(partition, cell.clone());
-    cell
+        launches,
+        None,
+    )
 }
 
 /// An HTTP/1 connection of `cell`, installed `ACTIVE`, owning `permit`.
-fn connection(cell: &Cell<Model>, permit: CapacityLease<Model>) -> H1 {
-    cell.gauges().inc(Gauge::Establishing);
-    let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
-    let info = ConnectionInfo::new(
-        ConnectionId::from_u64(1),
-        origin,
-        PartitionId::ANONYMOUS,
-        Protocol::Http1,
-    );
-    let record =
-        ConnectionRecord::install(info, cell.gauges().clone(), None, Some(Box::new(permit)));
-    H1 { record }
+fn connection(cell: &Cell<Model>, permit: CellPermit<Model>) -> FakeH1 {
+    FakeH1 {
+        record: fakes::record_with_permit(cell, Protocol::Http1, Some(permit)),
+        open: true,
+    }
 }
 
 fn wait(cell: &Cell<Model>, seq: u64) -> Arc<CellWaiter<Model>> {
-    match cell.acquire(Requirement::Any, None, || seq, Instant::now) {
-        Acquire::Wait(waiter) => waiter,
-        other => panic!("expected a miss, got {other:?}"),
-    }
+    fakes::wait(cell, Requirement::Any, seq, Instant::now())
 }
 
 /// A permit released (the connection holding it closes and its socket goes) while the request
@@ -127,7 +66,7 @@ fn wait(cell: &Cell<Model>, seq: u64) -> Arc<CellWaiter<Model>> {
 #[test]
 fn loom_permit_delivery_races_cancellation() {
     loom::model(|| {
-        let admission = Admission::<Model>::new(1, None, vec![0]);
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0]);
         let launches = Launches::default();
         let cell = cell(&admission, 0, &launches);
         let held = admission.take_free_permit().expect("one permit");
@@ -161,7 +100,7 @@ fn loom_permit_delivery_races_cancellation() {
 #[test]
 fn loom_h1_return_races_borrow() {
     loom::model(|| {
-        let admission = Admission::<Model>::new(1, None, vec![0, 0]);
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
         let launches = Launches::default();
         let owner = cell(&admission, 0, &launches);
         let borrower = cell(&admission, 1, &launches);
@@ -210,7 +149,7 @@ fn loom_h1_return_races_borrow() {
 #[test]
 fn loom_h1_return_with_local_waiter_races_older_peer() {
     loom::model(|| {
-        let admission = Admission::<Model>::new(1, None, vec![0, 0]);
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
         let launches = Launches::default();
         let owner = cell(&admission, 0, &launches);
         let peer = cell(&admission, 1, &launches);
@@ -252,7 +191,7 @@ fn loom_h1_return_with_local_waiter_races_older_peer() {
 #[test]
 fn loom_stale_demand_versions_are_rejected() {
     loom::model(|| {
-        let admission = Admission::<Model>::new(1, None, vec![0]);
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0]);
         let _held = admission.take_free_permit().expect("one permit");
         let older = {
             let admission = admission.clone();

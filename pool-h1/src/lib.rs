@@ -1,16 +1,23 @@
-//! HTTP/1 connection records for the pool: sender reservation, exchange, and return at the
-//! message boundary.
+//! HTTP/1 for the pool: the hyper handshake and driver, sender reservation, exchange, and
+//! return at the message boundary.
 //!
 //! An HTTP/1 connection is one exclusive `hyper::client::conn::http1::SendRequest` (the
-//! *sender*) plus a driver future that owns the socket. This crate holds the sender together
-//! with the connection's lifecycle record ([`H1Connection`]), shapes a request for the wire
+//! *sender*) plus a driver future that owns the socket. This crate runs hyper's handshake on an
+//! established transport and builds the driver ([`handshake`], [`H1Driver`]), holds the sender
+//! together with the connection's lifecycle record ([`H1Connection`]), shapes a request for the wire
 //! ([`prepare_request`]), dispatches it with `try_send_request` ([`H1Connection::send`]) and
 //! follows the response body with an [`ExchangeGuard`] that gives the sender back only after
 //! hyper proves both the end of the message and readiness for another request.
 //!
+//! Reservation has two halves. The *exclusive* half is here: a checked-out connection is moved
+//! into the request's future, and it comes back only through [`H1Home`] once hyper is ready
+//! again. The *commit* half (idle → active) is the record's compare-and-swap in `pool-core`,
+//! because the record's one state word is what makes a checkout racing a close account
+//! exactly once; splitting that word across crates would lose the guarantee.
+//!
 //! What it does not do: choose which connection a request gets (the cell in `pool-core`
-//! does), establish transports (`pool-tls`), or spawn tasks itself (the pool's partition does,
-//! through [`H1Home`] and the connection's driver).
+//! does), establish transports (`pool-tls`), or spawn tasks itself (the pool spawns the
+//! [`H1Driver`] on the connection's partition).
 //!
 //! # Return policy
 //!
@@ -28,10 +35,12 @@
 
 mod connection;
 mod exchange;
+mod handshake;
 mod parking;
 mod request;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
+pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
 pub use request::{prepare_request, restore_absolute_uri};

@@ -1,11 +1,15 @@
-//! HTTP/2 generations for the pool: request leases, connection-level failure detection, and
-//! the hyper runtime adapters.
+//! HTTP/2 for the pool: the hyper handshake and driver, generations, request leases,
+//! connection-level failure detection, and the hyper runtime adapters.
 //!
 //! An HTTP/2 connection is a *generation*: a cloneable hyper sender plus the connection's
 //! lifecycle record. A cell keeps at most one accepting generation (the single-flight
-//! establishment and the activation order are coordinated by the cell in `pool-core`); this
-//! crate owns what happens per stream:
+//! establishment and the activation order are coordinated by the cell in `pool-core`, in
+//! `cell/flight.rs` and `cell/gate.rs`); this crate owns the protocol:
 //!
+//! * [`handshake`] runs hyper's HTTP/2 handshake with the partition's executor, the pool's
+//!   timer and [`H2Settings`], and builds the [`H2Driver`], which reports the connection's end
+//!   to its record and retires the generation through [`H2Home`] (GOAWAY, I/O error, or a
+//!   graceful shutdown all end the driver).
 //! * [`H2Generation::lease`] takes a [`StreamLease`]: one stream, counted in
 //!   `h2_active_streams` from the lease until the response body ends or is dropped. A lease is
 //!   refused once the generation stopped accepting.
@@ -31,9 +35,11 @@
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
 
 mod generation;
+mod handshake;
 mod runtime;
 mod settings;
 
 pub use generation::{H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error};
+pub use handshake::{H2Driver, H2Home, Handshaken, handshake};
 pub use runtime::{PartitionExecutor, PoolTimer};
 pub use settings::H2Settings;

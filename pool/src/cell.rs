@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use pool_core::OriginKey;
-use pool_core::admission::Admission;
+use pool_core::cell::CellAdmission;
 use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
@@ -56,7 +56,7 @@ impl CellEntry {
         runtime: Arc<PartitionRuntime>,
         shared: Arc<Shared>,
         index: usize,
-        admission: Option<Admission<PoolTypes>>,
+        admission: Option<CellAdmission<PoolTypes>>,
     ) -> Arc<CellEntry> {
         let mode = shared.protocol.mode_for(&origin);
         let host = HeaderValue::from_str(&origin.authority())
@@ -175,7 +175,7 @@ impl CellEntry {
                         return Ok(Selected::H2(lease));
                     }
                 }
-                Grant::Loan(generation) => {
+                Grant::BorrowedH2(generation) => {
                     if let Some(lease) = generation.lease() {
                         return Ok(Selected::H2(lease));
                     }

@@ -7,16 +7,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, Version};
+use http::{Request, Response};
 use pool_core::PartitionId;
 use pool_core::sync::Arc;
-use pool_core::waiter::Requirement;
-use pool_h1::SendOutcome;
-use pool_h2::H2SendOutcome;
 
 use crate::body::{Body, RequestBody};
-use crate::cell::{CellEntry, Selected};
-use crate::connection::ConnectionHandle;
+use crate::cell::CellEntry;
 use crate::error::Error;
 use crate::pool::PoolInner;
 
@@ -31,10 +27,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// [`ConnectionPool`]: crate::ConnectionPool
 #[derive(Clone)]
 pub struct Client {
-    pool: Arc<PoolInner>,
+    pub(crate) pool: Arc<PoolInner>,
     partition: usize,
-    connect_timeout: Option<Duration>,
-    read_timeout: Option<Duration>,
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
     first: FirstCell,
 }
 
@@ -92,7 +88,7 @@ impl Client {
     }
 
     /// The cell of the request's origin in this client's partition.
-    fn cell_for(&self, uri: &http::Uri) -> Result<Arc<CellEntry>, Error> {
+    pub(crate) fn cell_for(&self, uri: &http::Uri) -> Result<Arc<CellEntry>, Error> {
         if let Some(entry) = self.first.get(uri) {
             return Ok(entry);
         }
@@ -127,7 +123,7 @@ impl Client {
     /// version is `HTTP/2.0` is only ever served by an HTTP/2 connection.
     ///
     /// The response body describes the connection that served it ([`Body::connection`]); with
-    /// [`Builder::connection_handle_extension`] the [`ConnectionHandle`] is also a response
+    /// [`Builder::connection_handle_extension`] the [`ConnectionHandle`](crate::ConnectionHandle) is also a response
     /// extension.
     ///
     /// [`Builder::connection_handle_extension`]: crate::Builder::connection_handle_extension
@@ -161,165 +157,6 @@ impl Client {
         // `send`'s alone (no second state machine around it, nothing more to move).
         let (parts, body) = request.into_parts();
         self.send(Request::from_parts(parts, RequestBody::new(body)))
-    }
-
-    async fn send(&self, mut request: Request<RequestBody>) -> Result<Response<Body>, Error> {
-        let entry = self.cell_for(request.uri())?;
-        let requirement = if request.version() == Version::HTTP_2 {
-            Requirement::Http2
-        } else {
-            Requirement::Any
-        };
-        let mut waited = None;
-        loop {
-            match entry
-                .acquire(requirement, self.connect_timeout, &mut waited)
-                .await?
-            {
-                Selected::H1(conn) => {
-                    let record = conn.record().clone();
-                    let reused = record.requests_served() > 0;
-                    self.report_reuse(&record, reused);
-                    pool_h1::prepare_request(&mut request, &entry.host);
-                    match self.with_read_timeout(conn.send(request)).await? {
-                        SendOutcome::Response(response, guard) => {
-                            let handle = ConnectionHandle::new(record, reused, waited);
-                            return Ok(self.attach(response, handle, |incoming, handle| {
-                                Body::h1(incoming, guard, handle)
-                            }));
-                        }
-                        SendOutcome::Unsent {
-                            request: mut unsent,
-                            error,
-                            reused,
-                        } => {
-                            if !reused {
-                                return Err(Error::request(error));
-                            }
-                            tracing::debug!(connection = %record.info().id(), "stale connection; retrying");
-                            self.pool.shared.count_retry();
-                            pool_h1::restore_absolute_uri(&mut unsent, &entry.origin);
-                            request = unsent;
-                        }
-                        SendOutcome::Failed(error) => return Err(Error::request(error)),
-                    }
-                }
-                Selected::H2(lease) => {
-                    let record = lease.record().clone();
-                    let reused = record.requests_served() > 0;
-                    self.report_reuse(&record, reused);
-                    match self.with_read_timeout(lease.send(request)).await? {
-                        H2SendOutcome::Response(response, guard) => {
-                            let handle = ConnectionHandle::new(record, reused, waited);
-                            return Ok(self.attach(response, handle, |incoming, handle| {
-                                Body::h2(incoming, guard, handle)
-                            }));
-                        }
-                        H2SendOutcome::Unsent {
-                            request: unsent,
-                            error,
-                            reused,
-                        } => {
-                            // hyper's dispatcher for this generation is gone.
-                            record.close(pool_core::CloseReason::ProtocolClosed, None);
-                            entry.cell.retire_h2(&record);
-                            if !reused {
-                                return Err(Error::request(error));
-                            }
-                            tracing::debug!(connection = %record.info().id(), "stale HTTP/2 connection; retrying");
-                            self.pool.shared.count_retry();
-                            request = unsent;
-                        }
-                        H2SendOutcome::Failed {
-                            error,
-                            connection_level,
-                        } => {
-                            if connection_level {
-                                record.close(pool_core::CloseReason::ProtocolClosed, None);
-                                entry.cell.retire_h2(&record);
-                            }
-                            return Err(Error::request(error));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Fires `connection_reused` (own partition) or `connection_borrowed` (another
-    /// partition's connection, under bounded pressure) for a connection that served before.
-    fn report_reuse(&self, record: &pool_core::connection::ConnectionRecord, reused: bool) {
-        let me = self.partition();
-        let borrowed = record.info().partition() != me;
-        if !reused && !borrowed {
-            return;
-        }
-        tracing::trace!(
-            connection = record.info().id().as_u64(),
-            borrowed,
-            "connection reused"
-        );
-        if let Some(listener) = &self.pool.shared.listener {
-            if borrowed {
-                pool_core::events::notify("connection_borrowed", || {
-                    listener.connection_borrowed(record.info(), me)
-                });
-            } else {
-                pool_core::events::notify("connection_reused", || {
-                    listener.connection_reused(record.info())
-                });
-            }
-        }
-    }
-
-    /// Wraps the response body with its connection handle (and, if configured, attaches the
-    /// handle as an extension too).
-    fn attach(
-        &self,
-        response: Response<hyper::body::Incoming>,
-        handle: ConnectionHandle,
-        body: impl FnOnce(hyper::body::Incoming, ConnectionHandle) -> Body,
-    ) -> Response<Body> {
-        let (mut parts, incoming) = response.into_parts();
-        if self.pool.connection_extension {
-            parts.extensions.insert(handle.clone());
-        }
-        Response::from_parts(parts, body(incoming, handle))
-    }
-
-    /// Bounds `future` (one exchange, up to the response head) by the read timeout.
-    fn with_read_timeout<F: Future>(&self, future: F) -> Deadline<F> {
-        let sleep = self
-            .read_timeout
-            .map(|limit| (self.pool.shared.sleep.sleep(limit), limit));
-        Deadline { future, sleep }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A future raced against an optional sleep (the read timeout).
-    struct Deadline<F> {
-        #[pin]
-        future: F,
-        sleep: Option<(pool_core::Sleep, Duration)>,
-    }
-}
-
-impl<F: Future> Future for Deadline<F> {
-    type Output = Result<F::Output, Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match this.sleep {
-            Some((sleep, limit)) => match sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(Error::read_timeout(*limit))),
-                Poll::Pending => Poll::Pending,
-            },
-            None => Poll::Pending,
-        }
     }
 }
 

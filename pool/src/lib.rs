@@ -45,6 +45,7 @@ mod builder;
 mod cell;
 mod client;
 mod connection;
+mod dispatch;
 mod error;
 mod establish;
 mod io;

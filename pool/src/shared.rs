@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use hashbrown::HashMap;
-use pool_core::admission::Admission;
+use pool_core::cell::CellAdmission;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
 use pool_core::sync::{Arc, Mutex};
 use pool_core::{AsyncSleep, ConnectionEventListener, ConnectionId, OriginKey, TimeSource};
@@ -42,7 +42,7 @@ pub(crate) struct Shared {
     pub(crate) bound: Option<BoundConfig>,
     /// The admission of every bounded origin seen so far (looked up only when a partition
     /// creates its cell for an origin, never on the request path).
-    admissions: Mutex<HashMap<OriginKey, Admission<PoolTypes>>>,
+    admissions: Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
     /// Arrival order of waiting requests; touched only on a miss.
     seq: AtomicU64,
     /// TLS handshakes whose transport lost the ALPN convergence (another generation or flight
@@ -114,22 +114,25 @@ impl Shared {
     }
 
     /// The admission of `origin`, created on first use, if the pool bounds its origins.
-    pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<Admission<PoolTypes>> {
+    pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<CellAdmission<PoolTypes>> {
         let bound = self.bound.as_ref()?;
         let mut admissions = self.admissions.lock();
-        let admission = admissions
-            .entry(origin.clone())
-            .or_insert_with(|| Admission::new(bound.limit, bound.pending, bound.groups.clone()));
+        let admission = admissions.entry(origin.clone()).or_insert_with(|| {
+            CellAdmission::new(bound.limit, bound.pending, bound.groups.clone())
+        });
         Some(admission.clone())
     }
 
     /// The admission of `origin` if one was created.
-    pub(crate) fn existing_admission(&self, origin: &OriginKey) -> Option<Admission<PoolTypes>> {
+    pub(crate) fn existing_admission(
+        &self,
+        origin: &OriginKey,
+    ) -> Option<CellAdmission<PoolTypes>> {
         self.admissions.lock().get(origin).cloned()
     }
 
     /// Every admission (for teardown and stats).
-    pub(crate) fn admissions(&self) -> Vec<Admission<PoolTypes>> {
+    pub(crate) fn admissions(&self) -> Vec<CellAdmission<PoolTypes>> {
         self.admissions.lock().values().cloned().collect()
     }
 

@@ -1,0 +1,76 @@
+//! Permit delivery: a permit decided under the admission lock goes to the cell of the oldest
+//! ticket after the lock is released. The cell receives it through [`Member`], so admission
+//! does not depend on the cell type, and the cell answers with an ack (or a publication) that
+//! lifts the fence.
+
+use super::{Admission, CapacityLease, DeliveryId, State};
+
+/// A cell of a bounded origin, as admission sees it: something a permit can be delivered to.
+pub trait Member: Send + Sync + Sized + 'static {
+    /// A permit for this cell: `delivery` is the fenced ticket it answers (the cell must
+    /// [`ack`](Admission::ack) it), or `None` when the cell took a free permit itself (the
+    /// cell then [`publish`](Admission::publish)es its demand).
+    fn deliver_permit(&self, lease: CapacityLease<Self>, delivery: Option<DeliveryId>);
+}
+
+/// A permit to hand to a partition, decided under the admission lock and delivered after it.
+#[derive(Debug)]
+pub(super) struct Delivery {
+    partition: usize,
+    id: DeliveryId,
+    /// The ticket's head, to restore it if the cell cannot take the delivery yet.
+    head: u64,
+}
+
+impl State {
+    /// If a permit is free and a ticket waits, takes both and fences the ticket.
+    pub(super) fn next_delivery(&mut self) -> Option<Delivery> {
+        let (head, partition) = self.order.oldest()?;
+        if !self.ledger.take() {
+            return None;
+        }
+        let id = self.order.fence(head, partition);
+        Some(Delivery {
+            partition,
+            id,
+            head,
+        })
+    }
+}
+
+impl<C: Member> Admission<C> {
+    /// Applies `change` under the lock, then delivers a permit if one became deliverable.
+    pub(super) fn decide_and_deliver(&self, change: impl FnOnce(&mut State)) {
+        let delivery = {
+            let mut state = self.shared.state.lock();
+            change(&mut state);
+            let delivery = state.next_delivery();
+            self.update_pressure(&state);
+            delivery
+        };
+        self.deliver(delivery);
+    }
+
+    /// Hands a permit decided under the lock to its cell, now that the lock is released.
+    pub(super) fn deliver(&self, delivery: Option<Delivery>) {
+        let Some(Delivery {
+            partition,
+            id,
+            head,
+        }) = delivery
+        else {
+            return;
+        };
+        match self.cell(partition) {
+            Some(cell) => cell.deliver_permit(CapacityLease::new(self.clone()), Some(id)),
+            None => {
+                // The cell published before it was registered (or the pool is being dropped):
+                // undo the fence and keep the permit free; `register` delivers it.
+                let mut state = self.shared.state.lock();
+                state.order.unfence(partition, id, head);
+                state.ledger.put_back();
+                self.update_pressure(&state);
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The permit ledger of one bounded origin: how many of its `N` permits nobody holds, and the
+//! lease type that makes every permit have exactly one owner.
+
+use std::fmt;
+
+use super::{Admission, Member};
+
+/// The permit counts, kept under the admission lock.
+#[derive(Debug)]
+pub(super) struct Ledger {
+    /// `max_connections_per_host`.
+    limit: usize,
+    /// Permits nobody holds.
+    available: usize,
+    /// Returning connections told to close for an older ticket
+    /// ([`Precedence::Reclaim`](super::Precedence::Reclaim)) whose permit has not come back
+    /// yet. Any returned permit counts one off: it goes to the oldest ticket, which is the one
+    /// the reclaim was for or an even older one.
+    reclaims_in_transit: usize,
+}
+
+impl Ledger {
+    pub(super) fn new(limit: usize) -> Ledger {
+        Ledger {
+            limit,
+            available: limit,
+            reclaims_in_transit: 0,
+        }
+    }
+
+    pub(super) fn available(&self) -> usize {
+        self.available
+    }
+
+    /// Takes one free permit, if any.
+    pub(super) fn take(&mut self) -> bool {
+        if self.available == 0 {
+            return false;
+        }
+        self.available -= 1;
+        true
+    }
+
+    /// A permit came back (or a delivery could not be made).
+    pub(super) fn put_back(&mut self) {
+        self.available += 1;
+        debug_assert!(
+            self.available <= self.limit,
+            "more permits returned than exist"
+        );
+    }
+
+    /// A permit came back from its owner: it also settles one reclaim in transit.
+    pub(super) fn returned(&mut self) {
+        self.put_back();
+        self.reclaims_in_transit = self.reclaims_in_transit.saturating_sub(1);
+    }
+
+    /// Whether a permit is free or already moving toward the oldest ticket.
+    pub(super) fn permit_coming(&self) -> bool {
+        self.available > 0 || self.reclaims_in_transit > 0
+    }
+
+    /// A returning connection was told to close so its permit moves.
+    pub(super) fn reclaim_started(&mut self) {
+        self.reclaims_in_transit += 1;
+    }
+}
+
+/// One permit of a bounded origin, owned by exactly one party at a time. Dropping it returns
+/// the permit to the origin's admission.
+pub struct CapacityLease<C: Member> {
+    admission: Option<Admission<C>>,
+}
+
+impl<C: Member> CapacityLease<C> {
+    /// A lease on a permit just taken from `admission`'s ledger.
+    pub(super) fn new(admission: Admission<C>) -> CapacityLease<C> {
+        CapacityLease {
+            admission: Some(admission),
+        }
+    }
+
+    /// Returns the permit now (the same as dropping the lease).
+    pub fn release(mut self) {
+        if let Some(admission) = self.admission.take() {
+            admission.release_permit();
+        }
+    }
+}
+
+impl<C: Member> Drop for CapacityLease<C> {
+    fn drop(&mut self) {
+        if let Some(admission) = self.admission.take() {
+            admission.release_permit();
+        }
+    }
+}
+
+impl<C: Member> fmt::Debug for CapacityLease<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CapacityLease")
+    }
+}
+
+impl<C: Member> Admission<C> {
+    /// Permits nobody holds right now.
+    pub fn available(&self) -> usize {
+        self.shared.state.lock().ledger.available()
+    }
+
+    /// Takes a free permit if one exists and no other partition is waiting for one (a newer
+    /// request never overtakes an older ticket).
+    pub fn take_free_permit(&self) -> Option<CapacityLease<C>> {
+        let mut state = self.shared.state.lock();
+        if state.order.is_empty() && state.ledger.take() {
+            Some(CapacityLease::new(self.clone()))
+        } else {
+            None
+        }
+    }
+
+    /// Whether some partition waits while no permit is free: closing an idle connection would
+    /// move its permit to that demand (a reclaim).
+    pub fn wants_reclaim(&self) -> bool {
+        let state = self.shared.state.lock();
+        state.ledger.available() == 0 && !state.order.is_empty()
+    }
+
+    /// Returns one permit: it goes to the oldest ticket, or becomes free.
+    fn release_permit(&self) {
+        self.decide_and_deliver(|state| state.ledger.returned());
+    }
+}

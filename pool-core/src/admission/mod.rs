@@ -1,0 +1,248 @@
+//! Capacity and demand shared by the cells of one bounded origin.
+//!
+//! An [`Admission`] exists only for an origin with `max_connections_per_host = N`. It owns the
+//! origin's `N` permits, the origin-wide order of demand, and the per-origin count of waiting
+//! requests (the pending cap). Cells and admission never hold each other's lock: a cell
+//! computes its demand under its own lock and publishes it afterwards; admission decides under
+//! its lock and delivers afterwards.
+//!
+//! ```text
+//!  cell (partition p) ── publish(Demand { version, head }) ──►  admission
+//!                                                                 tickets: one per partition,
+//!                                                                 ordered by their head's arrival
+//!  permit released ──► admission: oldest ticket ─ fence ─► cell p: final local probe, then
+//!                                                          launch for its head (or give back)
+//!                                                     ◄── ack(p, delivery, Demand)
+//! ```
+//!
+//! The parts, one file each:
+//!
+//! * `ledger`: the permits. A [`CapacityLease`] is one permit with exactly one owner: an
+//!   establishment, then the connection's record. Dropping it, wherever that happens (logical
+//!   close, a failed or cancelled establishment, a panic unwinding), returns the permit, which
+//!   goes straight to the oldest ticket.
+//! * `order`: the demand order. A cell carries at most one active ticket however many of its
+//!   requests wait; the ticket names the arrival order of the cell's oldest request that has no
+//!   connection coming. Each publication carries a version; a publication older than the
+//!   ticket's current version is stale and ignored, so out-of-order publications can never
+//!   resurrect demand that was satisfied or cancelled. The order also answers who goes first
+//!   for a returning connection ([`Admission::precedence`]).
+//! * `delivery`: a permit goes to the cell of the oldest ticket, which is fenced (`Delivering`)
+//!   until the cell acknowledges with its new demand. A cell therefore receives one permit at
+//!   a time, and demand published while it is fenced is held until the ack. Cells receive
+//!   permits through the [`Member`] trait, so this module knows nothing of the cell.
+//! * this file: the handle, the directory of the origin's cells, the pending count and the
+//!   pressure flag.
+//!
+//! Ordering demand costs `O(log P)` in the number of partitions with waiting requests; the
+//! number of waiting requests does not enter it. Searching peers for a connection to borrow or
+//! reclaim (done by cells on a bounded miss) reads one gauge per partition of the origin.
+//!
+//! What admission does not do: decide eligibility (which partition may use which connection);
+//! that is the reuse scope's group, fixed per partition. Capacity and eligibility never read
+//! each other's state.
+
+mod delivery;
+mod ledger;
+mod order;
+
+use std::fmt;
+
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Arc, Mutex};
+
+pub use delivery::Member;
+pub use ledger::CapacityLease;
+pub use order::{DeliveryId, Demand, Precedence};
+
+use ledger::Ledger;
+use order::DemandOrder;
+
+/// The permits, demand order and pending count of one bounded origin, shared by its cells (the
+/// [`Member`]s). A cheap handle: clones share the same admission.
+pub struct Admission<C: Member> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C: Member> Clone for Admission<C> {
+    fn clone(&self) -> Self {
+        Admission {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// What every handle of one admission shares.
+struct Shared<C: Member> {
+    /// `max_connections_per_host`.
+    limit: usize,
+    /// `max_pending_per_host`, if set.
+    pending_cap: Option<usize>,
+    /// Requests of this origin currently waiting in some cell (for the pending cap).
+    waiting: AtomicUsize,
+    /// Whether any ticket is active or fenced; written under the lock after each change, read
+    /// without it by connections returning to a cell with nobody waiting (the common case must
+    /// not take an origin-wide lock).
+    pressure: AtomicBool,
+    /// Partition index → eligibility group index (fixed at construction).
+    groups: Vec<usize>,
+    /// Partition index → the origin's cell there, once created. Strong references (loom models
+    /// no `Weak`); [`Admission::detach`] breaks the cycle when the pool is dropped.
+    cells: Vec<Mutex<Option<Arc<C>>>>,
+    /// Partition index → whether its cell is registered, readable under the state lock (a cell
+    /// slot's own lock must not be taken there).
+    registered: Vec<AtomicBool>,
+    /// Permits and tickets, under the admission's one lock.
+    state: Mutex<State>,
+}
+
+/// Everything decided under the admission lock.
+struct State {
+    ledger: Ledger,
+    order: DemandOrder,
+}
+
+impl<C: Member> Admission<C> {
+    /// Admission for an origin bounded to `limit` connections, with an optional cap on waiting
+    /// requests. `groups[p]` is the eligibility group of partition index `p`.
+    ///
+    /// # Panics
+    ///
+    /// If `limit` is zero (the builder rejects it first).
+    pub fn new(limit: usize, pending_cap: Option<usize>, groups: Vec<usize>) -> Admission<C> {
+        assert!(limit > 0, "a bounded origin needs at least one permit");
+        let partitions = groups.len();
+        let shared = Arc::new(Shared {
+            limit,
+            pending_cap,
+            waiting: AtomicUsize::new(0),
+            pressure: AtomicBool::new(false),
+            cells: (0..partitions).map(|_| Mutex::new(None)).collect(),
+            registered: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
+            groups,
+            state: Mutex::new(State {
+                ledger: Ledger::new(limit),
+                order: DemandOrder::new(partitions),
+            }),
+        });
+        Admission { shared }
+    }
+
+    /// The origin's bound.
+    pub fn limit(&self) -> usize {
+        self.shared.limit
+    }
+
+    /// The origin's pending cap (`max_pending_per_host`), if set.
+    pub fn pending_cap(&self) -> Option<usize> {
+        self.shared.pending_cap
+    }
+
+    /// Requests of this origin waiting in some cell.
+    pub fn waiting(&self) -> usize {
+        self.shared.waiting.load(Ordering::Acquire)
+    }
+
+    /// Records the origin's cell in partition `partition`. A permit that could not be delivered
+    /// while the cell was not yet registered (its requests were already publishing) is
+    /// delivered now.
+    pub fn register(&self, partition: usize, cell: Arc<C>) {
+        *self.shared.cells[partition].lock() = Some(cell);
+        self.shared.registered[partition].store(true, Ordering::Release);
+        self.decide_and_deliver(|_| {});
+    }
+
+    /// Forgets every cell (breaks the cell ↔ admission reference cycle when the pool is dropped).
+    pub fn detach(&self) {
+        for (cell, registered) in self.shared.cells.iter().zip(&self.shared.registered) {
+            registered.store(false, Ordering::Release);
+            cell.lock().take();
+        }
+    }
+
+    /// The origin's cell in partition `partition`, if it exists.
+    pub fn cell(&self, partition: usize) -> Option<Arc<C>> {
+        self.shared.cells.get(partition)?.lock().clone()
+    }
+
+    /// Whether partition `partition`'s cell is registered (readable under the state lock).
+    fn is_registered(&self, partition: usize) -> bool {
+        self.shared.registered[partition].load(Ordering::Acquire)
+    }
+
+    /// Partitions in the same eligibility group as `partition`, other than it.
+    pub fn peers_in_group(&self, partition: usize) -> impl Iterator<Item = usize> + '_ {
+        let groups = &self.shared.groups;
+        let group = groups[partition];
+        (0..groups.len()).filter(move |q| *q != partition && groups[*q] == group)
+    }
+
+    /// Every partition other than `partition`.
+    pub fn peers(&self, partition: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.shared.groups.len()).filter(move |q| *q != partition)
+    }
+
+    /// Counts one more waiting request unless the pending cap is reached.
+    pub fn enter_waiting(&self) -> bool {
+        let waiting = &self.shared.waiting;
+        let Some(cap) = self.shared.pending_cap else {
+            waiting.fetch_add(1, Ordering::AcqRel);
+            return true;
+        };
+        let mut current = waiting.load(Ordering::Acquire);
+        loop {
+            if current >= cap {
+                return false;
+            }
+            match waiting.compare_exchange_weak(
+                current,
+                current + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Counts one waiting request less.
+    pub fn leave_waiting(&self) {
+        let previous = self.shared.waiting.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(previous > 0, "waiting count went below zero");
+    }
+
+    /// Whether any partition has unmet demand: one flag, read without the admission lock.
+    ///
+    /// # Concurrency
+    ///
+    /// A connection going idle and a request publishing demand race: the connection may read
+    /// `false` just before the demand appears, while the request searches its peers just before
+    /// the connection is idle. Both sides therefore write first and read second with a
+    /// sequentially consistent fence between (the request publishes, then reads peers' idle
+    /// gauges; the connection enters the idle set, then reads this flag), so at least one of
+    /// them sees the other and the request cannot be left waiting beside an idle connection it
+    /// may use.
+    pub fn under_pressure(&self) -> bool {
+        self.shared.pressure.load(Ordering::SeqCst)
+    }
+
+    /// Recomputes the pressure flag; called with the state locked, after every change.
+    fn update_pressure(&self, state: &State) {
+        self.shared
+            .pressure
+            .store(state.order.has_demand(), Ordering::SeqCst);
+    }
+}
+
+impl<C: Member> fmt::Debug for Admission<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.state.lock();
+        f.debug_struct("Admission")
+            .field("limit", &self.shared.limit)
+            .field("available", &state.ledger.available())
+            .field("waiting", &self.shared.waiting.load(Ordering::Relaxed))
+            .field("tickets", &state.order.active_tickets())
+            .finish()
+    }
+}

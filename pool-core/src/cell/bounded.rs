@@ -1,0 +1,179 @@
+//! The bounded view of a cell: what only a cell of a bounded origin does, reached through
+//! [`Cell::bounded`] so that no operation has to assume a bound exists.
+//!
+//! With an admission, nothing is established without a permit. A waiter that has no connection
+//! coming (no attempt of its own, no flight or generation covering it) is *demand*; the cell
+//! publishes the arrival order of its oldest such waiter as its ticket, and only when it
+//! changed. This file holds that snapshot and the fairness rule between partitions; `permits`,
+//! `borrow` and `reclaim` hold the rest of the bounded behaviour.
+
+use super::actions::close_all;
+use super::{Cell, CellAdmission, CellTypes, PooledH1, Released, State};
+use crate::admission::{Demand, Precedence};
+use crate::close::CloseReason;
+use crate::sync::Arc;
+
+/// The link of a bounded cell to its origin's admission.
+pub(super) struct Bound<T: CellTypes> {
+    pub(super) admission: CellAdmission<T>,
+    /// This cell's partition index within the admission.
+    pub(super) partition: usize,
+}
+
+/// The last demand the cell published.
+#[derive(Debug, Default)]
+pub(super) struct DemandState {
+    /// Version of the last snapshot.
+    version: u64,
+    /// The head of the last snapshot, to publish only on change.
+    published_head: Option<u64>,
+}
+
+/// A cell of a bounded origin, with its link to admission.
+pub(super) struct Bounded<'a, T: CellTypes> {
+    pub(super) cell: &'a Cell<T>,
+    bound: &'a Bound<T>,
+}
+
+impl<T: CellTypes> Cell<T> {
+    /// The bounded view of this cell, for a bounded origin.
+    pub(super) fn bounded(&self) -> Option<Bounded<'_, T>> {
+        self.bound
+            .as_ref()
+            .map(|bound| Bounded { cell: self, bound })
+    }
+
+    /// The cell's demand snapshot if the cell is bounded and its demand changed since the last
+    /// publication (admission hears about changes, not about every event).
+    pub(super) fn demand_change(&self, st: &mut State<T>) -> Option<Demand> {
+        self.bound.as_ref()?;
+        snapshot(st, false)
+    }
+
+    /// Publishes the cell's demand if it is bounded and its demand changed.
+    pub(super) fn republish(&self) {
+        if let Some(bounded) = self.bounded() {
+            bounded.republish();
+        }
+    }
+}
+
+/// Takes the demand snapshot: the arrival order of the oldest waiting request with no
+/// connection coming. Returns it if it changed since the last one, or always when `force`d.
+fn snapshot<T: CellTypes>(st: &mut State<T>, force: bool) -> Option<Demand> {
+    let connection_coming = st.flights.in_progress() || st.h2.accepting();
+    let head = if connection_coming {
+        None
+    } else {
+        st.waiters.trim();
+        st.waiters.oldest(|w| !w.is_launched()).map(|w| w.seq())
+    };
+    if !force && head == st.demand.published_head {
+        return None;
+    }
+    st.demand.version += 1;
+    st.demand.published_head = head;
+    Some(Demand {
+        version: st.demand.version,
+        head,
+    })
+}
+
+impl<T: CellTypes> Bounded<'_, T> {
+    pub(super) fn admission(&self) -> &CellAdmission<T> {
+        &self.bound.admission
+    }
+
+    /// This cell's partition index within the admission.
+    pub(super) fn partition(&self) -> usize {
+        self.bound.partition
+    }
+
+    /// The demand snapshot, changed or not (for an ack, which must carry one).
+    pub(super) fn snapshot(&self, st: &mut State<T>) -> Demand {
+        snapshot(st, true).expect("a forced snapshot is always taken")
+    }
+
+    /// Publishes the cell's demand if it changed.
+    pub(super) fn republish(&self) {
+        let demand = snapshot(&mut self.cell.state.lock(), false);
+        if let Some(demand) = demand {
+            self.admission().publish(self.partition(), demand);
+        }
+    }
+
+    /// The cell of partition `index` of this origin.
+    pub(super) fn peer(&self, index: usize) -> Option<Arc<Cell<T>>> {
+        self.admission().cell(index)
+    }
+
+    /// The owner cell of a connection that belongs to another partition of this origin.
+    pub(super) fn foreign_owner(&self, conn: &T::H1) -> Option<Arc<Cell<T>>> {
+        if Arc::ptr_eq(conn.record().gauges(), &self.cell.gauges) {
+            return None;
+        }
+        self.admission()
+            .peers(self.partition())
+            .filter_map(|p| self.peer(p))
+            .find(|cell| Arc::ptr_eq(cell.gauges(), conn.record().gauges()))
+    }
+
+    /// Fair waiting across partitions (under pressure): when a peer's oldest waiting request
+    /// arrived before this cell's, a returning connection goes to that peer (eligible: a
+    /// borrow) or closes so its permit moves there (not eligible: a reclaim), instead of
+    /// serving a newer request here. Hands the connection back when this cell's own request
+    /// goes first, or nobody waits here (the caller then idles it or serves peers).
+    pub(super) fn yield_to_older_peer(&self, conn: T::H1) -> Result<Released, T::H1> {
+        if !self.admission().under_pressure() {
+            return Err(conn);
+        }
+        let local_head = self.cell.state.lock().waiters.any_head();
+        let Some(local_head) = local_head else {
+            return Err(conn);
+        };
+        match self.admission().precedence(self.partition(), local_head) {
+            Precedence::Local => Err(conn),
+            Precedence::Borrow(peer, id) => {
+                self.hand_to_peer(conn, peer, id);
+                Ok(Released::Delivered)
+            }
+            Precedence::Reclaim => {
+                if conn.record().close(CloseReason::Reclaimed, None) {
+                    drop(conn);
+                    Ok(Released::Closed)
+                } else {
+                    Err(conn)
+                }
+            }
+        }
+    }
+
+    /// The second half of the idle-versus-demand handshake (see
+    /// [`Admission::under_pressure`](crate::admission::Admission::under_pressure)): having
+    /// entered the idle set, look again for demand a peer published meanwhile, and serve it
+    /// with an idle connection.
+    pub(super) fn recheck_pressure(&self) {
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        if !self.admission().under_pressure() {
+            return;
+        }
+        let Some(conn) = self.cell.lend_idle() else {
+            return;
+        };
+        if let Err(conn) = self.serve_peer_demand(conn) {
+            // Nobody could take it after all: back to idle, without another round.
+            self.cell.idle(conn, self.cell.hooks.time.now());
+        }
+    }
+
+    /// Sends a borrowed connection nobody here could use back to the cell that owns it.
+    pub(super) fn return_to_owner(&self, conn: T::H1, owner: usize) {
+        let now = self.cell.hooks.time.now();
+        match self.peer(owner) {
+            Some(cell) => {
+                cell.release_h1(conn, now);
+            }
+            None => close_all([(conn, CloseReason::PoolDropped)]),
+        }
+    }
+}

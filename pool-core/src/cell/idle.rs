@@ -1,0 +1,170 @@
+//! The HTTP/1 idle set, and where a connection that finished an exchange goes: the oldest
+//! waiting request, a peer under bounded pressure, or the idle set.
+//!
+//! Idle connections are reused newest first (the back of the set) and expire or are reclaimed
+//! oldest first (the front). Entries whose connection closed while idle stay until reached and
+//! are skipped then.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::actions::close_all;
+use super::{Actions, Cell, CellTypes, Grant, PooledH1, Released};
+use crate::close::CloseReason;
+
+struct IdleEntry<H> {
+    conn: H,
+    /// When it expires; `None` when idle timeout is disabled.
+    deadline: Option<Instant>,
+}
+
+/// Idle HTTP/1 connections: newest at the back, oldest at the front.
+pub(super) struct IdleSet<H> {
+    entries: VecDeque<IdleEntry<H>>,
+}
+
+impl<H: PooledH1> IdleSet<H> {
+    pub(super) fn new() -> IdleSet<H> {
+        IdleSet {
+            entries: VecDeque::new(),
+        }
+    }
+
+    /// The number of entries, including closed ones not yet skipped.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Adds a connection (checked in) that expires at `deadline`.
+    pub(super) fn push(&mut self, conn: H, deadline: Option<Instant>) {
+        self.entries.push_back(IdleEntry { conn, deadline });
+    }
+
+    /// Pops a usable connection, newest first, committed `ACTIVE`; the unusable ones it meets
+    /// go to `dead`.
+    pub(super) fn pop_usable(&mut self, dead: &mut Vec<(H, CloseReason)>) -> Option<H> {
+        while let Some(entry) = self.entries.pop_back() {
+            if entry.conn.record().checkout() && entry.conn.is_open() {
+                return Some(entry.conn);
+            }
+            dead.push((entry.conn, CloseReason::ProtocolClosed));
+        }
+        None
+    }
+
+    /// Pops the oldest connection, committed (so a concurrent checkout cannot also take it).
+    pub(super) fn pop_oldest(&mut self) -> Option<H> {
+        while let Some(entry) = self.entries.pop_front() {
+            if entry.conn.record().checkout() {
+                return Some(entry.conn);
+            }
+        }
+        None
+    }
+
+    /// Moves the connections that expired by `now` (or closed) into `expired`, oldest first;
+    /// returns the next deadline.
+    pub(super) fn expire(
+        &mut self,
+        now: Instant,
+        expired: &mut Vec<(H, CloseReason)>,
+    ) -> Option<Instant> {
+        while let Some(entry) = self.entries.front() {
+            let closed = entry.conn.record().is_closed();
+            if !closed && entry.deadline.is_some_and(|d| d > now) {
+                break;
+            }
+            let entry = self.entries.pop_front().expect("front exists");
+            expired.push((entry.conn, CloseReason::IdleTimeout));
+        }
+        self.entries.front().and_then(|e| e.deadline)
+    }
+
+    /// Empties the set.
+    pub(super) fn take_all(&mut self) -> impl Iterator<Item = H> + use<H> {
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|e| e.conn)
+    }
+}
+
+impl<T: CellTypes> Cell<T> {
+    /// An HTTP/1 connection finished an exchange and is ready for another: the oldest waiting
+    /// request takes it; otherwise, under bounded pressure, a waiting peer of its group takes
+    /// it (borrow) or it closes to free its permit (reclaim); otherwise it becomes idle.
+    pub fn release_h1(&self, mut conn: T::H1, now: Instant) -> Released {
+        let bounded = self.bounded();
+        if let Some(owner) = bounded.as_ref().and_then(|b| b.foreign_owner(&conn)) {
+            // A borrowed connection whose borrower left before using it: it belongs in its
+            // owner's idle set (its gauges are the owner's).
+            return owner.release_h1(conn, now);
+        }
+        loop {
+            if let Some(bounded) = &bounded {
+                match bounded.yield_to_older_peer(conn) {
+                    Ok(released) => return released,
+                    Err(back) => conn = back,
+                }
+            }
+            let mut actions = Actions::default();
+            let target = {
+                let mut st = self.state.lock();
+                let target = self.pop_any(&mut st);
+                if target.is_some() {
+                    actions.publish = self.demand_change(&mut st);
+                }
+                target
+            };
+            let Some(target) = target else { break };
+            self.run(actions);
+            match target.fill(Grant::H1(conn)) {
+                Ok(()) => return Released::Delivered,
+                Err(Grant::H1(back)) => conn = back,
+                Err(_) => unreachable!("fill returns what it was given"),
+            }
+        }
+        // Nobody here waits.
+        if let Some(bounded) = &bounded {
+            if bounded.admission().under_pressure() {
+                match bounded.serve_peer_demand(conn) {
+                    Ok(released) => return released,
+                    Err(back) => conn = back,
+                }
+            }
+        }
+        let released = self.idle(conn, now);
+        if let (Released::Idle, Some(bounded)) = (&released, &bounded) {
+            bounded.recheck_pressure();
+        }
+        released
+    }
+
+    /// Puts a connection (checked out, `ACTIVE`) into the idle set.
+    pub(super) fn idle(&self, conn: T::H1, now: Instant) -> Released {
+        if !conn.record().checkin() {
+            let reason = if conn.record().is_poisoned() {
+                CloseReason::Poisoned
+            } else {
+                CloseReason::ProtocolClosed
+            };
+            close_all([(conn, reason)]);
+            return Released::Closed;
+        }
+        let arm = {
+            let mut st = self.state.lock();
+            let deadline = self.idle_timeout.map(|t| now + t);
+            st.idle.push(conn, deadline);
+            match deadline {
+                Some(d) if !st.expiry_armed => {
+                    st.expiry_armed = true;
+                    Some(d)
+                }
+                _ => None,
+            }
+        };
+        if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
+            hook(at);
+        }
+        Released::Idle
+    }
+}

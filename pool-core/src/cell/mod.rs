@@ -1,0 +1,310 @@
+//! One origin in one partition: its idle HTTP/1 connections, its HTTP/2 generation, the
+//! establishment in flight, and the requests waiting for any of them.
+//!
+//! The cell is the only place that decides which waiting request a connection serves. All of
+//! its state sits under one lock. Every transition takes that lock, lets the parts decide, and
+//! collects what must happen next as deferred actions (`actions`): it releases the lock and
+//! only then wakes waiters, closes connections (which may run listeners), launches
+//! establishments (through the pool's launch hook) or talks to the origin's [`Admission`].
+//! Nothing here performs I/O, and time comes in as an argument (or, for the few transitions
+//! that have no caller-supplied instant, from the pool's clock in [`CellHooks`]).
+//!
+//! ```text
+//!  acquire ─► accepting H2 and the gate open?      ─► H2 hit
+//!          ─► idle H1 (newest first) that commits? ─► H1 hit          (the reuse hit: one lock)
+//!          ─► miss: enqueue a waiter, then
+//!               unbounded: launch (an attempt, or the cell's single flight / join it)
+//!               bounded:   free permit ─► launch;  else publish demand, borrow an eligible
+//!                          peer's connection, or reclaim a peer's idle one
+//! ```
+//!
+//! The parts, one file each, with plain `&mut` methods on their piece of the state and the
+//! cell-level transitions that are about them:
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `types` | the API: protocol types, hooks, grants, transition outcomes |
+//! | `waiters` | the two waiter queues, claiming, compaction |
+//! | `idle` | the HTTP/1 idle set and the release of a returning connection |
+//! | `attempts` | HTTP/1 attempts, spare-attempt adoption, install of a new connection |
+//! | `flight` | the HTTP/2 flight, the post-ALPN converge, failed establishments |
+//! | `gate` | the accepting generation and its activation turns (the generation gate) |
+//! | `expiry` | idle deadlines and closing everything idle |
+//! | `actions` | deferred actions, run after the lock is released |
+//! | `bounded` | the bounded view of a cell: demand snapshots, fairness between partitions |
+//! | `permits` | a permit delivered to the cell; seeking capacity after a bounded miss |
+//! | `borrow` | using a peer's connection, handing a returning connection to a peer |
+//! | `reclaim` | closing a peer's idle connection to move its permit |
+//!
+//! # Remembered protocol (Auto mode)
+//!
+//! The cell remembers the protocol its origin last negotiated:
+//!
+//! * nothing yet: the first miss launches a flight (a *probe*); later misses wait for its ALPN
+//!   result instead of dialing their own. If it says HTTP/2 they share the generation it
+//!   publishes; if it says HTTP/1.1 they all launch their own attempts at once (fan-out), so a
+//!   cold burst to an HTTP/2 origin costs one TLS handshake and a burst to an HTTP/1.1 origin
+//!   waits one handshake longer than necessary, once.
+//! * HTTP/1.1: every miss launches its own attempt, as an HTTP/1 pool should. An attempt that
+//!   unexpectedly negotiates HTTP/2 (the origin was upgraded) converges into a flight, and the
+//!   memory flips to HTTP/2.
+//! * HTTP/2: a miss (no accepting generation, e.g. after GOAWAY) launches or joins a flight. If
+//!   the flight negotiates HTTP/1.1 the memory flips and the joiners fan out.
+//!
+//! Every successful ALPN result overwrites the memory. A failed establishment (refused, timeout,
+//! TLS error) says nothing about the protocol and leaves it unchanged.
+
+mod actions;
+mod attempts;
+mod borrow;
+mod bounded;
+mod expiry;
+mod flight;
+mod gate;
+mod idle;
+mod permits;
+mod reclaim;
+mod types;
+mod waiters;
+
+#[cfg(test)]
+pub(crate) mod fakes;
+#[cfg(all(test, not(pool_loom)))]
+mod tests;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+pub use types::{
+    ACTIVATION_TURN, Acquire, ArmExpiry, CellHooks, CellTypes, CellWaiter, Converge, EstablishMode,
+    FlightId, Grant, Launch, LaunchHook, PooledH1, PooledH2, Released,
+};
+
+use crate::admission::{Admission, CapacityLease};
+use crate::events::Protocol;
+use crate::stats::{Gauge, Gauges};
+use crate::sync::{Arc, Mutex};
+use crate::waiter::{Requirement, Waiter};
+
+use actions::Actions;
+use attempts::Attempts;
+use bounded::{Bound, DemandState};
+use flight::Flights;
+use gate::H2Slot;
+use idle::IdleSet;
+use waiters::WaitQueues;
+
+/// The admission of a bounded origin whose members are cells.
+pub type CellAdmission<T> = Admission<Cell<T>>;
+
+/// One permit of a bounded origin whose members are cells.
+pub type CellPermit<T> = CapacityLease<Cell<T>>;
+
+/// Everything a cell coordinates, under its one lock: one field per part.
+struct State<T: CellTypes> {
+    /// Requests waiting for a connection.
+    waiters: WaitQueues<T>,
+    /// Idle HTTP/1 connections.
+    idle: IdleSet<T::H1>,
+    /// HTTP/1 attempts in flight and the requests counting on them (unbounded HTTP/1 cells).
+    attempts: Attempts,
+    /// The HTTP/2 flight in progress.
+    flights: Flights,
+    /// The accepting HTTP/2 generation and its gate.
+    h2: H2Slot<T::H2>,
+    /// The protocol the origin last negotiated (Auto mode; fixed in the other modes).
+    negotiated: Option<Protocol>,
+    /// Whether an expiry is scheduled for this cell.
+    expiry_armed: bool,
+    /// The last demand published to admission (bounded cells).
+    demand: DemandState,
+}
+
+/// The coordination state of one (partition, origin).
+pub struct Cell<T: CellTypes> {
+    /// How this cell establishes connections.
+    mode: EstablishMode,
+    /// The pool's idle timeout (`None`: connections never expire).
+    idle_timeout: Option<Duration>,
+    /// Gauges of this (partition, origin).
+    gauges: Arc<Gauges>,
+    /// Launch, expiry and clock hooks.
+    hooks: CellHooks<T>,
+    /// The origin's admission, for a bounded origin.
+    bound: Option<Bound<T>>,
+    /// Everything the cell coordinates, under its one lock.
+    state: Mutex<State<T>>,
+}
+
+impl<T: CellTypes> Cell<T> {
+    /// An empty cell. `admission` is `(admission, partition index)` for a bounded origin.
+    pub fn new(
+        mode: EstablishMode,
+        idle_timeout: Option<Duration>,
+        gauges: Arc<Gauges>,
+        hooks: CellHooks<T>,
+        admission: Option<(CellAdmission<T>, usize)>,
+    ) -> Cell<T> {
+        let negotiated = match mode {
+            EstablishMode::Http1 => Some(Protocol::Http1),
+            EstablishMode::Http2 => Some(Protocol::Http2),
+            EstablishMode::Auto => None,
+        };
+        Cell {
+            mode,
+            idle_timeout,
+            gauges,
+            hooks,
+            bound: admission.map(|(admission, partition)| Bound {
+                admission,
+                partition,
+            }),
+            state: Mutex::new(State {
+                waiters: WaitQueues::new(),
+                idle: IdleSet::new(),
+                attempts: Attempts::default(),
+                flights: Flights::default(),
+                h2: H2Slot::new(),
+                negotiated,
+                expiry_armed: false,
+                demand: DemandState::default(),
+            }),
+        }
+    }
+
+    /// The cell's gauges.
+    pub fn gauges(&self) -> &Arc<Gauges> {
+        &self.gauges
+    }
+
+    /// The establishment mode.
+    pub fn mode(&self) -> EstablishMode {
+        self.mode
+    }
+
+    /// The origin's admission, for a bounded origin.
+    pub fn admission(&self) -> Option<&CellAdmission<T>> {
+        self.bound.as_ref().map(|b| &b.admission)
+    }
+
+    /// The protocol this cell's origin last negotiated, if known.
+    pub fn negotiated_protocol(&self) -> Option<Protocol> {
+        self.state.lock().negotiated
+    }
+
+    /// Finds a connection for a request or queues it.
+    ///
+    /// `seq` is called only on a miss, to number the new waiter among all waiters (so a reuse hit
+    /// writes nothing shared by the origin); `now` is read only when the request hits the HTTP/2
+    /// generation (its idle age restarts). `connect_timeout` travels with the waiter to whatever
+    /// establishment is launched for it.
+    pub fn acquire(
+        &self,
+        requirement: Requirement,
+        connect_timeout: Option<Duration>,
+        seq: impl FnOnce() -> u64,
+        now: impl FnOnce() -> Instant,
+    ) -> Acquire<T> {
+        let mut actions = Actions::default();
+        let mut needs_capacity = false;
+        let outcome = self.acquire_locked(
+            requirement,
+            connect_timeout,
+            seq,
+            now,
+            &mut actions,
+            &mut needs_capacity,
+        );
+        self.run(actions);
+        if needs_capacity {
+            if let Some(bounded) = self.bounded() {
+                bounded.seek_capacity();
+            }
+        }
+        outcome
+    }
+
+    fn acquire_locked(
+        &self,
+        requirement: Requirement,
+        connect_timeout: Option<Duration>,
+        seq: impl FnOnce() -> u64,
+        now: impl FnOnce() -> Instant,
+        actions: &mut Actions<T>,
+        needs_capacity: &mut bool,
+    ) -> Acquire<T> {
+        let mut st = self.state.lock();
+        let gate_closed = st.h2.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0;
+        let h2_serves = st.h2.drop_unless_accepting();
+        if h2_serves && !gate_closed {
+            return Acquire::H2(st.h2.dispatch(now()));
+        }
+        if requirement == Requirement::Any && !h2_serves {
+            if let Some(conn) = st.idle.pop_usable(&mut actions.close) {
+                return Acquire::H1(conn);
+            }
+        }
+        // A miss.
+        if self.mode == EstablishMode::Http1 && requirement == Requirement::Http2 {
+            return Acquire::Unsupported;
+        }
+        if let Some(bound) = &self.bound {
+            if !bound.admission.enter_waiting() {
+                return Acquire::Saturated;
+            }
+        }
+        let waiter = Arc::new(Waiter::new(seq(), requirement, connect_timeout));
+        let needs_flight = self.needs_flight(&st);
+        let connection_coming = h2_serves || (needs_flight && st.flights.in_progress());
+        if !connection_coming {
+            if self.bound.is_some() {
+                *needs_capacity = true;
+            } else if self.tracks_attempts() && st.attempts.spare() {
+                // A spare attempt: its request was served or left while it ran.
+                waiter.mark_launched();
+                st.attempts.adopt();
+            } else {
+                let launch = Self::start_launch(&mut st, needs_flight);
+                waiter.mark_launched();
+                if self.tracks_attempts() {
+                    st.attempts.launch();
+                }
+                self.gauges.inc(Gauge::Establishing);
+                actions.launches.push((waiter.clone(), launch));
+            }
+        }
+        self.enqueue(&mut st, waiter.clone());
+        Acquire::Wait(waiter)
+    }
+
+    /// The request behind `waiter` is leaving. Returns anything it had been granted to where it
+    /// belongs.
+    pub fn cancel(&self, waiter: &Arc<CellWaiter<T>>, now: Instant) {
+        match waiter.cancel() {
+            None => {
+                self.left_waiting();
+                if self.tracks_attempts() && waiter.is_launched() {
+                    self.attempt_dependent_left(&mut self.state.lock(), waiter);
+                }
+                self.republish();
+            }
+            Some(Some(grant)) => self.refunnel(grant, now),
+            Some(None) => {}
+        }
+    }
+
+    /// The number of entries in the idle set, including closed ones not yet skipped.
+    pub fn idle_len(&self) -> usize {
+        self.state.lock().idle.len()
+    }
+}
+
+impl<T: CellTypes> fmt::Debug for Cell<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cell")
+            .field("mode", &self.mode)
+            .field("bounded", &self.bound.is_some())
+            .field("gauges", &self.gauges)
+            .finish()
+    }
+}

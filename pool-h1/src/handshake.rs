@@ -1,0 +1,142 @@
+//! The HTTP/1 handshake and driver: from an established transport to an [`H1Connection`] and
+//! the future that drives its socket on the owner partition.
+//!
+//! The record is installed by the caller between the two steps, right after hyper's handshake
+//! succeeds (the pool knows the connection's identity, timings and permit; this crate does
+//! not), so a handshake that fails installs nothing.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use hyper::body::Body;
+use hyper::client::conn::http1::{Builder, SendRequest};
+use pin_project_lite::pin_project;
+use pool_core::connection::ConnectionRecord;
+use pool_core::sync::Arc;
+
+use crate::connection::{H1Connection, H1Home};
+use crate::parking::ParkingSpot;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Runs hyper's HTTP/1 handshake on `io`. The caller then installs the connection's record
+/// and finishes with [`Handshaken::install`].
+///
+/// # Errors
+///
+/// hyper's handshake error; nothing was installed.
+pub async fn handshake<I, B>(
+    builder: &Builder,
+    io: I,
+) -> hyper::Result<Handshaken<B, impl Future<Output = hyper::Result<()>> + Send + use<I, B>>>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let (sender, conn) = builder.handshake::<I, B>(io).await?;
+    Ok(Handshaken {
+        sender,
+        conn: conn.with_upgrades(),
+    })
+}
+
+/// An HTTP/1 connection whose handshake succeeded, before its record exists.
+#[derive(Debug)]
+pub struct Handshaken<B, F> {
+    sender: SendRequest<B>,
+    conn: F,
+}
+
+impl<B: Send + 'static, F> Handshaken<B, F> {
+    /// Attaches the connection's installed `record`: returns the connection (ready for its
+    /// first request, returning to `home`) and its driver, which the caller must spawn on the
+    /// connection's owner partition.
+    pub fn install(
+        self,
+        record: Arc<ConnectionRecord>,
+        home: Arc<dyn H1Home<B>>,
+    ) -> (H1Connection<B>, H1Driver<F, B>) {
+        let spot = Arc::new(ParkingSpot::default());
+        let driver = H1Driver {
+            conn: Some(self.conn),
+            record: Some(record.clone()),
+            spot: Some(spot.clone()),
+        };
+        (H1Connection::new(self.sender, record, home, spot), driver)
+    }
+}
+
+pin_project! {
+    /// Drives one HTTP/1 connection's hyper future, finishes the returns parked on its
+    /// [`ParkingSpot`], and reports how the connection ended to its record.
+    pub struct H1Driver<F, B>
+    where
+        B: Send,
+        B: 'static,
+    {
+        // `None` once the hyper future completed and was dropped.
+        #[pin]
+        conn: Option<F>,
+        // Taken when the connection ends; still present at drop means the runtime dropped us.
+        record: Option<Arc<ConnectionRecord>>,
+        // Where a finished exchange waits for hyper's readiness.
+        spot: Option<Arc<ParkingSpot<B>>>,
+    }
+
+    impl<F, B> PinnedDrop for H1Driver<F, B>
+    where
+        B: Send,
+        B: 'static,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(spot) = this.spot.take() {
+                spot.clear();
+            }
+            if let Some(record) = this.record.take() {
+                record.driver_dropped();
+            }
+        }
+    }
+}
+
+impl<F, B> Future for H1Driver<F, B>
+where
+    F: Future<Output = hyper::Result<()>>,
+    B: Send + 'static,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        let Some(conn) = this.conn.as_mut().as_pin_mut() else {
+            return Poll::Ready(());
+        };
+        let polled = conn.poll(cx);
+        if let Some(spot) = this.spot.as_ref() {
+            // After hyper's poll, which is what makes a finished exchange's sender ready.
+            spot.poll_parked(cx);
+        }
+        let result = ready!(polled);
+        if let Some(spot) = this.spot.take() {
+            spot.clear();
+        }
+        let Some(record) = this.record.take() else {
+            return Poll::Ready(());
+        };
+        let error = result.err().map(|e| Box::new(e) as BoxError);
+        record.driver_completed(error, || this.conn.set(None));
+        Poll::Ready(())
+    }
+}
+
+impl<F, B: Send + 'static> std::fmt::Debug for H1Driver<F, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H1Driver")
+            .field("running", &self.conn.is_some())
+            .finish()
+    }
+}

@@ -1,0 +1,113 @@
+//! The transport half of an establishment: connect (resolve, TCP, TLS with ALPN) through the
+//! pool's connector, count the I/O while it lives, decide the protocol it speaks, and describe
+//! it for the connection's record.
+
+use std::time::{Duration, Instant};
+
+use pool_core::cell::EstablishMode;
+use pool_core::connection::PhysicalLink;
+use pool_core::sync::Arc;
+use pool_core::{ConnectionInfo, ConnectionTimings, Protocol, TlsDetails};
+use pool_tls::{ConnectTarget, Connected, Negotiated};
+
+use crate::cell::CellEntry;
+use crate::error::Error;
+use crate::io::TrackedIo;
+use crate::protocol::alpn_for;
+
+/// A transport ready for its HTTP handshake.
+pub(super) struct Established {
+    pub(super) io: TrackedIo,
+    pub(super) link: Arc<PhysicalLink>,
+    pub(super) meta: EstablishedMeta,
+}
+
+/// What describes a transport, kept after its I/O moves into the handshake.
+pub(super) struct EstablishedMeta {
+    connected: Connected,
+    start: Instant,
+}
+
+impl EstablishedMeta {
+    /// Whether the transport runs TLS.
+    pub(super) fn is_tls(&self) -> bool {
+        self.connected.is_tls()
+    }
+}
+
+/// Connects a transport for `entry`'s origin on its partition (interface included).
+pub(super) async fn connect(
+    entry: &CellEntry,
+    connect_timeout: Option<Duration>,
+) -> Result<Established, Error> {
+    let shared = &entry.shared;
+    let start = shared.time.now();
+    let target = ConnectTarget {
+        origin: entry.origin.clone(),
+        alpn: alpn_for(entry.mode()),
+        interface: entry.runtime.interface.clone(),
+        connect_timeout,
+    };
+    let (io, connected) = shared
+        .connector
+        .connect(target)
+        .await
+        .map_err(Error::connect)?;
+    let link = PhysicalLink::new(entry.cell.gauges().clone());
+    let io = TrackedIo::new(io, link.clone());
+    Ok(Established {
+        io,
+        link,
+        meta: EstablishedMeta { connected, start },
+    })
+}
+
+/// The protocol a new transport speaks, given the cell's mode and the ALPN result.
+pub(super) fn negotiated(mode: EstablishMode, meta: &EstablishedMeta) -> Result<Protocol, Error> {
+    let connected = &meta.connected;
+    match (mode, connected.alpn) {
+        (EstablishMode::Http1, _) => Ok(Protocol::Http1),
+        (EstablishMode::Http2, _) if !connected.is_tls() => Ok(Protocol::Http2),
+        (EstablishMode::Http2, Some(Negotiated::Http2)) => Ok(Protocol::Http2),
+        (EstablishMode::Http2, _) => Err(Error::unsupported_version(
+            "HTTP/2 is required and the server did not negotiate h2 over ALPN",
+        )),
+        (EstablishMode::Auto, Some(Negotiated::Http2)) => Ok(Protocol::Http2),
+        (EstablishMode::Auto, _) => Ok(Protocol::Http1),
+    }
+}
+
+/// The identity, addresses, TLS details and timings of a connection whose handshake just
+/// finished.
+pub(super) fn connection_info(
+    entry: &CellEntry,
+    protocol: Protocol,
+    meta: &EstablishedMeta,
+) -> ConnectionInfo {
+    let shared = &entry.shared;
+    let connected = &meta.connected;
+    let timings = ConnectionTimings {
+        resolve: connected.timings.resolve,
+        connect: connected.timings.connect,
+        tls: connected.timings.tls,
+        handshake: shared.time.now().saturating_duration_since(meta.start),
+    };
+    let alpn = connected.alpn.map(|n| match n {
+        Negotiated::Http1 => "http/1.1",
+        Negotiated::Http2 => "h2",
+    });
+    let tls = connected.tls.as_ref().map(|t| TlsDetails {
+        version: t.version,
+        cipher_suite: t.cipher_suite,
+        alpn,
+    });
+    ConnectionInfo::new(
+        shared.next_connection_id(),
+        entry.origin.clone(),
+        entry.runtime.id,
+        protocol,
+    )
+    .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
+    .with_tls(tls)
+    .with_timings(timings)
+}
