@@ -28,11 +28,15 @@ pub enum CloseReason {
     PoolDropped,
     /// The runtime of the owning partition shut down and dropped the connection's driver.
     OwnerRuntimeShutdown,
+    /// The caller dropped its request while an HTTP/1 exchange was in progress (after the
+    /// request was handed to the connection and before the response head arrived), so the
+    /// connection's framing can no longer be trusted. The peer did nothing wrong.
+    RequestCanceled,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 8] = [
+    pub const ALL: [CloseReason; 9] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -41,6 +45,7 @@ impl CloseReason {
         CloseReason::Reclaimed,
         CloseReason::PoolDropped,
         CloseReason::OwnerRuntimeShutdown,
+        CloseReason::RequestCanceled,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -54,6 +59,7 @@ impl CloseReason {
             CloseReason::Reclaimed => "reclaimed",
             CloseReason::PoolDropped => "pool_dropped",
             CloseReason::OwnerRuntimeShutdown => "owner_runtime_shutdown",
+            CloseReason::RequestCanceled => "request_canceled",
         }
     }
 }

@@ -361,6 +361,9 @@ impl fmt::Debug for ConnectionRecord {
 pub struct PhysicalLink {
     /// Gauges of the owning cell (`physically_live`).
     gauges: Arc<Gauges>,
+    /// Bytes read from the transport so far (after TLS), so an exchange can tell whether any
+    /// byte of its response arrived before the connection failed.
+    bytes_read: AtomicU64,
     /// The record to tell, once attached.
     record: Mutex<LinkState>,
 }
@@ -380,8 +383,23 @@ impl PhysicalLink {
         gauges.inc(Gauge::PhysicallyLive);
         Arc::new(PhysicalLink {
             gauges,
+            bytes_read: AtomicU64::new(0),
             record: Mutex::new(LinkState::Unattached),
         })
+    }
+
+    /// Counts `n` bytes read from the transport (called by the I/O wrapper on every read; only
+    /// the connection's driver reads, so the counter is written by one task).
+    pub fn count_read(&self, n: usize) {
+        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes read from the transport so far. An exchange notes it at dispatch and compares at
+    /// failure: the driver that reads has finished with the exchange by the time the failure
+    /// reaches the request (hyper reports it from the same poll), so equal counts mean no byte
+    /// of the response arrived.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
     }
 
     /// Connects the installed record; physical close is reported to it from now on.

@@ -194,6 +194,51 @@ pub fn notify(event: &'static str, callback: impl FnOnce()) {
     }
 }
 
+/// Why the pool sent a request again: each is a proof that the server did not process it, or
+/// (for [`ClosedBeforeResponse`](ResendReason::ClosedBeforeResponse)) that repeating it is safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ResendReason {
+    /// hyper handed the request back unsent: the reused connection closed before it could be
+    /// written.
+    Unsent,
+    /// The server sent HTTP/2 `GOAWAY` and this request's stream was above its last stream id,
+    /// or was opened after it (RFC 9113 §6.8: not processed).
+    GoAway,
+    /// The server refused the HTTP/2 stream with `REFUSED_STREAM` (RFC 9113 §8.7: not
+    /// processed).
+    RefusedStream,
+    /// A reused HTTP/1 connection closed or reset before any byte of the response arrived, and
+    /// the request is idempotent (RFC 9110 §9.2.2, or it carries `Idempotency-Key`).
+    ClosedBeforeResponse,
+}
+
+impl ResendReason {
+    /// Every reason, in declaration order (for summaries that list all of them).
+    pub const ALL: [ResendReason; 4] = [
+        ResendReason::Unsent,
+        ResendReason::GoAway,
+        ResendReason::RefusedStream,
+        ResendReason::ClosedBeforeResponse,
+    ];
+
+    /// A stable snake_case name, suitable for JSON keys and metrics labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResendReason::Unsent => "unsent",
+            ResendReason::GoAway => "go_away",
+            ResendReason::RefusedStream => "refused_stream",
+            ResendReason::ClosedBeforeResponse => "closed_before_response",
+        }
+    }
+}
+
+impl fmt::Display for ResendReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Receives connection lifecycle events. Every method has a no-op default.
 ///
 /// # Ordering
@@ -226,6 +271,13 @@ pub trait ConnectionEventListener: Send + Sync + 'static {
         error: Option<&(dyn Error + Send + Sync + 'static)>,
     ) {
         let _ = (info, reason, error);
+    }
+
+    /// A request that the connection of `info` did not process is being sent again on another
+    /// connection (or, for `REFUSED_STREAM`, possibly the same generation), for `reason`.
+    /// `attempt` counts the re-sends of this request so far, starting at 1.
+    fn request_resent(&self, info: &ConnectionInfo, reason: ResendReason, attempt: u32) {
+        let _ = (info, reason, attempt);
     }
 
     /// Establishing a connection to `origin` for `partition` failed.

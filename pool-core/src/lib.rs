@@ -41,7 +41,8 @@ mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{
-    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol, TlsDetails,
+    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol,
+    ResendReason, TlsDetails,
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};

@@ -6,8 +6,9 @@ use std::future::Future;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1::SendRequest;
+use pool_core::CloseReason;
 use pool_core::cell::PooledH1;
-use pool_core::connection::ConnectionRecord;
+use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
 use crate::exchange::ExchangeGuard;
@@ -20,12 +21,14 @@ pub trait H1Home<B>: Send + Sync + 'static {
 }
 
 /// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, the
-/// home it returns to, and the spot where it waits for its driver when hyper is not yet ready.
+/// home it returns to, the spot where it waits for its driver when hyper is not yet ready, and
+/// the transport's link (whose read count tells whether a response had begun).
 pub struct H1Connection<B> {
     sender: SendRequest<B>,
     record: Arc<ConnectionRecord>,
     home: Arc<dyn H1Home<B>>,
     spot: Arc<ParkingSpot<B>>,
+    link: Arc<PhysicalLink>,
 }
 
 /// What came of [`H1Connection::send`].
@@ -44,7 +47,17 @@ pub enum SendOutcome<B> {
         reused: bool,
     },
     /// The request was accepted and then failed; the connection has been retired.
-    Failed(hyper::Error),
+    Failed {
+        /// The failure.
+        error: hyper::Error,
+        /// Whether the connection had served a request before this one.
+        reused: bool,
+        /// Whether the connection closed or reset before any byte of the response arrived
+        /// (hyper's incomplete message or an I/O reset, with the transport's read count
+        /// unchanged since dispatch). On a reused connection this is the keep-alive race: the
+        /// server closed an idle connection while the request was on its way.
+        before_response: bool,
+    },
 }
 
 impl<B> H1Connection<B> {
@@ -62,12 +75,14 @@ impl<B: 'static> H1Connection<B> {
         record: Arc<ConnectionRecord>,
         home: Arc<dyn H1Home<B>>,
         spot: Arc<ParkingSpot<B>>,
+        link: Arc<PhysicalLink>,
     ) -> Self {
         H1Connection {
             sender,
             record,
             home,
             spot,
+            link,
         }
     }
 
@@ -99,22 +114,30 @@ where
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future after hyper accepted the request drops the connection with it; the
-    /// driver sees the dispatch cancelled and hyper closes the connection, which the driver
-    /// reports as a close. Nothing is returned to the idle set.
+    /// Dropping the future after hyper accepted the request drops the connection with it: the
+    /// record closes as [`CloseReason::RequestCanceled`] (the peer did nothing wrong), and
+    /// hyper, seeing the dispatch cancelled, closes the transport. Nothing is returned to the
+    /// idle set.
     ///
     /// The request is handed to hyper when this is called, not when the future is first
     /// polled, so the future holds the connection and hyper's response future, not the request.
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = SendOutcome<B>> + Send {
         let reused = self.record.record_dispatch();
+        let read_mark = self.link.bytes_read();
         let response = self.sender.try_send_request(request);
-        async move { self.outcome(response.await, reused) }
+        let cancel = CancelOnDrop(Some(self.record.clone()));
+        async move {
+            let response = response.await;
+            cancel.disarm();
+            self.outcome(response, reused, read_mark)
+        }
     }
 
     fn outcome(
         self,
         response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
         reused: bool,
+        read_mark: u64,
     ) -> SendOutcome<B> {
         match response {
             Ok(response) => {
@@ -126,10 +149,8 @@ where
                 let error = err.into_error();
                 match unsent {
                     Some(request) => {
-                        self.record.close(
-                            pool_core::CloseReason::ProtocolClosed,
-                            Some(Box::new(StaleConnection)),
-                        );
+                        self.record
+                            .close(CloseReason::ProtocolClosed, Some(Box::new(StaleConnection)));
                         SendOutcome::Unsent {
                             request,
                             error,
@@ -137,14 +158,61 @@ where
                         }
                     }
                     None => {
+                        let before_response =
+                            self.link.bytes_read() == read_mark && closed_or_reset(&error);
                         self.record.close(
-                            pool_core::CloseReason::IncompleteH1Exchange,
+                            CloseReason::IncompleteH1Exchange,
                             Some(Box::new(ExchangeFailed(error.to_string()))),
                         );
-                        SendOutcome::Failed(error)
+                        SendOutcome::Failed {
+                            error,
+                            reused,
+                            before_response,
+                        }
                     }
                 }
             }
+        }
+    }
+}
+
+/// Whether `error` says the connection closed or was reset (as opposed to a malformed
+/// response, a timeout or a cancellation).
+fn closed_or_reset(error: &hyper::Error) -> bool {
+    if error.is_incomplete_message() {
+        return true;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// Closes the record as [`CloseReason::RequestCanceled`] if the exchange's future is dropped
+/// before hyper answered: the first close wins, so the transport's close that follows does not
+/// blame the peer.
+struct CancelOnDrop(Option<Arc<ConnectionRecord>>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(record) = self.0.take() {
+            record.close(CloseReason::RequestCanceled, None);
         }
     }
 }
@@ -186,7 +254,16 @@ impl<B> fmt::Debug for SendOutcome<B> {
                 .field("error", error)
                 .field("reused", reused)
                 .finish(),
-            SendOutcome::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            SendOutcome::Failed {
+                error,
+                reused,
+                before_response,
+            } => f
+                .debug_struct("Failed")
+                .field("error", error)
+                .field("reused", reused)
+                .field("before_response", before_response)
+                .finish(),
         }
     }
 }

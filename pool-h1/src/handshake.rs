@@ -12,7 +12,7 @@ use std::task::{Context, Poll, ready};
 use hyper::body::Body;
 use hyper::client::conn::http1::{Builder, SendRequest};
 use pin_project_lite::pin_project;
-use pool_core::connection::ConnectionRecord;
+use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
 use crate::connection::{H1Connection, H1Home};
@@ -54,10 +54,13 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
     /// Attaches the connection's installed `record`: returns the connection (ready for its
     /// first request, returning to `home`) and its driver, which the caller must spawn on the
     /// connection's owner partition.
+    /// `link` is the transport's link (its read count tells an exchange whether its response
+    /// had begun when the connection failed).
     pub fn install(
         self,
         record: Arc<ConnectionRecord>,
         home: Arc<dyn H1Home<B>>,
+        link: Arc<PhysicalLink>,
     ) -> (H1Connection<B>, H1Driver<F, B>) {
         let spot = Arc::new(ParkingSpot::default());
         let driver = H1Driver {
@@ -65,7 +68,10 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             record: Some(record.clone()),
             spot: Some(spot.clone()),
         };
-        (H1Connection::new(self.sender, record, home, spot), driver)
+        (
+            H1Connection::new(self.sender, record, home, spot, link),
+            driver,
+        )
     }
 }
 

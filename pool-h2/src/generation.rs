@@ -7,6 +7,7 @@ use std::future::Future;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::client::conn::http2::SendRequest;
+use pool_core::ResendReason;
 use pool_core::cell::PooledH2;
 use pool_core::connection::ConnectionRecord;
 use pool_core::stats::Gauge;
@@ -113,6 +114,9 @@ pub enum H2SendOutcome<B> {
         error: hyper::Error,
         /// Whether the failure concerns the whole connection (see [`is_connection_error`]).
         connection_level: bool,
+        /// Set when the protocol proves the server did not process the request (see
+        /// [`not_processed`]).
+        not_processed: Option<ResendReason>,
     },
 }
 
@@ -130,10 +134,12 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
             H2SendOutcome::Failed {
                 error,
                 connection_level,
+                not_processed,
             } => f
                 .debug_struct("Failed")
                 .field("error", error)
                 .field("connection_level", connection_level)
+                .field("not_processed", not_processed)
                 .finish(),
         }
     }
@@ -185,9 +191,11 @@ where
                     None => {
                         let connection_level =
                             is_connection_error(&error) || self.sender.is_closed();
+                        let not_processed = not_processed(&error);
                         H2SendOutcome::Failed {
                             error,
                             connection_level,
+                            not_processed,
                         }
                     }
                 }
@@ -246,6 +254,38 @@ impl fmt::Debug for StreamGuard {
             .field("active", &self.record.is_some())
             .finish()
     }
+}
+
+/// Whether the peer provably did not process the request that failed with `error`:
+///
+/// * [`ResendReason::GoAway`]: the peer's `GOAWAY` covered the stream (its id was above the
+///   frame's last stream id, or the stream was opened after the frame arrived). h2 fails exactly
+///   those streams with the peer's GOAWAY error; streams at or below the last stream id go on,
+///   and if the connection then dies they fail with an I/O error, which is not proof.
+///   RFC 9113 §6.8.
+/// * [`ResendReason::RefusedStream`]: the peer reset the stream with `REFUSED_STREAM`
+///   (RFC 9113 §8.7), typically because it was over the peer's stream limit before the client
+///   learnt it.
+///
+/// A GOAWAY or reset that this side raised (a protocol error h2 detected) proves nothing.
+pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
+    let mut source: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(err) = source {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            if !h2.is_remote() {
+                return None;
+            }
+            if h2.is_go_away() {
+                return Some(ResendReason::GoAway);
+            }
+            if h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
+                return Some(ResendReason::RefusedStream);
+            }
+            return None;
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// Whether `error` concerns the whole HTTP/2 connection rather than one stream.

@@ -18,18 +18,22 @@
 //!   request before.
 //! * [`is_connection_error`] tells a stream-level failure (`RST_STREAM`: only that request
 //!   fails) from a connection-level one (GOAWAY, I/O error, closed dispatcher: the generation
-//!   drains and the next request gets a replacement).
+//!   drains and the next request gets a replacement); [`not_processed`] tells when the peer
+//!   proved it did not process a stream (its GOAWAY covered it, or it refused it), so the pool
+//!   may send the request again.
 //! * [`PartitionExecutor`] and [`PoolTimer`] are hyper's `Executor` and `Timer` without
 //!   hyper-util: the executor spawns onto the connection's partition, the timer follows the
 //!   pool's time source (and overrides `now()`, so paused test time reaches hyper too).
 //!
 //! Requests beyond the peer's `SETTINGS_MAX_CONCURRENT_STREAMS` wait inside hyper and h2 for a
 //! stream slot, in the order they were sent; the pool does not open a second connection for
-//! them. One caveat comes from the protocol: until the peer's first SETTINGS frame arrives, the
-//! client does not know the limit and opens up to `initial_max_send_streams` streams (100 by
-//! default). A server with a lower limit refuses the excess with `REFUSED_STREAM`; those
-//! requests fail (hyper has already consumed them, so they cannot be retried transparently).
-//! Set [`H2Settings::initial_max_send_streams`] to the servers' limit when cold bursts matter.
+//! them. Until the peer's first SETTINGS frame arrives the client does not know the limit and
+//! opens up to `initial_max_send_streams` streams (100, h2's default). A server with a lower
+//! limit refuses the excess with `REFUSED_STREAM`, which [`not_processed`] reports, and the
+//! pool sends those requests again on the same generation, which by then knows the limit. The
+//! default is kept on purpose: lowering it would hold back every cold burst to a server that
+//! allows more (nginx allows 128) for one round trip, to save a few refused streams on servers
+//! that allow fewer.
 //!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
@@ -39,7 +43,9 @@ mod handshake;
 mod runtime;
 mod settings;
 
-pub use generation::{H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error};
+pub use generation::{
+    H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, not_processed,
+};
 pub use handshake::{H2Driver, H2Home, Handshaken, handshake};
 pub use runtime::{PartitionExecutor, PoolTimer};
 pub use settings::H2Settings;

@@ -87,6 +87,19 @@ impl RequestBody {
         }
     }
 
+    /// A second body with the same bytes, if this body can be sent again without buffering:
+    /// an empty body or one held as a single chunk (cloning `Bytes` shares them). A streaming
+    /// body, or a single chunk already handed out, cannot.
+    pub(crate) fn try_clone(&self) -> Option<RequestBody> {
+        match &self.kind {
+            ReqKind::Empty => Some(RequestBody::empty()),
+            ReqKind::Full(Some(bytes)) => Some(RequestBody {
+                kind: ReqKind::Full(Some(bytes.clone())),
+            }),
+            ReqKind::Full(None) | ReqKind::Stream(_) => None,
+        }
+    }
+
     /// `Full` has no accessor for its bytes, but yields them on its first poll without ever
     /// being pending.
     fn from_full(mut full: Full<Bytes>) -> RequestBody {

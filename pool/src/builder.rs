@@ -18,6 +18,7 @@ use pool_tls::{
 use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
 use crate::pool::{ConnectionPool, PartitionState, PoolInner};
 use crate::protocol::ProtocolPolicy;
+use crate::retry::RetryPolicy;
 use crate::shared::{BoundConfig, Shared};
 use crate::time::{TokioSleep, TokioTime};
 
@@ -49,6 +50,7 @@ pub struct Builder {
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     connection_extension: bool,
+    retry: RetryPolicy,
 }
 
 impl Default for Builder {
@@ -72,6 +74,7 @@ impl Default for Builder {
             connect_timeout: None,
             read_timeout: None,
             connection_extension: false,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -296,6 +299,16 @@ impl Builder {
         self
     }
 
+    /// Which requests the pool sends again when the server provably did not process them, and
+    /// how often (see [`RetryPolicy`]). The default, [`RetryPolicy::unprocessed`], re-sends on
+    /// HTTP/2 `GOAWAY` and `REFUSED_STREAM`, on hyper's unsent hand-back, and (for idempotent
+    /// requests) when a reused HTTP/1 connection closed before any byte of the response, at
+    /// most three times per request.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
     /// Writes HTTP/1 header names in title case (`Content-Type`) instead of lower case.
     pub fn http1_title_case_headers(mut self, enabled: bool) -> Self {
         self.h1.title_case_headers(enabled);
@@ -419,6 +432,7 @@ impl Builder {
             explicit,
             read_timeout: self.read_timeout,
             connection_extension: self.connection_extension,
+            retry: self.retry,
             tls,
         }))
     }

@@ -109,8 +109,9 @@ impl Client {
         self
     }
 
-    /// Sets the read timeout: from the moment the request is handed to a connection until the
-    /// response head arrives. It does not cover waiting for a connection or reading the body.
+    /// Sets the read timeout: from the moment the request is first handed to a connection until
+    /// the response head arrives, re-sends included. It does not cover waiting for a connection
+    /// or reading the body.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Client {
         self.read_timeout = timeout;
         self
@@ -128,12 +129,19 @@ impl Client {
     ///
     /// [`Builder::connection_handle_extension`]: crate::Builder::connection_handle_extension
     ///
-    /// # Retries
+    /// # Re-sends
     ///
-    /// The only transparent retry: when hyper hands the request back *unsent* from a connection
-    /// that had served requests before (it closed while idle), the pool retires that connection
-    /// and sends the same request again. Requests are never cloned or replayed after hyper
-    /// accepted them.
+    /// The pool sends a request again on its own only when the server provably did not process
+    /// it: hyper handed it back unsent from a reused connection, an HTTP/2 `GOAWAY` covered its
+    /// stream, the stream was refused (`REFUSED_STREAM`), or (for idempotent requests) a reused
+    /// HTTP/1 connection closed before any byte of the response. Only empty and single-chunk
+    /// bodies are replayed; a streaming body is never buffered for it. Re-sends are bounded
+    /// and share the first attempt's read timeout. [`Builder::retry_policy`] chooses; see
+    /// [`RetryPolicy`] for the rules. A failure that was not re-sent but is safe to repeat says
+    /// so with [`Error::is_retryable`].
+    ///
+    /// [`Builder::retry_policy`]: crate::Builder::retry_policy
+    /// [`RetryPolicy`]: crate::RetryPolicy
     ///
     /// # Errors
     ///

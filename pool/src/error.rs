@@ -25,6 +25,9 @@ pub struct Error {
 struct ErrorImpl {
     kind: Kind,
     source: Option<Source>,
+    /// Set when the server provably did not process the request (see
+    /// [`Error::is_retryable`]).
+    not_processed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +56,11 @@ enum Kind {
 impl Error {
     fn new(kind: Kind, source: Option<Source>) -> Error {
         Error {
-            inner: Box::new(ErrorImpl { kind, source }),
+            inner: Box::new(ErrorImpl {
+                kind,
+                source,
+                not_processed: false,
+            }),
         }
     }
 
@@ -100,6 +107,12 @@ impl Error {
 
     pub(crate) fn request(err: hyper::Error) -> Error {
         Error::new(Kind::Request, Some(Arc::new(err)))
+    }
+
+    /// Marks the error as one the server provably did not process.
+    pub(crate) fn not_processed(mut self) -> Error {
+        self.inner.not_processed = true;
+        self
     }
 
     pub(crate) fn body(err: hyper::Error) -> Error {
@@ -236,12 +249,40 @@ impl Error {
         })
     }
 
-    /// The peer sent GOAWAY or refused the stream.
+    /// The HTTP/2 connection ended with `GOAWAY` (the peer's, or one this side sent after a
+    /// protocol error). A refused stream is [`is_refused_stream`](Self::is_refused_stream).
     pub fn is_go_away(&self) -> bool {
-        self.chain().any(|e| {
-            e.downcast_ref::<h2_reason::H2Error>().is_some_and(|h2| {
-                h2.is_go_away() || h2.reason() == Some(h2_reason::Reason::REFUSED_STREAM)
-            })
+        self.h2_error().is_some_and(h2_reason::H2Error::is_go_away)
+    }
+
+    /// The peer refused the HTTP/2 stream (`REFUSED_STREAM`): it did not process the request.
+    pub fn is_refused_stream(&self) -> bool {
+        self.h2_error().is_some_and(|h2| {
+            !h2.is_go_away() && h2.reason() == Some(h2_reason::Reason::REFUSED_STREAM)
+        })
+    }
+
+    /// The server provably did not process the request, so sending it again cannot repeat
+    /// its effects: hyper handed it back unsent, an HTTP/2 `GOAWAY` covered its stream, the
+    /// stream was refused, or a reused HTTP/1 connection closed before any byte of the
+    /// response arrived. The pool re-sends such requests itself when its
+    /// [`RetryPolicy`](crate::RetryPolicy) and the body allow; this error reached the caller
+    /// because they did not (a streaming body, a non-idempotent HTTP/1 request, the policy,
+    /// or the re-send budget).
+    pub fn is_retryable(&self) -> bool {
+        self.inner.not_processed
+    }
+
+    /// The first h2 error in the source chain.
+    fn h2_error(&self) -> Option<&h2_reason::H2Error> {
+        self.chain()
+            .find_map(|e| e.downcast_ref::<h2_reason::H2Error>())
+    }
+
+    /// A GOAWAY with `NO_ERROR` from the peer: a graceful shutdown, not a failure of its own.
+    fn is_graceful_go_away(&self) -> bool {
+        self.h2_error().is_some_and(|h2| {
+            h2.is_go_away() && h2.is_remote() && h2.reason() == Some(h2_reason::Reason::NO_ERROR)
         })
     }
 
@@ -272,16 +313,27 @@ impl fmt::Debug for Error {
         if let Some(source) = &self.inner.source {
             d.field("source", source);
         }
+        if self.inner.not_processed {
+            d.field("not_processed", &true);
+        }
         d.finish()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner.source {
-            Some(source) => write!(f, "{}: {source}", self.description()),
-            None => f.write_str(self.description()),
+        f.write_str(self.description())?;
+        if self.is_graceful_go_away() {
+            // h2 words a NO_ERROR GOAWAY as "not a result of an error", which reads like a
+            // contradiction inside an error message.
+            f.write_str(": the server closed the connection gracefully (GOAWAY)")?;
+        } else if let Some(source) = &self.inner.source {
+            write!(f, ": {source}")?;
         }
+        if self.inner.not_processed {
+            f.write_str(" (the server did not process the request; it is safe to send again)")?;
+        }
+        Ok(())
     }
 }
 

@@ -53,6 +53,7 @@ mod maintenance;
 mod partition;
 mod pool;
 mod protocol;
+mod retry;
 mod shared;
 mod time;
 
@@ -64,13 +65,14 @@ pub use error::Error;
 pub use partition::{Partition, TokioDriverSpawner};
 pub use pool::{ClientBuildError, ConnectionPool};
 pub use protocol::ProtocolPolicy;
-pub use shared::PoolCounters;
+pub use retry::{DEFAULT_MAX_RESENDS, RetryPolicy};
+pub use shared::{PoolCounters, ResendCounts};
 pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{
     AsyncSleep, BoxFuture, CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo,
     ConnectionReuseScope, ConnectionTimings, DriverSpawner, OriginKey, OriginStats, PartitionId,
-    PartitionStats, Protocol, Scheme, Sleep, TimeSource, TlsDetails,
+    PartitionStats, Protocol, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, Connected, Io, Negotiated,

@@ -14,6 +14,7 @@ use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
 use crate::partition::PartitionRuntime;
+use crate::retry::RetryPolicy;
 use crate::shared::{PoolCounters, Shared};
 
 /// An HTTP/1.1 + HTTP/2 connection pool.
@@ -106,6 +107,8 @@ pub(crate) struct PoolInner {
     pub(crate) read_timeout: Option<Duration>,
     /// Whether responses also carry their connection handle as an extension.
     pub(crate) connection_extension: bool,
+    /// Which requests are sent again on their own.
+    pub(crate) retry: RetryPolicy,
     /// The default connector's TLS configuration, for [`ConnectionPool::preflight`].
     pub(crate) tls: Option<TlsConnector>,
 }

@@ -7,7 +7,9 @@ use hashbrown::HashMap;
 use pool_core::cell::CellAdmission;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
 use pool_core::sync::{Arc, Mutex};
-use pool_core::{AsyncSleep, ConnectionEventListener, ConnectionId, OriginKey, TimeSource};
+use pool_core::{
+    AsyncSleep, ConnectionEventListener, ConnectionId, OriginKey, ResendReason, TimeSource,
+};
 use pool_h2::H2Settings;
 use pool_tls::Connect;
 
@@ -48,8 +50,8 @@ pub(crate) struct Shared {
     /// TLS handshakes whose transport lost the ALPN convergence (another generation or flight
     /// already served its request) and closed unused.
     redundant_handshakes: AtomicU64,
-    /// Requests sent again after hyper handed them back unsent from a reused connection.
-    retries: AtomicU64,
+    /// Requests sent again, by [`ResendReason`] (indexed by its position in `ALL`).
+    resends: [AtomicU64; ResendReason::ALL.len()],
 }
 
 /// Pool-wide counters of rare events, for insight into what the pool did.
@@ -61,9 +63,41 @@ pub struct PoolCounters {
     /// without an HTTP handshake. Zero when single-flight establishment works as designed for
     /// a cold burst.
     pub redundant_handshakes: u64,
-    /// Transparent retries: requests hyper handed back unsent from a reused connection, sent
-    /// again on another.
+    /// Transparent re-sends of every reason: requests the server provably did not process,
+    /// sent again (the sum of [`resends`](Self::resends)).
     pub transparent_retries: u64,
+    /// Transparent re-sends by reason.
+    pub resends: ResendCounts,
+}
+
+/// Transparent re-sends, counted by [`ResendReason`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResendCounts {
+    counts: [u64; ResendReason::ALL.len()],
+}
+
+impl ResendCounts {
+    /// Re-sends for `reason`.
+    pub fn get(&self, reason: ResendReason) -> u64 {
+        self.counts[reason_index(reason)]
+    }
+
+    /// Every reason with its count, in [`ResendReason::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (ResendReason, u64)> + '_ {
+        ResendReason::ALL.into_iter().zip(self.counts)
+    }
+
+    /// Re-sends of every reason.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+fn reason_index(reason: ResendReason) -> usize {
+    ResendReason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .expect("ALL lists every reason")
 }
 
 impl Shared {
@@ -94,7 +128,7 @@ impl Shared {
             admissions: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(0),
             redundant_handshakes: AtomicU64::new(0),
-            retries: AtomicU64::new(0),
+            resends: Default::default(),
         }
     }
 
@@ -102,14 +136,19 @@ impl Shared {
         self.redundant_handshakes.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn count_retry(&self) {
-        self.retries.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn count_resend(&self, reason: ResendReason) {
+        self.resends[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn counters(&self) -> PoolCounters {
+        let mut resends = ResendCounts::default();
+        for (count, atomic) in resends.counts.iter_mut().zip(&self.resends) {
+            *count = atomic.load(Ordering::Relaxed);
+        }
         PoolCounters {
             redundant_handshakes: self.redundant_handshakes.load(Ordering::Relaxed),
-            transparent_retries: self.retries.load(Ordering::Relaxed),
+            transparent_retries: resends.total(),
+            resends,
         }
     }
 

@@ -40,16 +40,10 @@ impl pool::Connect for DuplexConnector {
     }
 }
 
-/// Reads one HTTP/1.1 request head (and no body) from `io` and answers `200 OK` with `body`,
+/// Reads one HTTP/1.1 request (see [`read_request`]) from `io` and answers `200 OK` with `body`,
 /// keeping the connection open. Returns the request head as text.
 pub async fn answer_one(io: &mut DuplexStream, body: &str) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = io.read(&mut byte).await.expect("read request");
-        assert!(n > 0, "client closed before sending a request head");
-        head.push(byte[0]);
-    }
+    let (head, _) = read_request(io).await;
     let response = format!(
         "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
@@ -57,5 +51,29 @@ pub async fn answer_one(io: &mut DuplexStream, body: &str) -> String {
     io.write_all(response.as_bytes())
         .await
         .expect("write response");
-    String::from_utf8(head).expect("ASCII head")
+    head
+}
+
+/// Reads one request from `io`: its head, and a body of `content-length` bytes (none without
+/// the header). Returns both.
+pub async fn read_request(io: &mut DuplexStream) -> (String, Vec<u8>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = io.read(&mut byte).await.expect("read request");
+        assert!(n > 0, "client closed before sending a request head");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).expect("ASCII head");
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().expect("length"))
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    io.read_exact(&mut body).await.expect("read body");
+    (head, body)
 }

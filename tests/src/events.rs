@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use pool::{
     CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo, OriginKey, PartitionId,
+    ResendReason,
 };
 use tokio::sync::Notify;
 
@@ -21,6 +22,8 @@ pub enum Event {
     Closed(ConnectionId, CloseReason, Option<String>),
     /// `connection_failed`, with the error's text.
     Failed(OriginKey, PartitionId, String),
+    /// `request_resent`: the connection that failed the request, why, and the re-send's number.
+    Resent(ConnectionId, ResendReason, u32),
 }
 
 /// Records every event; clones share the record. Install a clone with
@@ -102,6 +105,17 @@ impl EventLog {
             .collect()
     }
 
+    /// The re-sends so far: the connection that failed each request, the reason, the number.
+    pub fn resent(&self) -> Vec<(ConnectionId, ResendReason, u32)> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Resent(id, reason, attempt) => Some((id, reason, attempt)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The failed establishments so far (error text).
     pub fn failed(&self) -> Vec<String> {
         self.events()
@@ -140,6 +154,10 @@ impl EventLog {
 }
 
 impl ConnectionEventListener for EventLog {
+    fn request_resent(&self, info: &ConnectionInfo, reason: ResendReason, attempt: u32) {
+        self.push(Event::Resent(info.id(), reason, attempt));
+    }
+
     fn connection_created(&self, info: &ConnectionInfo) {
         self.push(Event::Created(info.clone()));
     }

@@ -40,6 +40,7 @@ pub mod gate;
 pub mod gated;
 pub mod h1;
 pub mod h2;
+pub mod h2frames;
 pub mod io;
 pub mod resolve;
 pub mod tls;

@@ -335,6 +335,12 @@ impl Summary {
                 "peak_open": events.peak_live,
                 "redundant_handshakes": facts.counters.redundant_handshakes,
                 "retries": facts.counters.transparent_retries,
+                "resends": facts
+                    .counters
+                    .resends
+                    .iter()
+                    .map(|(reason, count)| (reason.as_str().to_owned(), json!(count)))
+                    .collect::<serde_json::Map<_, _>>(),
             },
             "permit_wait_ms": {
                 "waited": self.latencies.wait.len(),
@@ -511,9 +517,21 @@ impl Summary {
             "  Redundant handshakes  {}",
             facts.counters.redundant_handshakes
         ));
+        let by_reason: Vec<String> = facts
+            .counters
+            .resends
+            .iter()
+            .filter(|(_, count)| *count > 0)
+            .map(|(reason, count)| format!("{reason} {count}"))
+            .collect();
         line(format!(
-            "  Transparent retries   {}",
-            facts.counters.transparent_retries
+            "  Transparent re-sends  {}{}",
+            facts.counters.transparent_retries,
+            if by_reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", by_reason.join(", "))
+            }
         ));
 
         line(String::new());

@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use http::Request;
+use pool_core::ResendReason;
 use pool_core::sync::Arc;
 use pool_h1::{H1Connection, SendOutcome};
 
-use super::{Exchange, resend};
+use super::Exchange;
+use super::deadline::ReadDeadline;
+use super::resend::Again;
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
 use crate::client::Client;
-use crate::connection::ConnectionHandle;
 use crate::error::Error;
 
 /// Sends `request` on `conn`, a connection reserved for it.
@@ -21,15 +23,14 @@ pub(super) async fn exchange(
     conn: H1Connection<RequestBody>,
     mut request: Request<RequestBody>,
     waited: Option<Duration>,
+    deadline: &mut ReadDeadline,
 ) -> Result<Exchange, Error> {
-    let record = conn.record().clone();
-    let reused = record.requests_served() > 0;
-    client.report_reuse(&record, reused);
+    let served = client.dispatching(conn.record(), waited);
     pool_h1::prepare_request(&mut request, &entry.host);
-    match client.with_read_timeout(conn.send(request)).await? {
+    let sent = conn.send(request);
+    match deadline.bound(&*client.pool.shared.sleep, sent).await? {
         SendOutcome::Response(response, guard) => {
-            let handle = ConnectionHandle::new(record, reused, waited);
-            Ok(client.attach(response, handle, |incoming, handle| {
+            Ok(client.respond(response, served, |incoming, handle| {
                 Body::h1(incoming, guard, handle)
             }))
         }
@@ -38,10 +39,26 @@ pub(super) async fn exchange(
             error,
             reused,
         } => {
-            resend::unsent(client, &record, error, reused)?;
             pool_h1::restore_absolute_uri(&mut unsent, &entry.origin);
-            Ok(Exchange::Resend(unsent))
+            Ok(Exchange::Again(Again {
+                reason: ResendReason::Unsent,
+                error,
+                record: served.record,
+                reused,
+                request: Some(unsent),
+            }))
         }
-        SendOutcome::Failed(error) => Err(Error::request(error)),
+        SendOutcome::Failed {
+            error,
+            reused,
+            before_response: true,
+        } => Ok(Exchange::Again(Again {
+            reason: ResendReason::ClosedBeforeResponse,
+            error,
+            record: served.record,
+            reused,
+            request: None,
+        })),
+        SendOutcome::Failed { error, .. } => Err(Error::request(error)),
     }
 }

@@ -5,16 +5,17 @@
 use std::time::Duration;
 
 use http::Request;
-use pool_core::CloseReason;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
+use pool_core::{CloseReason, ResendReason};
 use pool_h2::{H2SendOutcome, StreamLease};
 
-use super::{Exchange, resend};
+use super::Exchange;
+use super::deadline::ReadDeadline;
+use super::resend::Again;
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
 use crate::client::Client;
-use crate::connection::ConnectionHandle;
 use crate::error::Error;
 
 /// Sends `request` on `lease`, one stream of an accepting generation.
@@ -24,14 +25,13 @@ pub(super) async fn exchange(
     lease: StreamLease<RequestBody>,
     request: Request<RequestBody>,
     waited: Option<Duration>,
+    deadline: &mut ReadDeadline,
 ) -> Result<Exchange, Error> {
-    let record = lease.record().clone();
-    let reused = record.requests_served() > 0;
-    client.report_reuse(&record, reused);
-    match client.with_read_timeout(lease.send(request)).await? {
+    let served = client.dispatching(lease.record(), waited);
+    let sent = lease.send(request);
+    match deadline.bound(&*client.pool.shared.sleep, sent).await? {
         H2SendOutcome::Response(response, guard) => {
-            let handle = ConnectionHandle::new(record, reused, waited);
-            Ok(client.attach(response, handle, |incoming, handle| {
+            Ok(client.respond(response, served, |incoming, handle| {
                 Body::h2(incoming, guard, handle)
             }))
         }
@@ -41,18 +41,35 @@ pub(super) async fn exchange(
             reused,
         } => {
             // hyper's dispatcher for this generation is gone.
-            retire(entry, &record);
-            resend::unsent(client, &record, error, reused)?;
-            Ok(Exchange::Resend(unsent))
+            retire(entry, &served.record);
+            Ok(Exchange::Again(Again {
+                reason: ResendReason::Unsent,
+                error,
+                record: served.record,
+                reused,
+                request: Some(unsent),
+            }))
         }
         H2SendOutcome::Failed {
             error,
             connection_level,
+            not_processed,
         } => {
             if connection_level {
-                retire(entry, &record);
+                // Its re-sends must not come back here: after GOAWAY the generation still
+                // looks open to hyper until its dispatcher ends.
+                retire(entry, &served.record);
             }
-            Err(Error::request(error))
+            match not_processed {
+                Some(reason) => Ok(Exchange::Again(Again {
+                    reason,
+                    error,
+                    record: served.record,
+                    reused: served.reused,
+                    request: None,
+                })),
+                None => Err(Error::request(error)),
+            }
         }
     }
 }

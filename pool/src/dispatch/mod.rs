@@ -1,26 +1,22 @@
 //! Dispatch: a request through its origin's cell to a connection and back with a response.
 //!
 //! ```text
-//!  Client::request ─► cell_for(uri) ─► loop {
+//!  Client::request ─► cell_for(uri) ─► keep a replay copy if the policy and body allow ─► loop {
 //!      CellEntry::acquire ─► Selected::H1(conn)  ─► h1::exchange ─┐
 //!                         ─► Selected::H2(lease) ─► h2::exchange ─┤
-//!      Exchange::Response ─► return;  Exchange::Resend(request) ◄─┘ (resend: only what
-//!  }                                                                  hyper handed back unsent)
+//!      Exchange::Response ─► return;   Exchange::Again ─► resend ◄┘ (the request again, or
+//!  }                                                                   the error to fail with)
 //! ```
 //!
 //! Each protocol's exchange lives in its own file (`h1`, `h2`); `resend` decides whether a
-//! request that hyper handed back unsent goes round the loop again. This module holds the loop
-//! and what both protocols share: reuse events, the read timeout, and attaching the connection
-//! handle to the response.
+//! request the server did not process goes round the loop again; `deadline` is the read
+//! timeout all attempts of one request share. This module holds the loop and what both
+//! protocols share: reuse events and attaching the connection handle to the response.
 
+mod deadline;
 mod h1;
 mod h2;
 mod resend;
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use http::{Request, Response, Version};
 use pool_core::connection::ConnectionRecord;
@@ -31,18 +27,21 @@ use crate::cell::Selected;
 use crate::client::Client;
 use crate::connection::ConnectionHandle;
 use crate::error::Error;
+use deadline::ReadDeadline;
+use resend::{Again, ReplayCopy, Resends};
 
 /// What came of one exchange on one connection.
 enum Exchange {
     /// The response head arrived.
     Response(Response<Body>),
-    /// The connection could not take the request and the request may go again (see
+    /// The connection could not serve the request, and the server did not process it (see
     /// `resend`).
-    Resend(Request<RequestBody>),
+    Again(Again),
 }
 
 impl Client {
-    /// Sends `request` through this client's partition, re-sending it only as `resend` allows.
+    /// Sends `request` through this client's partition, sending it again only as `resend`
+    /// allows.
     pub(crate) async fn send(
         &self,
         mut request: Request<RequestBody>,
@@ -53,19 +52,48 @@ impl Client {
         } else {
             Requirement::Any
         };
+        let policy = self.pool.retry;
+        let mut resends = Resends {
+            policy,
+            copy: ReplayCopy::keep(&request, &policy),
+            idempotent: resend::is_idempotent(&request),
+            done: 0,
+            client: self,
+        };
+        let mut deadline = ReadDeadline::new(self.read_timeout);
         let mut waited = None;
         loop {
             let selected = entry
                 .acquire(requirement, self.connect_timeout, &mut waited)
                 .await?;
             let exchange = match selected {
-                Selected::H1(conn) => h1::exchange(self, &entry, conn, request, waited).await?,
-                Selected::H2(lease) => h2::exchange(self, &entry, lease, request, waited).await?,
+                Selected::H1(conn) => {
+                    h1::exchange(self, &entry, conn, request, waited, &mut deadline).await?
+                }
+                Selected::H2(lease) => {
+                    h2::exchange(self, &entry, lease, request, waited, &mut deadline).await?
+                }
             };
             match exchange {
                 Exchange::Response(response) => return Ok(response),
-                Exchange::Resend(unsent) => request = unsent,
+                Exchange::Again(again) => request = resends.next(again)?,
             }
+        }
+    }
+
+    /// A request is about to be dispatched on the connection of `record`: notes whether it is
+    /// a reuse and reports it.
+    fn dispatching(
+        &self,
+        record: &pool_core::sync::Arc<ConnectionRecord>,
+        waited: Option<std::time::Duration>,
+    ) -> Served {
+        let reused = record.requests_served() > 0;
+        self.report_reuse(record, reused);
+        Served {
+            record: record.clone(),
+            reused,
+            waited,
         }
     }
 
@@ -95,53 +123,31 @@ impl Client {
         }
     }
 
-    /// Wraps the response body with its connection handle (and, if configured, attaches the
-    /// handle as an extension too).
-    fn attach(
+    /// Wraps the response body with the handle of the connection that served it (and, if
+    /// configured, attaches the handle as an extension too).
+    fn respond(
         &self,
         response: Response<hyper::body::Incoming>,
-        handle: ConnectionHandle,
+        served: Served,
         body: impl FnOnce(hyper::body::Incoming, ConnectionHandle) -> Body,
     ) -> Exchange {
+        let Served {
+            record,
+            reused,
+            waited,
+        } = served;
+        let handle = ConnectionHandle::new(record, reused, waited);
         let (mut parts, incoming) = response.into_parts();
         if self.pool.connection_extension {
             parts.extensions.insert(handle.clone());
         }
         Exchange::Response(Response::from_parts(parts, body(incoming, handle)))
     }
-
-    /// Bounds `future` (one exchange, up to the response head) by the read timeout.
-    fn with_read_timeout<F: Future>(&self, future: F) -> Deadline<F> {
-        let sleep = self
-            .read_timeout
-            .map(|limit| (self.pool.shared.sleep.sleep(limit), limit));
-        Deadline { future, sleep }
-    }
 }
 
-pin_project_lite::pin_project! {
-    /// A future raced against an optional sleep (the read timeout).
-    struct Deadline<F> {
-        #[pin]
-        future: F,
-        sleep: Option<(pool_core::Sleep, Duration)>,
-    }
-}
-
-impl<F: Future> Future for Deadline<F> {
-    type Output = Result<F::Output, Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match this.sleep {
-            Some((sleep, limit)) => match sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(Error::read_timeout(*limit))),
-                Poll::Pending => Poll::Pending,
-            },
-            None => Poll::Pending,
-        }
-    }
+/// The connection an exchange ran on, for the response's handle.
+struct Served {
+    record: pool_core::sync::Arc<ConnectionRecord>,
+    reused: bool,
+    waited: Option<std::time::Duration>,
 }

@@ -1,28 +1,142 @@
-//! The transparent re-send: when a request may go round the dispatch loop again.
+//! The transparent re-send: when a request goes round the dispatch loop again.
 //!
-//! The only case today: hyper handed the request back *unsent* from a connection that had
-//! served requests before (it closed while idle, and the request never reached the wire). The
-//! pool then sends the same request again on another connection. A request hyper accepted is
-//! never cloned or replayed, and a fresh connection that cannot take its first request fails
-//! the request: that says something about the origin, not about a stale connection.
+//! An exchange that ends with a proof that the server did not process the request reports
+//! [`Again`]; [`next`] decides. It re-sends only what the [`RetryPolicy`] allows, within its
+//! budget, and only when the request can be sent again: hyper handed it back, or the pool kept
+//! a [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). Everything else
+//! fails with an error that says whether the request is safe to send again
+//! ([`Error::is_retryable`]). The rules and their RFCs are in the [`retry`](crate::retry)
+//! module's docs.
 
+use http::{Extensions, HeaderMap, Method, Request, Uri, Version};
+use pool_core::ResendReason;
 use pool_core::connection::ConnectionRecord;
+use pool_core::sync::Arc;
 
+use crate::body::RequestBody;
 use crate::client::Client;
 use crate::error::Error;
+use crate::retry::RetryPolicy;
 
-/// Decides for a request hyper handed back unsent from the connection of `record`: `Ok` sends
-/// it again (counted as a retry), `Err` fails it with hyper's `error`.
-pub(super) fn unsent(
-    client: &Client,
-    record: &ConnectionRecord,
-    error: hyper::Error,
-    reused: bool,
-) -> Result<(), Error> {
-    if !reused {
-        return Err(Error::request(error));
+/// An exchange ended without a response, and the server provably did not process the request
+/// (or, for [`ResendReason::ClosedBeforeResponse`], no byte of a response arrived).
+pub(super) struct Again {
+    pub(super) reason: ResendReason,
+    pub(super) error: hyper::Error,
+    /// The connection that failed the request.
+    pub(super) record: Arc<ConnectionRecord>,
+    /// Whether that connection had served a request before (the `unsent` and
+    /// `closed_before_response` proofs only hold for reused connections).
+    pub(super) reused: bool,
+    /// The request, if hyper handed it back.
+    pub(super) request: Option<Request<RequestBody>>,
+}
+
+/// Everything needed to build the request again after hyper consumed it. Cloning the parts
+/// shares their bytes (`Uri`, header values and a single-chunk body are reference-counted), so
+/// keeping a copy allocates only for a non-empty header map or extensions.
+pub(super) struct ReplayCopy {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    extensions: Extensions,
+    body: RequestBody,
+}
+
+impl ReplayCopy {
+    /// A copy of `request` if `policy` re-sends consumed requests and the body can be replayed.
+    pub(super) fn keep(request: &Request<RequestBody>, policy: &RetryPolicy) -> Option<ReplayCopy> {
+        if !policy.keeps_copies() {
+            return None;
+        }
+        let body = request.body().try_clone()?;
+        Some(ReplayCopy {
+            method: request.method().clone(),
+            uri: request.uri().clone(),
+            version: request.version(),
+            headers: request.headers().clone(),
+            extensions: request.extensions().clone(),
+            body,
+        })
     }
-    tracing::debug!(connection = %record.info().id(), "stale connection; re-sending");
-    client.pool.shared.count_retry();
-    Ok(())
+
+    /// The request again (the copy stays for a later re-send).
+    fn make(&self) -> Request<RequestBody> {
+        let body = self
+            .body
+            .try_clone()
+            .expect("a kept body is always replayable");
+        let mut request = Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.version_mut() = self.version;
+        *request.headers_mut() = self.headers.clone();
+        *request.extensions_mut() = self.extensions.clone();
+        request
+    }
+}
+
+/// Whether repeating `request` is safe by its semantics: an idempotent method (RFC 9110
+/// §9.2.2) or an `Idempotency-Key` header, as Go's `Transport` decides.
+pub(super) fn is_idempotent(request: &Request<RequestBody>) -> bool {
+    matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) || request.headers().contains_key("idempotency-key")
+        || request.headers().contains_key("x-idempotency-key")
+}
+
+/// What the request's loop knows across its attempts.
+pub(super) struct Resends<'a> {
+    pub(super) policy: RetryPolicy,
+    pub(super) copy: Option<ReplayCopy>,
+    pub(super) idempotent: bool,
+    pub(super) done: u32,
+    pub(super) client: &'a Client,
+}
+
+impl Resends<'_> {
+    /// Decides what comes of `again`: the request to send next, or the error to fail with.
+    pub(super) fn next(&mut self, again: Again) -> Result<Request<RequestBody>, Error> {
+        let Again {
+            reason,
+            error,
+            record,
+            reused,
+            request,
+        } = again;
+        // Closing before any byte of the response proves nothing about processing; repeating
+        // is safe only for requests that are idempotent.
+        let keep_alive_race = reason == ResendReason::ClosedBeforeResponse;
+        let proven = !keep_alive_race || (reused && self.idempotent);
+        // A fresh connection that cannot take its first request says something about the
+        // origin, not about a stale connection: fail rather than dial again. GOAWAY and
+        // REFUSED_STREAM are proofs whatever the connection's age.
+        let stale = reused || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
+        let fail = || {
+            let error = Error::request(error);
+            if proven { error.not_processed() } else { error }
+        };
+        if !proven || !stale || !self.policy.allows(reason) || !self.policy.has_budget(self.done) {
+            return Err(fail());
+        }
+        let next = match request {
+            Some(request) => request,
+            None => match &self.copy {
+                Some(copy) => copy.make(),
+                None => return Err(fail()),
+            },
+        };
+        self.done += 1;
+        let shared = &self.client.pool.shared;
+        shared.count_resend(reason);
+        tracing::debug!(connection = %record.info().id(), %reason, attempt = self.done, "re-sending a request the server did not process");
+        if let Some(listener) = &shared.listener {
+            pool_core::events::notify("request_resent", || {
+                listener.request_resent(record.info(), reason, self.done)
+            });
+        }
+        Ok(next)
+    }
 }

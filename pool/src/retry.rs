@@ -1,0 +1,151 @@
+//! Which requests the pool sends again on its own.
+//!
+//! The pool re-sends a request only when the server provably did not process it, and only if
+//! the request can be sent again without buffering what the caller streams: an empty body, or a
+//! body the pool already holds as one chunk (`Full`, `Bytes`, `String`, `Vec<u8>`, `&'static
+//! str`). A streaming body is never replayed; its request fails with an error whose
+//! [`is_retryable`](crate::Error::is_retryable) says the server did not process it, so the
+//! caller can decide.
+//!
+//! The proofs, each a [`ResendReason`]:
+//!
+//! | reason | what happened | methods |
+//! |---|---|---|
+//! | `unsent` | hyper handed the request back unsent from a reused connection | any |
+//! | `go_away` | HTTP/2 `GOAWAY` covered the stream (RFC 9113 §6.8) | any |
+//! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7) | any |
+//! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
+//!
+//! The last one follows Go's `Transport`: the server closing an idle keep-alive connection
+//! while the request was on the wire looks exactly like the server crashing mid-request, so
+//! only requests that are safe to repeat are repeated. A fresh connection that fails is never
+//! re-sent: that says something about the origin, not about a stale connection.
+//!
+//! A re-send never goes back to the connection that failed it (that HTTP/1 connection is
+//! closed, that HTTP/2 generation retired), except after `REFUSED_STREAM` on a generation that
+//! still accepts streams. Re-sends share the first attempt's read timeout.
+
+use pool_core::ResendReason;
+
+/// Which requests the pool sends again on its own, and how many times each.
+///
+/// ```
+/// use pool::{ConnectionPool, RetryPolicy};
+///
+/// // An SDK that retries above the pool keeps only hyper's unsent hand-back:
+/// let pool = ConnectionPool::builder()
+///     .retry_policy(RetryPolicy::unsent_only())
+///     .build()?;
+/// # Ok::<(), pool::BuildError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    scope: Scope,
+    max_resends: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Never,
+    UnsentOnly,
+    Unprocessed,
+}
+
+/// How many times one request is sent again by default.
+pub const DEFAULT_MAX_RESENDS: u32 = 3;
+
+impl RetryPolicy {
+    /// The default: re-send on every proof that the server did not process the request
+    /// (`unsent`, `go_away`, `refused_stream`, and `closed_before_response` for idempotent
+    /// requests), at most [`DEFAULT_MAX_RESENDS`] times per request.
+    pub const fn unprocessed() -> RetryPolicy {
+        RetryPolicy {
+            scope: Scope::Unprocessed,
+            max_resends: DEFAULT_MAX_RESENDS,
+        }
+    }
+
+    /// Only the case hyper proves by handing the request back unsent from a reused connection
+    /// (the pool's behaviour before the other proofs were added), for callers that retry
+    /// above the pool, such as an SDK with its own retry strategy. The other proofs still mark
+    /// the error [`is_retryable`](crate::Error::is_retryable).
+    pub const fn unsent_only() -> RetryPolicy {
+        RetryPolicy {
+            scope: Scope::UnsentOnly,
+            max_resends: DEFAULT_MAX_RESENDS,
+        }
+    }
+
+    /// No transparent re-send at all: every failure reaches the caller, still marked
+    /// [`is_retryable`](crate::Error::is_retryable) when the server provably did not process
+    /// the request.
+    pub const fn never() -> RetryPolicy {
+        RetryPolicy {
+            scope: Scope::Never,
+            max_resends: 0,
+        }
+    }
+
+    /// At most `n` re-sends per request (`0` is the same as [`never`](Self::never)).
+    pub const fn max_resends(mut self, n: u32) -> RetryPolicy {
+        self.max_resends = n;
+        self
+    }
+
+    /// Whether this policy re-sends for `reason` at all.
+    pub(crate) fn allows(&self, reason: ResendReason) -> bool {
+        match self.scope {
+            Scope::Never => false,
+            Scope::UnsentOnly => reason == ResendReason::Unsent,
+            Scope::Unprocessed => true,
+        }
+    }
+
+    /// Whether a request that was sent again `done` times may go again.
+    pub(crate) fn has_budget(&self, done: u32) -> bool {
+        done < self.max_resends
+    }
+
+    /// Whether the pool should keep a copy of a request so it can send it again after hyper
+    /// consumed it (every proof but `unsent` needs one).
+    pub(crate) fn keeps_copies(&self) -> bool {
+        self.scope == Scope::Unprocessed && self.max_resends > 0
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy::unprocessed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_policy_allows_its_proofs_within_its_budget() {
+        let default = RetryPolicy::default();
+        assert_eq!(default, RetryPolicy::unprocessed());
+        assert!(ResendReason::ALL.iter().all(|r| default.allows(*r)));
+        assert!(default.keeps_copies());
+        assert!(default.has_budget(2) && !default.has_budget(3));
+
+        let sdk = RetryPolicy::unsent_only();
+        assert!(sdk.allows(ResendReason::Unsent));
+        assert!(!sdk.allows(ResendReason::GoAway) && !sdk.allows(ResendReason::RefusedStream));
+        assert!(!sdk.allows(ResendReason::ClosedBeforeResponse));
+        assert!(
+            !sdk.keeps_copies(),
+            "hyper hands unsent requests back: no copy needed"
+        );
+
+        let never = RetryPolicy::never();
+        assert!(ResendReason::ALL.iter().all(|r| !never.allows(*r)));
+        assert!(!never.has_budget(0));
+
+        let once = RetryPolicy::unprocessed().max_resends(1);
+        assert!(once.has_budget(0) && !once.has_budget(1));
+        assert!(!RetryPolicy::unprocessed().max_resends(0).keeps_copies());
+    }
+}

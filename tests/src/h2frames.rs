@@ -1,0 +1,210 @@
+//! A frame-level HTTP/2 peer for the cases a real server library will not produce on demand:
+//! a `GOAWAY` whose last stream id is below streams the client has already opened.
+//!
+//! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
+//! it can never leave a received stream above the line. This peer reads frames itself and
+//! answers with hand-built ones (the response HEADERS block is the one-byte HPACK static-table
+//! entry for `:status 200`). It speaks just enough HTTP/2 for a client that sends requests
+//! and reads responses: SETTINGS and their ACKs, HEADERS, DATA, GOAWAY; every other frame is
+//! read and ignored. No flow control is needed for empty responses.
+//!
+//! What it does not do: HPACK-decode requests, CONTINUATION frames, padding, priorities.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+/// HPACK: indexed header field 8 of the static table, `:status 200`.
+const STATUS_200: &[u8] = &[0x88];
+
+/// What the first connection does once it has read the HEADERS of `streams` requests.
+#[derive(Clone, Copy, Debug)]
+pub struct GoAwayScript {
+    /// How many requests to read on the first connection before acting.
+    pub streams: usize,
+    /// The last stream id the GOAWAY names; streams above it are left unanswered.
+    pub last_stream_id: u32,
+}
+
+/// What the peer saw, for assertions.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Per accepted connection (in order): stream id → request body bytes received.
+    connections: Vec<BTreeMap<u32, usize>>,
+}
+
+/// A listening frame-level peer. Every connection after the first answers each request with
+/// `200` as soon as its HEADERS (and, for a request with a body, its last DATA) arrive.
+#[derive(Debug)]
+pub struct FramePeer {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Seen>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FramePeer {
+    /// Starts the peer on loopback; its first connection follows `script`.
+    pub async fn start(script: GoAwayScript) -> FramePeer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let task = tokio::spawn({
+            let seen = seen.clone();
+            async move {
+                let mut first = true;
+                while let Ok((io, _)) = listener.accept().await {
+                    let index = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.connections.push(BTreeMap::new());
+                        seen.connections.len() - 1
+                    };
+                    let script = first.then_some(script);
+                    first = false;
+                    tokio::spawn(serve(io, script, seen.clone(), index));
+                }
+            }
+        });
+        FramePeer { addr, seen, task }
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.seen.lock().unwrap().connections.len()
+    }
+
+    /// Per connection: stream id → request body bytes the peer received on it.
+    pub fn streams(&self) -> Vec<BTreeMap<u32, usize>> {
+        self.seen.lock().unwrap().connections.clone()
+    }
+}
+
+impl Drop for FramePeer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One frame as read: type, flags, stream id, payload.
+struct Frame {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+async fn read_frame(io: &mut TcpStream) -> Option<Frame> {
+    let mut head = [0u8; 9];
+    io.read_exact(&mut head).await.ok()?;
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; len];
+    io.read_exact(&mut payload).await.ok()?;
+    Some(Frame {
+        kind: head[3],
+        flags: head[4],
+        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
+        payload,
+    })
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut out = vec![len[1], len[2], len[3], kind, flags];
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn ok_response(stream: u32) -> Vec<u8> {
+    frame(HEADERS, END_HEADERS | END_STREAM, stream, STATUS_200)
+}
+
+async fn serve(
+    mut io: TcpStream,
+    script: Option<GoAwayScript>,
+    seen: Arc<Mutex<Seen>>,
+    index: usize,
+) {
+    let mut preface = [0u8; 24];
+    if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+        return;
+    }
+    if io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {
+        return;
+    }
+    // Requests whose HEADERS arrived, in order, and whether each has ended.
+    let mut opened: Vec<(u32, bool)> = Vec::new();
+    let mut acted = false;
+    while let Some(f) = read_frame(&mut io).await {
+        let mut out = Vec::new();
+        match f.kind {
+            SETTINGS if f.flags & ACK == 0 => out.extend(frame(SETTINGS, ACK, 0, &[])),
+            HEADERS => {
+                seen.lock().unwrap().connections[index].insert(f.stream, 0);
+                opened.push((f.stream, f.flags & END_STREAM != 0));
+            }
+            DATA => {
+                *seen.lock().unwrap().connections[index]
+                    .entry(f.stream)
+                    .or_default() += f.payload.len();
+                if f.flags & END_STREAM != 0 {
+                    if let Some(entry) = opened.iter_mut().find(|(id, _)| *id == f.stream) {
+                        entry.1 = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+        match script {
+            Some(script) if !acted => {
+                if opened.len() >= script.streams {
+                    acted = true;
+                    let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
+                    goaway.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
+                    out.extend(frame(GOAWAY, 0, 0, &goaway));
+                    // Streams up to the last id are processed: answer those that ended.
+                    for (id, _) in opened
+                        .iter()
+                        .filter(|(id, done)| *done && *id <= script.last_stream_id)
+                    {
+                        out.extend(ok_response(*id));
+                    }
+                    opened.retain(|(id, done)| !(*done && *id <= script.last_stream_id));
+                }
+            }
+            Some(script) => {
+                for (id, _) in opened
+                    .iter()
+                    .filter(|(id, done)| *done && *id <= script.last_stream_id)
+                {
+                    out.extend(ok_response(*id));
+                }
+                opened.retain(|(id, done)| !(*done && *id <= script.last_stream_id));
+            }
+            None => {
+                for (id, _) in opened.iter().filter(|(_, done)| *done) {
+                    out.extend(ok_response(*id));
+                }
+                opened.retain(|(_, done)| !*done);
+            }
+        }
+        if !out.is_empty() && io.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Re-sending what the server did not process: one test per proof (hyper's unsent hand-back,
+//! HTTP/2 GOAWAY, REFUSED_STREAM, a reused HTTP/1 connection closed before the response), the
+//! cases that must not be re-sent (a non-idempotent request, a streaming body, a response that
+//! had begun, a fresh connection), the re-send bound, the policies, and the close reason of a
+//! request cancelled mid-exchange.
+//!
+//! HTTP/1 cases run over in-memory transports on one thread, so the order of "the server read
+//! the request" and "the server closed" is exact. GOAWAY cases use a frame-level peer that can
+//! leave opened streams above the GOAWAY's last stream id.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::{BodyExt, Empty, Full};
+use pool::{CloseReason, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolicy};
+use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
+use pool_tests::events::EventLog;
+use pool_tests::h2::{Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::h2frames::{FramePeer, GoAwayScript};
+use tokio::io::DuplexStream;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Real-time bound for tests that wait on other tasks; a hang fails instead of blocking CI.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// A pool over in-memory transports, with an event log.
+fn duplex_pool(policy: RetryPolicy) -> (ConnectionPool, UnboundedReceiver<DuplexStream>, EventLog) {
+    let (connector, ends) = DuplexConnector::new();
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .event_listener(events.clone())
+        .retry_policy(policy)
+        .build()
+        .unwrap();
+    (pool, ends, events)
+}
+
+/// Serves one request on a new connection and returns the server end, now idle in the pool.
+async fn warm(
+    client: &pool::Client,
+    pool: &ConnectionPool,
+    ends: &mut UnboundedReceiver<DuplexStream>,
+    url: &str,
+) -> DuplexStream {
+    let (_, end) = tokio::join!(fetch(client, url), async {
+        let mut end = ends.recv().await.unwrap();
+        answer_one(&mut end, "warm").await;
+        end
+    });
+    settle(pool, &origin(url), |s| s.h1_idle >= 1).await;
+    end
+}
+
+/// The keep-alive race, exactly: the request reaches a reused connection, the server reads it
+/// and closes without a byte of response (an upstream restarting). A GET is idempotent, so the
+/// pool sends it again on a new connection.
+#[tokio::test(flavor = "current_thread")]
+async fn a_get_on_a_reused_connection_closed_before_the_response_is_sent_again() {
+    let (pool, mut ends, events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let ((handle, body), ()) = tokio::join!(fetch(&client, url), async {
+        read_request(&mut stale).await;
+        drop(stale);
+        let mut fresh = ends.recv().await.unwrap();
+        answer_one(&mut fresh, "again").await;
+        tokio::task::yield_now().await;
+        drop(fresh);
+    });
+    assert_eq!(body, "again");
+    assert!(!handle.is_reused(), "the re-send ran on a new connection");
+    let counters = pool.counters();
+    assert_eq!(counters.resends.get(ResendReason::ClosedBeforeResponse), 1);
+    assert_eq!(counters.transparent_retries, 1);
+    let resent = events.resent();
+    assert_eq!(resent.len(), 1);
+    assert_eq!(
+        (resent[0].1, resent[0].2),
+        (ResendReason::ClosedBeforeResponse, 1)
+    );
+    assert_ne!(
+        resent[0].0,
+        handle.id(),
+        "the event names the connection that failed"
+    );
+}
+
+/// The same race for a POST: the server may have processed it, so it is not sent again, and
+/// the error does not claim it is safe to repeat. The server saw its body exactly once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_on_a_reused_connection_closed_before_the_response_is_not_sent_again() {
+    let (pool, mut ends, events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let post = Request::post(url)
+        .body(Full::new(Bytes::from_static(b"charge-once")))
+        .unwrap();
+    let (result, body) = tokio::join!(client.request(post), async {
+        let (_, body) = read_request(&mut stale).await;
+        drop(stale);
+        body
+    });
+    let error = result.expect_err("the POST fails");
+    assert_eq!(body, b"charge-once");
+    assert!(error.is_incomplete_message(), "{error}");
+    assert!(
+        !error.is_retryable(),
+        "a POST that may have run is not safe to repeat"
+    );
+    assert!(
+        ends.try_recv().is_err(),
+        "no connection was opened to send it again"
+    );
+    assert_eq!(pool.counters().transparent_retries, 0);
+    assert!(events.resent().is_empty());
+}
+
+/// An `Idempotency-Key` makes a POST safe to repeat, as in Go's Transport.
+#[tokio::test(flavor = "current_thread")]
+async fn a_post_with_an_idempotency_key_is_sent_again() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let post = Request::post(url)
+        .header("idempotency-key", "order-42")
+        .body(Full::new(Bytes::from_static(b"order")))
+        .unwrap();
+    let (result, bodies) = tokio::join!(client.request(post), async {
+        let (_, first) = read_request(&mut stale).await;
+        drop(stale);
+        let mut fresh = ends.recv().await.unwrap();
+        let (_, second) = read_request(&mut fresh).await;
+        tokio::io::AsyncWriteExt::write_all(
+            &mut fresh,
+            b"HTTP/1.1 201 Created\r\ncontent-length: 0\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        (first, second, fresh)
+    });
+    let response = result.expect("the re-sent POST succeeds");
+    assert_eq!(response.status(), 201);
+    assert_eq!(
+        (bodies.0.as_slice(), bodies.1.as_slice()),
+        (&b"order"[..], &b"order"[..])
+    );
+    assert_eq!(
+        pool.counters()
+            .resends
+            .get(ResendReason::ClosedBeforeResponse),
+        1
+    );
+}
+
+/// A streaming body is never buffered for a replay: the GET fails, but its error says it is
+/// safe to send again, so the caller can.
+#[tokio::test(flavor = "current_thread")]
+async fn a_streaming_body_is_not_replayed_but_its_error_is_retryable() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let request = Request::get(url)
+        .header("content-length", "8")
+        .body(Streamed(Some(Bytes::from_static(b"streamed"))))
+        .unwrap();
+    let (result, ()) = tokio::join!(client.request(request), async {
+        read_request(&mut stale).await;
+        drop(stale);
+    });
+    let error = result.expect_err("not replayed");
+    assert!(error.is_retryable(), "{error}");
+    assert!(error.to_string().contains("did not process"), "{error}");
+    assert!(ends.try_recv().is_err());
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// Once a byte of the response arrived the server was answering: not sent again.
+#[tokio::test(flavor = "current_thread")]
+async fn a_response_that_had_begun_is_not_sent_again() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let (result, ()) = tokio::join!(client.request(get(url)), async {
+        read_request(&mut stale).await;
+        tokio::io::AsyncWriteExt::write_all(&mut stale, b"HTTP/1.1 200 OK\r\ncont")
+            .await
+            .unwrap();
+        drop(stale);
+    });
+    let error = result.expect_err("a truncated head fails");
+    assert!(!error.is_retryable(), "{error}");
+    assert!(ends.try_recv().is_err());
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// A new connection that closes before answering its first request says something about the
+/// origin, not about a stale connection: the request fails and nothing is dialed again.
+#[tokio::test(flavor = "current_thread")]
+async fn a_fresh_connection_that_closes_before_the_response_is_not_sent_again() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://fresh.test/";
+
+    let (result, ()) = tokio::join!(client.request(get(url)), async {
+        let mut end = ends.recv().await.unwrap();
+        read_request(&mut end).await;
+        drop(end);
+    });
+    let error = result.expect_err("the only connection closed");
+    assert!(!error.is_retryable(), "{error}");
+    assert!(ends.try_recv().is_err(), "nothing was dialed again");
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// The bound: with `max_resends(1)`, a request whose first and second connections both close
+/// before answering fails after one re-send, marked retryable.
+#[tokio::test(flavor = "current_thread")]
+async fn re_sends_stop_at_the_policy_bound() {
+    let (pool, mut ends, events) = duplex_pool(RetryPolicy::unprocessed().max_resends(1));
+    let client = pool.client().unwrap();
+    let url = "http://bound.test/";
+    // Two idle connections, so the re-send also lands on a reused one.
+    let (_, _, mut a, mut b) = {
+        let (x, y, (a, b)) = tokio::join!(fetch(&client, url), fetch(&client, url), async {
+            let mut a = ends.recv().await.unwrap();
+            let mut b = ends.recv().await.unwrap();
+            answer_one(&mut a, "a").await;
+            answer_one(&mut b, "b").await;
+            (a, b)
+        });
+        (x, y, a, b)
+    };
+    settle(&pool, &origin(url), |s| s.h1_idle == 2).await;
+
+    let (result, ()) = tokio::join!(client.request(get(url)), async {
+        // Whichever idle connection the request takes first closes unanswered once the request
+        // is read; then the re-send reaches the other, which does the same.
+        let mut second = tokio::select! {
+            _ = read_request(&mut a) => { drop(a); b }
+            _ = read_request(&mut b) => { drop(b); a }
+        };
+        read_request(&mut second).await;
+        drop(second);
+    });
+    let error = result.expect_err("the budget ran out");
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 1);
+    assert_eq!(events.resent().len(), 1);
+    assert!(ends.try_recv().is_err(), "no third connection");
+}
+
+/// A re-send does not get a fresh read timeout: the first attempt waited 6 s before its
+/// connection closed, so the re-sent request times out 10 s after the first dispatch, not 16.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn re_sends_share_the_first_attempts_read_timeout() {
+    let (connector, mut ends) = DuplexConnector::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .read_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://slow.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let started = tokio::time::Instant::now();
+    let (result, _silent) = tokio::join!(client.request(get(url)), async {
+        read_request(&mut stale).await;
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        drop(stale);
+        let mut fresh = ends.recv().await.unwrap();
+        read_request(&mut fresh).await;
+        fresh
+    });
+    let error = result.expect_err("the re-sent request times out");
+    assert!(error.is_read_timeout(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 1);
+    assert_eq!(started.elapsed(), Duration::from_secs(10));
+}
+
+/// `RetryPolicy::never()` turns off even hyper's unsent hand-back; the error still says the
+/// request was not processed.
+#[tokio::test(flavor = "current_thread")]
+async fn the_never_policy_re_sends_nothing() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::never());
+    let client = pool.client().unwrap();
+    let url = "http://never.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+    tokio::io::AsyncWriteExt::shutdown(&mut stale)
+        .await
+        .unwrap();
+    drop(stale);
+
+    let error = client
+        .request(get(url))
+        .await
+        .expect_err("nothing is re-sent");
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 0);
+    assert!(ends.try_recv().is_err());
+}
+
+/// `RetryPolicy::unsent_only()` keeps hyper's hand-back and nothing else: the keep-alive race
+/// reaches the caller, marked retryable for an idempotent request.
+#[tokio::test(flavor = "current_thread")]
+async fn the_unsent_only_policy_leaves_the_keep_alive_race_to_the_caller() {
+    let (pool, mut ends, _events) = duplex_pool(RetryPolicy::unsent_only());
+    let client = pool.client().unwrap();
+    let url = "http://sdk.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let (result, ()) = tokio::join!(client.request(get(url)), async {
+        read_request(&mut stale).await;
+        drop(stale);
+    });
+    let error = result.expect_err("left to the caller");
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// A request dropped by its caller while its exchange is in progress closes the connection as
+/// `request_canceled`: the peer did nothing wrong.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_cancelled_mid_exchange_closes_its_connection_as_canceled() {
+    let (pool, mut ends, events) = duplex_pool(RetryPolicy::default());
+    let client = pool.client().unwrap();
+    let url = "http://cancel.test/";
+    let mut end = warm(&client, &pool, &mut ends, url).await;
+
+    tokio::select! {
+        _ = client.request(get(url)) => panic!("the server never answers"),
+        _ = read_request(&mut end) => {}
+    }
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        events.closed_with(CloseReason::RequestCanceled),
+        1,
+        "{events:?}"
+    );
+    assert_eq!(
+        events.closed_with(CloseReason::ProtocolClosed),
+        0,
+        "{events:?}"
+    );
+    drop(end);
+}
+
+fn h2c_pool(events: &EventLog) -> ConnectionPool {
+    ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .event_listener(events.clone())
+        .build()
+        .unwrap()
+}
+
+/// `REFUSED_STREAM` proves the stream was not processed (RFC 9113 §8.7), whatever the method:
+/// the POST goes again, on the same generation, which still accepts streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_stream_is_sent_again_whatever_the_method() {
+    let server = ScriptedH2Server::builder()
+        .conn_plan(
+            pool_tests::h2::H2ConnPlan::new()
+                .stream(StreamPlan::reset(Reason::REFUSED_STREAM))
+                .default_stream(StreamPlan::ok("accepted")),
+        )
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let post = Request::post(server.url("/orders"))
+        .body(Full::new(Bytes::from_static(b"one order")))
+        .unwrap();
+    let response = tokio::time::timeout(LIMIT, client.request(post))
+        .await
+        .expect("in time")
+        .expect("the refused POST is re-sent");
+    let handle = response.body().connection().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "accepted");
+    assert_eq!(server.accepted(), 1, "the same generation took the re-send");
+    assert_eq!(pool.counters().resends.get(ResendReason::RefusedStream), 1);
+    assert_eq!(
+        events.resent(),
+        vec![(handle.id(), ResendReason::RefusedStream, 1)]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|r| r.path() == "/orders"));
+}
+
+/// Without re-sends, a refused stream reaches the caller as exactly that: refused, not a
+/// GOAWAY, and safe to send again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_stream_the_policy_does_not_re_send_says_so() {
+    let server = ScriptedH2Server::builder()
+        .default_stream(StreamPlan::reset(Reason::REFUSED_STREAM))
+        .start()
+        .await;
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .retry_policy(RetryPolicy::unsent_only())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
+        .await
+        .expect("in time")
+        .expect_err("refused");
+    assert!(error.is_refused_stream(), "{error}");
+    assert!(!error.is_go_away(), "{error}");
+    assert!(error.is_retryable(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// A frame-level peer whose first connection sends GOAWAY(last stream id 1) once three
+/// requests are open, and an h2c pool recording events.
+async fn goaway_rig() -> (FramePeer, ConnectionPool, EventLog) {
+    let peer = FramePeer::start(GoAwayScript {
+        streams: 3,
+        last_stream_id: 1,
+    })
+    .await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    (peer, pool, events)
+}
+
+/// Every task's output, each join bounded in real time.
+async fn join_all<T: 'static>(mut tasks: tokio::task::JoinSet<T>) -> Vec<T> {
+    let mut outputs = Vec::new();
+    while let Some(result) = tokio::time::timeout(LIMIT, tasks.join_next())
+        .await
+        .expect("in time")
+    {
+        outputs.push(result.expect("task"));
+    }
+    outputs
+}
+
+/// GOAWAY with a last stream id below streams already opened: those streams were not
+/// processed (RFC 9113 §6.8) and go again on a new connection; the stream at the last id is
+/// answered on the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connection() {
+    let (peer, pool, events) = goaway_rig().await;
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for method in [Method::GET, Method::POST, Method::DELETE] {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move {
+            let request = Request::builder()
+                .method(method)
+                .uri(url)
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let response = client.request(request).await?;
+            let handle = response.body().connection().clone();
+            response.into_body().collect().await?;
+            Ok::<_, pool::Error>(handle)
+        });
+    }
+    let handles: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("every request succeeds"))
+        .collect();
+    assert_eq!(peer.connections(), 2);
+    let streams = peer.streams();
+    assert_eq!(
+        streams[0].len(),
+        3,
+        "three streams opened on the first connection"
+    );
+    assert_eq!(streams[1].len(), 2, "the two above the last id went again");
+    assert_eq!(pool.counters().resends.get(ResendReason::GoAway), 2);
+    let ids: std::collections::HashSet<_> = handles.iter().map(|h| h.id()).collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "one request on the old connection, two on the new one"
+    );
+    assert!(
+        events
+            .resent()
+            .iter()
+            .all(|(_, reason, attempt)| *reason == ResendReason::GoAway && *attempt == 1)
+    );
+}
+
+/// Requests with streaming bodies caught by GOAWAY are never sent twice: the peer sees no
+/// second connection, and the failures say the server did not process them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_posts_caught_by_goaway_are_not_sent_twice() {
+    let (peer, pool, events) = goaway_rig().await;
+    let client = pool.client().unwrap();
+    let url = peer.url("/upload");
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..3u8 {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move {
+            let body = Streamed(Some(Bytes::from(vec![i; 16])));
+            let request = Request::post(url).body(body).unwrap();
+            match client.request(request).await {
+                Ok(response) => response.into_body().collect().await.map(|_| true),
+                Err(error) => {
+                    assert!(error.is_retryable(), "{error}");
+                    assert!(error.is_go_away() && !error.is_refused_stream(), "{error}");
+                    let text = error.to_string();
+                    assert!(text.contains("closed the connection gracefully"), "{text}");
+                    assert!(!text.contains("not a result of an error"), "{text}");
+                    Ok(false)
+                }
+            }
+        });
+    }
+    let served = join_all(tasks)
+        .await
+        .into_iter()
+        .filter(|r| *r.as_ref().expect("no other failure"))
+        .count();
+    assert_eq!(served, 1, "only the stream at the last id was processed");
+    assert_eq!(peer.connections(), 1, "nothing was sent again");
+    assert_eq!(pool.counters().transparent_retries, 0);
+    assert!(events.resent().is_empty());
+}
+
+/// A request body the pool cannot replay: one chunk produced by polling, like any stream.
+struct Streamed(Option<Bytes>);
+
+impl http_body::Body for Streamed {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        std::task::Poll::Ready(self.0.take().map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
