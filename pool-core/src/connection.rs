@@ -242,12 +242,16 @@ impl ConnectionRecord {
     }
 
     /// The connection's driver (hyper's connection future) completed, with `error` if it
-    /// failed; `drop_driver` drops it, and with it the transport, unless an HTTP/1 upgrade took
-    /// the transport: then the I/O lives on in the caller's hands and the connection ended by
-    /// being upgraded.
+    /// failed; `drop_driver` drops it.
+    ///
+    /// An HTTP/1 driver owns its transport, so dropping it drops the I/O, unless an upgrade
+    /// (`101`) took the transport: then the I/O lives on in the caller's hands and the
+    /// connection ended by being upgraded. An HTTP/2 connection cannot be upgraded, and hyper
+    /// may still hold its I/O in a task of its own for a moment after the driver ends, so for
+    /// it the end of the driver is the protocol's close, whatever the I/O does next.
     pub fn driver_completed(&self, error: Option<BoxError>, drop_driver: impl FnOnce()) {
-        if let Some(error) = error {
-            self.close(CloseReason::ProtocolClosed, Some(error));
+        if error.is_some() || self.info.protocol() == Protocol::Http2 {
+            self.close(CloseReason::ProtocolClosed, error);
         }
         drop_driver();
         if !self.is_physically_closed() {
@@ -527,6 +531,28 @@ mod tests {
             *listener.closed.lock().unwrap(),
             vec![CloseReason::IncompleteH1Exchange]
         );
+    }
+
+    #[test]
+    fn an_http2_driver_that_ends_before_its_io_is_dropped_is_not_an_upgrade() {
+        let (gauges, listener, link, record) = setup(Protocol::Http2);
+        // hyper's connection task still holds the I/O when the driver completes.
+        record.driver_completed(None, || {});
+        assert_eq!(record.close_reason(), Some(CloseReason::ProtocolClosed));
+        link.gone();
+        assert_eq!(gauges.snapshot(), PartitionStats::default());
+        assert_eq!(
+            *listener.closed.lock().unwrap(),
+            vec![CloseReason::ProtocolClosed]
+        );
+        let (_, _, link, record) = setup(Protocol::Http1);
+        record.driver_completed(None, || {});
+        assert_eq!(
+            record.close_reason(),
+            Some(CloseReason::Upgraded),
+            "an HTTP/1 driver that ends with its I/O alive handed it to an upgrade"
+        );
+        link.gone();
     }
 
     #[test]
