@@ -3,10 +3,13 @@
 //! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
 //! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
+//! * `cargo xtask interop` runs poolcurl against nginx and nghttpd (release mode); it is also
+//!   the last step of `ci` when both are installed, and skipped there with one line when not.
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
 //! reproduced by copying the printed line.
 
+use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -115,6 +118,57 @@ fn ci_steps() -> Vec<Step> {
     ]
 }
 
+/// Builds poolcurl and runs `tests/src/bin/interop.rs` against it, both in release mode.
+fn interop_steps() -> Vec<Step> {
+    // Where `cargo build --release` puts poolcurl (cargo resolves a relative
+    // CARGO_TARGET_DIR against the working directory, which the interop run shares).
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask/ in a workspace");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(workspace.join("target"), Into::into);
+    let poolcurl = target
+        .join("release")
+        .join("poolcurl")
+        .display()
+        .to_string();
+    let interop = [
+        "run",
+        "--release",
+        "--quiet",
+        "--locked",
+        "-p",
+        "pool-tests",
+        "--bin",
+        "interop",
+        "--",
+    ];
+    vec![
+        Step::cargo(
+            "interop-build",
+            &["build", "--release", "--locked", "-p", "poolcurl"],
+        ),
+        Step::cargo("interop", &interop).with_args(&["--poolcurl".into(), poolcurl]),
+    ]
+}
+
+/// Why the interop checks cannot run on this machine, if they cannot: a server is missing
+/// (searched where the interop program searches: PATH, /usr/sbin, /usr/bin).
+fn interop_missing() -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<_> = std::env::split_paths(&path).collect();
+    dirs.extend(["/usr/sbin", "/usr/bin"].map(Into::into));
+    let missing: Vec<&str> = ["nginx", "nghttpd"]
+        .into_iter()
+        .filter(|name| !dirs.iter().any(|dir| Path::new(dir).join(name).is_file()))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{} not found on PATH, /usr/sbin or /usr/bin (.ci/run installs them)",
+            missing.join(" and ")
+        )
+    })
+}
+
 fn run_all(steps: &[Step]) -> ExitCode {
     let started = Instant::now();
     for step in steps {
@@ -134,18 +188,40 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci               fmt, clippy, test, doc, loom (stops at the first failure)
+  ci               fmt, clippy, test, doc, loom, then interop when nginx and nghttpd are
+                   installed (stops at the first failure)
   bench [--quick] [--json] [--url URL] [--only N]
                    pool vs raw hyper vs hyper-util, interleaved, in release mode; markdown (or
                    JSON) on stdout; --only N runs scenario N (1-6) alone
   soak [--secs N]  a long mixed-fault run against one bounded pool (default 60 s); prints
-                   leaked permits (must be 0) and memory";
+                   leaked permits (must be 0) and memory
+  interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under
+                   load) and nghttpd (h2c, 10 streams per connection), in release mode; a
+                   table of results, exit 1 if any check fails";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
-        Some("ci") => run_all(&ci_steps()),
+        Some("ci") => {
+            let mut steps = ci_steps();
+            let skipped = interop_missing();
+            if skipped.is_none() {
+                steps.extend(interop_steps());
+            }
+            let code = run_all(&steps);
+            if let Some(why) = skipped {
+                eprintln!("xtask: interop skipped: {why}");
+            }
+            code
+        }
+        Some("interop") => match interop_missing() {
+            None => run_all(&interop_steps()),
+            Some(why) => {
+                eprintln!("xtask: interop cannot run: {why}");
+                ExitCode::FAILURE
+            }
+        },
         Some("bench") => {
             let bench = Step::cargo(
                 "bench",

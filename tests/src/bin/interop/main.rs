@@ -1,0 +1,360 @@
+//! `cargo xtask interop`: the pool, through `poolcurl load`, against real servers nobody here
+//! wrote, on loopback.
+//!
+//! * **nginx, graceful reloads under load.** One nginx master (`worker_processes 2`, its own
+//!   config, logs, pid file and certificates in a temp dir) with three listeners: HTTP/1.1, h2c
+//!   and TLS offering `h2` and `http/1.1` by ALPN. For HTTP/1.1, h2c, TLS+h2 and TLS+http/1.1,
+//!   one `poolcurl load -z 5s -c 32` runs while six `nginx -s reload`s are sent, spread over the
+//!   five seconds. Check: every request succeeded, none aborted, and nginx logged six reloads.
+//! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
+//!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
+//!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
+//!   beside it as the reference (not a check; skipped when h2load is absent).
+//!
+//! Every check also confirms it exercised the protocol it names (only h1 or only h2
+//! connections) and that poolcurl exited 0. Requests, successes, failures, connections opened
+//! and the transparent re-sends (`connections.retries`, and `connections.resends` by reason;
+//! "n/a" when this poolcurl build does not report them) go into one table on stdout, details
+//! below it. Exit status 1 when any check failed (a server that is missing or does not start
+//! fails its checks), 2 for bad arguments.
+//!
+//! nginx keeps its defaults otherwise, so `keepalive_requests 1000` also ends connections during
+//! a run (HTTP/1.1: `Connection: close`; HTTP/2: GOAWAY): the pool must take those in its
+//! stride too.
+//!
+//! What it does not do: measure performance, build poolcurl (pass its path: `--poolcurl PATH`
+//! or `POOLCURL`; by default the `poolcurl` next to this binary) or install servers (`.ci/run`
+//! does, on CI). It finds `nginx`, `nghttpd` and `h2load` on `PATH` and in `/usr/sbin`,
+//! `/usr/bin`. Servers are stopped and the temp dir removed however the program ends, except
+//! when it is killed by a signal (a Ctrl-C reaches the servers too: same process group).
+
+mod process;
+mod report;
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use pool_tests::tls::{TempDir, TestPki};
+use serde_json::{Map, Value};
+
+use process::*;
+use report::*;
+
+/// Graceful reloads sent during each nginx run.
+const RELOADS: u64 = 6;
+/// Rounds against nghttpd, each a fresh poolcurl process.
+const ROUNDS: usize = 5;
+/// How long a server may take to accept connections after it was started.
+const READY_DEADLINE: Duration = Duration::from_secs(10);
+/// How long one poolcurl run may take before it is killed and counted as failed: `-z 5s` plus
+/// poolcurl's own 10 s drain limit, with margin (a `-n` run has no limit of its own).
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+/// Arguments every poolcurl run starts with.
+const LOAD: &[&str] = &["load", "--no-progress", "--output-format", "json"];
+/// The nginx cases: name, the protocol its connections must use, poolcurl's protocol flag.
+const NGINX_CASES: [(&str, &str, &str); 4] = [
+    ("http1.1", "h1", "--http1.1"),
+    ("h2c", "h2", "--http2-prior-knowledge"),
+    ("TLS ALPN h2", "h2", "--http2"),
+    ("TLS ALPN http/1.1", "h1", "--http1.1"),
+];
+
+fn main() -> ExitCode {
+    let Some(poolcurl) = poolcurl_path() else {
+        eprintln!("usage: interop [--poolcurl PATH]  (or POOLCURL=PATH; default: next to interop)");
+        return ExitCode::from(2);
+    };
+    if !poolcurl.is_file() {
+        eprintln!("interop: poolcurl not found at {}", poolcurl.display());
+        return ExitCode::from(2);
+    }
+    // Every server and the temp dir are dropped (stopped, removed) at the end of this block.
+    let rows = {
+        let tmp = TempDir::new("interop");
+        let mut rows = nginx_reloads(&poolcurl, &tmp.path().join("nginx"));
+        rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
+        rows
+    };
+    print_table(&rows);
+    let checks = rows.iter().filter(|r| r.passed.is_some()).count();
+    let failed = rows.iter().filter(|r| r.passed == Some(false)).count();
+    println!("\ninterop: {} of {checks} checks passed", checks - failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn poolcurl_path() -> Option<PathBuf> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [flag, path] if flag == "--poolcurl" => Some(path.into()),
+        [] => match std::env::var_os("POOLCURL") {
+            Some(path) => Some(path.into()),
+            None => Some(std::env::current_exe().ok()?.with_file_name("poolcurl")),
+        },
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// nginx
+
+fn nginx_reloads(poolcurl: &Path, dir: &Path) -> Vec<Row> {
+    let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
+    let (nginx, server, ports) = match start_nginx(dir) {
+        Ok(started) => started,
+        Err(e) => return NGINX_CASES.map(|c| Row::broken(name(c.0), &e)).into(),
+    };
+    let ca = dir.join("ca.pem").display().to_string();
+    let mut rows = Vec::new();
+    for (i, (case, proto, flag)) in NGINX_CASES.into_iter().enumerate() {
+        eprintln!("interop: {} ...", name(case));
+        let mut args = ["-z", "5s", "-c", "32", flag].map(String::from).to_vec();
+        if i < 2 {
+            args.push(format!("http://127.0.0.1:{}/", ports[i]));
+        } else {
+            // The certificate names `localhost`; `--resolve` pins it to 127.0.0.1, where nginx
+            // listens, so no connection tries ::1 first.
+            let p = ports[2];
+            let resolve = format!("--resolve=localhost:{p}:127.0.0.1");
+            args.extend([
+                format!("--cacert={ca}"),
+                resolve,
+                format!("https://localhost:{p}/"),
+            ]);
+        }
+        let reloads_before = count_reloads(&server.log);
+        let run = Running::spawn(poolcurl, &args);
+        let mut problems = match &run {
+            Ok(run) => reload_during(&nginx, dir, run.started),
+            Err(_) => Vec::new(),
+        };
+        let finished = run.map(Running::finish);
+        // The master logs "reconfiguring" when it handles a SIGHUP, within milliseconds of
+        // the signal; the run lasts at least 0.75 s past the last one.
+        let reloaded = count_reloads(&server.log) - reloads_before;
+        if reloaded as u64 != RELOADS {
+            problems.push(format!("nginx logged {reloaded} of {RELOADS} reloads"));
+        }
+        rows.push(Row::judge(name(case), finished, None, proto, problems));
+    }
+    rows
+}
+
+/// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`. The
+/// sleeps only place them in time; no result depends on their exact moment. Returns failures.
+fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
+    let mut problems = Vec::new();
+    for n in 0..RELOADS {
+        let at = started + Duration::from_millis(500 + 750 * n);
+        thread::sleep(at.saturating_duration_since(Instant::now()));
+        match nginx_cmd(nginx, dir, Some("reload")).output() {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                problems.push(format!(
+                    "reload {} failed ({}): {}",
+                    n + 1,
+                    out.status,
+                    stderr.trim()
+                ));
+            }
+            Err(e) => problems.push(format!("reload {} could not run: {e}", n + 1)),
+        }
+    }
+    problems
+}
+
+/// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
+/// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
+/// h2c, TLS.
+fn start_nginx(dir: &Path) -> Result<(PathBuf, Server, [u16; 3]), String> {
+    let nginx = find_binary("nginx").ok_or("nginx not found")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let pki = TestPki::new();
+    let write = |file: &str, text: String| {
+        std::fs::write(dir.join(file), text).map_err(|e| format!("write {file}: {e}"))
+    };
+    write("ca.pem", pki.ca_pem())?;
+    write("server.pem", pki.server_cert_pem())?;
+    write("server.key", pki.server_key_pem())?;
+    let ports = free_ports::<3>()?;
+    // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
+    // still works there, with a warning).
+    let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
+        ("", "http2 on;")
+    } else {
+        (" http2", "")
+    };
+    // As root nginx would run its workers as `nobody`; keep them as the harness's user. (As
+    // anyone else, `user` is ignored with a warning, so it is left out.)
+    let user = if running_as_root() { "user root;" } else { "" };
+    let d = dir.display();
+    let ok = r#"location / { return 200 "ok\n"; }"#;
+    let [p1, p2, p3] = ports;
+    let conf = format!(
+        "worker_processes 2;
+{user}
+pid {d}/nginx.pid;
+error_log {d}/error.log notice;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    default_type text/plain;
+    # The compiled-in temp paths (e.g. /var/lib/nginx) need not exist or be writable.
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{ listen 127.0.0.1:{p1}; {ok} }}
+    server {{ listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} }}
+    server {{
+        listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
+        ssl_certificate {d}/server.pem;
+        ssl_certificate_key {d}/server.key;
+        {ok}
+    }}
+}}
+"
+    );
+    write("nginx.conf", conf)?;
+    let mut cmd = nginx_cmd(&nginx, dir, None);
+    cmd.args(["-g", "daemon off;"]);
+    let mut server = Server::start("nginx", cmd, dir.join("error.log"), &dir.join("stderr.log"))?;
+    // `-s stop` makes the master stop its workers too; killing only the master would leave
+    // them running, holding the ports.
+    server.stop = Some(nginx_cmd(&nginx, dir, Some("stop")));
+    server.wait_ready(&ports)?;
+    Ok((nginx, server, ports))
+}
+
+/// `nginx -p DIR -c DIR/nginx.conf -e DIR/error.log [-s SIGNAL]`. `-e` (nginx 1.19.5+) keeps
+/// nginx from opening its compiled-in error log (unwritable for a normal user) before it has
+/// read the config.
+fn nginx_cmd(nginx: &Path, dir: &Path, signal: Option<&str>) -> Command {
+    let mut cmd = Command::new(nginx);
+    cmd.arg("-p").arg(dir).arg("-c").arg(dir.join("nginx.conf"));
+    cmd.arg("-e")
+        .arg(dir.join("error.log"))
+        .stdin(Stdio::null());
+    cmd.args(signal.map(|s| ["-s", s]).into_iter().flatten());
+    cmd
+}
+
+fn nginx_version(nginx: &Path) -> Option<(u32, u32, u32)> {
+    // `nginx -v` prints "nginx version: nginx/1.22.1" (maybe with a suffix) on stderr.
+    let out = Command::new(nginx).arg("-v").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let version = text.split("nginx/").nth(1)?.split_whitespace().next()?;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+fn count_reloads(error_log: &Path) -> usize {
+    let log = std::fs::read_to_string(error_log).unwrap_or_default();
+    log.lines()
+        .filter(|l| l.ends_with(": reconfiguring"))
+        .count()
+}
+
+fn running_as_root() -> bool {
+    // The effective uid is the second field of `Uid:` in /proc/self/status (Linux).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"));
+    uid.and_then(|u| u.split_whitespace().nth(1)) == Some("0")
+}
+
+// ---------------------------------------------------------------------------------------------
+// nghttpd
+
+fn nghttpd_stream_limit(poolcurl: &Path, dir: &Path) -> Vec<Row> {
+    let name = |round: usize| format!("nghttpd -m 10, -n 200 -c 200 h2c, round {round}");
+    let (_server, port) = match start_nghttpd(dir) {
+        Ok(started) => started,
+        Err(e) => return (1..=ROUNDS).map(|r| Row::broken(name(r), &e)).collect(),
+    };
+    let url = format!("http://127.0.0.1:{port}/file");
+    let mut rows = Vec::new();
+    for round in 1..=ROUNDS {
+        eprintln!("interop: {} ...", name(round));
+        let args = ["-n", "200", "-c", "200", "--http2-prior-knowledge", &url].map(String::from);
+        let finished = Running::spawn(poolcurl, &args).map(Running::finish);
+        rows.push(Row::judge(
+            name(round),
+            finished,
+            Some(200),
+            "h2",
+            Vec::new(),
+        ));
+    }
+    if let Some(h2load) = find_binary("h2load") {
+        rows.push(h2load_reference(&h2load, &url));
+    }
+    rows
+}
+
+/// Starts nghttpd (h2c, at most 10 concurrent streams per connection) serving `dir/htdocs`,
+/// which holds one small `file`, and waits until it listens.
+fn start_nghttpd(dir: &Path) -> Result<(Server, u16), String> {
+    let nghttpd = find_binary("nghttpd").ok_or("nghttpd not found")?;
+    let docroot = dir.join("htdocs");
+    std::fs::create_dir_all(&docroot)
+        .and_then(|()| std::fs::write(docroot.join("file"), "hello from nghttpd\n"))
+        .map_err(|e| format!("docroot: {e}"))?;
+    let [port] = free_ports::<1>()?;
+    let mut cmd = Command::new(nghttpd);
+    cmd.args([
+        "--no-tls",
+        "--address=127.0.0.1",
+        "--max-concurrent-streams=10",
+    ]);
+    cmd.arg(format!("--htdocs={}", docroot.display()))
+        .arg(port.to_string());
+    let log = dir.join("nghttpd.log");
+    let mut server = Server::start("nghttpd", cmd, log.clone(), &log)?;
+    server.wait_ready(&[port])?;
+    Ok((server, port))
+}
+
+/// h2load's "requests: ..." line as a reference row (never a check).
+fn h2load_reference(h2load: &Path, url: &str) -> Row {
+    let mut row = Row::new("h2load -n 200 -c 1 -m 200 (reference)".into(), None);
+    let out = Command::new(h2load)
+        .args(["-n", "200", "-c", "1", "-m", "200", url])
+        .output();
+    let stdout = out
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let Some(line) = stdout.lines().find(|l| l.starts_with("requests:")) else {
+        row.cells[RESULT] = "no result".into();
+        return row;
+    };
+    // "requests: 200 total, 200 started, 200 done, 200 succeeded, 0 failed, 0 errored, ..."
+    let field = |what: &str| {
+        let part = line.split(", ").find(|p| p.ends_with(what));
+        part.and_then(|p| p.split(' ').rev().nth(1))
+            .unwrap_or("?")
+            .to_string()
+    };
+    row.cells[1..5].clone_from_slice(&[
+        field(" total"),
+        field(" succeeded"),
+        field(" failed"),
+        "1".into(),
+    ]);
+    row.details.push(format!("h2load {line}"));
+    row
+}

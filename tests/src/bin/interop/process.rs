@@ -1,0 +1,174 @@
+//! Processes for the interop checks: finding server binaries, free loopback ports, servers
+//! stopped on drop, and poolcurl runs bounded in time.
+
+use super::*;
+
+pub(crate) fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain(["/usr/sbin", "/usr/bin"].map(PathBuf::from));
+    dirs.map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// Free loopback ports, distinct from each other. The kernel picks each (bind to port 0), and
+/// the listeners are closed again because nginx and nghttpd take a port number, not a socket.
+/// Another process could take a port in the moment between; the server then fails to start
+/// and its checks fail with its log, rather than anything passing wrongly.
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], String> {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<io::Result<_>>()
+        .map_err(|e| format!("no free port: {e}"))?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&held) {
+        *port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    }
+    Ok(ports)
+}
+
+/// Kills a child that is still running and reaps it.
+pub(crate) fn kill(child: &mut Child) {
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A server we started, stopped on drop however its scope is left.
+pub(crate) struct Server {
+    pub(crate) name: &'static str,
+    pub(crate) child: Child,
+    /// A graceful stop command, tried before killing the process.
+    pub(crate) stop: Option<Command>,
+    /// Where the server logs; its tail explains a failed start.
+    pub(crate) log: PathBuf,
+}
+
+impl Server {
+    /// Starts `cmd` with its stdout and stderr in the file `out`.
+    pub(crate) fn start(
+        name: &'static str,
+        mut cmd: Command,
+        log: PathBuf,
+        out: &Path,
+    ) -> Result<Server, String> {
+        let out = File::create(out).map_err(|e| format!("create {}: {e}", out.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Server {
+            name,
+            child,
+            stop: None,
+            log,
+        })
+    }
+
+    /// Polls until every port accepts a TCP connection, or the server exits, or
+    /// [`READY_DEADLINE`] passes. A connect that succeeds means the listening socket exists
+    /// (nginx's master binds before it forks workers; a connection accepted early waits in the
+    /// backlog until a worker takes it), which is all a load needs.
+    pub(crate) fn wait_ready(&mut self, ports: &[u16]) -> Result<(), String> {
+        let deadline = Instant::now() + READY_DEADLINE;
+        for &port in ports {
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+                let exited = self.child.try_wait().map_err(|e| e.to_string())?;
+                if exited.is_some() || Instant::now() > deadline {
+                    let why = exited.map_or("is not listening".into(), |s| format!("exited ({s})"));
+                    let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+                    let lines: Vec<&str> = log.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(4)..].join(" | ");
+                    return Err(format!("{} {why} on port {port}; log: {tail}", self.name));
+                }
+                thread::sleep(Duration::from_millis(20)); // poll interval
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = &mut self.stop {
+            let _ = stop.stdout(Stdio::null()).stderr(Stdio::null()).status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(20));
+            }
+            if matches!(self.child.try_wait(), Ok(None)) {
+                eprintln!("interop: {} did not stop within 5 s; killing it", self.name);
+            }
+        }
+        kill(&mut self.child);
+    }
+}
+
+/// A poolcurl run in progress. Two threads read its output, so it never blocks on a full
+/// pipe. Killed on drop if it has not finished.
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) started: Instant,
+    pub(crate) readers: Option<[JoinHandle<Vec<u8>>; 2]>,
+}
+
+/// A finished poolcurl run: exit status (`None`: killed at [`RUN_DEADLINE`]), stdout, stderr.
+pub(crate) struct Finished {
+    pub(crate) status: Option<ExitStatus>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Running {
+    pub(crate) fn spawn(poolcurl: &Path, args: &[String]) -> Result<Running, String> {
+        let mut cmd = Command::new(poolcurl);
+        cmd.args(LOAD).args(args).stdin(Stdio::null());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run poolcurl: {e}"))?;
+        let read = |mut pipe: Box<dyn Read + Send>| {
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                buf
+            })
+        };
+        let out = read(Box::new(child.stdout.take().expect("piped")));
+        let err = read(Box::new(child.stderr.take().expect("piped")));
+        Ok(Running {
+            child,
+            started: Instant::now(),
+            readers: Some([out, err]),
+        })
+    }
+
+    pub(crate) fn finish(mut self) -> Finished {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if self.started.elapsed() < RUN_DEADLINE => {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                _ => break None,
+            }
+        };
+        kill(&mut self.child); // after a timeout: closes the pipes, so the readers end
+        let text = |h: JoinHandle<Vec<u8>>| {
+            String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned()
+        };
+        let [out, err] = self.readers.take().expect("finish runs once");
+        Finished {
+            status,
+            stdout: text(out),
+            stderr: text(err),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+    }
+}

@@ -1,0 +1,178 @@
+//! The results table of the interop checks: one row per check (or reference run), with the
+//! details printed under it.
+
+use super::*;
+
+pub(crate) const HEADER: &str = "check requests succeeded failed opened retries resends result";
+/// The index of the last column, `result`.
+pub(crate) const RESULT: usize = 7;
+
+/// One line of the table: a check (`passed` is `Some`) or a reference (`None`).
+pub(crate) struct Row {
+    /// One per column of [`HEADER`]; the counts are 1..=5.
+    pub(crate) cells: Vec<String>,
+    pub(crate) passed: Option<bool>,
+    /// Printed under the table: why a check failed, what happened to connections.
+    pub(crate) details: Vec<String>,
+}
+
+impl Row {
+    pub(crate) fn new(check: String, passed: Option<bool>) -> Row {
+        let mut cells = vec!["-".to_string(); RESULT + 1];
+        cells[0] = check;
+        cells[RESULT] = match passed {
+            Some(true) => "ok",
+            Some(false) => "FAIL",
+            None => "ref",
+        }
+        .into();
+        Row {
+            cells,
+            passed,
+            details: Vec::new(),
+        }
+    }
+
+    /// A check that could not run.
+    pub(crate) fn broken(check: String, why: &str) -> Row {
+        let mut row = Row::new(check, Some(false));
+        row.details.push(why.to_string());
+        row
+    }
+
+    /// Judges a poolcurl run: it exited 0, and its summary shows requests (`expect` of them,
+    /// if given) that all succeeded, none aborted, on connections of `proto` only. `problems`
+    /// are failures found before.
+    pub(crate) fn judge(
+        check: String,
+        run: Result<Finished, String>,
+        expect: Option<u64>,
+        proto: &str,
+        mut problems: Vec<String>,
+    ) -> Row {
+        let (mut cells, mut info) = (Vec::new(), Vec::new());
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => return Row::broken(check, &e),
+        };
+        match serde_json::from_str::<Value>(&run.stdout) {
+            Ok(json) => cells = summarize(&json, expect, proto, &mut problems, &mut info),
+            Err(_) => {
+                let stderr = run.stderr.trim().replace('\n', " | ");
+                problems.push(format!("no JSON summary; stderr: {stderr}"));
+            }
+        }
+        match run.status {
+            None => problems.push(format!("killed after {} s", RUN_DEADLINE.as_secs())),
+            Some(s) if !s.success() => problems.push(format!("poolcurl exited with {s}")),
+            Some(_) => {}
+        }
+        let mut row = Row::new(check, Some(problems.is_empty()));
+        row.cells.splice(1..1 + cells.len(), cells);
+        row.details = problems.into_iter().chain(info).collect();
+        row
+    }
+}
+
+/// The table cells of a poolcurl JSON summary (requests ... resends). Adds to `problems`
+/// what fails the check and to `info` what happened to connections.
+pub(crate) fn summarize(
+    json: &Value,
+    expect: Option<u64>,
+    proto: &str,
+    problems: &mut Vec<String>,
+    info: &mut Vec<String>,
+) -> Vec<String> {
+    let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+    let object = |path: &str| json.pointer(path).and_then(Value::as_object);
+    let show = |n: Option<u64>| n.map_or("n/a".into(), |n| n.to_string());
+    let (requests, failures) = (count("/requests"), count("/failures"));
+    match failures {
+        Some(0) => {}
+        Some(n) => {
+            let classes = object("/errors").and_then(nonzero).unwrap_or_default();
+            problems.push(format!("{n} failed: {classes}"));
+            for (class, example) in object("/error_examples").into_iter().flatten() {
+                problems.push(format!(
+                    "  {class}: {}",
+                    example.as_str().unwrap_or_default()
+                ));
+            }
+        }
+        None => problems.push("no `failures` in the summary".into()),
+    }
+    if let Some(n @ 1..) = count("/aborted") {
+        problems.push(format!("{n} aborted"));
+    }
+    match (requests, expect) {
+        (Some(0) | None, _) => problems.push("no requests ran".into()),
+        (Some(n), Some(want)) if n != want => {
+            problems.push(format!("{n} of {want} requests ended"))
+        }
+        _ => {}
+    }
+    let (h1, h2) = (count("/connections/h1"), count("/connections/h2"));
+    let (wanted, other) = if proto == "h2" { (h2, h1) } else { (h1, h2) };
+    if wanted.is_none_or(|n| n == 0) || other.is_some_and(|n| n > 0) {
+        problems.push(format!(
+            "expected {proto} connections only: h1={} h2={}",
+            show(h1),
+            show(h2)
+        ));
+    }
+    if let Some(closed) = object("/connections/closed").and_then(nonzero) {
+        info.push(format!("connections closed during the run: {closed}"));
+    }
+    let resends = object("/connections/resends").map(|r| nonzero(r).unwrap_or("0".into()));
+    vec![
+        show(requests),
+        show(count("/successes")),
+        show(failures),
+        show(count("/connections/opened")),
+        show(count("/connections/retries")),
+        resends.unwrap_or_else(|| "n/a".into()),
+    ]
+}
+
+/// "key=n key=n" for the non-zero counts of an object; `None` when all are zero.
+pub(crate) fn nonzero(map: &Map<String, Value>) -> Option<String> {
+    let parts: Vec<String> = map
+        .iter()
+        .filter_map(|(k, v)| v.as_u64().filter(|&n| n > 0).map(|n| format!("{k}={n}")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+pub(crate) fn print_table(rows: &[Row]) {
+    let header = Row {
+        cells: HEADER.split(' ').map(String::from).collect(),
+        passed: None,
+        details: Vec::new(),
+    };
+    let lines: Vec<&Row> = std::iter::once(&header).chain(rows).collect();
+    let mut widths = [0; RESULT + 1];
+    for row in &lines {
+        for (width, cell) in widths.iter_mut().zip(&row.cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::from("\n");
+    for row in &lines {
+        let mut line = String::new();
+        for (i, (cell, width)) in row.cells.iter().zip(widths).enumerate() {
+            // Counts right-aligned, text left-aligned.
+            let _ = match i {
+                1..=5 => write!(line, "{cell:>width$}  "),
+                _ => write!(line, "{cell:<width$}  "),
+            };
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for row in rows.iter().filter(|r| !r.details.is_empty()) {
+        let _ = writeln!(out, "\n{} [{}]", row.cells[0], row.cells[RESULT]);
+        for detail in &row.details {
+            let _ = writeln!(out, "    {detail}");
+        }
+    }
+    print!("{out}");
+}
