@@ -5,30 +5,43 @@ use std::time::Duration;
 
 use http::Request;
 use pool_core::ResendReason;
-use pool_core::sync::Arc;
 use pool_h1::{H1Connection, SendOutcome};
+use std::future::Future;
 
-use super::Exchange;
-use super::deadline::ReadDeadline;
 use super::resend::Again;
+use super::{Exchange, Served};
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
 
-/// Sends `request` on `conn`, a connection reserved for it.
-pub(super) async fn exchange(
+/// Hands `request` to `conn`, a connection reserved for it; the caller awaits the returned
+/// future (under the read deadline) and passes its outcome to [`finish`]. Split in two, not an
+/// `async fn`, so the request's one future holds hyper's response future directly instead of
+/// another state machine around it.
+pub(super) fn start(
     client: &Client,
-    entry: &Arc<CellEntry>,
+    entry: &CellEntry,
     conn: H1Connection<RequestBody>,
     mut request: Request<RequestBody>,
     waited: Option<Duration>,
-    deadline: &mut ReadDeadline,
-) -> Result<Exchange, Error> {
+) -> (
+    Served,
+    impl Future<Output = SendOutcome<RequestBody>> + Send + use<>,
+) {
     let served = client.dispatching(conn.record(), waited);
     pool_h1::prepare_request(&mut request, &entry.host);
-    let sent = conn.send(request);
-    match deadline.bound(&*client.pool.shared.sleep, sent).await? {
+    (served, conn.send(request))
+}
+
+/// What the exchange that [`start`] began came to.
+pub(super) fn finish(
+    client: &Client,
+    entry: &CellEntry,
+    served: Served,
+    outcome: SendOutcome<RequestBody>,
+) -> Result<Exchange, Error> {
+    match outcome {
         SendOutcome::Response(response, guard) => {
             Ok(client.respond(response, served, |incoming, handle| {
                 Body::h1(incoming, guard, handle)

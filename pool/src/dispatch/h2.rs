@@ -2,6 +2,7 @@
 //! generation when its connection failed (GOAWAY, closed dispatcher, I/O error), and wrap the
 //! response body so the stream ends with it.
 
+use std::future::Future;
 use std::time::Duration;
 
 use http::Request;
@@ -10,26 +11,37 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 use pool_h2::{H2SendOutcome, StreamLease};
 
-use super::Exchange;
-use super::deadline::ReadDeadline;
 use super::resend::Again;
+use super::{Exchange, Served};
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
 
-/// Sends `request` on `lease`, one stream of an accepting generation.
-pub(super) async fn exchange(
+/// Hands `request` to `lease`, one stream of an accepting generation; the caller awaits the
+/// returned future (under the read deadline) and passes its outcome to [`finish`] (see
+/// `h1::start` for why this is not an `async fn`).
+pub(super) fn start(
     client: &Client,
-    entry: &Arc<CellEntry>,
     lease: StreamLease<RequestBody>,
     request: Request<RequestBody>,
     waited: Option<Duration>,
-    deadline: &mut ReadDeadline,
-) -> Result<Exchange, Error> {
+) -> (
+    Served,
+    impl Future<Output = H2SendOutcome<RequestBody>> + Send + use<>,
+) {
     let served = client.dispatching(lease.record(), waited);
-    let sent = lease.send(request);
-    match deadline.bound(&*client.pool.shared.sleep, sent).await? {
+    (served, lease.send(request))
+}
+
+/// What the exchange that [`start`] began came to.
+pub(super) fn finish(
+    client: &Client,
+    entry: &CellEntry,
+    served: Served,
+    outcome: H2SendOutcome<RequestBody>,
+) -> Result<Exchange, Error> {
+    match outcome {
         H2SendOutcome::Response(response, guard) => {
             Ok(client.respond(response, served, |incoming, handle| {
                 Body::h2(incoming, guard, handle)

@@ -8,7 +8,9 @@
 //!  }                                                                   the error to fail with)
 //! ```
 //!
-//! Each protocol's exchange lives in its own file (`h1`, `h2`); `resend` decides whether a
+//! Each protocol's exchange lives in its own file (`h1`, `h2`), as a `start` that hands the
+//! request over and a `finish` that reads the outcome, so the loop is the request's only state
+//! machine; `resend` decides whether a
 //! request the server did not process goes round the loop again; `deadline` is the read
 //! timeout all attempts of one request share. This module holds the loop and what both
 //! protocols share: reuse events and attaching the connection handle to the response.
@@ -66,14 +68,17 @@ impl Client {
             let selected = entry
                 .acquire(requirement, self.connect_timeout, &mut waited)
                 .await?;
+            let sleep = &*self.pool.shared.sleep;
             let exchange = match selected {
                 Selected::H1(conn) => {
-                    h1::exchange(self, &entry, conn, request, waited, &mut deadline).await?
+                    let (served, sent) = h1::start(self, &entry, conn, request, waited);
+                    h1::finish(self, &entry, served, deadline.bound(sleep, sent).await?)
                 }
                 Selected::H2(lease) => {
-                    h2::exchange(self, &entry, lease, request, waited, &mut deadline).await?
+                    let (served, sent) = h2::start(self, lease, request, waited);
+                    h2::finish(self, &entry, served, deadline.bound(sleep, sent).await?)
                 }
-            };
+            }?;
             match exchange {
                 Exchange::Response(response) => return Ok(response),
                 Exchange::Again(again) => request = resends.next(again)?,
