@@ -112,7 +112,7 @@ pub enum InvalidOrigin {
     MissingHost,
     /// The host is empty or longer than a DNS name may be.
     InvalidHost(String),
-    /// The port is 0.
+    /// The port is 0 or above 65535.
     InvalidPort,
 }
 
@@ -125,7 +125,7 @@ impl fmt::Display for InvalidOrigin {
             InvalidOrigin::UnsupportedScheme(s) => write!(f, "unsupported URI scheme {s:?}"),
             InvalidOrigin::MissingHost => f.write_str("URI has no host"),
             InvalidOrigin::InvalidHost(h) => write!(f, "invalid host {h:?}"),
-            InvalidOrigin::InvalidPort => f.write_str("port 0 is not a valid destination port"),
+            InvalidOrigin::InvalidPort => f.write_str("the port must be a number from 1 to 65535"),
         }
     }
 }
@@ -142,7 +142,7 @@ impl OriginKey {
     /// # Errors
     ///
     /// Fails when the URI is relative, uses a scheme other than `http`/`https`, has no host, or
-    /// names port 0.
+    /// names port 0 or a port above 65535.
     pub fn from_uri(uri: &Uri) -> Result<OriginKey, InvalidOrigin> {
         OriginLookup::from_uri(uri).map(|lookup| lookup.to_key())
     }
@@ -284,6 +284,25 @@ impl fmt::Write for HostBuf {
 /// Canonicalizes `raw` (possibly bracketed, possibly mixed case). The common case (a lower-case
 /// name or an IPv4 literal) borrows `raw` and touches no buffer; only text that must change is
 /// written into a (heap) buffer.
+/// Whether the URI's authority writes a port, for when `http` could not read it as one: the
+/// `http` crate answers "no port" both when there is none and when the digits do not fit in 16
+/// bits, and only the first may fall back to the scheme's default, or `:99999` would quietly
+/// reach port 80. An empty port (`host:`) is no port, as for curl.
+fn has_port_text(uri: &Uri) -> bool {
+    let Some(authority) = uri.authority() else {
+        return false;
+    };
+    let host_port = authority
+        .as_str()
+        .rsplit_once('@')
+        .map_or(authority.as_str(), |(_, host_port)| host_port);
+    match host_port.rfind(':') {
+        // A colon inside an IPv6 literal's brackets is not a port separator.
+        Some(i) => !host_port[i..].contains(']') && i + 1 < host_port.len(),
+        None => false,
+    }
+}
+
 fn canonicalize(raw: &str) -> Result<(HostText<'_>, HostKind), InvalidOrigin> {
     let invalid = || InvalidOrigin::InvalidHost(raw.to_owned());
     let unbracketed = raw.strip_prefix('[').and_then(|r| r.strip_suffix(']'));
@@ -350,7 +369,11 @@ impl<'a> OriginLookup<'a> {
             }
         };
         let raw = uri.host().ok_or(InvalidOrigin::MissingHost)?;
-        let port = uri.port_u16().unwrap_or(scheme.default_port());
+        let port = match uri.port_u16() {
+            Some(port) => port,
+            None if has_port_text(uri) => return Err(InvalidOrigin::InvalidPort),
+            None => scheme.default_port(),
+        };
         if port == 0 {
             return Err(InvalidOrigin::InvalidPort);
         }
@@ -483,6 +506,21 @@ mod tests {
             InvalidOrigin::UnsupportedScheme("ftp".into())
         );
         assert_eq!(err("http://example.com:0/"), InvalidOrigin::InvalidPort);
+        // Too large for a port: refused, never sent to the default port instead.
+        assert_eq!(err("http://127.0.0.1:99999/"), InvalidOrigin::InvalidPort);
+        assert_eq!(
+            err("https://example.com:65536/"),
+            InvalidOrigin::InvalidPort
+        );
+        assert_eq!(err("http://[::1]:99999/"), InvalidOrigin::InvalidPort);
+        let ok = |s: &str| OriginKey::from_uri(&s.parse().unwrap()).unwrap().port();
+        assert_eq!(ok("http://example.com:65535/"), 65535);
+        assert_eq!(
+            ok("http://[::1]/"),
+            80,
+            "colons inside brackets are not a port"
+        );
+        assert_eq!(ok("https://user:secret@example.com/"), 443);
         assert!(OriginKey::new(Scheme::Http, "", 80).is_err());
         assert!(OriginKey::new(Scheme::Http, "[::g]", 80).is_err());
     }
