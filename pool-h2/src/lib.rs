@@ -40,6 +40,7 @@
 
 mod generation;
 mod handshake;
+mod request;
 mod runtime;
 mod settings;
 
@@ -47,5 +48,6 @@ pub use generation::{
     H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, not_processed,
 };
 pub use handshake::{H2Driver, H2Home, Handshaken, handshake};
+pub use request::prepare_request;
 pub use runtime::{PartitionExecutor, PoolTimer};
 pub use settings::H2Settings;

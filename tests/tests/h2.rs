@@ -443,3 +443,25 @@ async fn poisoned_generation_is_replaced() {
     assert_ne!(second.id(), first.id());
     assert_eq!(server.accepted(), 2);
 }
+
+/// A `Host` header on an HTTP/2 request becomes its `:authority` and is not sent as a header:
+/// a client must not send a `Host` that differs from `:authority` (RFC 9113 §8.3.1), and nginx
+/// answers a request carrying both with 400. The connection is still the URI origin's.
+#[tokio::test]
+async fn a_host_header_becomes_the_http2_authority() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let request = Request::get(server.url("/vhost"))
+        .header("host", "other.test:8443")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = client.request(request).await.expect("request succeeds");
+    response.into_body().collect().await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].authority(), Some("other.test:8443"));
+    assert_eq!(requests[0].header("host"), None);
+    assert_eq!(requests[0].path(), "/vhost");
+    assert_eq!(server.accepted(), 1);
+}

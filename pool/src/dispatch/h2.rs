@@ -24,13 +24,14 @@ use crate::error::Error;
 pub(super) fn start(
     client: &Client,
     lease: StreamLease<RequestBody>,
-    request: Request<RequestBody>,
+    mut request: Request<RequestBody>,
     waited: Option<Duration>,
 ) -> (
     Served,
     impl Future<Output = H2SendOutcome<RequestBody>> + Send + use<>,
 ) {
     let served = client.dispatching(lease.record(), waited);
+    pool_h2::prepare_request(&mut request);
     (served, lease.send(request))
 }
 
