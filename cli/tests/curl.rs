@@ -32,6 +32,12 @@ impl Run {
 
 async fn poolcurl(args: &[&str]) -> Run {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("all_proxy")
+        .env_remove("ALL_PROXY")
         .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -504,4 +510,77 @@ async fn output_files_take_urls_in_order() {
         run.stdout_text(),
         format!("[{}]body of /two[]", file.display())
     );
+}
+
+/// `-x` sends the URL through the proxy (absolute form for `http://`, one connection), `-U`
+/// adds credentials; a refused tunnel exits 56 with the proxy's status; an unreachable proxy
+/// exits 7, as curl does.
+#[tokio::test(flavor = "multi_thread")]
+async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
+    use pool_tests::proxy::{ConnectScript, ScriptedProxy};
+    let proxy = ScriptedProxy::start(ConnectScript::Refuse(403), Some("Basic dTpw")).await;
+    let run = poolcurl(&[
+        "-s",
+        "-x",
+        &proxy.url(),
+        "-U",
+        "u:p",
+        "-w",
+        " %{num_connects}",
+        "http://origin.test/x",
+        "http://origin.test/y",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "via-proxy 1via-proxy 0");
+    let lines: Vec<String> = proxy.requests().iter().map(|r| r.line.clone()).collect();
+    assert_eq!(
+        lines,
+        [
+            "GET http://origin.test/x HTTP/1.1",
+            "GET http://origin.test/y HTTP/1.1"
+        ]
+    );
+
+    let run = poolcurl(&[
+        "-sS",
+        "-x",
+        &proxy.url(),
+        "-U",
+        "u:p",
+        "https://origin.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 56, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (56) CONNECT tunnel failed, response 403\n"
+    );
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let run = poolcurl(&[
+        "-sS",
+        "-x",
+        &format!("127.0.0.1:{port}"),
+        "http://origin.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+
+    // `--noproxy '*'` and `-x ""` both go direct: the origin does not exist, so resolving it
+    // fails (6), which proves the proxy was not asked.
+    let run = poolcurl(&[
+        "-sS",
+        "-x",
+        &proxy.url(),
+        "--noproxy",
+        "*",
+        "http://origin.invalid/",
+    ])
+    .await;
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    let run = poolcurl(&["-sS", "-x", "", "http://origin.invalid/"]).await;
+    assert_eq!(run.code, 6, "{}", run.stderr);
 }

@@ -39,6 +39,12 @@ impl Run {
 
 async fn poolcurl(args: &[&str]) -> Run {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("all_proxy")
+        .env_remove("ALL_PROXY")
         .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -500,6 +506,12 @@ async fn text_and_json_report_the_same_numbers() {
 async fn serve_prints_urls_that_curl_mode_can_fetch() {
     let dir = TempDir::new("serve");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
+        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("all_proxy")
+        .env_remove("ALL_PROXY")
         .args([
             "serve",
             "--threads",

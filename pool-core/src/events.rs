@@ -98,6 +98,16 @@ pub struct ConnectionInfo {
     remote_addr: Option<SocketAddr>,
     tls: Option<TlsDetails>,
     timings: ConnectionTimings,
+    proxy: Option<ProxyRoute>,
+}
+
+/// How a connection reaches its origin through a proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyRoute {
+    /// The proxy, `scheme://host:port` (never with credentials).
+    pub proxy: String,
+    /// `true` for a `CONNECT` tunnel; `false` for a forward proxy (absolute-form requests).
+    pub tunnel: bool,
 }
 
 impl ConnectionInfo {
@@ -117,7 +127,19 @@ impl ConnectionInfo {
             remote_addr: None,
             tls: None,
             timings: ConnectionTimings::default(),
+            proxy: None,
         }
+    }
+
+    /// Sets the proxy the connection goes through.
+    pub fn with_proxy(mut self, proxy: Option<ProxyRoute>) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
+    /// The proxy the connection goes through, if any: its remote address is the proxy's.
+    pub fn proxy(&self) -> Option<&ProxyRoute> {
+        self.proxy.as_ref()
     }
 
     /// Sets the socket addresses.

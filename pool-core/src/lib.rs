@@ -41,7 +41,7 @@ mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{
-    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol,
+    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol, ProxyRoute,
     ResendReason, TlsDetails,
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};

@@ -13,6 +13,7 @@ use pool_core::sync::Arc;
 
 use crate::exchange::ExchangeGuard;
 use crate::parking::ParkingSpot;
+use crate::request::ForwardProxy;
 
 /// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
 pub trait H1Home<B>: Send + Sync + 'static {
@@ -29,6 +30,8 @@ pub struct H1Connection<B> {
     home: Arc<dyn H1Home<B>>,
     spot: Arc<ParkingSpot<B>>,
     link: Arc<PhysicalLink>,
+    /// Set when the connection goes to a forward proxy rather than the origin.
+    forward: Option<ForwardProxy>,
 }
 
 /// What came of [`H1Connection::send`].
@@ -76,6 +79,7 @@ impl<B: 'static> H1Connection<B> {
         home: Arc<dyn H1Home<B>>,
         spot: Arc<ParkingSpot<B>>,
         link: Arc<PhysicalLink>,
+        forward: Option<ForwardProxy>,
     ) -> Self {
         H1Connection {
             sender,
@@ -83,6 +87,17 @@ impl<B: 'static> H1Connection<B> {
             home,
             spot,
             link,
+            forward,
+        }
+    }
+
+    /// Shapes `request` for this connection: origin-form with `Host` for an origin server
+    /// ([`prepare_request`](crate::prepare_request)), absolute-form with the proxy's
+    /// credentials for a forward proxy ([`prepare_proxied_request`](crate::prepare_proxied_request)).
+    pub fn prepare(&self, request: &mut Request<B>, host: &http::HeaderValue) {
+        match &self.forward {
+            None => crate::prepare_request(request, host),
+            Some(proxy) => crate::prepare_proxied_request(request, host, proxy),
         }
     }
 

@@ -17,6 +17,7 @@ use pool_core::sync::Arc;
 
 use crate::connection::{H1Connection, H1Home};
 use crate::parking::ParkingSpot;
+use crate::request::ForwardProxy;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -55,12 +56,14 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
     /// first request, returning to `home`) and its driver, which the caller must spawn on the
     /// connection's owner partition.
     /// `link` is the transport's link (its read count tells an exchange whether its response
-    /// had begun when the connection failed).
+    /// had begun when the connection failed); `forward` is set when the transport goes to a
+    /// forward proxy.
     pub fn install(
         self,
         record: Arc<ConnectionRecord>,
         home: Arc<dyn H1Home<B>>,
         link: Arc<PhysicalLink>,
+        forward: Option<ForwardProxy>,
     ) -> (H1Connection<B>, H1Driver<F, B>) {
         let spot = Arc::new(ParkingSpot::default());
         let driver = H1Driver {
@@ -69,7 +72,7 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             spot: Some(spot.clone()),
         };
         (
-            H1Connection::new(self.sender, record, home, spot, link),
+            H1Connection::new(self.sender, record, home, spot, link, forward),
             driver,
         )
     }

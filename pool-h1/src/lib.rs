@@ -43,4 +43,4 @@ pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
 pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
-pub use request::{prepare_request, restore_absolute_uri};
+pub use request::{ForwardProxy, prepare_proxied_request, prepare_request, restore_absolute_uri};

@@ -1,6 +1,6 @@
 //! Shaping a request for an HTTP/1.1 connection.
 
-use http::header::HOST;
+use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::uri::{PathAndQuery, Uri};
 use http::{HeaderValue, Request};
 use pool_core::OriginKey;
@@ -23,9 +23,40 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
     *request.uri_mut() = Uri::from(path);
 }
 
+/// A connection to a forward proxy: requests keep their absolute-form target (the proxy needs
+/// it to know where to go) and carry the proxy's credentials.
+#[derive(Clone, Debug, Default)]
+pub struct ForwardProxy {
+    /// The `Proxy-Authorization` value, if the proxy needs one.
+    pub authorization: Option<HeaderValue>,
+}
+
+/// Shapes a request for a forward proxy: `Host` as for any HTTP/1.1 request, the absolute-form
+/// target kept, and `Proxy-Authorization` unless the caller set one.
+pub fn prepare_proxied_request<B>(
+    request: &mut Request<B>,
+    host: &HeaderValue,
+    proxy: &ForwardProxy,
+) {
+    if !request.headers().contains_key(HOST) {
+        request.headers_mut().insert(HOST, host.clone());
+    }
+    if let Some(value) = &proxy.authorization {
+        if !request.headers().contains_key(PROXY_AUTHORIZATION) {
+            request
+                .headers_mut()
+                .insert(PROXY_AUTHORIZATION, value.clone());
+        }
+    }
+}
+
 /// Undoes [`prepare_request`]'s URI change for a request hyper handed back unsent, so it can be
 /// routed again: `origin` + the request's origin-form target.
 pub fn restore_absolute_uri<B>(request: &mut Request<B>, origin: &OriginKey) {
+    if request.uri().scheme().is_some() {
+        // Still absolute (a forward proxy's request).
+        return;
+    }
     let path = request
         .uri()
         .path_and_query()

@@ -4,6 +4,7 @@
 //! The pool depends only on this contract, so tests and applications can substitute their
 //! own transport (in-memory pipes, proxies, Unix sockets) for [`HttpConnector`](crate::HttpConnector).
 
+use crate::tunnel::ProxyUse;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -98,6 +99,8 @@ pub struct Connected {
     pub tls: Option<TlsInfo>,
     /// How long each establishment phase took.
     pub timings: ConnectTimings,
+    /// The proxy the transport goes through, and how; `None` for a direct connection.
+    pub proxy: Option<ProxyUse>,
 }
 
 impl Connected {
@@ -115,6 +118,7 @@ impl Connected {
             remote_addr: remote,
             tls: None,
             timings: ConnectTimings::default(),
+            proxy: None,
         }
     }
 }

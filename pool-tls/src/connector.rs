@@ -1,27 +1,34 @@
-//! The default connector: resolve, dial (happy eyeballs), then TLS for `https` origins.
+//! The default connector: resolve, dial (happy eyeballs), then TLS for `https` origins;
+//! through a proxy when the [`ProxyConfig`] routes the origin to one.
 //!
 //! ```text
 //!  start ──resolve──▶ addresses ──dial──▶ TCP ──TLS (https only)──▶ (Io, Connected)
+//!    │                                                                  ▲
+//!    └─ proxied: resolve + dial the proxy ─(TLS to an https:// proxy)─ CONNECT ─ TLS ┘
+//!                                          └── forward proxy (http origins): as is ──┘
 //!    └───────────────── one connect timeout covers all of it ───────────────┘
 //! ```
 //!
-//! What this layer does not do: pool or reuse connections, speak HTTP, retry after a failure,
-//! or go through proxies. It turns one [`ConnectTarget`] into one transport, or one
-//! [`ConnectError`] saying which phase failed.
+//! What this layer does not do: pool or reuse connections, speak HTTP to the origin, or retry
+//! after a failure. It turns one [`ConnectTarget`] into one transport, or one [`ConnectError`]
+//! saying which phase failed.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::dial::dial;
+use crate::tunnel::{ProxyUse, connect_tunnel};
 use crate::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTimings, Connected,
-    DialOptions, Io, Negotiated, Resolve, TlsConnector, TlsInfo,
+    DialOptions, Io, Negotiated, Proxy, ProxyConfig, ProxyScheme, Resolve, TlsConnector, TlsInfo,
 };
 
 /// The default connector: resolve -> socket2 dial (happy eyeballs) -> rustls for https.
@@ -43,6 +50,10 @@ struct Inner {
     resolver: Arc<dyn Resolve>,
     dial: DialOptions,
     tls: TlsConnector,
+    proxy: ProxyConfig,
+    /// Tunnel `http` origins through the proxy too (curl's `--proxytunnel`), instead of
+    /// sending them absolute-form requests.
+    tunnel_http: bool,
 }
 
 impl HttpConnector {
@@ -54,6 +65,25 @@ impl HttpConnector {
                 resolver,
                 dial,
                 tls,
+                proxy: ProxyConfig::default(),
+                tunnel_http: false,
+            }),
+        }
+    }
+
+    /// Routes origins through `proxy`. An `https` origin always goes through a `CONNECT`
+    /// tunnel, with TLS to the origin inside it (so ALPN and HTTP/2 work as directly); an
+    /// `http` origin gets a forward proxy (the pool sends absolute-form HTTP/1 requests with
+    /// the proxy's credentials) unless `tunnel_http` is set or HTTP/2 is spoken with prior
+    /// knowledge, which need a tunnel too.
+    pub fn with_proxy(self, proxy: ProxyConfig, tunnel_http: bool) -> HttpConnector {
+        HttpConnector {
+            inner: Arc::new(Inner {
+                resolver: self.inner.resolver.clone(),
+                dial: self.inner.dial.clone(),
+                tls: self.inner.tls.clone(),
+                proxy,
+                tunnel_http,
             }),
         }
     }
@@ -85,39 +115,141 @@ impl Connect for HttpConnector {
 impl Inner {
     async fn establish(&self, target: &ConnectTarget) -> Result<(Io, Connected), ConnectError> {
         let origin = &target.origin;
-        let start = Instant::now();
+        match self
+            .proxy
+            .route(origin.is_tls(), origin.host(), origin.port())
+        {
+            Some(proxy) => self.establish_via(proxy, target).await,
+            None => self.establish_direct(target).await,
+        }
+    }
 
-        let addrs = match origin.ip() {
-            Some(ip) => vec![SocketAddr::new(ip, origin.port())],
-            None => self.resolve(origin.host(), origin.port()).await?,
+    async fn establish_direct(
+        &self,
+        target: &ConnectTarget,
+    ) -> Result<(Io, Connected), ConnectError> {
+        let origin = &target.origin;
+        let start = Instant::now();
+        let (tcp, mut connected) = self
+            .dial_host(origin.host(), origin.ip(), origin.port(), target, start)
+            .await?;
+        if !origin.is_tls() {
+            return Ok((Io::tcp(tcp), connected));
+        }
+        let remote_addr = connected.remote_addr;
+        let stream = self
+            .origin_tls(tcp, target)
+            .await
+            .map_err(|e| e.with_addr(remote_addr))?;
+        finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+        Ok((Io::tls(stream), connected))
+    }
+
+    /// Through `proxy`: dial it (TLS to an `https://` proxy), then a `CONNECT` tunnel and the
+    /// origin's TLS inside it, or (forward proxy) the proxy connection as it is.
+    async fn establish_via(
+        &self,
+        proxy: &Proxy,
+        target: &ConnectTarget,
+    ) -> Result<(Io, Connected), ConnectError> {
+        let origin = &target.origin;
+        let start = Instant::now();
+        let label = proxy_label(proxy);
+        let proxy_ip = proxy.host().parse::<IpAddr>().ok();
+        let (tcp, mut connected) = self
+            .dial_host(proxy.host(), proxy_ip, proxy.port(), target, start)
+            .await
+            .map_err(|e| e.via_proxy(&label))?;
+        let tunnel = origin.is_tls() || self.tunnel_http || target.alpn == AlpnOffer::Http2Only;
+        let authorization = proxy.basic_auth();
+        connected.proxy = Some(ProxyUse {
+            proxy: label.clone(),
+            tunnel,
+            authorization: (!tunnel).then(|| authorization.clone()).flatten(),
+        });
+        let authority = authority(origin.host(), origin.port());
+        let remote_addr = connected.remote_addr;
+        match proxy.scheme() {
+            ProxyScheme::Http => {
+                let mut tcp = tcp;
+                if !tunnel {
+                    return Ok((Io::tcp(tcp), connected));
+                }
+                connect_tunnel(&mut tcp, &authority, authorization.as_ref())
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                if !origin.is_tls() {
+                    return Ok((Io::tcp(tcp), connected));
+                }
+                let stream = self.origin_tls(tcp, target).await?;
+                finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+                Ok((Io::tls(stream), connected))
+            }
+            ProxyScheme::Https => {
+                let config = self
+                    .tls_config(AlpnOffer::Http1Only, proxy.host())
+                    .await
+                    .map_err(|e| e.via_proxy(&label))?;
+                let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                if !tunnel {
+                    return Ok((Io::tls(to_proxy), connected));
+                }
+                connect_tunnel(&mut to_proxy, &authority, authorization.as_ref())
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                if !origin.is_tls() {
+                    return Ok((Io::tls(to_proxy), connected));
+                }
+                let stream = self.origin_tls(to_proxy, target).await?;
+                finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+                Ok((Io::custom(stream), connected))
+            }
+        }
+    }
+
+    /// Resolves `host` (unless `ip` is its literal) and dials `port`, bound to the target's
+    /// interface; the `Connected` describes the TCP connection.
+    async fn dial_host(
+        &self,
+        host: &str,
+        ip: Option<IpAddr>,
+        port: u16,
+        target: &ConnectTarget,
+        start: Instant,
+    ) -> Result<(TcpStream, Connected), ConnectError> {
+        let addrs = match ip {
+            Some(ip) => vec![SocketAddr::new(ip, port)],
+            None => self.resolve(host, port).await?,
         };
         let resolve = start.elapsed();
-
         let (tcp, remote_addr) = dial(addrs, &self.dial, target.interface.as_deref()).await?;
         let connect = start.elapsed();
         let local_addr = tcp
             .local_addr()
             .map_err(|e| ConnectError::connect(e).with_addr(remote_addr))?;
-
         let mut connected = Connected::new(local_addr, remote_addr);
         connected.timings = ConnectTimings {
             resolve,
             connect,
             tls: None,
         };
-        if !origin.is_tls() {
-            return Ok((Io::tcp(tcp), connected));
-        }
+        Ok((tcp, connected))
+    }
 
+    /// The TLS handshake with the target's origin over `stream` (a socket or a tunnel).
+    async fn origin_tls<S>(
+        &self,
+        stream: S,
+        target: &ConnectTarget,
+    ) -> Result<tokio_rustls::client::TlsStream<S>, ConnectError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let origin = &target.origin;
         let config = self.tls_config(target.alpn, origin.host()).await?;
-        let stream = handshake(config, tcp, target)
-            .await
-            .map_err(|e| e.with_addr(remote_addr))?;
-        let session = stream.get_ref().1;
-        connected.alpn = session.alpn_protocol().and_then(Negotiated::from_alpn);
-        connected.tls = Some(tls_info(session));
-        connected.timings.tls = Some(start.elapsed());
-        Ok((Io::tls(stream), connected))
+        handshake(config, stream, origin.host(), origin.ip()).await
     }
 
     async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ConnectError> {
@@ -152,25 +284,52 @@ impl Inner {
     }
 }
 
-/// Runs the TLS handshake over `tcp` for `target`'s origin.
-async fn handshake(
+/// Runs a TLS handshake over `stream` with `host` (`ip` when it is an IP literal).
+async fn handshake<S>(
     config: Arc<ClientConfig>,
-    tcp: TcpStream,
-    target: &ConnectTarget,
-) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ConnectError> {
-    let origin = &target.origin;
-    let host = origin.host();
+    stream: S,
+    host: &str,
+    ip: Option<IpAddr>,
+) -> Result<tokio_rustls::client::TlsStream<S>, ConnectError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     // An IP-literal server name makes rustls send no SNI (RFC 6066 forbids literals there)
     // and verify the certificate's IP address SAN instead of a DNS name.
-    let server_name = match origin.ip() {
+    let server_name = match ip {
         Some(ip) => ServerName::from(ip),
         None => ServerName::try_from(host.to_owned())
             .map_err(|e| ConnectError::tls(e).with_target(host))?,
     };
     tokio_rustls::TlsConnector::from(config)
-        .connect(server_name, tcp)
+        .connect(server_name, stream)
         .await
         .map_err(|e| ConnectError::tls(e).with_target(host))
+}
+
+/// Records a finished TLS session with the origin.
+fn finish_tls(connected: &mut Connected, session: &rustls::ClientConnection, at: Duration) {
+    connected.alpn = session.alpn_protocol().and_then(Negotiated::from_alpn);
+    connected.tls = Some(tls_info(session));
+    connected.timings.tls = Some(at);
+}
+
+/// `host:port`, with an IPv6 literal in brackets.
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The proxy as `scheme://host:port`, without credentials.
+fn proxy_label(proxy: &Proxy) -> String {
+    let scheme = match proxy.scheme() {
+        ProxyScheme::Http => "http",
+        ProxyScheme::Https => "https",
+    };
+    format!("{scheme}://{}", authority(proxy.host(), proxy.port()))
 }
 
 fn tls_info(session: &rustls::ClientConnection) -> TlsInfo {
@@ -195,6 +354,7 @@ impl fmt::Debug for HttpConnector {
         f.debug_struct("HttpConnector")
             .field("dial", &self.inner.dial)
             .field("tls", &self.inner.tls)
+            .field("proxy", &self.inner.proxy)
             .finish_non_exhaustive()
     }
 }

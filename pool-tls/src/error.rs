@@ -39,6 +39,9 @@ struct Inner {
     addr: Option<SocketAddr>,
     /// The underlying error, exposed through `source()`.
     source: Option<BoxError>,
+    /// The proxy (`scheme://host:port`) whose dial, TLS or tunnel failed, when the transport
+    /// went through one.
+    proxy: Option<Box<str>>,
 }
 
 #[derive(Debug)]
@@ -60,6 +63,12 @@ enum Kind {
     Tls,
     /// The server's certificate was rejected.
     Certificate,
+    /// The proxy's `CONNECT` tunnel failed: refused with `status`, or the exchange broke
+    /// (`None`: closed early, not HTTP).
+    Tunnel {
+        /// The proxy's answer, when it gave one.
+        status: Option<u16>,
+    },
 }
 
 impl ConnectError {
@@ -70,6 +79,7 @@ impl ConnectError {
                 target: None,
                 addr: None,
                 source,
+                proxy: None,
             }),
         }
     }
@@ -129,6 +139,28 @@ impl ConnectError {
         )
     }
 
+    /// The proxy's `CONNECT` exchange broke: closed before answering, or answered with
+    /// something that is not HTTP.
+    pub(crate) fn tunnel_io(error: io::Error) -> ConnectError {
+        ConnectError::new(Kind::Tunnel { status: None }, Some(error.into()))
+    }
+
+    /// The proxy answered `CONNECT` with `status` (not 2xx).
+    pub(crate) fn tunnel_refused(status: u16) -> ConnectError {
+        ConnectError::new(
+            Kind::Tunnel {
+                status: Some(status),
+            },
+            None,
+        )
+    }
+
+    /// Records that the failure happened on the way to (or through) `proxy`.
+    pub(crate) fn via_proxy(mut self, proxy: impl fmt::Display) -> ConnectError {
+        self.inner.proxy = Some(proxy.to_string().into_boxed_str());
+        self
+    }
+
     /// Records the address the failing attempt dialed.
     pub(crate) fn with_addr(mut self, addr: SocketAddr) -> ConnectError {
         self.inner.addr = Some(addr);
@@ -175,6 +207,33 @@ impl ConnectError {
         matches!(self.inner.kind, Kind::Certificate)
     }
 
+    /// Whether the failure concerns the proxy the transport goes through: resolving, dialing or
+    /// the TLS handshake with the proxy (those are also [`is_resolve`](Self::is_resolve),
+    /// [`is_connect`](Self::is_connect) or [`is_tls`](Self::is_tls)), or its `CONNECT` tunnel.
+    pub fn is_proxy(&self) -> bool {
+        self.inner.proxy.is_some() || matches!(self.inner.kind, Kind::Tunnel { .. })
+    }
+
+    /// Whether the proxy refused the tunnel because it needs (other) credentials: `407 Proxy
+    /// Authentication Required`.
+    pub fn is_proxy_auth(&self) -> bool {
+        self.proxy_status() == Some(407)
+    }
+
+    /// Whether the proxy's `CONNECT` tunnel failed (refused, or the exchange broke), as
+    /// opposed to reaching the proxy.
+    pub fn is_tunnel(&self) -> bool {
+        matches!(self.inner.kind, Kind::Tunnel { .. })
+    }
+
+    /// The status the proxy refused the tunnel with.
+    pub fn proxy_status(&self) -> Option<u16> {
+        match self.inner.kind {
+            Kind::Tunnel { status } => status,
+            _ => None,
+        }
+    }
+
     /// The address the failing attempt dialed, when known.
     ///
     /// When happy eyeballs raced several addresses and all failed, this is the address of the
@@ -210,12 +269,39 @@ fn is_certificate_error(error: &rustls::Error) -> bool {
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let target = self.inner.target.as_deref();
+        let proxy = self.inner.proxy.as_deref();
         match (&self.inner.kind, target) {
+            (Kind::Tunnel { status: Some(407) }, _) => write!(
+                f,
+                "the proxy {} requires authentication (407)",
+                proxy.unwrap_or("-")
+            )?,
+            (
+                Kind::Tunnel {
+                    status: Some(status),
+                },
+                _,
+            ) => write!(
+                f,
+                "the proxy {} refused the CONNECT tunnel with status {status}",
+                proxy.unwrap_or("-")
+            )?,
+            (Kind::Tunnel { status: None }, _) => write!(
+                f,
+                "CONNECT tunnel through {} failed",
+                proxy.unwrap_or("the proxy")
+            )?,
+            (Kind::Resolve, Some(host)) if proxy.is_some() => {
+                write!(f, "failed to resolve proxy {host}")?
+            }
             (Kind::Resolve, Some(host)) => write!(f, "failed to resolve {host}")?,
             (Kind::Resolve, None) => f.write_str("failed to resolve host name")?,
-            (Kind::Connect, _) => match self.inner.addr {
-                Some(addr) => write!(f, "failed to connect to {addr}")?,
-                None => f.write_str("failed to connect")?,
+            (Kind::Connect, _) => match (self.inner.addr, proxy) {
+                (Some(addr), Some(proxy)) => {
+                    write!(f, "failed to connect to proxy {proxy} ({addr})")?
+                }
+                (Some(addr), None) => write!(f, "failed to connect to {addr}")?,
+                (None, _) => f.write_str("failed to connect")?,
             },
             (
                 Kind::Interface {
@@ -267,6 +353,9 @@ impl fmt::Debug for ConnectError {
         }
         if let Some(addr) = &self.inner.addr {
             s.field("addr", addr);
+        }
+        if let Some(proxy) = &self.inner.proxy {
+            s.field("proxy", proxy);
         }
         if let Some(source) = &self.inner.source {
             s.field("source", source);

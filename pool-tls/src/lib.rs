@@ -14,8 +14,14 @@
 //!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
 //! * [`TokioIo`] adapts tokio's IO traits to hyper's and back, replacing hyper-util's adapter.
 //!
-//! What this crate does not do: pool or reuse connections, speak HTTP (no request, response or
-//! protocol state lives here), retry, or go through proxies. Those belong to the `pool`,
+//! * Proxies: [`ProxyConfig`] says which origins go through which HTTP proxy (per scheme, a
+//!   catch-all, a no-proxy list, or the environment's variables as curl reads them); the
+//!   connector dials the proxy (over TLS for an `https://` proxy) and opens a `CONNECT` tunnel
+//!   for `https` origins (and for `http` ones when asked or for h2c), or hands the proxy
+//!   connection back for absolute-form requests, saying so in [`Connected::proxy`].
+//!
+//! What this crate does not do: pool or reuse connections, speak HTTP to the origin (no
+//! request, response or protocol state lives here), or retry. Those belong to the `pool`,
 //! `pool-h1` and `pool-h2` crates above it.
 //!
 //! # Unsafe code
@@ -31,10 +37,12 @@ mod dial;
 mod error;
 mod happy_eyeballs;
 mod io;
+mod proxy_config;
 mod resolve;
 mod roots;
 mod tls;
 mod tokio_io;
+mod tunnel;
 mod verifier;
 
 pub use connect::{
@@ -45,6 +53,8 @@ pub use connector::HttpConnector;
 pub use dial::DialOptions;
 pub use error::ConnectError;
 pub use io::Io;
+pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
 pub use tls::{TlsConfigError, TlsConnector, TlsOptions};
 pub use tokio_io::TokioIo;
+pub use tunnel::ProxyUse;

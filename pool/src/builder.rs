@@ -21,6 +21,7 @@ use crate::protocol::ProtocolPolicy;
 use crate::retry::RetryPolicy;
 use crate::shared::{BoundConfig, Shared};
 use crate::time::{TokioSleep, TokioTime};
+use pool_tls::ProxyConfig;
 
 /// The idle timeout used when none is configured.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -51,6 +52,7 @@ pub struct Builder {
     read_timeout: Option<Duration>,
     connection_extension: bool,
     retry: RetryPolicy,
+    proxy: Option<(ProxyConfig, bool)>,
 }
 
 impl Default for Builder {
@@ -75,6 +77,7 @@ impl Default for Builder {
             read_timeout: None,
             connection_extension: false,
             retry: RetryPolicy::default(),
+            proxy: None,
         }
     }
 }
@@ -181,6 +184,21 @@ impl Builder {
     /// 250 ms by default). `None` or zero tries one address at a time.
     pub fn happy_eyeballs_delay(mut self, delay: Option<Duration>) -> Self {
         self.dial.happy_eyeballs_delay = delay;
+        self
+    }
+
+    /// Routes origins through HTTP proxies (see [`ProxyConfig`]; [`ProxyConfig::from_env`]
+    /// reads the environment as curl does). Off by default: a library does not follow the
+    /// environment unless asked. `https` origins go through a `CONNECT` tunnel with TLS to the
+    /// origin inside (ALPN and the one-HTTP/2-connection rule work as directly); `http` origins
+    /// are sent to a forward proxy as absolute-form HTTP/1 requests, unless `tunnel_http` (curl's
+    /// `--proxytunnel`) or h2c with prior knowledge asks for a tunnel.
+    ///
+    /// An origin's route is fixed by this configuration, so its connections never mix proxied
+    /// and direct ones; `max_connections_per_host` still bounds the origin (the target), not the
+    /// proxy. Applies to the default connector only.
+    pub fn proxy(mut self, proxy: ProxyConfig, tunnel_http: bool) -> Self {
+        self.proxy = (!proxy.is_empty()).then_some((proxy, tunnel_http));
         self
     }
 
@@ -390,7 +408,13 @@ impl Builder {
                 })?;
                 let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
                 (
-                    Arc::new(HttpConnector::new(resolver, self.dial.clone(), tls.clone())),
+                    Arc::new(match self.proxy.clone() {
+                        None => HttpConnector::new(resolver, self.dial.clone(), tls.clone()),
+                        Some((proxy, tunnel_http)) => {
+                            HttpConnector::new(resolver, self.dial.clone(), tls.clone())
+                                .with_proxy(proxy, tunnel_http)
+                        }
+                    }),
                     Some(tls),
                 )
             }

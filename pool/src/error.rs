@@ -173,6 +173,30 @@ impl Error {
         self.connect_error().is_some_and(ConnectError::is_tls)
     }
 
+    /// The failure concerns the HTTP proxy the connection goes through: resolving, dialing or
+    /// the TLS handshake with the proxy, or its `CONNECT` tunnel (see
+    /// [`ConnectError::is_proxy`]).
+    pub fn is_proxy(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_proxy)
+    }
+
+    /// The proxy refused the tunnel with `407 Proxy Authentication Required`.
+    pub fn is_proxy_auth(&self) -> bool {
+        self.connect_error()
+            .is_some_and(ConnectError::is_proxy_auth)
+    }
+
+    /// The proxy's `CONNECT` tunnel failed: refused (see [`proxy_status`](Self::proxy_status))
+    /// or broken off.
+    pub fn is_proxy_tunnel(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_tunnel)
+    }
+
+    /// The status the proxy refused the tunnel with.
+    pub fn proxy_status(&self) -> Option<u16> {
+        self.connect_error().and_then(ConnectError::proxy_status)
+    }
+
     /// The server's certificate was rejected.
     pub fn is_certificate(&self) -> bool {
         self.connect_error()

@@ -72,9 +72,10 @@ pub use time::{TokioSleep, TokioTime};
 pub use pool_core::{
     AsyncSleep, BoxFuture, CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo,
     ConnectionReuseScope, ConnectionTimings, DriverSpawner, OriginKey, OriginStats, PartitionId,
-    PartitionStats, Protocol, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
+    PartitionStats, Protocol, ProxyRoute, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, Connected, Io, Negotiated,
-    Resolve, ResolveFuture, StaticResolver, SystemResolver, TokioIo,
+    NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse, Resolve, ResolveFuture,
+    StaticResolver, SystemResolver, TokioIo,
 };

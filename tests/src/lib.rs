@@ -42,6 +42,7 @@ pub mod h1;
 pub mod h2;
 pub mod h2frames;
 pub mod io;
+pub mod proxy;
 pub mod resolve;
 pub mod tls;
 

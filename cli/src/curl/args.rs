@@ -145,6 +145,22 @@ pub(crate) struct ConnectArgs {
     /// Resolve HOST:PORT to ADDR (repeatable; ADDR may be a bracketed IPv6 address; several separated by commas)
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
     pub(crate) resolve: Vec<ResolveArg>,
+
+    /// Use this HTTP proxy ([http://|https://][user:password@]host[:port]; "" for none, ignoring the environment)
+    #[arg(short = 'x', long = "proxy", value_name = "URL")]
+    pub(crate) proxy: Option<String>,
+
+    /// Hosts to reach without the proxy (comma-separated; "*" for all), instead of NO_PROXY
+    #[arg(long = "noproxy", value_name = "LIST")]
+    pub(crate) noproxy: Option<String>,
+
+    /// The proxy's user and password (USER:PASSWORD)
+    #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
+    pub(crate) proxy_user: Option<String>,
+
+    /// Tunnel http:// URLs through the proxy with CONNECT too (https:// always are)
+    #[arg(short = 'p', long = "proxytunnel")]
+    pub(crate) proxytunnel: bool,
 }
 
 /// One `-H` argument.

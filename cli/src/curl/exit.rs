@@ -135,6 +135,11 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_invalid_uri() {
         return CurlError::malformed_url();
     }
+    if error.is_proxy() {
+        if let Some(proxy) = proxy_error(error, attempt) {
+            return proxy;
+        }
+    }
     if error.is_resolve() {
         return CurlError::new(6, format!("Could not resolve host: {}", attempt.host));
     }
@@ -195,6 +200,32 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             root_cause(error)
         ),
     )
+}
+
+/// curl's codes for a failure on the way to or through a proxy: 5 the proxy's name did not
+/// resolve, 7 the proxy could not be reached, 56 the `CONNECT` tunnel was refused or broke.
+/// `None` lets the general rules apply (a TLS failure with the proxy, a timeout).
+fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> {
+    let ms = attempt.elapsed.as_millis();
+    if error.is_proxy_tunnel() {
+        return Some(match error.proxy_status() {
+            Some(status) => CurlError::new(56, format!("CONNECT tunnel failed, response {status}")),
+            None => CurlError::new(56, format!("Proxy CONNECT aborted: {}", root_cause(error))),
+        });
+    }
+    if error.is_resolve() {
+        return Some(CurlError::new(
+            5,
+            format!("Could not resolve proxy: {}", root_cause(error)),
+        ));
+    }
+    if error.is_connect() && !error.is_connect_timeout() && !error.is_tls() {
+        return Some(CurlError::new(
+            7,
+            format!("Failed to connect to the proxy after {ms} ms: Couldn't connect to server"),
+        ));
+    }
+    None
 }
 
 /// Exit 60 with curl's wording for the common certificate problems.

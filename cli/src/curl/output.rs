@@ -254,12 +254,28 @@ impl Verbose {
                 let (ip, port) = info
                     .remote_addr()
                     .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
-                line(&format!(
-                    "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
-                    cx.host,
-                    info.partition(),
-                    c.id()
-                ));
+                match info.proxy() {
+                    None => line(&format!(
+                        "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
+                        cx.host,
+                        info.partition(),
+                        c.id()
+                    )),
+                    Some(route) => {
+                        line(&format!(
+                            "* Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
+                            route.proxy,
+                            info.partition(),
+                            c.id()
+                        ));
+                        if route.tunnel {
+                            line(&format!(
+                                "* Establish HTTP proxy tunnel to {}",
+                                info.origin().authority()
+                            ));
+                        }
+                    }
+                }
                 if let Some(tls) = info.tls() {
                     line(&format!("* ALPN: poolcurl offers {}", cx.alpn_offer));
                     line(&format!(

@@ -9,6 +9,7 @@
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
+//! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
 //!
 //! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
 //!
@@ -19,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pool::{
-    BuildError, Builder, ConnectionPool, Partition, PartitionId, ProtocolPolicy, StaticResolver,
-    SystemResolver,
+    BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
+    ProxyConfig, StaticResolver, SystemResolver,
 };
 
 use super::args::{ConnectArgs, CurlArgs};
@@ -63,6 +64,9 @@ pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
         let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
         builder = builder.add_root_certificates_pem(pem).native_roots(false);
     }
+    if let Some(config) = proxy_config(args)? {
+        builder = builder.proxy(config, args.proxytunnel);
+    }
     if !args.resolve.is_empty() {
         let mut resolver = StaticResolver::new(Arc::new(SystemResolver));
         for entry in &args.resolve {
@@ -71,6 +75,32 @@ pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
         builder = builder.resolver(resolver);
     }
     Ok(builder)
+}
+
+/// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none.
+///
+/// # Errors
+///
+/// Exit 5 for a proxy URL that cannot be used (curl's "Could not resolve proxy" class), exit 2
+/// for a `-U` without a colon.
+fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, CurlError> {
+    let mut config = match args.proxy.as_deref() {
+        Some("") => return Ok(None),
+        Some(url) => {
+            ProxyConfig::new().all(Proxy::parse(url).map_err(|e| CurlError::new(5, e.to_string()))?)
+        }
+        None => ProxyConfig::from_env().map_err(|e| CurlError::new(5, e.to_string()))?,
+    };
+    if let Some(user) = &args.proxy_user {
+        let (name, password) = user
+            .split_once(':')
+            .ok_or_else(|| CurlError::new(2, "--proxy-user needs USER:PASSWORD"))?;
+        config = config.with_credentials(name, password);
+    }
+    if let Some(list) = &args.noproxy {
+        config = config.no_proxy(NoProxy::parse(list));
+    }
+    Ok((!config.is_empty()).then_some(config))
 }
 
 /// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable

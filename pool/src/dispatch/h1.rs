@@ -30,7 +30,7 @@ pub(super) fn start(
     impl Future<Output = SendOutcome<RequestBody>> + Send + use<>,
 ) {
     let served = client.dispatching(conn.record(), waited);
-    pool_h1::prepare_request(&mut request, &entry.host);
+    conn.prepare(&mut request, &entry.host);
     (served, conn.send(request))
 }
 

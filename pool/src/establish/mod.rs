@@ -190,7 +190,7 @@ async fn establish_h1(guard: &mut LaunchGuard, established: Established) -> Resu
         .map_err(Error::handshake)?;
     let record = guard.install_record(Protocol::Http1, &meta, &link);
     let home: Arc<dyn H1Home<RequestBody>> = entry.clone();
-    let (conn, driver) = handshaken.install(record.clone(), home, link);
+    let (conn, driver) = handshaken.install(record.clone(), home, link, meta.forward_proxy());
     entry.runtime.spawn(Box::pin(driver));
     guard.hand_over(&record, Item::H1(conn));
     Ok(())

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use pool_core::cell::EstablishMode;
 use pool_core::connection::PhysicalLink;
 use pool_core::sync::Arc;
-use pool_core::{ConnectionInfo, ConnectionTimings, Protocol, TlsDetails};
+use pool_core::{ConnectionInfo, ConnectionTimings, Protocol, ProxyRoute, TlsDetails};
 use pool_tls::{ConnectTarget, Connected, Negotiated};
 
 use crate::cell::CellEntry;
@@ -32,6 +32,15 @@ impl EstablishedMeta {
     /// Whether the transport runs TLS.
     pub(super) fn is_tls(&self) -> bool {
         self.connected.is_tls()
+    }
+
+    /// Set when the transport goes to a forward proxy (not a tunnel): HTTP/1 requests on it
+    /// keep their absolute form and carry the proxy's credentials.
+    pub(super) fn forward_proxy(&self) -> Option<pool_h1::ForwardProxy> {
+        let proxy = self.connected.proxy.as_ref().filter(|p| !p.tunnel)?;
+        Some(pool_h1::ForwardProxy {
+            authorization: proxy.authorization.clone(),
+        })
     }
 }
 
@@ -110,4 +119,8 @@ pub(super) fn connection_info(
     .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
     .with_tls(tls)
     .with_timings(timings)
+    .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
+        proxy: p.proxy.clone(),
+        tunnel: p.tunnel,
+    }))
 }

@@ -1,0 +1,708 @@
+//! Which proxy, if any, a request goes through.
+//!
+//! [`Proxy`] is one parsed proxy endpoint, [`NoProxy`] is a bypass list and [`ProxyConfig`]
+//! ties them together: [`ProxyConfig::route`] answers "for this origin, which proxy?" with the
+//! rules curl and Go's `net/http` apply to `http_proxy`, `https_proxy`, `all_proxy` and
+//! `no_proxy`.
+//!
+//! What this module does not do: open connections, send `CONNECT`, or talk to a proxy in any
+//! way; it only decides and formats (including the `Proxy-Authorization` value). SOCKS proxies
+//! are rejected at parse time. Unlike Go, `localhost` and loopback addresses are not bypassed
+//! implicitly; list them in `no_proxy` to bypass them.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv6Addr};
+
+use http::HeaderValue;
+
+/// The protocol spoken to the proxy itself (not to the origin behind it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProxyScheme {
+    /// Plain-text HTTP to the proxy.
+    Http,
+    /// TLS to the proxy, then HTTP inside it.
+    Https,
+}
+
+impl ProxyScheme {
+    /// The URL scheme, `"http"` or `"https"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProxyScheme::Http => "http",
+            ProxyScheme::Https => "https",
+        }
+    }
+
+    /// The port used when the proxy URL has none: 1080 for `http` (curl's default), 443 for
+    /// `https`.
+    pub fn default_port(self) -> u16 {
+        match self {
+            ProxyScheme::Http => 1080,
+            ProxyScheme::Https => 443,
+        }
+    }
+}
+
+/// One proxy endpoint, such as `http://user:pass@proxy.example:3128`.
+///
+/// Neither `Display` nor `Debug` print the password; both show `***` in its place.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Proxy {
+    scheme: ProxyScheme,
+    /// Lower-case; an IPv6 literal is stored without brackets.
+    host: String,
+    port: u16,
+    /// Percent-decoded user name and password.
+    credentials: Option<(String, String)>,
+}
+
+impl Proxy {
+    /// Parses a proxy URL: `[scheme://][user[:password]@]host[:port][/]`.
+    ///
+    /// The scheme is `http` (the default when absent, as in curl) or `https`; anything else,
+    /// SOCKS included, is an error. The user name and password are percent-decoded, so a `:`,
+    /// `@`, `/`, `?` or `#` inside them must be written `%3A`, `%40`, `%2F`, `%3F`, `%23`. An
+    /// IPv6 host must be bracketed (`http://[::1]:3128`). A path, query or fragment is ignored.
+    pub fn parse(input: &str) -> Result<Proxy, ProxyError> {
+        parse_proxy(input.trim()).map_err(|reason| ProxyError::new(input, reason))
+    }
+
+    /// Replaces the credentials with `user` and `pass`, taken verbatim (not decoded).
+    pub fn with_credentials(mut self, user: impl Into<String>, pass: impl Into<String>) -> Self {
+        self.credentials = Some((user.into(), pass.into()));
+        self
+    }
+
+    /// The protocol spoken to the proxy.
+    pub fn scheme(&self) -> ProxyScheme {
+        self.scheme
+    }
+
+    /// The proxy's host in lower case; an IPv6 literal is returned without brackets (`::1`).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The proxy's port, or the scheme's [default](ProxyScheme::default_port).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The decoded user name and password, if the proxy needs authentication.
+    pub fn credentials(&self) -> Option<(&str, &str)> {
+        self.credentials
+            .as_ref()
+            .map(|(u, p)| (u.as_str(), p.as_str()))
+    }
+
+    /// The `Proxy-Authorization` value, `Basic base64(user:password)`, marked sensitive.
+    ///
+    /// RFC 7617 forbids `:` in a user name; one is encoded as is, and the proxy will split at it.
+    pub fn basic_auth(&self) -> Option<HeaderValue> {
+        let (user, password) = self.credentials()?;
+        let token = base64_encode(format!("{user}:{password}").as_bytes());
+        let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    }
+}
+
+impl fmt::Display for Proxy {
+    /// Writes `scheme://[user:***@]host:port`, with the decoded user name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://", self.scheme.as_str())?;
+        if let Some((user, _)) = &self.credentials {
+            write!(f, "{user}:***@")?;
+        }
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Proxy")
+            .field(&format_args!("{self}"))
+            .finish()
+    }
+}
+
+fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
+    let (scheme, rest) = match input.split_once("://") {
+        None => (ProxyScheme::Http, input),
+        Some((s, rest)) => match s.to_ascii_lowercase().as_str() {
+            "http" => (ProxyScheme::Http, rest),
+            "https" => (ProxyScheme::Https, rest),
+            s if s.starts_with("socks") => return Err("SOCKS proxies are not supported"),
+            _ => return Err("unsupported proxy scheme (expected http or https)"),
+        },
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (userinfo, host_port) = authority
+        .rsplit_once('@')
+        .map_or((None, authority), |(u, h)| (Some(u), h));
+    let credentials = match userinfo {
+        None | Some("") => None,
+        Some(info) => {
+            let (user, password) = info.split_once(':').unwrap_or((info, ""));
+            Some((percent_decode(user)?, percent_decode(password)?))
+        }
+    };
+    let (host, port) = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let (ip, after) = bracketed.split_once(']').ok_or("unclosed '[' in host")?;
+        ip.parse::<Ipv6Addr>().map_err(|_| "invalid IPv6 literal")?;
+        let port = match after {
+            "" => None,
+            _ => Some(after.strip_prefix(':').ok_or("unexpected text after ']'")?),
+        };
+        (ip.to_ascii_lowercase(), port)
+    } else {
+        let (host, port) = host_port
+            .split_once(':')
+            .map_or((host_port, None), |(h, p)| (h, Some(p)));
+        if port.is_some_and(|p| p.contains(':')) {
+            return Err("an IPv6 proxy host must be in brackets");
+        }
+        let valid = |b: u8| b.is_ascii_alphanumeric() || b"-._".contains(&b);
+        if host.is_empty() || !host.bytes().all(valid) {
+            return Err("missing or invalid host");
+        }
+        (host.to_ascii_lowercase(), port)
+    };
+    let port = match port {
+        None | Some("") => scheme.default_port(),
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n != 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => return Err("invalid port"),
+        },
+    };
+    Ok(Proxy {
+        scheme,
+        host,
+        port,
+        credentials,
+    })
+}
+
+fn percent_decode(s: &str) -> Result<String, &'static str> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'%' {
+            out.push(b);
+            continue;
+        }
+        let hex = |b: Option<u8>| b.and_then(|b| (b as char).to_digit(16));
+        match (hex(bytes.next()), hex(bytes.next())) {
+            (Some(hi), Some(lo)) => out.push((hi * 16 + lo) as u8),
+            _ => return Err("invalid percent-encoding in credentials"),
+        }
+    }
+    String::from_utf8(out).map_err(|_| "credentials are not UTF-8 after percent-decoding")
+}
+
+/// Standard base64 (RFC 4648 section 4) with `=` padding.
+fn base64_encode(input: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let group = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(group >> (18 - 6 * i)) as usize & 63] as char);
+        }
+        for _ in chunk.len()..3 {
+            out.push('=');
+        }
+    }
+    out
+}
+
+/// A bypass list in `no_proxy` syntax: hosts that must be reached directly.
+///
+/// Comma-separated entries, case-insensitive, surrounding whitespace and empty entries ignored:
+///
+/// * `*` anywhere in the list bypasses every host.
+/// * A host name (`example.com`, `.example.com` or `*.example.com`, all equivalent) matches that
+///   host and its subdomains (`a.example.com`), but not `badexample.com`.
+/// * An IP literal (`10.1.2.3`, `::1`, `[::1]`) matches that address.
+/// * A CIDR block (`10.0.0.0/8`, `fd00::/8`) matches IP-literal hosts inside it; names are not
+///   resolved.
+/// * `host:port` or `[v6]:port` matches only that port (a bare IPv6 literal never has a port).
+///
+/// Entries that fit none of these, such as `10.0.0.0/99`, are ignored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NoProxy {
+    all: bool,
+    rules: Vec<Rule>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Rule {
+    /// A host name without leading or trailing dots, lower-case.
+    Domain(String, Option<u16>),
+    Ip(IpAddr, Option<u16>),
+    Cidr(IpAddr, u8),
+}
+
+impl NoProxy {
+    /// Parses a comma-separated bypass list. Never fails: unusable entries are skipped.
+    pub fn parse(list: &str) -> NoProxy {
+        let mut no_proxy = NoProxy::default();
+        for entry in list.split(',').map(|e| e.trim().to_ascii_lowercase()) {
+            match entry.as_str() {
+                "" => {}
+                "*" => no_proxy.all = true,
+                entry => no_proxy.rules.extend(parse_rule(entry)),
+            }
+        }
+        no_proxy
+    }
+
+    /// Whether the list bypasses nothing.
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.rules.is_empty()
+    }
+
+    /// Whether a request to `host:port` bypasses the proxy.
+    ///
+    /// `host` should be canonical (lower-case, IPv6 without brackets); brackets, upper case and
+    /// a trailing dot are tolerated anyway.
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        if self.all {
+            return true;
+        }
+        let host = unbracket(host);
+        let host = host.strip_suffix('.').unwrap_or(host);
+        let ip = host.parse::<IpAddr>().ok();
+        let port_ok = |p: &Option<u16>| p.is_none_or(|p| p == port);
+        self.rules.iter().any(|rule| match (rule, ip) {
+            (Rule::Domain(name, p), None) => port_ok(p) && in_domain(host, name),
+            (Rule::Ip(addr, p), Some(ip)) => *addr == ip && port_ok(p),
+            (Rule::Cidr(net, bits), Some(ip)) => in_cidr(*net, *bits, ip),
+            _ => false,
+        })
+    }
+}
+
+fn parse_rule(entry: &str) -> Option<Rule> {
+    if let Some((addr, bits)) = entry.split_once('/') {
+        let addr: IpAddr = unbracket(addr).parse().ok()?;
+        let bits: u8 = bits.parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        return (bits <= max).then_some(Rule::Cidr(addr, bits));
+    }
+    if let Ok(ip) = unbracket(entry).parse::<IpAddr>() {
+        return Some(Rule::Ip(ip, None));
+    }
+    let (host, port) = match entry.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port.parse::<u16>().ok()?)),
+        None => (entry, None),
+    };
+    if let Ok(ip) = unbracket(host).parse::<IpAddr>() {
+        return Some(Rule::Ip(ip, port));
+    }
+    let name = host.strip_prefix("*.").unwrap_or(host).trim_matches('.');
+    (!name.is_empty() && !name.contains([':', '[', ']', '/', '*']))
+        .then(|| Rule::Domain(name.to_owned(), port))
+}
+
+fn unbracket(s: &str) -> &str {
+    s.strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(s)
+}
+
+/// Whether `host` is `name` or one of its subdomains, ignoring ASCII case.
+fn in_domain(host: &str, name: &str) -> bool {
+    let Some(split) = host.len().checked_sub(name.len()) else {
+        return false;
+    };
+    let (head, tail) = host.as_bytes().split_at(split);
+    tail.eq_ignore_ascii_case(name.as_bytes()) && (head.is_empty() || head.ends_with(b"."))
+}
+
+fn in_cidr(net: IpAddr, bits: u8, ip: IpAddr) -> bool {
+    let (net, ip, width) = match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(i)) => (u128::from(n.to_bits()), u128::from(i.to_bits()), 32),
+        (IpAddr::V6(n), IpAddr::V6(i)) => (n.to_bits(), i.to_bits(), 128),
+        _ => return false,
+    };
+    let shift = width - u32::from(bits);
+    shift >= width || (net >> shift) == (ip >> shift)
+}
+
+/// Proxies per origin scheme plus a bypass list, usually read from the environment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    http: Option<Proxy>,
+    https: Option<Proxy>,
+    all: Option<Proxy>,
+    no_proxy: NoProxy,
+}
+
+impl ProxyConfig {
+    /// A configuration that sends everything directly.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses `proxy` for plain-text (`http://`) origins.
+    pub fn http(mut self, proxy: Proxy) -> Self {
+        self.http = Some(proxy);
+        self
+    }
+
+    /// Uses `proxy` for TLS (`https://`) origins.
+    pub fn https(mut self, proxy: Proxy) -> Self {
+        self.https = Some(proxy);
+        self
+    }
+
+    /// Uses `proxy` for origins whose scheme has no proxy of its own.
+    pub fn all(mut self, proxy: Proxy) -> Self {
+        self.all = Some(proxy);
+        self
+    }
+
+    /// Sends hosts matching `no_proxy` directly.
+    pub fn no_proxy(mut self, no_proxy: NoProxy) -> Self {
+        self.no_proxy = no_proxy;
+        self
+    }
+
+    /// Reads the process environment; see [`from_vars`](Self::from_vars) for the rules.
+    /// Values that are not valid Unicode are decoded lossily, so they fail to parse.
+    pub fn from_env() -> Result<Self, ProxyError> {
+        Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Builds a configuration from variables looked up through `var`.
+    ///
+    /// Reads `http_proxy` (lower case only: `HTTP_PROXY` is ignored, because CGI servers put
+    /// a request's `Proxy:` header there), `https_proxy`/`HTTPS_PROXY`, `all_proxy`/`ALL_PROXY`
+    /// and `no_proxy`/`NO_PROXY`. The lower-case spelling wins when both are set; an empty or
+    /// all-whitespace value counts as unset. A proxy value that does not parse is an error
+    /// naming the variable.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ProxyError> {
+        let lookup = |names: &[&'static str]| {
+            names
+                .iter()
+                .find_map(|&n| var(n).filter(|v| !v.trim().is_empty()).map(|v| (n, v)))
+        };
+        let proxy = |names: &[&'static str]| match lookup(names) {
+            None => Ok(None),
+            Some((name, value)) => Proxy::parse(&value).map(Some).map_err(|e| e.in_var(name)),
+        };
+        Ok(ProxyConfig {
+            http: proxy(&["http_proxy"])?,
+            https: proxy(&["https_proxy", "HTTPS_PROXY"])?,
+            all: proxy(&["all_proxy", "ALL_PROXY"])?,
+            no_proxy: lookup(&["no_proxy", "NO_PROXY"])
+                .map_or_else(NoProxy::default, |(_, v)| NoProxy::parse(&v)),
+        })
+    }
+
+    /// Sets the credentials of every configured proxy (curl's `--proxy-user`).
+    pub fn with_credentials(mut self, user: &str, password: &str) -> Self {
+        for proxy in [&mut self.http, &mut self.https, &mut self.all]
+            .into_iter()
+            .flatten()
+        {
+            *proxy = proxy.clone().with_credentials(user, password);
+        }
+        self
+    }
+
+    /// Whether no proxy is configured at all (the bypass list is not considered).
+    pub fn is_empty(&self) -> bool {
+        self.http.is_none() && self.https.is_none() && self.all.is_none()
+    }
+
+    /// The proxy for a request to `host:port`, or `None` to connect directly.
+    ///
+    /// Picks the `https` proxy for TLS origins and the `http` proxy otherwise, falling back to
+    /// `all`; returns `None` when the bypass list matches. `host` is canonical, as for
+    /// [`NoProxy::matches`].
+    pub fn route(&self, is_tls: bool, host: &str, port: u16) -> Option<&Proxy> {
+        let proxy = if is_tls { &self.https } else { &self.http };
+        let proxy = proxy.as_ref().or(self.all.as_ref())?;
+        (!self.no_proxy.matches(host, port)).then_some(proxy)
+    }
+}
+
+/// A proxy URL that could not be used. The message repeats the input with any password
+/// replaced by `***`, and names the environment variable it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyError {
+    input: String,
+    reason: &'static str,
+    var: Option<&'static str>,
+}
+
+impl ProxyError {
+    fn new(input: &str, reason: &'static str) -> Self {
+        let (input, var) = (redact(input), None);
+        ProxyError { input, reason, var }
+    }
+
+    fn in_var(mut self, var: &'static str) -> Self {
+        self.var = Some(var);
+        self
+    }
+}
+
+/// Replaces everything between the first `:` after the scheme and the last `@` with `***`,
+/// so that even a malformed URL cannot leak (part of) a password into a message.
+fn redact(input: &str) -> String {
+    let start = match input.split_once("://") {
+        Some((scheme, _)) if scheme.bytes().all(|b| b.is_ascii_alphanumeric()) => scheme.len() + 3,
+        _ => 0,
+    };
+    let Some(at) = input.rfind('@').filter(|&at| at >= start) else {
+        return input.to_owned();
+    };
+    match input[start..at].find(':') {
+        Some(colon) => format!("{}:***{}", &input[..start + colon], &input[at..]),
+        None => input.to_owned(),
+    }
+}
+
+impl fmt::Display for ProxyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid proxy URL {:?}", self.input)?;
+        if let Some(var) = self.var {
+            write!(f, " in {var}")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl std::error::Error for ProxyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::ProxyScheme::{Http, Https};
+    use super::*;
+
+    fn p(s: &str) -> Proxy {
+        Proxy::parse(s).unwrap()
+    }
+
+    #[test]
+    fn parses_urls() {
+        let cases = [
+            ("http://Proxy.Example:3128/", Http, "proxy.example", 3128),
+            ("  proxy.example ", Http, "proxy.example", 1080),
+            ("proxy.example:8080", Http, "proxy.example", 8080),
+            ("HTTPS://proxy/ignored?path", Https, "proxy", 443),
+            ("http://[::1]:3128", Http, "::1", 3128),
+            ("https://[FD00::A]", Https, "fd00::a", 443),
+        ];
+        for (input, scheme, host, port) in cases {
+            let x = p(input);
+            assert_eq!(
+                (x.scheme(), x.host(), x.port()),
+                (scheme, host, port),
+                "{input}"
+            );
+            assert_eq!(x.credentials(), None);
+        }
+    }
+
+    #[test]
+    fn decodes_userinfo() {
+        let creds = |s| {
+            p(s).credentials()
+                .map(|(u, p)| (u.to_owned(), p.to_owned()))
+        };
+        let pair = |u: &str, p: &str| Some((u.to_owned(), p.to_owned()));
+        assert_eq!(
+            creds("http://us%40er:p%3Ass%2Fw@proxy:3128"),
+            pair("us@er", "p:ss/w")
+        );
+        assert_eq!(creds("http://user@proxy"), pair("user", ""));
+        assert_eq!(creds("a:b@c@proxy"), pair("a", "b@c"));
+        assert_eq!(creds("http://@proxy"), None);
+        let x = p("proxy:1").with_credentials("me", "secret");
+        assert_eq!(x.credentials(), Some(("me", "secret")));
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let err = Proxy::parse("socks5h://proxy:1080").unwrap_err();
+        assert!(err.to_string().contains("SOCKS"), "{err}");
+        let bad = "|ftp://p|http://|http://p:0|http://p:99999|http://p:+80|http://p q|p:80:80\
+                   |http://::1:3128|http://[::1|http://[nope]:1|http://[::1]x|u:%zz@p|u:%ff@p";
+        for input in bad.split('|') {
+            assert!(Proxy::parse(input).is_err(), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn display_debug_and_errors_hide_password() {
+        let x = p("http://a%20b:hunter2@proxy:3128");
+        assert_eq!(x.to_string(), "http://a b:***@proxy:3128");
+        assert_eq!(p("https://[::1]").to_string(), "https://[::1]:443");
+        let config = ProxyConfig::new().all(x.clone());
+        for text in [format!("{x:?}"), format!("{config:?}")] {
+            assert!(!text.contains("hunter2") && text.contains("***"), "{text}");
+        }
+        for input in [
+            "http://u:hunter2@p:bad",
+            "http://u:hun/ter2@p",
+            "u:hun://ter2@p",
+        ] {
+            let err = Proxy::parse(input).unwrap_err();
+            assert!(!format!("{err} {err:?}").contains("ter2"), "{err}");
+            assert!(err.to_string().contains("u:***@p"), "{err}");
+        }
+    }
+
+    #[test]
+    fn base64_and_basic_auth() {
+        let vectors = [
+            "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy",
+        ];
+        for (len, expected) in vectors.into_iter().enumerate() {
+            assert_eq!(base64_encode(&b"foobar"[..len]), expected); // RFC 4648 section 10
+        }
+        assert_eq!(base64_encode(&[0xfb, 0xff, 0xbf]), "+/+/");
+        let value = p("http://Aladdin:open%20sesame@proxy")
+            .basic_auth()
+            .unwrap();
+        assert_eq!(value, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert!(value.is_sensitive());
+        assert_eq!(p("proxy").basic_auth(), None);
+    }
+
+    #[test]
+    fn no_proxy_star_and_empty_entries() {
+        assert!(NoProxy::parse("*").matches("anything", 80));
+        assert!(NoProxy::parse("example.com, *").matches("10.0.0.1", 1));
+        let empty = NoProxy::parse(" , ,");
+        assert!(empty.is_empty() && !empty.matches("example.com", 80));
+        assert_eq!(
+            NoProxy::parse("0.0.0.0/99, 1.2.3.4/x, a/b, :1"),
+            NoProxy::default()
+        );
+    }
+
+    #[test]
+    fn no_proxy_domains() {
+        for list in [
+            "example.com",
+            ".example.com",
+            "*.example.com",
+            " EXAMPLE.com. ,",
+        ] {
+            let np = NoProxy::parse(list);
+            assert!(np.matches("example.com", 443) && np.matches("a.b.example.com", 80));
+            assert!(np.matches("A.Example.COM.", 80), "{list}");
+            for other in ["badexample.com", "example.com.evil", "com", "93.184.216.34"] {
+                assert!(!np.matches(other, 80), "{list} {other}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_proxy_ip_literals_and_cidr() {
+        let np = NoProxy::parse("192.168.1.10, [::1], FE80::2, 10.0.0.0/8, fd00::/8");
+        assert!(np.matches("192.168.1.10", 80) && !np.matches("192.168.1.11", 80));
+        assert!(np.matches("::1", 80) && np.matches("[::1]", 80) && np.matches("fe80::2", 1));
+        assert!(np.matches("10.255.0.1", 80) && !np.matches("11.0.0.1", 80));
+        assert!(np.matches("fd12::1", 80) && !np.matches("fe00::1", 80));
+        assert!(!np.matches("10.example", 80));
+        assert!(NoProxy::parse("0.0.0.0/0").matches("8.8.8.8", 53));
+        assert!(NoProxy::parse("::/0").matches("2001:db8::1", 53));
+        assert!(!NoProxy::parse("::/0").matches("8.8.8.8", 53));
+        assert!(NoProxy::parse("10.1.2.3/32").matches("10.1.2.3", 1));
+    }
+
+    #[test]
+    fn no_proxy_host_port() {
+        let np = NoProxy::parse("example.com:8080, 10.0.0.1:443, [::1]:8443");
+        assert!(np.matches("example.com", 8080) && np.matches("a.example.com", 8080));
+        assert!(!np.matches("example.com", 80));
+        assert!(np.matches("10.0.0.1", 443) && !np.matches("10.0.0.1", 80));
+        assert!(np.matches("::1", 8443) && !np.matches("::1", 80));
+    }
+
+    fn from(pairs: &[(&str, &str)]) -> Result<ProxyConfig, ProxyError> {
+        ProxyConfig::from_vars(|name| {
+            let found = pairs.iter().find(|(k, _)| *k == name);
+            found.map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn from_vars_reads_each_variable() {
+        let vars = [
+            ("http_proxy", "h:1"),
+            ("https_proxy", "https://s:2"),
+            ("all_proxy", "a:3"),
+        ];
+        let config = from(&[vars[0], vars[1], vars[2], ("no_proxy", "internal")]).unwrap();
+        let expected = ProxyConfig::new().http(p("h:1")).https(p("https://s:2"));
+        let expected = expected.all(p("a:3")).no_proxy(NoProxy::parse("internal"));
+        assert_eq!(config, expected);
+        assert!(from(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn from_vars_case_precedence_and_empty_values() {
+        let config = from(&[
+            ("HTTP_PROXY", "evil:1"),
+            ("HTTPS_PROXY", "upper:1"),
+            ("https_proxy", "lower:1"),
+            ("ALL_PROXY", "all:1"),
+            ("NO_PROXY", "upper.test"),
+        ]);
+        let expected = ProxyConfig::new().https(p("lower:1")).all(p("all:1"));
+        assert_eq!(
+            config.unwrap(),
+            expected.no_proxy(NoProxy::parse("upper.test"))
+        );
+        let config = from(&[("no_proxy", "lower.test"), ("NO_PROXY", "upper.test")]);
+        assert_eq!(
+            config.unwrap(),
+            ProxyConfig::new().no_proxy(NoProxy::parse("lower.test"))
+        );
+        let config = from(&[
+            ("https_proxy", " "),
+            ("HTTPS_PROXY", "upper:1"),
+            ("all_proxy", ""),
+        ]);
+        assert_eq!(config.unwrap(), ProxyConfig::new().https(p("upper:1")));
+    }
+
+    #[test]
+    fn from_vars_invalid_value_names_variable() {
+        let err = from(&[("ALL_PROXY", "socks5://u:pw@h")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ALL_PROXY") && err.contains("SOCKS"), "{err}");
+        assert!(!err.contains("pw"), "{err}");
+    }
+
+    #[test]
+    fn route_choices() {
+        let no_proxy = NoProxy::parse("local.test, 10.0.0.0/8");
+        let config = ProxyConfig::new()
+            .http(p("h:1"))
+            .https(p("s:1"))
+            .no_proxy(no_proxy);
+        assert_eq!(config.route(false, "example.com", 80), Some(&p("h:1")));
+        assert_eq!(config.route(true, "example.com", 443), Some(&p("s:1")));
+        assert_eq!(config.route(true, "a.local.test", 443), None);
+        assert_eq!(config.route(false, "10.1.1.1", 80), None);
+        let config = ProxyConfig::new().https(p("s:1")).all(p("a:1"));
+        assert_eq!(config.route(false, "example.com", 80), Some(&p("a:1")));
+        assert_eq!(config.route(true, "example.com", 443), Some(&p("s:1")));
+        assert_eq!(ProxyConfig::new().route(true, "example.com", 443), None);
+        assert!(!config.is_empty() && ProxyConfig::new().is_empty());
+    }
+}

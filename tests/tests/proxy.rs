@@ -1,0 +1,224 @@
+//! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
+//! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
+//! the tunnel, the no-proxy list, and routes that never mix. Against a scripted proxy; the
+//! interop suite runs the same against tinyproxy.
+
+use std::time::Duration;
+
+use pool::{ConnectionPool, NoProxy, Proxy, ProxyConfig};
+use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::events::EventLog;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::proxy::{ConnectScript, ScriptedProxy};
+use pool_tests::tls::TestPki;
+use tokio::task::JoinSet;
+
+/// Real-time bound for tests that wait on other tasks; a hang fails instead of blocking CI.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn via(proxy: &ScriptedProxy) -> ProxyConfig {
+    ProxyConfig::new().all(Proxy::parse(&proxy.url()).unwrap())
+}
+
+/// An `http` origin goes to a forward proxy: absolute-form request lines, the proxy's
+/// credentials on every request, and the connection to the proxy reused like any other.
+#[tokio::test]
+async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, Some("Basic dTpwYXNz")).await;
+    let events = EventLog::new();
+    let config = ProxyConfig::new().http(
+        Proxy::parse(&proxy.url())
+            .unwrap()
+            .with_credentials("u", "pass"),
+    );
+    let pool = ConnectionPool::builder()
+        .proxy(config, false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://origin.test:8080/a?b=1";
+
+    let (first, body) = fetch(&client, url).await;
+    assert_eq!(body, "via-proxy");
+    settle(&pool, &origin(url), |s| s.h1_idle == 1).await;
+    let (second, _) = fetch(&client, url).await;
+    assert_eq!(second.id(), first.id(), "the proxy connection is reused");
+    assert_eq!(proxy.connections(), 1);
+
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.line, "GET http://origin.test:8080/a?b=1 HTTP/1.1");
+        assert_eq!(
+            request.proxy_authorization.as_deref(),
+            Some("Basic dTpwYXNz")
+        );
+        assert_eq!(request.host.as_deref(), Some("origin.test:8080"));
+    }
+    let info = &events.created()[0];
+    let route = info.proxy().expect("the connection says it is proxied");
+    assert!(!route.tunnel);
+    assert_eq!(route.proxy, proxy.url());
+}
+
+/// An `https` origin goes through one `CONNECT` tunnel with TLS and ALPN to the origin inside:
+/// a cold burst of 50 to an HTTP/2 origin costs one tunnel and one connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_origins_tunnel_with_http2_inside_one_tunnel_for_a_cold_burst() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_stream(StreamPlan::ok("tunnelled"))
+        .start()
+        .await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .proxy(via(&proxy), false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let mut tasks = JoinSet::new();
+    for _ in 0..50 {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move { fetch(&client, &url).await });
+    }
+    let mut ids = std::collections::HashSet::new();
+    while let Some(done) = tokio::time::timeout(LIMIT, tasks.join_next())
+        .await
+        .expect("in time")
+    {
+        let (handle, body) = done.unwrap();
+        assert_eq!(body, "tunnelled");
+        ids.insert(handle.id());
+    }
+    assert_eq!(ids.len(), 1, "one HTTP/2 connection");
+    assert_eq!(proxy.connections(), 1, "one tunnel");
+    assert_eq!(server.accepted(), 1);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].line,
+        format!("CONNECT {} HTTP/1.1", server.authority())
+    );
+    let info = &events.created()[0];
+    assert!(info.proxy().expect("proxied").tunnel);
+    assert_eq!(
+        info.tls().and_then(|t| t.alpn),
+        Some("h2"),
+        "ALPN inside the tunnel"
+    );
+}
+
+/// A proxy that refuses the tunnel: the error says it was the proxy, with its status; `407`
+/// is an authentication failure. Nothing stays counted.
+#[tokio::test]
+async fn refused_tunnels_name_the_proxy_and_its_status() {
+    for (status, auth) in [(403, false), (407, true)] {
+        let proxy = ScriptedProxy::start(ConnectScript::Refuse(status), None).await;
+        let pool = ConnectionPool::builder()
+            .proxy(via(&proxy), false)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let url = "https://refused.test/";
+        let error = tokio::time::timeout(LIMIT, client.request(get(url)))
+            .await
+            .expect("in time")
+            .expect_err("refused");
+        assert!(error.is_connect() && error.is_proxy(), "{error}");
+        assert!(error.is_proxy_tunnel(), "{error}");
+        assert_eq!(error.proxy_status(), Some(status));
+        assert_eq!(error.is_proxy_auth(), auth, "{error}");
+        assert!(error.to_string().contains(&status.to_string()), "{error}");
+        assert_eq!(
+            pool.stats(&origin(url)).total(),
+            pool::PartitionStats::default()
+        );
+    }
+}
+
+/// Credentials the proxy does not accept on a tunnel: `407`, reported as such.
+#[tokio::test]
+async fn wrong_credentials_get_407_from_the_proxy() {
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, Some("Basic right")).await;
+    let config = ProxyConfig::new().all(
+        Proxy::parse(&proxy.url())
+            .unwrap()
+            .with_credentials("someone", "wrong"),
+    );
+    let pool = ConnectionPool::builder()
+        .proxy(config, false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = client
+        .request(get("https://guarded.test/"))
+        .await
+        .expect_err("407");
+    assert!(error.is_proxy_auth(), "{error}");
+    let sent = proxy.requests()[0].proxy_authorization.clone();
+    assert!(sent.is_some_and(|v| v.starts_with("Basic ")));
+}
+
+/// A proxy that accepts the tunnel and then closes it: the origin's TLS handshake fails, the
+/// request gets a connect error, and the pool's accounting returns to zero.
+#[tokio::test]
+async fn a_proxy_that_closes_the_tunnel_fails_the_connection_cleanly() {
+    let proxy = ScriptedProxy::start(ConnectScript::CloseAfterAccept, None).await;
+    let pool = ConnectionPool::builder()
+        .proxy(via(&proxy), false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "https://dropped.test/";
+    let error = tokio::time::timeout(LIMIT, client.request(get(url)))
+        .await
+        .expect("in time")
+        .expect_err("the tunnel closed");
+    assert!(error.is_connect(), "{error}");
+    assert_eq!(
+        pool.stats(&origin(url)).total(),
+        pool::PartitionStats::default()
+    );
+}
+
+/// The no-proxy list sends an origin direct, in the same pool where another origin goes
+/// through the proxy; their connections never mix.
+#[tokio::test]
+async fn no_proxy_origins_go_direct_and_routes_never_share_connections() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("direct"))).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let events = EventLog::new();
+    let config = via(&proxy).no_proxy(NoProxy::parse("127.0.0.1, .internal.test"));
+    let pool = ConnectionPool::builder()
+        .proxy(config, false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+
+    let (direct, body) = fetch(&client, &server.url("/")).await;
+    assert_eq!(body, "direct");
+    let (proxied, body) = fetch(&client, "http://public.test/").await;
+    assert_eq!(body, "via-proxy");
+    assert_ne!(direct.id(), proxied.id());
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(proxy.connections(), 1);
+    assert_eq!(
+        proxy.requests().len(),
+        1,
+        "the bypassed origin never reached the proxy"
+    );
+    let created = events.created();
+    let by_id = |id| created.iter().find(|i| i.id() == id).unwrap();
+    assert!(by_id(direct.id()).proxy().is_none());
+    assert!(by_id(proxied.id()).proxy().is_some());
+}
