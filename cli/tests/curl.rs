@@ -569,6 +569,20 @@ async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
     .await;
     assert_eq!(run.code, 7, "{}", run.stderr);
 
+    let run = poolcurl(&[
+        "-sS",
+        "-x",
+        "http://proxy.invalid:3128",
+        "http://origin.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Could not resolve proxy"),
+        "{}",
+        run.stderr
+    );
+
     // `--noproxy '*'` and `-x ""` both go direct: the origin does not exist, so resolving it
     // fails (6), which proves the proxy was not asked.
     let run = poolcurl(&[

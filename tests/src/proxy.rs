@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// What the proxy does with a `CONNECT`.
@@ -47,6 +47,7 @@ pub struct ScriptedProxy {
     addr: SocketAddr,
     seen: Arc<Mutex<Seen>>,
     task: tokio::task::JoinHandle<()>,
+    tls: bool,
 }
 
 impl std::fmt::Debug for Seen {
@@ -63,10 +64,29 @@ impl ScriptedProxy {
     /// `200 via-proxy`. With `credentials` (`Basic …`), a request without exactly that
     /// `Proxy-Authorization` gets `407`.
     pub async fn start(script: ConnectScript, credentials: Option<&str>) -> ScriptedProxy {
+        ScriptedProxy::start_with(script, credentials, None).await
+    }
+
+    /// Like [`start`](Self::start), but clients reach the proxy over TLS with `config` (an
+    /// `https://` proxy); [`url`](Self::url) then names `https://localhost:PORT`.
+    pub async fn start_tls(
+        script: ConnectScript,
+        credentials: Option<&str>,
+        config: Arc<rustls::ServerConfig>,
+    ) -> ScriptedProxy {
+        ScriptedProxy::start_with(script, credentials, Some(config)).await
+    }
+
+    async fn start_with(
+        script: ConnectScript,
+        credentials: Option<&str>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> ScriptedProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
         let credentials: Option<Arc<str>> = credentials.map(Into::into);
+        let tls_flag = tls.is_some();
         let task = tokio::spawn({
             let seen = seen.clone();
             async move {
@@ -76,16 +96,38 @@ impl ScriptedProxy {
                         seen.connections += 1;
                         seen.connections - 1
                     };
-                    tokio::spawn(serve(io, conn, script, credentials.clone(), seen.clone()));
+                    let (credentials, seen) = (credentials.clone(), seen.clone());
+                    match &tls {
+                        None => {
+                            tokio::spawn(serve(io, conn, script, credentials, seen));
+                        }
+                        Some(config) => {
+                            let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
+                            tokio::spawn(async move {
+                                if let Ok(io) = acceptor.accept(io).await {
+                                    serve(io, conn, script, credentials, seen).await;
+                                }
+                            });
+                        }
+                    }
                 }
             }
         });
-        ScriptedProxy { addr, seen, task }
+        ScriptedProxy {
+            addr,
+            seen,
+            task,
+            tls: tls_flag,
+        }
     }
 
-    /// `http://127.0.0.1:PORT`, the proxy's URL.
+    /// The proxy's URL: `http://127.0.0.1:PORT`, or `https://localhost:PORT` over TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        if self.tls {
+            format!("https://localhost:{}", self.addr.port())
+        } else {
+            format!("http://{}", self.addr)
+        }
     }
 
     /// Connections accepted so far.
@@ -106,7 +148,7 @@ impl Drop for ScriptedProxy {
 }
 
 /// Reads one request head; `None` when the client closed first.
-async fn read_head(io: &mut TcpStream) -> Option<String> {
+async fn read_head<S: AsyncRead + Unpin>(io: &mut S) -> Option<String> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -127,8 +169,8 @@ fn header(head: &str, name: &str) -> Option<String> {
     })
 }
 
-async fn serve(
-    mut io: TcpStream,
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut io: S,
     conn: usize,
     script: ConnectScript,
     credentials: Option<Arc<str>>,

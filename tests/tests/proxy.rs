@@ -222,3 +222,44 @@ async fn no_proxy_origins_go_direct_and_routes_never_share_connections() {
     assert!(by_id(direct.id()).proxy().is_none());
     assert!(by_id(proxied.id()).proxy().is_some());
 }
+
+/// An `https://` proxy: TLS to the proxy first, then the tunnel and the origin's own TLS
+/// inside it (TLS in TLS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_proxy_is_reached_over_tls() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_stream(StreamPlan::ok("inside"))
+        .start()
+        .await;
+    let proxy = ScriptedProxy::start_tls(
+        ConnectScript::Tunnel,
+        None,
+        pki.server_config(&[b"http/1.1"]),
+    )
+    .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .proxy(via(&proxy), false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let (handle, body) = tokio::time::timeout(LIMIT, fetch(&client, &server.url("/")))
+        .await
+        .expect("in time");
+    assert_eq!(body, "inside");
+    assert_eq!(handle.protocol(), pool::Protocol::Http2);
+    let info = &events.created()[0];
+    let route = info.proxy().expect("proxied");
+    assert!(route.tunnel);
+    assert!(
+        route.proxy.starts_with("https://localhost:"),
+        "{}",
+        route.proxy
+    );
+    assert_eq!(proxy.requests().len(), 1);
+}
