@@ -3,7 +3,7 @@
 //! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
 //! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
-//! * `cargo xtask interop` runs poolcurl against nginx and nghttpd (release mode); it is also
+//! * `cargo xtask interop` runs poolcurl against nginx, nghttpd and tinyproxy (release mode); it is also
 //!   the last step of `ci` when both are installed, and skipped there with one line when not.
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
@@ -196,8 +196,9 @@ commands:
   soak [--secs N]  a long mixed-fault run against one bounded pool (default 60 s); prints
                    leaked permits (must be 0) and memory
   interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under
-                   load) and nghttpd (h2c, 10 streams per connection), in release mode; a
-                   table of results, exit 1 if any check fails";
+                   load), nghttpd (h2c, 10 streams per connection) and tinyproxy (forward,
+                   CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), in
+                   release mode; a table of results, exit 1 if any check fails";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

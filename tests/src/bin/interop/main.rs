@@ -10,8 +10,11 @@
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
 //!   beside it as the reference (not a check; skipped when h2load is absent).
+//! * **tinyproxy in front of that nginx** (after the reloads): forward proxy, CONNECT tunnels
+//!   with HTTP/2 inside, BasicAuth accepted and refused, `http_proxy`/`NO_PROXY`, and curl side
+//!   by side; see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
 //!
-//! Every check also confirms it exercised the protocol it names (only h1 or only h2
+//! Every load check also confirms it exercised the protocol it names (only h1 or only h2
 //! connections) and that poolcurl exited 0. Requests, successes, failures, connections opened
 //! and the transparent re-sends (`connections.retries`, and `connections.resends` by reason;
 //! "n/a" when this poolcurl build does not report them) go into one table on stdout, details
@@ -24,11 +27,14 @@
 //!
 //! What it does not do: measure performance, build poolcurl (pass its path: `--poolcurl PATH`
 //! or `POOLCURL`; by default the `poolcurl` next to this binary) or install servers (`.ci/run`
-//! does, on CI). It finds `nginx`, `nghttpd` and `h2load` on `PATH` and in `/usr/sbin`,
-//! `/usr/bin`. Servers are stopped and the temp dir removed however the program ends, except
-//! when it is killed by a signal (a Ctrl-C reaches the servers too: same process group).
+//! does, on CI). It finds `nginx`, `nghttpd`, `h2load`, `tinyproxy` and `curl` on `PATH` and in
+//! `/usr/sbin`, `/usr/bin`. Every poolcurl (and curl) run has the machine's proxy variables
+//! (`http_proxy`, `NO_PROXY`, ...) removed from its environment. Servers are stopped and the
+//! temp dir removed however the program ends, except when it is killed by a signal (a Ctrl-C
+//! reaches the servers too: same process group).
 
 mod process;
+mod proxy;
 mod report;
 
 use std::fmt::Write as _;
@@ -44,6 +50,7 @@ use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
 use process::*;
+use proxy::*;
 use report::*;
 
 /// Graceful reloads sent during each nginx run.
@@ -77,8 +84,24 @@ fn main() -> ExitCode {
     // Every server and the temp dir are dropped (stopped, removed) at the end of this block.
     let rows = {
         let tmp = TempDir::new("interop");
-        let mut rows = nginx_reloads(&poolcurl, &tmp.path().join("nginx"));
+        let nginx_dir = tmp.path().join("nginx");
+        let nginx = start_nginx(&nginx_dir);
+        let mut rows = nginx_reloads(&poolcurl, &nginx, &nginx_dir);
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
+        // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
+        let origin = nginx
+            .as_ref()
+            .map_err(Clone::clone)
+            .map(|(_, _, ports)| Origin {
+                http: ports[0],
+                tls: ports[2],
+                ca: nginx_dir.join("ca.pem"),
+            });
+        rows.extend(proxy_checks(
+            &poolcurl,
+            origin,
+            &tmp.path().join("tinyproxy"),
+        ));
         rows
     };
     print_table(&rows);
@@ -107,11 +130,14 @@ fn poolcurl_path() -> Option<PathBuf> {
 // ---------------------------------------------------------------------------------------------
 // nginx
 
-fn nginx_reloads(poolcurl: &Path, dir: &Path) -> Vec<Row> {
+/// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
+type Nginx = Result<(PathBuf, Server, [u16; 3]), String>;
+
+fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
-    let (nginx, server, ports) = match start_nginx(dir) {
-        Ok(started) => started,
-        Err(e) => return NGINX_CASES.map(|c| Row::broken(name(c.0), &e)).into(),
+    let (nginx, server, ports) = match started {
+        Ok((nginx, server, ports)) => (nginx, server, ports),
+        Err(e) => return NGINX_CASES.map(|c| Row::broken(name(c.0), e)).into(),
     };
     let ca = dir.join("ca.pem").display().to_string();
     let mut rows = Vec::new();
@@ -134,7 +160,7 @@ fn nginx_reloads(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         let reloads_before = count_reloads(&server.log);
         let run = Running::spawn(poolcurl, &args);
         let mut problems = match &run {
-            Ok(run) => reload_during(&nginx, dir, run.started),
+            Ok(run) => reload_during(nginx, dir, run.started),
             Err(_) => Vec::new(),
         };
         let finished = run.map(Running::finish);
@@ -176,7 +202,7 @@ fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
 /// h2c, TLS.
-fn start_nginx(dir: &Path) -> Result<(PathBuf, Server, [u16; 3]), String> {
+fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let pki = TestPki::new();

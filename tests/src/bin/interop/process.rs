@@ -1,5 +1,6 @@
 //! Processes for the interop checks: finding server binaries, free loopback ports, servers
-//! stopped on drop, and poolcurl runs bounded in time.
+//! stopped on drop, and poolcurl (or curl) runs bounded in time, without the machine's proxy
+//! variables.
 
 use super::*;
 
@@ -105,29 +106,60 @@ impl Drop for Server {
     }
 }
 
-/// A poolcurl run in progress. Two threads read its output, so it never blocks on a full
-/// pipe. Killed on drop if it has not finished.
+/// A poolcurl (or curl) run in progress. Two threads read its output, so it never blocks on a
+/// full pipe. Killed on drop if it has not finished.
 pub(crate) struct Running {
     pub(crate) child: Child,
     pub(crate) started: Instant,
     pub(crate) readers: Option<[JoinHandle<Vec<u8>>; 2]>,
 }
 
-/// A finished poolcurl run: exit status (`None`: killed at [`RUN_DEADLINE`]), stdout, stderr.
+/// A finished run: exit status (`None`: killed at [`RUN_DEADLINE`]), stdout, stderr.
 pub(crate) struct Finished {
     pub(crate) status: Option<ExitStatus>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
 }
 
+/// The proxy variables poolcurl (like curl) reads: removed from every run's environment, so a
+/// proxy configured on the machine neither carries nor bypasses the checks' traffic. The proxy
+/// checks set the ones they test explicitly.
+pub(crate) const PROXY_ENV: [&str; 8] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
+/// `cmd` without the [`PROXY_ENV`] variables.
+pub(crate) fn without_proxy_env(mut cmd: Command) -> Command {
+    for var in PROXY_ENV {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 impl Running {
+    /// Starts `poolcurl load` (JSON summary) with `args`.
     pub(crate) fn spawn(poolcurl: &Path, args: &[String]) -> Result<Running, String> {
-        let mut cmd = Command::new(poolcurl);
-        cmd.args(LOAD).args(args).stdin(Stdio::null());
+        let mut cmd = without_proxy_env(Command::new(poolcurl));
+        cmd.args(LOAD).args(args);
+        Running::start(cmd)
+    }
+
+    /// Starts `cmd` (any program: poolcurl in curl mode, curl) with its output captured.
+    pub(crate) fn start(mut cmd: Command) -> Result<Running, String> {
+        cmd.stdin(Stdio::null());
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run poolcurl: {e}"))?;
+        let program = Path::new(cmd.get_program()).to_owned();
+        let mut child = cmd.spawn().map_err(|e| {
+            let name = program.file_name().unwrap_or_default().to_string_lossy();
+            format!("cannot run {name}: {e}")
+        })?;
         let read = |mut pipe: Box<dyn Read + Send>| {
             thread::spawn(move || {
                 let mut buf = Vec::new();
