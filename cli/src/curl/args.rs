@@ -146,7 +146,7 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
     pub(crate) resolve: Vec<ResolveArg>,
 
-    /// Use this HTTP proxy ([http://|https://][user:password@]host[:port]; "" for none, ignoring the environment)
+    /// Use this HTTP proxy, as http://USER:PASSWORD@HOST:PORT or https://... (scheme, credentials and port optional; "" for none, ignoring the environment)
     #[arg(short = 'x', long = "proxy", value_name = "URL")]
     pub(crate) proxy: Option<String>,
 
