@@ -50,6 +50,7 @@ pub struct Builder {
     h2: H2Settings,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    pool_timeout: Option<Duration>,
     connection_extension: bool,
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
@@ -75,6 +76,7 @@ impl Default for Builder {
             h2: H2Settings::default(),
             connect_timeout: None,
             read_timeout: None,
+            pool_timeout: None,
             connection_extension: false,
             retry: RetryPolicy::default(),
             proxy: None,
@@ -304,6 +306,16 @@ impl Builder {
         self
     }
 
+    /// The default pool timeout of this pool's clients (see [`Client::pool_timeout`]): how long
+    /// a request may wait for a connection or permit. `None` (the default) waits as long as it
+    /// takes.
+    ///
+    /// [`Client::pool_timeout`]: crate::Client::pool_timeout
+    pub fn pool_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.pool_timeout = timeout;
+        self
+    }
+
     /// Also attaches each response's [`ConnectionHandle`] as a response extension
     /// (`response.extensions().get::<ConnectionHandle>()`), where it survives mapping the body
     /// to another type (tower stacks, `response.map(...)`). Off by default: the handle is always
@@ -455,6 +467,7 @@ impl Builder {
                 .collect(),
             explicit,
             read_timeout: self.read_timeout,
+            pool_timeout: self.pool_timeout,
             connection_extension: self.connection_extension,
             retry: self.retry,
             tls,

@@ -17,6 +17,7 @@ use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, StreamLease};
 
 use crate::body::RequestBody;
+use crate::dispatch::deadline::RequestDeadline;
 use crate::error::Error;
 use crate::partition::PartitionRuntime;
 use crate::shared::Shared;
@@ -118,11 +119,14 @@ impl CellEntry {
     /// goes back to the cell (a connection to the next waiter or the idle set, a permit to the
     /// origin's next ticket).
     ///
-    /// Adds the time spent waiting (if the request had to wait) to `waited`.
+    /// Adds the time spent waiting (if the request had to wait) to `waited`. `queue` bounds the
+    /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
+    /// had been dropped.
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         requirement: Requirement,
         connect_timeout: Option<Duration>,
+        queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
     ) -> Result<Selected, Error> {
         loop {
@@ -155,14 +159,16 @@ impl CellEntry {
                 }
                 Acquire::Wait(waiter) => {
                     let since = shared.time.now();
-                    let grant = WaitGrant {
+                    let wait = WaitGrant {
                         entry: self,
                         waiter: Some(waiter),
-                    }
-                    .await;
+                    };
+                    // On the pool timeout the `WaitGrant` drops here, which withdraws the
+                    // waiter (and returns anything granted meanwhile) like a dropped request.
+                    let grant = queue.bound(&*shared.sleep, wait).await;
                     let spent = shared.time.now().saturating_duration_since(since);
                     *waited = Some(waited.unwrap_or_default() + spent);
-                    grant
+                    grant?
                 }
             };
             match grant {

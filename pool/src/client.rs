@@ -31,6 +31,7 @@ pub struct Client {
     partition: usize,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
+    pub(crate) pool_timeout: Option<Duration>,
     first: FirstCell,
 }
 
@@ -78,11 +79,13 @@ impl FirstCell {
 impl Client {
     pub(crate) fn new(pool: Arc<PoolInner>, partition: usize) -> Client {
         let (connect_timeout, read_timeout) = (pool.shared.connect_timeout, pool.read_timeout);
+        let pool_timeout = pool.pool_timeout;
         Client {
             pool,
             partition,
             connect_timeout,
             read_timeout,
+            pool_timeout,
             first: FirstCell::default(),
         }
     }
@@ -114,6 +117,17 @@ impl Client {
     /// or reading the body.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Client {
         self.read_timeout = timeout;
+        self
+    }
+
+    /// Sets the pool timeout: how long a request may wait, in all, for a connection or (for a
+    /// bounded origin) a permit. It covers queueing only, not connecting (the connect timeout)
+    /// or the exchange (the read timeout). When it elapses the request fails with
+    /// [`Error::is_pool_timeout`] and withdraws cleanly: its place in the origin's demand
+    /// order goes to the next request. With `max_pending_per_host`, the cap says how many may
+    /// wait and this says how long. `None` waits as long as it takes.
+    pub fn pool_timeout(mut self, timeout: Option<Duration>) -> Client {
+        self.pool_timeout = timeout;
         self
     }
 
@@ -174,6 +188,7 @@ impl fmt::Debug for Client {
             .field("partition", &self.partition())
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
+            .field("pool_timeout", &self.pool_timeout)
             .finish()
     }
 }

@@ -40,6 +40,8 @@ enum Kind {
     Handshake,
     /// No response head arrived within the client's read timeout.
     ReadTimeout,
+    /// No connection or permit became available within the client's pool timeout.
+    PoolTimeout,
     /// The origin's pending-request cap was reached.
     Saturated,
     /// The request requires HTTP/2 and the origin speaks HTTP/1.1.
@@ -81,6 +83,15 @@ impl Error {
             Kind::ReadTimeout,
             Some(Arc::new(Message(format!(
                 "no response head within {after:?}"
+            )))),
+        )
+    }
+
+    pub(crate) fn pool_timeout(after: Duration) -> Error {
+        Error::new(
+            Kind::PoolTimeout,
+            Some(Arc::new(Message(format!(
+                "no connection became available within {after:?}"
             )))),
         )
     }
@@ -203,10 +214,12 @@ impl Error {
             .is_some_and(ConnectError::is_certificate)
     }
 
-    /// A timeout elapsed: the connect timeout, the read timeout, or one of hyper's.
+    /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, or one of
+    /// hyper's.
     pub fn is_timeout(&self) -> bool {
         self.is_connect_timeout()
             || self.inner.kind == Kind::ReadTimeout
+            || self.inner.kind == Kind::PoolTimeout
             || self.hyper_error().is_some_and(hyper::Error::is_timeout)
     }
 
@@ -218,6 +231,12 @@ impl Error {
     /// No response head arrived within the read timeout.
     pub fn is_read_timeout(&self) -> bool {
         self.inner.kind == Kind::ReadTimeout
+    }
+
+    /// The request waited for a connection or permit longer than its pool timeout
+    /// ([`Client::pool_timeout`](crate::Client::pool_timeout)) and was withdrawn.
+    pub fn is_pool_timeout(&self) -> bool {
+        self.inner.kind == Kind::PoolTimeout
     }
 
     /// The request was refused without waiting because the origin's pending-request cap
@@ -316,6 +335,7 @@ impl Error {
             Kind::Connect => "failed to establish a connection",
             Kind::Handshake => "HTTP handshake failed on a new connection",
             Kind::ReadTimeout => "read timeout",
+            Kind::PoolTimeout => "timed out waiting for a connection",
             Kind::Saturated => "origin saturated",
             Kind::UnsupportedVersion => "unsupported HTTP version",
             Kind::Canceled => "connection establishment canceled",

@@ -105,6 +105,8 @@ pub(crate) struct PoolInner {
     pub(crate) explicit: bool,
     /// The default read timeout of new clients.
     pub(crate) read_timeout: Option<Duration>,
+    /// The default pool timeout of new clients.
+    pub(crate) pool_timeout: Option<Duration>,
     /// Whether responses also carry their connection handle as an extension.
     pub(crate) connection_extension: bool,
     /// Which requests are sent again on their own.

@@ -418,3 +418,52 @@ fn stress_with_random_cancellation_leaks_nothing() {
         assert!(server.max_open() <= 4);
     });
 }
+
+/// The pool timeout bounds how long a request waits for a permit: the impatient request fails
+/// at its deadline (paused time, exact), withdraws cleanly, and the request behind it in the
+/// origin's demand order is served when the permit comes back.
+#[tokio::test(start_paused = true)]
+async fn the_pool_timeout_withdraws_a_waiting_request_and_the_order_goes_on() {
+    let hold = Gate::new();
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x").gate(hold.clone())))
+            .await;
+    let pool = ConnectionPool::builder()
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let key = origin(&url);
+
+    let first = tokio::spawn({
+        let (client, url) = (client.clone(), url.clone());
+        async move { fetch(&client, &url).await }
+    });
+    hold.wait_arrived(1).await;
+    let started = tokio::time::Instant::now();
+    let impatient = tokio::spawn({
+        let client = client.clone().pool_timeout(Some(Duration::from_secs(2)));
+        let url = url.clone();
+        async move { client.request(get(&url)).await }
+    });
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+    let patient = tokio::spawn({
+        let (client, url) = (client.clone(), url.clone());
+        async move { fetch(&client, &url).await }
+    });
+    settle(&pool, &key, |s| s.waiting_requests == 2).await;
+
+    let error = impatient.await.unwrap().expect_err("no permit within 2 s");
+    assert!(error.is_pool_timeout() && error.is_timeout(), "{error}");
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+
+    hold.open();
+    first.await.unwrap();
+    let (_, body) = patient.await.unwrap();
+    assert_eq!(body, "x", "the request behind the withdrawn one was served");
+    let stats = pool.stats(&key);
+    assert_eq!(stats.total().waiting_requests, 0);
+    assert_eq!(stats.admitted(), 1);
+}

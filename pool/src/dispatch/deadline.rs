@@ -1,6 +1,7 @@
-//! The read timeout of one request: from the moment the request is first handed to a
-//! connection until a response head arrives. Re-sends run against the same deadline, so a
-//! request that had to be sent again does not get a fresh allowance each time.
+//! A request's deadlines, each started by the first wait it bounds and shared by every later
+//! one: the read timeout (from the request's first hand-over to a connection until a response
+//! head arrives; re-sends do not get a fresh allowance) and the pool timeout (the time spent
+//! waiting for a connection or a permit, over all of the request's waits).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,20 +12,35 @@ use pool_core::{AsyncSleep, Sleep};
 
 use crate::error::Error;
 
-/// One request's read deadline, started by its first exchange.
-pub(super) struct ReadDeadline {
+/// One of a request's deadlines, started by the first future it bounds.
+pub(crate) struct RequestDeadline {
     limit: Option<Duration>,
     sleep: Option<Sleep>,
+    /// The error for an elapsed deadline, given the limit.
+    elapsed: fn(Duration) -> Error,
 }
 
-impl ReadDeadline {
-    pub(super) fn new(limit: Option<Duration>) -> ReadDeadline {
-        ReadDeadline { limit, sleep: None }
+impl RequestDeadline {
+    /// The read timeout: no response head within `limit`.
+    pub(crate) fn read(limit: Option<Duration>) -> RequestDeadline {
+        RequestDeadline {
+            limit,
+            sleep: None,
+            elapsed: Error::read_timeout,
+        }
     }
 
-    /// Bounds `future` (one exchange, up to the response head) by what is left of the deadline,
-    /// starting it on the first call.
-    pub(super) fn bound<F: Future>(
+    /// The pool timeout: no connection or permit within `limit`.
+    pub(crate) fn pool(limit: Option<Duration>) -> RequestDeadline {
+        RequestDeadline {
+            limit,
+            sleep: None,
+            elapsed: Error::pool_timeout,
+        }
+    }
+
+    /// Bounds `future` by what is left of the deadline, starting it on the first call.
+    pub(crate) fn bound<F: Future>(
         &mut self,
         timer: &dyn AsyncSleep,
         future: F,
@@ -38,17 +54,19 @@ impl ReadDeadline {
             future,
             sleep,
             limit: self.limit.unwrap_or_default(),
+            elapsed: self.elapsed,
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A future raced against the request's read deadline.
-    pub(super) struct Deadline<'a, F> {
+    /// A future raced against one of the request's deadlines.
+    pub(crate) struct Deadline<'a, F> {
         #[pin]
         future: F,
         sleep: Option<&'a mut Sleep>,
         limit: Duration,
+        elapsed: fn(Duration) -> Error,
     }
 }
 
@@ -62,7 +80,7 @@ impl<F: Future> Future for Deadline<'_, F> {
         }
         match this.sleep {
             Some(sleep) => match sleep.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(Error::read_timeout(*this.limit))),
+                Poll::Ready(()) => Poll::Ready(Err((this.elapsed)(*this.limit))),
                 Poll::Pending => Poll::Pending,
             },
             None => Poll::Pending,

@@ -15,7 +15,7 @@
 //! timeout all attempts of one request share. This module holds the loop and what both
 //! protocols share: reuse events and attaching the connection handle to the response.
 
-mod deadline;
+pub(crate) mod deadline;
 mod h1;
 mod h2;
 mod resend;
@@ -29,7 +29,7 @@ use crate::cell::Selected;
 use crate::client::Client;
 use crate::connection::ConnectionHandle;
 use crate::error::Error;
-use deadline::ReadDeadline;
+use deadline::RequestDeadline;
 use resend::{Again, ReplayCopy, Resends};
 
 /// What came of one exchange on one connection.
@@ -62,11 +62,12 @@ impl Client {
             done: 0,
             client: self,
         };
-        let mut deadline = ReadDeadline::new(self.read_timeout);
+        let mut deadline = RequestDeadline::read(self.read_timeout);
+        let mut queue = RequestDeadline::pool(self.pool_timeout);
         let mut waited = None;
         loop {
             let selected = entry
-                .acquire(requirement, self.connect_timeout, &mut waited)
+                .acquire(requirement, self.connect_timeout, &mut queue, &mut waited)
                 .await?;
             let sleep = &*self.pool.shared.sleep;
             let exchange = match selected {
