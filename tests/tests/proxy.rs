@@ -21,6 +21,20 @@ fn via(proxy: &ScriptedProxy) -> ProxyConfig {
     ProxyConfig::new().all(Proxy::parse(&proxy.url()).unwrap())
 }
 
+/// A request to `url` through `proxy` that must fail; the pool comes back for its stats.
+async fn failed_through(proxy: &ScriptedProxy, url: &str) -> (ConnectionPool, pool::Error) {
+    let pool = ConnectionPool::builder()
+        .proxy(via(proxy), false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(url)))
+        .await
+        .expect("in time")
+        .expect_err("the request fails");
+    (pool, error)
+}
+
 /// An `http` origin goes to a forward proxy: absolute-form request lines, the proxy's
 /// credentials on every request, and the connection to the proxy reused like any other.
 #[tokio::test]
@@ -123,23 +137,14 @@ async fn https_origins_tunnel_with_http2_inside_one_tunnel_for_a_cold_burst() {
 async fn refused_tunnels_name_the_proxy_and_its_status() {
     for (status, auth) in [(403, false), (407, true)] {
         let proxy = ScriptedProxy::start(ConnectScript::Refuse(status), None).await;
-        let pool = ConnectionPool::builder()
-            .proxy(via(&proxy), false)
-            .build()
-            .unwrap();
-        let client = pool.client().unwrap();
-        let url = "https://refused.test/";
-        let error = tokio::time::timeout(LIMIT, client.request(get(url)))
-            .await
-            .expect("in time")
-            .expect_err("refused");
+        let (pool, error) = failed_through(&proxy, "https://refused.test/").await;
         assert!(error.is_connect() && error.is_proxy(), "{error}");
         assert!(error.is_proxy_tunnel(), "{error}");
         assert_eq!(error.proxy_status(), Some(status));
         assert_eq!(error.is_proxy_auth(), auth, "{error}");
         assert!(error.to_string().contains(&status.to_string()), "{error}");
         assert_eq!(
-            pool.stats(&origin(url)).total(),
+            pool.stats(&origin("https://refused.test/")).total(),
             pool::PartitionStats::default()
         );
     }
@@ -173,16 +178,8 @@ async fn wrong_credentials_get_407_from_the_proxy() {
 #[tokio::test]
 async fn a_proxy_that_closes_the_tunnel_fails_the_connection_cleanly() {
     let proxy = ScriptedProxy::start(ConnectScript::CloseAfterAccept, None).await;
-    let pool = ConnectionPool::builder()
-        .proxy(via(&proxy), false)
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
     let url = "https://dropped.test/";
-    let error = tokio::time::timeout(LIMIT, client.request(get(url)))
-        .await
-        .expect("in time")
-        .expect_err("the tunnel closed");
+    let (pool, error) = failed_through(&proxy, url).await;
     assert!(error.is_connect(), "{error}");
     assert_eq!(
         pool.stats(&origin(url)).total(),
