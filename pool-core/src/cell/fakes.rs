@@ -139,6 +139,14 @@ impl Rig {
             .collect()
     }
 
+    /// The launches so far, of which the first must be a flight: its identity.
+    pub(crate) fn first_flight(&self) -> super::FlightId {
+        match self.launches().first() {
+            Some((_, Launch::Flight(id))) => *id,
+            other => panic!("expected a flight first, got {other:?}"),
+        }
+    }
+
     /// The launches so far, keeping their permits.
     pub(crate) fn launches_with_permits(&self) -> Vec<LaunchRecord> {
         std::mem::take(&mut *self.launched.lock().unwrap())

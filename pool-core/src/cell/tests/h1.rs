@@ -1,0 +1,208 @@
+//! The cell's HTTP/1 transitions: misses, installs, the idle set, spare attempts.
+
+use super::*;
+
+#[test]
+fn http1_miss_install_release_then_hit() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w = rig.wait(Requirement::Any, 1, t0);
+    assert_eq!(rig.launches()[0].1, Launch::Attempt);
+    let s = c.gauges().snapshot();
+    assert_eq!((s.establishing, s.waiting_requests), (1, 1));
+    assert_eq!(c.install_h1(h1(c), &w, t0), Released::Delivered);
+    let Some(Grant::H1(conn)) = take(&w) else {
+        panic!("launcher gets its connection")
+    };
+    let s = c.gauges().snapshot();
+    assert_eq!((s.establishing, s.h1_active, s.waiting_requests), (0, 1, 0));
+    assert_eq!(c.release_h1(conn, t0), Released::Idle);
+    assert_eq!(c.gauges().snapshot().h1_idle, 1);
+    assert!(
+        matches!(
+            c.acquire(Requirement::Any, None, || 2, || t0),
+            Acquire::H1(_)
+        ),
+        "reuse hit"
+    );
+    assert_eq!(c.gauges().snapshot().h1_active, 1);
+}
+
+#[test]
+fn idle_reuse_is_newest_first_and_expiry_oldest_first() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let (a, b) = (h1(c), h1(c));
+    let (a_id, b_id) = (a.record.info().id(), b.record.info().id());
+    c.release_h1(a, t0);
+    c.release_h1(b, t0 + Duration::from_secs(10));
+    let Acquire::H1(newest) = c.acquire(Requirement::Any, None, || 1, || t0) else {
+        panic!()
+    };
+    assert_eq!(newest.record.info().id(), b_id);
+    c.release_h1(newest, t0 + Duration::from_secs(20));
+    let next = c.expire(t0 + Duration::from_secs(90));
+    assert_eq!(next, Some(t0 + Duration::from_secs(110)));
+    let s = c.gauges().snapshot();
+    assert_eq!(
+        (s.h1_idle, s.h1_draining),
+        (1, 1),
+        "a is closed but its I/O is not gone"
+    );
+    let Acquire::H1(left) = c.acquire(Requirement::Any, None, || 2, || t0) else {
+        panic!()
+    };
+    assert_ne!(left.record.info().id(), a_id);
+}
+
+#[test]
+fn closed_idle_connections_are_skipped() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let good = h1(c);
+    let good_id = good.record.info().id();
+    c.release_h1(good, t0);
+    let shut = h1(c);
+    c.release_h1(
+        FakeH1 {
+            record: shut.record.clone(),
+            open: false,
+        },
+        t0,
+    );
+    let closed = h1(c);
+    let closed_record = closed.record.clone();
+    c.release_h1(closed, t0);
+    closed_record.close(CloseReason::ProtocolClosed, None);
+    let Acquire::H1(got) = c.acquire(Requirement::Any, None, || 1, || t0) else {
+        panic!()
+    };
+    assert_eq!(got.record.info().id(), good_id);
+    assert!(
+        shut.record.is_closed(),
+        "an idle connection hyper closed is retired"
+    );
+}
+
+#[test]
+fn a_miss_adopts_the_attempt_of_a_request_served_meanwhile() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    assert_eq!(rig.launches().len(), 1);
+    // A returning connection serves w1 while its attempt still runs.
+    assert_eq!(c.release_h1(returning(c), t0), Released::Delivered);
+    assert!(matches!(take(&w1), Some(Grant::H1(_))));
+    let w2 = rig.wait(Requirement::Any, 2, t0);
+    assert!(rig.launches().is_empty(), "w2 adopted the spare attempt");
+    assert_eq!(c.gauges().snapshot().establishing, 1);
+    // The attempt completes: its connection goes to w2.
+    assert_eq!(c.install_h1(h1(c), &w1, t0), Released::Delivered);
+    assert!(matches!(take(&w2), Some(Grant::H1(_))));
+    assert!(rig.launches().is_empty());
+}
+
+#[test]
+fn a_request_that_left_leaves_its_attempt_to_the_next_miss() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    c.cancel(&w1, t0);
+    let w2 = rig.wait(Requirement::Any, 2, t0);
+    let w3 = rig.wait(Requirement::Any, 3, t0);
+    let launches = rig.launches();
+    assert_eq!(
+        launches.len(),
+        2,
+        "one launch for w1, one for w3; w2 adopted"
+    );
+    assert!(Arc::ptr_eq(&launches[1].0, &w3));
+    assert_eq!(c.install_h1(h1(c), &w1, t0), Released::Delivered);
+    assert!(matches!(take(&w2), Some(Grant::H1(_))));
+    assert!(take(&w3).is_none());
+}
+
+#[test]
+fn an_adopted_attempt_that_fails_is_replaced_not_inherited() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    rig.launches();
+    c.release_h1(returning(c), t0);
+    assert!(matches!(take(&w1), Some(Grant::H1(_))));
+    let w2 = rig.wait(Requirement::Any, 2, t0);
+    assert!(rig.launches().is_empty());
+    c.fail(Launch::Attempt, &w1, "refused");
+    assert!(take(&w2).is_none(), "w2 does not get w1's error");
+    let replacement = rig.launches();
+    assert_eq!(replacement.len(), 1, "w2 gets an attempt of its own");
+    assert!(Arc::ptr_eq(&replacement[0].0, &w2));
+    assert_eq!(c.gauges().snapshot().establishing, 1);
+    c.fail(Launch::Attempt, &w2, "refused again");
+    assert!(matches!(take(&w2), Some(Grant::Failed("refused again"))));
+    assert_eq!(c.gauges().snapshot().establishing, 0);
+}
+
+#[test]
+fn concurrent_misses_each_launch_while_no_attempt_is_spare() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let waiters: Vec<_> = (1..=4).map(|i| rig.wait(Requirement::Any, i, t0)).collect();
+    assert_eq!(rig.launches().len(), 4);
+    for w in &waiters {
+        assert_eq!(
+            rig.cell.install_h1(h1(&rig.cell), w, t0),
+            Released::Delivered
+        );
+    }
+    assert!(
+        rig.launches().is_empty(),
+        "no replacement: every attempt served its own"
+    );
+}
+
+#[test]
+fn released_connection_goes_to_the_oldest_waiter() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    let w2 = rig.wait(Requirement::Any, 2, t0);
+    assert_eq!(c.release_h1(h1(c), t0), Released::Delivered);
+    assert!(matches!(take(&w1), Some(Grant::H1(_))));
+    assert!(take(&w2).is_none());
+    assert_eq!(c.install_h1(h1(c), &w2, t0), Released::Delivered);
+    assert!(matches!(take(&w2), Some(Grant::H1(_))));
+}
+
+#[test]
+fn cancelled_waiter_gives_its_connection_to_the_next() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    let w2 = rig.wait(Requirement::Any, 2, t0);
+    c.release_h1(h1(c), t0);
+    c.cancel(&w1, t0);
+    assert!(matches!(take(&w2), Some(Grant::H1(_))));
+    assert_eq!(c.gauges().snapshot().waiting_requests, 0);
+    let w3 = rig.wait(Requirement::Any, 3, t0);
+    c.cancel(&w3, t0);
+    assert_eq!(c.release_h1(h1(c), t0), Released::Idle);
+}
+
+#[test]
+fn http1_mode_refuses_http2_requirement() {
+    let rig = Rig::new(EstablishMode::Http1);
+    assert!(matches!(
+        rig.cell
+            .acquire(Requirement::Http2, None, || 1, Instant::now),
+        Acquire::Unsupported
+    ));
+}
