@@ -107,11 +107,13 @@ impl Drop for Server {
 }
 
 /// A poolcurl (or curl) run in progress. Two threads read its output, so it never blocks on a
-/// full pipe. Killed on drop if it has not finished.
+/// full pipe, and each sends what it read when its pipe closes: the run's end is that message,
+/// not a polled exit status. Killed on drop if it has not finished.
 pub(crate) struct Running {
     pub(crate) child: Child,
     pub(crate) started: Instant,
-    pub(crate) readers: Option<[JoinHandle<Vec<u8>>; 2]>,
+    /// `(0, stdout)` and `(1, stderr)`, each sent at the end of its pipe.
+    pub(crate) outputs: mpsc::Receiver<(usize, Vec<u8>)>,
 }
 
 /// A finished run: exit status (`None`: killed at [`RUN_DEADLINE`]), stdout, stderr.
@@ -160,41 +162,62 @@ impl Running {
             let name = program.file_name().unwrap_or_default().to_string_lossy();
             format!("cannot run {name}: {e}")
         })?;
-        let read = |mut pipe: Box<dyn Read + Send>| {
+        let (sender, outputs) = mpsc::channel();
+        let read = |index: usize, mut pipe: Box<dyn Read + Send>| {
+            let sender = sender.clone();
             thread::spawn(move || {
                 let mut buf = Vec::new();
                 let _ = pipe.read_to_end(&mut buf);
-                buf
-            })
+                let _ = sender.send((index, buf));
+            });
         };
-        let out = read(Box::new(child.stdout.take().expect("piped")));
-        let err = read(Box::new(child.stderr.take().expect("piped")));
+        read(0, Box::new(child.stdout.take().expect("piped")));
+        read(1, Box::new(child.stderr.take().expect("piped")));
         Ok(Running {
             child,
             started: Instant::now(),
-            readers: Some([out, err]),
+            outputs,
         })
     }
 
+    /// Waits for the run to end (both pipes closed, then its exit status), or kills it at
+    /// [`RUN_DEADLINE`] (`status` is then `None`).
     pub(crate) fn finish(mut self) -> Finished {
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if self.started.elapsed() < RUN_DEADLINE => {
-                    thread::sleep(Duration::from_millis(20));
+        let mut output = [Vec::new(), Vec::new()];
+        let mut ended = 0;
+        let mut timed_out = false;
+        while ended < 2 {
+            let left = RUN_DEADLINE.saturating_sub(self.started.elapsed());
+            let received = if timed_out {
+                self.outputs.recv().ok()
+            } else {
+                match self.outputs.recv_timeout(left) {
+                    Ok(message) => Some(message),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        // Killing it closes its pipes, so the readers end and report.
+                        timed_out = true;
+                        kill(&mut self.child);
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
                 }
-                _ => break None,
-            }
+            };
+            let Some((index, bytes)) = received else {
+                break;
+            };
+            output[index] = bytes;
+            ended += 1;
+        }
+        let status = if timed_out {
+            None
+        } else {
+            self.child.wait().ok()
         };
-        kill(&mut self.child); // after a timeout: closes the pipes, so the readers end
-        let text = |h: JoinHandle<Vec<u8>>| {
-            String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned()
-        };
-        let [out, err] = self.readers.take().expect("finish runs once");
+        let [stdout, stderr] = output.map(|b| String::from_utf8_lossy(&b).into_owned());
         Finished {
             status,
-            stdout: text(out),
-            stderr: text(err),
+            stdout,
+            stderr,
         }
     }
 }
