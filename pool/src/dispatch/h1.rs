@@ -8,7 +8,6 @@ use pool_core::ResendReason;
 use pool_h1::{H1Connection, SendOutcome};
 use std::future::Future;
 
-use super::resend::Again;
 use super::{Exchange, Served};
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
@@ -47,31 +46,21 @@ pub(super) fn finish(
                 Body::h1(incoming, guard, handle)
             }))
         }
+        // `reused` in the outcome is the fact `served` already holds (the record counted the
+        // dispatch), so `served` answers for it.
         SendOutcome::Unsent {
             request: mut unsent,
             error,
-            reused,
+            ..
         } => {
             pool_h1::restore_absolute_uri(&mut unsent, &entry.origin);
-            Ok(Exchange::Again(Again {
-                reason: ResendReason::Unsent,
-                error,
-                record: served.record,
-                reused,
-                request: Some(unsent),
-            }))
+            Ok(served.again(ResendReason::Unsent, error, Some(unsent)))
         }
         SendOutcome::Failed {
             error,
-            reused,
             before_response: true,
-        } => Ok(Exchange::Again(Again {
-            reason: ResendReason::ClosedBeforeResponse,
-            error,
-            record: served.record,
-            reused,
-            request: None,
-        })),
+            ..
+        } => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
         SendOutcome::Failed { error, .. } => Err(Error::request(error)),
     }
 }

@@ -11,7 +11,6 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 use pool_h2::{H2SendOutcome, StreamLease};
 
-use super::resend::Again;
 use super::{Exchange, Served};
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
@@ -51,17 +50,11 @@ pub(super) fn finish(
         H2SendOutcome::Unsent {
             request: unsent,
             error,
-            reused,
+            ..
         } => {
             // hyper's dispatcher for this generation is gone.
             retire(entry, &served.record);
-            Ok(Exchange::Again(Again {
-                reason: ResendReason::Unsent,
-                error,
-                record: served.record,
-                reused,
-                request: Some(unsent),
-            }))
+            Ok(served.again(ResendReason::Unsent, error, Some(unsent)))
         }
         H2SendOutcome::Failed {
             error,
@@ -74,13 +67,7 @@ pub(super) fn finish(
                 retire(entry, &served.record);
             }
             match not_processed {
-                Some(reason) => Ok(Exchange::Again(Again {
-                    reason,
-                    error,
-                    record: served.record,
-                    reused: served.reused,
-                    request: None,
-                })),
+                Some(reason) => Ok(served.again(reason, error, None)),
                 None => Err(Error::request(error)),
             }
         }

@@ -157,3 +157,22 @@ struct Served {
     reused: bool,
     waited: Option<std::time::Duration>,
 }
+
+impl Served {
+    /// The exchange on this connection ended without a response, with proof `reason` that the
+    /// request may go again; `request` is set when hyper handed it back.
+    fn again(
+        self,
+        reason: pool_core::ResendReason,
+        error: hyper::Error,
+        request: Option<Request<RequestBody>>,
+    ) -> Exchange {
+        Exchange::Again(Again {
+            reason,
+            error,
+            record: self.record,
+            reused: self.reused,
+            request,
+        })
+    }
+}
