@@ -4,6 +4,8 @@
 //! the child process runs; the child is awaited with `tokio::process` and bounded by a
 //! timeout. Nothing sleeps: a server that must stay silent parks at a gate that never opens.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -31,17 +33,7 @@ impl Run {
 }
 
 async fn poolcurl(args: &[&str]) -> Run {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
-        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("all_proxy")
-        .env_remove("ALL_PROXY")
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let child = common::poolcurl_command().args(args).output();
     let out = tokio::time::timeout(LIMIT, child)
         .await
         .expect("poolcurl finished in time")

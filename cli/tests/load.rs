@@ -6,6 +6,8 @@
 //! a line appearing on the child's stdout), never on sleeps. Volumes are small: the point is
 //! the accounting, not the throughput.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -38,17 +40,7 @@ impl Run {
 }
 
 async fn poolcurl(args: &[&str]) -> Run {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
-        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("all_proxy")
-        .env_remove("ALL_PROXY")
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let child = common::poolcurl_command().args(args).output();
     let out = tokio::time::timeout(LIMIT, child)
         .await
         .expect("poolcurl finished in time")
@@ -505,13 +497,7 @@ async fn text_and_json_report_the_same_numbers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_prints_urls_that_curl_mode_can_fetch() {
     let dir = TempDir::new("serve");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"))
-        // The runs talk to loopback peers: a proxy in the test's environment must not apply.
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("all_proxy")
-        .env_remove("ALL_PROXY")
+    let mut child = common::poolcurl_command()
         .args([
             "serve",
             "--threads",
@@ -519,10 +505,8 @@ async fn serve_prints_urls_that_curl_mode_can_fetch() {
             "--ca-dir",
             dir.path().to_str().unwrap(),
         ])
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("serve started");
     let stdout = child.stdout.take().expect("piped stdout");
