@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use bytes::Bytes;
