@@ -21,6 +21,28 @@ fn via(proxy: &ScriptedProxy) -> ProxyConfig {
     ProxyConfig::new().all(Proxy::parse(&proxy.url()).unwrap())
 }
 
+/// An HTTP/2 origin over TLS (ALPN `h2` and `http/1.1`) answering every stream with `body`.
+async fn tls_h2_origin(pki: &TestPki, body: &'static str) -> ScriptedH2Server {
+    ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_stream(StreamPlan::ok(body))
+        .start()
+        .await
+}
+
+/// A pool through `proxy` that trusts `pki`'s CA only, with an event log.
+fn trusting_pool(pki: &TestPki, proxy: &ScriptedProxy) -> (ConnectionPool, EventLog) {
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .proxy(via(proxy), false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    (pool, events)
+}
+
 /// A request to `url` through `proxy` that must fail; the pool comes back for its stats.
 async fn failed_through(proxy: &ScriptedProxy, url: &str) -> (ConnectionPool, pool::Error) {
     let pool = ConnectionPool::builder()
@@ -82,20 +104,9 @@ async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_origins_tunnel_with_http2_inside_one_tunnel_for_a_cold_burst() {
     let pki = TestPki::new();
-    let server = ScriptedH2Server::builder()
-        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
-        .default_stream(StreamPlan::ok("tunnelled"))
-        .start()
-        .await;
+    let server = tls_h2_origin(&pki, "tunnelled").await;
     let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .native_roots(false)
-        .add_root_certificates_pem(pki.ca_pem())
-        .proxy(via(&proxy), false)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
+    let (pool, events) = trusting_pool(&pki, &proxy);
     let client = pool.client().unwrap();
     let url = server.url("/");
 
@@ -225,25 +236,14 @@ async fn no_proxy_origins_go_direct_and_routes_never_share_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_proxy_is_reached_over_tls() {
     let pki = TestPki::new();
-    let server = ScriptedH2Server::builder()
-        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
-        .default_stream(StreamPlan::ok("inside"))
-        .start()
-        .await;
+    let server = tls_h2_origin(&pki, "inside").await;
     let proxy = ScriptedProxy::start_tls(
         ConnectScript::Tunnel,
         None,
         pki.server_config(&[b"http/1.1"]),
     )
     .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .native_roots(false)
-        .add_root_certificates_pem(pki.ca_pem())
-        .proxy(via(&proxy), false)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
+    let (pool, events) = trusting_pool(&pki, &proxy);
     let client = pool.client().unwrap();
     let (handle, body) = tokio::time::timeout(LIMIT, fetch(&client, &server.url("/")))
         .await
