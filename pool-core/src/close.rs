@@ -32,11 +32,18 @@ pub enum CloseReason {
     /// request was handed to the connection and before the response head arrived), so the
     /// connection's framing can no longer be trusted. The peer did nothing wrong.
     RequestCanceled,
+    /// The connection reached the pool's maximum connection lifetime: an HTTP/1 connection at
+    /// its next return or while idle, an HTTP/2 generation once its replacement was published
+    /// (or its replacement could not be started). It drains like any other close.
+    MaxLifetime,
+    /// A response body sent nothing for the client's body idle timeout: the exchange failed
+    /// and the connection was retired (an HTTP/2 generation drains its other streams).
+    BodyIdleTimeout,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 9] = [
+    pub const ALL: [CloseReason; 11] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -46,6 +53,8 @@ impl CloseReason {
         CloseReason::PoolDropped,
         CloseReason::OwnerRuntimeShutdown,
         CloseReason::RequestCanceled,
+        CloseReason::MaxLifetime,
+        CloseReason::BodyIdleTimeout,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -60,6 +69,8 @@ impl CloseReason {
             CloseReason::PoolDropped => "pool_dropped",
             CloseReason::OwnerRuntimeShutdown => "owner_runtime_shutdown",
             CloseReason::RequestCanceled => "request_canceled",
+            CloseReason::MaxLifetime => "max_lifetime",
+            CloseReason::BodyIdleTimeout => "body_idle_timeout",
         }
     }
 }

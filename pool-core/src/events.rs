@@ -15,7 +15,7 @@
 use std::error::Error;
 use std::fmt;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::close::CloseReason;
 use crate::origin::OriginKey;
@@ -87,6 +87,37 @@ pub struct ConnectionTimings {
     pub handshake: Duration,
 }
 
+/// Why a connection was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum OpenReason {
+    /// A request found no connection it could use.
+    #[default]
+    Request,
+    /// A warm-up (the `pool` crate's `preconnect`) opened it before requests needed it.
+    Preconnect,
+    /// The accepting HTTP/2 generation reached the maximum connection lifetime, and this one
+    /// replaces it before it stops accepting.
+    LifetimeRenewal,
+}
+
+impl OpenReason {
+    /// A stable snake_case name, suitable for JSON keys and metrics labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OpenReason::Request => "request",
+            OpenReason::Preconnect => "preconnect",
+            OpenReason::LifetimeRenewal => "lifetime_renewal",
+        }
+    }
+}
+
+impl fmt::Display for OpenReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A description of one connection, fixed when it is created.
 #[derive(Clone, Debug)]
 pub struct ConnectionInfo {
@@ -99,6 +130,8 @@ pub struct ConnectionInfo {
     tls: Option<TlsDetails>,
     timings: ConnectionTimings,
     proxy: Option<ProxyRoute>,
+    opened_for: OpenReason,
+    retires_at: Option<Instant>,
 }
 
 /// How a connection reaches its origin through a proxy.
@@ -128,7 +161,37 @@ impl ConnectionInfo {
             tls: None,
             timings: ConnectionTimings::default(),
             proxy: None,
+            opened_for: OpenReason::Request,
+            retires_at: None,
         }
+    }
+
+    /// Sets why the connection was opened.
+    pub fn with_open_reason(mut self, reason: OpenReason) -> Self {
+        self.opened_for = reason;
+        self
+    }
+
+    /// Why the connection was opened.
+    pub fn open_reason(&self) -> OpenReason {
+        self.opened_for
+    }
+
+    /// Sets the instant the connection reaches the pool's maximum lifetime.
+    pub fn with_retirement(mut self, at: Option<Instant>) -> Self {
+        self.retires_at = at;
+        self
+    }
+
+    /// When the connection reaches the pool's maximum lifetime (its creation plus the lifetime,
+    /// less its jitter); `None` when the pool sets no lifetime.
+    pub fn retires_at(&self) -> Option<Instant> {
+        self.retires_at
+    }
+
+    /// Whether the connection has reached its maximum lifetime at `now`.
+    pub fn is_past_lifetime(&self, now: Instant) -> bool {
+        self.retires_at.is_some_and(|at| at <= now)
     }
 
     /// Sets the proxy the connection goes through.

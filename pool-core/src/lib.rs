@@ -41,8 +41,8 @@ mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{
-    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, Protocol, ProxyRoute,
-    ResendReason, TlsDetails,
+    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, OpenReason, Protocol,
+    ProxyRoute, ResendReason, TlsDetails,
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};

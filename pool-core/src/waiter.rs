@@ -27,6 +27,7 @@ use std::fmt;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::events::OpenReason;
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -61,6 +62,8 @@ pub struct Waiter<T> {
     requirement: Requirement,
     /// The connect timeout of the request, for an establishment launched on its behalf.
     connect_timeout: Option<Duration>,
+    /// Why an establishment launched for this waiter opens its connection.
+    open_reason: OpenReason,
     /// `WAITING`, `CLAIMED` or `CANCELLED`; only `WAITING` ever changes, and only once.
     state: AtomicU8,
     /// Set (under the cell lock) once an establishment was launched for this waiter, so it is
@@ -77,6 +80,7 @@ impl<T> Waiter<T> {
             seq,
             requirement,
             connect_timeout,
+            open_reason: OpenReason::Request,
             state: AtomicU8::new(WAITING),
             launched: AtomicBool::new(false),
             slot: Mutex::new(Slot {
@@ -85,6 +89,18 @@ impl<T> Waiter<T> {
                 closed: false,
             }),
         }
+    }
+
+    /// Sets why an establishment launched for this waiter opens its connection (before the
+    /// waiter is shared).
+    pub fn with_open_reason(mut self, reason: OpenReason) -> Waiter<T> {
+        self.open_reason = reason;
+        self
+    }
+
+    /// Why an establishment launched for this waiter opens its connection.
+    pub fn open_reason(&self) -> OpenReason {
+        self.open_reason
     }
 
     /// Arrival order (smaller is older).

@@ -14,11 +14,14 @@ use std::any::Any;
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
+use pool_core::sync::Arc;
+use pool_core::{AsyncSleep, CloseReason, Sleep};
 use pool_h1::ExchangeGuard;
 use pool_h2::StreamGuard;
 
@@ -213,6 +216,28 @@ pub struct Body {
     inner: Incoming,
     exchange: Exchange,
     connection: ConnectionHandle,
+    /// The body idle timeout, when the client sets one.
+    idle: Option<IdleTimer>,
+}
+
+/// The body idle timeout: a timer started when the body is polled and has nothing, stopped by
+/// the next frame. It bounds each silence, not the whole body.
+struct IdleTimer {
+    timeout: Duration,
+    sleep: Arc<dyn AsyncSleep>,
+    /// Running while the body waits for its next frame.
+    timer: Option<Sleep>,
+}
+
+impl IdleTimer {
+    /// Whether the silence that this poll found has lasted the timeout (starting the timer
+    /// when the silence begins).
+    fn elapsed(&mut self, cx: &mut Context<'_>) -> bool {
+        let timer = self
+            .timer
+            .get_or_insert_with(|| self.sleep.sleep(self.timeout));
+        timer.as_mut().poll(cx).is_ready()
+    }
 }
 
 impl Body {
@@ -225,6 +250,7 @@ impl Body {
             inner,
             exchange: Exchange::H1(guard),
             connection,
+            idle: None,
         };
         // A response without a body (HEAD, 204, 304, Content-Length: 0) ends with its head.
         if body.inner.is_end_stream() {
@@ -238,11 +264,29 @@ impl Body {
             inner,
             exchange: Exchange::H2(guard),
             connection,
+            idle: None,
         };
         if body.inner.is_end_stream() {
             body.end();
         }
         body
+    }
+
+    /// Fails the body when it sends nothing for `timeout` (see
+    /// [`Client::body_idle_timeout`](crate::Client::body_idle_timeout)).
+    pub(crate) fn with_idle_timeout(
+        mut self,
+        timeout: Duration,
+        sleep: Arc<dyn AsyncSleep>,
+    ) -> Body {
+        if !matches!(self.exchange, Exchange::Done) {
+            self.idle = Some(IdleTimer {
+                timeout,
+                sleep,
+                timer: None,
+            });
+        }
+        self
     }
 
     /// The connection that served this response: `response.body().connection()`, before the
@@ -277,13 +321,35 @@ impl HttpBody for Body {
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+            Poll::Pending => {
+                let Some(idle) = &mut this.idle else {
+                    return Poll::Pending;
+                };
+                if !idle.elapsed(cx) {
+                    return Poll::Pending;
+                }
+                // Retire the connection first, so the close says why (the guard dropped by
+                // `fail` would otherwise call an HTTP/1 exchange merely incomplete).
+                let timeout = idle.timeout;
+                this.idle = None;
+                this.connection
+                    .record()
+                    .close(CloseReason::BodyIdleTimeout, None);
+                this.fail();
+                Poll::Ready(Some(Err(Error::body_idle_timeout(timeout))))
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(idle) = &mut this.idle {
+                    idle.timer = None;
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
             Poll::Ready(Some(Err(err))) => {
                 this.fail();
                 Poll::Ready(Some(Err(Error::body(err))))
             }
             Poll::Ready(None) => {
+                this.idle = None;
                 this.end();
                 Poll::Ready(None)
             }

@@ -8,11 +8,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::HeaderValue;
-use pool_core::OriginKey;
 use pool_core::cell::CellAdmission;
 use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
+use pool_core::{OpenReason, OriginKey};
 use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, StreamLease};
 
@@ -119,11 +119,15 @@ impl CellEntry {
     /// goes back to the cell (a connection to the next waiter or the idle set, a permit to the
     /// origin's next ticket).
     ///
+    /// `reason` is recorded by a connection established for this request (a warm-up's are
+    /// [`OpenReason::Preconnect`]).
+    ///
     /// Adds the time spent waiting (if the request had to wait) to `waited`. `queue` bounds the
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
     /// had been dropped.
     pub(crate) async fn acquire(
         self: &Arc<Self>,
+        reason: OpenReason,
         requirement: Requirement,
         connect_timeout: Option<Duration>,
         queue: &mut RequestDeadline,
@@ -131,7 +135,8 @@ impl CellEntry {
     ) -> Result<Selected, Error> {
         loop {
             let shared = &self.shared;
-            let acquired = self.cell.acquire(
+            let acquired = self.cell.acquire_for(
+                reason,
                 requirement,
                 connect_timeout,
                 || shared.next_seq(),

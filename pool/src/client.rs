@@ -32,6 +32,7 @@ pub struct Client {
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) pool_timeout: Option<Duration>,
+    pub(crate) body_idle_timeout: Option<Duration>,
     first: FirstCell,
 }
 
@@ -79,13 +80,14 @@ impl FirstCell {
 impl Client {
     pub(crate) fn new(pool: Arc<PoolInner>, partition: usize) -> Client {
         let (connect_timeout, read_timeout) = (pool.shared.connect_timeout, pool.read_timeout);
-        let pool_timeout = pool.pool_timeout;
+        let (pool_timeout, body_idle_timeout) = (pool.pool_timeout, pool.body_idle_timeout);
         Client {
             pool,
             partition,
             connect_timeout,
             read_timeout,
             pool_timeout,
+            body_idle_timeout,
             first: FirstCell::default(),
         }
     }
@@ -128,6 +130,18 @@ impl Client {
     /// wait and this says how long. `None` waits as long as it takes.
     pub fn pool_timeout(mut self, timeout: Option<Duration>) -> Client {
         self.pool_timeout = timeout;
+        self
+    }
+
+    /// Sets the body idle timeout: how long a response body may go without sending a frame.
+    /// When a silence lasts that long the body fails with [`Error::is_body_idle_timeout`] (also
+    /// `is_timeout()` and `is_body()`) and its connection retires
+    /// ([`CloseReason::BodyIdleTimeout`](crate::CloseReason::BodyIdleTimeout): an HTTP/1
+    /// connection closes, an HTTP/2 connection stops accepting and drains its other streams).
+    /// Each frame restarts it, so a slow but steady body never fails; it is not a total
+    /// deadline. `None` (the default) waits as long as the server takes.
+    pub fn body_idle_timeout(mut self, timeout: Option<Duration>) -> Client {
+        self.body_idle_timeout = timeout;
         self
     }
 
@@ -189,6 +203,7 @@ impl fmt::Debug for Client {
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
             .field("pool_timeout", &self.pool_timeout)
+            .field("body_idle_timeout", &self.body_idle_timeout)
             .finish()
     }
 }

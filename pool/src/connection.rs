@@ -39,6 +39,11 @@ impl ConnectionHandle {
         self.record.info()
     }
 
+    /// The connection's record.
+    pub(crate) fn record(&self) -> &Arc<ConnectionRecord> {
+        &self.record
+    }
+
     /// The connection's identity (shorthand for `info().id()`).
     pub fn id(&self) -> ConnectionId {
         self.record.info().id()

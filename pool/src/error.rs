@@ -53,6 +53,8 @@ enum Kind {
     Request,
     /// Reading the response body failed.
     Body,
+    /// The response body sent nothing for the client's body idle timeout.
+    BodyIdleTimeout,
 }
 
 impl Error {
@@ -128,6 +130,15 @@ impl Error {
 
     pub(crate) fn body(err: hyper::Error) -> Error {
         Error::new(Kind::Body, Some(Arc::new(err)))
+    }
+
+    pub(crate) fn body_idle_timeout(after: Duration) -> Error {
+        Error::new(
+            Kind::BodyIdleTimeout,
+            Some(Arc::new(Message(format!(
+                "the response body sent nothing for {after:?}"
+            )))),
+        )
     }
 
     fn connect_error(&self) -> Option<&ConnectError> {
@@ -214,12 +225,13 @@ impl Error {
             .is_some_and(ConnectError::is_certificate)
     }
 
-    /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, or one of
-    /// hyper's.
+    /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, the body
+    /// idle timeout, or one of hyper's.
     pub fn is_timeout(&self) -> bool {
         self.is_connect_timeout()
             || self.inner.kind == Kind::ReadTimeout
             || self.inner.kind == Kind::PoolTimeout
+            || self.inner.kind == Kind::BodyIdleTimeout
             || self.hyper_error().is_some_and(hyper::Error::is_timeout)
     }
 
@@ -263,9 +275,17 @@ impl Error {
         self.inner.kind == Kind::Request
     }
 
-    /// Reading the response body failed.
+    /// Reading the response body failed (an error from the connection, or the body idle
+    /// timeout).
     pub fn is_body(&self) -> bool {
-        self.inner.kind == Kind::Body
+        matches!(self.inner.kind, Kind::Body | Kind::BodyIdleTimeout)
+    }
+
+    /// The response body sent nothing for the body idle timeout
+    /// ([`Client::body_idle_timeout`](crate::Client::body_idle_timeout)); its connection was
+    /// retired.
+    pub fn is_body_idle_timeout(&self) -> bool {
+        self.inner.kind == Kind::BodyIdleTimeout
     }
 
     /// The connection ended before a complete message was received (hyper's
@@ -341,6 +361,7 @@ impl Error {
             Kind::Canceled => "connection establishment canceled",
             Kind::Request => "request failed",
             Kind::Body => "error reading the response body",
+            Kind::BodyIdleTimeout => "response body idle timeout",
         }
     }
 }

@@ -49,9 +49,11 @@ mod dispatch;
 mod error;
 mod establish;
 mod io;
+mod lifetime;
 mod maintenance;
 mod partition;
 mod pool;
+mod preconnect;
 mod protocol;
 mod retry;
 mod shared;
@@ -64,6 +66,7 @@ pub use connection::ConnectionHandle;
 pub use error::Error;
 pub use partition::{Partition, TokioDriverSpawner};
 pub use pool::{ClientBuildError, ConnectionPool};
+pub use preconnect::Preconnected;
 pub use protocol::ProtocolPolicy;
 pub use retry::{DEFAULT_MAX_RESENDS, RetryPolicy};
 pub use shared::{PoolCounters, ResendCounts};
@@ -71,8 +74,9 @@ pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{
     AsyncSleep, BoxFuture, CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo,
-    ConnectionReuseScope, ConnectionTimings, DriverSpawner, OriginKey, OriginStats, PartitionId,
-    PartitionStats, Protocol, ProxyRoute, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
+    ConnectionReuseScope, ConnectionTimings, DriverSpawner, OpenReason, OriginKey, OriginStats,
+    PartitionId, PartitionStats, Protocol, ProxyRoute, ResendReason, Scheme, Sleep, TimeSource,
+    TlsDetails,
 };
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, Connected, Io, Negotiated,

@@ -10,9 +10,12 @@
 //! it went idle plus the timeout), compared with the time source when the task wakes; a late
 //! wake-up closes what is due then, it never stretches or shrinks a deadline.
 //!
-//! Because every idle deadline is `now + idle_timeout` with one timeout per pool, a deadline
-//! added later is never earlier than one already scheduled; the task only needs waking when it
-//! was sleeping with nothing scheduled. It ends when the pool is dropped.
+//! A deadline added later may be earlier than every one already scheduled (a connection's
+//! lifetime ends before another's idle deadline), so adding one wakes the task when it sleeps
+//! with nothing scheduled or towards a later deadline; it then sleeps again towards the new
+//! earliest. A cell asks again only for a deadline earlier than the one it already asked for,
+//! and ignores a superseded sweep, so the heap holds few entries per cell. The task ends when
+//! the pool is dropped.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -98,10 +101,11 @@ impl Maintenance {
             let mut schedule = self.schedule.lock();
             schedule.seq += 1;
             let seq = schedule.seq;
+            let earlier = schedule.heap.peek().is_some_and(|Reverse(d)| at < d.at);
             schedule.heap.push(Reverse(Due { at, seq, cell }));
             let start = !schedule.started;
             schedule.started = true;
-            let wake = std::mem::take(&mut schedule.parked);
+            let wake = std::mem::take(&mut schedule.parked) || earlier;
             (start, wake)
         };
         if start {

@@ -107,6 +107,8 @@ pub(crate) struct PoolInner {
     pub(crate) read_timeout: Option<Duration>,
     /// The default pool timeout of new clients.
     pub(crate) pool_timeout: Option<Duration>,
+    /// The default body idle timeout of new clients.
+    pub(crate) body_idle_timeout: Option<Duration>,
     /// Whether responses also carry their connection handle as an extension.
     pub(crate) connection_extension: bool,
     /// Which requests are sent again on their own.

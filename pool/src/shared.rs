@@ -14,6 +14,7 @@ use pool_h2::H2Settings;
 use pool_tls::Connect;
 
 use crate::cell::PoolTypes;
+use crate::lifetime::Lifetime;
 use crate::protocol::ProtocolPolicy;
 
 /// The per-origin bound, when `max_connections_per_host` is set.
@@ -38,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) time: Arc<dyn TimeSource>,
     pub(crate) sleep: Arc<dyn AsyncSleep>,
     pub(crate) idle_timeout: Option<Duration>,
+    /// The maximum connection lifetime, if any.
+    pub(crate) lifetime: Option<Lifetime>,
     /// The connect timeout for establishments no request asked for (replacements after GOAWAY).
     pub(crate) connect_timeout: Option<Duration>,
     /// The per-origin bound; `None` builds no admission machinery at all.
@@ -111,6 +114,7 @@ impl Shared {
         time: Arc<dyn TimeSource>,
         sleep: Arc<dyn AsyncSleep>,
         idle_timeout: Option<Duration>,
+        lifetime: Option<Lifetime>,
         connect_timeout: Option<Duration>,
         bound: Option<BoundConfig>,
     ) -> Shared {
@@ -123,6 +127,7 @@ impl Shared {
             time,
             sleep,
             idle_timeout,
+            lifetime,
             connect_timeout,
             bound,
             admissions: Mutex::new(HashMap::new()),

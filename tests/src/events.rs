@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 #[derive(Clone, Debug)]
 pub enum Event {
     /// `connection_created`.
-    Created(ConnectionInfo),
+    Created(Box<ConnectionInfo>),
     /// `connection_reused`.
     Reused(ConnectionId),
     /// `connection_borrowed` by a partition.
@@ -61,7 +61,7 @@ impl EventLog {
         self.events()
             .into_iter()
             .filter_map(|e| match e {
-                Event::Created(info) => Some(info),
+                Event::Created(info) => Some(*info),
                 _ => None,
             })
             .collect()
@@ -159,7 +159,7 @@ impl ConnectionEventListener for EventLog {
     }
 
     fn connection_created(&self, info: &ConnectionInfo) {
-        self.push(Event::Created(info.clone()));
+        self.push(Event::Created(Box::new(info.clone())));
     }
 
     fn connection_reused(&self, info: &ConnectionInfo) {

@@ -53,3 +53,40 @@ impl Resolve for HangingResolver {
         Box::pin(std::future::pending())
     }
 }
+
+/// A resolver whose one answer the test can change, standing in for a DNS name whose record
+/// changes (a service moved to another address): every lookup returns the current answer.
+#[derive(Clone, Debug)]
+pub struct SwitchResolver {
+    answer: Arc<std::sync::Mutex<SocketAddr>>,
+    lookups: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SwitchResolver {
+    /// A resolver answering every name with `addr`.
+    pub fn new(addr: SocketAddr) -> SwitchResolver {
+        SwitchResolver {
+            answer: Arc::new(std::sync::Mutex::new(addr)),
+            lookups: Arc::default(),
+        }
+    }
+
+    /// Answers with `addr` from now on.
+    pub fn switch_to(&self, addr: SocketAddr) {
+        *self.answer.lock().unwrap() = addr;
+    }
+
+    /// How many lookups were made.
+    pub fn lookups(&self) -> usize {
+        self.lookups.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Resolve for SwitchResolver {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let addr = *self.answer.lock().unwrap();
+        Box::pin(async move { Ok(vec![addr]) })
+    }
+}

@@ -1,39 +1,147 @@
-//! Expiry: idle HTTP/1 connections past their deadline and a generation without a dispatch
-//! for the idle timeout close; the partition's maintenance runs [`Cell::expire`] when the cell
-//! asked for it through [`CellHooks::arm_expiry`](super::CellHooks::arm_expiry).
+//! Expiry: idle HTTP/1 connections past their idle deadline or their maximum lifetime, a
+//! generation without a dispatch for the idle timeout, and the renewal of a generation that
+//! reached its lifetime. The partition's maintenance runs [`Cell::expire`] when the cell asked
+//! for it through [`CellHooks::arm_expiry`](super::CellHooks::arm_expiry).
+//!
+//! # Renewing an HTTP/2 generation
+//!
+//! A generation that reaches its maximum lifetime keeps accepting while a *renewal* flight
+//! opens its replacement, so no request waits for the new connection: publishing the
+//! replacement retires the old generation (`MaxLifetime`), which drains its open streams.
+//! Should the renewal fail, the old generation retires then, and the next request establishes
+//! as after a `GOAWAY`. A bounded origin renews only with a free permit; without one the old
+//! generation retires first and the replacement is established with its permit when the next
+//! request needs it (the bound is never exceeded for an overlap).
+//!
+//! # Scheduling
+//!
+//! Deadlines no longer grow monotonically once lifetimes are involved, so the cell remembers
+//! the earliest sweep it asked for (`armed_at`) and asks again only for an earlier one. A
+//! sweep that finds an earlier one still pending is stale (the earlier one superseded it) and
+//! does nothing, so maintenance never accumulates duplicate entries for one cell.
 
 use std::time::Instant;
 
 use super::actions::close_all;
-use super::{Cell, CellTypes, PooledH2};
+use super::idle::earliest;
+use super::{Cell, CellTypes, CellWaiter, FlightId, Launch, PooledH2, State};
 use crate::close::CloseReason;
+use crate::events::OpenReason;
+use crate::stats::Gauge;
+use crate::sync::Arc;
+use crate::waiter::{Requirement, Waiter};
+
+impl<T: CellTypes> State<T> {
+    /// The cell needs a sweep by `at`: returns `at` when no sweep that early is scheduled (the
+    /// caller hands it to the arm hook after unlocking).
+    pub(super) fn arm(&mut self, at: Instant) -> Option<Instant> {
+        match self.armed_at {
+            Some(armed) if armed <= at => None,
+            _ => {
+                self.armed_at = Some(at);
+                Some(at)
+            }
+        }
+    }
+}
+
+/// A renewal decided under the lock: the flight started for it and the generation it renews.
+struct Renewal<G> {
+    flight: FlightId,
+    old: G,
+}
 
 impl<T: CellTypes> Cell<T> {
-    /// Closes what expired by `now`: idle HTTP/1 connections past their deadline and a
-    /// generation without a dispatch for the idle timeout. Returns when to run again.
+    /// Closes what expired by `now`: idle HTTP/1 connections past their idle deadline or
+    /// lifetime, and a generation without a dispatch for the idle timeout; starts the renewal
+    /// of a generation past its lifetime. Returns when to run again (`None` also for a stale
+    /// sweep, see the module docs).
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut expired = Vec::new();
         let mut expired_h2 = None;
+        let mut renewal = None;
         let next = {
             let mut st = self.state.lock();
-            let idle_next = st.idle.expire(now, &mut expired);
-            let h2_deadline = st.h2.idle_deadline(self.idle_timeout);
-            if h2_deadline.is_some_and(|d| d <= now) {
-                expired_h2 = st.h2.take();
+            if st.armed_at.is_some_and(|armed| armed > now) {
+                return None;
             }
-            let h2_next = h2_deadline.filter(|d| *d > now);
-            let next = match (idle_next, h2_next) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
+            let idle_next = st.idle.expire(now, &mut expired);
+            let h2_idle = st.h2.idle_deadline(self.idle_timeout);
+            let h2_retire = st
+                .h2
+                .accepting_generation()
+                .and_then(|g| g.record().info().retires_at())
+                .filter(|_| !st.flights.renewing());
+            if h2_idle.is_some_and(|d| d <= now) {
+                expired_h2 = st.h2.take();
+            } else if h2_retire.is_some_and(|d| d <= now) {
+                renewal = self.start_renewal(&mut st);
+            }
+            let h2_next = if expired_h2.is_some() {
+                None
+            } else {
+                let retire = h2_retire.filter(|_| renewal.is_none());
+                earliest(h2_idle, retire).filter(|d| *d > now)
             };
-            st.expiry_armed = next.is_some();
+            let next = earliest(idle_next, h2_next);
+            st.armed_at = next;
             next
         };
         close_all(expired);
         if let Some(generation) = expired_h2 {
             generation.record().close(CloseReason::IdleTimeout, None);
         }
+        if let Some(renewal) = renewal {
+            self.launch_renewal(renewal);
+        }
         next
+    }
+
+    /// Starts the renewal flight of the accepting generation (no flight may be running: a
+    /// flight runs only while no generation accepts, or as a renewal).
+    fn start_renewal(&self, st: &mut State<T>) -> Option<Renewal<T::H2>> {
+        if st.flights.in_progress() {
+            return None;
+        }
+        let old = st.h2.accepting_generation()?;
+        let flight = st.flights.start_renewal();
+        self.gauges.inc(Gauge::Establishing);
+        Some(Renewal { flight, old })
+    }
+
+    /// Launches a renewal decided under the lock, with a free permit when the origin is
+    /// bounded; without one, retires the old generation at once instead.
+    fn launch_renewal(&self, renewal: Renewal<T::H2>) {
+        let lease = match self.bounded() {
+            None => None,
+            Some(bounded) => match bounded.admission().take_free_permit() {
+                Some(lease) => Some(lease),
+                None => {
+                    self.gauges.dec(Gauge::Establishing);
+                    self.abandon_renewal(renewal.flight, &renewal.old);
+                    return;
+                }
+            },
+        };
+        // Nobody waits on a renewal: its launcher is a waiter that has already left, so the
+        // new generation is published for the cell and a failure reaches only the requests
+        // that joined the flight (none, while the old generation accepts).
+        let launcher: Arc<CellWaiter<T>> = Arc::new(
+            Waiter::new(0, Requirement::Http2, None).with_open_reason(OpenReason::LifetimeRenewal),
+        );
+        launcher.cancel();
+        (self.hooks.launch)(launcher, Launch::Flight(renewal.flight), lease);
+    }
+
+    /// A renewal that cannot run (no free permit, or it failed): the old generation retires
+    /// now, and requests establish its replacement the usual way.
+    pub(super) fn abandon_renewal(&self, flight: FlightId, old: &T::H2) {
+        {
+            let mut st = self.state.lock();
+            st.flights.end(flight);
+        }
+        old.record().close(CloseReason::MaxLifetime, None);
+        self.retire_h2(old.record());
     }
 
     /// Closes every idle connection and the accepting generation with `reason` (the pool is
@@ -41,7 +149,7 @@ impl<T: CellTypes> Cell<T> {
     pub fn close_idle(&self, reason: CloseReason) {
         let (idle, generation) = {
             let mut st = self.state.lock();
-            st.expiry_armed = false;
+            st.armed_at = None;
             let idle: Vec<T::H1> = st.idle.take_all().collect();
             (idle, st.h2.take())
         };

@@ -184,9 +184,20 @@ pub(crate) fn record_with_permit(
     protocol: Protocol,
     permit: Option<CellPermit<Fake>>,
 ) -> Arc<ConnectionRecord> {
+    record_retiring(cell, protocol, permit, None)
+}
+
+/// A record of `cell` that reaches its maximum lifetime at `retires_at`.
+pub(crate) fn record_retiring(
+    cell: &Cell<Fake>,
+    protocol: Protocol,
+    permit: Option<CellPermit<Fake>>,
+    retires_at: Option<Instant>,
+) -> Arc<ConnectionRecord> {
     let origin = OriginKey::from_uri(&"https://cell.test".parse().unwrap()).unwrap();
     let id = ConnectionId::from_u64(IDS.fetch_add(1, Ordering::Relaxed));
-    let info = ConnectionInfo::new(id, origin, PartitionId::ANONYMOUS, protocol);
+    let info = ConnectionInfo::new(id, origin, PartitionId::ANONYMOUS, protocol)
+        .with_retirement(retires_at);
     if cell.gauges().get(Gauge::Establishing) == 0 {
         cell.gauges().inc(Gauge::Establishing);
     }

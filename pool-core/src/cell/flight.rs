@@ -8,8 +8,10 @@
 //! either joins the accepting generation, joins the flight, or makes the caller the flight.
 
 use super::{
-    Actions, Cell, CellTypes, CellWaiter, Converge, EstablishMode, FlightId, Grant, Launch, State,
+    Actions, Cell, CellTypes, CellWaiter, Converge, EstablishMode, FlightId, Grant, Launch,
+    PooledH2, State,
 };
+use crate::close::CloseReason;
 use crate::events::Protocol;
 use crate::stats::Gauge;
 use crate::sync::Arc;
@@ -19,6 +21,9 @@ use crate::sync::Arc;
 pub(super) struct Flights {
     /// The flight in progress, if any.
     current: Option<FlightId>,
+    /// Whether the flight in progress renews an accepting generation that reached its
+    /// lifetime (see `expiry`), rather than serving requests that found none.
+    renewing: bool,
     /// Source of flight identities.
     next: u64,
 }
@@ -34,11 +39,35 @@ impl Flights {
         self.current == Some(id)
     }
 
+    /// The flight in progress ended (it turned out to be HTTP/1.1).
+    fn end_current(&mut self) {
+        self.current = None;
+        self.renewing = false;
+    }
+
     /// Starts a new flight.
     pub(super) fn start(&mut self) -> FlightId {
         let id = FlightId::next(&mut self.next);
         self.current = Some(id);
+        self.renewing = false;
         id
+    }
+
+    /// Starts the renewal flight of an accepting generation.
+    pub(super) fn start_renewal(&mut self) -> FlightId {
+        let id = self.start();
+        self.renewing = true;
+        id
+    }
+
+    /// Whether the flight in progress is a renewal.
+    pub(super) fn renewing(&self) -> bool {
+        self.current.is_some() && self.renewing
+    }
+
+    /// Whether `id` is the flight in progress and a renewal.
+    pub(super) fn is_renewal(&self, id: FlightId) -> bool {
+        self.is_current(id) && self.renewing
     }
 
     /// Flight `id` ended (published, failed, or joined elsewhere); returns whether it was the
@@ -47,6 +76,7 @@ impl Flights {
         let current = self.is_current(id);
         if current {
             self.current = None;
+            self.renewing = false;
         }
         current
     }
@@ -78,15 +108,18 @@ impl<T: CellTypes> Cell<T> {
         negotiated: Protocol,
     ) -> Converge {
         let mut actions = Actions::default();
+        let mut retired = None;
         let outcome = {
             let mut st = self.state.lock();
             if self.mode == EstablishMode::Auto {
                 st.negotiated = Some(negotiated);
             }
             let is_current_flight = matches!(launch, Launch::Flight(f) if st.flights.is_current(f));
+            let renewal = matches!(launch, Launch::Flight(f) if st.flights.is_renewal(f));
             match negotiated {
                 Protocol::Http2 => {
-                    let accepting = st.h2.accepting();
+                    // A renewal replaces the accepting generation instead of joining it.
+                    let accepting = st.h2.accepting() && !renewal;
                     if accepting || (st.flights.in_progress() && !is_current_flight) {
                         if let Launch::Flight(f) = launch {
                             st.flights.end(f);
@@ -110,8 +143,13 @@ impl<T: CellTypes> Cell<T> {
                     }
                 }
                 Protocol::Http1 => {
+                    if renewal {
+                        // The origin now speaks HTTP/1.1: the renewed generation retires
+                        // (below), and this connection becomes an ordinary HTTP/1 one.
+                        retired = st.h2.take();
+                    }
                     if is_current_flight {
-                        st.flights.current = None;
+                        st.flights.end_current();
                         self.fan_out(&mut st, launcher, &mut actions);
                     }
                     Converge::Http1
@@ -119,6 +157,9 @@ impl<T: CellTypes> Cell<T> {
             }
         };
         self.run(actions);
+        if let Some(generation) = retired {
+            generation.record().close(CloseReason::MaxLifetime, None);
+        }
         outcome
     }
 
@@ -154,10 +195,16 @@ impl<T: CellTypes> Cell<T> {
                 .push((launcher.clone(), Grant::Failed(error.clone())));
         }
         self.end_attempt(claimed.then_some(&**launcher));
+        let mut renewed = None;
         {
             let mut st = self.state.lock();
             if let Launch::Flight(f) = launch {
-                if st.flights.end(f) {
+                if st.flights.is_renewal(f) {
+                    // Requests queued behind the renewed generation's gate still activate on
+                    // it; the generation retires (below) and they get a flight of their own.
+                    st.flights.end(f);
+                    renewed = st.h2.accepting_generation();
+                } else if st.flights.end(f) {
                     let queues = &st.waiters;
                     for w in queues.any.iter().chain(queues.h2_only.iter()) {
                         if !w.is_launched() && self.claim(w) {
@@ -171,6 +218,10 @@ impl<T: CellTypes> Cell<T> {
             actions.publish = self.demand_change(&mut st);
         }
         self.run(actions);
+        if let Some(old) = renewed {
+            old.record().close(CloseReason::MaxLifetime, None);
+            self.retire_h2(old.record());
+        }
     }
 
     /// With no accepting generation and no flight, the oldest request still waiting without an

@@ -9,9 +9,11 @@
 
 use std::time::Instant;
 
+use super::idle::earliest;
 use super::{
     ACTIVATION_TURN, Actions, Cell, CellTypes, CellWaiter, FlightId, Grant, PooledH2, State,
 };
+use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::Protocol;
 use crate::sync::Arc;
@@ -90,24 +92,32 @@ impl<G: PooledH2> H2Slot<G> {
 impl<T: CellTypes> Cell<T> {
     /// The flight `flight` completed its HTTP/2 handshake: `generation` becomes the accepting
     /// generation and the first activation turn is granted.
+    ///
+    /// A renewal flight's generation replaces the one it renews, which retires
+    /// (`MaxLifetime`) and drains its open streams.
     pub fn publish_h2(&self, generation: T::H2, flight: FlightId, now: Instant) {
         let mut actions = Actions::default();
-        {
+        let replaced = {
             let mut st = self.state.lock();
             st.flights.end(flight);
             st.negotiated = Some(Protocol::Http2);
-            st.h2.generation = Some(generation);
+            let retires_at = generation.record().info().retires_at();
+            let replaced = st.h2.generation.replace(generation);
             st.h2.last_dispatch = Some(now);
             self.activate(&mut st, &mut actions.grants);
-            if let Some(t) = self.idle_timeout {
-                if !st.expiry_armed {
-                    st.expiry_armed = true;
-                    actions.arm = Some(now + t);
-                }
+            let idle_deadline = self.idle_timeout.map(|t| now + t);
+            if let Some(at) = earliest(idle_deadline, retires_at) {
+                actions.arm = st.arm(at);
             }
             actions.publish = self.demand_change(&mut st);
-        }
+            replaced
+        };
         self.run(actions);
+        // Only a renewal replaces a generation that still accepts; one that stopped (and was
+        // not noticed yet) keeps the reason it stopped for.
+        if let Some(old) = replaced.filter(PooledH2::is_accepting) {
+            old.record().close(CloseReason::MaxLifetime, None);
+        }
     }
 
     /// Grants the accepting generation to the oldest waiters until a turn is outstanding.

@@ -62,22 +62,35 @@ impl<H: PooledH1> IdleSet<H> {
         None
     }
 
-    /// Moves the connections that expired by `now` (or closed) into `expired`, oldest first;
-    /// returns the next deadline.
+    /// Moves the connections that expired by `now` (past their idle deadline or their maximum
+    /// lifetime, or closed) into `expired`, oldest first; returns the next deadline.
+    ///
+    /// Idle deadlines grow from front to back (one timeout per pool), but lifetimes do not
+    /// (connections were created at any time), so this looks at every entry. It runs on the
+    /// partition's maintenance task, never on checkout.
     pub(super) fn expire(
         &mut self,
         now: Instant,
         expired: &mut Vec<(H, CloseReason)>,
     ) -> Option<Instant> {
-        while let Some(entry) = self.entries.front() {
-            let closed = entry.conn.record().is_closed();
-            if !closed && entry.deadline.is_some_and(|d| d > now) {
-                break;
+        let mut next: Option<Instant> = None;
+        let mut kept = VecDeque::with_capacity(self.entries.len());
+        for entry in self.entries.drain(..) {
+            let info = entry.conn.record().info();
+            if info.is_past_lifetime(now) {
+                expired.push((entry.conn, CloseReason::MaxLifetime));
+                continue;
             }
-            let entry = self.entries.pop_front().expect("front exists");
-            expired.push((entry.conn, CloseReason::IdleTimeout));
+            if entry.conn.record().is_closed() || entry.deadline.is_some_and(|d| d <= now) {
+                expired.push((entry.conn, CloseReason::IdleTimeout));
+                continue;
+            }
+            let due = earliest(entry.deadline, info.retires_at());
+            next = earliest(next, due);
+            kept.push_back(entry);
         }
-        self.entries.front().and_then(|e| e.deadline)
+        self.entries = kept;
+        next
     }
 
     /// Empties the set.
@@ -88,11 +101,27 @@ impl<H: PooledH1> IdleSet<H> {
     }
 }
 
+/// The earlier of two optional instants.
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl<T: CellTypes> Cell<T> {
     /// An HTTP/1 connection finished an exchange and is ready for another: the oldest waiting
     /// request takes it; otherwise, under bounded pressure, a waiting peer of its group takes
     /// it (borrow) or it closes to free its permit (reclaim); otherwise it becomes idle.
+    ///
+    /// A connection past its maximum lifetime retires here instead (`MaxLifetime`): closing it
+    /// releases its permit to the origin's next ticket, and every waiting request of an
+    /// unbounded cell already has an establishment of its own coming.
     pub fn release_h1(&self, mut conn: T::H1, now: Instant) -> Released {
+        if conn.record().info().is_past_lifetime(now) {
+            close_all([(conn, CloseReason::MaxLifetime)]);
+            return Released::Closed;
+        }
         let bounded = self.bounded();
         if let Some(owner) = bounded.as_ref().and_then(|b| b.foreign_owner(&conn)) {
             // A borrowed connection whose borrower left before using it: it belongs in its
@@ -153,14 +182,9 @@ impl<T: CellTypes> Cell<T> {
         let arm = {
             let mut st = self.state.lock();
             let deadline = self.idle_timeout.map(|t| now + t);
+            let due = earliest(deadline, conn.record().info().retires_at());
             st.idle.push(conn, deadline);
-            match deadline {
-                Some(d) if !st.expiry_armed => {
-                    st.expiry_armed = true;
-                    Some(d)
-                }
-                _ => None,
-            }
+            due.and_then(|at| st.arm(at))
         };
         if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
             hook(at);

@@ -81,7 +81,7 @@ pub use types::{
 };
 
 use crate::admission::{Admission, CapacityLease};
-use crate::events::Protocol;
+use crate::events::{OpenReason, Protocol};
 use crate::stats::{Gauge, Gauges};
 use crate::sync::{Arc, Mutex};
 use crate::waiter::{Requirement, Waiter};
@@ -114,8 +114,9 @@ struct State<T: CellTypes> {
     h2: H2Slot<T::H2>,
     /// The protocol the origin last negotiated (Auto mode; fixed in the other modes).
     negotiated: Option<Protocol>,
-    /// Whether an expiry is scheduled for this cell.
-    expiry_armed: bool,
+    /// The earliest expiry sweep scheduled for this cell (every value set here was handed to
+    /// the arm hook or returned by [`Cell::expire`], so maintenance holds an entry for it).
+    armed_at: Option<Instant>,
     /// The last demand published to admission (bounded cells).
     demand: DemandState,
 }
@@ -166,7 +167,7 @@ impl<T: CellTypes> Cell<T> {
                 flights: Flights::default(),
                 h2: H2Slot::new(),
                 negotiated,
-                expiry_armed: false,
+                armed_at: None,
                 demand: DemandState::default(),
             }),
         }
@@ -205,10 +206,24 @@ impl<T: CellTypes> Cell<T> {
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
+        self.acquire_for(OpenReason::Request, requirement, connect_timeout, seq, now)
+    }
+
+    /// [`acquire`](Self::acquire) on behalf of `reason`: an establishment launched for the
+    /// waiter (on a miss) records it in its connection's description. A warm-up acquires as
+    /// [`OpenReason::Preconnect`].
+    pub fn acquire_for(
+        &self,
+        reason: OpenReason,
+        requirement: Requirement,
+        connect_timeout: Option<Duration>,
+        seq: impl FnOnce() -> u64,
+        now: impl FnOnce() -> Instant,
+    ) -> Acquire<T> {
         let mut actions = Actions::default();
         let mut needs_capacity = false;
         let outcome = self.acquire_locked(
-            requirement,
+            (reason, requirement),
             connect_timeout,
             seq,
             now,
@@ -226,7 +241,7 @@ impl<T: CellTypes> Cell<T> {
 
     fn acquire_locked(
         &self,
-        requirement: Requirement,
+        (reason, requirement): (OpenReason, Requirement),
         connect_timeout: Option<Duration>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
@@ -253,7 +268,8 @@ impl<T: CellTypes> Cell<T> {
                 return Acquire::Saturated;
             }
         }
-        let waiter = Arc::new(Waiter::new(seq(), requirement, connect_timeout));
+        let waiter =
+            Arc::new(Waiter::new(seq(), requirement, connect_timeout).with_open_reason(reason));
         let needs_flight = self.needs_flight(&st);
         let connection_coming = h2_serves || (needs_flight && st.flights.in_progress());
         if !connection_coming {

@@ -21,6 +21,7 @@ mod h2;
 mod resend;
 
 use http::{Request, Response, Version};
+use pool_core::OpenReason;
 use pool_core::connection::ConnectionRecord;
 use pool_core::waiter::Requirement;
 
@@ -67,7 +68,13 @@ impl Client {
         let mut waited = None;
         loop {
             let selected = entry
-                .acquire(requirement, self.connect_timeout, &mut queue, &mut waited)
+                .acquire(
+                    OpenReason::Request,
+                    requirement,
+                    self.connect_timeout,
+                    &mut queue,
+                    &mut waited,
+                )
                 .await?;
             let sleep = &*self.pool.shared.sleep;
             let exchange = match selected {
@@ -147,7 +154,11 @@ impl Client {
         if self.pool.connection_extension {
             parts.extensions.insert(handle.clone());
         }
-        Exchange::Response(Response::from_parts(parts, body(incoming, handle)))
+        let mut body = body(incoming, handle);
+        if let Some(timeout) = self.body_idle_timeout {
+            body = body.with_idle_timeout(timeout, self.pool.shared.sleep.clone());
+        }
+        Exchange::Response(Response::from_parts(parts, body))
     }
 }
 

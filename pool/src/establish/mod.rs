@@ -106,7 +106,7 @@ impl LaunchGuard {
         link: &pool_core::connection::PhysicalLink,
     ) -> Arc<ConnectionRecord> {
         let entry = &self.entry;
-        let info = connection_info(entry, protocol, meta);
+        let info = connection_info(entry, protocol, meta, self.waiter.open_reason());
         let permit = self
             .lease
             .take()

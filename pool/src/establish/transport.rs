@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use pool_core::cell::EstablishMode;
 use pool_core::connection::PhysicalLink;
 use pool_core::sync::Arc;
-use pool_core::{ConnectionInfo, ConnectionTimings, Protocol, ProxyRoute, TlsDetails};
+use pool_core::{ConnectionInfo, ConnectionTimings, OpenReason, Protocol, ProxyRoute, TlsDetails};
 use pool_tls::{ConnectTarget, Connected, Negotiated};
 
 use crate::cell::CellEntry;
@@ -92,14 +92,18 @@ pub(super) fn connection_info(
     entry: &CellEntry,
     protocol: Protocol,
     meta: &EstablishedMeta,
+    reason: OpenReason,
 ) -> ConnectionInfo {
     let shared = &entry.shared;
+    let id = shared.next_connection_id();
+    let now = shared.time.now();
+    let retires_at = shared.lifetime.map(|l| l.retires_at(id, now));
     let connected = &meta.connected;
     let timings = ConnectionTimings {
         resolve: connected.timings.resolve,
         connect: connected.timings.connect,
         tls: connected.timings.tls,
-        handshake: shared.time.now().saturating_duration_since(meta.start),
+        handshake: now.saturating_duration_since(meta.start),
     };
     let alpn = connected.alpn.map(|n| match n {
         Negotiated::Http1 => "http/1.1",
@@ -110,17 +114,14 @@ pub(super) fn connection_info(
         cipher_suite: t.cipher_suite,
         alpn,
     });
-    ConnectionInfo::new(
-        shared.next_connection_id(),
-        entry.origin.clone(),
-        entry.runtime.id,
-        protocol,
-    )
-    .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
-    .with_tls(tls)
-    .with_timings(timings)
-    .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
-        proxy: p.proxy.clone(),
-        tunnel: p.tunnel,
-    }))
+    ConnectionInfo::new(id, entry.origin.clone(), entry.runtime.id, protocol)
+        .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
+        .with_tls(tls)
+        .with_timings(timings)
+        .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
+            proxy: p.proxy.clone(),
+            tunnel: p.tunnel,
+        }))
+        .with_open_reason(reason)
+        .with_retirement(retires_at)
 }

@@ -5,6 +5,7 @@
 mod bounded;
 mod h1;
 mod h2;
+mod lifetime;
 
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};

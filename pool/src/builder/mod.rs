@@ -1,4 +1,9 @@
 //! Configuring a pool.
+//!
+//! The settings that say how long things may take and how long connections live (idle
+//! timeout aside) are in `lifecycle`, with the table of how they interplay.
+
+mod lifecycle;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -51,6 +56,9 @@ pub struct Builder {
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     pool_timeout: Option<Duration>,
+    body_idle_timeout: Option<Duration>,
+    lifetime: Option<Duration>,
+    lifetime_jitter: Option<Duration>,
     connection_extension: bool,
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
@@ -77,6 +85,9 @@ impl Default for Builder {
             connect_timeout: None,
             read_timeout: None,
             pool_timeout: None,
+            body_idle_timeout: None,
+            lifetime: None,
+            lifetime_jitter: None,
             connection_extension: false,
             retry: RetryPolicy::default(),
             proxy: None,
@@ -129,22 +140,6 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 impl Builder {
-    /// How long an idle connection is kept; `None` keeps idle connections until the peer or
-    /// the pool closes them. The default is [`DEFAULT_IDLE_TIMEOUT`] (90 s).
-    ///
-    /// An HTTP/2 connection's idle time restarts with every request dispatched on it.
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.idle_timeout = Some(timeout);
-        self
-    }
-
-    /// The mutable form of [`idle_timeout`](Self::idle_timeout), keeping all three states:
-    /// `None` restores the default, `Some(None)` disables the timeout, `Some(Some(d))` sets it.
-    pub fn set_idle_timeout(&mut self, timeout: Option<Option<Duration>>) -> &mut Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
     /// Which HTTP versions to speak (see [`ProtocolPolicy`]).
     pub fn protocol(mut self, policy: ProtocolPolicy) -> Self {
         self.protocol = policy;
@@ -290,32 +285,6 @@ impl Builder {
         self
     }
 
-    /// The default connect timeout of the pool's clients (see [`Client::connect_timeout`]).
-    ///
-    /// [`Client::connect_timeout`]: crate::Client::connect_timeout
-    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The default read timeout of the pool's clients (see [`Client::read_timeout`]).
-    ///
-    /// [`Client::read_timeout`]: crate::Client::read_timeout
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// The default pool timeout of this pool's clients (see [`Client::pool_timeout`]): how long
-    /// a request may wait for a connection or permit. `None` (the default) waits as long as it
-    /// takes.
-    ///
-    /// [`Client::pool_timeout`]: crate::Client::pool_timeout
-    pub fn pool_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.pool_timeout = timeout;
-        self
-    }
-
     /// Also attaches each response's [`ConnectionHandle`] as a response extension
     /// (`response.extensions().get::<ConnectionHandle>()`), where it survives mapping the body
     /// to another type (tower stacks, `response.map(...)`). Off by default: the handle is always
@@ -411,6 +380,7 @@ impl Builder {
         self.validate_h2()?;
         let partitions = self.validate_partitions()?;
         let bound = self.validate_bound(partitions.as_deref())?;
+        let lifetime = self.validate_lifetime()?;
         let explicit = partitions.is_some();
         let (connector, tls): (Arc<dyn Connect>, Option<TlsConnector>) = match self.connector {
             Some(connector) => (connector, None),
@@ -441,6 +411,7 @@ impl Builder {
             self.time.unwrap_or_else(|| Arc::new(TokioTime)),
             self.sleep.unwrap_or_else(|| Arc::new(TokioSleep)),
             idle_timeout,
+            lifetime,
             self.connect_timeout,
             bound,
         ));
@@ -468,6 +439,7 @@ impl Builder {
             explicit,
             read_timeout: self.read_timeout,
             pool_timeout: self.pool_timeout,
+            body_idle_timeout: self.body_idle_timeout,
             connection_extension: self.connection_extension,
             retry: self.retry,
             tls,
@@ -601,6 +573,9 @@ impl fmt::Debug for Builder {
             .field("h2", &self.h2)
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
+            .field("pool_timeout", &self.pool_timeout)
+            .field("body_idle_timeout", &self.body_idle_timeout)
+            .field("max_connection_lifetime", &self.lifetime)
             .field("connection_extension", &self.connection_extension)
             .finish_non_exhaustive()
     }

@@ -1,0 +1,132 @@
+//! The builder's lifecycle settings: timeouts and connection lifetime.
+//!
+//! # How the timeouts and lifetimes fit together
+//!
+//! Each bounds one phase of a request or one part of a connection's life, so none of them
+//! overlaps another:
+//!
+//! | setting | bounds | when it fires |
+//! |---|---|---|
+//! | [`pool_timeout`](Builder::pool_timeout) | waiting for a connection or permit (queueing) | the request fails with `is_pool_timeout()` and withdraws |
+//! | [`connect_timeout`](Builder::connect_timeout) | one establishment: resolve, TCP, TLS | the establishment fails with `is_connect_timeout()` |
+//! | [`read_timeout`](Builder::read_timeout) | from handing the request to a connection to the response head, re-sends included | the request fails with `is_read_timeout()` |
+//! | [`body_idle_timeout`](Builder::body_idle_timeout) | a gap between two frames of a response body | the body fails with `is_body_idle_timeout()`; the connection retires |
+//! | [`idle_timeout`](Builder::idle_timeout) | a connection with no request | the connection closes (`IdleTimeout`) |
+//! | [`max_connection_lifetime`](Builder::max_connection_lifetime) | a connection's age | HTTP/1 retires at its next return or while idle; HTTP/2 is renewed, then drains (`MaxLifetime`) |
+//!
+//! A request that waits, connects and reads can therefore take up to the sum of the first
+//! four; none of them is a total deadline (wrap the request future in `tokio::time::timeout`
+//! for that). The idle timeout and the lifetime are the pool's: they close connections, never
+//! fail a request.
+
+use std::time::Duration;
+
+use super::{BuildError, Builder};
+use crate::lifetime::Lifetime;
+
+impl Builder {
+    /// How long an idle connection is kept; `None` keeps idle connections until the peer or
+    /// the pool closes them. The default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT) (90 s).
+    ///
+    /// An HTTP/2 connection's idle time restarts with every request dispatched on it.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The mutable form of [`idle_timeout`](Self::idle_timeout), keeping all three states:
+    /// `None` restores the default, `Some(None)` disables the timeout, `Some(Some(d))` sets it.
+    pub fn set_idle_timeout(&mut self, timeout: Option<Option<Duration>>) -> &mut Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The default connect timeout of the pool's clients (see [`Client::connect_timeout`]).
+    ///
+    /// [`Client::connect_timeout`]: crate::Client::connect_timeout
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The default read timeout of the pool's clients (see [`Client::read_timeout`]).
+    ///
+    /// [`Client::read_timeout`]: crate::Client::read_timeout
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// The default pool timeout of this pool's clients (see [`Client::pool_timeout`]): how long
+    /// a request may wait for a connection or permit. `None` (the default) waits as long as it
+    /// takes.
+    ///
+    /// [`Client::pool_timeout`]: crate::Client::pool_timeout
+    pub fn pool_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.pool_timeout = timeout;
+        self
+    }
+
+    /// The default body idle timeout of the pool's clients (see
+    /// [`Client::body_idle_timeout`]): how long a response body may go without a frame.
+    /// `None` (the default) waits as long as the server takes.
+    ///
+    /// [`Client::body_idle_timeout`]: crate::Client::body_idle_timeout
+    pub fn body_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.body_idle_timeout = timeout;
+        self
+    }
+
+    /// The maximum age of a connection; `None` (the default) keeps a connection as long as it
+    /// is used and healthy.
+    ///
+    /// An HTTP/1 connection past its age retires at its next return instead of serving
+    /// another request, or while idle (maintenance closes it, no scan on checkout). An HTTP/2
+    /// connection past its age keeps accepting while a replacement is established, then
+    /// drains: no request waits for the replacement when the origin is reachable. A bounded
+    /// origin renews HTTP/2 only when a permit is free; otherwise the old connection retires
+    /// first. Each connection's age limit is this lifetime less a random jitter (see
+    /// [`max_connection_lifetime_jitter`](Self::max_connection_lifetime_jitter)), so
+    /// connections opened together do not all reconnect together. New connections resolve
+    /// the host again, which is how a pool follows DNS changes. Closes report
+    /// `CloseReason::MaxLifetime`; the replacement's `ConnectionInfo::open_reason` is
+    /// `LifetimeRenewal`.
+    pub fn max_connection_lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.lifetime = lifetime;
+        self
+    }
+
+    /// The jitter of the maximum lifetime: each connection retires up to this much earlier
+    /// than [`max_connection_lifetime`](Self::max_connection_lifetime), drawn uniformly per
+    /// connection. The default is a tenth of the lifetime; `Duration::ZERO` disables it.
+    pub fn max_connection_lifetime_jitter(mut self, jitter: Duration) -> Self {
+        self.lifetime_jitter = Some(jitter);
+        self
+    }
+
+    /// The lifetime policy, validated.
+    pub(super) fn validate_lifetime(&self) -> Result<Option<Lifetime>, BuildError> {
+        let Some(max) = self.lifetime else {
+            return Ok(None);
+        };
+        if max.is_zero() {
+            return Err(BuildError::new(
+                "max_connection_lifetime",
+                format_args!("{max:?}"),
+                "a connection needs a lifetime above zero (use None for no limit)",
+            ));
+        }
+        let mut lifetime = Lifetime::with_default_jitter(max);
+        if let Some(jitter) = self.lifetime_jitter {
+            if jitter > max {
+                return Err(BuildError::new(
+                    "max_connection_lifetime_jitter",
+                    format_args!("{jitter:?}"),
+                    format!("the jitter cannot exceed the lifetime ({max:?})"),
+                ));
+            }
+            lifetime.jitter = jitter;
+        }
+        Ok(Some(lifetime))
+    }
+}

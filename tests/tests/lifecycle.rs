@@ -1,0 +1,509 @@
+//! Connection lifecycle for gateways: maximum lifetime (HTTP/1 retirement, HTTP/2 renewal,
+//! jitter, following DNS), warm-up, the pool timeout across partitions, and the body idle
+//! timeout. Every test runs on paused tokio time: deadlines are exact, nothing sleeps in real
+//! time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use pool::{
+    CloseReason, ConnectionPool, OpenReason, Partition, PartitionId, ProtocolPolicy, Resolve,
+    ResolveFuture, TokioDriverSpawner,
+};
+use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::events::EventLog;
+use pool_tests::gate::Gate;
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::resolve::SwitchResolver;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn lifetime_pool(lifetime: Duration, events: &EventLog) -> pool::Builder {
+    ConnectionPool::builder()
+        .max_connection_lifetime(Some(lifetime))
+        .max_connection_lifetime_jitter(Duration::ZERO)
+        .event_listener(events.clone())
+}
+
+/// The reason connection `id` was closed with, if it was.
+fn close_reason(events: &EventLog, id: pool::ConnectionId) -> Option<CloseReason> {
+    events
+        .closed()
+        .into_iter()
+        .find(|(closed, _)| *closed == id)
+        .map(|(_, reason)| reason)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_h1_connection_older_than_the_lifetime_is_not_reused() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = lifetime_pool(10 * SECOND, &events).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+
+    let t0 = tokio::time::Instant::now().into_std();
+    let (first, _) = fetch(&client, &url).await;
+    let opened = tokio::time::Instant::now().into_std();
+    tokio::time::sleep(5 * SECOND).await;
+    let (young, _) = fetch(&client, &url).await;
+    assert_eq!(young.id(), first.id(), "younger than its lifetime: reused");
+    assert!(young.is_reused());
+
+    // Idle at its tenth second: maintenance retires it then, not at the idle timeout (90 s).
+    tokio::time::sleep(6 * SECOND).await;
+    assert_eq!(
+        close_reason(&events, first.id()),
+        Some(CloseReason::MaxLifetime)
+    );
+    let (next, _) = fetch(&client, &url).await;
+    assert_ne!(next.id(), first.id());
+    assert!(!next.is_reused());
+    assert_eq!(server.accepted(), 2);
+    let retires_at = events.created()[0].retires_at().expect("a lifetime is set");
+    assert!(
+        retires_at >= t0 + 10 * SECOND && retires_at <= opened + 10 * SECOND,
+        "no jitter: retirement exactly a lifetime after creation"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_h1_connection_in_use_at_its_lifetime_retires_when_it_returns() {
+    let hold = Gate::new();
+    let server = ScriptedH1Server::start_with(
+        ConnPlan::new()
+            .respond(Reply::ok("slow").gate(hold.clone()))
+            .then_serve_forever(Reply::ok("x")),
+    )
+    .await;
+    let events = EventLog::new();
+    let pool = lifetime_pool(10 * SECOND, &events).build().unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let slow = tokio::spawn({
+        let (client, url) = (client.clone(), url.clone());
+        async move { fetch(&client, &url).await }
+    });
+    hold.wait_arrived(1).await;
+    tokio::time::sleep(12 * SECOND).await;
+    hold.open();
+    let (handle, body) = slow.await.unwrap();
+    assert_eq!(body, "slow", "the exchange in progress finishes");
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        close_reason(&events, handle.id()),
+        Some(CloseReason::MaxLifetime)
+    );
+    let (next, _) = fetch(&client, &url).await;
+    assert_ne!(next.id(), handle.id());
+}
+
+/// Resolves through a [`SwitchResolver`], but holds every lookup after the first until `gate`
+/// opens (so a test can keep a renewal's establishment in progress).
+#[derive(Clone, Debug)]
+struct HeldResolver {
+    inner: SwitchResolver,
+    gate: Gate,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Resolve for HeldResolver {
+    fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
+        let first = self.calls.fetch_add(1, Ordering::SeqCst) == 0;
+        let (answer, gate) = (self.inner.resolve(host, port), self.gate.clone());
+        Box::pin(async move {
+            if !first {
+                gate.wait().await;
+            }
+            answer.await
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_h2_generation_is_replaced_before_it_drains_and_no_request_waits() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let events = EventLog::new();
+    let renewal_lookup = Gate::new();
+    let resolver = HeldResolver {
+        inner: SwitchResolver::new(server.addr()),
+        gate: renewal_lookup.clone(),
+        calls: Arc::default(),
+    };
+    let pool = lifetime_pool(10 * SECOND, &events)
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .resolver(resolver.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = format!("http://svc.test:{}/", server.addr().port());
+
+    let (old, _) = fetch(&client, &url).await;
+    tokio::time::sleep(10 * SECOND).await;
+    // The renewal started at the tenth second and is held in its lookup. Requests meanwhile
+    // still go to the old generation, without waiting.
+    renewal_lookup.wait_arrived(1).await;
+    for _ in 0..5 {
+        let (handle, _) = fetch(&client, &url).await;
+        assert_eq!(handle.id(), old.id());
+        assert_eq!(handle.wait_time(), None, "a reuse hit, not a wait");
+    }
+    assert_eq!(close_reason(&events, old.id()), None, "still accepting");
+
+    renewal_lookup.open();
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        close_reason(&events, old.id()),
+        Some(CloseReason::MaxLifetime)
+    );
+    let created = events.created();
+    assert_eq!(created.len(), 2);
+    assert_eq!(created[0].open_reason(), OpenReason::Request);
+    assert_eq!(created[1].open_reason(), OpenReason::LifetimeRenewal);
+    let (new, _) = fetch(&client, &url).await;
+    assert_eq!(new.id(), created[1].id());
+    assert_eq!(
+        new.wait_time(),
+        None,
+        "the replacement was ready before it was needed"
+    );
+    assert_eq!(server.accepted(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jitter_spreads_retirement_over_its_window() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .max_connection_lifetime(Some(60 * SECOND))
+        .max_connection_lifetime_jitter(30 * SECOND)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let start = tokio::time::Instant::now().into_std();
+    let warmed = client
+        .preconnect(&server.url("/").parse().unwrap(), 8)
+        .await
+        .unwrap();
+    assert_eq!(warmed.http1, 8);
+    let mut retire: Vec<_> = events
+        .created()
+        .iter()
+        .map(|info| info.retires_at().unwrap() - start)
+        .collect();
+    retire.sort();
+    assert!(
+        retire
+            .iter()
+            .all(|d| *d >= 30 * SECOND && *d <= 60 * SECOND)
+    );
+    assert!(
+        retire[7] - retire[0] >= 5 * SECOND,
+        "8 connections opened together retire spread out: {retire:?}"
+    );
+    // Each closes at its own instant, while idle.
+    tokio::time::sleep(retire[0] + SECOND / 2).await;
+    assert_eq!(events.closed_with(CloseReason::MaxLifetime), 1);
+    tokio::time::sleep(60 * SECOND).await;
+    assert_eq!(events.closed_with(CloseReason::MaxLifetime), 8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_connection_after_rotation_follows_the_changed_dns_answer() {
+    let before = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("old"))).await;
+    let after = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("new"))).await;
+    let resolver = SwitchResolver::new(before.addr());
+    let events = EventLog::new();
+    let pool = lifetime_pool(10 * SECOND, &events)
+        .resolver(resolver.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = format!("http://svc.test:{}/", before.addr().port());
+
+    assert_eq!(fetch(&client, &url).await.1, "old");
+    resolver.switch_to(after.addr());
+    tokio::time::sleep(5 * SECOND).await;
+    assert_eq!(fetch(&client, &url).await.1, "old", "reused: no lookup");
+    tokio::time::sleep(6 * SECOND).await;
+    assert_eq!(
+        fetch(&client, &url).await.1,
+        "new",
+        "rotated: resolved again"
+    );
+    assert_eq!(resolver.lookups(), 2);
+    assert_eq!((before.accepted(), after.accepted()), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn preconnect_on_a_bounded_origin_opens_exactly_the_bound_and_a_burst_opens_none() {
+    let hold = Gate::new();
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x").gate(hold.clone())))
+            .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .max_connections_per_host(8)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let warmed = client.preconnect(&url.parse().unwrap(), 8).await.unwrap();
+    assert_eq!((warmed.http1, warmed.http2), (8, false));
+    assert!(warmed.errors.is_empty());
+    assert_eq!(server.accepted(), 8);
+    let stats = pool.stats(&origin(&url));
+    assert_eq!((stats.total().h1_idle, stats.admitted()), (8, 8));
+    assert!(
+        events
+            .created()
+            .iter()
+            .all(|info| info.open_reason() == OpenReason::Preconnect)
+    );
+
+    // A burst of 8 held at the server at once: every request has a warm connection.
+    let burst: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { fetch(&client, &url).await })
+        })
+        .collect();
+    hold.wait_arrived(8).await;
+    hold.open();
+    for request in burst {
+        let (handle, _) = request.await.unwrap();
+        assert_eq!(handle.wait_time(), None, "a reuse hit");
+    }
+    assert_eq!(server.accepted(), 8, "the burst opened none");
+
+    // Asking for more than the bound warms the bound, without waiting forever.
+    let again = client.preconnect(&url.parse().unwrap(), 20).await.unwrap();
+    assert_eq!(again.http1, 8);
+    assert_eq!(server.accepted(), 8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn preconnect_to_an_h2_origin_warms_one_generation() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let warmed = client.preconnect(&url.parse().unwrap(), 8).await.unwrap();
+    assert_eq!(
+        (warmed.http1, warmed.http2, warmed.connections()),
+        (0, true, 1)
+    );
+    assert_eq!(server.accepted(), 1);
+    let (handle, _) = fetch(&client, &url).await;
+    assert_eq!(handle.wait_time(), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn preconnect_reports_failed_establishments() {
+    // A port nothing listens on: bind, learn the port, close.
+    let addr = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let url = format!("http://{addr}/");
+    let warmed = client.preconnect(&url.parse().unwrap(), 2).await.unwrap();
+    assert_eq!(warmed.connections(), 0);
+    assert_eq!(warmed.errors.len(), 2);
+    assert!(warmed.errors.iter().all(pool::Error::is_connect));
+    settle(&pool, &origin(&url), |s| {
+        s.establishing == 0 && s.waiting_requests == 0
+    })
+    .await;
+    let invalid = client.preconnect(&"ftp://x/".parse().unwrap(), 1).await;
+    assert!(invalid.unwrap_err().is_invalid_uri());
+}
+
+fn two_partitions() -> Vec<Partition> {
+    (0..2)
+        .map(|i| Partition::new(PartitionId::from_index(i), TokioDriverSpawner::current()))
+        .collect()
+}
+
+/// Bounded, two partitions, one permit: a request of partition 1 that times out waiting leaves
+/// the origin's demand order intact: the requests behind it, of both partitions, are served in
+/// their order once the permit comes back.
+#[tokio::test(start_paused = true)]
+async fn the_pool_timeout_keeps_the_demand_order_across_partitions() {
+    let hold = Gate::new();
+    let server = ScriptedH1Server::builder()
+        .record_requests(true)
+        .default_plan(ConnPlan::serve_with({
+            let hold = hold.clone();
+            move |request| {
+                if request.target == "/first" {
+                    Reply::ok("x").gate(hold.clone())
+                } else {
+                    Reply::ok("x")
+                }
+            }
+        }))
+        .start()
+        .await;
+    let pool = ConnectionPool::builder()
+        .partitions(two_partitions())
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let p0 = pool.client_for(PartitionId::from_index(0)).unwrap();
+    let p1 = pool.client_for(PartitionId::from_index(1)).unwrap();
+    let key = origin(&server.url("/"));
+    let spawn_fetch = |client: &pool::Client, path: &str| {
+        let (client, url) = (client.clone(), server.url(path));
+        tokio::spawn(async move { fetch(&client, &url).await })
+    };
+
+    let first = spawn_fetch(&p0, "/first");
+    hold.wait_arrived(1).await;
+    let started = tokio::time::Instant::now();
+    let impatient = tokio::spawn({
+        let client = p1.clone().pool_timeout(Some(2 * SECOND));
+        let url = server.url("/impatient");
+        async move { client.request(get(&url)).await }
+    });
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+    let second = spawn_fetch(&p0, "/second");
+    settle(&pool, &key, |s| s.waiting_requests == 2).await;
+    let third = spawn_fetch(&p1, "/third");
+    settle(&pool, &key, |s| s.waiting_requests == 3).await;
+
+    let error = impatient.await.unwrap().expect_err("no permit within 2 s");
+    assert!(error.is_pool_timeout() && error.is_timeout(), "{error}");
+    assert_eq!(started.elapsed(), 2 * SECOND);
+    settle(&pool, &key, |s| s.waiting_requests == 2).await;
+
+    hold.open();
+    first.await.unwrap();
+    second.await.unwrap();
+    third.await.unwrap();
+    let order: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(order, ["/first", "/second", "/third"]);
+    let stats = pool.stats(&key);
+    assert_eq!((stats.total().waiting_requests, stats.admitted()), (0, 1));
+}
+
+/// Reads `body` frame by frame, returning the data read and how the body ended.
+async fn read_all(body: pool::Body) -> (Vec<Bytes>, Result<(), pool::Error>) {
+    let mut body = body;
+    let mut chunks = Vec::new();
+    loop {
+        match body.frame().await {
+            None => return (chunks, Ok(())),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    chunks.push(data);
+                }
+            }
+            Some(Err(error)) => return (chunks, Err(error)),
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_body_idle_timeout_fires_between_frames_and_not_while_frames_flow() {
+    // Ten chunks a second apart (10 s in all, more than the 3 s timeout), then a silence.
+    let mut reply = Reply::new(200).chunked();
+    for i in 0..10 {
+        reply = reply.body_data(format!("{i}")).body_delay(SECOND);
+    }
+    let reply = reply.body_delay(60 * SECOND).body_data("late");
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .body_idle_timeout(Some(3 * SECOND))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let response = client.request(get(&server.url("/"))).await.unwrap();
+    let id = response.body().connection().id();
+    let started = tokio::time::Instant::now();
+    let (chunks, ended) = read_all(response.into_body()).await;
+    assert_eq!(chunks.len(), 10, "a steady body is never cut");
+    let error = ended.expect_err("the silence after the tenth chunk");
+    assert!(
+        error.is_body_idle_timeout() && error.is_timeout() && error.is_body(),
+        "{error}"
+    );
+    // The last chunk came at 9 s (the delay after it is the silence): 9 s + 3 s.
+    assert_eq!(started.elapsed(), 12 * SECOND);
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        close_reason(&events, id),
+        Some(CloseReason::BodyIdleTimeout)
+    );
+    let key = origin(&server.url("/"));
+    settle(&pool, &key, |s| s.h1_active == 0 && s.h1_idle == 0).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_body_idle_timeout_retires_an_h2_connection() {
+    let server = ScriptedH2Server::builder()
+        .handler(|request| {
+            if request.path() == "/stall" {
+                StreamPlan::new()
+                    .head(200)
+                    .data("a")
+                    .delay(60 * SECOND)
+                    .data("b")
+                    .end()
+            } else {
+                StreamPlan::ok("x")
+            }
+        })
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .body_idle_timeout(Some(3 * SECOND))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let response = client.request(get(&server.url("/stall"))).await.unwrap();
+    let stalled = response.body().connection().id();
+    let (chunks, ended) = read_all(response.into_body()).await;
+    assert_eq!(chunks, ["a"]);
+    assert!(ended.unwrap_err().is_body_idle_timeout());
+    assert_eq!(
+        close_reason(&events, stalled),
+        Some(CloseReason::BodyIdleTimeout)
+    );
+    let (next, _) = fetch(&client, &server.url("/")).await;
+    assert_ne!(
+        next.id(),
+        stalled,
+        "the retired connection takes no new stream"
+    );
+}
+
+#[test]
+fn a_lifetime_of_zero_or_a_jitter_above_it_is_rejected() {
+    let error = ConnectionPool::builder()
+        .max_connection_lifetime(Some(Duration::ZERO))
+        .build()
+        .unwrap_err();
+    assert_eq!(error.setting(), "max_connection_lifetime");
+    let error = ConnectionPool::builder()
+        .max_connection_lifetime(Some(SECOND))
+        .max_connection_lifetime_jitter(2 * SECOND)
+        .build()
+        .unwrap_err();
+    assert_eq!(error.setting(), "max_connection_lifetime_jitter");
+}
