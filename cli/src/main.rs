@@ -36,6 +36,7 @@ mod origin;
         connection; -v and -w show the partition and connection that served each response.\n\n\
         `poolcurl load` drives concurrent load through the pool's partitions and shows what the \
         pool did (try `poolcurl load --local`); `poolcurl serve` runs the local origin it uses.",
+    after_help = curl::args::unsupported::HELP,
     args_override_self = true,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -60,7 +61,23 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let curl_mode = curl::usage::is_curl_mode(&argv);
+    let argv = if curl_mode {
+        let command = Cli::command();
+        let takes_value = |name: &str| curl::takes_value(&command, name);
+        match curl::usage::prepare(argv, &takes_value) {
+            Ok(argv) => argv,
+            Err(code) => return code,
+        }
+    } else {
+        argv
+    };
+    let matches = match Cli::command().try_get_matches_from(argv) {
+        Ok(matches) => matches,
+        Err(error) if curl_mode => return curl::usage::clap_error(&error),
+        Err(error) => error.exit(),
+    };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
         Some(Command::Load(args)) => {

@@ -12,16 +12,20 @@
 //! | 6  | could not resolve the host |
 //! | 7  | could not connect |
 //! | 18 | the body ended before its announced length |
-//! | 22 | HTTP status >= 400 with `-f` |
+//! | 22 | HTTP status >= 400 with `-f` / `--fail-with-body` |
 //! | 23 | writing the output failed |
-//! | 26 | reading a `@file` failed |
+//! | 26 | reading a `@file`, `-T` file, `-F` file or `-K` file failed |
 //! | 28 | connect timeout, read timeout or `-m` |
+//! | 33 | `-C` / `-r`: the server ignored the range |
 //! | 35 | TLS handshake failed |
 //! | 45 | binding to `--interface` failed |
 //! | 47 | too many redirects |
-//! | 52 | the server closed without any response |
+//! | 49 | a malformed `--resolve` entry |
+//! | 52 | the server closed without any response (an HTTP/1.1 server spoken to with `--http2-prior-knowledge` too) |
+//! | 58 | the `--cert` / `--key` files could not be used |
 //! | 56 | receiving failed (reset, broken body, HTTP/2 error) |
 //! | 60 | the server's certificate was rejected |
+//! | 61 | `--compressed`: the body did not decode |
 //! | 77 | the `--cacert` file could not be read or used |
 
 use std::error::Error as StdError;
@@ -101,6 +105,27 @@ impl CurlError {
         CurlError::new(47, format!("Maximum ({max}) redirects followed"))
     }
 
+    /// Exit 33: `-C` or `-r` asked for a range and the server sent the whole resource.
+    pub(crate) fn range_ignored() -> CurlError {
+        CurlError::new(
+            33,
+            "HTTP server doesn't seem to support byte ranges. Cannot resume.",
+        )
+    }
+
+    /// Exit 49: a `--resolve` entry that does not parse.
+    pub(crate) fn bad_resolve(message: impl Into<String>) -> CurlError {
+        CurlError::new(49, message)
+    }
+
+    /// Exit 61: `--compressed` and a body that does not decode.
+    pub(crate) fn bad_content_encoding(detail: impl fmt::Display) -> CurlError {
+        CurlError::new(
+            61,
+            format!("Error while processing content unencoding: {detail}"),
+        )
+    }
+
     /// Exit 77: the `--cacert` file could not be read or holds no usable certificate.
     pub(crate) fn ca_file(path: &str, detail: impl fmt::Display) -> CurlError {
         CurlError::new(
@@ -127,6 +152,12 @@ pub(crate) struct Attempt<'a> {
     pub(crate) elapsed: Duration,
     /// Body bytes received so far in this transfer.
     pub(crate) received: u64,
+    /// Body bytes the response announced (`Content-Length`) and did not deliver yet, when the
+    /// error happened while reading a body of known length.
+    pub(crate) remaining: Option<u64>,
+    /// Whether the request was sent as HTTP/2 with prior knowledge (`--http2-prior-knowledge`
+    /// on a cleartext URL).
+    pub(crate) prior_knowledge: bool,
 }
 
 /// Maps a pool error to curl's exit code and message.
@@ -159,6 +190,11 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         return CurlError::new(45, detail);
     }
     if error.is_connect() {
+        if attempt.prior_knowledge && find::<pool::ConnectError>(error).is_none() {
+            // The HTTP/2 handshake failed on an open connection: the server did not answer in
+            // HTTP/2 (an HTTP/1.1-only server), which curl reports as an empty reply.
+            return CurlError::new(52, "Empty reply from server");
+        }
         if find::<pool::ConnectError>(error).is_some() {
             return CurlError::new(
                 7,
@@ -183,9 +219,18 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_unsupported_version() {
         return CurlError::new(1, format!("Unsupported protocol: {}", root_cause(error)));
     }
-    if error.is_incomplete_message() {
+    let body_cut_short = error.is_body()
+        && find::<std::io::Error>(error)
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::UnexpectedEof);
+    if error.is_incomplete_message() || body_cut_short {
         return if error.is_body() {
-            CurlError::new(18, "transfer closed with outstanding read data remaining")
+            match attempt.remaining {
+                Some(remaining) => CurlError::new(
+                    18,
+                    format!("transfer closed with {remaining} bytes remaining to read"),
+                ),
+                None => CurlError::new(18, "transfer closed with outstanding read data remaining"),
+            }
         } else {
             CurlError::new(52, "Empty reply from server")
         };

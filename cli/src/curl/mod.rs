@@ -1,23 +1,31 @@
 //! curl mode: `poolcurl [OPTIONS] URL...` with curl's flags, output and exit codes.
 //!
-//! One invocation builds one [`pool::ConnectionPool`] ([`setup`]) and sends its URLs one after
-//! the other through one [`pool::Client`] on a current-thread runtime, so URLs of the same
-//! origin reuse the connection, as curl's do. Each URL is one *transfer*: the request, its
-//! redirects with `-L`, and the response body written to the output. After every transfer,
-//! failed or not, `-w` is printed; a failed transfer prints `poolcurl: (CODE) message` and the
-//! next URL still runs. The process exits with the code of the last failed transfer, or 0.
+//! One invocation builds one [`pool::ConnectionPool`] ([`setup`]) and sends its URLs through
+//! one [`pool::Client`] on a current-thread runtime, one after the other (or up to
+//! `--parallel-max` at once with `-Z`), so URLs of the same origin reuse the connection, as
+//! curl's do. Each URL (after globbing, [`plan`]) is one *transfer*: the request, its redirects
+//! with `-L`, and the response body written to its output ([`transfer`]); `--retry` runs a
+//! transfer again after a transient failure ([`retry`]). After every transfer, failed or not,
+//! `-w` is printed; a failed transfer prints `poolcurl: (CODE) message` and the next URL still
+//! runs. The process exits with the code of the last transfer (with `-Z`, of the last one to
+//! fail), as curl does.
 //!
 //! ```text
-//! run ── setup::build_client ── for each URL:
-//!          transfer (bounded by -m) ── hop: request ─ head ─ -v trace
-//!                                          ├─ 3xx + -L: drain body, next hop (redirect)
-//!                                          ├─ >= 400 + -f: exit 22, nothing written
-//!                                          └─ head (-i/-I) and body to the sink
-//!          -w
+//! main ── usage::prepare (-K files, unsupported flags) ── clap ── run
+//! run ── compose (template) ── plan (URLs, outputs) ── setup::build_client ── for each URL:
+//!          retry loop ── transfer (bounded by -m) ── hop: request ─ head ─ -v trace
+//!                                                      ├─ 3xx + -L: drain body, next hop
+//!                                                      ├─ >= 400 + -f: exit 22
+//!                                                      └─ head (-i/-I/-D) and body to the sink
+//!          -w ── after the last: -c cookie jar
 //! ```
 //!
-//! What this mode does not do: progress meters, cookies, authentication, proxies, uploads
-//! other than request data, compression, or parallel transfers (`-Z`).
+//! The concerns live in their own modules: [`args`] and [`config`] (the command line),
+//! [`compose`], [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`]
+//! (`--compressed`), [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is
+//! printed), [`exit`] (curl's exit codes). What this mode does not do: curl's default progress
+//! meter, authentication other than Basic, protocols other than HTTP(S) (see
+//! [`args::unsupported`] for the flags it deliberately refuses).
 //!
 //! # What `poolcurl load` reuses
 //!
@@ -28,35 +36,85 @@
 //! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use clap::ArgMatches;
-use http::Uri;
-use http::header::LOCATION;
-use http::response::Parts;
-use http_body_util::BodyExt;
+use futures_util::StreamExt as _;
 
 pub(crate) mod args;
+mod compose;
+mod config;
+mod cookies;
+mod data;
+mod decode;
 pub(crate) mod exit;
+mod form;
+mod glob;
 mod output;
+mod plan;
+mod progress;
 mod record;
 mod redirect;
 pub(crate) mod request;
+mod retry;
 pub(crate) mod setup;
+mod sink;
+mod transfer;
 pub(crate) mod url;
+pub(crate) mod usage;
+mod verbose;
+mod write_json;
 mod write_out;
 
 pub(crate) use args::CurlArgs;
 
-use exit::{Attempt, CurlError};
-use output::{Report, Sink, Verbose, VerboseContext};
+use compose::Composed;
+use cookies::CookieJar;
+use exit::CurlError;
+use output::Report;
+use plan::{Output, Planned};
 use record::TransferRecord;
-use request::{Hop, RequestTemplate};
-use write_out::WriteOut;
+use retry::Retry;
+use sink::{FileMode, Sink};
+use verbose::Verbose;
+use write_out::{Stream, WriteOut};
+
+/// Whether option `name` (as written on a command line: `-o`, `--output`) of `command` takes a
+/// value; for `-K` files.
+pub(crate) fn takes_value(command: &clap::Command, name: &str) -> bool {
+    let found = if let Some(long) = name.strip_prefix("--") {
+        command.get_arguments().find(|a| a.get_long() == Some(long))
+    } else if let Some(short) = name.strip_prefix('-') {
+        let mut chars = short.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => command.get_arguments().find(|a| a.get_short() == Some(c)),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    found.is_some_and(|arg| arg.get_action().takes_values())
+}
 
 /// Runs curl mode and returns the process exit code.
 pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
     let report = Report::new(args.silent, args.show_error);
-    let data = args.request.data_in_order(matches);
+    let prepared = plan::plan(&args, matches).and_then(|plan| {
+        let composed = compose::compose(&args, matches)?;
+        Ok((plan, composed))
+    });
+    let (plan, composed) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            report.error(&error);
+            return ExitCode::from(error.code());
+        }
+    };
+    if plan.is_empty() {
+        eprintln!("poolcurl: no URL specified!");
+        eprintln!("{}", usage::TRY_HELP);
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -69,8 +127,8 @@ pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        match Session::new(args, &data, report) {
-            Ok(session) => session.run_all().await,
+        match Session::new(args, composed, report) {
+            Ok(session) => session.run_all(plan).await,
             Err(error) => {
                 report.error(&error);
                 error.code()
@@ -84,13 +142,13 @@ pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
 
 /// Everything the transfers of one invocation share.
 #[derive(Debug)]
-struct Session {
+pub(crate) struct Session {
     /// The command line.
     args: CurlArgs,
     /// The client of the invocation's one pool.
     client: pool::Client,
-    /// What every request starts from.
-    template: RequestTemplate,
+    /// What every request is made from.
+    composed: Composed,
     /// The parsed `-w` format.
     write_out: Option<WriteOut>,
     /// ALPN protocols offered over TLS, for `-v`.
@@ -99,291 +157,176 @@ struct Session {
     verbose: Verbose,
     /// Error and warning messages.
     report: Report,
+    /// The cookie engine (`-b`, `-c`).
+    cookies: Option<Mutex<CookieJar>>,
+    /// The `-D` file, shared by the transfers (truncated once, then written in order).
+    dump_header: Option<Mutex<Sink>>,
 }
 
 impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
-    fn new(args: CurlArgs, data: &[args::DataArg], report: Report) -> Result<Session, CurlError> {
-        let template = RequestTemplate::new(&args.request, args.head, data)?;
+    fn new(args: CurlArgs, composed: Composed, report: Report) -> Result<Session, CurlError> {
         let write_out = match &args.write_out {
             None => None,
             Some(format) => {
                 let format = match format.strip_prefix('@') {
-                    Some(path) => {
-                        String::from_utf8_lossy(&request::read_source(path)?).into_owned()
-                    }
+                    Some(path) => String::from_utf8_lossy(&data::read_source(path)?).into_owned(),
                     None => format.clone(),
                 };
-                let (write_out, unknown) = WriteOut::parse(&format);
-                for name in unknown {
-                    report.warning(&format!("unknown --write-out variable: '{name}'"));
-                }
-                Some(write_out)
+                Some(WriteOut::parse(&format).0)
             }
         };
-        if args.output.len() > args.urls.len() {
-            report.warning("got more output options than URLs");
+        let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
+        if outputs > args.urls.len() + args.transfer.url.len() {
+            report.warning("Got more output options than URLs");
         }
+        let cookies = CookieJar::new(&args.send.cookie, args.send.cookie_jar.as_deref())?;
         let client = setup::build_client(&args)?;
-        let alpn_offer = match setup::protocol_policy(&args.connect) {
+        let alpn_offer = match setup::curl_protocol_policy(&args) {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
         };
+        let dump_header = args
+            .transfer
+            .dump_header
+            .clone()
+            .map(|path| Mutex::new(Sink::file(path, FileMode::default())));
         Ok(Session {
             verbose: Verbose::new(args.verbose),
             args,
             client,
-            template,
+            composed,
             write_out,
             alpn_offer,
             report,
+            cookies: cookies.map(Mutex::new),
+            dump_header,
         })
     }
 
-    /// Runs every transfer in order; returns the exit code of the last failure, or 0.
-    async fn run_all(&self) -> u8 {
-        let mut exit_code = 0;
-        for (index, url) in self.args.urls.iter().enumerate() {
-            let mut sink = match self.args.output.get(index) {
-                Some(path) => Sink::file(path.clone()),
-                None => Sink::stdout(),
-            };
-            let mut record = TransferRecord::start(url, self.template.first_hop().method);
-            record.output_file = sink.path().map(|p| p.to_path_buf());
-            let result = self.bounded_transfer(url, &mut sink, &mut record).await;
-            record.finished_at = Some(record.elapsed());
-            if let Err(error) = result {
-                self.report.error(&error);
-                record.exit_code = error.code();
-                record.error = Some(error.message().to_owned());
-                exit_code = error.code();
+    /// Runs every transfer (in order, or in parallel with `-Z`) and writes the cookie jar;
+    /// returns the exit code.
+    async fn run_all(&self, plan: Vec<Planned>) -> u8 {
+        let mut exit_code = if self.args.transfer.parallel {
+            let limit = usize::from(self.args.transfer.parallel_max);
+            futures_util::stream::iter(plan)
+                .map(|planned| self.run_one(planned))
+                .buffer_unordered(limit)
+                .fold(0u8, |last, code| async move {
+                    if code != 0 { code } else { last }
+                })
+                .await
+        } else {
+            let mut last = 0;
+            for planned in plan {
+                last = self.run_one(planned).await;
             }
-            if let Some(write_out) = &self.write_out {
-                let mut stdout = Sink::stdout();
-                let text = write_out.render(&record);
-                if let Err(error) = stdout.write(text.as_bytes()).and_then(|()| stdout.finish()) {
-                    self.report.error(&error);
-                    exit_code = error.code();
-                }
+            last
+        };
+        if let Some(dump) = &self.dump_header {
+            lock(dump).flush();
+        }
+        if let (Some(jar), Some(path)) = (&self.cookies, &self.args.send.cookie_jar) {
+            if let Err(error) = lock(jar).save(path) {
+                self.report.error(&error);
+                exit_code = error.code();
             }
         }
         exit_code
     }
 
-    /// One transfer, bounded by `-m`.
-    async fn bounded_transfer(
-        &self,
-        url: &str,
-        sink: &mut Sink,
-        record: &mut TransferRecord,
-    ) -> Result<(), CurlError> {
-        let transfer = self.transfer(url, sink, record);
-        let limit = self.args.max_time.filter(|t| !t.is_zero());
-        let Some(limit) = limit else {
-            return transfer.await;
+    /// One transfer with its retries and `-w`; returns its exit code.
+    async fn run_one(&self, planned: Planned) -> u8 {
+        let url = self.composed.target_url(&planned.url);
+        let mut sink = match self.sink_for(&planned, &url) {
+            Ok(sink) => sink,
+            Err(error) => {
+                self.report.error(&error);
+                return error.code();
+            }
         };
-        let outcome = tokio::time::timeout(limit, transfer).await;
-        match outcome {
-            Ok(result) => result,
-            Err(_elapsed) => Err(CurlError::operation_timeout(
-                record.elapsed(),
-                record.received,
-            )),
-        }
-    }
-
-    /// One transfer: the request for `url` and, with `-L`, its redirects.
-    async fn transfer(
-        &self,
-        url: &str,
-        sink: &mut Sink,
-        record: &mut TransferRecord,
-    ) -> Result<(), CurlError> {
-        let mut uri = url::parse_url(url)?;
-        record.url = uri.to_string();
-        let mut hop = self.template.first_hop();
+        let mut retry = Retry::new(&self.args.transfer);
         loop {
-            match self.exchange(&uri, &hop, sink, record).await? {
-                Next::Done => return Ok(()),
-                Next::Redirect(next) => {
-                    redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
-                    record.num_redirects += 1;
-                    record.redirect_time = record.elapsed();
-                    self.verbose
-                        .info(&format!("Issue another request to this URL: '{next}'"));
-                    hop = redirect::next_hop(record.status.unwrap_or_default(), &hop, &uri, &next);
-                    uri = next;
-                    record.url = uri.to_string();
+            let mut record = TransferRecord::start(&url, self.composed.template.first_hop().method);
+            record.input_url = planned.url.clone();
+            record.url_num = planned.index;
+            record.output_file = sink.path().map(|p| p.to_path_buf());
+            let result = self.bounded_transfer(&url, &mut sink, &mut record).await;
+            record.finished_at = Some(record.elapsed());
+            let code = result.as_ref().err().map_or(0, CurlError::code);
+            if let Some(again) = retry.next(&self.args.transfer, code, &record) {
+                self.report.warning_raw(&again.warning);
+                if sink.path().is_some() && sink.written() > 0 {
+                    self.report
+                        .warning_raw(&format!("Throwing away {} bytes", sink.written()));
                 }
+                sink.reset();
+                tokio::time::sleep(again.delay).await;
+                continue;
             }
+            if let Err(error) = &result {
+                self.report.error(error);
+                record.exit_code = error.code();
+                record.error = Some(error.message().to_owned());
+            }
+            let mut code = code;
+            if let Err(error) = self.print_write_out(&record) {
+                self.report.error(&error);
+                code = error.code();
+            }
+            return code;
         }
     }
 
-    /// One request and its response: the head is recorded and traced, then the response is
-    /// followed (`-L`), refused (`-f`) or written to the sink.
-    async fn exchange(
-        &self,
-        uri: &Uri,
-        hop: &Hop,
-        sink: &mut Sink,
-        record: &mut TransferRecord,
-    ) -> Result<Next, CurlError> {
-        let target = Target::of(uri);
-        let (parts, mut body) = self.send(uri, hop, &target, record).await?;
-        let head = output::response_head(&parts);
-        record.size_header += head.len() as u64;
-        let connection = record.connection.clone();
-        let connection = connection.as_ref();
-        let closes = output::server_closes(&parts);
+    /// The sink of a planned transfer.
+    fn sink_for(&self, planned: &Planned, url: &str) -> Result<Sink, CurlError> {
+        let mode = FileMode {
+            append: self.args.send.continue_at.is_some(),
+            create_dirs: self.args.transfer.create_dirs,
+        };
+        let sink = match &planned.output {
+            Output::Stdout => Sink::stdout(),
+            Output::File(path) => Sink::file(path.clone(), mode),
+            Output::Remote => {
+                let uri = url::parse_url(url)?;
+                let name = url::remote_name(&uri)
+                    .ok_or_else(|| CurlError::new(23, "Remote file name has no length!"))?;
+                Sink::file(name.into(), mode)
+            }
+        };
+        Ok(sink.flush_each_write(self.args.transfer.no_buffer))
+    }
 
-        let location = parts
-            .headers
-            .get(LOCATION)
-            .filter(|_| redirect::is_followed(parts.status))
-            .map(|value| url::resolve_location(uri, value.as_bytes()));
-        if let Some(next) = location {
-            if self.args.location {
-                if self.args.include || self.args.head {
-                    sink.write(&head)?;
+    /// Prints `-w` for a finished transfer.
+    fn print_write_out(&self, record: &TransferRecord) -> Result<(), CurlError> {
+        let Some(write_out) = &self.write_out else {
+            return Ok(());
+        };
+        let (pieces, unknown) = write_out.render_streams(record);
+        for name in unknown {
+            // curl warns even with -s.
+            output::stderr_line(&format!("poolcurl: unknown --write-out variable: '{name}'"));
+        }
+        for (stream, text) in pieces {
+            match stream {
+                Stream::Stdout => {
+                    let mut stdout = Sink::stdout();
+                    stdout.write(text.as_bytes())?;
+                    stdout.finish()?;
                 }
-                // Read the redirect's body to its end so the connection can serve the next hop.
-                self.read_body(&mut body, &target, record, None).await?;
-                self.verbose.done(connection, &target.host, closes);
-                return Ok(Next::Redirect(next?));
-            }
-            record.redirect_url = next.ok().map(|u| u.to_string());
-        }
-
-        if self.args.fail && parts.status.as_u16() >= 400 {
-            // Nothing of the response is written; dropping the body closes the connection.
-            self.verbose.done(connection, &target.host, true);
-            return Err(CurlError::http_error(parts.status.as_u16()));
-        }
-        if self.args.include || self.args.head {
-            sink.write(&head)?;
-        }
-        let output = if self.args.head {
-            None
-        } else {
-            Some(&mut *sink)
-        };
-        self.read_body(&mut body, &target, record, output).await?;
-        sink.finish()?;
-        self.verbose.done(connection, &target.host, closes);
-        Ok(Next::Done)
-    }
-
-    /// Sends one request and waits for the response head, recording and tracing it.
-    async fn send(
-        &self,
-        uri: &Uri,
-        hop: &Hop,
-        target: &Target,
-        record: &mut TransferRecord,
-    ) -> Result<(Parts, pool::Body), CurlError> {
-        let request = self.template.build(uri, hop)?;
-        let sent_headers = request.headers().clone();
-        record.method = hop.method.clone();
-        record.size_upload = self.template.body_len(hop) as u64;
-        let response = match self.client.request(request).await {
-            Ok(response) => response,
-            Err(error) => return Err(self.failed(&error, target, record)),
-        };
-        record.head_at = Some(record.elapsed());
-        let connection = Some(response.body().connection().clone());
-        if connection.as_ref().is_some_and(|c| !c.is_reused()) {
-            record.num_connects += 1;
-        }
-        let (parts, body) = response.into_parts();
-        record.status = Some(parts.status);
-        record.version = Some(parts.version);
-        record.headers = parts.headers.clone();
-        record.size_download = 0;
-        record.redirect_url = None;
-        let context = VerboseContext {
-            host: &target.host,
-            alpn_offer: self.alpn_offer,
-            http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
-        };
-        self.verbose.exchange(
-            &context,
-            connection.as_ref(),
-            (&hop.method, uri, &sent_headers),
-            &output::response_head(&parts),
-        );
-        record.connection = connection;
-        Ok((parts, body))
-    }
-
-    /// Reads `body` to its end, writing it unmodified to `output` if given.
-    async fn read_body(
-        &self,
-        body: &mut pool::Body,
-        target: &Target,
-        record: &mut TransferRecord,
-        mut output: Option<&mut Sink>,
-    ) -> Result<(), CurlError> {
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| self.failed(&e, target, record))?;
-            if let Some(data) = frame.data_ref() {
-                record.size_download += data.len() as u64;
-                record.received += data.len() as u64;
-                if let Some(sink) = output.as_deref_mut() {
-                    sink.write(data)?;
+                Stream::Stderr => {
+                    use std::io::Write as _;
+                    let _ = std::io::stderr().lock().write_all(text.as_bytes());
                 }
             }
         }
         Ok(())
     }
-
-    /// Traces a pool error with `-v` and maps it to curl's code and message.
-    fn failed(&self, error: &pool::Error, target: &Target, record: &TransferRecord) -> CurlError {
-        self.verbose.info(&error.to_string());
-        exit::classify(
-            error,
-            &Attempt {
-                host: &target.host,
-                port: target.port,
-                elapsed: record.elapsed(),
-                received: record.received,
-            },
-        )
-    }
 }
 
-/// The host and port a request goes to, as messages name them.
-#[derive(Debug)]
-struct Target {
-    /// The URL's host without IPv6 brackets.
-    host: String,
-    /// The URL's port, explicit or the scheme's default.
-    port: u16,
-}
-
-impl Target {
-    /// Where a request for `uri` goes.
-    fn of(uri: &Uri) -> Target {
-        let host = uri.host().unwrap_or_default();
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
-        Target {
-            host: host.to_owned(),
-            port,
-        }
-    }
-}
-
-/// What follows an exchange.
-#[derive(Debug)]
-enum Next {
-    /// The transfer is complete.
-    Done,
-    /// `-L` follows a redirect to this URL.
-    Redirect(Uri),
+/// Locks a mutex of the session; a panic elsewhere does not make its data unusable here.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -14,8 +14,14 @@ use http::{HeaderMap, Method, StatusCode, Version};
 pub(crate) struct TransferRecord {
     /// When the transfer started; every time below is measured from here.
     pub(crate) started: Instant,
+    /// The URL as given (after globbing; `%{url}`).
+    pub(crate) input_url: String,
+    /// The URL's position among the invocation's URLs, from 0 (`%{urlnum}`).
+    pub(crate) url_num: usize,
     /// The URL last requested (`%{url_effective}`).
     pub(crate) url: String,
+    /// The `Referer` the last request sent.
+    pub(crate) referer: Option<String>,
     /// The method of the last request.
     pub(crate) method: Method,
     /// The last response's status.
@@ -59,7 +65,10 @@ impl TransferRecord {
     pub(crate) fn start(url: &str, method: Method) -> TransferRecord {
         TransferRecord {
             started: Instant::now(),
+            input_url: url.to_owned(),
+            url_num: 0,
             url: url.to_owned(),
+            referer: None,
             method,
             status: None,
             version: None,

@@ -1,31 +1,37 @@
-//! Building requests the way curl does: method, default headers, `-H` edits, request data.
+//! Building requests the way curl does: method, default headers, `-H` edits, the payload.
 //!
-//! Headers go out in curl's order: `Host` (added by the pool for HTTP/1.1 unless `-H` sets it),
-//! `User-Agent`, `Accept`, the `-H` headers, then `Content-Length` and `Content-Type` for
-//! request data. A `-H` header replaces a default of the same name in place; `-H "Name:"`
-//! removes it.
-
-use std::io::Read;
+//! Headers go out in curl's order: `Host`, `Authorization`, `Range`, `User-Agent`, `Accept`,
+//! `Accept-Encoding`, `Referer`, `Cookie`, the `-H` headers, then `Content-Length` and
+//! `Content-Type` for a payload. A `-H` header replaces a default of the same name in place;
+//! `-H "Name:"` removes it.
+//!
+//! The template holds what every request of an invocation shares; what differs per URL or per
+//! hop (`Host`, credentials from the URL, `Range` for `-C -`, an automatic `Referer`, cookies)
+//! comes in a [`PerRequest`]. `poolcurl load` uses [`RequestTemplate::new`] and
+//! [`RequestTemplate::build`]: no `Host` of its own (the pool adds it), nothing per request.
+//! curl mode assembles its template in [`super::compose`].
 
 use bytes::Bytes;
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT,
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue, RANGE,
+    REFERER, USER_AGENT,
 };
-use http::{Method, Request, Uri};
+use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
 
 use super::args::{DataArg, HeaderAction, RequestArgs};
+use super::data::read_data;
 use super::exit::CurlError;
 
 /// Where a header of the template came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
-    /// A default (`User-Agent`, `Accept`).
+    /// A default (`User-Agent`, `Accept`, and curl mode's `Accept-Encoding`, `Referer`).
     Default,
-    /// A `-H` argument.
+    /// A `-H` argument (or a flag that acts like one: `--json`, `-u`).
     User,
-    /// Describes the request data (`Content-Length`, the default `Content-Type`); left out of a
-    /// request sent without the data.
+    /// Describes the payload (`Content-Length`, the default `Content-Type`); left out of a
+    /// request sent without it.
     Data,
 }
 
@@ -37,6 +43,22 @@ struct Entry {
     source: Source,
 }
 
+/// What a request sends as its body.
+#[derive(Debug, Clone)]
+pub(crate) enum Payload {
+    /// No body (a GET unless `-X` says otherwise).
+    None,
+    /// Request data (`-d` and friends): a POST with this `Content-Type` by default.
+    Data {
+        /// The joined data.
+        body: Bytes,
+        /// The `Content-Type` sent unless `-H` sets one (`None`: none).
+        content_type: Option<HeaderValue>,
+    },
+    /// A `-T` upload: a PUT with a `Content-Length` and no `Content-Type`.
+    Upload(Bytes),
+}
+
 /// What every request of an invocation starts from.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestTemplate {
@@ -44,10 +66,17 @@ pub(crate) struct RequestTemplate {
     method: Method,
     /// The headers, in sending order.
     headers: Vec<Entry>,
-    /// The request data (`-d` pieces joined with `&`); empty without data.
+    /// Header names `-H "Name:"` removed.
+    removed: Vec<HeaderName>,
+    /// The payload; empty without one.
     body: Bytes,
-    /// Whether data was given (even empty data makes a POST).
+    /// Whether there is a payload (even empty data makes a POST).
     has_data: bool,
+    /// The HTTP version of requests (`--http1.0`).
+    version: Version,
+    /// Whether requests carry their own `Host` header first (curl mode), rather than leaving
+    /// it to the pool.
+    host_first: bool,
 }
 
 /// How one request of a transfer is sent (the first, or one after a redirect).
@@ -62,6 +91,19 @@ pub(crate) struct Hop {
     pub(crate) cross_host: bool,
 }
 
+/// Headers that differ per URL or per hop, in curl mode.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PerRequest {
+    /// `Authorization` (from `-u` or the URL's credentials).
+    pub(crate) authorization: Option<HeaderValue>,
+    /// `Range` (`-r`, `-C`).
+    pub(crate) range: Option<HeaderValue>,
+    /// `Referer` for this hop (`-e ";auto"` after a redirect).
+    pub(crate) referer: Option<HeaderValue>,
+    /// `Cookie` from `-b` and the cookie engine.
+    pub(crate) cookie: Option<HeaderValue>,
+}
+
 impl RequestTemplate {
     /// Assembles the template from the request flags, `-I` (`head`) and the data pieces (in
     /// command-line order).
@@ -70,13 +112,33 @@ impl RequestTemplate {
     ///
     /// Exit 26 when a `@file` cannot be read.
     pub(crate) fn new(args: &RequestArgs, head: bool, data: &[DataArg]) -> Result<Self, CurlError> {
-        let has_data = !data.is_empty();
-        let body = read_data(data)?;
-        let method = match &args.method {
-            Some(method) => method.clone(),
-            None if head => Method::HEAD,
-            None if has_data => Method::POST,
-            None => Method::GET,
+        let payload = if data.is_empty() {
+            Payload::None
+        } else {
+            Payload::Data {
+                body: read_data(data)?,
+                content_type: Some(HeaderValue::from_static(
+                    "application/x-www-form-urlencoded",
+                )),
+            }
+        };
+        Ok(Self::with_payload(args, head, payload, &[]))
+    }
+
+    /// Assembles the template with `payload`; `defaults` are extra default headers after
+    /// `User-Agent` and `Accept` (curl mode's `Accept-Encoding`, `Referer`).
+    pub(crate) fn with_payload(
+        args: &RequestArgs,
+        head: bool,
+        payload: Payload,
+        defaults: &[(HeaderName, HeaderValue)],
+    ) -> Self {
+        let method = match (&args.method, &payload) {
+            (Some(method), _) => method.clone(),
+            (None, _) if head => Method::HEAD,
+            (None, Payload::None) => Method::GET,
+            (None, Payload::Data { .. }) => Method::POST,
+            (None, Payload::Upload(_)) => Method::PUT,
         };
         let user_agent = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
         let mut headers = vec![
@@ -91,52 +153,147 @@ impl RequestTemplate {
                 source: Source::Default,
             },
         ];
-        let mut removed: Vec<HeaderName> = Vec::new();
-        for header in &args.headers {
-            match &header.action {
-                HeaderAction::Remove => {
-                    headers.retain(|e| e.name != header.name);
-                    removed.push(header.name.clone());
-                }
-                HeaderAction::Set(value) => {
-                    removed.retain(|name| *name != header.name);
-                    let entry = Entry {
-                        name: header.name.clone(),
-                        value: value.clone(),
-                        source: Source::User,
-                    };
-                    match headers
-                        .iter()
-                        .position(|e| e.name == header.name && e.source == Source::Default)
-                    {
-                        Some(at) => headers[at] = entry,
-                        None => headers.push(entry),
-                    }
-                }
-            }
-        }
-        if has_data {
-            let mut add = |name: HeaderName, value: HeaderValue| {
-                if !removed.contains(&name) && !headers.iter().any(|e| e.name == name) {
-                    headers.push(Entry {
-                        name,
-                        value,
-                        source: Source::Data,
-                    });
-                }
-            };
-            add(CONTENT_LENGTH, HeaderValue::from(body.len()));
-            add(
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/x-www-form-urlencoded"),
-            );
-        }
-        Ok(RequestTemplate {
+        headers.extend(defaults.iter().map(|(name, value)| Entry {
+            name: name.clone(),
+            value: value.clone(),
+            source: Source::Default,
+        }));
+        let mut template = RequestTemplate {
             method,
             headers,
-            body,
-            has_data,
-        })
+            removed: Vec::new(),
+            body: Bytes::new(),
+            has_data: false,
+            version: Version::HTTP_11,
+            host_first: false,
+        };
+        for header in &args.headers {
+            match &header.action {
+                HeaderAction::Remove => template.remove(&header.name),
+                HeaderAction::Set(value) => template.set_user(header.name.clone(), value.clone()),
+            }
+        }
+        let (body, content_type) = match payload {
+            Payload::None => return template,
+            Payload::Data { body, content_type } => (body, content_type),
+            Payload::Upload(body) => (body, None),
+        };
+        template.add_data(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        if let Some(content_type) = content_type {
+            template.add_data(CONTENT_TYPE, content_type);
+        }
+        template.body = body;
+        template.has_data = true;
+        template
+    }
+
+    /// `-H "Name:"`: sends no header of that name, defaults included.
+    fn remove(&mut self, name: &HeaderName) {
+        self.headers.retain(|e| e.name != name);
+        self.removed.push(name.clone());
+    }
+
+    /// `-H "Name: value"`: replaces a default of that name in place, else is appended.
+    fn set_user(&mut self, name: HeaderName, value: HeaderValue) {
+        self.removed.retain(|n| *n != name);
+        let entry = Entry {
+            name,
+            value,
+            source: Source::User,
+        };
+        match self
+            .headers
+            .iter()
+            .position(|e| e.name == entry.name && e.source == Source::Default)
+        {
+            Some(at) => self.headers[at] = entry,
+            None => self.headers.push(entry),
+        }
+    }
+
+    /// A payload header, unless `-H` set or removed that name.
+    fn add_data(&mut self, name: HeaderName, value: HeaderValue) {
+        if !self.removed.contains(&name) && !self.headers.iter().any(|e| e.name == name) {
+            self.headers.push(Entry {
+                name,
+                value,
+                source: Source::Data,
+            });
+        }
+    }
+
+    /// Sets a default header (`-A`): replaces the default of that name, or removes it when
+    /// `value` is `None`; a `-H` of that name wins either way.
+    pub(crate) fn override_default(&mut self, name: &HeaderName, value: Option<HeaderValue>) {
+        let at = self
+            .headers
+            .iter()
+            .position(|e| e.name == name && e.source == Source::Default);
+        match (at, value) {
+            (Some(at), Some(value)) => self.headers[at].value = value,
+            (Some(at), None) => {
+                self.headers.remove(at);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// Adds headers that act as `-H` would, before the `-H` ones, unless `-H` set or removed
+    /// that name (`--json`'s `Content-Type` and `Accept`). A default of the same name goes.
+    pub(crate) fn add_implied(&mut self, implied: &[(HeaderName, HeaderValue)]) {
+        let first_user = self
+            .headers
+            .iter()
+            .position(|e| e.source != Source::Default)
+            .unwrap_or(self.headers.len());
+        let mut at = first_user;
+        for (name, value) in implied {
+            let user_set = self
+                .headers
+                .iter()
+                .any(|e| e.name == name && e.source == Source::User);
+            if user_set || self.removed.contains(name) {
+                continue;
+            }
+            // An implied header replaces the payload's default of the same name.
+            self.headers
+                .retain(|e| !(e.name == name && e.source == Source::Data));
+            if let Some(default) = self
+                .headers
+                .iter()
+                .position(|e| e.name == name && e.source == Source::Default)
+            {
+                self.headers.remove(default);
+                at -= 1;
+            }
+            self.headers.insert(
+                at,
+                Entry {
+                    name: name.clone(),
+                    value: value.clone(),
+                    source: Source::User,
+                },
+            );
+            at += 1;
+        }
+    }
+
+    /// Makes requests carry their own `Host` header first and use `version` (curl mode).
+    pub(crate) fn curl_mode(&mut self, version: Version) {
+        self.host_first = true;
+        self.version = version;
+    }
+
+    /// Whether `-H` set a header of this name (it then wins over curl mode's own).
+    pub(crate) fn user_sets(&self, name: &HeaderName) -> bool {
+        self.headers
+            .iter()
+            .any(|e| e.name == name && e.source == Source::User)
+    }
+
+    /// Whether `-H "Name:"` removed this name.
+    pub(crate) fn user_removes(&self, name: &HeaderName) -> bool {
+        self.removed.contains(name)
     }
 
     /// The first request of a transfer.
@@ -160,18 +317,62 @@ impl RequestTemplate {
     /// Exit 3 if `http` refuses the URI (it was parsed by the same crate, so this does not
     /// happen in practice).
     pub(crate) fn build(&self, uri: &Uri, hop: &Hop) -> Result<Request<Full<Bytes>>, CurlError> {
+        self.build_for(uri, hop, &PerRequest::default())
+    }
+
+    /// Builds the request for `uri` as `hop` says, with the per-request headers of `extra`.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub(crate) fn build_for(
+        &self,
+        uri: &Uri,
+        hop: &Hop,
+        extra: &PerRequest,
+    ) -> Result<Request<Full<Bytes>>, CurlError> {
         let mut builder = Request::builder()
             .method(hop.method.clone())
-            .uri(uri.clone());
+            .uri(uri.clone())
+            .version(self.version);
+        let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE, HOST].contains(name);
+        let dropped = |e: &Entry| {
+            (e.source == Source::Data && !hop.send_body)
+                || (e.source == Source::User && hop.cross_host && credential(&e.name))
+        };
+        let user_host = self.headers.iter().find(|e| e.name == HOST && !dropped(e));
+        if self.host_first {
+            if let Some(entry) = user_host {
+                builder = builder.header(HOST, entry.value.clone());
+            } else if !self.removed.contains(&HOST) {
+                if let Some(host) = host_value(uri) {
+                    builder = builder.header(HOST, host);
+                }
+            }
+        }
+        let mut per_hop = [(AUTHORIZATION, &extra.authorization), (RANGE, &extra.range)];
+        for (name, value) in &mut per_hop {
+            if let Some(value) = value.as_ref().filter(|_| !self.overridden(name)) {
+                builder = builder.header(name.clone(), value.clone());
+            }
+        }
+        let mut late = [(REFERER, &extra.referer), (COOKIE, &extra.cookie)];
+        let mut late_sent = false;
         for entry in &self.headers {
-            if entry.source == Source::Data && !hop.send_body {
+            if entry.source != Source::Default && !late_sent {
+                builder = add_late(builder, &mut late, |n| self.overridden(n));
+                late_sent = true;
+            }
+            if dropped(entry) || (self.host_first && entry.name == HOST) {
                 continue;
             }
-            let credential = [AUTHORIZATION, COOKIE, HOST].contains(&entry.name);
-            if entry.source == Source::User && hop.cross_host && credential {
+            if entry.name == REFERER && extra.referer.is_some() {
                 continue;
             }
             builder = builder.header(entry.name.clone(), entry.value.clone());
+        }
+        if !late_sent {
+            builder = add_late(builder, &mut late, |n| self.overridden(n));
         }
         let body = if hop.send_body {
             self.body.clone()
@@ -182,49 +383,39 @@ impl RequestTemplate {
             .body(Full::new(body))
             .map_err(|_| CurlError::malformed_url())
     }
+
+    /// Whether `-H` set or removed `name`, so curl mode's own header of that name is not sent.
+    fn overridden(&self, name: &HeaderName) -> bool {
+        self.user_sets(name) || self.user_removes(name)
+    }
 }
 
-/// Reads and joins the data pieces: `-d @file` without CR and LF, `--data-binary @file` as
-/// is, `@-` from stdin; pieces are joined with `&`.
-fn read_data(data: &[DataArg]) -> Result<Bytes, CurlError> {
-    let mut body = Vec::new();
-    for (i, piece) in data.iter().enumerate() {
-        if i > 0 {
-            body.push(b'&');
-        }
-        match piece {
-            DataArg::Ascii(text) => match text.strip_prefix('@') {
-                Some(path) => body.extend(
-                    read_source(path)?
-                        .into_iter()
-                        .filter(|b| *b != b'\r' && *b != b'\n'),
-                ),
-                None => body.extend_from_slice(text.as_bytes()),
-            },
-            DataArg::Binary(text) => match text.strip_prefix('@') {
-                Some(path) => body.extend(read_source(path)?),
-                None => body.extend_from_slice(text.as_bytes()),
-            },
-            DataArg::Raw(text) => body.extend_from_slice(text.as_bytes()),
+/// Adds the per-hop headers that go after the defaults (`Referer`, `Cookie`).
+fn add_late(
+    mut builder: http::request::Builder,
+    late: &mut [(HeaderName, &Option<HeaderValue>)],
+    overridden: impl Fn(&HeaderName) -> bool,
+) -> http::request::Builder {
+    for (name, value) in late.iter() {
+        if let Some(value) = value.as_ref().filter(|_| !overridden(name)) {
+            builder = builder.header(name.clone(), value.clone());
         }
     }
-    Ok(Bytes::from(body))
+    builder
 }
 
-/// The contents of a `@file` argument (`-` is stdin).
-///
-/// # Errors
-///
-/// Exit 26 when it cannot be read.
-pub(crate) fn read_source(path: &str) -> Result<Vec<u8>, CurlError> {
-    if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| CurlError::read_failed(path, &e))?;
-        return Ok(bytes);
-    }
-    std::fs::read(path).map_err(|e| CurlError::read_failed(path, &e))
+/// `Host` as curl sends it: the URL's host, and its port unless it is the scheme's default.
+fn host_value(uri: &Uri) -> Option<HeaderValue> {
+    let host = uri.host()?;
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    let text = match uri.port_u16() {
+        Some(port) if port != default_port => format!("{host}:{port}"),
+        _ => host.to_owned(),
+    };
+    HeaderValue::from_str(&text).ok()
 }
 
 /// A header name as curl shows and sends it on HTTP/1.1: `user-agent` -> `User-Agent`.
@@ -375,5 +566,44 @@ mod tests {
         assert_eq!(title_case("user-agent"), "User-Agent");
         assert_eq!(title_case("x-a"), "X-A");
         assert_eq!(title_case("accept"), "Accept");
+    }
+
+    #[test]
+    fn curl_mode_sends_host_first_and_per_request_headers_in_curls_order() {
+        let (args, matches) =
+            crate::curl::args::parse_test_args(&["-H", "X-A: 1", "-d", "x", "http://a.test:8080/"]);
+        let data = args.request.data_in_order(&matches);
+        let mut t = RequestTemplate::new(&args.request, false, &data).unwrap();
+        t.curl_mode(Version::HTTP_11);
+        let extra = PerRequest {
+            authorization: Some(HeaderValue::from_static("Basic YTpi")),
+            range: Some(HeaderValue::from_static("bytes=0-1")),
+            referer: Some(HeaderValue::from_static("http://r/")),
+            cookie: Some(HeaderValue::from_static("c=1")),
+        };
+        let request = t
+            .build_for(
+                &"http://a.test:8080/".parse().unwrap(),
+                &t.first_hop(),
+                &extra,
+            )
+            .unwrap();
+        let names: Vec<&str> = request.headers().keys().map(|n| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "host",
+                "authorization",
+                "range",
+                "user-agent",
+                "accept",
+                "referer",
+                "cookie",
+                "x-a",
+                "content-length",
+                "content-type"
+            ]
+        );
+        assert_eq!(request.headers()["host"], "a.test:8080");
     }
 }

@@ -6,7 +6,11 @@
 //! | `--http1.1` / `--http2` / `--http2-prior-knowledge` | [`pool::ProtocolPolicy`] `Http1Only` / `Auto` / `Http2PriorKnowledge` (default `Auto`) |
 //! | `-k` | `danger_accept_invalid_certs(true)` |
 //! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
-//! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver |
+//! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
+//! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
+//! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
+//! | `--cert` / `--key` | `client_identity_pem` (curl mode; unusable files are exit 58) |
+//! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
@@ -21,9 +25,10 @@ use std::time::Duration;
 
 use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
-    ProxyConfig, StaticResolver, SystemResolver,
+    ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver,
 };
 
+use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs};
 use super::exit::CurlError;
 
@@ -51,7 +56,7 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
 ///
 /// # Errors
 ///
-/// Exit 77 when the `--cacert` file cannot be read.
+/// Exit 77 when the `--cacert` file cannot be read; exit 49 for a malformed `--resolve`.
 pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
     let mut builder = ConnectionPool::builder()
         .protocol(protocol_policy(args))
@@ -67,12 +72,108 @@ pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
     if let Some(config) = proxy_config(args)? {
         builder = builder.proxy(config, args.proxytunnel);
     }
-    if !args.resolve.is_empty() {
-        let mut resolver = StaticResolver::new(Arc::new(SystemResolver));
-        for entry in &args.resolve {
-            resolver.insert(&entry.host, entry.port, entry.addrs.clone());
-        }
+    if let Some(resolver) = static_resolver(args)? {
         builder = builder.resolver(resolver);
+    }
+    Ok(builder)
+}
+
+/// The `--resolve` overrides in front of the system resolver; `None` without `--resolve`.
+///
+/// # Errors
+///
+/// Exit 49 for an entry that does not parse.
+fn static_resolver(args: &ConnectArgs) -> Result<Option<StaticResolver>, CurlError> {
+    if args.resolve.is_empty() {
+        return Ok(None);
+    }
+    let mut resolver = StaticResolver::new(Arc::new(SystemResolver));
+    for text in &args.resolve {
+        let entry = parse_resolve(text).map_err(CurlError::bad_resolve)?;
+        resolver.insert(&entry.host, entry.port, entry.addrs);
+    }
+    Ok(Some(resolver))
+}
+
+/// curl mode's HTTP version policy: `--http1.0` is HTTP/1 only too.
+pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
+    if args.net.http1_0 {
+        ProtocolPolicy::Http1Only
+    } else {
+        protocol_policy(&args.connect)
+    }
+}
+
+/// `-4` / `-6`: keeps the addresses of one family from another resolver.
+struct FamilyResolver {
+    /// The resolver asked first.
+    inner: Arc<dyn Resolve>,
+    /// Keep IPv6 addresses (`-6`) rather than IPv4 (`-4`).
+    ipv6: bool,
+}
+
+impl std::fmt::Debug for FamilyResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FamilyResolver")
+            .field("ipv6", &self.ipv6)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Resolve for FamilyResolver {
+    fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
+        let lookup = self.inner.resolve(host, port);
+        let ipv6 = self.ipv6;
+        Box::pin(async move {
+            let kept: Vec<_> = lookup
+                .await?
+                .into_iter()
+                .filter(|addr| addr.is_ipv6() == ipv6)
+                .collect();
+            if kept.is_empty() {
+                let family = if ipv6 { "IPv6" } else { "IPv4" };
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no {family} address"),
+                ));
+            }
+            Ok(kept)
+        })
+    }
+}
+
+/// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
+/// `--cert`/`--key`.
+fn curl_builder(args: &CurlArgs) -> Result<Builder, CurlError> {
+    let mut builder = pool_builder(&args.connect)?.protocol(curl_protocol_policy(args));
+    if args.net.ipv4 || args.net.ipv6 {
+        let inner: Arc<dyn Resolve> = match static_resolver(&args.connect)? {
+            Some(resolver) => Arc::new(resolver),
+            None => Arc::new(SystemResolver),
+        };
+        builder = builder.resolver(FamilyResolver {
+            inner,
+            ipv6: args.net.ipv6,
+        });
+    }
+    if let Some(cert) = &args.net.cert {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| {
+                CurlError::new(
+                    58,
+                    format!(
+                        "could not load PEM client certificate from {}: {e}",
+                        path.display()
+                    ),
+                )
+            })
+        };
+        let chain = read(cert)?;
+        let key = match &args.net.key {
+            Some(key) => read(key)?,
+            None => chain.clone(),
+        };
+        builder = builder.client_identity_pem(chain, key);
     }
     Ok(builder)
 }
@@ -126,17 +227,26 @@ pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration
 ///
 /// # Errors
 ///
-/// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 2 for
-/// any other setting the pool rejects.
+/// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 58 for
+/// unusable `--cert`/`--key` files; exit 49 for a malformed `--resolve`; exit 2 for any other
+/// setting the pool rejects.
 pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
     let connect = &args.connect;
-    let mut builder = pool_builder(connect)?;
+    let mut builder = curl_builder(args)?;
     if let Some(name) = &connect.interface {
         let partition = Partition::new(INTERFACE_PARTITION, pool::TokioDriverSpawner::current())
             .interface(name.as_str());
         builder = builder.partitions([partition]);
     }
-    let pool = builder.build().map_err(|e| build_error(connect, &e))?;
+    let pool = builder
+        .build()
+        .map_err(|e| match (e.setting(), &args.net.cert) {
+            ("tls", Some(cert)) if connect.cacert.is_none() => CurlError::new(
+                58,
+                format!("unable to use client certificate {}: {e}", cert.display()),
+            ),
+            _ => build_error(connect, &e),
+        })?;
     let client = match connect.interface {
         Some(_) => pool.client_for(INTERFACE_PARTITION),
         None => pool.client(),

@@ -1,8 +1,10 @@
 //! URLs: which command-line URLs curl mode accepts, and how a redirect's `Location` resolves
 //! against the URL that answered with it (RFC 3986, section 5).
 //!
-//! What this module does not do: URL globbing (`{a,b}`, `[1-9]`), IDN conversion, or
-//! credentials in URLs (the pool drops userinfo).
+//! Credentials in a URL (`http://user:pass@host/`) are taken out of it by [`take_credentials`]
+//! (curl sends them as Basic authentication; the request itself never carries userinfo).
+//! [`remote_name`] is the file name `-O` writes to. What this module does not do: URL
+//! globbing (see [`super::glob`]) or IDN conversion.
 
 use http::Uri;
 
@@ -35,6 +37,34 @@ pub(crate) fn parse_url(text: &str) -> Result<Uri, CurlError> {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
         _ => Err(CurlError::new(3, "URL rejected: No host part in the URL")),
     }
+}
+
+/// Splits the userinfo off `uri`: the URI without it, and the percent-decoded user and
+/// password (empty if absent) when it had one.
+pub(crate) fn take_credentials(uri: &Uri) -> (Uri, Option<(String, String)>) {
+    let Some(authority) = uri.authority() else {
+        return (uri.clone(), None);
+    };
+    let Some((userinfo, host)) = authority.as_str().rsplit_once('@') else {
+        return (uri.clone(), None);
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = host.parse().ok();
+    let stripped = Uri::from_parts(parts).unwrap_or_else(|_| uri.clone());
+    (stripped, Some((decode(user), decode(password))))
+}
+
+/// The file name `-O` writes a URL to: its last path segment, percent-encoding kept as curl
+/// keeps it. `None` when the path ends in `/` (curl: "Remote file name has no length!").
+pub(crate) fn remote_name(uri: &Uri) -> Option<String> {
+    let name = uri.path().rsplit('/').next().unwrap_or_default();
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Resolves a `Location` header value against `base`, percent-encoding bytes a URL may not
@@ -188,6 +218,24 @@ mod tests {
         assert_eq!(resolve(base, "https://other.test/"), "https://other.test/");
         assert_eq!(resolve(base, "/a b"), "http://a.test:8080/a%20b");
         assert_eq!(resolve("http://a.test", "x"), "http://a.test/x");
+    }
+
+    #[test]
+    fn credentials_come_out_of_the_url() {
+        let (uri, creds) =
+            take_credentials(&parse_url("http://us%40r:p%3Ass@a.test:81/x?q").unwrap());
+        assert_eq!(uri.to_string(), "http://a.test:81/x?q");
+        assert_eq!(creds, Some(("us@r".to_owned(), "p:ss".to_owned())));
+        let (uri, creds) = take_credentials(&parse_url("http://a.test/").unwrap());
+        assert_eq!(
+            (uri.to_string(), creds),
+            ("http://a.test/".to_owned(), None)
+        );
+        assert_eq!(
+            remote_name(&parse_url("http://a/b/c.txt?x").unwrap()).as_deref(),
+            Some("c.txt")
+        );
+        assert_eq!(remote_name(&parse_url("http://a/b/").unwrap()), None);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! `-w FORMAT`: curl's write-out, printed on stdout after every transfer (failed ones too).
 //!
 //! `%{name}` expands a variable, `%header{name}` a response header, `%%` is `%`, and `\n`,
-//! `\r`, `\t`, `\\` are escapes. An unknown variable draws a warning on stderr (once, when the
-//! format is parsed) and expands to nothing, as in curl. Times print as seconds with six
-//! decimals.
+//! `\r`, `\t`, `\\` are escapes. `%{json}` and `%{header_json}` print every variable / every
+//! response header as JSON ([`super::write_json`]); `%{stderr}` sends the rest of the format to
+//! stderr and `%{stdout}` back. An unknown variable expands to nothing and draws curl's warning
+//! (`poolcurl: unknown --write-out variable: 'x'`) on stderr each time the format is printed,
+//! even with `-s`, as curl does. Times print as seconds with six decimals.
 //!
 //! The connection variables come from the pool's [`pool::ConnectionHandle`]:
 //! `%{conn_id}` (`-1` without a connection), `%{conn_reused}`, `%{partition}`,
@@ -16,10 +18,11 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::record::TransferRecord;
+use super::write_json;
 
 /// A variable `-w` can expand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Var {
+pub(crate) enum Var {
     ConnId,
     ConnReused,
     ContentType,
@@ -50,7 +53,10 @@ enum Var {
     TimeRedirect,
     TimeStartTransfer,
     TimeTotal,
+    Url,
     UrlEffective,
+    UrlNum,
+    Referer,
 }
 
 /// Variable names, as curl spells them.
@@ -86,8 +92,20 @@ const VARIABLES: &[(&str, Var)] = &[
     ("time_redirect", Var::TimeRedirect),
     ("time_starttransfer", Var::TimeStartTransfer),
     ("time_total", Var::TimeTotal),
+    ("url", Var::Url),
     ("url_effective", Var::UrlEffective),
+    ("urlnum", Var::UrlNum),
+    ("referer", Var::Referer),
 ];
+
+/// Which stream the format is printing to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    /// stdout (the default).
+    Stdout,
+    /// stderr, after `%{stderr}`.
+    Stderr,
+}
 
 /// One piece of a parsed format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +113,10 @@ enum Part {
     Text(String),
     Var(Var),
     Header(String),
+    Json,
+    HeaderJson,
+    Switch(Stream),
+    Unknown(String),
 }
 
 /// A parsed `-w` format.
@@ -146,20 +168,26 @@ impl WriteOut {
                     let name = &rest[prefix.len()..end];
                     rest = &rest[end + 1..];
                     let part = if is_header {
-                        Some(Part::Header(name.to_owned()))
+                        Part::Header(name.to_owned())
                     } else {
-                        let var = VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
-                        if var.is_none() {
-                            unknown.push(name.to_owned());
+                        match name {
+                            "json" => Part::Json,
+                            "header_json" => Part::HeaderJson,
+                            "stderr" => Part::Switch(Stream::Stderr),
+                            "stdout" => Part::Switch(Stream::Stdout),
+                            _ => match VARIABLES.iter().find(|(n, _)| *n == name) {
+                                Some((_, var)) => Part::Var(*var),
+                                None => {
+                                    unknown.push(name.to_owned());
+                                    Part::Unknown(name.to_owned())
+                                }
+                            },
                         }
-                        var.map(Part::Var)
                     };
-                    if let Some(part) = part {
-                        if !text.is_empty() {
-                            parts.push(Part::Text(std::mem::take(&mut text)));
-                        }
-                        parts.push(part);
+                    if !text.is_empty() {
+                        parts.push(Part::Text(std::mem::take(&mut text)));
                     }
+                    parts.push(part);
                 }
                 other => text.push(other),
             }
@@ -170,10 +198,45 @@ impl WriteOut {
         (WriteOut { parts }, unknown)
     }
 
-    /// Expands the format for one transfer.
-    pub(crate) fn render(&self, record: &TransferRecord) -> String {
+    /// Expands the format for one transfer into pieces for stdout and stderr, in order, and
+    /// the names of unknown variables met (to warn about).
+    pub(crate) fn render_streams(
+        &self,
+        record: &TransferRecord,
+    ) -> (Vec<(Stream, String)>, Vec<String>) {
+        let mut pieces: Vec<(Stream, String)> = Vec::new();
+        let mut unknown = Vec::new();
+        let mut stream = Stream::Stdout;
         let mut out = String::new();
         for part in &self.parts {
+            match part {
+                Part::Switch(next) => {
+                    if !out.is_empty() {
+                        pieces.push((stream, std::mem::take(&mut out)));
+                    }
+                    stream = *next;
+                }
+                Part::Unknown(name) => unknown.push(name.clone()),
+                Part::Json => out.push_str(&write_json::variables(record)),
+                Part::HeaderJson => out.push_str(&write_json::headers(&record.headers)),
+                other => self.render_part(&mut out, other, record),
+            }
+        }
+        if !out.is_empty() {
+            pieces.push((stream, out));
+        }
+        (pieces, unknown)
+    }
+
+    /// Expands the format for one transfer, every stream together (for tests).
+    #[cfg(test)]
+    pub(crate) fn render(&self, record: &TransferRecord) -> String {
+        let (pieces, _) = self.render_streams(record);
+        pieces.into_iter().map(|(_, text)| text).collect()
+    }
+
+    fn render_part(&self, out: &mut String, part: &Part, record: &TransferRecord) {
+        {
             match part {
                 Part::Text(text) => out.push_str(text),
                 Part::Header(name) => {
@@ -185,15 +248,15 @@ impl WriteOut {
                         .collect();
                     out.push_str(&values.join(", "));
                 }
-                Part::Var(var) => expand(&mut out, *var, record),
+                Part::Var(var) => expand(out, *var, record),
+                Part::Json | Part::HeaderJson | Part::Switch(_) | Part::Unknown(_) => {}
             }
         }
-        out
     }
 }
 
 /// Appends `var`'s value for `record` to `out`.
-fn expand(out: &mut String, var: Var, record: &TransferRecord) {
+pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
     let connection = record.connection.as_ref();
     let info = connection.map(pool::ConnectionHandle::info);
     let timings = record.new_connection().map(|c| *c.info().timings());
@@ -227,7 +290,12 @@ fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::HttpVersion => write!(
             out,
             "{}",
-            connection.map_or("0", |c| c.protocol().version_str())
+            match record.version {
+                Some(http::Version::HTTP_10) => "1",
+                Some(http::Version::HTTP_11) => "1.1",
+                Some(http::Version::HTTP_2) => "2",
+                _ => connection.map_or("0", |c| c.protocol().version_str()),
+            }
         ),
         Var::LocalIp => match info.and_then(|i| i.local_addr()) {
             Some(addr) => write!(out, "{}", addr.ip()),
@@ -284,7 +352,10 @@ fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::TimeRedirect => seconds(out, Some(record.redirect_time)),
         Var::TimeStartTransfer => seconds(out, record.head_at),
         Var::TimeTotal => seconds(out, Some(record.total_time())),
+        Var::Url => write!(out, "{}", record.input_url),
         Var::UrlEffective => write!(out, "{}", record.url),
+        Var::UrlNum => write!(out, "{}", record.url_num),
+        Var::Referer => write!(out, "{}", record.referer.as_deref().unwrap_or("")),
     };
 }
 
@@ -354,6 +425,23 @@ mod tests {
         let (w, unknown) = WriteOut::parse("a%{bogus}b%{http_code}");
         assert_eq!(unknown, ["bogus"]);
         assert_eq!(w.render(&record()), "ab404");
+    }
+
+    #[test]
+    fn stderr_and_stdout_switch_streams() {
+        let (w, _) = WriteOut::parse("a%{stderr}b%{http_code}%{stdout}c");
+        let (pieces, unknown) = w.render_streams(&record());
+        assert_eq!(
+            pieces,
+            [
+                (Stream::Stdout, "a".to_owned()),
+                (Stream::Stderr, "b404".to_owned()),
+                (Stream::Stdout, "c".to_owned())
+            ]
+        );
+        assert!(unknown.is_empty());
+        let (w, _) = WriteOut::parse("%{nope}x%{nope}");
+        assert_eq!(w.render_streams(&record()).1, ["nope", "nope"]);
     }
 
     #[test]

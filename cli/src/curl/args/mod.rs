@@ -1,14 +1,23 @@
-//! curl mode's command line: the clap definition and the parsers that validate flag values.
+//! curl mode's command line: the clap definition of [`CurlArgs`] and the types its values
+//! parse into.
 //!
-//! Values are checked while parsing (a bad `-H`, `--resolve`, `-X` or timeout is clap's usage
-//! error, exit status 2); only what needs the file system (`@file` data, `--cacert`) is checked
-//! later, with curl's exit codes.
+//! Values are checked while parsing where curl rejects them as usage errors (a bad `-H`, `-X`
+//! or timeout: exit status 2, see [`parse`]); what needs the file system (`@file` data,
+//! `--cacert`, `-T`) or has its own curl exit code (`--resolve`, 49) is checked later.
 //!
-//! Two flag groups are flattened into [`CurlArgs`] and reused unchanged by `poolcurl load`:
-//! [`RequestArgs`] (what a request sends) and [`ConnectArgs`] (how connections are made), so
-//! both modes accept the same spellings and values for them.
+//! The flags are grouped by concern, each group a flattened struct:
+//!
+//! | group | flags |
+//! |-------|-------|
+//! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
+//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, proxies |
+//! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
+//! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
+//! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
+//!
+//! [`unsupported`] lists the curl flags poolcurl deliberately does not take.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,20 +25,37 @@ use clap::ArgMatches;
 use http::Method;
 use http::header::{HeaderName, HeaderValue};
 
+mod net;
+pub(crate) mod parse;
+mod send;
+mod transfer;
+pub(crate) mod unsupported;
+
+pub(crate) use net::NetArgs;
+pub(crate) use parse::parse_seconds;
+pub(crate) use send::SendArgs;
+pub(crate) use transfer::TransferArgs;
+
+use parse::{parse_header, parse_method};
+
 /// `poolcurl [OPTIONS] URL...`: curl's flags with curl's meanings.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CurlArgs {
-    /// The URLs to fetch, in order, through one connection pool
-    #[arg(value_name = "URL", required = true)]
+    /// The URLs to fetch, in order, through one connection pool (`{a,b}` and `[1-3]` expand)
+    #[arg(value_name = "URL")]
     pub(crate) urls: Vec<String>,
 
     /// What each request sends: `-X`, `-H` and the data flags.
     #[command(flatten)]
     pub(crate) request: RequestArgs,
 
-    /// Write the output of the next URL to FILE instead of stdout (repeatable, in URL order)
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Vec<PathBuf>,
+    /// What else requests carry: agent, referer, credentials, forms, uploads, cookies.
+    #[command(flatten)]
+    pub(crate) send: SendArgs,
+
+    /// Where output goes and how transfers run: outputs, globbing, parallelism, retries.
+    #[command(flatten)]
+    pub(crate) transfer: TransferArgs,
 
     /// Include the response status line and headers in the output
     #[arg(short = 'i', long = "include")]
@@ -39,7 +65,7 @@ pub(crate) struct CurlArgs {
     #[arg(
         short = 'I',
         long = "head",
-        conflicts_with_all = ["data", "data_binary", "data_raw"]
+        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode", "form"]
     )]
     pub(crate) head: bool,
 
@@ -47,7 +73,7 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'v', long = "verbose")]
     pub(crate) verbose: bool,
 
-    /// Silent mode: no error messages
+    /// Silent mode: no error messages and no progress bar
     #[arg(short = 's', long = "silent")]
     pub(crate) silent: bool,
 
@@ -77,11 +103,15 @@ pub(crate) struct CurlArgs {
     #[command(flatten)]
     pub(crate) connect: ConnectArgs,
 
+    /// Address family, HTTP/1.0, client certificates, TLS versions.
+    #[command(flatten)]
+    pub(crate) net: NetArgs,
+
     /// Maximum time for each whole transfer, in seconds
     #[arg(short = 'm', long = "max-time", value_name = "SECONDS", value_parser = parse_seconds)]
     pub(crate) max_time: Option<Duration>,
 
-    /// Print FORMAT on stdout after each transfer (%{http_code}, %{conn_id}, ...; @FILE reads it)
+    /// Print FORMAT after each transfer (%{http_code}, %{json}, %{stderr}, ...; @FILE reads it)
     #[arg(short = 'w', long = "write-out", value_name = "FORMAT")]
     pub(crate) write_out: Option<String>,
 }
@@ -143,8 +173,8 @@ pub(crate) struct ConnectArgs {
     pub(crate) connect_timeout: Option<Duration>,
 
     /// Resolve HOST:PORT to ADDR (repeatable; ADDR may be a bracketed IPv6 address; several separated by commas)
-    #[arg(long = "resolve", value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
-    pub(crate) resolve: Vec<ResolveArg>,
+    #[arg(long = "resolve", value_name = "HOST:PORT:ADDR")]
+    pub(crate) resolve: Vec<String>,
 
     /// Use this HTTP proxy, as http://USER:PASSWORD@HOST:PORT or https://... (scheme, credentials and port optional; "" for none, ignoring the environment)
     #[arg(short = 'x', long = "proxy", value_name = "URL")]
@@ -201,6 +231,11 @@ pub(crate) enum DataArg {
     Binary(String),
     /// `--data-raw`: text, `@` included.
     Raw(String),
+    /// `--json`: as `--data-binary`, and joined to the previous piece without `&`.
+    Json(String),
+    /// `--data-urlencode`: `content`, `=content`, `name=content`, `@file` or `name@file`,
+    /// with the content percent-encoded.
+    UrlEncode(String),
 }
 
 impl RequestArgs {
@@ -208,110 +243,74 @@ impl RequestArgs {
     /// joins them in that order). `matches` are the matches of the command these flags belong
     /// to (the subcommand's for `poolcurl load`).
     pub(crate) fn data_in_order(&self, matches: &ArgMatches) -> Vec<DataArg> {
-        let mut parts: Vec<(usize, DataArg)> = Vec::new();
-        let mut collect = |id: &str, values: &[String], make: fn(String) -> DataArg| {
-            let indices: Vec<usize> = matches
-                .indices_of(id)
-                .map(Iterator::collect)
-                .unwrap_or_default();
-            for (i, value) in values.iter().enumerate() {
-                // clap records an index for every value; the stable sort keeps listing order
-                // should one be missing.
-                let index = indices.get(i).copied().unwrap_or(usize::MAX);
-                parts.push((index, make(value.clone())));
-            }
-        };
-        collect("data", &self.data, DataArg::Ascii);
-        collect("data_binary", &self.data_binary, DataArg::Binary);
-        collect("data_raw", &self.data_raw, DataArg::Raw);
-        parts.sort_by_key(|(index, _)| *index);
-        parts.into_iter().map(|(_, part)| part).collect()
+        let mut parts = DataOrder::default();
+        parts.collect(matches, "data", &self.data, DataArg::Ascii);
+        parts.collect(matches, "data_binary", &self.data_binary, DataArg::Binary);
+        parts.collect(matches, "data_raw", &self.data_raw, DataArg::Raw);
+        parts.finish()
+    }
+}
+
+/// Data pieces of several flags, put back in command-line order.
+#[derive(Debug, Default)]
+struct DataOrder {
+    parts: Vec<(usize, DataArg)>,
+}
+
+impl DataOrder {
+    /// Adds the values of flag `id`, each at its command-line index.
+    fn collect(
+        &mut self,
+        matches: &ArgMatches,
+        id: &str,
+        values: &[String],
+        make: fn(String) -> DataArg,
+    ) {
+        let indices: Vec<usize> = matches
+            .indices_of(id)
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        for (i, value) in values.iter().enumerate() {
+            // clap records an index for every value; the stable sort keeps listing order
+            // should one be missing.
+            let index = indices.get(i).copied().unwrap_or(usize::MAX);
+            self.parts.push((index, make(value.clone())));
+        }
+    }
+
+    fn finish(mut self) -> Vec<DataArg> {
+        self.parts.sort_by_key(|(index, _)| *index);
+        self.parts.into_iter().map(|(_, part)| part).collect()
     }
 }
 
 impl CurlArgs {
+    /// Every request data piece of curl mode in command-line order: the shared data flags,
+    /// `--json` and `--data-urlencode`.
+    pub(crate) fn data_in_order(&self, matches: &ArgMatches) -> Vec<DataArg> {
+        let mut parts = DataOrder::default();
+        parts.collect(matches, "data", &self.request.data, DataArg::Ascii);
+        parts.collect(
+            matches,
+            "data_binary",
+            &self.request.data_binary,
+            DataArg::Binary,
+        );
+        parts.collect(matches, "data_raw", &self.request.data_raw, DataArg::Raw);
+        parts.collect(matches, "json", &self.send.json, DataArg::Json);
+        parts.collect(
+            matches,
+            "data_urlencode",
+            &self.send.data_urlencode,
+            DataArg::UrlEncode,
+        );
+        parts.finish()
+    }
+
     /// `--max-redirs` as a limit; `None` is unlimited.
     pub(crate) fn redirect_limit(&self) -> Option<u32> {
         u32::try_from(self.max_redirs).ok()
     }
-}
-
-/// Parses `-X`.
-fn parse_method(text: &str) -> Result<Method, String> {
-    Method::from_bytes(text.as_bytes()).map_err(|_| format!("invalid method {text:?}"))
-}
-
-/// Parses `-H`: `Name: value`, `Name:` (remove) or `Name;` (send with an empty value).
-fn parse_header(text: &str) -> Result<HeaderArg, String> {
-    let (name, action) = match text.split_once(':') {
-        Some((name, value)) => {
-            let value = value.trim();
-            if value.is_empty() {
-                (name, HeaderAction::Remove)
-            } else {
-                let value = HeaderValue::from_str(value)
-                    .map_err(|_| format!("invalid value in header {text:?}"))?;
-                (name, HeaderAction::Set(value))
-            }
-        }
-        None => match text.strip_suffix(';') {
-            Some(name) => (name, HeaderAction::Set(HeaderValue::from_static(""))),
-            None => {
-                return Err(format!(
-                    "header {text:?} must be \"Name: value\", \"Name:\" or \"Name;\""
-                ));
-            }
-        },
-    };
-    let name = HeaderName::from_bytes(name.trim().as_bytes())
-        .map_err(|_| format!("invalid header name in {text:?}"))?;
-    Ok(HeaderArg { name, action })
-}
-
-/// Parses a non-negative number of seconds (fractions allowed).
-pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a number of seconds, got {text:?}"))?;
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("expected a non-negative number of seconds, got {text:?}"))
-}
-
-/// Parses `--resolve [+]HOST:PORT:ADDR[,ADDR]...`; HOST and ADDR may be bracketed IPv6.
-fn parse_resolve(text: &str) -> Result<ResolveArg, String> {
-    let bad = || format!("--resolve {text:?} is not HOST:PORT:ADDR[,ADDR]...");
-    let spec = text.strip_prefix('+').unwrap_or(text);
-    let (host, rest) = match spec.strip_prefix('[') {
-        Some(bracketed) => {
-            let (host, rest) = bracketed.split_once(']').ok_or_else(bad)?;
-            (host, rest.strip_prefix(':').ok_or_else(bad)?)
-        }
-        None => spec.split_once(':').ok_or_else(bad)?,
-    };
-    let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
-    if host.is_empty() {
-        return Err(bad());
-    }
-    let port: u16 = port.parse().map_err(|_| bad())?;
-    let addrs = addrs
-        .split(',')
-        .map(|addr| {
-            let addr = addr.trim();
-            let addr = addr
-                .strip_prefix('[')
-                .and_then(|a| a.strip_suffix(']'))
-                .unwrap_or(addr);
-            addr.parse::<IpAddr>()
-                .map(|ip| SocketAddr::new(ip, port))
-                .map_err(|_| format!("--resolve {text:?}: {addr:?} is not an IP address"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(ResolveArg {
-        host: host.to_owned(),
-        port,
-        addrs,
-    })
 }
 
 /// Parses `argv` (without the program name) with the real command line, for unit tests.
@@ -336,48 +335,6 @@ mod tests {
     }
 
     #[test]
-    fn headers_set_remove_and_empty() {
-        let h = parse_header("X-Test:  a b ").unwrap();
-        assert_eq!(h.name, "x-test");
-        assert_eq!(h.action, HeaderAction::Set(HeaderValue::from_static("a b")));
-        assert_eq!(
-            parse_header("User-Agent:").unwrap().action,
-            HeaderAction::Remove
-        );
-        assert_eq!(
-            parse_header("X-Empty;").unwrap().action,
-            HeaderAction::Set(HeaderValue::from_static(""))
-        );
-        assert!(parse_header("no colon").is_err());
-        assert!(parse_header("bad name: x").is_err());
-    }
-
-    #[test]
-    fn resolve_entries_accept_ipv6_in_brackets() {
-        let r = parse_resolve("example.test:443:127.0.0.1").unwrap();
-        assert_eq!((r.host.as_str(), r.port), ("example.test", 443));
-        assert_eq!(r.addrs, vec!["127.0.0.1:443".parse().unwrap()]);
-        let r = parse_resolve("+a.test:80:[::1],127.0.0.2").unwrap();
-        assert_eq!(
-            r.addrs,
-            vec!["[::1]:80".parse().unwrap(), "127.0.0.2:80".parse().unwrap()]
-        );
-        let r = parse_resolve("[::1]:8080:127.0.0.1").unwrap();
-        assert_eq!((r.host.as_str(), r.port), ("::1", 8080));
-        assert!(parse_resolve("a.test:80").is_err());
-        assert!(parse_resolve("a.test:http:127.0.0.1").is_err());
-        assert!(parse_resolve("a.test:80:not-an-ip").is_err());
-    }
-
-    #[test]
-    fn seconds_take_fractions() {
-        assert_eq!(parse_seconds("0.3").unwrap(), Duration::from_millis(300));
-        assert_eq!(parse_seconds("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_seconds("-1").is_err());
-        assert!(parse_seconds("soon").is_err());
-    }
-
-    #[test]
     fn data_keeps_command_line_order_across_flags() {
         let (args, matches) = parse(&[
             "--data-binary",
@@ -391,7 +348,7 @@ mod tests {
             "d",
         ]);
         assert_eq!(
-            args.request.data_in_order(&matches),
+            args.data_in_order(&matches),
             vec![
                 DataArg::Binary("b".into()),
                 DataArg::Ascii("a".into()),

@@ -1,0 +1,145 @@
+//! Value parsers for curl mode's flags: what clap checks while parsing (a bad `-H`, `-X` or
+//! number of seconds is a usage error, exit status 2).
+//!
+//! `--resolve` is not parsed here: curl reports a malformed entry as exit 49 when the transfer
+//! is set up, so [`parse_resolve`] runs from [`crate::curl::setup`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use http::Method;
+use http::header::{HeaderName, HeaderValue};
+
+use super::{HeaderAction, HeaderArg, ResolveArg};
+
+/// Parses `-X`.
+pub(super) fn parse_method(text: &str) -> Result<Method, String> {
+    Method::from_bytes(text.as_bytes()).map_err(|_| format!("invalid method {text:?}"))
+}
+
+/// Parses `-H`: `Name: value`, `Name:` (remove) or `Name;` (send with an empty value).
+pub(super) fn parse_header(text: &str) -> Result<HeaderArg, String> {
+    let (name, action) = match text.split_once(':') {
+        Some((name, value)) => {
+            let value = value.trim();
+            if value.is_empty() {
+                (name, HeaderAction::Remove)
+            } else {
+                let value = HeaderValue::from_str(value)
+                    .map_err(|_| format!("invalid value in header {text:?}"))?;
+                (name, HeaderAction::Set(value))
+            }
+        }
+        None => match text.strip_suffix(';') {
+            Some(name) => (name, HeaderAction::Set(HeaderValue::from_static(""))),
+            None => {
+                return Err(format!(
+                    "header {text:?} must be \"Name: value\", \"Name:\" or \"Name;\""
+                ));
+            }
+        },
+    };
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("invalid header name in {text:?}"))?;
+    Ok(HeaderArg { name, action })
+}
+
+/// Parses a non-negative number of seconds (fractions allowed).
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got {text:?}"))?;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("expected a non-negative number of seconds, got {text:?}"))
+}
+
+/// Parses `--resolve [+]HOST:PORT:ADDR[,ADDR]...`; HOST and ADDR may be bracketed IPv6.
+///
+/// # Errors
+///
+/// A message naming the entry; curl mode reports it as exit 49.
+pub(crate) fn parse_resolve(text: &str) -> Result<ResolveArg, String> {
+    let bad = || format!("Couldn't parse CURLOPT_RESOLVE entry '{text}'");
+    let spec = text.strip_prefix('+').unwrap_or(text);
+    let (host, rest) = match spec.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, rest) = bracketed.split_once(']').ok_or_else(bad)?;
+            (host, rest.strip_prefix(':').ok_or_else(bad)?)
+        }
+        None => spec.split_once(':').ok_or_else(bad)?,
+    };
+    let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
+    if host.is_empty() {
+        return Err(bad());
+    }
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let addrs = addrs
+        .split(',')
+        .map(|addr| {
+            let addr = addr.trim();
+            let addr = addr
+                .strip_prefix('[')
+                .and_then(|a| a.strip_suffix(']'))
+                .unwrap_or(addr);
+            addr.parse::<IpAddr>()
+                .map(|ip| SocketAddr::new(ip, port))
+                .map_err(|_| format!("Resolve address '{addr}' found illegal in '{text}'"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ResolveArg {
+        host: host.to_owned(),
+        port,
+        addrs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_set_remove_and_empty() {
+        let h = parse_header("X-Test:  a b ").unwrap();
+        assert_eq!(h.name, "x-test");
+        assert_eq!(h.action, HeaderAction::Set(HeaderValue::from_static("a b")));
+        assert_eq!(
+            parse_header("User-Agent:").unwrap().action,
+            HeaderAction::Remove
+        );
+        assert_eq!(
+            parse_header("X-Empty;").unwrap().action,
+            HeaderAction::Set(HeaderValue::from_static(""))
+        );
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header("bad name: x").is_err());
+    }
+
+    #[test]
+    fn resolve_entries_accept_ipv6_in_brackets() {
+        let r = parse_resolve("example.test:443:127.0.0.1").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("example.test", 443));
+        assert_eq!(r.addrs, vec!["127.0.0.1:443".parse().unwrap()]);
+        let r = parse_resolve("+a.test:80:[::1],127.0.0.2").unwrap();
+        assert_eq!(
+            r.addrs,
+            vec!["[::1]:80".parse().unwrap(), "127.0.0.2:80".parse().unwrap()]
+        );
+        let r = parse_resolve("[::1]:8080:127.0.0.1").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("::1", 8080));
+        assert_eq!(
+            parse_resolve("a.test:80").unwrap_err(),
+            "Couldn't parse CURLOPT_RESOLVE entry 'a.test:80'"
+        );
+        assert!(parse_resolve("a.test:http:127.0.0.1").is_err());
+        assert!(parse_resolve("a.test:80:not-an-ip").is_err());
+    }
+
+    #[test]
+    fn seconds_take_fractions() {
+        assert_eq!(parse_seconds("0.3").unwrap(), Duration::from_millis(300));
+        assert_eq!(parse_seconds("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! The curl-mode flags that add to what a request carries beyond `-X -H -d` ([`SendArgs`]):
+//! identity headers, credentials, other kinds of request data, uploads, ranges, cookies and
+//! compression. What they become is built in [`crate::curl::request`], [`crate::curl::form`]
+//! and [`crate::curl::cookies`].
+
+use std::path::PathBuf;
+
+/// What else each request carries.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SendArgs {
+    /// Send User-Agent NAME ("" sends none)
+    #[arg(short = 'A', long = "user-agent", value_name = "NAME")]
+    pub(crate) user_agent: Option<String>,
+
+    /// Send Referer URL; "URL;auto" (or ";auto") also sets it when following redirects
+    #[arg(short = 'e', long = "referer", value_name = "URL")]
+    pub(crate) referer: Option<String>,
+
+    /// Server user and password for Basic authentication (USER:PASSWORD; USER alone sends an empty password)
+    #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
+    pub(crate) user: Option<String>,
+
+    /// POST JSON data (repeatable, concatenated; @FILE reads a file): sets Content-Type and Accept to application/json
+    #[arg(long = "json", value_name = "DATA")]
+    pub(crate) json: Vec<String>,
+
+    /// Send the data of -d/--data-urlencode/--json in the URL's query with a GET (HEAD with -I)
+    #[arg(short = 'G', long = "get")]
+    pub(crate) get: bool,
+
+    /// POST data percent-encoded: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE
+    #[arg(long = "data-urlencode", value_name = "DATA")]
+    pub(crate) data_urlencode: Vec<String>,
+
+    /// Multipart form field NAME=VALUE, NAME=@FILE (file upload) or NAME=<FILE (file contents); ";type=" and ";filename=" may follow
+    #[arg(
+        short = 'F',
+        long = "form",
+        value_name = "NAME=CONTENT",
+        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode", "upload_file"]
+    )]
+    pub(crate) form: Vec<String>,
+
+    /// Multipart form field NAME=STRING taken literally (no @ or <)
+    #[arg(long = "form-string", value_name = "NAME=STRING")]
+    pub(crate) form_string: Vec<String>,
+
+    /// Upload FILE with PUT ("-" is stdin); a URL ending in / gets the file name appended
+    #[arg(
+        short = 'T',
+        long = "upload-file",
+        value_name = "FILE",
+        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode"]
+    )]
+    pub(crate) upload_file: Option<String>,
+
+    /// Ask for a byte RANGE only (e.g. 0-99, 100-, -50)
+    #[arg(short = 'r', long = "range", value_name = "RANGE")]
+    pub(crate) range: Option<String>,
+
+    /// Resume at byte OFFSET; "-" resumes after what the -o file already holds
+    #[arg(short = 'C', long = "continue-at", value_name = "OFFSET")]
+    pub(crate) continue_at: Option<String>,
+
+    /// Send cookies: "NAME=VALUE; ..." as given, or read FILE (Netscape format or Set-Cookie lines); enables the cookie engine
+    #[arg(short = 'b', long = "cookie", value_name = "DATA|FILE")]
+    pub(crate) cookie: Vec<String>,
+
+    /// Write all cookies to FILE (Netscape format) after the transfers ("-" is stdout)
+    #[arg(short = 'c', long = "cookie-jar", value_name = "FILE")]
+    pub(crate) cookie_jar: Option<PathBuf>,
+
+    /// Ask for a compressed response (deflate, gzip, br, zstd) and decompress it
+    #[arg(long = "compressed")]
+    pub(crate) compressed: bool,
+}

@@ -1,0 +1,89 @@
+//! The curl-mode flags that say where output goes and how the transfers run
+//! ([`TransferArgs`]): output files, header dumps, extra URLs and globbing, parallel transfers,
+//! retries, and the progress display.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::parse::parse_seconds;
+
+/// Outputs, URLs, parallelism and retries.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TransferArgs {
+    /// Write the output of the next URL to FILE instead of stdout (repeatable, in URL order; #N is the Nth glob's value)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Vec<PathBuf>,
+
+    /// Write the output of the next URL to a local file named like the URL's last path segment
+    #[arg(short = 'O', long = "remote-name", action = clap::ArgAction::Count)]
+    pub(crate) remote_name: u8,
+
+    /// Use -O for every URL without an -o
+    #[arg(long = "remote-name-all")]
+    pub(crate) remote_name_all: bool,
+
+    /// Create the directories an -o path names
+    #[arg(long = "create-dirs")]
+    pub(crate) create_dirs: bool,
+
+    /// Write the response heads to FILE ("-" is stdout)
+    #[arg(short = 'D', long = "dump-header", value_name = "FILE")]
+    pub(crate) dump_header: Option<PathBuf>,
+
+    /// As -f, but write the response body before exiting 22
+    #[arg(long = "fail-with-body")]
+    pub(crate) fail_with_body: bool,
+
+    /// Another URL to fetch (repeatable; taken before the positional URLs)
+    #[arg(long = "url", value_name = "URL")]
+    pub(crate) url: Vec<String>,
+
+    /// Take {} and [] in URLs literally (no globbing)
+    #[arg(short = 'g', long = "globoff")]
+    pub(crate) globoff: bool,
+
+    /// Run the transfers in parallel through the one pool
+    #[arg(short = 'Z', long = "parallel")]
+    pub(crate) parallel: bool,
+
+    /// With -Z, at most NUM transfers at once (1..=300)
+    #[arg(
+        long = "parallel-max",
+        value_name = "NUM",
+        default_value_t = 50,
+        value_parser = clap::value_parser!(u16).range(1..=300)
+    )]
+    pub(crate) parallel_max: u16,
+
+    /// Retry a transfer that failed transiently (timeout, resolve, HTTP 408/429/500/502/503/504) up to NUM times
+    #[arg(long = "retry", value_name = "NUM", default_value_t = 0)]
+    pub(crate) retry: u32,
+
+    /// Wait SECONDS before each retry (default: 1 s, doubling each time, or the server's Retry-After)
+    #[arg(long = "retry-delay", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) retry_delay: Option<Duration>,
+
+    /// Stop retrying once SECONDS have passed since the first attempt
+    #[arg(long = "retry-max-time", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) retry_max_time: Option<Duration>,
+
+    /// With --retry, retry after any error
+    #[arg(long = "retry-all-errors")]
+    pub(crate) retry_all_errors: bool,
+
+    /// With --retry, also retry when the connection is refused
+    #[arg(long = "retry-connrefused")]
+    pub(crate) retry_connrefused: bool,
+
+    /// Show a progress bar on stderr
+    #[arg(short = '#', long = "progress-bar")]
+    pub(crate) progress_bar: bool,
+
+    /// Write the output as it arrives, flushing after every piece
+    #[arg(short = 'N', long = "no-buffer")]
+    pub(crate) no_buffer: bool,
+
+    /// Read more options from FILE (one per line: "--flag value", "flag = value", "url = ..."; "-" is stdin)
+    #[arg(short = 'K', long = "config", value_name = "FILE")]
+    pub(crate) config: Vec<PathBuf>,
+}

@@ -1,0 +1,293 @@
+//! curl mode's requests from its flags: the [`RequestTemplate`] every transfer shares and the
+//! per-request headers ([`Credentials`], `-e`, `-r`), assembled in curl's order.
+//!
+//! | flag | effect |
+//! |------|--------|
+//! | `-A NAME` | replaces the default `User-Agent` (`-A ""` sends none) |
+//! | `-e URL` | a `Referer` default; `URL;auto` / `;auto` also sets it to the previous URL after a redirect |
+//! | `-u USER:PASSWORD`, URL userinfo | `Authorization: Basic` (`-u` wins over the URL) |
+//! | `--json DATA` | data as `--data-binary`, with `Content-Type` and `Accept` `application/json` |
+//! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
+//! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
+//! | `-T FILE` | a PUT of the file |
+//! | `-r RANGE` | `Range: bytes=RANGE` |
+//! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
+//! | `--http1.0` | HTTP/1.0 requests |
+
+use base64::Engine as _;
+use clap::ArgMatches;
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderName, HeaderValue, REFERER, USER_AGENT,
+};
+use http::{Uri, Version};
+
+use super::args::{CurlArgs, DataArg};
+use super::data::{read_data, read_source};
+use super::decode::ACCEPT_ENCODING as COMPRESSED;
+use super::exit::CurlError;
+use super::form::{self, FormArg};
+use super::request::{Payload, RequestTemplate};
+
+/// What curl mode's requests are made from.
+#[derive(Debug, Clone)]
+pub(crate) struct Composed {
+    /// What every request starts from.
+    pub(crate) template: RequestTemplate,
+    /// `-G`: the data to add to every URL's query.
+    pub(crate) query: Option<String>,
+    /// `-T`: the upload's file name, appended to a URL that ends in `/`.
+    pub(crate) upload_name: Option<String>,
+    /// `-u`: the `Authorization` value.
+    pub(crate) user: Option<HeaderValue>,
+    /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
+    pub(crate) auto_referer: bool,
+    /// `-r`: the `Range` value.
+    pub(crate) range: Option<HeaderValue>,
+}
+
+/// Assembles curl mode's requests from the command line.
+///
+/// # Errors
+///
+/// Exit 26 when a data, form or upload file cannot be read; exit 2 for a malformed `-F`, `-A`,
+/// `-e` or `-r` value.
+pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed, CurlError> {
+    let data = args.data_in_order(matches);
+    let forms = forms_in_order(args, matches);
+    let send = &args.send;
+    let mut query = None;
+    let mut upload_name = None;
+    let payload = if !forms.is_empty() {
+        let multipart = form::build(&forms)?;
+        Payload::Data {
+            body: multipart.body,
+            content_type: Some(header_value("-F", &multipart.content_type)?),
+        }
+    } else if let Some(file) = &send.upload_file {
+        upload_name = std::path::Path::new(file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|_| file != "-");
+        Payload::Upload(read_source(file)?.into())
+    } else if data.is_empty() {
+        Payload::None
+    } else if send.get {
+        query = Some(String::from_utf8_lossy(&read_data(&data)?).into_owned());
+        Payload::None
+    } else {
+        Payload::Data {
+            body: read_data(&data)?,
+            content_type: Some(HeaderValue::from_static(
+                "application/x-www-form-urlencoded",
+            )),
+        }
+    };
+    let mut defaults: Vec<(HeaderName, HeaderValue)> = Vec::new();
+    if send.compressed {
+        defaults.push((ACCEPT_ENCODING, COMPRESSED));
+    }
+    let (referer, auto_referer) = match send.referer.as_deref() {
+        Some(text) => match text.strip_suffix(";auto") {
+            Some(url) => (url, true),
+            None => (text, false),
+        },
+        None => ("", false),
+    };
+    if !referer.is_empty() {
+        defaults.push((REFERER, header_value("-e", referer)?));
+    }
+    let mut template = RequestTemplate::with_payload(&args.request, args.head, payload, &defaults);
+    if let Some(agent) = &send.user_agent {
+        let value = (!agent.is_empty())
+            .then(|| header_value("-A", agent))
+            .transpose()?;
+        template.override_default(&USER_AGENT, value);
+    }
+    if data.iter().any(|d| matches!(d, DataArg::Json(_))) {
+        let json = HeaderValue::from_static("application/json");
+        template.add_implied(&[(CONTENT_TYPE, json.clone()), (ACCEPT, json)]);
+    }
+    let version = if args.net.http1_0 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    template.curl_mode(version);
+    let user = send.user.as_deref().map(|user| {
+        let (name, password) = user.split_once(':').unwrap_or((user, ""));
+        basic(name, password)
+    });
+    let range = send
+        .range
+        .as_deref()
+        .map(|r| header_value("-r", &format!("bytes={r}")))
+        .transpose()?;
+    Ok(Composed {
+        template,
+        query,
+        upload_name,
+        user,
+        auto_referer,
+        range,
+    })
+}
+
+impl Composed {
+    /// The URL a transfer requests: with `-G`'s query added and `-T`'s file name appended to
+    /// a path ending in `/`.
+    pub(crate) fn target_url(&self, url: &str) -> String {
+        let mut url = url.to_owned();
+        if let Some(name) = &self.upload_name {
+            let path_start = url.find("://").map_or(0, |i| i + 3);
+            let has_path = url[path_start..].contains('/');
+            if !has_path {
+                url.push('/');
+            }
+            if url.ends_with('/') {
+                url.push_str(name);
+            }
+        }
+        if let Some(query) = &self.query {
+            let (base, fragment) = match url.split_once('#') {
+                Some((base, fragment)) => (base.to_owned(), Some(fragment.to_owned())),
+                None => (url.clone(), None),
+            };
+            let separator = if base.contains('?') { '&' } else { '?' };
+            url = format!("{base}{separator}{query}");
+            if let Some(fragment) = fragment {
+                url.push('#');
+                url.push_str(&fragment);
+            }
+        }
+        url
+    }
+
+    /// The `Authorization` for a request to `uri` whose URL carried `credentials`: `-u` wins.
+    pub(crate) fn authorization(
+        &self,
+        credentials: Option<&(String, String)>,
+    ) -> Option<HeaderValue> {
+        self.user
+            .clone()
+            .or_else(|| credentials.map(|(user, password)| basic(user, password)))
+    }
+}
+
+/// `Basic base64(user:password)`.
+fn basic(user: &str, password: &str) -> HeaderValue {
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    HeaderValue::from_str(&format!("Basic {token}")).expect("base64 is a valid header value")
+}
+
+/// A header value from a flag's text.
+fn header_value(flag: &str, text: &str) -> Result<HeaderValue, CurlError> {
+    HeaderValue::from_str(text)
+        .map_err(|_| CurlError::new(2, format!("option {flag}: invalid header value {text:?}")))
+}
+
+/// `-F` and `--form-string` arguments in command-line order.
+fn forms_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<FormArg> {
+    let mut parts: Vec<(usize, FormArg)> = Vec::new();
+    let mut collect = |id: &str, values: &[String], make: fn(String) -> FormArg| {
+        let indices: Vec<usize> = matches
+            .indices_of(id)
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        for (i, value) in values.iter().enumerate() {
+            let index = indices.get(i).copied().unwrap_or(usize::MAX);
+            parts.push((index, make(value.clone())));
+        }
+    };
+    collect("form", &args.send.form, FormArg::Form);
+    collect("form_string", &args.send.form_string, FormArg::Literal);
+    parts.sort_by_key(|(index, _)| *index);
+    parts.into_iter().map(|(_, part)| part).collect()
+}
+
+/// The `Referer` after a redirect from `from`, with `-e ";auto"`.
+pub(crate) fn auto_referer(from: &Uri) -> Option<HeaderValue> {
+    HeaderValue::from_str(&from.to_string()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn composed(argv: &[&str]) -> Composed {
+        let (args, matches) = crate::curl::args::parse_test_args(argv);
+        compose(&args, &matches).unwrap()
+    }
+
+    fn headers(c: &Composed, url: &str) -> Vec<(String, String)> {
+        let uri: Uri = url.parse().unwrap();
+        let request = c
+            .template
+            .build_for(
+                &uri,
+                &c.template.first_hop(),
+                &super::super::request::PerRequest::default(),
+            )
+            .unwrap();
+        request
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn agent_json_and_compressed() {
+        let c = composed(&["-A", "agent/1", "--compressed", "--json", "{}", "http://a/"]);
+        let h = headers(&c, "http://a/");
+        let names: Vec<&str> = h.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "host",
+                "user-agent",
+                "accept-encoding",
+                "content-type",
+                "accept",
+                "content-length"
+            ]
+        );
+        assert_eq!(h[1].1, "agent/1");
+        assert_eq!(h[4].1, "application/json");
+        let c = composed(&["-A", "", "http://a/"]);
+        assert!(
+            headers(&c, "http://a/")
+                .iter()
+                .all(|(n, _)| n != "user-agent")
+        );
+    }
+
+    #[test]
+    fn get_moves_data_into_the_query_and_upload_names_the_file() {
+        let c = composed(&["-G", "-d", "a=1", "--data-urlencode", "b=x y", "http://a/p"]);
+        assert_eq!(c.target_url("http://a/p"), "http://a/p?a=1&b=x%20y");
+        assert_eq!(
+            c.target_url("http://a/p?z=0#f"),
+            "http://a/p?z=0&a=1&b=x%20y#f"
+        );
+        assert_eq!(c.template.first_hop().method, http::Method::GET);
+        let c = Composed {
+            upload_name: Some("f.txt".into()),
+            ..composed(&["http://a/"])
+        };
+        assert_eq!(c.target_url("http://a/dir/"), "http://a/dir/f.txt");
+        assert_eq!(c.target_url("http://a"), "http://a/f.txt");
+        assert_eq!(c.target_url("http://a/x"), "http://a/x");
+    }
+
+    #[test]
+    fn user_wins_over_url_credentials() {
+        let c = composed(&["-u", "a:b", "http://a/"]);
+        let url = ("x".to_owned(), "y".to_owned());
+        assert_eq!(c.authorization(Some(&url)).unwrap(), "Basic YTpi");
+        let c = composed(&["http://a/"]);
+        assert_eq!(c.authorization(Some(&url)).unwrap(), "Basic eDp5");
+        assert_eq!(c.authorization(None), None);
+        let c = composed(&["-u", "alone", "http://a/"]);
+        assert_eq!(c.authorization(None).unwrap(), "Basic YWxvbmU6");
+    }
+}

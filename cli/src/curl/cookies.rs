@@ -1,0 +1,291 @@
+//! `-b` / `-c`: curl's cookie engine on [`cookie_store`] (RFC 6265 domain, path, expiry and
+//! `Secure` matching), with curl's jar file format.
+//!
+//! * `-b "NAME=VALUE; ..."` (an argument with `=`) is sent as given with every request;
+//! * `-b FILE` loads a jar (Netscape format, or `Set-Cookie:` lines) and turns the engine on; a
+//!   file that does not exist is an empty jar, as in curl;
+//! * with the engine on (`-b` or `-c`), `Set-Cookie` headers of every response (redirects
+//!   included) are stored and sent back to matching URLs;
+//! * `-c FILE` writes every unexpired cookie after the last transfer, in the Netscape format
+//!   curl writes: `domain`, subdomains `TRUE`/`FALSE`, `path`, secure `TRUE`/`FALSE`, expiry
+//!   (Unix seconds, 0 for a session cookie), `name`, `value`, tab-separated, `#HttpOnly_`
+//!   before the domain of an HttpOnly cookie.
+//!
+//! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off),
+//! or `-j` (session cookies are kept).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ::url::Url;
+use cookie_store::{CookieDomain, CookieExpiration, CookieStore};
+use http::header::{HeaderValue, SET_COOKIE};
+use http::{HeaderMap, Uri};
+
+use super::exit::CurlError;
+
+/// The cookies of one invocation.
+#[derive(Debug)]
+pub(crate) struct CookieJar {
+    /// The engine's cookies.
+    store: CookieStore,
+    /// `-b NAME=VALUE` strings, sent with every request.
+    literal: Vec<String>,
+    /// Whether `Set-Cookie` is stored (a `-b FILE` or `-c`).
+    engine: bool,
+}
+
+impl CookieJar {
+    /// The jar `-b` and `-c` ask for; `None` when neither was given.
+    ///
+    /// # Errors
+    ///
+    /// Exit 26 when a `-b` file exists but cannot be read.
+    pub(crate) fn new(
+        cookie: &[String],
+        jar: Option<&Path>,
+    ) -> Result<Option<CookieJar>, CurlError> {
+        if cookie.is_empty() && jar.is_none() {
+            return Ok(None);
+        }
+        let mut cookies = CookieJar {
+            store: CookieStore::new(),
+            literal: Vec::new(),
+            engine: jar.is_some(),
+        };
+        for arg in cookie {
+            if arg.contains('=') {
+                cookies.literal.push(arg.trim().to_owned());
+                continue;
+            }
+            cookies.engine = true;
+            let text = match std::fs::read(arg) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(CurlError::read_failed(arg, &e)),
+            };
+            cookies.load(&text);
+        }
+        Ok(Some(cookies))
+    }
+
+    /// Adds the cookies of a jar file's text.
+    fn load(&mut self, text: &str) {
+        let now = unix_now();
+        for line in text.lines() {
+            if let Some(set_cookie) = line.strip_prefix("Set-Cookie:") {
+                // A header dump: no URL to check the cookie against, so any host may set it.
+                if let Some(url) = set_cookie_origin(set_cookie) {
+                    let _ = self.store.parse(set_cookie.trim(), &url);
+                }
+                continue;
+            }
+            let (line, http_only) = match line.strip_prefix("#HttpOnly_") {
+                Some(rest) => (rest, true),
+                None => (line, false),
+            };
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [domain, subdomains, path, secure, expires, name, value] = fields[..] else {
+                continue;
+            };
+            let host = domain.trim_start_matches('.');
+            let scheme = if secure == "TRUE" { "https" } else { "http" };
+            let Ok(url) = Url::parse(&format!("{scheme}://{host}{path}")) else {
+                continue;
+            };
+            let mut text = format!("{name}={value}; Path={path}");
+            if subdomains == "TRUE" {
+                let _ = write!(text, "; Domain={host}");
+            }
+            if secure == "TRUE" {
+                text.push_str("; Secure");
+            }
+            if http_only {
+                text.push_str("; HttpOnly");
+            }
+            match expires.parse::<i64>() {
+                Ok(0) | Err(_) => {}
+                Ok(at) if at <= now => continue,
+                Ok(at) => {
+                    let _ = write!(text, "; Max-Age={}", at - now);
+                }
+            }
+            let _ = self.store.parse(&text, &url);
+        }
+    }
+
+    /// The `Cookie` header for a request to `uri`, if any cookie applies.
+    pub(crate) fn header_for(&self, uri: &Uri) -> Option<HeaderValue> {
+        let mut pairs: Vec<String> = self.literal.clone();
+        if let Some(url) = to_url(uri) {
+            pairs.extend(
+                self.store
+                    .get_request_values(&url)
+                    .map(|(name, value)| format!("{name}={value}")),
+            );
+        }
+        if pairs.is_empty() {
+            return None;
+        }
+        HeaderValue::from_str(&pairs.join("; ")).ok()
+    }
+
+    /// Stores the `Set-Cookie` headers of a response from `uri` (with the engine on).
+    pub(crate) fn store_from(&mut self, uri: &Uri, headers: &HeaderMap) {
+        if !self.engine {
+            return;
+        }
+        let Some(url) = to_url(uri) else { return };
+        for value in headers.get_all(SET_COOKIE) {
+            if let Ok(text) = value.to_str() {
+                let _ = self.store.parse(text, &url);
+            }
+        }
+    }
+
+    /// The jar in curl's Netscape format.
+    pub(crate) fn netscape(&self) -> String {
+        let mut out = String::from("# Netscape HTTP Cookie File\n# Written by poolcurl.\n\n");
+        for cookie in self.store.iter_unexpired() {
+            let (domain, subdomains) = match &cookie.domain {
+                CookieDomain::HostOnly(host) => (host.clone(), "FALSE"),
+                CookieDomain::Suffix(suffix) => (format!(".{suffix}"), "TRUE"),
+                CookieDomain::NotPresent | CookieDomain::Empty => continue,
+            };
+            let expires = match &cookie.expires {
+                CookieExpiration::AtUtc(at) => at.unix_timestamp(),
+                CookieExpiration::SessionEnd => 0,
+            };
+            let prefix = if cookie.http_only().unwrap_or(false) {
+                "#HttpOnly_"
+            } else {
+                ""
+            };
+            let secure = if cookie.secure().unwrap_or(false) {
+                "TRUE"
+            } else {
+                "FALSE"
+            };
+            let path: &str = &cookie.path;
+            let _ = writeln!(
+                out,
+                "{prefix}{domain}\t{subdomains}\t{path}\t{secure}\t{expires}\t{}\t{}",
+                cookie.name(),
+                cookie.value()
+            );
+        }
+        out
+    }
+
+    /// Writes the jar to `path` (`-` is stdout).
+    ///
+    /// # Errors
+    ///
+    /// Exit 23 when the file cannot be written.
+    pub(crate) fn save(&self, path: &Path) -> Result<(), CurlError> {
+        let text = self.netscape();
+        if path.as_os_str() == "-" {
+            use std::io::Write as _;
+            return std::io::stdout()
+                .lock()
+                .write_all(text.as_bytes())
+                .map_err(|e| CurlError::write_failed(format!("stdout: {e}")));
+        }
+        std::fs::write(path, text).map_err(|e| {
+            CurlError::new(
+                23,
+                format!("Failed to write cookie jar {}: {e}", path.display()),
+            )
+        })
+    }
+}
+
+/// The `url::Url` of a request URI, for cookie matching.
+fn to_url(uri: &Uri) -> Option<Url> {
+    Url::parse(&uri.to_string()).ok()
+}
+
+/// A URL under which a `Set-Cookie:` line from a header dump may be stored: its `Domain`
+/// attribute's host, else any host.
+fn set_cookie_origin(set_cookie: &str) -> Option<Url> {
+    let domain = set_cookie.split(';').find_map(|attr| {
+        let (key, value) = attr.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case("domain")
+            .then(|| value.trim().trim_start_matches('.').to_owned())
+    });
+    Url::parse(&format!(
+        "http://{}/",
+        domain.as_deref().unwrap_or("localhost")
+    ))
+    .ok()
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(set_cookies: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for value in set_cookies {
+            map.append(SET_COOKIE, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn literal_cookies_go_everywhere_and_the_engine_matches_paths() {
+        let mut jar = CookieJar::new(&["a=1; b=2".into()], Some(Path::new("-")))
+            .unwrap()
+            .unwrap();
+        let uri: Uri = "http://example.test/app/x".parse().unwrap();
+        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2");
+        jar.store_from(
+            &uri,
+            &headers(&["s=v; Path=/app", "other=o; Path=/elsewhere; HttpOnly"]),
+        );
+        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2; s=v");
+        let other: Uri = "http://another.test/app/".parse().unwrap();
+        assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2");
+    }
+
+    #[test]
+    fn netscape_files_round_trip() {
+        let mut jar = CookieJar::new(&[], Some(Path::new("-"))).unwrap().unwrap();
+        let uri: Uri = "http://example.test/".parse().unwrap();
+        jar.store_from(
+            &uri,
+            &headers(&[
+                "session=1",
+                "wide=2; Domain=example.test; Max-Age=3600; Secure; HttpOnly",
+            ]),
+        );
+        let text = jar.netscape();
+        assert!(text.starts_with("# Netscape HTTP Cookie File\n"), "{text}");
+        assert!(
+            text.contains("example.test\tFALSE\t/\tFALSE\t0\tsession\t1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("#HttpOnly_.example.test\tTRUE\t/\tTRUE\t"),
+            "{text}"
+        );
+        let mut loaded = CookieJar::new(&[], Some(Path::new("-"))).unwrap().unwrap();
+        loaded.load(&text);
+        let secure: Uri = "https://www.example.test/".parse().unwrap();
+        assert_eq!(loaded.header_for(&secure).unwrap(), "wide=2");
+        assert_eq!(loaded.header_for(&uri).unwrap(), "session=1");
+    }
+}

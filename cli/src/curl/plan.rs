@@ -1,0 +1,168 @@
+//! The transfers of one invocation: which URLs, in which order, and where each one's output
+//! goes.
+//!
+//! URLs come from `--url` and the positional arguments, in command-line order; each is
+//! expanded by [`super::glob`] unless `-g`. Output flags pair with URLs in command-line order,
+//! as curl pairs them: the first `-o`/`-O` goes with the first URL (and all of its glob
+//! expansions, `#N` in an `-o` name taking the Nth glob's value), the second with the second,
+//! and so on; URLs left over go to stdout, or to their remote name with `--remote-name-all`.
+
+use std::path::PathBuf;
+
+use clap::ArgMatches;
+
+use super::args::CurlArgs;
+use super::glob;
+
+/// Where one transfer's output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// stdout.
+    Stdout,
+    /// `-o FILE` (`#N` already filled in).
+    File(PathBuf),
+    /// `-O`: a file named like the URL's last path segment.
+    Remote,
+}
+
+/// One transfer to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Planned {
+    /// The URL as given (after glob expansion).
+    pub(crate) url: String,
+    /// Its position among the invocation's transfers, from 0.
+    pub(crate) index: usize,
+    /// Where its output goes.
+    pub(crate) output: Output,
+}
+
+/// One output flag, before it meets its URL.
+#[derive(Debug, Clone)]
+enum Spec {
+    File(PathBuf),
+    Remote,
+}
+
+/// The URLs of the command line in order (`--url` and positional, interleaved as given).
+pub(crate) fn urls_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<String> {
+    let mut urls: Vec<(usize, String)> = Vec::new();
+    for (id, values) in [("url", &args.transfer.url), ("urls", &args.urls)] {
+        let indices: Vec<usize> = matches
+            .indices_of(id)
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        for (i, value) in values.iter().enumerate() {
+            urls.push((indices.get(i).copied().unwrap_or(usize::MAX), value.clone()));
+        }
+    }
+    urls.sort_by_key(|(index, _)| *index);
+    urls.into_iter().map(|(_, url)| url).collect()
+}
+
+/// The transfers, in order, with their outputs.
+///
+/// # Errors
+///
+/// Exit 3 for a malformed glob pattern.
+pub(crate) fn plan(
+    args: &CurlArgs,
+    matches: &ArgMatches,
+) -> Result<Vec<Planned>, super::exit::CurlError> {
+    let specs = outputs_in_order(args, matches);
+    let mut planned = Vec::new();
+    for (n, url) in urls_in_order(args, matches).into_iter().enumerate() {
+        let expanded = if args.transfer.globoff {
+            vec![glob::Expanded {
+                url,
+                values: Vec::new(),
+            }]
+        } else {
+            glob::expand(&url)?
+        };
+        for one in expanded {
+            let output = match specs.get(n) {
+                Some(Spec::File(path)) => {
+                    let name = glob::fill_output(&path.to_string_lossy(), &one.values);
+                    Output::File(PathBuf::from(name))
+                }
+                Some(Spec::Remote) => Output::Remote,
+                None if args.transfer.remote_name_all => Output::Remote,
+                None => Output::Stdout,
+            };
+            planned.push(Planned {
+                url: one.url,
+                index: planned.len(),
+                output,
+            });
+        }
+    }
+    Ok(planned)
+}
+
+/// `-o` and `-O` in command-line order.
+fn outputs_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<Spec> {
+    let mut specs: Vec<(usize, Spec)> = Vec::new();
+    let files: Vec<usize> = matches
+        .indices_of("output")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    for (i, path) in args.transfer.output.iter().enumerate() {
+        specs.push((
+            files.get(i).copied().unwrap_or(usize::MAX),
+            Spec::File(path.clone()),
+        ));
+    }
+    let remotes: Vec<usize> = matches
+        .indices_of("remote_name")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    for i in 0..usize::from(args.transfer.remote_name) {
+        specs.push((remotes.get(i).copied().unwrap_or(usize::MAX), Spec::Remote));
+    }
+    specs.sort_by_key(|(index, _)| *index);
+    specs.into_iter().map(|(_, spec)| spec).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(argv: &[&str]) -> Vec<(String, Output)> {
+        let (args, matches) = crate::curl::args::parse_test_args(argv);
+        plan(&args, &matches)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.url, p.output))
+            .collect()
+    }
+
+    #[test]
+    fn outputs_pair_with_urls_in_order() {
+        let p = planned(&["-O", "http://a/x", "-o", "f", "http://a/y", "http://a/z"]);
+        assert_eq!(
+            p,
+            [
+                ("http://a/x".to_owned(), Output::Remote),
+                ("http://a/y".to_owned(), Output::File("f".into())),
+                ("http://a/z".to_owned(), Output::Stdout),
+            ]
+        );
+        let p = planned(&["--remote-name-all", "--url", "http://a/1", "http://a/2"]);
+        assert!(p.iter().all(|(_, o)| *o == Output::Remote));
+        assert_eq!(p[0].0, "http://a/1");
+    }
+
+    #[test]
+    fn globs_expand_and_fill_output_names() {
+        let p = planned(&["-o", "out_#1.txt", "http://a/{x,y}"]);
+        assert_eq!(
+            p,
+            [
+                ("http://a/x".to_owned(), Output::File("out_x.txt".into())),
+                ("http://a/y".to_owned(), Output::File("out_y.txt".into())),
+            ]
+        );
+        let p = planned(&["-g", "http://a/{x,y}"]);
+        assert_eq!(p, [("http://a/{x,y}".to_owned(), Output::Stdout)]);
+    }
+}

@@ -1,0 +1,378 @@
+//! One transfer: the request for a URL and, with `-L`, its redirects, each response traced
+//! (`-v`), recorded (`-w`), its cookies stored, its head dumped (`-D`) and written (`-i`), its
+//! body decoded (`--compressed`) and written to the sink.
+//!
+//! ```text
+//! bounded_transfer (-m) ── transfer: URL credentials out ── loop: exchange
+//!   exchange: per-request headers (auth, range, referer, cookies) ── send ── head
+//!     ├─ 3xx + -L: drain the body, next hop (redirect rules in super::redirect)
+//!     ├─ >= 400 + -f: exit 22, nothing written (--fail-with-body: written, then 22)
+//!     ├─ -C / -r and no 206: exit 33
+//!     └─ head (-i/-I) and body (decoded) to the sink
+//! ```
+
+use http::Uri;
+use http::header::{CONTENT_LENGTH, HeaderValue, LOCATION};
+use http::response::Parts;
+use http_body_util::BodyExt;
+
+use super::compose;
+use super::decode::Decoder;
+use super::exit::{self, Attempt, CurlError};
+use super::output;
+use super::progress::Progress;
+use super::record::TransferRecord;
+use super::redirect;
+use super::request::{Hop, PerRequest};
+use super::sink::Sink;
+use super::url;
+use super::verbose::VerboseContext;
+use super::{Session, lock};
+
+/// What follows an exchange.
+#[derive(Debug)]
+enum Next {
+    /// The transfer is complete.
+    Done,
+    /// `-L` follows a redirect to this URL.
+    Redirect(Uri),
+}
+
+/// What one hop of a transfer sends besides the template.
+#[derive(Debug, Default)]
+struct HopState {
+    /// Credentials from the URL of this hop.
+    credentials: Option<(String, String)>,
+    /// `-e ";auto"`: the URL the redirect came from.
+    referer: Option<HeaderValue>,
+}
+
+impl Session {
+    /// One transfer, bounded by `-m`.
+    pub(super) async fn bounded_transfer(
+        &self,
+        url: &str,
+        sink: &mut Sink,
+        record: &mut TransferRecord,
+    ) -> Result<(), CurlError> {
+        let mut progress = Progress::new(self.args.transfer.progress_bar && self.report.chatty());
+        let transfer = self.transfer(url, sink, record, &mut progress);
+        let limit = self.args.max_time.filter(|t| !t.is_zero());
+        let result = match limit {
+            None => transfer.await,
+            Some(limit) => match tokio::time::timeout(limit, transfer).await {
+                Ok(result) => result,
+                Err(_elapsed) => Err(CurlError::operation_timeout(
+                    record.elapsed(),
+                    record.received,
+                )),
+            },
+        };
+        // What was written so far stays written, as with curl.
+        sink.flush();
+        progress.finish(result.is_ok());
+        result
+    }
+
+    /// One transfer: the request for `url` and, with `-L`, its redirects.
+    async fn transfer(
+        &self,
+        url: &str,
+        sink: &mut Sink,
+        record: &mut TransferRecord,
+        progress: &mut Progress,
+    ) -> Result<(), CurlError> {
+        let (mut uri, credentials) = url::take_credentials(&url::parse_url(url)?);
+        record.url = uri.to_string();
+        let mut hop = self.composed.template.first_hop();
+        let mut state = HopState {
+            credentials,
+            referer: None,
+        };
+        loop {
+            match self
+                .exchange(&uri, &hop, &state, sink, record, progress)
+                .await?
+            {
+                Next::Done => return Ok(()),
+                Next::Redirect(next) => {
+                    redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
+                    record.num_redirects += 1;
+                    record.redirect_time = record.elapsed();
+                    self.verbose
+                        .info(&format!("Issue another request to this URL: '{next}'"));
+                    hop = redirect::next_hop(record.status.unwrap_or_default(), &hop, &uri, &next);
+                    let (next, credentials) = url::take_credentials(&next);
+                    state = HopState {
+                        credentials: credentials
+                            .or(state.credentials)
+                            .filter(|_| !hop.cross_host),
+                        referer: self
+                            .composed
+                            .auto_referer
+                            .then(|| compose::auto_referer(&uri))
+                            .flatten(),
+                    };
+                    uri = next;
+                    record.url = uri.to_string();
+                }
+            }
+        }
+    }
+
+    /// The headers of this hop that the template does not hold.
+    fn per_request(&self, uri: &Uri, hop: &Hop, state: &HopState, sink: &Sink) -> PerRequest {
+        let authorization = if hop.cross_host {
+            None
+        } else {
+            self.composed.authorization(state.credentials.as_ref())
+        };
+        let range = match self.resume_offset(sink) {
+            Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
+            _ => self.composed.range.clone(),
+        };
+        let cookie = self
+            .cookies
+            .as_ref()
+            .and_then(|jar| lock(jar).header_for(uri));
+        PerRequest {
+            authorization,
+            range,
+            referer: state.referer.clone(),
+            cookie,
+        }
+    }
+
+    /// `-C`: the offset to resume at (`-` is the size of the output file so far).
+    fn resume_offset(&self, sink: &Sink) -> Option<u64> {
+        match self.args.send.continue_at.as_deref()? {
+            "-" => Some(
+                sink.path()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map_or(0, |m| m.len()),
+            ),
+            offset => offset.parse().ok(),
+        }
+    }
+
+    /// One request and its response: the head is recorded and traced, then the response is
+    /// followed (`-L`), refused (`-f`) or written to the sink.
+    async fn exchange(
+        &self,
+        uri: &Uri,
+        hop: &Hop,
+        state: &HopState,
+        sink: &mut Sink,
+        record: &mut TransferRecord,
+        progress: &mut Progress,
+    ) -> Result<Next, CurlError> {
+        let target = Target::of(uri, self.prior_knowledge(uri));
+        let extra = self.per_request(uri, hop, state, sink);
+        let ranged = extra.range.is_some();
+        let (parts, mut body) = self.send(uri, hop, &extra, &target, record).await?;
+        let head = output::response_head(&parts);
+        record.size_header += head.len() as u64;
+        if let Some(jar) = &self.cookies {
+            lock(jar).store_from(uri, &parts.headers);
+        }
+        if let Some(dump) = &self.dump_header {
+            lock(dump).write(&head)?;
+        }
+        let connection = record.connection.clone();
+        let connection = connection.as_ref();
+        let closes = output::server_closes(&parts);
+        let include = self.args.include || self.args.head;
+
+        let location = parts
+            .headers
+            .get(LOCATION)
+            .filter(|_| redirect::is_followed(parts.status))
+            .map(|value| url::resolve_location(uri, value.as_bytes()));
+        if let Some(next) = location {
+            if self.args.location {
+                if include {
+                    sink.write(&head)?;
+                }
+                // Read the redirect's body to its end so the connection can serve the next hop.
+                self.read_body(&mut body, &parts, &target, record, None, progress)
+                    .await?;
+                self.verbose.done(connection, &target.host, closes);
+                return Ok(Next::Redirect(next?));
+            }
+            record.redirect_url = next.ok().map(|u| u.to_string());
+        }
+
+        let status = parts.status.as_u16();
+        if self.args.fail && !self.args.transfer.fail_with_body && status >= 400 {
+            // Nothing of the response is written; dropping the body closes the connection.
+            self.verbose.done(connection, &target.host, true);
+            return Err(CurlError::http_error(status));
+        }
+        if ranged && status == 200 && self.args.send.continue_at.is_some() {
+            self.verbose.done(connection, &target.host, true);
+            return Err(CurlError::range_ignored());
+        }
+        if include {
+            sink.write(&head)?;
+        }
+        let output = if self.args.head {
+            None
+        } else {
+            Some(&mut *sink)
+        };
+        self.read_body(&mut body, &parts, &target, record, output, progress)
+            .await?;
+        sink.finish()?;
+        self.verbose.done(connection, &target.host, closes);
+        if self.args.transfer.fail_with_body && status >= 400 {
+            return Err(CurlError::http_error(status));
+        }
+        Ok(Next::Done)
+    }
+
+    /// Whether requests to `uri` speak HTTP/2 with prior knowledge.
+    fn prior_knowledge(&self, uri: &Uri) -> bool {
+        self.args.connect.http2_prior_knowledge
+            && !self.args.net.http1_0
+            && uri.scheme_str() == Some("http")
+    }
+
+    /// Sends one request and waits for the response head, recording and tracing it.
+    async fn send(
+        &self,
+        uri: &Uri,
+        hop: &Hop,
+        extra: &PerRequest,
+        target: &Target,
+        record: &mut TransferRecord,
+    ) -> Result<(Parts, pool::Body), CurlError> {
+        let template = &self.composed.template;
+        let request = template.build_for(uri, hop, extra)?;
+        let sent_headers = request.headers().clone();
+        record.method = hop.method.clone();
+        record.size_upload = template.body_len(hop) as u64;
+        record.referer = sent_headers
+            .get(http::header::REFERER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let response = match self.client.request(request).await {
+            Ok(response) => response,
+            Err(error) => return Err(self.failed(&error, target, record, None)),
+        };
+        record.head_at = Some(record.elapsed());
+        let connection = Some(response.body().connection().clone());
+        if connection.as_ref().is_some_and(|c| !c.is_reused()) {
+            record.num_connects += 1;
+        }
+        let (parts, body) = response.into_parts();
+        record.status = Some(parts.status);
+        record.version = Some(parts.version);
+        record.headers = parts.headers.clone();
+        record.size_download = 0;
+        record.redirect_url = None;
+        let context = VerboseContext {
+            host: &target.host,
+            alpn_offer: self.alpn_offer,
+            http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
+            http1_0: self.args.net.http1_0,
+        };
+        self.verbose.exchange(
+            &context,
+            connection.as_ref(),
+            (&hop.method, uri, &sent_headers),
+            &output::response_head(&parts),
+        );
+        record.connection = connection;
+        Ok((parts, body))
+    }
+
+    /// Reads `body` to its end, decoding it (`--compressed`) into `output` if given.
+    async fn read_body(
+        &self,
+        body: &mut pool::Body,
+        parts: &Parts,
+        target: &Target,
+        record: &mut TransferRecord,
+        mut output: Option<&mut Sink>,
+        progress: &mut Progress,
+    ) -> Result<(), CurlError> {
+        let length = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if output.is_some() {
+            progress.set_total(length);
+        }
+        let mut decoder = Decoder::for_response(self.args.send.compressed, &parts.headers);
+        while let Some(frame) = body.frame().await {
+            let remaining = length.map(|l| l.saturating_sub(record.size_download));
+            let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
+            if let Some(data) = frame.data_ref() {
+                record.size_download += data.len() as u64;
+                record.received += data.len() as u64;
+                if let Some(sink) = output.as_deref_mut() {
+                    sink.write(&decoder.push(data)?)?;
+                    progress.update(record.size_download);
+                }
+            }
+        }
+        if let Some(sink) = output {
+            sink.write(&decoder.finish()?)?;
+        }
+        Ok(())
+    }
+
+    /// Traces a pool error with `-v` and maps it to curl's code and message.
+    fn failed(
+        &self,
+        error: &pool::Error,
+        target: &Target,
+        record: &TransferRecord,
+        remaining: Option<u64>,
+    ) -> CurlError {
+        self.verbose.info(&error.to_string());
+        exit::classify(
+            error,
+            &Attempt {
+                host: &target.host,
+                port: target.port,
+                elapsed: record.elapsed(),
+                received: record.received,
+                remaining,
+                prior_knowledge: target.prior_knowledge,
+            },
+        )
+    }
+}
+
+/// The host and port a request goes to, as messages name them.
+#[derive(Debug)]
+struct Target {
+    /// The URL's host without IPv6 brackets.
+    host: String,
+    /// The URL's port, explicit or the scheme's default.
+    port: u16,
+    /// Whether the request speaks HTTP/2 with prior knowledge.
+    prior_knowledge: bool,
+}
+
+impl Target {
+    /// Where a request for `uri` goes.
+    fn of(uri: &Uri, prior_knowledge: bool) -> Target {
+        let host = uri.host().unwrap_or_default();
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        Target {
+            host: host.to_owned(),
+            port,
+            prior_knowledge,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The command line before and around clap, in curl's manner: `-K` files are spliced in,
+//! deliberately unsupported flags are named, and clap's errors are reported as curl reports
+//! usage errors:
+//!
+//! ```text
+//! poolcurl: option --bogus: is unknown
+//! poolcurl: try 'poolcurl --help' for more information
+//! ```
+//!
+//! with exit status 2. Subcommands (`load`, `serve`) keep clap's own messages: they are not
+//! curl.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use super::args::unsupported;
+use super::config;
+
+/// The hint printed after every usage error.
+pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
+
+/// Whether `argv` (with the program name) is curl mode: its first argument is not a
+/// subcommand.
+pub(crate) fn is_curl_mode(argv: &[OsString]) -> bool {
+    !matches!(
+        argv.get(1).and_then(|a| a.to_str()),
+        Some("load" | "serve" | "help")
+    )
+}
+
+/// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in
+/// and refuses deliberately unsupported flags. `takes_value` says whether an option takes a
+/// value. `Err` is the exit code, the message already printed.
+pub(crate) fn prepare(
+    argv: Vec<OsString>,
+    takes_value: &dyn Fn(&str) -> bool,
+) -> Result<Vec<OsString>, ExitCode> {
+    let mut argv = argv.into_iter();
+    let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
+    let rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
+    let rest = match config::expand(rest, takes_value) {
+        Ok(rest) => rest,
+        Err(error) => {
+            eprintln!("poolcurl: {}", error.message());
+            eprintln!("{TRY_HELP}");
+            return Err(ExitCode::from(error.code()));
+        }
+    };
+    if let Some(message) = unsupported::find(&rest) {
+        eprintln!("poolcurl: {message}");
+        eprintln!("{TRY_HELP}");
+        return Err(ExitCode::from(2));
+    }
+    Ok(std::iter::once(program)
+        .chain(rest.into_iter().map(OsString::from))
+        .collect())
+}
+
+/// Reports a clap error in curl mode as curl reports usage errors, and returns exit code 2
+/// (help and version requests print as clap prints them and exit 0).
+pub(crate) fn clap_error(error: &clap::Error) -> ExitCode {
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("{TRY_HELP}");
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    eprintln!("poolcurl: {}", describe(error));
+    eprintln!("{TRY_HELP}");
+    ExitCode::from(2)
+}
+
+/// The part after `poolcurl: ` for a clap error.
+fn describe(error: &clap::Error) -> String {
+    let arg = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => flag_name(arg),
+        _ => String::new(),
+    };
+    let value = match error.get(ContextKind::InvalidValue) {
+        Some(ContextValue::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    match error.kind() {
+        ErrorKind::UnknownArgument => format!("option {arg}: is unknown"),
+        ErrorKind::InvalidValue if value.as_deref() == Some("") => {
+            format!("option {arg}: requires parameter")
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let reason = std::error::Error::source(error)
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            format!(
+                "option {arg}: bad value '{}'{reason}",
+                value.unwrap_or_default()
+            )
+        }
+        ErrorKind::ArgumentConflict => {
+            let other = match error.get(ContextKind::PriorArg) {
+                Some(ContextValue::String(other)) => flag_name(other),
+                Some(ContextValue::Strings(others)) => others
+                    .iter()
+                    .map(|o| flag_name(o))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => String::from("another option"),
+            };
+            format!("option {arg}: cannot be combined with {other}")
+        }
+        _ => {
+            // Other kinds are rare in curl mode; clap's first line says what happened.
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            first.trim_start_matches("error: ").to_owned()
+        }
+    }
+}
+
+/// `--max-time <SECONDS>` -> `--max-time`.
+fn flag_name(arg: &str) -> String {
+    arg.split([' ', '=']).next().unwrap_or(arg).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn error_for(argv: &[&str]) -> String {
+        let error = crate::Cli::command()
+            .try_get_matches_from(std::iter::once("poolcurl").chain(argv.iter().copied()))
+            .expect_err("a usage error");
+        describe(&error)
+    }
+
+    #[test]
+    fn clap_errors_read_like_curls() {
+        assert_eq!(
+            error_for(&["--bogus", "http://a/"]),
+            "option --bogus: is unknown"
+        );
+        assert_eq!(
+            error_for(&["http://a/", "-X"]),
+            "option --request: requires parameter"
+        );
+        assert!(
+            error_for(&["-m", "abc", "http://a/"])
+                .starts_with("option --max-time: bad value 'abc'"),
+            "{}",
+            error_for(&["-m", "abc", "http://a/"])
+        );
+    }
+
+    #[test]
+    fn subcommands_are_not_curl_mode() {
+        let argv = |a: &str| vec![OsString::from("poolcurl"), OsString::from(a)];
+        assert!(!is_curl_mode(&argv("load")));
+        assert!(!is_curl_mode(&argv("serve")));
+        assert!(is_curl_mode(&argv("http://a/")));
+    }
+}

@@ -1,0 +1,183 @@
+//! The `-v` trace on stderr. The trace of one request is printed once its response head has
+//! arrived (the pool dials inside `request`, so there is no earlier moment that knows the
+//! connection):
+//!
+//! ```text
+//! * Connected to localhost (127.0.0.1) port 8443 (partition anonymous, connection #1)
+//! * ALPN: poolcurl offers h2,http/1.1
+//! * SSL connection using TLSv1.3 / TLS13_AES_256_GCM_SHA384
+//! * ALPN: server accepted h2
+//! > GET / HTTP/2
+//! > Host: localhost:8443
+//! > User-Agent: poolcurl/0.1.0
+//! > Accept: */*
+//! >
+//! < HTTP/2 200
+//! < content-length: 5
+//! <
+//! * Connection #1 to host localhost left intact
+//! ```
+//!
+//! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
+//! anonymous)` instead of the connection and TLS lines. Request headers print in the order
+//! they are sent, `Host` first, as curl sends them.
+
+use std::io::{self, Write};
+
+use http::header::HOST;
+use http::{HeaderMap, Method, Uri};
+
+use super::output::stderr_line;
+use super::request::title_case;
+
+/// What `-v` needs to know about a request beyond the request itself.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VerboseContext<'a> {
+    /// The URL's host, without IPv6 brackets.
+    pub(crate) host: &'a str,
+    /// The ALPN protocols offered over TLS, as curl lists them.
+    pub(crate) alpn_offer: &'a str,
+    /// `--http2` on a cleartext URL.
+    pub(crate) http2_over_cleartext: bool,
+    /// `--http1.0`: requests are HTTP/1.0.
+    pub(crate) http1_0: bool,
+}
+
+/// The `-v` trace on stderr.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Verbose {
+    /// Whether `-v` was given.
+    enabled: bool,
+}
+
+impl Verbose {
+    /// A trace that prints only if `enabled`.
+    pub(crate) fn new(enabled: bool) -> Verbose {
+        Verbose { enabled }
+    }
+
+    /// `* message`.
+    pub(crate) fn info(&self, message: &str) {
+        if self.enabled {
+            stderr_line(&format!("* {message}"));
+        }
+    }
+
+    /// The connection, request and response lines of one exchange.
+    pub(crate) fn exchange(
+        &self,
+        cx: &VerboseContext<'_>,
+        connection: Option<&pool::ConnectionHandle>,
+        request: (&Method, &Uri, &HeaderMap),
+        head: &[u8],
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let mut trace = String::new();
+        let mut line = |text: &str| {
+            trace.push_str(text);
+            trace.push('\n');
+        };
+        let protocol = connection.map(pool::ConnectionHandle::protocol);
+        if let Some(c) = connection {
+            let info = c.info();
+            if c.is_reused() {
+                line(&format!(
+                    "* Re-using existing connection {} with host {} (partition {})",
+                    c.id(),
+                    cx.host,
+                    info.partition()
+                ));
+            } else {
+                let (ip, port) = info
+                    .remote_addr()
+                    .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
+                match info.proxy() {
+                    None => line(&format!(
+                        "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
+                        cx.host,
+                        info.partition(),
+                        c.id()
+                    )),
+                    Some(route) => {
+                        line(&format!(
+                            "* Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
+                            route.proxy,
+                            info.partition(),
+                            c.id()
+                        ));
+                        if route.tunnel {
+                            line(&format!(
+                                "* Establish HTTP proxy tunnel to {}",
+                                info.origin().authority()
+                            ));
+                        }
+                    }
+                }
+                if let Some(tls) = info.tls() {
+                    line(&format!("* ALPN: poolcurl offers {}", cx.alpn_offer));
+                    line(&format!(
+                        "* SSL connection using {} / {}",
+                        tls.version, tls.cipher_suite
+                    ));
+                    match tls.alpn {
+                        Some(accepted) => line(&format!("* ALPN: server accepted {accepted}")),
+                        None => line("* ALPN: server did not agree on a protocol. Uses default."),
+                    }
+                }
+            }
+        }
+        if cx.http2_over_cleartext {
+            line(
+                "* --http2 over cleartext: HTTP/2 needs prior knowledge here \
+                 (--http2-prior-knowledge); using HTTP/1.1",
+            );
+        }
+        let (method, uri, headers) = request;
+        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let http2 = protocol == Some(pool::Protocol::Http2);
+        let version = match (http2, cx.http1_0) {
+            (true, _) => "HTTP/2",
+            (false, true) => "HTTP/1.0",
+            (false, false) => "HTTP/1.1",
+        };
+        line(&format!("> {method} {target} {version}"));
+        if !http2 && !headers.contains_key(HOST) {
+            let host = pool::OriginKey::from_uri(uri).map_or_else(
+                |_| uri.authority().map_or(String::new(), |a| a.to_string()),
+                |origin| origin.authority(),
+            );
+            line(&format!("> Host: {host}"));
+        }
+        for (name, value) in headers {
+            line(&format!(
+                "> {}: {}",
+                title_case(name.as_str()),
+                String::from_utf8_lossy(value.as_bytes())
+            ));
+        }
+        line(">");
+        let head = String::from_utf8_lossy(head);
+        for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
+            line(&format!("< {text}"));
+        }
+        line("<");
+        let _ = io::stderr().lock().write_all(trace.as_bytes());
+    }
+
+    /// The end of an exchange: the connection stays for reuse, or closes.
+    pub(crate) fn done(
+        &self,
+        connection: Option<&pool::ConnectionHandle>,
+        host: &str,
+        closes: bool,
+    ) {
+        let Some(c) = connection else { return };
+        if closes {
+            self.info(&format!("Closing connection {}", c.id()));
+        } else {
+            self.info(&format!("Connection {} to host {host} left intact", c.id()));
+        }
+    }
+}
