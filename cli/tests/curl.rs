@@ -386,9 +386,87 @@ async fn an_empty_reply_exits_52() {
 async fn an_unknown_flag_is_a_usage_error() {
     let run = poolcurl(&["--no-such-flag", "http://127.0.0.1/"]).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("--no-such-flag"), "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: option --no-such-flag: is unknown\n\
+         poolcurl: try 'poolcurl --help' for more information\n"
+    );
+    let run = poolcurl(&["http://127.0.0.1/", "-X"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("poolcurl: option --request: requires parameter\n"),
+        "{}",
+        run.stderr
+    );
     let run = poolcurl(&[]).await;
     assert_eq!(run.code, 2, "a URL is required");
+    let run = poolcurl(&["-s"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("poolcurl: no URL specified!\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliberately_unsupported_flags_say_why() {
+    let run = poolcurl(&["--digest", "-u", "a:b", "http://127.0.0.1/"]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: option --digest: is not supported by poolcurl (only Basic authentication (-u))\n\
+         poolcurl: try 'poolcurl --help' for more information\n"
+    );
+    let help = poolcurl(&["--help"]).await;
+    assert_eq!(help.code, 0);
+    assert!(
+        help.stdout_text()
+            .contains("Not supported (using one exits 2")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn config_files_add_options_and_urls() {
+    let server = serving(Reply::ok("configured")).await;
+    let dir = TempDir::new("poolcurl-config");
+    let file = dir.path().join("poolcurl.cfg");
+    std::fs::write(
+        &file,
+        format!(
+            "# a comment\nsilent\nwrite-out = \" %{{http_code}}\"\nurl = \"{}\"\n",
+            server.url("/k")
+        ),
+    )
+    .unwrap();
+    let run = poolcurl(&["-K", file.to_str().unwrap()]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "configured 200");
+    let run = poolcurl(&["-K", "/nonexistent/poolcurl.cfg", &server.url("/")]).await;
+    assert_eq!(run.code, 26, "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_transfers_share_one_pool() {
+    let server = serving(Reply::ok("p")).await;
+    let url = server.url("/[1-4]");
+    let run = poolcurl(&["-Z", "--parallel-max", "2", &url, "-w", "%{urlnum} "]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut nums: Vec<String> = run
+        .stdout_text()
+        .split(['p', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    nums.sort();
+    assert_eq!(nums, ["0", "1", "2", "3"]);
+    assert!(
+        server.accepted() <= 2,
+        "at most two connections at once, reused"
+    );
+    let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(targets.len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread")]

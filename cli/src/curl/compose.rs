@@ -264,10 +264,10 @@ mod tests {
     #[test]
     fn get_moves_data_into_the_query_and_upload_names_the_file() {
         let c = composed(&["-G", "-d", "a=1", "--data-urlencode", "b=x y", "http://a/p"]);
-        assert_eq!(c.target_url("http://a/p"), "http://a/p?a=1&b=x%20y");
+        assert_eq!(c.target_url("http://a/p"), "http://a/p?a=1&b=x+y");
         assert_eq!(
             c.target_url("http://a/p?z=0#f"),
-            "http://a/p?z=0&a=1&b=x%20y#f"
+            "http://a/p?z=0&a=1&b=x+y#f"
         );
         assert_eq!(c.template.first_hop().method, http::Method::GET);
         let c = Composed {

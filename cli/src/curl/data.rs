@@ -2,8 +2,8 @@
 //! `--data-urlencode` (`@file` included) and joining them as curl does: with `&` between
 //! pieces, except that a `--json` piece continues the previous one.
 //!
-//! `--data-urlencode` percent-encodes every byte except `A-Z a-z 0-9 - . _ ~` (a space is
-//! `%20`), as curl 7.88 does. What this module does not do: multipart forms ([`super::form`])
+//! `--data-urlencode` percent-encodes every byte except `A-Z a-z 0-9 - . _ ~`, and a space as
+//! `+`, as curl 7.88 does. What this module does not do: multipart forms ([`super::form`])
 //! or uploads (`-T`, read whole by [`read_source`]).
 
 use std::io::Read;
@@ -14,8 +14,10 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 use super::args::DataArg;
 use super::exit::CurlError;
 
-/// What `--data-urlencode` leaves as it is: the unreserved characters of RFC 3986.
+/// What `--data-urlencode` leaves as it is: the unreserved characters of RFC 3986, and the
+/// space (sent as `+`).
 const URL_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b' ')
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')
@@ -69,7 +71,9 @@ fn url_encode_piece(text: &str) -> Result<String, CurlError> {
             ((!name.is_empty()).then_some(name), content)
         }
     };
-    let encoded = percent_encode(&content, URL_ENCODE).to_string();
+    let encoded = percent_encode(&content, URL_ENCODE)
+        .to_string()
+        .replace(' ', "+");
     Ok(match name {
         Some(name) => format!("{name}={encoded}"),
         None => encoded,
@@ -104,10 +108,7 @@ mod tests {
             DataArg::UrlEncode("=é".into()),
             DataArg::UrlEncode("plain~.-_".into()),
         ];
-        assert_eq!(
-            read_data(&data).unwrap(),
-            "a=1&q=x%20y%26z&%C3%A9&plain~.-_"
-        );
+        assert_eq!(read_data(&data).unwrap(), "a=1&q=x+y%26z&%C3%A9&plain~.-_");
         let json = [DataArg::Json("{\"a\":".into()), DataArg::Json("1}".into())];
         assert_eq!(read_data(&json).unwrap(), "{\"a\":1}");
     }
@@ -119,7 +120,7 @@ mod tests {
         let file = dir.join("v.txt");
         std::fs::write(&file, "a b\n").unwrap();
         let piece = format!("name@{}", file.display());
-        assert_eq!(url_encode_piece(&piece).unwrap(), "name=a%20b%0A");
+        assert_eq!(url_encode_piece(&piece).unwrap(), "name=a+b%0A");
         assert_eq!(
             url_encode_piece("@/nonexistent/file").unwrap_err().code(),
             26

@@ -21,7 +21,7 @@
 //! | 45 | binding to `--interface` failed |
 //! | 47 | too many redirects |
 //! | 49 | a malformed `--resolve` entry |
-//! | 52 | the server closed without any response (an HTTP/1.1 server spoken to with `--http2-prior-knowledge` too) |
+//! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
 //! | 58 | the `--cert` / `--key` files could not be used |
 //! | 56 | receiving failed (reset, broken body, HTTP/2 error) |
 //! | 60 | the server's certificate was rejected |
@@ -189,12 +189,18 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             .map_or_else(|| root_cause(error), ToString::to_string);
         return CurlError::new(45, detail);
     }
+    if attempt.prior_knowledge
+        && !error.is_body()
+        && !error.is_timeout()
+        && find::<pool::ConnectError>(error).is_none()
+    {
+        // HTTP/2 failed on an open connection before any response: the server does not speak
+        // HTTP/2. An HTTP/1.1 server answers the preface in HTTP/1.1 (nginx: 400) and closes,
+        // which curl reports as an empty reply. (hyper reports that answer as a protocol error
+        // or, when the close wins, as a canceled request; both are the same event here.)
+        return CurlError::new(52, "Empty reply from server");
+    }
     if error.is_connect() {
-        if attempt.prior_knowledge && find::<pool::ConnectError>(error).is_none() {
-            // The HTTP/2 handshake failed on an open connection: the server did not answer in
-            // HTTP/2 (an HTTP/1.1-only server), which curl reports as an empty reply.
-            return CurlError::new(52, "Empty reply from server");
-        }
         if find::<pool::ConnectError>(error).is_some() {
             return CurlError::new(
                 7,

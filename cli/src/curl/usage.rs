@@ -39,7 +39,11 @@ pub(crate) fn prepare(
 ) -> Result<Vec<OsString>, ExitCode> {
     let mut argv = argv.into_iter();
     let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
-    let rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
+    let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
+    // curl's `-q` (do not read ~/.curlrc) must come first; poolcurl never reads one.
+    if rest.first().is_some_and(|a| a == "-q" || a == "--disable") {
+        rest.remove(0);
+    }
     let rest = match config::expand(rest, takes_value) {
         Ok(rest) => rest,
         Err(error) => {
