@@ -667,3 +667,57 @@ async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
     let run = poolcurl(&["-sS", "-x", "", "http://origin.invalid/"]).await;
     assert_eq!(run.code, 6, "{}", run.stderr);
 }
+
+/// `poolcurl serve --port P --bind 127.0.0.1` listens where it is told, so the README's
+/// curl-mode examples can name the port; curl mode then fetches from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_listens_on_the_port_it_is_given() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let free = |_| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let (port, tls_port) = (free(0), free(1));
+    // The CA goes to a directory the test removes (the child is killed, not interrupted).
+    let dir = TempDir::new("poolcurl-serve");
+    let mut serve = common::poolcurl_command()
+        .args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--ca-dir", dir.path().to_str().unwrap()])
+        .args(["--tls-port", &tls_port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("poolcurl serve starts");
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    while printed.len() < 4 {
+        let line = tokio::time::timeout(LIMIT, lines.next_line())
+            .await
+            .expect("serve prints its listeners in time")
+            .unwrap()
+            .expect("serve keeps running");
+        printed.push(line);
+    }
+    assert_eq!(printed[0], format!("http1  http://127.0.0.1:{port}/"));
+    assert_eq!(printed[2], format!("https  https://127.0.0.1:{tls_port}/"));
+    let ca = printed[3].trim_start_matches("ca").trim().to_owned();
+    let run = poolcurl(&[
+        &format!("http://127.0.0.1:{port}/status/201"),
+        "-w",
+        "%{http_code}",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "201\n201");
+    let run = poolcurl(&[
+        "--cacert",
+        &ca,
+        &format!("https://localhost:{tls_port}/"),
+        "-w",
+        " %{http_version}",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout_text().ends_with(" 2"), "{}", run.stdout_text());
+    serve.kill().await.expect("serve stops");
+}

@@ -16,11 +16,14 @@
 //! 128, and a burst of connects beyond it overflows into one-second SYN retransmissions, which
 //! would show up as latency that is the origin's fault, not the pool's.
 //!
+//! `poolcurl serve --port/--h2c-port/--tls-port/--bind` choose the addresses; otherwise every
+//! listener takes an ephemeral port on 127.0.0.1.
+//!
 //! What this origin does not do: TLS client authentication, HTTP/1.0 keep-alive, request
 //! logging, or limits on connections.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -93,6 +96,20 @@ impl LocalOrigin {
     ///
     /// When the certificates, the runtime or a listener cannot be created.
     pub(crate) fn start(threads: usize) -> anyhow::Result<LocalOrigin> {
+        LocalOrigin::start_on(threads, IpAddr::V4(Ipv4Addr::LOCALHOST), [0; 3])
+    }
+
+    /// Starts the origin on a runtime with `threads` worker threads, its listeners bound to
+    /// `ip` on `ports` (by [`Flavor`]; 0 picks an ephemeral port).
+    ///
+    /// # Errors
+    ///
+    /// When the certificates, the runtime or a listener cannot be created (a port in use).
+    pub(crate) fn start_on(
+        threads: usize,
+        ip: IpAddr,
+        ports: [u16; 3],
+    ) -> anyhow::Result<LocalOrigin> {
         let pki = OriginPki::generate().context("creating the local origin's certificates")?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads.max(1))
@@ -103,12 +120,16 @@ impl LocalOrigin {
         let listeners = runtime
             .block_on(async {
                 let mut listeners = Vec::with_capacity(3);
-                for _ in Flavor::ALL {
-                    listeners.push(listen()?);
+                for flavor in Flavor::ALL {
+                    let addr = SocketAddr::new(ip, ports[flavor.index()]);
+                    let listener = listen(addr).map_err(|e| {
+                        io::Error::new(e.kind(), format!("{} on {addr}: {e}", flavor.label()))
+                    })?;
+                    listeners.push(listener);
                 }
                 Ok::<_, io::Error>(listeners)
             })
-            .context("binding the local origin's listeners on 127.0.0.1")?;
+            .context("binding the local origin's listeners")?;
         let accepted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
         let acceptor = TlsAcceptor::from(pki.server_config.clone());
         let mut addrs = [SocketAddr::from((Ipv4Addr::LOCALHOST, 0)); 3];
@@ -128,13 +149,21 @@ impl LocalOrigin {
     }
 
     /// The URL of `path` on the `flavor` listener (`https://127.0.0.1:PORT/path` for TLS; the
-    /// certificate names 127.0.0.1).
+    /// certificate names localhost, 127.0.0.1 and ::1). A listener on the unspecified address
+    /// is named by the loopback address of its family.
     pub(crate) fn url(&self, flavor: Flavor, path: &str) -> String {
         let scheme = match flavor {
             Flavor::Tls => "https",
             Flavor::Http1 | Flavor::H2c => "http",
         };
-        format!("{scheme}://{}{path}", self.addrs[flavor.index()])
+        let mut addr = self.addrs[flavor.index()];
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            });
+        }
+        format!("{scheme}://{addr}{path}")
     }
 
     /// The CA certificate to trust for the TLS listener, PEM.
@@ -156,11 +185,14 @@ impl Drop for LocalOrigin {
     }
 }
 
-/// A listener on an ephemeral loopback port with a deep accept queue.
-fn listen() -> io::Result<TcpListener> {
-    let socket = tokio::net::TcpSocket::new_v4()?;
+/// A listener on `addr` (port 0: an ephemeral one) with a deep accept queue.
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
     socket.set_reuseaddr(true)?;
-    socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    socket.bind(addr)?;
     socket.listen(BACKLOG)
 }
 

@@ -11,11 +11,17 @@
 //! paths  / /bytes/N /delay/MS /status/CODE /close
 //! ```
 //!
+//! `--port`, `--h2c-port` and `--tls-port` fix the listeners' ports (0, the default, picks a
+//! free one) and `--bind` their address (default 127.0.0.1), so documented commands such as
+//! `poolcurl serve --port 8080 --tls-port 8443` can be followed by curl-mode examples as
+//! written. The TLS certificate names `localhost`, `127.0.0.1` and `::1`.
+//!
 //! The CA certificate is written to `--ca-dir` (created if needed), or to a fresh directory
 //! under the system's temporary directory, which is removed again on Ctrl-C or SIGTERM. A
 //! process killed outright leaves the directory behind.
 
 use std::io::Write as _;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,7 +35,8 @@ use super::{Flavor, LocalOrigin};
     about = "Run the built-in local origin (HTTP/1.1, h2c, TLS+ALPN) until Ctrl-C",
     long_about = "Run the built-in local origin in the foreground until Ctrl-C: HTTP/1.1 \
         cleartext, h2c (HTTP/2 with prior knowledge) and TLS with ALPN h2/http1.1, on ephemeral \
-        loopback ports, with a CA made at start. Prints the three URLs and the CA file.\n\n\
+        loopback ports (or the --port, --h2c-port, --tls-port and --bind you give), with a CA \
+        made at start. Prints the three URLs and the CA file.\n\n\
         Paths: / (small body), /bytes/N, /delay/MS, /status/CODE, /close (Connection: close).",
     args_override_self = true
 )]
@@ -46,6 +53,22 @@ pub(crate) struct ServeArgs {
     /// Write ca.pem into this directory (default: a temporary directory removed on exit)
     #[arg(long = "ca-dir", value_name = "DIR")]
     pub(crate) ca_dir: Option<PathBuf>,
+
+    /// Port of the HTTP/1.1 listener (0: any free port)
+    #[arg(long = "port", value_name = "PORT", default_value_t = 0)]
+    pub(crate) port: u16,
+
+    /// Port of the h2c (HTTP/2 with prior knowledge) listener (0: any free port)
+    #[arg(long = "h2c-port", value_name = "PORT", default_value_t = 0)]
+    pub(crate) h2c_port: u16,
+
+    /// Port of the TLS listener, ALPN h2 and http/1.1 (0: any free port)
+    #[arg(long = "tls-port", value_name = "PORT", default_value_t = 0)]
+    pub(crate) tls_port: u16,
+
+    /// Address the listeners bind to (0.0.0.0 or :: for every interface)
+    #[arg(long = "bind", value_name = "ADDR", default_value = "127.0.0.1")]
+    pub(crate) bind: IpAddr,
 }
 
 /// Runs `poolcurl serve`; returns when interrupted.
@@ -61,7 +84,11 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let threads = usize::try_from(args.threads).unwrap_or(1);
-    let origin = LocalOrigin::start(threads)?;
+    let origin = LocalOrigin::start_on(
+        threads,
+        args.bind,
+        [args.port, args.h2c_port, args.tls_port],
+    )?;
     let (dir, remove_dir) = match args.ca_dir {
         Some(dir) => (dir, false),
         None => (
