@@ -553,3 +553,64 @@ async fn serve_prints_urls_that_curl_mode_can_fetch() {
 
     child.kill().await.expect("serve killed");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn preconnect_warms_the_bound_before_the_run_and_the_run_opens_none() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hi"))).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[
+        &url,
+        "--max-connections-per-host",
+        "4",
+        "--preconnect",
+        "4",
+        "-c",
+        "8",
+        "-n",
+        "200",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let warmup = &json["warmup"];
+    assert_eq!(u(&warmup["connections"]), 4, "{warmup}");
+    assert_eq!(u(&warmup["failed"]), 0, "{warmup}");
+    assert!(f(&warmup["duration_ms"]) > 0.0);
+    assert_eq!(u(&json["connections"]["opened"]), 4, "the run opened none");
+    assert_eq!(server.accepted(), 4);
+    let (plain, _) = poolcurl_text(&[&url, "--preconnect", "2", "-n", "4"]).await;
+    assert!(
+        plain.contains("Warm-up               2 connections ready in"),
+        "{plain}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_maximum_lifetime_rotates_connections_without_failures() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hi"))).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[
+        &url,
+        "--max-connection-lifetime",
+        "200ms",
+        "-c",
+        "2",
+        "-z",
+        "1s",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["failures"]), 0);
+    let retired = u(&json["connections"]["closed"]["max_lifetime"]);
+    assert!(retired >= 2, "connections retired for their age: {retired}");
+    assert_eq!(json["config"]["max_connection_lifetime_s"], 0.2);
+}
+
+/// `poolcurl load ARGS --no-progress` (text summary): the exit code and stdout.
+async fn poolcurl_text(args: &[&str]) -> (String, i32) {
+    let mut argv = vec!["load", "--no-progress"];
+    argv.extend_from_slice(args);
+    let run = poolcurl(&argv).await;
+    (run.stdout, run.code)
+}

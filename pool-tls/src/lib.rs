@@ -36,6 +36,8 @@ mod connector;
 mod dial;
 mod error;
 mod happy_eyeballs;
+#[cfg(feature = "hickory")]
+mod hickory;
 mod io;
 mod proxy_config;
 mod resolve;
@@ -52,6 +54,11 @@ pub use connect::{
 pub use connector::HttpConnector;
 pub use dial::DialOptions;
 pub use error::ConnectError;
+#[cfg(feature = "hickory")]
+pub use hickory::HickoryResolver;
+/// The hickory-resolver crate, for configuring a [`HickoryResolver`] (feature `hickory`).
+#[cfg(feature = "hickory")]
+pub use hickory_resolver;
 pub use io::Io;
 pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};

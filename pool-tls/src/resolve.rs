@@ -5,8 +5,12 @@
 //! `getaddrinfo`, run on tokio's blocking pool) and [`StaticResolver`] (fixed answers for chosen
 //! names, like curl's `--resolve`, in front of another resolver).
 //!
-//! What this layer does not do: cache answers, honour DNS TTLs, or order addresses for
-//! connecting. Ordering for happy eyeballs belongs to the dialer, and IP-literal hosts never
+//! With the `hickory` feature, [`HickoryResolver`](crate::HickoryResolver) is a third: an
+//! asynchronous resolver that caches answers for their DNS TTL (and failures for the zone's
+//! negative TTL). The system resolver stays the default.
+//!
+//! What the first two do not do: cache answers or honour DNS TTLs. No resolver orders
+//! addresses for connecting. Ordering for happy eyeballs belongs to the dialer, and IP-literal hosts never
 //! reach a resolver at all.
 
 use std::collections::HashMap;

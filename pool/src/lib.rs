@@ -34,11 +34,17 @@
 //! * It returns an HTTP/1 connection for reuse only after hyper proves the end of the response
 //!   body *and* readiness for another request; a body dropped early, `Connection: close`, an
 //!   exchange error or an upgrade retire it.
-//! * It retries a request transparently in exactly one case: hyper hands it back unsent from a
-//!   connection that had served requests before. It never clones a request.
-//! * Idle connections expire after the idle timeout (90 s by default), enforced by one
-//!   maintenance task per partition; checkout never scans.
-//! * It does not follow redirects, decompress, manage cookies or talk to proxies.
+//! * It sends a request again on its own only when the server provably did not process it
+//!   (see [`Client::request`] and [`RetryPolicy`]), and replays only bodies it can share
+//!   without buffering.
+//! * Idle connections expire after the idle timeout (90 s by default) and, when
+//!   [`Builder::max_connection_lifetime`] is set, connections retire at their age (an HTTP/2
+//!   connection is replaced before it drains); one maintenance task per partition enforces
+//!   both, checkout never scans. The timeouts and how they fit together are in
+//!   [`Builder`]'s lifecycle methods ([`Builder::pool_timeout`] and its neighbours).
+//! * [`Client::preconnect`] warms an origin before requests need it.
+//! * It talks to HTTP proxies ([`Builder::proxy`]); it does not follow redirects, decompress
+//!   or manage cookies.
 
 mod body;
 mod builder;
@@ -83,3 +89,5 @@ pub use pool_tls::{
     NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse, Resolve, ResolveFuture,
     StaticResolver, SystemResolver, TokioIo,
 };
+#[cfg(feature = "hickory")]
+pub use pool_tls::{HickoryResolver, hickory_resolver};

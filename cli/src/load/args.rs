@@ -142,6 +142,28 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) idle_timeout: Option<IdleTimeout>,
 
+    /// Retire connections older than this (30s, 2m); HTTP/2 is renewed before it drains
+    #[arg(
+        long = "max-connection-lifetime",
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        help_heading = "Pool"
+    )]
+    pub(crate) max_connection_lifetime: Option<Duration>,
+
+    /// Fail a request that waits this long for a connection (queueing only)
+    #[arg(
+        long = "pool-timeout",
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        help_heading = "Pool"
+    )]
+    pub(crate) pool_timeout: Option<Duration>,
+
+    /// Before the run, open N connections per partition and origin (reported apart)
+    #[arg(long = "preconnect", value_name = "N", help_heading = "Pool")]
+    pub(crate) preconnect: Option<u64>,
+
     /// What each request sends.
     #[command(flatten, next_help_heading = "Request")]
     pub(crate) request: RequestArgs,

@@ -73,6 +73,7 @@ mod sampler;
 mod schedule;
 mod summary;
 mod volume;
+mod warmup;
 mod worker;
 
 pub(crate) use args::LoadArgs;
@@ -88,6 +89,7 @@ use record::{Latencies, Record};
 use sampler::{SAMPLE_EVERY, Sampler};
 use schedule::Schedule;
 use summary::{Facts, LocalFacts, PartitionResult, RunConfig, Summary};
+use warmup::WarmUp;
 use worker::{PartitionGauges, RunShared, Worker};
 
 /// The connect timeout when `--connect-timeout` is not given.
@@ -168,6 +170,16 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         .map_err(|e| format!("starting the partition threads: {e}"))?;
     let events = EventCounts::new(partition_count);
     let pool = build_pool(args, threads.handles(), &events, origin.as_ref())?;
+    let warmup = match args.preconnect {
+        Some(n) if n > 0 => Some(WarmUp::run(
+            &pool,
+            threads.handles(),
+            &partition_ids(partition_count),
+            &urls,
+            n,
+        )?),
+        _ => None,
+    };
 
     let volume = args.volume();
     let start = Instant::now();
@@ -225,6 +237,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         events: events.snapshot(),
         counters: pool.counters(),
         peak_admitted: sampler.peak_admitted(),
+        warmup,
         slots: run.schedule.slots(),
         local: origin.as_ref().map(|origin| LocalFacts {
             origin: origin.url(flavor, ""),
@@ -335,6 +348,9 @@ fn build_pool(
     if let Some(idle) = args.idle_timeout {
         builder = builder.idle_timeout(idle.0);
     }
+    builder = builder
+        .max_connection_lifetime(args.max_connection_lifetime)
+        .pool_timeout(args.pool_timeout);
     builder
         .build()
         .map_err(|e| setup::build_error(connect, &e).message().to_owned())
@@ -367,6 +383,8 @@ fn run_config(args: &LoadArgs, urls: &[Uri], partitions: usize) -> RunConfig {
             None => Some(pool::DEFAULT_IDLE_TIMEOUT),
         },
         connect_timeout: setup::connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT),
+        max_connection_lifetime: args.max_connection_lifetime,
+        pool_timeout: args.pool_timeout,
         max_time: args.max_time.filter(|t| !t.is_zero()),
         interface: connect.interface.clone(),
         fail: args.fail,

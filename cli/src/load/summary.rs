@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 use super::events::EventSnapshot;
 use super::record::{ErrorClass, Latencies, Record};
 use super::volume::Volume;
+use super::warmup::WarmUp;
 
 /// The JSON schema identifier.
 pub(crate) const SCHEMA: &str = "poolcurl.load/1";
@@ -55,6 +56,10 @@ pub(crate) struct RunConfig {
     pub(crate) idle_timeout: Option<Duration>,
     /// The effective connect timeout.
     pub(crate) connect_timeout: Duration,
+    /// `--max-connection-lifetime`.
+    pub(crate) max_connection_lifetime: Option<Duration>,
+    /// `--pool-timeout`.
+    pub(crate) pool_timeout: Option<Duration>,
     /// `-m`.
     pub(crate) max_time: Option<Duration>,
     /// `--interface`.
@@ -89,6 +94,8 @@ pub(crate) struct Facts {
     pub(crate) counters: PoolCounters,
     /// The sampled peak of admitted connections.
     pub(crate) peak_admitted: usize,
+    /// The warm-up, with `--preconnect`.
+    pub(crate) warmup: Option<WarmUp>,
     /// Open-loop slots (`None` in closed loop).
     pub(crate) slots: Option<u64>,
     /// The local origin, with `--local`.
@@ -300,6 +307,8 @@ impl Summary {
                 "reuse_scope": config.reuse_scope,
                 "idle_timeout_s": config.idle_timeout.map(|d| d.as_secs_f64()),
                 "connect_timeout_s": config.connect_timeout.as_secs_f64(),
+                "max_connection_lifetime_s": config.max_connection_lifetime.map(|d| d.as_secs_f64()),
+                "pool_timeout_s": config.pool_timeout.map(|d| d.as_secs_f64()),
                 "max_time_s": config.max_time.map(|d| d.as_secs_f64()),
                 "interface": config.interface,
                 "fail": config.fail,
@@ -351,6 +360,7 @@ impl Summary {
             "partitions": partitions,
             "schedule": schedule,
             "local_origin": local,
+            "warmup": facts.warmup.as_ref().map_or(Value::Null, WarmUp::json),
         })
     }
 
@@ -495,6 +505,9 @@ impl Summary {
             events.created.saturating_sub(events.closed_total())
         ));
         line(format!("  Failed to establish   {}", events.failed));
+        if let Some(warmup) = &facts.warmup {
+            line(warmup.text());
+        }
         let (mean, max) = self.requests_per_connection();
         line(format!("  Requests/connection   {mean:.1} mean, {max} max"));
         line(format!(
@@ -626,6 +639,8 @@ mod tests {
                 reuse_scope: "interface",
                 idle_timeout: Some(pool::DEFAULT_IDLE_TIMEOUT),
                 connect_timeout: Duration::from_secs(10),
+                max_connection_lifetime: None,
+                pool_timeout: None,
                 max_time: None,
                 interface: None,
                 fail: false,
@@ -636,6 +651,7 @@ mod tests {
             events,
             counters: PoolCounters::default(),
             peak_admitted: 4,
+            warmup: None,
             slots: None,
             local: None,
         }

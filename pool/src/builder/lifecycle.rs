@@ -1,23 +1,7 @@
 //! The builder's lifecycle settings: timeouts and connection lifetime.
 //!
-//! # How the timeouts and lifetimes fit together
-//!
-//! Each bounds one phase of a request or one part of a connection's life, so none of them
-//! overlaps another:
-//!
-//! | setting | bounds | when it fires |
-//! |---|---|---|
-//! | [`pool_timeout`](Builder::pool_timeout) | waiting for a connection or permit (queueing) | the request fails with `is_pool_timeout()` and withdraws |
-//! | [`connect_timeout`](Builder::connect_timeout) | one establishment: resolve, TCP, TLS | the establishment fails with `is_connect_timeout()` |
-//! | [`read_timeout`](Builder::read_timeout) | from handing the request to a connection to the response head, re-sends included | the request fails with `is_read_timeout()` |
-//! | [`body_idle_timeout`](Builder::body_idle_timeout) | a gap between two frames of a response body | the body fails with `is_body_idle_timeout()`; the connection retires |
-//! | [`idle_timeout`](Builder::idle_timeout) | a connection with no request | the connection closes (`IdleTimeout`) |
-//! | [`max_connection_lifetime`](Builder::max_connection_lifetime) | a connection's age | HTTP/1 retires at its next return or while idle; HTTP/2 is renewed, then drains (`MaxLifetime`) |
-//!
-//! A request that waits, connects and reads can therefore take up to the sum of the first
-//! four; none of them is a total deadline (wrap the request future in `tokio::time::timeout`
-//! for that). The idle timeout and the lifetime are the pool's: they close connections, never
-//! fail a request.
+//! How they fit together is documented on [`Builder`] itself ("Timeouts and lifetimes"), where
+//! users read it.
 
 use std::time::Duration;
 

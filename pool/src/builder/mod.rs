@@ -37,6 +37,25 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// [`build`](Self::build) as a [`BuildError`] naming the setting and its value, while problems
 /// only a connection attempt can reveal (a missing network interface, an unreachable host) are
 /// reported by the request that meets them.
+///
+/// # Timeouts and lifetimes
+///
+/// Each bounds one phase of a request or one part of a connection's life, so none of them
+/// overlaps another:
+///
+/// | setting | bounds | when it fires |
+/// |---|---|---|
+/// | [`pool_timeout`](Builder::pool_timeout) | waiting for a connection or permit (queueing) | the request fails with `is_pool_timeout()` and withdraws |
+/// | [`connect_timeout`](Builder::connect_timeout) | one establishment: resolve, TCP, TLS | the establishment fails with `is_connect_timeout()` |
+/// | [`read_timeout`](Builder::read_timeout) | from handing the request to a connection to the response head, re-sends included | the request fails with `is_read_timeout()` |
+/// | [`body_idle_timeout`](Builder::body_idle_timeout) | a gap between two frames of a response body | the body fails with `is_body_idle_timeout()`; the connection retires |
+/// | [`idle_timeout`](Builder::idle_timeout) | a connection with no request | the connection closes (`IdleTimeout`) |
+/// | [`max_connection_lifetime`](Builder::max_connection_lifetime) | a connection's age | HTTP/1 retires at its next return or while idle; HTTP/2 is renewed, then drains (`MaxLifetime`) |
+///
+/// Until its response head, a request can take up to the sum of the first three; its body
+/// then has no limit but the silence the fourth allows. None of them is a total deadline (wrap
+/// the request future in `tokio::time::timeout` for that). The idle timeout and the lifetime
+/// are the pool's: they close connections and never fail a request.
 pub struct Builder {
     idle_timeout: Option<Option<Duration>>,
     protocol: ProtocolPolicy,

@@ -6,6 +6,9 @@
 //!   and TLS offering `h2` and `http/1.1` by ALPN. For HTTP/1.1, h2c, TLS+h2 and TLS+http/1.1,
 //!   one `poolcurl load -z 5s -c 32` runs while six `nginx -s reload`s are sent, spread over the
 //!   five seconds. Check: every request succeeded, none aborted, and nginx logged six reloads.
+//! * **nginx with a maximum connection lifetime** (`lifetime.rs`): HTTP/1.1 and h2c runs with
+//!   `--max-connection-lifetime 1s` succeed entirely while connections are retired for their
+//!   age about once a second each.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -33,6 +36,7 @@
 //! temp dir removed however the program ends, except when it is killed by a signal (a Ctrl-C
 //! reaches the servers too: same process group).
 
+mod lifetime;
 mod process;
 mod proxy;
 mod report;
@@ -50,6 +54,7 @@ use std::time::{Duration, Instant};
 use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
+use lifetime::*;
 use process::*;
 use proxy::*;
 use report::*;
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
         let nginx_dir = tmp.path().join("nginx");
         let nginx = start_nginx(&nginx_dir);
         let mut rows = nginx_reloads(&poolcurl, &nginx, &nginx_dir);
+        rows.extend(nginx_lifetime(&poolcurl, &nginx));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
