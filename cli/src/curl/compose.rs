@@ -1,5 +1,5 @@
 //! curl mode's requests from its flags: the [`RequestTemplate`] every transfer shares and the
-//! per-request headers ([`Credentials`], `-e`, `-r`), assembled in curl's order.
+//! per-request headers (credentials, `-e`, `-r`), assembled in curl's order.
 //!
 //! | flag | effect |
 //! |------|--------|
