@@ -130,9 +130,9 @@ async fn verbose_names_the_new_and_the_reused_connection() {
         .expect("Re-using line");
     assert!(connected < reused, "{}", run.stderr);
     assert!(run.stderr.contains("(partition anonymous, connection #"));
-    assert!(run.stderr.contains("> GET / HTTP/1.1\n"));
+    assert!(run.stderr.contains("> GET / HTTP/1.1\r\n"));
     assert!(run.stderr.contains("> User-Agent: poolcurl/"));
-    assert!(run.stderr.contains("< HTTP/1.1 200 OK\n"));
+    assert!(run.stderr.contains("< HTTP/1.1 200 OK\r\n"));
     assert!(run.stderr.contains("left intact"));
     assert_eq!(run.stdout, b"xx");
 }

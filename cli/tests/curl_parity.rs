@@ -9,9 +9,10 @@
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
 //! program that is not there cannot be checked. `.ci/run` installs curl when it can.
 //!
-//! Known differences not covered here: HTTP/1 header names keep the server's case in curl and
-//! are lower case in poolcurl (hyper does not expose the original case to the pool's callers),
-//! and the times and ports in `-w` differ by nature.
+//! HTTP/1 header names keep the case the server wrote them in (`/mixed` answers with
+//! `Content-Type`, `X-Request-ID`, `x-lower` and a repeated name spelled two ways) in `-i`, `-I`,
+//! `-D` and `-v`. Known differences not covered here: the times and ports in `-w` differ by
+//! nature.
 
 mod common;
 
@@ -41,6 +42,8 @@ enum Extra {
     UnknownVariableWarning,
     /// Selected fields of `%{json}` (times and ports differ by nature).
     JsonFields,
+    /// The response head lines `-v` shows (`< ...`), byte for byte.
+    VerboseResponseHead,
 }
 
 /// Which server a case runs against.
@@ -245,6 +248,28 @@ fn cases() -> Vec<Case> {
             &["--create-dirs", "-o", "%DIR%/a/b/c.txt", "%BASE%/hello"],
         ),
         case("dump header", &["-D", "%DIR%/head.txt", "%BASE%/hello"]),
+        // Issue 19: HTTP/1 header names as the server wrote them.
+        case("mixed case include", &["-i", "%BASE%/mixed"]),
+        case("mixed case head", &["-I", "%BASE%/mixed"]),
+        case(
+            "mixed case dump header",
+            &[
+                "-D",
+                "%DIR%/head.txt",
+                "-o",
+                "%DIR%/body.txt",
+                "%BASE%/mixed",
+            ],
+        ),
+        case(
+            "mixed case after a redirect",
+            &["-L", "-i", "%BASE%/mixed-redirect"],
+        ),
+        with(
+            Extra::VerboseResponseHead,
+            "mixed case verbose",
+            &["-v", "-o", "/dev/null", "%BASE%/mixed"],
+        ),
         case("glob braces", &["%BASE%/files/{a,b}"]),
         case(
             "glob range to files",
@@ -300,6 +325,17 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "a")
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
+        "/mixed" => Reply::ok("mixed\n")
+            .header("Content-Type", "text/plain")
+            .header("X-Request-ID", "abc")
+            .header("x-lower", "l")
+            .header("X-Dup", "1")
+            .header("Cache-Control", "no-store")
+            .header("x-DUP", "2")
+            .header("Content-Length", "6"),
+        "/mixed-redirect" => Reply::new(302)
+            .header("Location", "/mixed")
+            .header("Content-Length", "0"),
         "/loop" => Reply::new(301).header("location", "/loop"),
         "/truncated" => Reply::ok("0123456789").declared_length(100).then_close(),
         "/truncated-chunked" => Reply::ok("0123456789")
@@ -572,6 +608,15 @@ fn verbose_header_names(stderr: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `< ` lines of a `-v` trace, CR included: the response heads as shown.
+fn verbose_response_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .split('\n')
+        .filter(|l| l.starts_with("< "))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The `%{json}` fields both programs must agree on.
 fn json_fields(stdout: &[u8]) -> Vec<(String, serde_json::Value)> {
     let value: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
@@ -669,6 +714,15 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                         "warning:\n  curl     {:?}\n  poolcurl {:?}",
                         curl.stderr, ours.stderr
                     ));
+                }
+            }
+            Extra::VerboseResponseHead => {
+                let (a, b) = (
+                    verbose_response_lines(&curl.stderr),
+                    verbose_response_lines(&ours.stderr),
+                );
+                if a != b {
+                    problems.push(format!("-v response head: curl {a:?} poolcurl {b:?}"));
                 }
             }
             Extra::JsonFields => {

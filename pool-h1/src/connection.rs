@@ -13,6 +13,7 @@ use pool_core::sync::Arc;
 
 use crate::exchange::ExchangeGuard;
 use crate::parking::ParkingSpot;
+use crate::raw_names::NamesSlot;
 use crate::request::ForwardProxy;
 
 /// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
@@ -32,6 +33,8 @@ pub struct H1Connection<B> {
     link: Arc<PhysicalLink>,
     /// Set when the connection goes to a forward proxy rather than the origin.
     forward: Option<ForwardProxy>,
+    /// Where the transport leaves each response head's names, when the pool records them.
+    names: Option<std::sync::Arc<NamesSlot>>,
 }
 
 /// What came of [`H1Connection::send`].
@@ -88,7 +91,15 @@ impl<B: 'static> H1Connection<B> {
             spot,
             link,
             forward,
+            names: None,
         }
+    }
+
+    /// Attaches the slot where the transport leaves the header names of each response head
+    /// (see [`RawHeaderNames`](crate::RawHeaderNames)).
+    pub(crate) fn with_raw_names(mut self, names: Option<std::sync::Arc<NamesSlot>>) -> Self {
+        self.names = names;
+        self
     }
 
     /// Shapes `request` for this connection: origin-form with `Host` for an origin server
@@ -155,7 +166,10 @@ where
         read_mark: u64,
     ) -> SendOutcome<B> {
         match response {
-            Ok(response) => {
+            Ok(mut response) => {
+                if let Some(names) = self.names.as_ref().and_then(|slot| slot.take()) {
+                    response.extensions_mut().insert(names);
+                }
                 let guard = ExchangeGuard::new(self, &response);
                 SendOutcome::Response(response, guard)
             }

@@ -10,25 +10,31 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use hyper::body::Body;
-use hyper::client::conn::http1::{Builder, SendRequest};
+use hyper::client::conn::http1::SendRequest;
 use pin_project_lite::pin_project;
 use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
 use crate::connection::{H1Connection, H1Home};
 use crate::parking::ParkingSpot;
+use crate::raw_names::{NamesIo, NamesSlot};
 use crate::request::ForwardProxy;
+use crate::settings::H1Settings;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Runs hyper's HTTP/1 handshake on `io`. The caller then installs the connection's record
-/// and finishes with [`Handshaken::install`].
+/// Runs hyper's HTTP/1 handshake on `io` with `settings`. The caller then installs the
+/// connection's record and finishes with [`Handshaken::install`].
+///
+/// With [`H1Settings::record_raw_header_names`] on, `io` is wrapped so that each response
+/// head's names are kept (see [`RawHeaderNames`](crate::RawHeaderNames)); otherwise hyper gets
+/// `io` as it is.
 ///
 /// # Errors
 ///
 /// hyper's handshake error; nothing was installed.
 pub async fn handshake<I, B>(
-    builder: &Builder,
+    settings: &H1Settings,
     io: I,
 ) -> hyper::Result<Handshaken<B, impl Future<Output = hyper::Result<()>> + Send + use<I, B>>>
 where
@@ -37,11 +43,50 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let (sender, conn) = builder.handshake::<I, B>(io).await?;
+    if !settings.records_raw_header_names() {
+        let (sender, conn) = settings.handshake::<I, B>(io).await?;
+        return Ok(Handshaken {
+            sender,
+            conn: EitherConn::Plain {
+                conn: conn.with_upgrades(),
+            },
+            names: None,
+        });
+    }
+    let slot = std::sync::Arc::new(NamesSlot::default());
+    let io = NamesIo::new(io, slot.clone());
+    let (sender, conn) = settings.handshake::<NamesIo<I>, B>(io).await?;
     Ok(Handshaken {
         sender,
-        conn: conn.with_upgrades(),
+        conn: EitherConn::Names {
+            conn: conn.with_upgrades(),
+        },
+        names: Some(slot),
     })
+}
+
+pin_project! {
+    /// hyper's connection future over the transport as given, or over [`NamesIo`].
+    #[project = EitherConnProj]
+    enum EitherConn<P, N> {
+        Plain { #[pin] conn: P },
+        Names { #[pin] conn: N },
+    }
+}
+
+impl<P, N> Future for EitherConn<P, N>
+where
+    P: Future<Output = hyper::Result<()>>,
+    N: Future<Output = hyper::Result<()>>,
+{
+    type Output = hyper::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            EitherConnProj::Plain { conn } => conn.poll(cx),
+            EitherConnProj::Names { conn } => conn.poll(cx),
+        }
+    }
 }
 
 /// An HTTP/1 connection whose handshake succeeded, before its record exists.
@@ -49,6 +94,8 @@ where
 pub struct Handshaken<B, F> {
     sender: SendRequest<B>,
     conn: F,
+    /// Where the transport leaves each response head's names, when they are recorded.
+    names: Option<std::sync::Arc<NamesSlot>>,
 }
 
 impl<B: Send + 'static, F> Handshaken<B, F> {
@@ -72,7 +119,8 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             spot: Some(spot.clone()),
         };
         (
-            H1Connection::new(self.sender, record, home, spot, link, forward),
+            H1Connection::new(self.sender, record, home, spot, link, forward)
+                .with_raw_names(self.names),
             driver,
         )
     }

@@ -32,15 +32,26 @@
 //!
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
+//!
+//! # Header names as written
+//!
+//! hyper lower-cases response header names and keeps the original spelling to itself. With
+//! [`H1Settings::record_raw_header_names`], the transport is wrapped so that each response head
+//! is read a second time as it passes, and the response carries a [`RawHeaderNames`] extension
+//! (`Content-Type`, in the server's order). Without it, nothing is wrapped.
 
 mod connection;
 mod exchange;
 mod handshake;
 mod parking;
+mod raw_names;
 mod request;
+mod settings;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
 pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
+pub use raw_names::RawHeaderNames;
 pub use request::{ForwardProxy, prepare_proxied_request, prepare_request, restore_absolute_uri};
+pub use settings::H1Settings;

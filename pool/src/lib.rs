@@ -84,6 +84,8 @@ pub use pool_core::{
     PartitionId, PartitionStats, Protocol, ProxyRoute, ResendReason, Scheme, Sleep, TimeSource,
     TlsDetails,
 };
+/// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
+pub use pool_h1::RawHeaderNames;
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, Connected, Io, Negotiated,
     NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse, Resolve, ResolveFuture,

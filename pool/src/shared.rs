@@ -33,7 +33,7 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Shared {
     pub(crate) connector: Arc<dyn Connect>,
     pub(crate) protocol: ProtocolPolicy,
-    pub(crate) h1: hyper::client::conn::http1::Builder,
+    pub(crate) h1: pool_h1::H1Settings,
     pub(crate) h2: H2Settings,
     pub(crate) listener: Option<Arc<dyn ConnectionEventListener>>,
     pub(crate) time: Arc<dyn TimeSource>,
@@ -108,7 +108,7 @@ impl Shared {
     pub(crate) fn new(
         connector: Arc<dyn Connect>,
         protocol: ProtocolPolicy,
-        h1: hyper::client::conn::http1::Builder,
+        h1: pool_h1::H1Settings,
         h2: H2Settings,
         listener: Option<Arc<dyn ConnectionEventListener>>,
         time: Arc<dyn TimeSource>,

@@ -645,3 +645,76 @@ async fn one_client_alternating_origins_reaches_each_origin() {
     assert_eq!(b.accepted(), 1);
     assert_eq!(pool.origins().len(), 3);
 }
+
+/// `http1_preserve_header_case`: each response carries its own head's names as written, in
+/// order (after a `100 Continue`, and on a reused connection); without it, no extension.
+#[tokio::test]
+async fn raw_header_names_are_the_servers_own_only_when_asked() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
+            "/first" => Reply::ok("a")
+                .header("Content-Type", "text/plain")
+                .header("X-Dup", "1")
+                .header("x-other", "o")
+                .header("X-DUP", "2"),
+            _ => Reply::raw(
+                "HTTP/1.1 100 Continue\r\nX-Early: e\r\n\r\n\
+             HTTP/1.1 200 OK\r\nETag: \"v\"\r\nContent-Length: 1\r\n\r\nb",
+            ),
+        }))
+        .await;
+    let pool = ConnectionPool::builder()
+        .http1_preserve_header_case(true)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let names = |response: &http::Response<pool::Body>| -> Vec<(String, String)> {
+        let raw = response
+            .extensions()
+            .get::<pool::RawHeaderNames>()
+            .expect("attached");
+        raw.in_wire_order(response.headers())
+            .map(|(n, v)| (n.to_owned(), v.to_str().unwrap().to_owned()))
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+
+    let first = client.request(get(&server.url("/first"))).await.unwrap();
+    assert_eq!(
+        names(&first),
+        pairs(&[
+            ("Content-Type", "text/plain"),
+            ("X-Dup", "1"),
+            ("x-other", "o"),
+            ("X-DUP", "2"),
+            ("content-length", "1"),
+        ])
+    );
+    first.into_body().collect().await.unwrap();
+    let second = client.request(get(&server.url("/second"))).await.unwrap();
+    assert!(second.body().connection().is_reused());
+    assert_eq!(
+        names(&second),
+        pairs(&[("ETag", "\"v\""), ("Content-Length", "1")]),
+        "the final head's names, not the 100's nor the previous response's"
+    );
+    assert_eq!(second.into_body().collect().await.unwrap().to_bytes(), "b");
+
+    let plain = ConnectionPool::builder().build().unwrap();
+    let response = plain
+        .client()
+        .unwrap()
+        .request(get(&server.url("/first")))
+        .await
+        .unwrap();
+    assert!(
+        response
+            .extensions()
+            .get::<pool::RawHeaderNames>()
+            .is_none()
+    );
+}

@@ -10,8 +10,9 @@ use http::response::Parts;
 
 use super::exit::CurlError;
 
-/// The response head as curl's `-i` writes it: status line, `name: value` lines, blank line,
-/// all ending in CRLF. HTTP/2 has no reason phrase (`HTTP/2 200 `).
+/// The response head as curl's `-i` writes it: status line, `name: value` lines (HTTP/1 names
+/// as the server wrote them), blank line, all ending in CRLF. HTTP/2 has no reason phrase
+/// (`HTTP/2 200 `).
 pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
     let status = parts.status;
     let mut head = match parts.version {
@@ -31,11 +32,22 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             format!("{version} {} {reason}\r\n", status.as_u16()).into_bytes()
         }
     };
-    for (name, value) in &parts.headers {
-        head.extend_from_slice(name.as_str().as_bytes());
+    let mut field = |name: &str, value: &http::HeaderValue| {
+        head.extend_from_slice(name.as_bytes());
         head.extend_from_slice(b": ");
         head.extend_from_slice(value.as_bytes());
         head.extend_from_slice(b"\r\n");
+    };
+    // HTTP/1: the names as the server wrote them, in its order (the pool keeps them when built
+    // with `http1_preserve_header_case`); HTTP/2 names are lower case on the wire.
+    match parts.extensions.get::<pool::RawHeaderNames>() {
+        Some(raw) => raw
+            .in_wire_order(&parts.headers)
+            .for_each(|(name, value)| field(name, value)),
+        None => parts
+            .headers
+            .iter()
+            .for_each(|(name, value)| field(name.as_str(), value)),
     }
     head.extend_from_slice(b"\r\n");
     head
@@ -132,6 +144,25 @@ mod tests {
         assert_eq!(response_head(&p), b"HTTP/2 404 \r\n\r\n");
         let p = parts(Version::HTTP_10, 299, &[]);
         assert_eq!(response_head(&p), b"HTTP/1.0 299 \r\n\r\n");
+    }
+
+    #[test]
+    fn http1_names_are_written_as_the_server_wrote_them() {
+        let mut p = parts(
+            Version::HTTP_11,
+            200,
+            &[
+                ("x-dup", "1"),
+                ("content-type", "text/plain"),
+                ("x-dup", "2"),
+            ],
+        );
+        let raw: pool::RawHeaderNames = ["X-Dup", "Content-Type", "x-DUP"].into_iter().collect();
+        p.extensions.insert(raw);
+        assert_eq!(
+            response_head(&p),
+            b"HTTP/1.1 200 OK\r\nX-Dup: 1\r\nContent-Type: text/plain\r\nx-DUP: 2\r\n\r\n"
+        );
     }
 
     #[test]

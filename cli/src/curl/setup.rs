@@ -145,7 +145,10 @@ impl Resolve for FamilyResolver {
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
 /// `--cert`/`--key`.
 fn curl_builder(args: &CurlArgs) -> Result<Builder, CurlError> {
-    let mut builder = pool_builder(&args.connect)?.protocol(curl_protocol_policy(args));
+    // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
+    let mut builder = pool_builder(&args.connect)?
+        .protocol(curl_protocol_policy(args))
+        .http1_preserve_header_case(true);
     if args.net.ipv4 || args.net.ipv6 {
         let inner: Arc<dyn Resolve> = match static_resolver(&args.connect)? {
             Some(resolver) => Arc::new(resolver),

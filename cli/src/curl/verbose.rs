@@ -20,7 +20,8 @@
 //!
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
 //! anonymous)` instead of the connection and TLS lines. Request headers print in the order
-//! they are sent, `Host` first, as curl sends them.
+//! they are sent, `Host` first, as curl sends them; response header names as the server wrote
+//! them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
 
 use std::io::{self, Write};
 
@@ -142,27 +143,29 @@ impl Verbose {
             (false, true) => "HTTP/1.0",
             (false, false) => "HTTP/1.1",
         };
-        line(&format!("> {method} {target} {version}"));
+        // Header lines end in CRLF and the blank line after a head is `> ` / `< `, byte for
+        // byte as curl writes them (the head as sent and received).
+        line(&format!("> {method} {target} {version}\r"));
         if !http2 && !headers.contains_key(HOST) {
             let host = pool::OriginKey::from_uri(uri).map_or_else(
                 |_| uri.authority().map_or(String::new(), |a| a.to_string()),
                 |origin| origin.authority(),
             );
-            line(&format!("> Host: {host}"));
+            line(&format!("> Host: {host}\r"));
         }
         for (name, value) in headers {
             line(&format!(
-                "> {}: {}",
+                "> {}: {}\r",
                 title_case(name.as_str()),
                 String::from_utf8_lossy(value.as_bytes())
             ));
         }
-        line(">");
+        line("> \r");
         let head = String::from_utf8_lossy(head);
         for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
-            line(&format!("< {text}"));
+            line(&format!("< {text}\r"));
         }
-        line("<");
+        line("< \r");
         let _ = io::stderr().lock().write_all(trace.as_bytes());
     }
 

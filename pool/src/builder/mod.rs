@@ -70,7 +70,7 @@ pub struct Builder {
     max_connections_per_host: Option<usize>,
     max_pending_per_host: Option<usize>,
     reuse_scope: ConnectionReuseScope,
-    h1: hyper::client::conn::http1::Builder,
+    h1: pool_h1::H1Settings,
     h2: H2Settings,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -99,7 +99,7 @@ impl Default for Builder {
             max_connections_per_host: None,
             max_pending_per_host: None,
             reuse_scope: ConnectionReuseScope::default(),
-            h1: hyper::client::conn::http1::Builder::new(),
+            h1: hyper::client::conn::http1::Builder::new().into(),
             h2: H2Settings::default(),
             connect_timeout: None,
             read_timeout: None,
@@ -330,6 +330,15 @@ impl Builder {
     /// Writes HTTP/1 header names in title case (`Content-Type`) instead of lower case.
     pub fn http1_title_case_headers(mut self, enabled: bool) -> Self {
         self.h1.title_case_headers(enabled);
+        self
+    }
+
+    /// Keeps each HTTP/1 response's header names as the server wrote them (`Content-Type`),
+    /// in order, as a [`RawHeaderNames`](crate::RawHeaderNames) response extension; the
+    /// `HeaderMap` stays lower-case. Off by default, and then costs nothing: the head is parsed
+    /// a second time (by `httparse`, as its bytes pass) only on pools that turn this on.
+    pub fn http1_preserve_header_case(mut self, enabled: bool) -> Self {
+        self.h1.record_raw_header_names(enabled);
         self
     }
 

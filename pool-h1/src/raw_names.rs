@@ -1,0 +1,401 @@
+//! HTTP/1 response header names as the server wrote them.
+//!
+//! hyper lower-cases every header name into `http::HeaderMap` and keeps the original spelling
+//! only in a type it does not export. When the pool is asked to keep them
+//! ([`H1Settings::record_raw_header_names`](crate::H1Settings::record_raw_header_names)), the
+//! connection's transport is wrapped in [`NamesIo`], which reads the head of each response a
+//! second time with `httparse` as its bytes pass by, and [`H1Connection::send`] attaches the
+//! result to the response as a [`RawHeaderNames`] extension.
+//!
+//! What it does: only the head bytes of each response are looked at (from the first read after
+//! a request is written up to the end of the final, non-1xx head); body bytes pass straight
+//! through. What it does not do: change what hyper parses or what the `HeaderMap` holds, or
+//! cost anything on a connection of a pool that did not ask for it (the transport is not
+//! wrapped at all). A head that `httparse` cannot read, or one over [`MAX_HEAD`] bytes, just
+//! gets no extension.
+//!
+//! [`H1Connection::send`]: crate::H1Connection::send
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+
+use http::{HeaderMap, HeaderValue};
+use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
+
+/// Largest response head looked at; a longer one gets no [`RawHeaderNames`].
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+
+/// Most header fields in one head (hyper's own default limit).
+const MAX_FIELDS: usize = 100;
+
+/// How much one read of a head may take (the copy buffer; body reads are not copied).
+const SCRATCH: usize = 8 * 1024;
+
+/// The header names of one HTTP/1 response as the server wrote them (`Content-Type`,
+/// `X-Request-ID`), in the order it wrote them, duplicates included. A response extension,
+/// present only when the pool was built with `http1_preserve_header_case(true)`.
+///
+/// The values stay in the response's `HeaderMap`; [`in_wire_order`](Self::in_wire_order)
+/// pairs each written name with its value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawHeaderNames {
+    /// The names one after the other.
+    text: String,
+    /// Where each name ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl RawHeaderNames {
+    /// The names, in the order of the response head.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let name = &self.text[start..end];
+            start = end;
+            name
+        })
+    }
+
+    /// How many header fields the head had.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the head had no header fields.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Each field of `headers` as the server wrote it: the written name with its value, in the
+    /// head's order. Fields of `headers` that the head did not have (added after the response
+    /// arrived) follow at the end under their lower-case names.
+    pub fn in_wire_order<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+    ) -> impl Iterator<Item = (&'a str, &'a HeaderValue)> + 'a {
+        // How many values of each (lower-case) name the written names have used.
+        let mut used: Vec<(&'a str, usize)> = Vec::new();
+        let mut out: Vec<(&'a str, &'a HeaderValue)> = Vec::with_capacity(headers.len());
+        for name in self.iter() {
+            let seen = match used.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                Some((_, count)) => {
+                    *count += 1;
+                    *count - 1
+                }
+                None => {
+                    used.push((name, 1));
+                    0
+                }
+            };
+            let lower = name.to_ascii_lowercase();
+            if let Some(value) = headers.get_all(lower.as_str()).iter().nth(seen) {
+                out.push((name, value));
+            }
+        }
+        for name in headers.keys() {
+            let taken = used
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
+                .map_or(0, |(_, count)| *count);
+            out.extend(
+                headers
+                    .get_all(name)
+                    .iter()
+                    .skip(taken)
+                    .map(|value| (name.as_str(), value)),
+            );
+        }
+        out.into_iter()
+    }
+
+    fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+}
+
+impl<'a> FromIterator<&'a str> for RawHeaderNames {
+    /// Names in head order (for callers that build a response by hand, and tests).
+    fn from_iter<T: IntoIterator<Item = &'a str>>(names: T) -> Self {
+        let mut raw = RawHeaderNames::default();
+        names.into_iter().for_each(|name| raw.push(name));
+        raw
+    }
+}
+
+/// Where the transport leaves the names of the latest final response head for the exchange
+/// that waits for it.
+#[derive(Debug, Default)]
+pub(crate) struct NamesSlot(Mutex<Option<RawHeaderNames>>);
+
+impl NamesSlot {
+    fn put(&self, names: RawHeaderNames) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
+    }
+
+    /// The names of the response that just arrived, if its head was read.
+    pub(crate) fn take(&self) -> Option<RawHeaderNames> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// What the wrapper is doing with reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No response head expected: reads pass through untouched.
+    Between,
+    /// A request was written: the next bytes read are a response head (or several, 1xx first).
+    Head,
+}
+
+/// A transport that reads each response head a second time for its header names (see the
+/// module docs). Built only for pools that asked for the names.
+#[derive(Debug)]
+pub(crate) struct NamesIo<I> {
+    inner: I,
+    slot: Arc<NamesSlot>,
+    phase: Phase,
+    /// Head bytes received so far when a head spans several reads.
+    partial: Vec<u8>,
+    /// Reads during [`Phase::Head`] land here before being copied into hyper's buffer.
+    scratch: Box<[u8]>,
+}
+
+impl<I> NamesIo<I> {
+    pub(crate) fn new(inner: I, slot: Arc<NamesSlot>) -> NamesIo<I> {
+        NamesIo {
+            inner,
+            slot,
+            phase: Phase::Between,
+            partial: Vec::new(),
+            scratch: vec![0; SCRATCH].into_boxed_slice(),
+        }
+    }
+
+    /// A request is being written: a response head comes next.
+    fn request_written(&mut self) {
+        if self.phase == Phase::Between {
+            self.phase = Phase::Head;
+            self.partial.clear();
+        }
+    }
+
+    /// Looks at `bytes`, the next bytes of the response stream while a head is expected.
+    fn observe(&mut self, bytes: &[u8]) {
+        if self.partial.is_empty() {
+            let used = self.parse_heads(bytes);
+            if self.phase == Phase::Head {
+                self.keep(&bytes[used..]);
+            }
+        } else {
+            let mut partial = std::mem::take(&mut self.partial);
+            partial.extend_from_slice(bytes);
+            let used = self.parse_heads(&partial);
+            if self.phase == Phase::Head {
+                partial.drain(..used);
+                self.partial = partial;
+                if self.partial.len() > MAX_HEAD {
+                    self.give_up();
+                }
+            }
+        }
+    }
+
+    /// Parses as many complete heads from `bytes` as there are, up to the final one; returns how
+    /// many bytes the 1xx heads took (the rest is an incomplete head, when still in
+    /// [`Phase::Head`]).
+    fn parse_heads(&mut self, bytes: &[u8]) -> usize {
+        let mut used = 0;
+        while self.phase == Phase::Head {
+            let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+            let mut response = httparse::Response::new(&mut fields);
+            match response.parse(&bytes[used..]) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let informational = response
+                        .code
+                        .is_some_and(|code| (100..200).contains(&code) && code != 101);
+                    if informational {
+                        used += len;
+                        continue;
+                    }
+                    let mut names = RawHeaderNames::default();
+                    for field in response.headers.iter() {
+                        names.push(field.name);
+                    }
+                    self.slot.put(names);
+                    self.phase = Phase::Between;
+                }
+                Ok(httparse::Status::Partial) => break,
+                Err(_) => self.give_up(),
+            }
+        }
+        used
+    }
+
+    fn keep(&mut self, rest: &[u8]) {
+        if rest.len() > MAX_HEAD {
+            self.give_up();
+        } else {
+            self.partial.extend_from_slice(rest);
+        }
+    }
+
+    /// This head will get no names; reads pass through until the next request.
+    fn give_up(&mut self) {
+        self.phase = Phase::Between;
+        self.partial = Vec::new();
+    }
+}
+
+impl<I: Read + Unpin> Read for NamesIo<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.phase == Phase::Between {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        let room = buf.remaining().min(this.scratch.len());
+        let mut scratch = std::mem::take(&mut this.scratch);
+        let mut read = ReadBuf::new(&mut scratch[..room]);
+        let polled = Pin::new(&mut this.inner).poll_read(cx, read.unfilled());
+        let result = match polled {
+            Poll::Ready(Ok(())) => {
+                let filled = read.filled();
+                buf.put_slice(filled);
+                this.observe(filled);
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        };
+        this.scratch = scratch;
+        result
+    }
+}
+
+impl<I: Write + Unpin> Write for NamesIo<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
+        if written > 0 {
+            this.request_written();
+        }
+        Poll::Ready(Ok(written))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = ready!(Pin::new(&mut this.inner).poll_write_vectored(cx, bufs))?;
+        if written > 0 {
+            this.request_written();
+        }
+        Poll::Ready(Ok(written))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io() -> NamesIo<()> {
+        NamesIo::new((), Arc::new(NamesSlot::default()))
+    }
+
+    fn names(io: &NamesIo<()>) -> Option<Vec<String>> {
+        io.slot
+            .take()
+            .map(|n| n.iter().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn a_head_in_one_read_keeps_names_and_order() {
+        let mut io = io();
+        io.request_written();
+        io.observe(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-ID: 1\r\nx-id: 2\r\nContent-Length: 2\r\n\r\nhi");
+        assert_eq!(
+            names(&io).unwrap(),
+            ["Content-Type", "X-ID", "x-id", "Content-Length"]
+        );
+        assert_eq!(io.phase, Phase::Between);
+    }
+
+    #[test]
+    fn a_head_split_over_reads_and_after_a_100_continue() {
+        let mut io = io();
+        io.request_written();
+        io.observe(b"HTTP/1.1 100 Continue\r\nX-Early: 1\r\n\r\nHTTP/1.1 201 Cre");
+        assert!(names(&io).is_none());
+        io.observe(b"ated\r\nLocation: /a\r\n");
+        assert!(names(&io).is_none());
+        io.observe(b"ETag: \"x\"\r\n\r\nbody");
+        assert_eq!(names(&io).unwrap(), ["Location", "ETag"]);
+    }
+
+    #[test]
+    fn body_bytes_are_not_heads_until_the_next_request() {
+        let mut io = io();
+        io.request_written();
+        io.observe(b"HTTP/1.1 200 OK\r\nA: 1\r\n\r\n");
+        assert_eq!(names(&io).unwrap(), ["A"]);
+        assert_eq!(io.phase, Phase::Between);
+        io.request_written();
+        io.observe(b"HTTP/1.1 204 No Content\r\nB-b: 2\r\n\r\n");
+        assert_eq!(names(&io).unwrap(), ["B-b"]);
+    }
+
+    #[test]
+    fn garbage_gives_up_without_names() {
+        let mut io = io();
+        io.request_written();
+        io.observe(b"NOT HTTP\r\n\r\n");
+        assert!(names(&io).is_none());
+        assert_eq!(io.phase, Phase::Between);
+    }
+
+    #[test]
+    fn wire_order_pairs_names_with_values() {
+        let raw: RawHeaderNames = ["X-Two", "Content-Type", "x-two"].into_iter().collect();
+        let mut headers = HeaderMap::new();
+        headers.append("x-two", HeaderValue::from_static("a"));
+        headers.append("content-type", HeaderValue::from_static("text/plain"));
+        headers.append("x-two", HeaderValue::from_static("b"));
+        headers.append("added", HeaderValue::from_static("later"));
+        let pairs: Vec<(&str, &str)> = raw
+            .in_wire_order(&headers)
+            .map(|(n, v)| (n, v.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("X-Two", "a"),
+                ("Content-Type", "text/plain"),
+                ("x-two", "b"),
+                ("added", "later")
+            ]
+        );
+    }
+}
