@@ -99,6 +99,9 @@ pub enum OpenReason {
     /// The accepting HTTP/2 generation reached the maximum connection lifetime, and this one
     /// replaces it before it stops accepting.
     LifetimeRenewal,
+    /// Every HTTP/2 connection to the origin was at the peer's concurrent-stream limit
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`) while requests waited.
+    StreamLimit,
 }
 
 impl OpenReason {
@@ -108,6 +111,7 @@ impl OpenReason {
             OpenReason::Request => "request",
             OpenReason::Preconnect => "preconnect",
             OpenReason::LifetimeRenewal => "lifetime_renewal",
+            OpenReason::StreamLimit => "stream_limit",
         }
     }
 }

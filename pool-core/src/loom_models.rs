@@ -11,7 +11,9 @@
 //!   arrival, serves one of them and then the other (fairness never strands either);
 //! * demand published out of order never resurrects a stale ticket;
 //! * a logical close racing a dispatch commit accounts the connection exactly once;
-//! * a waiter's claim racing its cancellation hands the value to exactly one side.
+//! * a waiter's claim racing its cancellation hands the value to exactly one side;
+//! * a scale-out generation published while a stream of the full one ends gives the waiting
+//!   request exactly one stream, and starts no second flight.
 
 use std::time::{Duration, Instant};
 
@@ -290,5 +292,56 @@ fn loom_waiter_claim_races_cancel() {
             .filter(|v| v.is_some())
             .count();
         assert_eq!(owners, 1, "exactly one side ends up with the value");
+    });
+}
+
+/// Two generations and a flight: a request waits because the only generation is at its stream
+/// limit, and its scale-out flight publishes a second generation while a stream of the first
+/// ends. Whatever the interleaving, the request gets exactly one stream (on either
+/// generation), no stream is reserved twice, and no second flight starts.
+#[test]
+fn loom_publication_races_a_freed_stream() {
+    loom::model(|| {
+        let launches = Launches::default();
+        let cell = fakes::recording_cell(
+            EstablishMode::Http2,
+            Some(Duration::from_secs(90)),
+            None,
+            &launches,
+            None,
+        );
+        let now = Instant::now();
+        let first = fakes::wait(&cell, Requirement::Any, 1, now);
+        let (_, launch, _) = launches.lock().unwrap().remove(0);
+        let crate::cell::Launch::Flight(flight) = launch else {
+            panic!("an HTTP/2 cell launches flights")
+        };
+        let old = fakes::h2(&cell);
+        old.set_limit(1);
+        cell.publish_h2(old.clone(), flight, now);
+        assert!(matches!(first.try_take(), Some(Grant::H2(_))));
+        cell.activation_done();
+        // The generation is full: the next request waits and scales out.
+        let waiting = fakes::wait(&cell, Requirement::Any, 2, now);
+        let (_, launch, _) = launches.lock().unwrap().remove(0);
+        let crate::cell::Launch::Flight(scale_out) = launch else {
+            panic!("a scale-out is a flight")
+        };
+        let new = fakes::h2(&cell);
+        new.set_limit(1);
+        let publisher = {
+            let (cell, new) = (cell.clone(), new.clone());
+            loom::thread::spawn(move || cell.publish_h2(new, scale_out, now))
+        };
+        old.end_stream();
+        cell.h2_stream_freed();
+        publisher.join().unwrap();
+        let grant = waiting.try_take();
+        assert!(
+            matches!(grant, Some(Grant::H2(_))),
+            "the waiting request got exactly one stream"
+        );
+        assert_eq!(old.taken() + new.taken(), 1, "one stream reserved, for it");
+        assert!(launches.lock().unwrap().is_empty(), "no second flight");
     });
 }

@@ -13,6 +13,9 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
 
+use crate::handshake::H2Home;
+use crate::streams::Streams;
+
 /// One HTTP/2 connection as the pool holds it. Cheap to clone: clones share the sender.
 pub struct H2Generation<B> {
     inner: Arc<Inner<B>>,
@@ -21,6 +24,9 @@ pub struct H2Generation<B> {
 struct Inner<B> {
     sender: SendRequest<B>,
     record: Arc<ConnectionRecord>,
+    streams: Arc<Streams>,
+    /// Told when a stream frees up on a generation that was at its limit.
+    home: Arc<dyn H2Home>,
 }
 
 impl<B> Clone for H2Generation<B> {
@@ -32,11 +38,27 @@ impl<B> Clone for H2Generation<B> {
 }
 
 impl<B> H2Generation<B> {
-    /// Wraps a handshaken sender and its (installed) record.
-    pub fn new(sender: SendRequest<B>, record: Arc<ConnectionRecord>) -> Self {
+    /// Wraps a handshaken sender and its (installed) record; `streams` is shared with the
+    /// driver, `home` is told when a stream frees up at the limit.
+    pub(crate) fn new(
+        sender: SendRequest<B>,
+        record: Arc<ConnectionRecord>,
+        streams: Arc<Streams>,
+        home: Arc<dyn H2Home>,
+    ) -> Self {
         H2Generation {
-            inner: Arc::new(Inner { sender, record }),
+            inner: Arc::new(Inner {
+                sender,
+                record,
+                streams,
+                home,
+            }),
         }
+    }
+
+    /// Streams reserved or in use.
+    pub fn streams_taken(&self) -> usize {
+        self.inner.streams.taken()
     }
 
     /// The generation's lifecycle record.
@@ -50,24 +72,39 @@ impl<B> H2Generation<B> {
         !self.inner.record.is_closed() && !self.inner.sender.is_closed()
     }
 
-    /// Takes a lease on one stream, or `None` if the generation stopped accepting.
+    /// Turns the stream the cell reserved ([`PooledH2::try_reserve`]) into a lease, or gives the
+    /// reservation back and returns `None` if the generation stopped accepting.
     ///
     /// # Concurrency
     ///
     /// A lease taken just before the generation closes is still honoured by hyper if the
     /// dispatcher accepts the request, or handed back unsent if it does not; either way the
-    /// lease's stream count is released exactly once.
+    /// lease's stream is released exactly once.
     pub fn lease(&self) -> Option<StreamLease<B>> {
         if !self.is_accepting() {
+            self.release_stream();
             return None;
         }
         self.inner.record.gauges().inc(Gauge::H2ActiveStreams);
         Some(StreamLease {
             sender: self.inner.sender.clone(),
             guard: StreamGuard {
-                record: Some(self.inner.record.clone()),
+                generation: Some(Box::new(self.handle())),
             },
         })
+    }
+
+    /// What a stream guard needs of its generation, without the body type.
+    fn handle(&self) -> GenerationHandle {
+        GenerationHandle {
+            record: self.inner.record.clone(),
+            streams: self.inner.streams.clone(),
+            home: self.inner.home.clone(),
+        }
+    }
+
+    fn release_stream(&self) {
+        self.handle().release();
     }
 }
 
@@ -79,12 +116,54 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     fn is_accepting(&self) -> bool {
         H2Generation::is_accepting(self)
     }
+
+    fn try_reserve(&self) -> bool {
+        self.inner.streams.try_reserve()
+    }
+
+    fn unreserve(&self) {
+        self.release_stream();
+    }
+
+    fn unreserve_quietly(&self) {
+        self.inner.streams.release();
+    }
+
+    fn is_full(&self) -> bool {
+        self.inner.streams.is_full()
+    }
+
+    fn stream_limit(&self) -> Option<usize> {
+        self.inner.streams.limit()
+    }
+
+    fn assume_stream_limit(&self, limit: usize) {
+        self.inner.streams.assume(limit);
+    }
+}
+
+/// A generation's record, stream accounting and home, as a stream holds them.
+struct GenerationHandle {
+    record: Arc<ConnectionRecord>,
+    streams: Arc<Streams>,
+    home: Arc<dyn H2Home>,
+}
+
+impl GenerationHandle {
+    /// Releases one stream; a generation that was at its limit tells its cell, whose oldest
+    /// waiting request takes the stream.
+    fn release(&self) {
+        if self.streams.release() {
+            self.home.stream_freed(&self.record);
+        }
+    }
 }
 
 impl<B> fmt::Debug for H2Generation<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("H2Generation")
             .field("record", &self.inner.record)
+            .field("streams", &self.inner.streams)
             .finish()
     }
 }
@@ -162,12 +241,7 @@ where
     /// The request is handed to hyper when this is called, not when the future is first
     /// polled, so the future holds the lease and hyper's response future, not the request.
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
-        let record = self
-            .guard
-            .record
-            .as_ref()
-            .expect("a lease holds its record until sent");
-        let reused = record.record_dispatch();
+        let reused = self.record().record_dispatch();
         let response = self.sender.try_send_request(request);
         async move { self.outcome(response.await, reused) }
     }
@@ -178,7 +252,12 @@ where
         reused: bool,
     ) -> H2SendOutcome<B> {
         match response {
-            Ok(response) => H2SendOutcome::Response(response, self.guard),
+            Ok(response) => {
+                if let Some(generation) = &self.guard.generation {
+                    generation.streams.saw_response();
+                }
+                H2SendOutcome::Response(response, self.guard)
+            }
             Err(mut err) => {
                 let unsent = err.take_message();
                 let error = err.into_error();
@@ -208,8 +287,7 @@ impl<B> StreamLease<B> {
     /// The record of the leased generation.
     pub fn record(&self) -> &Arc<ConnectionRecord> {
         self.guard
-            .record
-            .as_ref()
+            .record()
             .expect("a lease holds its record until sent")
     }
 }
@@ -222,22 +300,24 @@ impl<B> fmt::Debug for StreamLease<B> {
     }
 }
 
-/// Keeps one stream counted in `h2_active_streams` until it is dropped or
-/// [`release`](Self::release)d.
+/// Keeps one stream counted (in `h2_active_streams`, and against the peer's limit) until it is
+/// dropped or [`release`](Self::release)d.
 pub struct StreamGuard {
-    record: Option<Arc<ConnectionRecord>>,
+    // Boxed: a guard sits in every response body, which stays small.
+    generation: Option<Box<GenerationHandle>>,
 }
 
 impl StreamGuard {
     /// The record of the generation the stream belongs to.
     pub fn record(&self) -> Option<&Arc<ConnectionRecord>> {
-        self.record.as_ref()
+        self.generation.as_ref().map(|g| &g.record)
     }
 
     /// The stream finished: stop counting it.
     pub fn release(&mut self) {
-        if let Some(record) = self.record.take() {
-            record.gauges().dec(Gauge::H2ActiveStreams);
+        if let Some(generation) = self.generation.take() {
+            generation.record.gauges().dec(Gauge::H2ActiveStreams);
+            generation.release();
         }
     }
 }
@@ -251,7 +331,7 @@ impl Drop for StreamGuard {
 impl fmt::Debug for StreamGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamGuard")
-            .field("active", &self.record.is_some())
+            .field("active", &self.generation.is_some())
             .finish()
     }
 }

@@ -20,14 +20,38 @@ use pool_core::sync::Arc;
 use crate::generation::H2Generation;
 use crate::runtime::{PartitionExecutor, PoolTimer};
 use crate::settings::H2Settings;
+use crate::streams::Streams;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Where an HTTP/2 connection reports that it stopped, implemented by the assembled pool.
+/// Where an HTTP/2 connection reports to its cell, implemented by the assembled pool.
 pub trait H2Home: Send + Sync + 'static {
     /// The generation of `record` stopped accepting streams (its driver ended): remove it from
     /// its cell so the next request gets a replacement.
     fn retire(&self, record: &Arc<ConnectionRecord>);
+
+    /// A stream of the generation of `record` became free while it was at the peer's limit (a
+    /// stream ended, or the peer raised its limit): a request waiting in the cell may take it.
+    fn stream_freed(&self, record: &Arc<ConnectionRecord>);
+}
+
+/// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` as hyper's connection applies it.
+pub trait PeerStreamLimit {
+    /// The most streams the peer allows open at once right now.
+    fn max_send_streams(&self) -> usize;
+}
+
+impl<T, B, E> PeerStreamLimit for hyper::client::conn::http2::Connection<T, B, E>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    B: Body + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    E: hyper::rt::bounds::Http2ClientConnExec<B, T> + Unpin,
+{
+    fn max_send_streams(&self) -> usize {
+        self.current_max_send_streams()
+    }
 }
 
 /// Runs hyper's HTTP/2 handshake on `io` with the partition's executor, the pool's timer and
@@ -42,7 +66,9 @@ pub async fn handshake<I, B>(
     timer: PoolTimer,
     settings: &H2Settings,
     io: I,
-) -> hyper::Result<Handshaken<B, impl Future<Output = hyper::Result<()>> + Send + use<I, B>>>
+) -> hyper::Result<
+    Handshaken<B, impl Future<Output = hyper::Result<()>> + PeerStreamLimit + Send + use<I, B>>,
+>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     B: Body + Send + Unpin + 'static,
@@ -53,7 +79,11 @@ where
     builder.timer(timer);
     settings.apply(&mut builder);
     let (sender, conn) = builder.handshake::<I, B>(io).await?;
-    Ok(Handshaken { sender, conn })
+    Ok(Handshaken {
+        sender,
+        conn,
+        initial_max_send_streams: settings.initial_max_send_streams(),
+    })
 }
 
 /// An HTTP/2 connection whose handshake succeeded, before its record exists.
@@ -61,6 +91,8 @@ where
 pub struct Handshaken<B, F> {
     sender: SendRequest<B>,
     conn: F,
+    /// The streams h2 allows before the peer's SETTINGS.
+    initial_max_send_streams: usize,
 }
 
 impl<B, F> Handshaken<B, F> {
@@ -75,12 +107,17 @@ impl<B, F> Handshaken<B, F> {
         // The driver must not hold a sender: hyper shuts an HTTP/2 connection down gracefully
         // once the last sender is gone (after the cell dropped the generation and every lease
         // ended).
+        let streams = Arc::new(Streams::new(self.initial_max_send_streams));
         let driver = H2Driver {
             conn: Some(self.conn),
             record: Some(record.clone()),
-            home: Some(home),
+            home: Some(home.clone()),
+            streams: streams.clone(),
         };
-        (H2Generation::new(self.sender, record), driver)
+        (
+            H2Generation::new(self.sender, record, streams, home),
+            driver,
+        )
     }
 }
 
@@ -95,6 +132,8 @@ pin_project! {
         record: Option<Arc<ConnectionRecord>>,
         // The cell to retire the generation from.
         home: Option<Arc<dyn H2Home>>,
+        // Where the peer's stream limit is copied after every poll.
+        streams: Arc<Streams>,
     }
 
     impl<F> PinnedDrop for H2Driver<F> {
@@ -112,16 +151,25 @@ pin_project! {
 
 impl<F> Future for H2Driver<F>
 where
-    F: Future<Output = hyper::Result<()>>,
+    F: Future<Output = hyper::Result<()>> + PeerStreamLimit,
 {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut this = self.project();
-        let Some(conn) = this.conn.as_mut().as_pin_mut() else {
+        let Some(mut conn) = this.conn.as_mut().as_pin_mut() else {
             return Poll::Ready(());
         };
-        let result = ready!(conn.poll(cx));
+        let seen = this.streams.response_seen();
+        let polled = conn.as_mut().poll(cx);
+        // A SETTINGS frame read in this poll may have changed the peer's limit.
+        let limit = conn.as_ref().get_ref().max_send_streams();
+        if this.streams.observe(limit, seen) {
+            if let (Some(home), Some(record)) = (this.home.as_ref(), this.record.as_ref()) {
+                home.stream_freed(record);
+            }
+        }
+        let result = ready!(polled);
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };

@@ -27,9 +27,22 @@ pub struct H2Settings {
     /// How many streams to open before the peer's first SETTINGS frame says how many it allows
     /// (hyper's default is 100).
     pub initial_max_send_streams: Option<usize>,
+    /// How many HTTP/2 connections an unbounded origin may have in one partition when every
+    /// one is at the peer's stream limit (the pool's setting, not hyper's; `None`: the pool's
+    /// default).
+    pub max_connections: Option<usize>,
 }
 
+/// hyper's `initial_max_send_streams` when none is set.
+const HYPER_INITIAL_MAX_SEND_STREAMS: usize = 100;
+
 impl H2Settings {
+    /// The streams h2 opens before the peer's first SETTINGS frame.
+    pub fn initial_max_send_streams(&self) -> usize {
+        self.initial_max_send_streams
+            .unwrap_or(HYPER_INITIAL_MAX_SEND_STREAMS)
+    }
+
     /// Applies the settings to a hyper HTTP/2 client builder.
     pub fn apply<E: Clone>(&self, builder: &mut Builder<E>) {
         builder

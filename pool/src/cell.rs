@@ -92,13 +92,16 @@ impl CellEntry {
                 time: shared.time.clone(),
             };
             let bound = admission.map(|admission| (admission, index));
-            let cell = Arc::new(Cell::new(
-                mode,
-                shared.idle_timeout,
-                Arc::new(Default::default()),
-                hooks,
-                bound,
-            ));
+            let cell = Arc::new(
+                Cell::new(
+                    mode,
+                    shared.idle_timeout,
+                    Arc::new(Default::default()),
+                    hooks,
+                    bound,
+                )
+                .with_h2_connection_cap(shared.h2_connections),
+            );
             CellEntry {
                 cell,
                 origin,

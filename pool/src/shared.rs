@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) idle_timeout: Option<Duration>,
     /// The maximum connection lifetime, if any.
     pub(crate) lifetime: Option<Lifetime>,
+    /// HTTP/2 connections per (partition, origin) of an unbounded origin.
+    pub(crate) h2_connections: usize,
     /// The connect timeout for establishments no request asked for (replacements after GOAWAY).
     pub(crate) connect_timeout: Option<Duration>,
     /// The per-origin bound; `None` builds no admission machinery at all.
@@ -118,6 +120,9 @@ impl Shared {
         connect_timeout: Option<Duration>,
         bound: Option<BoundConfig>,
     ) -> Shared {
+        let h2_connections = h2
+            .max_connections
+            .unwrap_or(pool_core::cell::DEFAULT_H2_CONNECTIONS);
         Shared {
             connector,
             protocol,
@@ -128,6 +133,7 @@ impl Shared {
             sleep,
             idle_timeout,
             lifetime,
+            h2_connections,
             connect_timeout,
             bound,
             admissions: Mutex::new(HashMap::new()),

@@ -155,11 +155,12 @@ async fn cold_h2c_burst_uses_one_connection() {
     assert_eq!(server.accepted(), 1);
 }
 
-/// Once the server's SETTINGS are known, requests beyond its stream limit wait inside h2 on the
-/// same connection; on a cold connection `http2_initial_max_send_streams` bounds what is sent
-/// before the SETTINGS arrive.
+/// At the HTTP/2 connection cap (here 1), requests beyond the server's stream limit wait for a
+/// stream on the same connection (in the pool once the limit is known, inside h2 on a cold
+/// connection, where `http2_initial_max_send_streams` bounds what is sent before the SETTINGS
+/// arrive).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requests_beyond_max_concurrent_streams_wait_inside_h2() {
+async fn at_the_connection_cap_requests_beyond_the_stream_limit_wait_for_a_stream() {
     for (warm, initial) in [(true, None), (false, Some(2))] {
         let hold = Gate::new();
         let server = ScriptedH2Server::builder()
@@ -178,6 +179,7 @@ async fn requests_beyond_max_concurrent_streams_wait_inside_h2() {
             .await;
         let pool = h2c_pool()
             .http2_initial_max_send_streams(initial)
+            .http2_max_connections_per_origin(1)
             .build()
             .unwrap();
         let client = pool.client().unwrap();
@@ -464,4 +466,218 @@ async fn a_host_header_becomes_the_http2_authority() {
     assert_eq!(requests[0].header("host"), None);
     assert_eq!(requests[0].path(), "/vhost");
     assert_eq!(server.accepted(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Past the server's stream limit
+
+/// A server allowing `limit` concurrent streams, whose `/held` replies wait for `hold` (before
+/// their head) and whose
+/// `/warm` replies at once (a first response makes the limit known).
+async fn limited_server(limit: u32, hold: &Gate) -> ScriptedH2Server {
+    ScriptedH2Server::builder()
+        .max_concurrent_streams(limit)
+        .handler({
+            let hold = hold.clone();
+            move |request| {
+                if request.path() == "/held" {
+                    StreamPlan::ok("x").after_gate(hold.clone())
+                } else {
+                    StreamPlan::ok("x")
+                }
+            }
+        })
+        .start()
+        .await
+}
+
+/// Starts `n` fetches of `url`.
+fn spawn_fetches(client: &pool::Client, url: &str, n: usize) -> JoinSet<(ConnectionHandle, Bytes)> {
+    let mut tasks = JoinSet::new();
+    for _ in 0..n {
+        let (client, url) = (client.clone(), url.to_owned());
+        tasks.spawn(async move { fetch(&client, &url).await });
+    }
+    tasks
+}
+
+/// With every connection at the server's known stream limit and requests waiting, the pool
+/// opens one more connection at a time (reason `StreamLimit`) until the requests fit, and never
+/// sends a connection more streams than the server allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_the_stream_limit_scale_out_one_connection_at_a_time() {
+    let hold = Gate::new();
+    let server = limited_server(2, &hold).await;
+    let events = EventLog::new();
+    let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    fetch(&client, &server.url("/warm")).await;
+    let mut tasks = spawn_fetches(&client, &server.url("/held"), 6);
+    tokio::time::timeout(LIMIT, hold.wait_arrived(6))
+        .await
+        .unwrap();
+    let key = origin(&server.url("/"));
+    let stats = pool.stats(&key).total();
+    assert_eq!(stats.h2_accepting, 3, "{stats:?}");
+    assert_eq!(stats.h2_active_streams, 6, "{stats:?}");
+    assert_eq!(stats.waiting_requests, 0, "{stats:?}");
+    hold.open();
+    while let Some(result) = tasks.join_next().await {
+        assert_eq!(result.unwrap().1, "x");
+    }
+    assert_eq!(server.accepted(), 3);
+    assert!(server.max_concurrent_streams_seen() <= 2);
+    let reasons: Vec<_> = events.created().iter().map(|i| i.open_reason()).collect();
+    assert_eq!(
+        reasons,
+        [
+            pool::OpenReason::Request,
+            pool::OpenReason::StreamLimit,
+            pool::OpenReason::StreamLimit
+        ]
+    );
+}
+
+/// Below the server's limit the pool keeps one connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_stream_limit_one_connection_serves_everything() {
+    let hold = Gate::new();
+    let server = limited_server(16, &hold).await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    fetch(&client, &server.url("/warm")).await;
+    let mut tasks = spawn_fetches(&client, &server.url("/held"), 16);
+    tokio::time::timeout(LIMIT, hold.wait_arrived(16))
+        .await
+        .unwrap();
+    hold.open();
+    while let Some(result) = tasks.join_next().await {
+        result.unwrap();
+    }
+    assert_eq!(server.accepted(), 1);
+}
+
+/// A bounded origin (N = 2) against a limit of 2 streams: never more than 2 connections, 4
+/// streams in flight, and the other requests wait in the pool's gauges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_origin_scales_out_within_its_bound_and_the_rest_wait_visibly() {
+    let hold = Gate::new();
+    let server = limited_server(2, &hold).await;
+    let pool = h2c_pool().max_connections_per_host(2).build().unwrap();
+    let client = pool.client().unwrap();
+    fetch(&client, &server.url("/warm")).await;
+    let mut tasks = spawn_fetches(&client, &server.url("/held"), 10);
+    tokio::time::timeout(LIMIT, hold.wait_arrived(4))
+        .await
+        .unwrap();
+    let key = origin(&server.url("/"));
+    settle(&pool, &key, |s| s.waiting_requests == 6).await;
+    let stats = pool.stats(&key);
+    assert_eq!(stats.total().h2_accepting, 2);
+    assert_eq!(stats.total().h2_active_streams, 4);
+    assert_eq!(stats.admitted(), 2);
+    hold.open();
+    while let Some(result) = tasks.join_next().await {
+        assert_eq!(result.unwrap().1, "x");
+    }
+    assert_eq!(server.accepted(), 2);
+    assert!(server.max_concurrent_streams_seen() <= 2);
+    settle(&pool, &key, |s| {
+        s.waiting_requests == 0 && s.h2_active_streams == 0
+    })
+    .await;
+}
+
+/// GOAWAY on one of two connections: its requests in flight finish, and what follows goes to
+/// the other connection or one new flight, never a flight per request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goaway_on_one_of_two_connections_moves_work_without_a_herd() {
+    let hold = Gate::new();
+    let goaway = Gate::new();
+    let handler = {
+        let hold = hold.clone();
+        move |request: &pool_tests::h2::H2Request| {
+            if request.path() == "/held" {
+                StreamPlan::ok("x").after_gate(hold.clone())
+            } else {
+                StreamPlan::ok("x")
+            }
+        }
+    };
+    let server = ScriptedH2Server::builder()
+        .max_concurrent_streams(1)
+        .conn_plan(H2ConnPlan::new().graceful_goaway_on(goaway.clone()))
+        .handler(handler)
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    fetch(&client, &server.url("/warm")).await;
+    let mut held = spawn_fetches(&client, &server.url("/held"), 2);
+    tokio::time::timeout(LIMIT, hold.wait_arrived(2))
+        .await
+        .unwrap();
+    assert_eq!(server.accepted(), 2, "the second request scaled out");
+    goaway.open();
+    hold.open();
+    while let Some(result) = held.join_next().await {
+        assert_eq!(result.unwrap().1, "x");
+    }
+    tokio::time::timeout(LIMIT, events.wait_for_closed(1))
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        let (handle, _) = fetch(&client, &server.url("/warm")).await;
+        assert_eq!(
+            handle.id(),
+            events.created()[1].id(),
+            "the surviving connection serves"
+        );
+    }
+    assert_eq!(server.accepted(), 2, "no replacement was needed");
+    let first = events.created()[0].id();
+    assert_eq!(
+        events
+            .closed()
+            .iter()
+            .find(|(id, _)| *id == first)
+            .map(|c| c.1),
+        Some(CloseReason::ProtocolClosed)
+    );
+}
+
+/// Requests go to the oldest connection with a free stream, so a surplus connection opened at
+/// a peak sees no dispatch once the load falls and retires at the idle timeout.
+#[tokio::test(start_paused = true)]
+async fn a_surplus_connection_expires_once_the_load_falls() {
+    let hold = Gate::new();
+    let server = limited_server(1, &hold).await;
+    let events = EventLog::new();
+    let pool = h2c_pool()
+        .idle_timeout(Some(Duration::from_secs(90)))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let (first, _) = fetch(&client, &server.url("/warm")).await;
+    let mut peak = spawn_fetches(&client, &server.url("/held"), 2);
+    hold.wait_arrived(2).await;
+    hold.open();
+    while let Some(result) = peak.join_next().await {
+        result.unwrap();
+    }
+    let created = events.created();
+    assert_eq!(created.len(), 2);
+    let surplus = created[1].id();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let (handle, _) = fetch(&client, &server.url("/warm")).await;
+        assert_eq!(handle.id(), first.id(), "the oldest connection serves");
+    }
+    assert_eq!(
+        events.closed(),
+        [(surplus, CloseReason::IdleTimeout)],
+        "the surplus connection retired, the busy one stays"
+    );
 }

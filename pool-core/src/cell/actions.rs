@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use super::{Cell, CellTypes, CellWaiter, Grant, Launch, PooledH1};
+use super::{Cell, CellTypes, CellWaiter, Grant, Launch, PooledH1, PooledH2};
 use crate::admission::Demand;
 use crate::close::CloseReason;
 use crate::sync::Arc;
@@ -81,9 +81,13 @@ impl<T: CellTypes> Cell<T> {
                 // exchange, through its home.
                 self.release_h1(conn, now);
             }
-            // An activation nobody took: the next waiter goes instead.
-            Grant::H2(_) => self.activation_done(),
-            Grant::BorrowedH2(_) | Grant::Failed(_) | Grant::Unsupported => {}
+            // An activation nobody took: its stream and its turn go to the next waiter.
+            Grant::H2(generation) => {
+                generation.unreserve();
+                self.activation_done();
+            }
+            Grant::BorrowedH2(generation) => generation.unreserve(),
+            Grant::Failed(_) | Grant::Unsupported => {}
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::actions::close_all;
 use super::bounded::Bounded;
-use super::{Actions, Cell, CellTypes, Grant, PooledH1, Released};
+use super::{Actions, Cell, CellTypes, Grant, PooledH1, PooledH2, Released};
 use crate::admission::{DeliveryId, Demand};
 use crate::close::CloseReason;
 use crate::stats::Gauge;
@@ -36,7 +36,8 @@ impl<T: CellTypes> Cell<T> {
         let mut dead = Vec::new();
         let lent = {
             let mut st = self.state.lock();
-            match st.h2.accepting_generation() {
+            // A generation lends one reserved stream, without restarting its idle age.
+            match st.h2.reserve(None) {
                 Some(generation) => Some(Lent::H2(generation)),
                 None => st.idle.pop_usable(&mut dead).map(Lent::H1),
             }
@@ -113,8 +114,9 @@ impl<T: CellTypes> Bounded<'_, T> {
         };
         cell.run(actions);
         let Some(waiter) = target else {
-            if let Lent::H1(conn) = lent {
-                self.return_to_owner(conn, owner);
+            match lent {
+                Lent::H1(conn) => self.return_to_owner(conn, owner),
+                Lent::H2(generation) => generation.unreserve(),
             }
             return false;
         };
@@ -122,8 +124,10 @@ impl<T: CellTypes> Bounded<'_, T> {
             Lent::H1(conn) => Grant::H1(conn),
             Lent::H2(generation) => Grant::BorrowedH2(generation),
         };
-        if let Err(Grant::H1(conn)) = waiter.fill(grant) {
-            self.return_to_owner(conn, owner);
+        match waiter.fill(grant) {
+            Err(Grant::H1(conn)) => self.return_to_owner(conn, owner),
+            Err(Grant::BorrowedH2(generation)) => generation.unreserve(),
+            _ => {}
         }
         true
     }

@@ -61,7 +61,7 @@ impl<T: CellTypes> Cell<T> {
 /// Takes the demand snapshot: the arrival order of the oldest waiting request with no
 /// connection coming. Returns it if it changed since the last one, or always when `force`d.
 fn snapshot<T: CellTypes>(st: &mut State<T>, force: bool) -> Option<Demand> {
-    let connection_coming = st.flights.in_progress() || st.h2.accepting();
+    let connection_coming = st.flights.in_progress() || st.h2.can_serve();
     let head = if connection_coming {
         None
     } else {

@@ -1,6 +1,7 @@
-//! Expiry: idle HTTP/1 connections past their idle deadline or their maximum lifetime, a
-//! generation without a dispatch for the idle timeout, and the renewal of a generation that
-//! reached its lifetime. The partition's maintenance runs [`Cell::expire`] when the cell asked
+//! Expiry: idle HTTP/1 connections past their idle deadline or their maximum lifetime,
+//! generations without a dispatch for the idle timeout (a surplus generation opened past a
+//! stream limit retires this way once the load falls), and the renewal of generations that
+//! reached their lifetime. The partition's maintenance runs [`Cell::expire`] when the cell asked
 //! for it through [`CellHooks::arm_expiry`](super::CellHooks::arm_expiry).
 //!
 //! # Renewing an HTTP/2 generation
@@ -23,8 +24,9 @@
 use std::time::Instant;
 
 use super::actions::close_all;
+use super::gate::close_generations;
 use super::idle::earliest;
-use super::{Cell, CellTypes, CellWaiter, FlightId, Launch, PooledH2, State};
+use super::{Cell, CellTypes, CellWaiter, FlightId, Launch, State};
 use crate::close::CloseReason;
 use crate::events::OpenReason;
 use crate::stats::Gauge;
@@ -45,10 +47,11 @@ impl<T: CellTypes> State<T> {
     }
 }
 
-/// A renewal decided under the lock: the flight started for it and the generation it renews.
-struct Renewal<G> {
+/// A renewal decided under the lock: the flight started for it, and when (the generations
+/// past their lifetime then are the ones it renews).
+struct Renewal {
     flight: FlightId,
-    old: G,
+    now: Instant,
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -58,7 +61,7 @@ impl<T: CellTypes> Cell<T> {
     /// sweep, see the module docs).
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut expired = Vec::new();
-        let mut expired_h2 = None;
+        let expired_h2;
         let mut renewal = None;
         let next = {
             let mut st = self.state.lock();
@@ -66,59 +69,47 @@ impl<T: CellTypes> Cell<T> {
                 return None;
             }
             let idle_next = st.idle.expire(now, &mut expired);
-            let h2_idle = st.h2.idle_deadline(self.idle_timeout);
-            let h2_retire = st
-                .h2
-                .accepting_generation()
-                .and_then(|g| g.record().info().retires_at())
-                .filter(|_| !st.flights.renewing());
-            if h2_idle.is_some_and(|d| d <= now) {
-                expired_h2 = st.h2.take();
-            } else if h2_retire.is_some_and(|d| d <= now) {
-                renewal = self.start_renewal(&mut st);
+            st.h2.prune();
+            expired_h2 = st.h2.take_idle(now, self.idle_timeout);
+            let h2_retire = st.h2.retire_deadline().filter(|_| !st.flights.renewing());
+            if h2_retire.is_some_and(|d| d <= now) {
+                renewal = self.start_renewal(&mut st, now);
             }
-            let h2_next = if expired_h2.is_some() {
-                None
-            } else {
-                let retire = h2_retire.filter(|_| renewal.is_none());
-                earliest(h2_idle, retire).filter(|d| *d > now)
-            };
+            let retire = h2_retire.filter(|d| *d > now);
+            let h2_next = earliest(st.h2.idle_deadline(self.idle_timeout), retire);
             let next = earliest(idle_next, h2_next);
             st.armed_at = next;
             next
         };
         close_all(expired);
-        if let Some(generation) = expired_h2 {
-            generation.record().close(CloseReason::IdleTimeout, None);
-        }
+        close_generations(expired_h2, CloseReason::IdleTimeout);
         if let Some(renewal) = renewal {
             self.launch_renewal(renewal);
         }
         next
     }
 
-    /// Starts the renewal flight of the accepting generation (no flight may be running: a
-    /// flight runs only while no generation accepts, or as a renewal).
-    fn start_renewal(&self, st: &mut State<T>) -> Option<Renewal<T::H2>> {
+    /// Starts the renewal flight of the generations past their lifetime (no flight may be
+    /// running: a scale-out in progress postpones the renewal until it publishes).
+    fn start_renewal(&self, st: &mut State<T>, now: Instant) -> Option<Renewal> {
         if st.flights.in_progress() {
             return None;
         }
-        let old = st.h2.accepting_generation()?;
         let flight = st.flights.start_renewal();
         self.gauges.inc(Gauge::Establishing);
-        Some(Renewal { flight, old })
+        Some(Renewal { flight, now })
     }
 
     /// Launches a renewal decided under the lock, with a free permit when the origin is
     /// bounded; without one, retires the old generation at once instead.
-    fn launch_renewal(&self, renewal: Renewal<T::H2>) {
+    fn launch_renewal(&self, renewal: Renewal) {
         let lease = match self.bounded() {
             None => None,
             Some(bounded) => match bounded.admission().take_free_permit() {
                 Some(lease) => Some(lease),
                 None => {
                     self.gauges.dec(Gauge::Establishing);
-                    self.abandon_renewal(renewal.flight, &renewal.old);
+                    self.abandon_renewal(renewal);
                     return;
                 }
             },
@@ -133,29 +124,28 @@ impl<T: CellTypes> Cell<T> {
         (self.hooks.launch)(launcher, Launch::Flight(renewal.flight), lease);
     }
 
-    /// A renewal that cannot run (no free permit, or it failed): the old generation retires
-    /// now, and requests establish its replacement the usual way.
-    pub(super) fn abandon_renewal(&self, flight: FlightId, old: &T::H2) {
-        {
+    /// A renewal that cannot run (no free permit): the generations past their lifetime retire
+    /// now, and requests establish their replacement the usual way.
+    fn abandon_renewal(&self, renewal: Renewal) {
+        let retired = {
             let mut st = self.state.lock();
-            st.flights.end(flight);
-        }
-        old.record().close(CloseReason::MaxLifetime, None);
-        self.retire_h2(old.record());
+            st.flights.end(renewal.flight);
+            st.h2.take_past_lifetime(renewal.now)
+        };
+        close_generations(retired, CloseReason::MaxLifetime);
+        self.serve_after_retirement();
     }
 
     /// Closes every idle connection and the accepting generation with `reason` (the pool is
     /// dropped). In-flight exchanges and streams finish.
     pub fn close_idle(&self, reason: CloseReason) {
-        let (idle, generation) = {
+        let (idle, generations) = {
             let mut st = self.state.lock();
             st.armed_at = None;
             let idle: Vec<T::H1> = st.idle.take_all().collect();
-            (idle, st.h2.take())
+            (idle, st.h2.take_all())
         };
         close_all(idle.into_iter().map(|conn| (conn, reason)));
-        if let Some(generation) = generation {
-            generation.record().close(reason, None);
-        }
+        close_generations(generations, reason);
     }
 }

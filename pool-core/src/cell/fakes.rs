@@ -3,7 +3,7 @@
 //! performing them.
 
 use std::sync::Mutex as StdMutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Acquire, Cell, CellAdmission, CellHooks, CellPermit, CellTypes, CellWaiter};
@@ -26,11 +26,46 @@ pub(crate) struct FakeH1 {
     pub(crate) open: bool,
 }
 
-/// An HTTP/2 generation: a record and a switch for whether it accepts streams.
+/// An HTTP/2 generation: a record, a switch for whether it accepts streams, and its streams.
 #[derive(Clone)]
 pub(crate) struct FakeH2 {
     pub(crate) record: Arc<ConnectionRecord>,
     pub(crate) accepting: std::sync::Arc<AtomicBool>,
+    pub(crate) streams: std::sync::Arc<FakeStreams>,
+}
+
+/// The streams of a fake generation: how many are taken and the peer's limit (`usize::MAX`
+/// until known).
+#[derive(Debug)]
+pub(crate) struct FakeStreams {
+    pub(crate) taken: AtomicUsize,
+    pub(crate) limit: AtomicUsize,
+}
+
+impl Default for FakeStreams {
+    fn default() -> Self {
+        FakeStreams {
+            taken: AtomicUsize::new(0),
+            limit: AtomicUsize::new(usize::MAX),
+        }
+    }
+}
+
+impl FakeH2 {
+    /// The peer's limit becomes known.
+    pub(crate) fn set_limit(&self, limit: usize) {
+        self.streams.limit.store(limit, Ordering::SeqCst);
+    }
+
+    /// Streams reserved or in use.
+    pub(crate) fn taken(&self) -> usize {
+        self.streams.taken.load(Ordering::SeqCst)
+    }
+
+    /// A stream ends.
+    pub(crate) fn end_stream(&self) {
+        self.streams.taken.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl PooledH1 for FakeH1 {
@@ -49,6 +84,37 @@ impl PooledH2 for FakeH2 {
     fn is_accepting(&self) -> bool {
         self.accepting.load(Ordering::SeqCst) && !self.record.is_closed()
     }
+    fn try_reserve(&self) -> bool {
+        let limit = self.streams.limit.load(Ordering::SeqCst);
+        self.streams
+            .taken
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                (t < limit).then_some(t + 1)
+            })
+            .is_ok()
+    }
+    fn unreserve(&self) {
+        self.end_stream();
+    }
+    fn unreserve_quietly(&self) {
+        self.end_stream();
+    }
+    fn is_full(&self) -> bool {
+        self.stream_limit()
+            .is_some_and(|limit| self.taken() >= limit)
+    }
+    fn stream_limit(&self) -> Option<usize> {
+        let limit = self.streams.limit.load(Ordering::SeqCst);
+        (limit != usize::MAX).then_some(limit)
+    }
+    fn assume_stream_limit(&self, limit: usize) {
+        let _ = self.streams.limit.compare_exchange(
+            usize::MAX,
+            limit,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
 }
 
 impl CellTypes for Fake {
@@ -57,13 +123,24 @@ impl CellTypes for Fake {
     type Error = &'static str;
 }
 
-/// A clock that always reads the same instant.
+/// A clock that reads the instant the test set (it starts at its creation).
 #[derive(Debug)]
-pub(crate) struct FixedTime(pub(crate) Instant);
+pub(crate) struct FixedTime(StdMutex<Instant>);
+
+impl FixedTime {
+    pub(crate) fn new() -> FixedTime {
+        FixedTime(StdMutex::new(Instant::now()))
+    }
+
+    /// Moves the clock to `at`.
+    pub(crate) fn set(&self, at: Instant) {
+        *self.0.lock().unwrap() = at;
+    }
+}
 
 impl TimeSource for FixedTime {
     fn now(&self) -> Instant {
-        self.0
+        *self.0.lock().unwrap()
     }
 }
 
@@ -80,13 +157,32 @@ pub(crate) fn recording_cell(
     launched: &Launched,
     armed: Option<std::sync::Arc<StdMutex<Vec<Instant>>>>,
 ) -> Arc<Cell<Fake>> {
+    recording_cell_with_clock(
+        mode,
+        idle,
+        admission,
+        launched,
+        armed,
+        std::sync::Arc::new(FixedTime::new()),
+    )
+}
+
+/// [`recording_cell`] reading `clock`.
+pub(crate) fn recording_cell_with_clock(
+    mode: EstablishMode,
+    idle: Option<Duration>,
+    admission: Option<(CellAdmission<Fake>, usize)>,
+    launched: &Launched,
+    armed: Option<std::sync::Arc<StdMutex<Vec<Instant>>>>,
+    clock: std::sync::Arc<FixedTime>,
+) -> Arc<Cell<Fake>> {
     let log = launched.clone();
     let hooks = CellHooks {
         launch: std::sync::Arc::new(move |w, l, lease| log.lock().unwrap().push((w, l, lease))),
         arm_expiry: armed.map(|arm_log| {
             std::sync::Arc::new(move |at| arm_log.lock().unwrap().push(at)) as super::ArmExpiry
         }),
-        time: std::sync::Arc::new(FixedTime(Instant::now())),
+        time: clock,
     };
     let bounded = admission.clone();
     let cell = Arc::new(Cell::new(
@@ -107,11 +203,18 @@ pub(crate) struct Rig {
     pub(crate) cell: Arc<Cell<Fake>>,
     pub(crate) launched: Launched,
     pub(crate) armed: std::sync::Arc<StdMutex<Vec<Instant>>>,
+    /// The cell's clock (for the few transitions that read it).
+    pub(crate) clock: std::sync::Arc<FixedTime>,
 }
 
 impl Rig {
     pub(crate) fn new(mode: EstablishMode) -> Rig {
         Rig::with(mode, Some(Duration::from_secs(90)), None)
+    }
+
+    /// The cell's clock, read now.
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.now()
     }
 
     pub(crate) fn with(
@@ -121,11 +224,20 @@ impl Rig {
     ) -> Rig {
         let launched = Launched::default();
         let armed: std::sync::Arc<StdMutex<Vec<Instant>>> = std::sync::Arc::default();
-        let cell = recording_cell(mode, idle, admission, &launched, Some(armed.clone()));
+        let clock = std::sync::Arc::new(FixedTime::new());
+        let cell = recording_cell_with_clock(
+            mode,
+            idle,
+            admission,
+            &launched,
+            Some(armed.clone()),
+            clock.clone(),
+        );
         Rig {
             cell,
             launched,
             armed,
+            clock,
         }
     }
 
@@ -227,5 +339,6 @@ pub(crate) fn h2(cell: &Cell<Fake>) -> FakeH2 {
     FakeH2 {
         record: record(cell, Protocol::Http2),
         accepting: std::sync::Arc::new(AtomicBool::new(true)),
+        streams: std::sync::Arc::default(),
     }
 }

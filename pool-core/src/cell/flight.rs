@@ -7,12 +7,12 @@
 //! learned from ALPN; [`Cell::converge`] is the one cell-local transition after ALPN that
 //! either joins the accepting generation, joins the flight, or makes the caller the flight.
 
+use super::gate::close_generations;
 use super::{
-    Actions, Cell, CellTypes, CellWaiter, Converge, EstablishMode, FlightId, Grant, Launch,
-    PooledH2, State,
+    Actions, Cell, CellTypes, CellWaiter, Converge, EstablishMode, FlightId, Grant, Launch, State,
 };
 use crate::close::CloseReason;
-use crate::events::Protocol;
+use crate::events::{OpenReason, Protocol};
 use crate::stats::Gauge;
 use crate::sync::Arc;
 
@@ -21,11 +21,23 @@ use crate::sync::Arc;
 pub(super) struct Flights {
     /// The flight in progress, if any.
     current: Option<FlightId>,
-    /// Whether the flight in progress renews an accepting generation that reached its
-    /// lifetime (see `expiry`), rather than serving requests that found none.
-    renewing: bool,
+    /// Why the flight in progress runs.
+    kind: FlightKind,
     /// Source of flight identities.
     next: u64,
+}
+
+/// Why a flight runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum FlightKind {
+    /// Requests found no generation.
+    #[default]
+    Demand,
+    /// Every generation is at the peer's stream limit and requests wait: a further
+    /// connection.
+    ScaleOut,
+    /// An accepting generation reached its maximum lifetime (see `expiry`).
+    Renewal,
 }
 
 impl Flights {
@@ -42,32 +54,49 @@ impl Flights {
     /// The flight in progress ended (it turned out to be HTTP/1.1).
     fn end_current(&mut self) {
         self.current = None;
-        self.renewing = false;
+        self.kind = FlightKind::Demand;
     }
 
-    /// Starts a new flight.
-    pub(super) fn start(&mut self) -> FlightId {
+    /// Starts a new flight; `scale_out` when generations are held (all at their limit).
+    pub(super) fn start(&mut self, scale_out: bool) -> FlightId {
         let id = FlightId::next(&mut self.next);
         self.current = Some(id);
-        self.renewing = false;
+        self.kind = if scale_out {
+            FlightKind::ScaleOut
+        } else {
+            FlightKind::Demand
+        };
         id
     }
 
     /// Starts the renewal flight of an accepting generation.
     pub(super) fn start_renewal(&mut self) -> FlightId {
-        let id = self.start();
-        self.renewing = true;
+        let id = self.start(false);
+        self.kind = FlightKind::Renewal;
         id
     }
 
     /// Whether the flight in progress is a renewal.
     pub(super) fn renewing(&self) -> bool {
-        self.current.is_some() && self.renewing
+        self.current.is_some() && self.kind == FlightKind::Renewal
     }
 
     /// Whether `id` is the flight in progress and a renewal.
     pub(super) fn is_renewal(&self, id: FlightId) -> bool {
-        self.is_current(id) && self.renewing
+        self.is_current(id) && self.kind == FlightKind::Renewal
+    }
+
+    /// Why flight `id` opens its connection, if it is the flight in progress and not one that
+    /// requests simply missed for.
+    fn open_reason(&self, id: FlightId) -> Option<OpenReason> {
+        if !self.is_current(id) {
+            return None;
+        }
+        match self.kind {
+            FlightKind::Demand => None,
+            FlightKind::ScaleOut => Some(OpenReason::StreamLimit),
+            FlightKind::Renewal => Some(OpenReason::LifetimeRenewal),
+        }
     }
 
     /// Flight `id` ended (published, failed, or joined elsewhere); returns whether it was the
@@ -76,7 +105,7 @@ impl Flights {
         let current = self.is_current(id);
         if current {
             self.current = None;
-            self.renewing = false;
+            self.kind = FlightKind::Demand;
         }
         current
     }
@@ -91,12 +120,23 @@ impl<T: CellTypes> Cell<T> {
         )
     }
 
-    /// Picks the kind of a new establishment, starting a flight if that is what it is.
+    /// Picks the kind of a new establishment, starting a flight if that is what it is (a
+    /// scale-out when generations are held: they are all at their stream limit).
     pub(super) fn start_launch(st: &mut State<T>, needs_flight: bool) -> Launch {
         if needs_flight {
-            Launch::Flight(st.flights.start())
+            let scale_out = st.h2.is_held();
+            Launch::Flight(st.flights.start(scale_out))
         } else {
             Launch::Attempt
+        }
+    }
+
+    /// Why the connection of `launch` opens when it is not simply for the requests that missed:
+    /// a scale-out past the peer's stream limit, or a lifetime renewal.
+    pub fn launch_reason(&self, launch: Launch) -> Option<OpenReason> {
+        match launch {
+            Launch::Attempt => None,
+            Launch::Flight(id) => self.state.lock().flights.open_reason(id),
         }
     }
 
@@ -108,7 +148,7 @@ impl<T: CellTypes> Cell<T> {
         negotiated: Protocol,
     ) -> Converge {
         let mut actions = Actions::default();
-        let mut retired = None;
+        let mut retired = Vec::new();
         let outcome = {
             let mut st = self.state.lock();
             if self.mode == EstablishMode::Auto {
@@ -118,8 +158,9 @@ impl<T: CellTypes> Cell<T> {
             let renewal = matches!(launch, Launch::Flight(f) if st.flights.is_renewal(f));
             match negotiated {
                 Protocol::Http2 => {
-                    // A renewal replaces the accepting generation instead of joining it.
-                    let accepting = st.h2.accepting() && !renewal;
+                    // A generation with a free stream serves the launcher; a renewal replaces
+                    // generations instead of joining them.
+                    let accepting = st.h2.can_serve() && !renewal;
                     if accepting || (st.flights.in_progress() && !is_current_flight) {
                         if let Launch::Flight(f) = launch {
                             st.flights.end(f);
@@ -137,16 +178,19 @@ impl<T: CellTypes> Cell<T> {
                                 st.flights.current = Some(id);
                                 id
                             }
-                            Launch::Attempt => st.flights.start(),
+                            Launch::Attempt => {
+                                let scale_out = st.h2.is_held();
+                                st.flights.start(scale_out)
+                            }
                         };
                         Converge::LeadFlight(id)
                     }
                 }
                 Protocol::Http1 => {
                     if renewal {
-                        // The origin now speaks HTTP/1.1: the renewed generation retires
+                        // The origin now speaks HTTP/1.1: the renewed generations retire
                         // (below), and this connection becomes an ordinary HTTP/1 one.
-                        retired = st.h2.take();
+                        retired = st.h2.take_all();
                     }
                     if is_current_flight {
                         st.flights.end_current();
@@ -157,9 +201,7 @@ impl<T: CellTypes> Cell<T> {
             }
         };
         self.run(actions);
-        if let Some(generation) = retired {
-            generation.record().close(CloseReason::MaxLifetime, None);
-        }
+        close_generations(retired, CloseReason::MaxLifetime);
         outcome
     }
 
@@ -195,7 +237,7 @@ impl<T: CellTypes> Cell<T> {
                 .push((launcher.clone(), Grant::Failed(error.clone())));
         }
         self.end_attempt(claimed.then_some(&**launcher));
-        let mut renewed = None;
+        let mut renewed = Vec::new();
         {
             let mut st = self.state.lock();
             if let Launch::Flight(f) = launch {
@@ -203,7 +245,7 @@ impl<T: CellTypes> Cell<T> {
                     // Requests queued behind the renewed generation's gate still activate on
                     // it; the generation retires (below) and they get a flight of their own.
                     st.flights.end(f);
-                    renewed = st.h2.accepting_generation();
+                    renewed = st.h2.take_past_lifetime(self.hooks.time.now());
                 } else if st.flights.end(f) {
                     let queues = &st.waiters;
                     for w in queues.any.iter().chain(queues.h2_only.iter()) {
@@ -218,26 +260,45 @@ impl<T: CellTypes> Cell<T> {
             actions.publish = self.demand_change(&mut st);
         }
         self.run(actions);
-        if let Some(old) = renewed {
-            old.record().close(CloseReason::MaxLifetime, None);
-            self.retire_h2(old.record());
+        if !renewed.is_empty() {
+            close_generations(renewed, CloseReason::MaxLifetime);
+            self.serve_after_retirement();
         }
     }
 
-    /// With no accepting generation and no flight, the oldest request still waiting without an
-    /// establishment of its own launches a new flight (unbounded), or becomes demand (bounded).
+    /// Generations were taken out: waiting requests go to the others, or a new connection is
+    /// launched (or, bounded, requested).
+    pub(super) fn serve_after_retirement(&self) {
+        let mut actions = Actions::default();
+        {
+            let mut st = self.state.lock();
+            st.h2.prune();
+            self.activate(&mut st, &mut actions.grants);
+            self.relaunch_flight(&mut st, &mut actions);
+        }
+        self.run(actions);
+    }
+
+    /// Requests wait and no generation can take another stream (none is held, or all are at
+    /// their limit), and no flight runs: the oldest request still waiting without an
+    /// establishment of its own launches a flight (unbounded, within the HTTP/2 connection
+    /// cap), or becomes demand (bounded). At the cap, requests wait for a stream to free up.
     pub(super) fn relaunch_flight(&self, st: &mut State<T>, actions: &mut Actions<T>) {
-        if st.flights.in_progress() || st.h2.is_held() {
+        if st.flights.in_progress() || st.h2.can_serve() {
             return;
         }
         if self.bound.is_some() {
             actions.publish = self.demand_change(st);
             return;
         }
+        if st.h2.count() >= self.h2_cap {
+            return;
+        }
         let Some(waiter) = st.waiters.oldest(|w| !w.is_launched()) else {
             return;
         };
-        let id = st.flights.start();
+        let scale_out = st.h2.is_held();
+        let id = st.flights.start(scale_out);
         waiter.mark_launched();
         self.gauges.inc(Gauge::Establishing);
         actions.launches.push((waiter, Launch::Flight(id)));

@@ -1,13 +1,38 @@
-//! The generation gate: the cell's accepting HTTP/2 generation, and the order in which waiting
-//! requests reach it.
+//! The cell's HTTP/2 generations, the streams they allow, and the order in which waiting
+//! requests reach them (the generation gate).
 //!
-//! When a generation is published, the waiters already queued activate first, oldest first, at
-//! most [`ACTIVATION_TURN`] at a time: each activated waiter, once it takes its grant, lets the
-//! next one in ([`Cell::activation_done`]). While activations are pending, new arrivals queue
-//! behind them rather than hitting the generation directly, so publication never barges a
-//! newer request ahead of an older one and never wakes an unbounded number of tasks at once.
+//! # Several generations, one at a time
+//!
+//! A cell holds every accepting generation of its origin, oldest first. Each knows the peer's
+//! `SETTINGS_MAX_CONCURRENT_STREAMS` (once a response proved its SETTINGS arrived) and how
+//! many of those streams are taken; the cell reserves a stream, under its lock, for every
+//! request it sends to a generation, so it never sends more than the peer allows. A request
+//! that finds every generation at its limit *waits in the cell* (a waiting request in the
+//! gauges, not a hidden entry in h2's queue) and takes the next stream that is freed.
+//!
+//! A second generation is opened only when every accepting generation is at its *known* limit,
+//! requests wait, and no flight is in progress: one flight at a time, so a burst scales out one
+//! connection per handshake, never a herd. A cold burst therefore costs one handshake: until
+//! the first response tells the limit, the first generation takes every stream (h2 applies its
+//! own initial limit meanwhile, and a peer that allows fewer refuses the excess, which the pool
+//! re-sends). An unbounded cell holds at most its HTTP/2 connection cap of generations; a
+//! bounded one as many as its permits allow.
+//!
+//! **Which generation serves**: the oldest with a free stream. Packing the oldest keeps the
+//! others as spare capacity that sees no dispatch once the load falls, so the idle timeout
+//! retires surplus generations on its own; spreading would keep every generation warm and
+//! none would ever expire.
+//!
+//! # The gate
+//!
+//! When a generation is published, or streams free up, the waiters already queued activate
+//! first, oldest first, at most [`ACTIVATION_TURN`] at a time: each activated waiter, once it
+//! takes its grant, lets the next one in ([`Cell::activation_done`]). While activations are
+//! pending or requests wait, new arrivals queue behind them rather than hitting a generation
+//! directly, so neither publication nor a freed stream ever barges a newer request ahead of
+//! an older one, across all generations.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::idle::earliest;
 use super::{
@@ -16,15 +41,23 @@ use super::{
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::Protocol;
+use crate::stats::Gauge;
 use crate::sync::Arc;
 
-/// The accepting generation of a cell and its gate.
+/// The default cap on HTTP/2 connections per (partition, origin) for an unbounded origin.
+pub const DEFAULT_H2_CONNECTIONS: usize = 16;
+
+/// One held generation.
+struct Held<G> {
+    generation: G,
+    /// When it last dispatched (or was published); its idle age is measured from here.
+    last_dispatch: Instant,
+}
+
+/// The generations of a cell and its gate.
 pub(super) struct H2Slot<G> {
-    /// The accepting generation, if any.
-    generation: Option<G>,
-    /// When `generation` last dispatched (or was published); its idle age is measured from
-    /// here.
-    last_dispatch: Option<Instant>,
+    /// Held generations, oldest first; one that stopped accepting is dropped when noticed.
+    held: Vec<Held<G>>,
     /// Generation grants handed out and not yet taken (the gate is closed while this is
     /// non-zero or waiters are queued).
     pub(super) activations: usize,
@@ -33,146 +66,225 @@ pub(super) struct H2Slot<G> {
 impl<G: PooledH2> H2Slot<G> {
     pub(super) fn new() -> H2Slot<G> {
         H2Slot {
-            generation: None,
-            last_dispatch: None,
+            held: Vec::new(),
             activations: 0,
         }
     }
 
     /// Whether a generation is held (accepting or not yet noticed to have stopped).
     pub(super) fn is_held(&self) -> bool {
-        self.generation.is_some()
+        !self.held.is_empty()
     }
 
-    /// Whether the held generation still accepts streams.
-    pub(super) fn accepting(&self) -> bool {
-        self.generation.as_ref().is_some_and(PooledH2::is_accepting)
+    /// How many generations are held.
+    pub(super) fn count(&self) -> usize {
+        self.held.len()
     }
 
-    /// The held generation if it accepts streams, to lend to a peer.
-    pub(super) fn accepting_generation(&self) -> Option<G> {
-        self.generation.clone().filter(PooledH2::is_accepting)
+    /// Forgets generations that stopped accepting.
+    pub(super) fn prune(&mut self) {
+        self.held.retain(|h| h.generation.is_accepting());
     }
 
-    /// Whether the held generation accepts streams; forgets one that stopped.
-    pub(super) fn drop_unless_accepting(&mut self) -> bool {
-        match &self.generation {
-            Some(generation) if generation.is_accepting() => true,
-            Some(_) => {
-                self.generation = None;
+    /// Whether a held generation can take a stream now (or before its limit is known): a
+    /// waiting request has a stream coming without a new connection.
+    pub(super) fn can_serve(&self) -> bool {
+        self.held
+            .iter()
+            .any(|h| h.generation.is_accepting() && !h.generation.is_full())
+    }
+
+    /// Reserves a stream on the oldest accepting generation that has one free; `now` restarts
+    /// its idle age.
+    pub(super) fn reserve(&mut self, now: Option<Instant>) -> Option<G> {
+        let held = self
+            .held
+            .iter_mut()
+            .find(|h| h.generation.is_accepting() && h.generation.try_reserve())?;
+        if let Some(now) = now {
+            held.last_dispatch = now;
+        }
+        Some(held.generation.clone())
+    }
+
+    /// Adds a published generation (the newest); until it knows its peer's limit, it assumes
+    /// the one its siblings know.
+    fn push(&mut self, generation: G, now: Instant) {
+        if let Some(limit) = self.held.iter().find_map(|h| h.generation.stream_limit()) {
+            generation.assume_stream_limit(limit);
+        }
+        self.held.push(Held {
+            generation,
+            last_dispatch: now,
+        });
+    }
+
+    /// The earliest idle deadline of the held generations.
+    pub(super) fn idle_deadline(&self, timeout: Option<Duration>) -> Option<Instant> {
+        let timeout = timeout?;
+        self.held.iter().map(|h| h.last_dispatch + timeout).min()
+    }
+
+    /// Removes the generations without a dispatch for `timeout` by `now`.
+    pub(super) fn take_idle(&mut self, now: Instant, timeout: Option<Duration>) -> Vec<G> {
+        let Some(timeout) = timeout else {
+            return Vec::new();
+        };
+        self.take_where(|h| h.last_dispatch + timeout <= now)
+    }
+
+    /// The earliest maximum-lifetime instant of the accepting generations.
+    pub(super) fn retire_deadline(&self) -> Option<Instant> {
+        self.held
+            .iter()
+            .filter(|h| h.generation.is_accepting())
+            .filter_map(|h| h.generation.record().info().retires_at())
+            .min()
+    }
+
+    /// Removes the generations past their maximum lifetime at `now`.
+    pub(super) fn take_past_lifetime(&mut self, now: Instant) -> Vec<G> {
+        self.take_where(|h| h.generation.record().info().is_past_lifetime(now))
+    }
+
+    /// Removes the generation of `record`.
+    pub(super) fn take_record(&mut self, record: &Arc<ConnectionRecord>) -> Option<G> {
+        self.take_where(|h| Arc::ptr_eq(h.generation.record(), record))
+            .pop()
+    }
+
+    /// Removes every generation (expiry of the whole cell, or the pool closes it).
+    pub(super) fn take_all(&mut self) -> Vec<G> {
+        std::mem::take(&mut self.held)
+            .into_iter()
+            .map(|h| h.generation)
+            .collect()
+    }
+
+    fn take_where(&mut self, mut remove: impl FnMut(&Held<G>) -> bool) -> Vec<G> {
+        let mut taken = Vec::new();
+        self.held.retain(|h| {
+            if remove(h) {
+                taken.push(h.generation.clone());
                 false
+            } else {
+                true
             }
-            None => false,
-        }
+        });
+        taken
     }
+}
 
-    /// The generation for a request that hits it at `now` (its idle age restarts).
-    pub(super) fn dispatch(&mut self, now: Instant) -> G {
-        self.last_dispatch = Some(now);
-        self.generation
-            .clone()
-            .expect("dispatch follows an accepting check")
-    }
-
-    /// The deadline of the held generation's idle timeout.
-    pub(super) fn idle_deadline(&self, timeout: Option<std::time::Duration>) -> Option<Instant> {
-        match (self.last_dispatch, timeout) {
-            (Some(last), Some(t)) if self.generation.is_some() => Some(last + t),
-            _ => None,
-        }
-    }
-
-    /// Removes the held generation (expired, or the pool closes it).
-    pub(super) fn take(&mut self) -> Option<G> {
-        self.last_dispatch = None;
-        self.generation.take()
+/// Closes generations with `reason` (no lock held).
+pub(super) fn close_generations<G: PooledH2>(generations: Vec<G>, reason: CloseReason) {
+    for generation in generations {
+        generation.record().close(reason, None);
     }
 }
 
 impl<T: CellTypes> Cell<T> {
-    /// The flight `flight` completed its HTTP/2 handshake: `generation` becomes the accepting
-    /// generation and the first activation turn is granted.
+    /// The flight `flight` completed its HTTP/2 handshake: `generation` joins the accepting
+    /// generations (the newest) and the first activation turn is granted.
     ///
-    /// A renewal flight's generation replaces the one it renews, which retires
-    /// (`MaxLifetime`) and drains its open streams.
+    /// A renewal flight's generation replaces those past their maximum lifetime, which retire
+    /// (`MaxLifetime`) and drain their open streams.
     pub fn publish_h2(&self, generation: T::H2, flight: FlightId, now: Instant) {
         let mut actions = Actions::default();
-        let replaced = {
+        let renewed = {
             let mut st = self.state.lock();
+            let renewal = st.flights.is_renewal(flight);
             st.flights.end(flight);
             st.negotiated = Some(Protocol::Http2);
+            st.h2.prune();
+            let renewed = if renewal {
+                st.h2.take_past_lifetime(now)
+            } else {
+                Vec::new()
+            };
             let retires_at = generation.record().info().retires_at();
-            let replaced = st.h2.generation.replace(generation);
-            st.h2.last_dispatch = Some(now);
+            st.h2.push(generation, now);
             self.activate(&mut st, &mut actions.grants);
             let idle_deadline = self.idle_timeout.map(|t| now + t);
             if let Some(at) = earliest(idle_deadline, retires_at) {
                 actions.arm = st.arm(at);
             }
             actions.publish = self.demand_change(&mut st);
-            replaced
+            renewed
         };
         self.run(actions);
-        // Only a renewal replaces a generation that still accepts; one that stopped (and was
-        // not noticed yet) keeps the reason it stopped for.
-        if let Some(old) = replaced.filter(PooledH2::is_accepting) {
-            old.record().close(CloseReason::MaxLifetime, None);
-        }
+        close_generations(renewed, CloseReason::MaxLifetime);
     }
 
-    /// Grants the accepting generation to the oldest waiters until a turn is outstanding.
+    /// Grants a stream of the oldest generation that has one free to the oldest waiters, until
+    /// a turn is outstanding or no stream is free.
     pub(super) fn activate(
         &self,
         st: &mut State<T>,
         grants: &mut Vec<(Arc<CellWaiter<T>>, Grant<T>)>,
     ) {
-        let Some(generation) = st.h2.generation.clone() else {
+        if !st.h2.is_held() || self.gauges.get(Gauge::WaitingRequests) == 0 {
             return;
-        };
+        }
+        let now = self.hooks.time.now();
         while st.h2.activations < ACTIVATION_TURN {
+            let Some(generation) = st.h2.reserve(Some(now)) else {
+                break;
+            };
             let Some(w) = self.pop_oldest_claimed(st) else {
+                generation.unreserve_quietly();
                 break;
             };
             st.h2.activations += 1;
-            grants.push((w, Grant::H2(generation.clone())));
+            grants.push((w, Grant::H2(generation)));
         }
     }
 
     /// An activated waiter took its generation grant (or gave it back): let the next one in.
-    /// If the generation stopped accepting meanwhile and requests still wait, a replacement is
-    /// launched (or, bounded, requested from admission).
+    /// If requests still wait and no generation can serve them, a new connection is launched
+    /// (or, bounded, requested from admission).
     pub fn activation_done(&self) {
         let mut actions = Actions::default();
         {
             let mut st = self.state.lock();
             st.h2.activations = st.h2.activations.saturating_sub(1);
-            if st.h2.accepting() {
+            st.h2.prune();
+            self.activate(&mut st, &mut actions.grants);
+            self.relaunch_flight(&mut st, &mut actions);
+        }
+        self.run(actions);
+    }
+
+    /// A stream of a generation that was at its limit ended (or the peer raised its limit):
+    /// the oldest waiting request takes the freed stream.
+    pub fn h2_stream_freed(&self) {
+        let mut actions = Actions::default();
+        {
+            let mut st = self.state.lock();
+            self.activate(&mut st, &mut actions.grants);
+            actions.publish = self.demand_change(&mut st);
+        }
+        self.run(actions);
+    }
+
+    /// The generation of `record` stopped accepting (GOAWAY, closed dispatcher, error, poison,
+    /// expiry). Removes it; requests still waiting go to the other generations, or a
+    /// replacement is launched (or, bounded, requested from admission).
+    pub fn retire_h2(&self, record: &Arc<ConnectionRecord>) {
+        let mut actions = Actions::default();
+        {
+            let mut st = self.state.lock();
+            if st.h2.take_record(record).is_some() {
+                st.h2.prune();
                 self.activate(&mut st, &mut actions.grants);
-            } else {
-                st.h2.generation = None;
                 self.relaunch_flight(&mut st, &mut actions);
             }
         }
         self.run(actions);
     }
 
-    /// The generation stopped accepting (GOAWAY, closed dispatcher, error, poison, expiry).
-    /// Removes it; if requests still wait for activation, a replacement is launched (or,
-    /// bounded, requested from admission).
-    pub fn retire_h2(&self, record: &Arc<ConnectionRecord>) {
-        let mut actions = Actions::default();
-        {
-            let mut st = self.state.lock();
-            let current = st
-                .h2
-                .generation
-                .as_ref()
-                .is_some_and(|g| Arc::ptr_eq(g.record(), record));
-            if current {
-                st.h2.take();
-                self.relaunch_flight(&mut st, &mut actions);
-            }
-        }
-        self.run(actions);
+    /// How many HTTP/2 generations this cell holds (accepting, or not yet noticed to have
+    /// stopped).
+    pub fn h2_generations(&self) -> usize {
+        self.state.lock().h2.count()
     }
 }

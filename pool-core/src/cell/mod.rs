@@ -10,7 +10,7 @@
 //! that have no caller-supplied instant, from the pool's clock in [`CellHooks`]).
 //!
 //! ```text
-//!  acquire ─► accepting H2 and the gate open?      ─► H2 hit
+//!  acquire ─► a generation with a free stream, gate open? ─► H2 hit
 //!          ─► idle H1 (newest first) that commits? ─► H1 hit          (the reuse hit: one lock)
 //!          ─► miss: enqueue a waiter, then
 //!               unbounded: launch (an attempt, or the cell's single flight / join it)
@@ -75,6 +75,7 @@ mod tests;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+pub use gate::DEFAULT_H2_CONNECTIONS;
 pub use types::{
     ACTIVATION_TURN, Acquire, ArmExpiry, CellHooks, CellTypes, CellWaiter, Converge, EstablishMode,
     FlightId, Grant, Launch, LaunchHook, PooledH1, PooledH2, Released,
@@ -133,6 +134,9 @@ pub struct Cell<T: CellTypes> {
     hooks: CellHooks<T>,
     /// The origin's admission, for a bounded origin.
     bound: Option<Bound<T>>,
+    /// How many HTTP/2 generations an unbounded cell may hold (a bounded one is capped by its
+    /// permits).
+    h2_cap: usize,
     /// Everything the cell coordinates, under its one lock.
     state: Mutex<State<T>>,
 }
@@ -160,6 +164,7 @@ impl<T: CellTypes> Cell<T> {
                 admission,
                 partition,
             }),
+            h2_cap: DEFAULT_H2_CONNECTIONS,
             state: Mutex::new(State {
                 waiters: WaitQueues::new(),
                 idle: IdleSet::new(),
@@ -171,6 +176,13 @@ impl<T: CellTypes> Cell<T> {
                 demand: DemandState::default(),
             }),
         }
+    }
+
+    /// Caps the HTTP/2 generations of an unbounded cell at `cap` (at least one; the default is
+    /// [`DEFAULT_H2_CONNECTIONS`]). Beyond it requests wait for a free stream.
+    pub fn with_h2_connection_cap(mut self, cap: usize) -> Cell<T> {
+        self.h2_cap = cap.max(1);
+        self
     }
 
     /// The cell's gauges.
@@ -250,10 +262,16 @@ impl<T: CellTypes> Cell<T> {
     ) -> Acquire<T> {
         let mut st = self.state.lock();
         let gate_closed = st.h2.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0;
-        let h2_serves = st.h2.drop_unless_accepting();
-        if h2_serves && !gate_closed {
-            return Acquire::H2(st.h2.dispatch(now()));
+        if st.h2.is_held() {
+            st.h2.prune();
+            if !gate_closed {
+                if let Some(generation) = st.h2.reserve(Some(now())) {
+                    return Acquire::H2(generation);
+                }
+            }
         }
+        // A generation with a free stream serves this request once the gate lets it in.
+        let h2_serves = st.h2.can_serve();
         if requirement == Requirement::Any && !h2_serves {
             if let Some(conn) = st.idle.pop_usable(&mut actions.close) {
                 return Acquire::H1(conn);
@@ -275,6 +293,8 @@ impl<T: CellTypes> Cell<T> {
         if !connection_coming {
             if self.bound.is_some() {
                 *needs_capacity = true;
+            } else if needs_flight && st.h2.count() >= self.h2_cap {
+                // Every generation the cap allows is at its stream limit: wait for a stream.
             } else if self.tracks_attempts() && st.attempts.spare() {
                 // A spare attempt: its request was served or left while it ran.
                 waiter.mark_launched();

@@ -65,7 +65,7 @@ impl<T: CellTypes> Bounded<'_, T> {
                     }
                 }
             }
-            let connection_coming = st.flights.in_progress() || st.h2.accepting();
+            let connection_coming = st.flights.in_progress() || st.h2.can_serve();
             if !served && !connection_coming {
                 let needs_flight = cell.needs_flight(&st);
                 st.waiters.trim();

@@ -36,12 +36,34 @@ pub trait PooledH1: Send + 'static {
     fn is_open(&self) -> bool;
 }
 
-/// What the cell needs to know about an HTTP/2 generation.
+/// What the cell needs to know about an HTTP/2 generation: whether it accepts streams, and
+/// how many of the peer's concurrent streams (`SETTINGS_MAX_CONCURRENT_STREAMS`) are taken.
+///
+/// The cell reserves a stream (under its lock) for every request it sends to a generation,
+/// before the request leases it; a reservation that will not be leased is given back with
+/// [`unreserve`](Self::unreserve). Until the peer's limit is known a generation takes any
+/// number of streams (h2 applies its own initial limit meanwhile).
 pub trait PooledH2: Clone + Send + Sync + 'static {
     /// Its lifecycle record.
     fn record(&self) -> &Arc<ConnectionRecord>;
     /// Whether it still accepts new streams.
     fn is_accepting(&self) -> bool;
+    /// Reserves one stream if the peer's limit allows another (or is not known yet).
+    fn try_reserve(&self) -> bool;
+    /// Gives back a reservation that will not be leased. A generation that was at its limit
+    /// then tells its cell a stream is free, so this is never called under a cell lock.
+    fn unreserve(&self);
+    /// Gives back a reservation without telling anyone: for the cell, under its lock, when no
+    /// request waits for the stream.
+    fn unreserve_quietly(&self);
+    /// Whether the peer's limit is known (or assumed) and every stream it allows is taken.
+    fn is_full(&self) -> bool;
+    /// The stream limit in force: the peer's, once a response proved its SETTINGS arrived, or
+    /// the one assumed until then.
+    fn stream_limit(&self) -> Option<usize>;
+    /// Until its own limit is known, assume `limit` (that of a sibling generation of the same
+    /// origin).
+    fn assume_stream_limit(&self, limit: usize);
 }
 
 /// What a waiting request receives.
@@ -49,10 +71,11 @@ pub enum Grant<T: CellTypes> {
     /// Dispatch on this HTTP/1 connection (already committed `ACTIVE`). It may belong to
     /// another partition (a borrow); its record says which.
     H1(T::H1),
-    /// Take a stream lease on this cell's generation, then call [`Cell::activation_done`].
+    /// Take a stream lease on this cell's generation (a stream is reserved for it), then call
+    /// [`Cell::activation_done`].
     H2(T::H2),
     /// Take a stream lease on another partition's generation (a borrow under bounded
-    /// pressure); no activation bookkeeping follows.
+    /// pressure; a stream is reserved for it); no activation bookkeeping follows.
     BorrowedH2(T::H2),
     /// The establishment this request waited on failed.
     Failed(T::Error),
@@ -148,7 +171,7 @@ impl<T: CellTypes> CellHooks<T> {
 pub enum Acquire<T: CellTypes> {
     /// A reuse hit on an idle HTTP/1 connection, committed `ACTIVE`.
     H1(T::H1),
-    /// A reuse hit on the accepting generation.
+    /// A reuse hit on an accepting generation, with a stream reserved for the request.
     H2(T::H2),
     /// The request requires HTTP/2 and this cell only establishes HTTP/1.1.
     Unsupported,

@@ -3,6 +3,7 @@
 //! The settings that say how long things may take and how long connections live (idle
 //! timeout aside) are in `lifecycle`, with the table of how they interplay.
 
+mod http2;
 mod lifecycle;
 
 use std::collections::HashSet;
@@ -387,7 +388,9 @@ impl Builder {
     /// How many HTTP/2 streams to open on a new connection before the server's first SETTINGS
     /// frame announces its limit (hyper's default: 100). A server with a lower
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` refuses the excess of a cold burst with
-    /// `REFUSED_STREAM`; after its SETTINGS arrive, requests beyond the limit wait inside h2.
+    /// `REFUSED_STREAM` (the pool sends those again); once the limit is known, requests beyond
+    /// it wait in the pool or go to a further connection (see
+    /// [`http2_max_connections_per_origin`](Self::http2_max_connections_per_origin)).
     pub fn http2_initial_max_send_streams(mut self, streams: Option<usize>) -> Self {
         self.h2.initial_max_send_streams = streams;
         self

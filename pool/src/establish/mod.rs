@@ -106,7 +106,11 @@ impl LaunchGuard {
         link: &pool_core::connection::PhysicalLink,
     ) -> Arc<ConnectionRecord> {
         let entry = &self.entry;
-        let info = connection_info(entry, protocol, meta, self.waiter.open_reason());
+        let reason = entry
+            .cell
+            .launch_reason(self.launch)
+            .unwrap_or_else(|| self.waiter.open_reason());
+        let info = connection_info(entry, protocol, meta, reason);
         let permit = self
             .lease
             .take()
@@ -255,5 +259,9 @@ impl Drop for Handover {
 impl H2Home for CellEntry {
     fn retire(&self, record: &Arc<ConnectionRecord>) {
         self.cell.retire_h2(record);
+    }
+
+    fn stream_freed(&self, _record: &Arc<ConnectionRecord>) {
+        self.cell.h2_stream_freed();
     }
 }

@@ -17,6 +17,7 @@ fn h2_retiring(cell: &Cell<Fake>, at: Instant) -> FakeH2 {
     FakeH2 {
         record: record_retiring(cell, Protocol::Http2, None, Some(at)),
         accepting: std::sync::Arc::new(AtomicBool::new(true)),
+        streams: std::sync::Arc::default(),
     }
 }
 
@@ -115,8 +116,8 @@ fn published(rig: &Rig, t0: Instant) -> FakeH2 {
 
 #[test]
 fn h2_generation_is_renewed_before_it_stops_accepting() {
-    let t0 = Instant::now();
     let rig = Rig::with(EstablishMode::Http2, Some(Duration::from_secs(90)), None);
+    let t0 = rig.now();
     let c = &rig.cell;
     let old = published(&rig, t0);
     assert!(
@@ -161,11 +162,12 @@ fn h2_generation_is_renewed_before_it_stops_accepting() {
 
 #[test]
 fn failed_renewal_retires_the_old_generation_and_queued_requests_relaunch() {
-    let t0 = Instant::now();
     let rig = Rig::with(EstablishMode::Http2, Some(Duration::from_secs(90)), None);
+    let t0 = rig.now();
     let c = &rig.cell;
     let old = published(&rig, t0);
     let t60 = t0 + Duration::from_secs(60);
+    rig.clock.set(t60);
     c.expire(t60);
     let (launcher, launch) = rig.launches().remove(0);
     c.fail(launch, &launcher, "refused");
@@ -234,6 +236,7 @@ fn bounded_renewal_without_a_free_permit_retires_first() {
             Some(t0 + Duration::from_secs(60)),
         ),
         accepting: std::sync::Arc::new(AtomicBool::new(true)),
+        streams: std::sync::Arc::default(),
     };
     c.publish_h2(old.clone(), f, t0);
     take(&w);

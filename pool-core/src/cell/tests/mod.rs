@@ -6,6 +6,7 @@ mod bounded;
 mod h1;
 mod h2;
 mod lifetime;
+mod streams;
 
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
