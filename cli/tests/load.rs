@@ -100,8 +100,18 @@ fn assert_consistent(json: &Value) {
         assert!(p("p50") <= p("p90"), "{key}: {}", json[key]);
         assert!(p("p90") <= p("p99"), "{key}: {}", json[key]);
         assert!(p("p99") <= p("p999"), "{key}: {}", json[key]);
-        assert!(p("p999") <= p("max"), "{key}: {}", json[key]);
+        assert!(p("p999") <= p("p9999"), "{key}: {}", json[key]);
+        assert!(p("p9999") <= p("max"), "{key}: {}", json[key]);
     }
+    assert!(u(&json["latency_ms"]["samples"]) <= requests);
+    let timeline = json["timeline"].as_array().unwrap();
+    let per_second: u64 = timeline.iter().map(|s| u(&s["requests"])).sum();
+    assert_eq!(per_second, requests, "every request ended in one second");
+    let failed: u64 = timeline.iter().map(|s| u(&s["failures"])).sum();
+    assert_eq!(failed, u(&json["failures"]));
+    let origins = json["origins"].as_array().unwrap();
+    let by_origin: u64 = origins.iter().map(|o| u(&o["requests"])).sum();
+    assert_eq!(by_origin, requests, "every request has an origin");
     assert!(f(&json["ttfb_ms"]["p50"]) <= f(&json["latency_ms"]["p50"]));
     let connections = &json["connections"];
     assert_eq!(
@@ -423,6 +433,125 @@ async fn an_unreachable_url_is_a_summary_of_connect_errors() {
             .unwrap()
             .contains("refused")
     );
+    // No success: no latency was measured, and the text says so instead of printing zeros.
+    assert_eq!(u(&json["latency_ms"]["samples"]), 0);
+    assert_eq!(f(&json["success_rps"]), 0.0);
+    let (text, code) = poolcurl_text(&[&url, "-n", "50", "-c", "4"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        text.contains("Requests/sec          none: no request succeeded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("none measured: no request received a complete response"),
+        "{text}"
+    );
+}
+
+/// `--urls-file` adds URLs; requests go round-robin over them, and the summary counts each
+/// origin's requests and connections (which its server accepted).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_urls_file_spreads_requests_over_its_origins() {
+    let a = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("a"))).await;
+    let b = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("bb"))).await;
+    let dir = TempDir::new("urls-file");
+    let file = dir.path().join("urls.txt");
+    std::fs::write(
+        &file,
+        format!("# two origins\n{}\n\n{}\n", b.url("/1"), b.url("/2")),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let (run, json) = load_json(&[
+        &a.url("/"),
+        "--urls-file",
+        &file,
+        "-n",
+        "300",
+        "-c",
+        "6",
+        "--partitions",
+        "2",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(json["config"]["urls"].as_array().unwrap().len(), 3);
+    let origins = json["origins"].as_array().unwrap();
+    assert_eq!(origins.len(), 2, "{origins:?}");
+    assert_eq!(origins[0]["origin"], a.url("").trim_end_matches('/'));
+    // Round-robin over [a, b, b]: each worker cycles through the list, so a gets a third of
+    // every worker's requests, give or take one per worker (6).
+    let to_a = u(&origins[0]["requests"]);
+    assert!(to_a.abs_diff(100) <= 6, "{origins:?}");
+    assert_eq!(to_a + u(&origins[1]["requests"]), 300);
+    assert_eq!(u(&json["bytes"]), to_a + (300 - to_a) * 2);
+    for (origin, server) in origins.iter().zip([&a, &b]) {
+        let opened = u(&origin["connections_opened"]);
+        wait_accepted!(server, opened);
+        assert_eq!(server.accepted() as u64, opened, "{origin}");
+    }
+    let (text, code) = poolcurl_text(&[&a.url("/"), "--urls-file", &file, "-n", "30"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("(+2 more, round-robin)") && text.contains("Origins"),
+        "{text}"
+    );
+    let missing = poolcurl(&["load", "--urls-file", "/nonexistent/urls.txt"]).await;
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("--urls-file"), "{}", missing.stderr);
+}
+
+/// An open-loop ramp raises the rate linearly: `--rate 200 --ramp 2s -z 2s` schedules 200
+/// requests (half the rate on average), a quarter of them in the first second.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_loop_ramp_starts_slowly() {
+    let (run, json) = load_json(&[
+        "--local", "--rate", "200", "--ramp", "2s", "-z", "2s", "-c", "16",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(f(&json["config"]["ramp_s"]), 2.0);
+    assert_eq!(u(&json["schedule"]["slots"]), 200);
+    assert_eq!(u(&json["requests"]), 200);
+    let timeline = json["timeline"].as_array().unwrap();
+    let first = u(&timeline[0]["requests"]);
+    let second = u(&timeline[1]["requests"]);
+    // 50 slots are due in the first second and 150 in the next (a flat 200/s would be 200
+    // each): no request can end before it is due, and a few may end a second late.
+    assert!((30..=50).contains(&first), "{timeline:?}");
+    assert!(second >= 120 && first < second, "{timeline:?}");
+}
+
+/// `--output-format csv` prints the time series alone: a header and one row per second.
+#[tokio::test(flavor = "multi_thread")]
+async fn csv_prints_the_run_second_by_second() {
+    let run = poolcurl(&[
+        "load",
+        "--local",
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--no-progress",
+        "--output-format",
+        "csv",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut lines = run.stdout.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("t_s,window_s,requests,successes,failures,rps"),
+        "{header}"
+    );
+    let columns = header.split(',').count();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "{}", run.stdout);
+    assert!(rows.iter().all(|r| r.len() == columns), "{}", run.stdout);
+    let requests: u64 = rows.iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
+    assert_eq!(requests, 300);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -483,8 +612,15 @@ async fn text_and_json_report_the_same_numbers() {
     );
     assert!(
         out.contains(&format!(
-            "Reused requests       {}",
+            "Reused                {} requests went on a connection that had served before",
             u(&json["connections"]["reused_requests"])
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Most connections      {} open at once",
+            u(&json["connections"]["peak_open"])
         )),
         "{out}"
     );

@@ -10,6 +10,7 @@
 //! combinations clap cannot express (`--local` with full URLs, paths without `--local`) are
 //! checked by [`super::run`] and reported the same way.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, ValueEnum};
@@ -32,17 +33,26 @@ pub(crate) const DEFAULT_LOCAL_DURATION: Duration = Duration::from_secs(5);
     long_about = "Drive concurrent load through the partitions of one pool and show what the \
         pool did: requests, latency percentiles, status codes and errors, and the pool's view \
         (connections opened and why they closed, reuse, permit waits, per-partition counts).\n\n\
-        Several URLs are used round-robin. With --local, an origin is started in-process on \
-        loopback and the arguments are paths on it (/, /bytes/N, /delay/MS, /status/CODE, \
-        /close).\n\n\
+        Several URLs (arguments, or one per line of --urls-file) are used round-robin, each \
+        worker starting at a different one; the summary breaks requests and connections down \
+        by origin. With --local, an origin is started in-process on loopback and the \
+        arguments are paths on it (/, /bytes/N, /delay/MS, /status/CODE, /close).\n\n\
         Exit status: 0 when every request succeeded, 1 when any failed or was aborted, 2 for \
         bad flags.",
     args_override_self = true
 )]
 pub(crate) struct LoadArgs {
     /// URLs to load, round-robin; with --local, paths on the local origin (default /)
-    #[arg(value_name = "URL", required_unless_present = "local", value_parser = parse_target)]
+    #[arg(
+        value_name = "URL",
+        required_unless_present_any = ["local", "urls_file"],
+        value_parser = parse_target
+    )]
     pub(crate) targets: Vec<Target>,
+
+    /// Read more URLs from FILE, one per line (blank lines and lines starting with # are skipped)
+    #[arg(long = "urls-file", value_name = "FILE", help_heading = "Load")]
+    pub(crate) urls_file: Option<PathBuf>,
 
     /// Number of requests (10k, 1m) [default: 200, or 5s of load with --local]
     #[arg(
@@ -79,6 +89,15 @@ pub(crate) struct LoadArgs {
     /// Open loop: start requests on a fixed schedule of QPS per second, latency measured from the scheduled time
     #[arg(long = "rate", value_name = "QPS", value_parser = parse_rate, help_heading = "Load")]
     pub(crate) rate: Option<f64>,
+
+    /// Ramp up over this long (10s): closed loop starts the -c workers one by one, open loop raises the rate from 0 to --rate
+    #[arg(
+        long = "ramp",
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        help_heading = "Load"
+    )]
+    pub(crate) ramp: Option<Duration>,
 
     /// Partitions of the pool, each a single-threaded runtime on its own thread
     #[arg(
@@ -265,10 +284,13 @@ pub(crate) enum OutputFormat {
     Text,
     /// One JSON object (schema poolcurl.load/1, see docs/load-json.md)
     Json,
+    /// The run second by second, as CSV (requests, failures, rps, latency, connections)
+    Csv,
 }
 
-/// Parses a positional argument: a path if it starts with `/`, else a URL by curl's rules.
-fn parse_target(text: &str) -> Result<Target, String> {
+/// Parses a positional argument (or a line of `--urls-file`): a path if it starts with `/`,
+/// else a URL by curl's rules.
+pub(crate) fn parse_target(text: &str) -> Result<Target, String> {
     if text.starts_with('/') {
         return match text.parse::<http::uri::PathAndQuery>() {
             Ok(_) => Ok(Target::Path(text.to_owned())),

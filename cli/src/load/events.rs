@@ -1,6 +1,6 @@
-//! The pool's lifecycle events, counted: connections created (by protocol and by owner
-//! partition), closed (by reason), failed establishments, and the most connections alive at
-//! once.
+//! The pool's lifecycle events, counted: connections created (by protocol, by owner
+//! partition and by origin), closed (by reason), failed establishments, and the most
+//! connections alive at once.
 //!
 //! Events are rare next to requests (one per connection, not per request), so plain atomics
 //! shared by every partition are cheap here. Reuse is *not* counted from events: the
@@ -27,6 +27,8 @@ pub(crate) struct EventCounts {
     h2: AtomicU64,
     /// Created connections per owner partition index.
     by_partition: Box<[AtomicU64]>,
+    /// Created connections per origin (a handful of origins; locked once per connection).
+    by_origin: Mutex<Vec<(OriginKey, u64)>>,
     /// `connection_closed` events per reason, indexed like [`CloseReason::ALL`].
     closed: [AtomicU64; CloseReason::ALL.len()],
     /// `connection_closed` events with a reason this build does not know.
@@ -53,6 +55,8 @@ pub(crate) struct EventSnapshot {
     pub(crate) h2: u64,
     /// Connections created per partition index.
     pub(crate) by_partition: Vec<u64>,
+    /// Connections created per origin, in the order origins first had one.
+    pub(crate) by_origin: Vec<(OriginKey, u64)>,
     /// Closes per reason, in [`CloseReason::ALL`] order.
     pub(crate) closed: Vec<(CloseReason, u64)>,
     /// Closes with an unknown reason.
@@ -71,6 +75,14 @@ impl EventSnapshot {
     pub(crate) fn closed_total(&self) -> u64 {
         self.closed.iter().map(|(_, n)| n).sum::<u64>() + self.closed_other
     }
+
+    /// Connections created for `origin`.
+    pub(crate) fn opened_for(&self, origin: &OriginKey) -> u64 {
+        self.by_origin
+            .iter()
+            .find(|(key, _)| key == origin)
+            .map_or(0, |(_, n)| *n)
+    }
 }
 
 impl EventCounts {
@@ -81,6 +93,7 @@ impl EventCounts {
             h1: AtomicU64::new(0),
             h2: AtomicU64::new(0),
             by_partition: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
+            by_origin: Mutex::new(Vec::new()),
             closed: Default::default(),
             closed_other: AtomicU64::new(0),
             close_examples: Mutex::new(Default::default()),
@@ -103,6 +116,11 @@ impl EventCounts {
             h1: read(&self.h1),
             h2: read(&self.h2),
             by_partition: self.by_partition.iter().map(read).collect(),
+            by_origin: self
+                .by_origin
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
             closed: CloseReason::ALL
                 .iter()
                 .zip(&self.closed)
@@ -138,6 +156,14 @@ impl EventCounts {
         }
         let live = self.live.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak_live.fetch_max(live, Ordering::Relaxed);
+        let mut by_origin = self
+            .by_origin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match by_origin.iter_mut().find(|(key, _)| key == info.origin()) {
+            Some((_, count)) => *count += 1,
+            None => by_origin.push((info.origin().clone(), 1)),
+        }
     }
 
     fn closed(&self, reason: CloseReason, error: Option<&(dyn Error + Send + Sync + 'static)>) {
@@ -250,6 +276,8 @@ mod tests {
         let snapshot = counts.snapshot();
         assert_eq!((snapshot.created, snapshot.h1, snapshot.h2), (4, 3, 1));
         assert_eq!(snapshot.by_partition, [2, 2]);
+        let origin = OriginKey::from_uri(&"http://a.test/".parse().unwrap()).unwrap();
+        assert_eq!(snapshot.opened_for(&origin), 4);
         assert_eq!(snapshot.closed_total(), 2);
         assert!(snapshot.closed.contains(&(CloseReason::ProtocolClosed, 2)));
         assert_eq!(snapshot.closed.len(), CloseReason::ALL.len());

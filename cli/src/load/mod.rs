@@ -47,8 +47,15 @@
 //!   the run before its first request (an unreadable `--cacert`, a setting the pool rejects).
 //!   Unreachable hosts are not setup failures: their requests fail and are counted by class.
 //!
-//! What this mode does not do: ramp-up, HTTP/3, per-URL breakdowns, or coordinating load
-//! across processes.
+//! * Several URLs ([`targets`]) are spread round-robin: worker `w` starts at URL `w % urls`
+//!   and moves to the next one after each request, so every worker, partition and origin mix
+//!   (a gateway's pattern: cells of several origins on every partition). The summary breaks
+//!   requests and connections down by origin, and the run by second ([`timeline`]).
+//! * `--ramp` spreads the workers' starts (closed loop) or raises the rate (open loop) over its
+//!   duration ([`schedule`]).
+//!
+//! What this mode does not do: ramp stages (one linear ramp only), HTTP/3, per-URL breakdowns
+//! (per origin only), or coordinating load across processes.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -59,7 +66,7 @@ use std::time::{Duration, Instant};
 use clap::ArgMatches;
 use clap::error::ErrorKind;
 use http::Uri;
-use pool::{ConnectionPool, OriginKey, Partition, PartitionId, TokioDriverSpawner};
+use pool::{ConnectionPool, Partition, PartitionId, TokioDriverSpawner};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -72,6 +79,8 @@ mod record;
 mod sampler;
 mod schedule;
 mod summary;
+mod targets;
+mod timeline;
 mod volume;
 mod warmup;
 mod worker;
@@ -109,6 +118,7 @@ pub(crate) fn run(args: LoadArgs, matches: &ArgMatches) -> ExitCode {
             let output = match args.output_format {
                 OutputFormat::Text => summary.text(),
                 OutputFormat::Json => format!("{:#}\n", summary.json()),
+                OutputFormat::Csv => timeline::csv(&summary.timeline()),
             };
             // A closed stdout (`| head`) is not worth a panic; the exit status still tells.
             let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), output.as_bytes());
@@ -164,7 +174,8 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         false => None,
     };
     let flavor = local_flavor(args);
-    let urls = target_urls(args, origin.as_ref(), flavor)?;
+    let urls = targets::urls(&targets::all(args)?, origin.as_ref(), flavor)?;
+    let (origins, url_origins) = targets::origins(&urls);
     let partition_count = usize::try_from(args.partitions).unwrap_or(1);
     let threads = PartitionThreads::start(partition_count)
         .map_err(|e| format!("starting the partition threads: {e}"))?;
@@ -184,9 +195,11 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let volume = args.volume();
     let start = Instant::now();
     let run = Arc::new(RunShared {
-        schedule: Schedule::new(start, volume, args.rate),
+        schedule: Schedule::new(start, volume, args.rate, args.ramp),
         template,
         urls: urls.clone(),
+        url_origins,
+        concurrency: usize::try_from(args.concurrency).unwrap_or(1),
         max_time: args.max_time.filter(|t| !t.is_zero()),
         fail: args.fail,
         gauges: (0..partition_count)
@@ -196,11 +209,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             .map(|_| Mutex::new(Latencies::default()))
             .collect(),
     });
-    let origins = urls
-        .iter()
-        .filter_map(|uri| OriginKey::from_uri(uri).ok())
-        .collect();
-    let mut sampler = Sampler::new(origins, partition_ids(partition_count));
+    let mut sampler = Sampler::new(origins.clone(), partition_ids(partition_count), start);
     let progress = Progress::new(volume, partition_count, start, args.no_progress);
     let drain = args
         .max_time
@@ -234,9 +243,11 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         config: run_config(args, &urls, partition_count),
         duration: driven.duration,
         partitions: per_partition,
+        origins,
         events: events.snapshot(),
         counters: pool.counters(),
         peak_admitted: sampler.peak_admitted(),
+        second_peaks: sampler.per_second().to_vec(),
         warmup,
         slots: run.schedule.slots(),
         local: origin.as_ref().map(|origin| LocalFacts {
@@ -259,43 +270,6 @@ fn local_flavor(args: &LoadArgs) -> Flavor {
     } else {
         Flavor::Http1
     }
-}
-
-/// The URLs to load: the arguments, or paths on the local origin.
-fn target_urls(
-    args: &LoadArgs,
-    origin: Option<&LocalOrigin>,
-    flavor: Flavor,
-) -> Result<Vec<Uri>, String> {
-    let Some(origin) = origin else {
-        return Ok(args
-            .targets
-            .iter()
-            .filter_map(|target| match target {
-                Target::Url(uri) => Some(uri.clone()),
-                Target::Path(_) => None,
-            })
-            .collect());
-    };
-    let mut paths: Vec<&str> = args
-        .targets
-        .iter()
-        .filter_map(|target| match target {
-            Target::Path(path) => Some(path.as_str()),
-            Target::Url(_) => None,
-        })
-        .collect();
-    if paths.is_empty() {
-        paths.push("/");
-    }
-    paths
-        .into_iter()
-        .map(|path| {
-            let url = origin.url(flavor, path);
-            url.parse::<Uri>()
-                .map_err(|e| format!("local origin URL {url}: {e}"))
-        })
-        .collect()
 }
 
 fn partition_ids(count: usize) -> Vec<PartitionId> {
@@ -374,6 +348,7 @@ fn run_config(args: &LoadArgs, urls: &[Uri], partitions: usize) -> RunConfig {
         partitions,
         volume: args.volume(),
         rate: args.rate,
+        ramp: args.ramp.filter(|r| !r.is_zero()),
         protocol,
         max_connections_per_host: args.max_connections_per_host,
         max_pending_per_host: args.max_pending_per_host,

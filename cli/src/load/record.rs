@@ -12,6 +12,11 @@
 //! Only exchanges that ended with a complete response body are recorded in the latency
 //! histograms; a request that failed has an error class instead. The permit-wait histogram
 //! holds only requests that waited ([`pool::ConnectionHandle::wait_time`] is `Some`).
+//!
+//! Every request that ends is also tallied by its [`Tag`]: the second of the run it ended in
+//! (the time series, [`super::timeline`]) and its URL's origin (the per-origin rows). Latency
+//! per second goes into small histograms of their own (2 significant digits), one per second
+//! that had a response.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -136,6 +141,55 @@ pub(crate) struct Completed {
 /// Samples a worker buffers before adding them to its partition's [`Latencies`].
 pub(crate) const BATCH: usize = 256;
 
+/// Where one request that ended is tallied: the second of the run it ended in (0 for the
+/// first second) and the index of its URL's origin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tag {
+    /// Whole seconds from the run's start to the request's end.
+    pub(crate) second: usize,
+    /// The origin of the request's URL, as an index into the run's distinct origins.
+    pub(crate) origin: usize,
+}
+
+/// Requests that ended within one second of the run, or at one origin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// Requests that ended (successes + failures).
+    pub(crate) requests: u64,
+    /// Of those, successes.
+    pub(crate) successes: u64,
+    /// Response body bytes of the completed ones.
+    pub(crate) bytes: u64,
+}
+
+impl Tally {
+    /// Failed requests.
+    pub(crate) fn failures(&self) -> u64 {
+        self.requests - self.successes
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.requests += other.requests;
+        self.successes += other.successes;
+        self.bytes += other.bytes;
+    }
+}
+
+/// The tally at `index` of `tallies`, grown as needed.
+fn tally_at(tallies: &mut Vec<Tally>, index: usize) -> &mut Tally {
+    if tallies.len() <= index {
+        tallies.resize(index + 1, Tally::default());
+    }
+    &mut tallies[index]
+}
+
+/// Adds `from` into `into`, index by index.
+fn add_tallies(into: &mut Vec<Tally>, from: &[Tally]) {
+    for (index, tally) in from.iter().enumerate() {
+        tally_at(into, index).add(tally);
+    }
+}
+
 /// Latency histograms, in microseconds: one set per partition, merged for the summary.
 #[derive(Debug, Clone)]
 pub(crate) struct Latencies {
@@ -145,6 +199,9 @@ pub(crate) struct Latencies {
     pub(crate) ttfb: Histogram<u64>,
     /// Permit waits of requests that waited.
     pub(crate) wait: Histogram<u64>,
+    /// Total time of completed exchanges, per second of the run they ended in (2 significant
+    /// digits; `None` for a second without a response).
+    pub(crate) per_second: Vec<Option<Histogram<u32>>>,
 }
 
 impl Default for Latencies {
@@ -153,6 +210,7 @@ impl Default for Latencies {
             total: histogram(),
             ttfb: histogram(),
             wait: histogram(),
+            per_second: Vec::new(),
         }
     }
 }
@@ -164,6 +222,22 @@ impl Latencies {
         let _ = self.total.add(&other.total);
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.wait.add(&other.wait);
+        for (second, histogram) in other.per_second.iter().enumerate() {
+            if let Some(histogram) = histogram {
+                let _ = self.second_mut(second).add(histogram);
+            }
+        }
+    }
+
+    /// The histogram of `second`, created when first needed.
+    fn second_mut(&mut self, second: usize) -> &mut Histogram<u32> {
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, None);
+        }
+        self.per_second[second].get_or_insert_with(|| {
+            // `new` only fails for a precision above 5.
+            Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant digits are supported"))
+        })
     }
 }
 
@@ -173,6 +247,8 @@ struct Pending {
     total: Vec<u64>,
     ttfb: Vec<u64>,
     wait: Vec<u64>,
+    /// The second each `total` sample ended in, index for index.
+    seconds: Vec<usize>,
 }
 
 /// The counters of one worker, or of several merged.
@@ -200,6 +276,10 @@ pub(crate) struct Record {
     pub(crate) reused: u64,
     /// Responses served by another partition's connection.
     pub(crate) borrowed: u64,
+    /// Requests that ended, per second of the run.
+    pub(crate) per_second: Vec<Tally>,
+    /// Requests that ended, per origin index.
+    pub(crate) per_origin: Vec<Tally>,
     /// Whether a request is in flight right now (set and cleared by the worker, so an abort
     /// knows to count one).
     pub(crate) in_flight: bool,
@@ -227,18 +307,27 @@ fn record_micros(histogram: &mut Histogram<u64>, value: u64) {
 
 impl Record {
     /// Records a complete response; `fail` applies `--fail` (status >= 400 is a failure).
-    pub(crate) fn completed(&mut self, exchange: &Completed, fail: bool) {
+    pub(crate) fn completed(&mut self, exchange: &Completed, tag: Tag, fail: bool) {
         self.requests += 1;
         self.bytes += exchange.bytes;
         *self.status.entry(exchange.status).or_insert(0) += 1;
         self.pending.total.push(micros(exchange.total));
         self.pending.ttfb.push(micros(exchange.ttfb));
-        if fail && exchange.status >= 400 {
+        self.pending.seconds.push(tag.second);
+        let success = !(fail && exchange.status >= 400);
+        let tally = Tally {
+            requests: 1,
+            successes: u64::from(success),
+            bytes: exchange.bytes,
+        };
+        tally_at(&mut self.per_second, tag.second).add(&tally);
+        tally_at(&mut self.per_origin, tag.origin).add(&tally);
+        if success {
+            self.successes += 1;
+        } else {
             self.count_error(ErrorClass::Http, || {
                 format!("the server answered {}", exchange.status)
             });
-        } else {
-            self.successes += 1;
         }
         if let Some(served) = exchange.served {
             self.served(&served);
@@ -256,8 +345,14 @@ impl Record {
     }
 
     /// Records a failed request; `message` is asked for only for the first of its class.
-    pub(crate) fn failed(&mut self, class: ErrorClass, message: impl FnOnce() -> String) {
+    pub(crate) fn failed(&mut self, class: ErrorClass, tag: Tag, message: impl FnOnce() -> String) {
         self.requests += 1;
+        let tally = Tally {
+            requests: 1,
+            ..Tally::default()
+        };
+        tally_at(&mut self.per_second, tag.second).add(&tally);
+        tally_at(&mut self.per_origin, tag.origin).add(&tally);
         self.count_error(class, message);
     }
 
@@ -293,6 +388,12 @@ impl Record {
     /// Moves the buffered samples into `latencies`.
     pub(crate) fn flush_into(&mut self, latencies: &mut Latencies) {
         let pending = &mut self.pending;
+        for (second, value) in pending.seconds.drain(..).zip(&pending.total) {
+            let histogram = latencies.second_mut(second);
+            if histogram.record(*value).is_err() {
+                histogram.saturating_record(*value);
+            }
+        }
         for (samples, histogram) in [
             (&mut pending.total, &mut latencies.total),
             (&mut pending.ttfb, &mut latencies.ttfb),
@@ -328,6 +429,8 @@ impl Record {
         }
         self.reused += other.reused;
         self.borrowed += other.borrowed;
+        add_tallies(&mut self.per_second, &other.per_second);
+        add_tallies(&mut self.per_origin, &other.per_origin);
     }
 }
 
@@ -353,11 +456,16 @@ mod tests {
     #[test]
     fn completed_and_failed_requests_add_up() {
         let mut a = Record::default();
-        a.completed(&ok(200, 4, 1, false), false);
-        a.completed(&ok(200, 2, 1, true), false);
-        a.completed(&ok(503, 2, 1, true), true);
-        a.failed(ErrorClass::Connect, || "refused".into());
-        a.failed(ErrorClass::Connect, || {
+        let first = Tag::default();
+        let later = Tag {
+            second: 2,
+            origin: 1,
+        };
+        a.completed(&ok(200, 4, 1, false), first, false);
+        a.completed(&ok(200, 2, 1, true), later, false);
+        a.completed(&ok(503, 2, 1, true), later, true);
+        a.failed(ErrorClass::Connect, first, || "refused".into());
+        a.failed(ErrorClass::Connect, later, || {
             unreachable!("only the first message is kept")
         });
         assert_eq!((a.requests, a.successes, a.failures()), (5, 2, 3));
@@ -370,14 +478,23 @@ mod tests {
         let mut latencies = Latencies::default();
         a.flush_into(&mut latencies);
         assert_eq!((latencies.total.len(), latencies.wait.len()), (3, 1));
+        let tallies = |t: &[Tally]| -> Vec<(u64, u64)> {
+            t.iter().map(|t| (t.requests, t.successes)).collect()
+        };
+        assert_eq!(tallies(&a.per_second), [(2, 1), (0, 0), (3, 1)]);
+        assert_eq!(tallies(&a.per_origin), [(2, 1), (3, 1)]);
+        assert_eq!(latencies.per_second.len(), 3);
+        assert!(latencies.per_second[1].is_none(), "no response in second 1");
+        assert_eq!(latencies.per_second[2].as_ref().map(|h| h.len()), Some(2));
 
         let mut b = Record::default();
-        b.completed(&ok(200, 8, 2, false), false);
+        b.completed(&ok(200, 8, 2, false), first, false);
         b.flush_into(&mut latencies);
         b.merge(&a);
         assert_eq!((b.requests, b.successes, b.failures()), (6, 3, 3));
         assert_eq!(b.per_connection.len(), 2);
         assert_eq!(b.bytes, 40);
+        assert_eq!(tallies(&b.per_second), [(3, 2), (0, 0), (3, 1)]);
         assert_eq!(latencies.total.len(), 4);
         let max = latencies.total.max();
         assert!((8_000..8_100).contains(&max), "{max}");
@@ -387,10 +504,10 @@ mod tests {
     fn samples_wait_for_a_batch_and_histograms_grow() {
         let mut record = Record::default();
         for _ in 0..BATCH - 1 {
-            record.completed(&ok(200, 1, 1, true), false);
+            record.completed(&ok(200, 1, 1, true), Tag::default(), false);
         }
         assert!(!record.flush_due());
-        record.completed(&ok(200, 90_000, 1, true), false);
+        record.completed(&ok(200, 90_000, 1, true), Tag::default(), false);
         assert!(record.flush_due());
         let mut latencies = Latencies::default();
         record.flush_into(&mut latencies);

@@ -1,12 +1,13 @@
 //! Periodic readings of the pool's gauges and the workers' counters: what the progress display
-//! shows, and the peak of admitted connections for the summary.
+//! shows, the peak of admitted connections for the summary, and the per-second peaks of
+//! connections and requests in flight for the time series.
 //!
 //! The driver samples every [`SAMPLE_EVERY`] whether or not progress is shown, and once more
 //! at the end. A peak from samples can miss a spike shorter than the interval; the summary's
 //! `peak_open` (from connection events) is exact.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pool::{ConnectionPool, OriginKey, PartitionId};
 
@@ -51,9 +52,22 @@ impl Sample {
     }
 }
 
-/// Takes samples and keeps the peak.
+/// The largest readings within one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SecondPeak {
+    /// Admitted connections (summed over origins and partitions).
+    pub(crate) connections: usize,
+    /// Requests in flight (all partitions).
+    pub(crate) in_flight: u64,
+}
+
+/// Takes samples and keeps the peaks.
 #[derive(Debug)]
 pub(crate) struct Sampler {
+    /// When the run started (second 0 of the series).
+    start: Instant,
+    /// The peaks of each second that had a sample.
+    per_second: Vec<SecondPeak>,
     /// The distinct origins of the run's URLs.
     origins: Vec<OriginKey>,
     /// The partitions, by index.
@@ -63,11 +77,17 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// A sampler for these origins and partitions.
-    pub(crate) fn new(mut origins: Vec<OriginKey>, partitions: Vec<PartitionId>) -> Sampler {
+    /// A sampler for these origins and partitions, of a run that started at `start`.
+    pub(crate) fn new(
+        mut origins: Vec<OriginKey>,
+        partitions: Vec<PartitionId>,
+        start: Instant,
+    ) -> Sampler {
         origins.sort();
         origins.dedup();
         Sampler {
+            start,
+            per_second: Vec::new(),
             origins,
             partitions,
             peak_admitted: 0,
@@ -97,6 +117,14 @@ impl Sampler {
             }
         }
         self.peak_admitted = self.peak_admitted.max(admitted);
+        let second = usize::try_from(self.start.elapsed().as_secs()).unwrap_or(usize::MAX);
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, SecondPeak::default());
+        }
+        let peak = &mut self.per_second[second];
+        peak.connections = peak.connections.max(admitted);
+        let in_flight = partitions.iter().map(|p| p.in_flight).sum();
+        peak.in_flight = peak.in_flight.max(in_flight);
         Sample {
             partitions,
             admitted,
@@ -106,5 +134,10 @@ impl Sampler {
     /// The largest admitted count sampled so far.
     pub(crate) fn peak_admitted(&self) -> usize {
         self.peak_admitted
+    }
+
+    /// The peaks of each second so far (a second without a sample reads as zero).
+    pub(crate) fn per_second(&self) -> &[SecondPeak] {
+        &self.per_second
     }
 }

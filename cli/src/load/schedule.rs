@@ -22,7 +22,20 @@
 //! `fetch_add`, for `-n` and `--rate`); a `-z` closed loop touches nothing shared but the stop
 //! flag, which is only read.
 //!
-//! What this does not do: ramp-up, bursts, or rates that change during a run.
+//! Ramp-up (`--ramp T`) starts gently:
+//!
+//! ```text
+//! closed loop   worker w of c starts at start + T * w / c, so the requests in flight rise
+//!               from 1 to c over T (then each worker loops as above)
+//! open loop     the rate rises linearly from 0 to R over T: slot k is due at
+//!               sqrt(2 T k / R) while k < R T / 2 (the slots of the ramp), then at
+//!               T + (k - R T / 2) / R
+//! ```
+//!
+//! The ramp is part of the run: `-z` counts from the start, ramp included, and so do the
+//! per-second series and the request rate.
+//!
+//! What this does not do: bursts, several stages, or rates that change after the ramp.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -38,6 +51,8 @@ pub(crate) struct Schedule {
     volume: Volume,
     /// `--rate`, in requests per second.
     rate: Option<f64>,
+    /// `--ramp`: how long load takes to reach `-c` (closed loop) or `--rate` (open loop).
+    ramp: Option<Duration>,
     /// The next ticket or slot number; incremented by every worker taking one.
     next: AtomicU64,
     /// Set once (Ctrl-C) to start no more requests; read by every worker.
@@ -54,11 +69,17 @@ pub(crate) struct Slot {
 
 impl Schedule {
     /// A schedule starting at `start`.
-    pub(crate) fn new(start: Instant, volume: Volume, rate: Option<f64>) -> Schedule {
+    pub(crate) fn new(
+        start: Instant,
+        volume: Volume,
+        rate: Option<f64>,
+        ramp: Option<Duration>,
+    ) -> Schedule {
         Schedule {
             start,
             volume,
             rate,
+            ramp: ramp.filter(|r| !r.is_zero()),
             next: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         }
@@ -83,9 +104,39 @@ impl Schedule {
         let rate = self.rate?;
         Some(match self.volume {
             Volume::Requests(n) => n,
-            // Slots k with k / rate < d: ceil(d * rate).
-            Volume::Duration(d) => (d.as_secs_f64() * rate).ceil() as u64,
+            // Slots k due before d: ceil of the slots scheduled in [0, d).
+            Volume::Duration(d) => self.scheduled_before(d.as_secs_f64(), rate).ceil() as u64,
         })
+    }
+
+    /// How many open-loop slots fall in the first `t` seconds (a real number: the integral of
+    /// the rate, which rises linearly over the ramp).
+    fn scheduled_before(&self, t: f64, rate: f64) -> f64 {
+        match self.ramp.map(|r| r.as_secs_f64()) {
+            None => t * rate,
+            Some(ramp) if t <= ramp => rate * t * t / (2.0 * ramp),
+            Some(ramp) => rate * ramp / 2.0 + rate * (t - ramp),
+        }
+    }
+
+    /// When open-loop slot `k` is due, in seconds from the start (the inverse of
+    /// [`scheduled_before`](Self::scheduled_before)).
+    fn due_offset(&self, k: u64, rate: f64) -> f64 {
+        let k = k as f64;
+        match self.ramp.map(|r| r.as_secs_f64()) {
+            None => k / rate,
+            Some(ramp) if k < rate * ramp / 2.0 => (2.0 * ramp * k / rate).sqrt(),
+            Some(ramp) => ramp + (k - rate * ramp / 2.0) / rate,
+        }
+    }
+
+    /// When closed-loop worker `index` of `concurrency` sends its first request: spread over
+    /// the ramp, or at once without one (and always at once in open loop, where the slots
+    /// carry the ramp).
+    pub(crate) fn worker_start(&self, index: usize, concurrency: usize) -> Option<Instant> {
+        let ramp = self.ramp.filter(|_| self.rate.is_none())?;
+        let share = index as f64 / concurrency.max(1) as f64;
+        Some(self.start + ramp.mul_f64(share))
     }
 
     /// Starts no more requests; those in flight finish.
@@ -123,7 +174,7 @@ impl Schedule {
                 if k >= self.slots().unwrap_or(0) {
                     return None;
                 }
-                let offset = Duration::try_from_secs_f64(k as f64 / rate).ok()?;
+                let offset = Duration::try_from_secs_f64(self.due_offset(k, rate)).ok()?;
                 Some(Slot {
                     due: Some(self.start + offset),
                 })
@@ -145,7 +196,7 @@ mod tests {
     #[test]
     fn closed_loop_hands_out_exactly_n_tickets() {
         let t0 = Instant::now();
-        let s = Schedule::new(t0, Volume::Requests(5), None);
+        let s = Schedule::new(t0, Volume::Requests(5), None, None);
         let slots = drain(&s, t0);
         assert_eq!(slots.len(), 5);
         assert!(slots.iter().all(|slot| slot.due.is_none()));
@@ -155,7 +206,7 @@ mod tests {
     #[test]
     fn closed_loop_with_a_duration_ends_at_the_deadline() {
         let t0 = Instant::now();
-        let s = Schedule::new(t0, Volume::Duration(Duration::from_secs(2)), None);
+        let s = Schedule::new(t0, Volume::Duration(Duration::from_secs(2)), None, None);
         assert!(s.take_at(t0 + Duration::from_millis(1_999)).is_some());
         assert!(s.take_at(t0 + Duration::from_secs(2)).is_none());
         assert_eq!(s.deadline(), Some(t0 + Duration::from_secs(2)));
@@ -164,7 +215,7 @@ mod tests {
     #[test]
     fn open_loop_slots_are_evenly_spaced_from_the_start() {
         let t0 = Instant::now();
-        let s = Schedule::new(t0, Volume::Requests(4), Some(100.0));
+        let s = Schedule::new(t0, Volume::Requests(4), Some(100.0), None);
         let due: Vec<Duration> = drain(&s, t0)
             .into_iter()
             .map(|slot| slot.due.unwrap() - t0)
@@ -176,18 +227,75 @@ mod tests {
     #[test]
     fn open_loop_with_a_duration_has_the_slots_before_the_deadline() {
         let t0 = Instant::now();
-        let s = Schedule::new(t0, Volume::Duration(Duration::from_secs(1)), Some(10.0));
+        let s = Schedule::new(
+            t0,
+            Volume::Duration(Duration::from_secs(1)),
+            Some(10.0),
+            None,
+        );
         assert_eq!(s.slots(), Some(10));
         assert_eq!(drain(&s, t0).len(), 10);
         // A worker that is behind does not start a slot after the deadline.
-        let late = Schedule::new(t0, Volume::Duration(Duration::from_secs(1)), Some(10.0));
+        let late = Schedule::new(
+            t0,
+            Volume::Duration(Duration::from_secs(1)),
+            Some(10.0),
+            None,
+        );
         assert!(late.take_at(t0 + Duration::from_secs(1)).is_none());
+    }
+
+    #[test]
+    fn an_open_loop_ramp_rises_linearly_to_the_rate() {
+        let t0 = Instant::now();
+        let ramp = Some(Duration::from_secs(2));
+        // 10/s reached after 2 s: 10 slots in the ramp, then 10 per second.
+        let s = Schedule::new(
+            t0,
+            Volume::Duration(Duration::from_secs(3)),
+            Some(10.0),
+            ramp,
+        );
+        assert_eq!(s.slots(), Some(20));
+        let due: Vec<f64> = drain(&s, t0)
+            .into_iter()
+            .map(|slot| (slot.due.unwrap() - t0).as_secs_f64())
+            .collect();
+        assert_eq!(due.len(), 20);
+        let in_first_second = due.iter().filter(|t| **t < 1.0).count();
+        let in_second_second = due.iter().filter(|t| (1.0..2.0).contains(*t)).count();
+        let after = due.iter().filter(|t| **t >= 2.0).count();
+        // The rate rises from 0 to 10: 2.5 slots in the first second, 7.5 in the next.
+        assert_eq!((in_first_second, in_second_second, after), (3, 7, 10));
+        assert!(due.windows(2).all(|w| w[0] <= w[1]), "{due:?}");
+        assert!(
+            (due[10] - 2.0).abs() < 1e-9,
+            "the first slot at full rate: {due:?}"
+        );
+    }
+
+    #[test]
+    fn a_closed_loop_ramp_spreads_the_workers_starts() {
+        let t0 = Instant::now();
+        let ramp = Some(Duration::from_secs(4));
+        let s = Schedule::new(t0, Volume::Requests(100), None, ramp);
+        let starts: Vec<Duration> = (0..4).map(|w| s.worker_start(w, 4).unwrap() - t0).collect();
+        let secs = Duration::from_secs;
+        assert_eq!(starts, [secs(0), secs(1), secs(2), secs(3)]);
+        let open = Schedule::new(t0, Volume::Requests(100), Some(5.0), ramp);
+        assert_eq!(
+            open.worker_start(3, 4),
+            None,
+            "open loop ramps its slots instead"
+        );
+        let none = Schedule::new(t0, Volume::Requests(100), None, None);
+        assert_eq!(none.worker_start(3, 4), None);
     }
 
     #[test]
     fn stop_ends_every_schedule() {
         let t0 = Instant::now();
-        let s = Schedule::new(t0, Volume::Requests(10), Some(5.0));
+        let s = Schedule::new(t0, Volume::Requests(10), Some(5.0), None);
         assert!(s.take_at(t0).is_some());
         s.stop();
         assert!(s.take_at(t0).is_none());

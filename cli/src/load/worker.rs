@@ -7,7 +7,9 @@
 //!      └──────────────────────────────────────────────────────────────────────────┘
 //! ```
 //!
-//! Latency runs from the request's start: now in closed loop, the slot's due time in open loop.
+//! With `--ramp` in closed loop, the worker first waits for its start time
+//! ([`Schedule::worker_start`]). Latency runs from the request's start: now in closed loop, the
+//! slot's due time in open loop.
 //! `-m` bounds one exchange (head and body) from the moment it is sent; when it elapses the
 //! request is a `timeout` failure.
 //!
@@ -27,7 +29,7 @@ use pool::PartitionId;
 use tokio::sync::watch;
 
 use super::events::chain;
-use super::record::{Completed, ErrorClass, Latencies, Record, Served};
+use super::record::{Completed, ErrorClass, Latencies, Record, Served, Tag};
 use super::schedule::Schedule;
 use crate::curl::request::{Hop, RequestTemplate};
 
@@ -41,6 +43,10 @@ pub(crate) struct RunShared {
     pub(crate) template: RequestTemplate,
     /// The URLs, used round-robin.
     pub(crate) urls: Vec<Uri>,
+    /// Each URL's origin, as an index into the run's distinct origins (like `urls`).
+    pub(crate) url_origins: Vec<usize>,
+    /// `-c`: how many workers there are.
+    pub(crate) concurrency: usize,
     /// `-m`: the limit of one exchange.
     pub(crate) max_time: Option<Duration>,
     /// `--fail`: status >= 400 is a failure.
@@ -172,6 +178,9 @@ impl Worker {
         let gauges = self.gauges();
         let hop = run.template.first_hop();
         let mut next_url = self.index % run.urls.len();
+        if let Some(at) = run.schedule.worker_start(self.index, run.concurrency) {
+            tokio::time::sleep_until(at.into()).await;
+        }
         while let Some(slot) = run.schedule.take() {
             let start = match slot.due {
                 Some(due) => {
@@ -183,6 +192,7 @@ impl Worker {
                 None => Instant::now(),
             };
             let uri = &run.urls[next_url];
+            let origin = run.url_origins.get(next_url).copied().unwrap_or(0);
             next_url = (next_url + 1) % run.urls.len();
             record.in_flight = true;
             gauges.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -195,9 +205,14 @@ impl Worker {
             record.in_flight = false;
             gauges.in_flight.fetch_sub(1, Ordering::Relaxed);
             let failed_before = record.failures();
+            let tag = Tag {
+                second: usize::try_from(run.schedule.start().elapsed().as_secs())
+                    .unwrap_or(usize::MAX),
+                origin,
+            };
             match outcome {
-                Ok(completed) => record.completed(&completed, run.fail),
-                Err(failure) => record.failed(failure.class(), || failure.message()),
+                Ok(completed) => record.completed(&completed, tag, run.fail),
+                Err(failure) => record.failed(failure.class(), tag, || failure.message()),
             }
             if record.failures() != failed_before {
                 gauges.failed.fetch_add(1, Ordering::Relaxed);

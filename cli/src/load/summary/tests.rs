@@ -1,0 +1,229 @@
+use std::time::Duration;
+
+use pool::{OriginKey, PoolCounters};
+
+use super::text::human_bytes;
+use super::*;
+use crate::load::record::{Completed, ErrorClass, Served, Tag};
+
+fn origin(url: &str) -> OriginKey {
+    OriginKey::from_uri(&url.parse().unwrap()).unwrap()
+}
+
+fn events(created: u64, by_origin: Vec<(OriginKey, u64)>) -> EventSnapshot {
+    EventSnapshot {
+        created,
+        h1: created,
+        h2: 0,
+        by_partition: vec![created / 2, created - created / 2],
+        by_origin,
+        closed: pool::CloseReason::ALL.iter().map(|r| (*r, 0)).collect(),
+        closed_other: 0,
+        close_examples: Vec::new(),
+        failed: 0,
+        peak_live: created,
+    }
+}
+
+fn config(urls: &[&str]) -> RunConfig {
+    RunConfig {
+        urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+        concurrency: 4,
+        partitions: 2,
+        volume: Volume::Requests(101),
+        rate: None,
+        ramp: None,
+        protocol: "auto",
+        max_connections_per_host: None,
+        max_pending_per_host: None,
+        reuse_scope: "interface",
+        idle_timeout: Some(pool::DEFAULT_IDLE_TIMEOUT),
+        connect_timeout: Duration::from_secs(10),
+        max_connection_lifetime: None,
+        pool_timeout: None,
+        max_time: None,
+        interface: None,
+        fail: false,
+        local: false,
+    }
+}
+
+/// 100 complete responses over two partitions and two origins (even requests to the first),
+/// the first half in second 0 and the rest in second 1, plus one saturated failure.
+fn facts() -> Facts {
+    let a = origin("http://127.0.0.1:1/");
+    let b = origin("http://127.0.0.1:2/");
+    let mut p0 = PartitionResult::default();
+    let mut p1 = PartitionResult::default();
+    for i in 0..100u64 {
+        let partition = if i % 2 == 0 { &mut p0 } else { &mut p1 };
+        let record = &mut partition.record;
+        let tag = Tag {
+            second: usize::from(i >= 50),
+            origin: usize::from(i % 2 == 1),
+        };
+        record.completed(
+            &Completed {
+                status: if i < 90 { 200 } else { 404 },
+                bytes: 100,
+                ttfb: Duration::from_micros(500 + i * 10),
+                total: Duration::from_micros(1_000 + i * 20),
+                served: Some(Served {
+                    connection: i % 4,
+                    reused: i >= 4,
+                    borrowed: false,
+                    waited: (i < 4).then(|| Duration::from_micros(300)),
+                }),
+            },
+            tag,
+            false,
+        );
+        record.flush_into(&mut partition.latencies);
+    }
+    let late = Tag {
+        second: 1,
+        origin: 1,
+    };
+    p1.record
+        .failed(ErrorClass::Saturated, late, || "origin saturated".into());
+    Facts {
+        config: config(&["http://127.0.0.1:1/", "http://127.0.0.1:2/"]),
+        duration: Duration::from_millis(1_500),
+        partitions: vec![p0, p1],
+        origins: vec![a.clone(), b.clone()],
+        events: events(4, vec![(a, 2), (b, 2)]),
+        counters: PoolCounters::default(),
+        peak_admitted: 4,
+        second_peaks: Vec::new(),
+        warmup: None,
+        slots: None,
+        local: None,
+    }
+}
+
+#[test]
+fn json_has_the_documented_keys_and_consistent_numbers() {
+    let summary = Summary::new(facts());
+    let json = summary.json();
+    assert_eq!(json["schema"], SCHEMA);
+    assert_eq!(json["requests"], 101);
+    assert_eq!(json["successes"], 100);
+    assert_eq!(json["failures"], 1);
+    assert_eq!(json["rps"], 67.333);
+    assert_eq!(json["success_rps"], 66.667);
+    assert_eq!(json["status"]["404"], 10);
+    assert_eq!(json["errors"]["saturated"], 1);
+    assert_eq!(
+        json["errors"].as_object().unwrap().len(),
+        ErrorClass::ALL.len()
+    );
+    assert_eq!(
+        json["connections"]["closed"].as_object().unwrap().len(),
+        pool::CloseReason::ALL.len() + 1
+    );
+    assert_eq!(json["connections"]["requests_per_connection"]["max"], 25);
+    assert_eq!(json["connections"]["used"], 4);
+    assert_eq!(json["permit_wait_ms"]["waited"], 4);
+    assert_eq!(json["partitions"].as_array().unwrap().len(), 2);
+    assert_eq!(json["partitions"][1]["requests"], 51);
+    let latency = &json["latency_ms"];
+    let p = |k: &str| latency[k].as_f64().unwrap();
+    assert!(p("min") <= p("p50") && p("p50") <= p("p90") && p("p90") <= p("p99"));
+    assert!(p("p99") <= p("p999") && p("p999") <= p("p9999") && p("p9999") <= p("max"));
+    assert_eq!(latency["samples"], 100);
+    assert!(!summary.succeeded());
+}
+
+#[test]
+fn json_breaks_the_run_down_by_origin_and_by_second() {
+    let json = Summary::new(facts()).json();
+    let origins = json["origins"].as_array().unwrap();
+    assert_eq!(origins.len(), 2);
+    assert_eq!(origins[0]["origin"], "http://127.0.0.1:1");
+    assert_eq!(
+        (&origins[1]["requests"], &origins[1]["failures"]),
+        (&json!(51), &json!(1))
+    );
+    assert_eq!(origins[1]["connections_opened"], 2);
+    let timeline = json["timeline"].as_array().unwrap();
+    assert_eq!(
+        timeline.len(),
+        2,
+        "1.5 s: two seconds, the last one partial"
+    );
+    assert_eq!(timeline[0]["requests"], 50);
+    assert_eq!(timeline[1]["requests"], 51);
+    assert_eq!(timeline[1]["failures"], 1);
+    assert_eq!(timeline[1]["window_s"], 0.5);
+    assert_eq!(timeline[1]["rps"], 102.0);
+    let sum: u64 = timeline
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, 101, "every request is in one second");
+    assert!(timeline[0]["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn text_carries_the_same_numbers() {
+    let summary = Summary::new(facts());
+    let text = summary.text();
+    assert!(text.contains("Requests              101 (100 succeeded, 1 failed, 0 aborted)"));
+    assert!(text.contains("Connections opened    4 (h1 4, h2 0; 4 served requests)"));
+    assert!(text.contains("saturated  1  e.g. origin saturated"));
+    assert!(text.contains("Requests/sec          67.3 (66.7 of them successful)"));
+    assert!(text.contains("  404  10"));
+    assert!(text.contains("p99.99"), "{text}");
+    assert!(text.contains("Origins"), "{text}");
+    assert!(
+        text.contains("4 requests waited for a connection"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
+    let mut record = Record::default();
+    for _ in 0..3 {
+        record.failed(ErrorClass::Connect, Tag::default(), || "refused".into());
+    }
+    let facts = Facts {
+        config: config(&["http://127.0.0.1:1/"]),
+        duration: Duration::from_millis(20),
+        partitions: vec![PartitionResult {
+            record,
+            latencies: Latencies::default(),
+        }],
+        origins: vec![origin("http://127.0.0.1:1/")],
+        events: events(0, Vec::new()),
+        counters: PoolCounters::default(),
+        peak_admitted: 0,
+        second_peaks: Vec::new(),
+        warmup: None,
+        slots: None,
+        local: None,
+    };
+    let summary = Summary::new(facts);
+    let text = summary.text();
+    assert!(
+        text.contains("Requests/sec          none: no request succeeded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("none measured: no request received a complete response"),
+        "{text}"
+    );
+    assert!(!text.contains("p99.9"), "no table of zeros: {text}");
+    let json = summary.json();
+    assert_eq!(json["success_rps"], 0.0);
+    assert_eq!(json["latency_ms"]["samples"], 0);
+    assert_eq!(json["timeline"][0]["failures"], 3);
+    assert_eq!(json["timeline"][0]["latency_ms"], Value::Null);
+}
+
+#[test]
+fn bytes_are_shown_in_binary_units() {
+    assert_eq!(human_bytes(10.0), "10.0 B");
+    assert_eq!(human_bytes(2048.0), "2.0 KiB");
+    assert_eq!(human_bytes(3.0 * 1024.0 * 1024.0), "3.0 MiB");
+}
