@@ -5,11 +5,14 @@
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //! * `cargo xtask interop` runs poolcurl against nginx, nghttpd and tinyproxy (release mode); it is also
 //!   the last step of `ci` when both are installed, and skipped there with one line when not.
+//!   It first installs oha ([`OHA_VERSION`], `cargo install --locked` into `target/tools`) for
+//!   the `poolcurl load` vs oha comparison; when that fails, the comparison is skipped with one
+//!   line.
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
 //! reproduced by copying the printed line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -139,14 +142,68 @@ fn ci_steps() -> Vec<Step> {
     ]
 }
 
-/// Builds poolcurl and runs `tests/src/bin/interop.rs` against it, both in release mode.
-fn interop_steps() -> Vec<Step> {
-    // Where `cargo build --release` puts poolcurl (cargo resolves a relative
-    // CARGO_TARGET_DIR against the working directory, which the interop run shares).
+/// The oha release the interop suite compares `poolcurl load` with (the load tool of issue 19's
+/// measurements).
+const OHA_VERSION: &str = "1.16.0";
+
+/// The target directory cargo uses (cargo resolves a relative CARGO_TARGET_DIR against the
+/// working directory, which every step shares).
+fn target_dir() -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask/ in a workspace");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(workspace.join("target"), Into::into);
+    std::env::var_os("CARGO_TARGET_DIR").map_or(workspace.join("target"), Into::into)
+}
+
+/// oha [`OHA_VERSION`] under `target/tools`, installed there with `cargo install --locked` if
+/// it is not yet; `None` (after one line saying why) when it cannot be installed.
+fn oha() -> Option<PathBuf> {
+    let root = target_dir().join("tools");
+    let oha = root.join("bin").join("oha");
+    let installed = || {
+        Command::new(&oha)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(OHA_VERSION))
+    };
+    if installed() {
+        return Some(oha);
+    }
+    let root_arg = root.display().to_string();
+    let version = format!("={OHA_VERSION}");
+    let install = Step::cargo(
+        "oha",
+        &[
+            "install",
+            "oha",
+            "--version",
+            &version,
+            "--locked",
+            "--root",
+            &root_arg,
+        ],
+    );
+    match install.run() {
+        Ok(()) if installed() => Some(oha),
+        Ok(()) => {
+            eprintln!(
+                "xtask: oha {OHA_VERSION} installed but does not run; skipping poolcurl vs oha"
+            );
+            None
+        }
+        Err(why) => {
+            eprintln!(
+                "xtask: oha {OHA_VERSION} could not be installed ({why}); skipping poolcurl vs oha"
+            );
+            None
+        }
+    }
+}
+
+/// Builds poolcurl and runs `tests/src/bin/interop.rs` against it, both in release mode; with
+/// `oha`, the interop run also compares `poolcurl load` with it.
+fn interop_steps(oha: Option<&Path>) -> Vec<Step> {
+    let target = target_dir();
     let poolcurl = target
         .join("release")
         .join("poolcurl")
@@ -168,7 +225,14 @@ fn interop_steps() -> Vec<Step> {
             "interop-build",
             &["build", "--release", "--locked", "-p", "poolcurl"],
         ),
-        Step::cargo("interop", &interop).with_args(&["--poolcurl".into(), poolcurl]),
+        Step::cargo("interop", &interop).with_args(
+            &[
+                vec!["--poolcurl".into(), poolcurl],
+                oha.map(|o| vec!["--oha".into(), o.display().to_string()])
+                    .unwrap_or_default(),
+            ]
+            .concat(),
+        ),
     ]
 }
 
@@ -218,8 +282,9 @@ commands:
                    leaked permits (must be 0) and memory
   interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under
                    load), nghttpd (h2c, 10 streams per connection) and tinyproxy (forward,
-                   CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), in
-                   release mode; a table of results, exit 1 if any check fails";
+                   CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), and
+                   poolcurl load vs oha (installed into target/tools) on nginx, in release
+                   mode; a table of results, exit 1 if any check fails";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -229,7 +294,7 @@ fn main() -> ExitCode {
             let mut steps = ci_steps();
             let skipped = interop_missing();
             if skipped.is_none() {
-                steps.extend(interop_steps());
+                steps.extend(interop_steps(oha().as_deref()));
             }
             let code = run_all(&steps);
             if let Some(why) = skipped {
@@ -238,7 +303,7 @@ fn main() -> ExitCode {
             code
         }
         Some("interop") => match interop_missing() {
-            None => run_all(&interop_steps()),
+            None => run_all(&interop_steps(oha().as_deref())),
             Some(why) => {
                 eprintln!("xtask: interop cannot run: {why}");
                 ExitCode::FAILURE

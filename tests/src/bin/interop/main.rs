@@ -16,6 +16,9 @@
 //! * **tinyproxy in front of that nginx** (after the reloads): forward proxy, CONNECT tunnels
 //!   with HTTP/2 inside, BasicAuth accepted and refused, `http_proxy`/`NO_PROXY`, and curl side
 //!   by side; see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
+//! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
+//!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
+//!   a table of its own, never a check.
 //!
 //! Every load check also confirms it exercised the protocol it names (only h1 or only h2
 //! connections) and that poolcurl exited 0. Requests, successes, failures, connections opened
@@ -28,15 +31,16 @@
 //! a run (HTTP/1.1: `Connection: close`; HTTP/2: GOAWAY): the pool must take those in its
 //! stride too.
 //!
-//! What it does not do: measure performance, build poolcurl (pass its path: `--poolcurl PATH`
-//! or `POOLCURL`; by default the `poolcurl` next to this binary) or install servers (`.ci/run`
-//! does, on CI). It finds `nginx`, `nghttpd`, `h2load`, `tinyproxy` and `curl` on `PATH` and in
+//! What it does not do: judge performance (the oha comparison is printed, not checked), build
+//! poolcurl (pass its path: `--poolcurl PATH` or `POOLCURL`; by default the `poolcurl` next to
+//! this binary) or install servers (`.ci/run` does, on CI) or oha (`cargo xtask interop` does). It finds `nginx`, `nghttpd`, `h2load`, `tinyproxy` and `curl` on `PATH` and in
 //! `/usr/sbin`, `/usr/bin`. Every poolcurl (and curl) run has the machine's proxy variables
 //! (`http_proxy`, `NO_PROXY`, ...) removed from its environment. Servers are stopped and the
 //! temp dir removed however the program ends, except when it is killed by a signal (a Ctrl-C
 //! reaches the servers too: same process group).
 
 mod lifetime;
+mod oha;
 mod process;
 mod proxy;
 mod report;
@@ -55,6 +59,7 @@ use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
 use lifetime::*;
+use oha::*;
 use process::*;
 use proxy::*;
 use report::*;
@@ -79,8 +84,10 @@ const NGINX_CASES: [(&str, &str, &str); 4] = [
 ];
 
 fn main() -> ExitCode {
-    let Some(poolcurl) = poolcurl_path() else {
-        eprintln!("usage: interop [--poolcurl PATH]  (or POOLCURL=PATH; default: next to interop)");
+    let Some((poolcurl, oha)) = paths() else {
+        eprintln!(
+            "usage: interop [--poolcurl PATH] [--oha PATH]  (or POOLCURL=PATH; default: next to interop)"
+        );
         return ExitCode::from(2);
     };
     if !poolcurl.is_file() {
@@ -88,11 +95,13 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     // Every server and the temp dir are dropped (stopped, removed) at the end of this block.
-    let rows = {
+    let (rows, comparison) = {
         let tmp = TempDir::new("interop");
         let nginx_dir = tmp.path().join("nginx");
         let nginx = start_nginx(&nginx_dir);
-        let mut rows = nginx_reloads(&poolcurl, &nginx, &nginx_dir);
+        // First, on a quiet nginx: the measurement.
+        let (mut rows, comparison) = oha_comparison(&poolcurl, oha.as_deref(), &nginx, &nginx_dir);
+        rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
@@ -109,9 +118,10 @@ fn main() -> ExitCode {
             origin,
             &tmp.path().join("tinyproxy"),
         ));
-        rows
+        (rows, comparison)
     };
     print_table(&rows);
+    print!("{comparison}");
     let checks = rows.iter().filter(|r| r.passed.is_some()).count();
     let failed = rows.iter().filter(|r| r.passed == Some(false)).count();
     println!("\ninterop: {} of {checks} checks passed", checks - failed);
@@ -122,16 +132,24 @@ fn main() -> ExitCode {
     }
 }
 
-fn poolcurl_path() -> Option<PathBuf> {
+/// poolcurl's path and oha's, if given, from `--poolcurl PATH` and `--oha PATH`; `None` for
+/// anything else on the command line.
+fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [flag, path] if flag == "--poolcurl" => Some(path.into()),
-        [] => match std::env::var_os("POOLCURL") {
-            Some(path) => Some(path.into()),
-            None => Some(std::env::current_exe().ok()?.with_file_name("poolcurl")),
-        },
-        _ => None,
+    let (mut poolcurl, mut oha) = (None, None);
+    for pair in args.chunks(2) {
+        match pair {
+            [flag, path] if flag == "--poolcurl" => poolcurl = Some(PathBuf::from(path)),
+            [flag, path] if flag == "--oha" => oha = Some(PathBuf::from(path)),
+            _ => return None,
+        }
     }
+    let poolcurl = match (poolcurl, std::env::var_os("POOLCURL")) {
+        (Some(path), _) => path,
+        (None, Some(path)) => path.into(),
+        (None, None) => std::env::current_exe().ok()?.with_file_name("poolcurl"),
+    };
+    Some((poolcurl, oha))
 }
 
 // ---------------------------------------------------------------------------------------------

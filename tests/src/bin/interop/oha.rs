@@ -1,0 +1,201 @@
+//! `poolcurl load` beside oha (the Rust load tool most people reach for) on the same nginx URL,
+//! with the same load: HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both),
+//! and TLS with ALPN h2 with 64 streams on one connection (poolcurl `-c 64 --http2`, which the
+//! pool serves with one connection; oha `-c 1 -p 64 --http2`). One `-z 5s` run of each tool per
+//! case, poolcurl first. For each: completed responses per second (responses / run time) and
+//! the latency percentiles each tool computes over its complete responses.
+//!
+//! This is a measurement, not a check: its rows are references (they never fail the run), and
+//! a table on stdout prints both tools side by side with poolcurl's ratio. Both tools share the
+//! machine with nginx (two workers), so the figures are of this machine at this moment; the
+//! printed command lines reproduce them.
+//!
+//! oha is not installed here: `cargo xtask interop` installs the pinned version into
+//! `target/tools` and passes `--oha PATH`; without it the comparison is one "skip" line.
+
+use super::*;
+
+/// How long each run loads.
+const SECONDS: &str = "5s";
+
+/// What one tool measured.
+#[derive(Debug, Clone, Copy, Default)]
+struct Measured {
+    /// Completed responses per second of the run.
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    /// Requests that did not get a complete response (oha: errors other than its own
+    /// deadline aborts; poolcurl: failures + aborted).
+    failed: u64,
+}
+
+/// The comparison's rows and its side-by-side table (printed by the caller under the main
+/// table).
+pub(crate) fn oha_comparison(
+    poolcurl: &Path,
+    oha: Option<&Path>,
+    nginx: &Nginx,
+    dir: &Path,
+) -> (Vec<Row>, String) {
+    let Some(oha) = oha else {
+        let row = Row::new(
+            "poolcurl load vs oha: skipped (no oha; cargo xtask interop installs it)".into(),
+            None,
+        );
+        return (vec![row], String::new());
+    };
+    let ports = match nginx {
+        Ok((_, _, ports)) => *ports,
+        Err(e) => {
+            return (
+                vec![Row::broken("poolcurl load vs oha".into(), e)],
+                String::new(),
+            );
+        }
+    };
+    let ca = dir.join("ca.pem").display().to_string();
+    let h1_url = format!("http://127.0.0.1:{}/", ports[0]);
+    let tls_port = ports[2];
+    let h2_url = format!("https://localhost:{tls_port}/");
+    let cases: [(&str, Vec<String>, Vec<String>); 2] = [
+        (
+            "HTTP/1.1, 64 connections",
+            strings(&["-z", SECONDS, "-c", "64", "--http1.1", &h1_url]),
+            strings(&["-z", SECONDS, "-c", "64", "--http-version", "1.1", &h1_url]),
+        ),
+        (
+            "TLS ALPN h2, 64 streams on 1 connection",
+            strings(&[
+                "-z",
+                SECONDS,
+                "-c",
+                "64",
+                "--http2",
+                &format!("--cacert={ca}"),
+                &format!("--resolve=localhost:{tls_port}:127.0.0.1"),
+                &h2_url,
+            ]),
+            strings(&[
+                "-z", SECONDS, "-c", "1", "-p", "64", "--http2", "--ipv4", "--cacert", &ca, &h2_url,
+            ]),
+        ),
+    ];
+    let mut rows = Vec::new();
+    let mut table = String::from(
+        "\npoolcurl load vs oha (same nginx URL, one run each)\n\
+         case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
+    );
+    for (case, ours, theirs) in cases {
+        eprintln!("interop: poolcurl load vs oha, {case} ...");
+        let name = format!("poolcurl load vs oha, {case}");
+        let pool = run_poolcurl(poolcurl, &ours);
+        let other = run_oha(oha, &theirs);
+        let mut row = Row::new(name, None);
+        row.details.push(format!(
+            "poolcurl load --no-progress --output-format json {}",
+            ours.join(" ")
+        ));
+        row.details.push(format!(
+            "oha --no-tui --output-format json {}",
+            theirs.join(" ")
+        ));
+        for (tool, measured) in [("poolcurl", &pool), ("oha", &other)] {
+            match measured {
+                Ok(m) => {
+                    let _ = writeln!(
+                        table,
+                        "{case:<41} {tool:<8} {:>9.0} {:>9.3} {:>9.3} {:>7}",
+                        m.rps, m.p50_ms, m.p99_ms, m.failed
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(table, "{case:<41} {tool:<8} no result: {e}");
+                    row.details.push(format!("{tool}: {e}"));
+                }
+            }
+        }
+        if let (Ok(p), Ok(o)) = (&pool, &other) {
+            let verdict = format!(
+                "poolcurl/oha: requests/s {:.2}x, p99 {:.2}x ({})",
+                p.rps / o.rps,
+                p.p99_ms / o.p99_ms,
+                match (p.rps >= o.rps, p.p99_ms <= o.p99_ms) {
+                    (true, true) => "ahead on both",
+                    (true, false) => "ahead on requests/s, behind on p99",
+                    (false, true) => "behind on requests/s, ahead on p99",
+                    (false, false) => "behind on both",
+                }
+            );
+            let _ = writeln!(table, "{:<41} {verdict}", "");
+            row.cells[RESULT] = verdict.clone();
+        }
+        rows.push(row);
+    }
+    (rows, table)
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// `poolcurl load` with `args`: its successes per second and latency percentiles.
+fn run_poolcurl(poolcurl: &Path, args: &[String]) -> Result<Measured, String> {
+    let run = Running::spawn(poolcurl, args)?.finish();
+    let json: Value = serde_json::from_str(&run.stdout)
+        .map_err(|_| format!("no JSON summary; stderr: {}", run.stderr.trim()))?;
+    let number = |path: &str| {
+        json.pointer(path)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("no {path} in poolcurl's summary"))
+    };
+    let successes = number("/successes")?;
+    let seconds = number("/duration_s")?;
+    Ok(Measured {
+        rps: successes / seconds,
+        p50_ms: number("/latency_ms/p50")?,
+        p99_ms: number("/latency_ms/p99")?,
+        failed: (number("/failures")? + number("/aborted")?) as u64,
+    })
+}
+
+/// oha with `args`: its complete responses per second and latency percentiles.
+fn run_oha(oha: &Path, args: &[String]) -> Result<Measured, String> {
+    let mut cmd = without_proxy_env(Command::new(oha));
+    cmd.args(["--no-tui", "--output-format", "json"]).args(args);
+    let run = Running::start(cmd)?.finish();
+    if run.status.is_none_or(|s| !s.success()) {
+        return Err(format!("oha failed: {}", run.stderr.trim()));
+    }
+    let json: Value = serde_json::from_str(&run.stdout)
+        .map_err(|_| format!("no JSON from oha; stderr: {}", run.stderr.trim()))?;
+    let number = |path: &str| {
+        json.pointer(path)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("no {path} in oha's output"))
+    };
+    let responses: u64 = json
+        .pointer("/statusCodeDistribution")
+        .and_then(Value::as_object)
+        .map(|codes| codes.values().filter_map(Value::as_u64).sum())
+        .ok_or("no statusCodeDistribution in oha's output")?;
+    // oha aborts the requests in flight at the `-z` deadline and lists them as errors; those
+    // are the tool's own doing, not failures.
+    let failed = json
+        .pointer("/errorDistribution")
+        .and_then(Value::as_object)
+        .map(|errors| {
+            errors
+                .iter()
+                .filter(|(what, _)| !what.contains("deadline"))
+                .filter_map(|(_, n)| n.as_u64())
+                .sum()
+        })
+        .unwrap_or(0);
+    Ok(Measured {
+        rps: responses as f64 / number("/summary/total")?,
+        p50_ms: number("/metrics/latency_ms/p50")?,
+        p99_ms: number("/metrics/latency_ms/p99")?,
+        failed,
+    })
+}
