@@ -23,10 +23,8 @@ pub struct H2Generation<B> {
 
 struct Inner<B> {
     sender: SendRequest<B>,
-    record: Arc<ConnectionRecord>,
-    streams: Arc<Streams>,
-    /// Told when a stream frees up on a generation that was at its limit.
-    home: Arc<dyn H2Home>,
+    /// What its streams need of it (one shared allocation, so a lease costs no allocation).
+    shared: Arc<GenerationHandle>,
 }
 
 impl<B> Clone for H2Generation<B> {
@@ -49,27 +47,29 @@ impl<B> H2Generation<B> {
         H2Generation {
             inner: Arc::new(Inner {
                 sender,
-                record,
-                streams,
-                home,
+                shared: Arc::new(GenerationHandle {
+                    record,
+                    streams,
+                    home,
+                }),
             }),
         }
     }
 
     /// Streams reserved or in use.
     pub fn streams_taken(&self) -> usize {
-        self.inner.streams.taken()
+        self.inner.shared.streams.taken()
     }
 
     /// The generation's lifecycle record.
     pub fn record(&self) -> &Arc<ConnectionRecord> {
-        &self.inner.record
+        &self.inner.shared.record
     }
 
     /// Whether the generation still accepts new streams: not logically closed, and hyper's
     /// dispatcher still running.
     pub fn is_accepting(&self) -> bool {
-        !self.inner.record.is_closed() && !self.inner.sender.is_closed()
+        !self.inner.shared.record.is_closed() && !self.inner.sender.is_closed()
     }
 
     /// Turns the stream the cell reserved ([`PooledH2::try_reserve`]) into a lease, or gives the
@@ -85,32 +85,27 @@ impl<B> H2Generation<B> {
             self.release_stream();
             return None;
         }
-        self.inner.record.gauges().inc(Gauge::H2ActiveStreams);
+        self.inner
+            .shared
+            .record
+            .gauges()
+            .inc(Gauge::H2ActiveStreams);
         Some(StreamLease {
             sender: self.inner.sender.clone(),
             guard: StreamGuard {
-                generation: Some(Box::new(self.handle())),
+                generation: Some(self.inner.shared.clone()),
             },
         })
     }
 
-    /// What a stream guard needs of its generation, without the body type.
-    fn handle(&self) -> GenerationHandle {
-        GenerationHandle {
-            record: self.inner.record.clone(),
-            streams: self.inner.streams.clone(),
-            home: self.inner.home.clone(),
-        }
-    }
-
     fn release_stream(&self) {
-        self.handle().release();
+        self.inner.shared.release();
     }
 }
 
 impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     fn record(&self) -> &Arc<ConnectionRecord> {
-        &self.inner.record
+        &self.inner.shared.record
     }
 
     fn is_accepting(&self) -> bool {
@@ -118,7 +113,7 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     }
 
     fn try_reserve(&self) -> bool {
-        self.inner.streams.try_reserve()
+        self.inner.shared.streams.try_reserve()
     }
 
     fn unreserve(&self) {
@@ -126,23 +121,24 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     }
 
     fn unreserve_quietly(&self) {
-        self.inner.streams.release();
+        self.inner.shared.streams.release();
     }
 
     fn is_full(&self) -> bool {
-        self.inner.streams.is_full()
+        self.inner.shared.streams.is_full()
     }
 
     fn stream_limit(&self) -> Option<usize> {
-        self.inner.streams.limit()
+        self.inner.shared.streams.limit()
     }
 
     fn assume_stream_limit(&self, limit: usize) {
-        self.inner.streams.assume(limit);
+        self.inner.shared.streams.assume(limit);
     }
 }
 
-/// A generation's record, stream accounting and home, as a stream holds them.
+/// A generation's record, stream accounting and home: what a stream holds of it, without the
+/// body type.
 struct GenerationHandle {
     record: Arc<ConnectionRecord>,
     streams: Arc<Streams>,
@@ -162,8 +158,8 @@ impl GenerationHandle {
 impl<B> fmt::Debug for H2Generation<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("H2Generation")
-            .field("record", &self.inner.record)
-            .field("streams", &self.inner.streams)
+            .field("record", &self.inner.shared.record)
+            .field("streams", &self.inner.shared.streams)
             .finish()
     }
 }
@@ -303,8 +299,7 @@ impl<B> fmt::Debug for StreamLease<B> {
 /// Keeps one stream counted (in `h2_active_streams`, and against the peer's limit) until it is
 /// dropped or [`release`](Self::release)d.
 pub struct StreamGuard {
-    // Boxed: a guard sits in every response body, which stays small.
-    generation: Option<Box<GenerationHandle>>,
+    generation: Option<Arc<GenerationHandle>>,
 }
 
 impl StreamGuard {
