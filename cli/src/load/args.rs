@@ -179,6 +179,15 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) pool_timeout: Option<Duration>,
 
+    /// HTTP/2 connections per partition and origin when every one is at the server's stream
+    /// limit [default: 16]
+    #[arg(
+        long = "http2-max-connections",
+        value_name = "N",
+        help_heading = "Pool"
+    )]
+    pub(crate) http2_max_connections: Option<u64>,
+
     /// Before the run, open N connections per partition and origin (reported apart)
     #[arg(long = "preconnect", value_name = "N", help_heading = "Pool")]
     pub(crate) preconnect: Option<u64>,

@@ -325,6 +325,10 @@ fn build_pool(
     builder = builder
         .max_connection_lifetime(args.max_connection_lifetime)
         .pool_timeout(args.pool_timeout);
+    if let Some(connections) = args.http2_max_connections {
+        builder = builder
+            .http2_max_connections_per_origin(usize::try_from(connections).unwrap_or(usize::MAX));
+    }
     builder
         .build()
         .map_err(|e| setup::build_error(connect, &e).message().to_owned())

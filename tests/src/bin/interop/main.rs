@@ -13,6 +13,9 @@
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
 //!   beside it as the reference (not a check; skipped when h2load is absent).
+//! * **HTTP/2 at the stream limit** (`streams.rs`): nghttpd's limit of 10 streams with
+//!   `-c 100` (10 connections, at least 2x one connection's requests/s), and nginx's 128 with
+//!   `-c 64` and a cold burst of 200 (exactly one connection).
 //! * **tinyproxy in front of that nginx** (after the reloads): forward proxy, CONNECT tunnels
 //!   with HTTP/2 inside, BasicAuth accepted and refused, `http_proxy`/`NO_PROXY`, and curl side
 //!   by side; see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
@@ -44,6 +47,7 @@ mod oha;
 mod process;
 mod proxy;
 mod report;
+mod streams;
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -63,6 +67,7 @@ use oha::*;
 use process::*;
 use proxy::*;
 use report::*;
+use streams::*;
 
 /// Graceful reloads sent during each nginx run.
 const RELOADS: u64 = 6;
@@ -103,6 +108,11 @@ fn main() -> ExitCode {
         let (mut rows, comparison) = oha_comparison(&poolcurl, oha.as_deref(), &nginx, &nginx_dir);
         rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
+        rows.extend(nginx_one_h2_connection(
+            &poolcurl,
+            &nginx,
+            &nginx_dir.join("ca.pem"),
+        ));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
@@ -354,6 +364,7 @@ fn nghttpd_stream_limit(poolcurl: &Path, dir: &Path) -> Vec<Row> {
     if let Some(h2load) = find_binary("h2load") {
         rows.push(h2load_reference(&h2load, &url));
     }
+    rows.extend(nghttpd_scale_out(poolcurl, &url));
     rows
 }
 
