@@ -328,7 +328,15 @@ impl fmt::Display for ResendReason {
     }
 }
 
+/// The error a listener callback receives: the failure behind a close or a failed
+/// establishment. An alias, so a listener writes `Option<&EventError>` instead of spelling out
+/// the trait object.
+pub type EventError = dyn Error + Send + Sync + 'static;
+
 /// Receives connection lifecycle events. Every method has a no-op default.
+///
+/// An `Arc<L>` is a listener too, so a caller can hand the pool a clone and keep reading the
+/// listener's state afterwards.
 ///
 /// # Ordering
 ///
@@ -357,7 +365,7 @@ pub trait ConnectionEventListener: Send + Sync + 'static {
         &self,
         info: &ConnectionInfo,
         reason: CloseReason,
-        error: Option<&(dyn Error + Send + Sync + 'static)>,
+        error: Option<&EventError>,
     ) {
         let _ = (info, reason, error);
     }
@@ -370,12 +378,39 @@ pub trait ConnectionEventListener: Send + Sync + 'static {
     }
 
     /// Establishing a connection to `origin` for `partition` failed.
-    fn connection_failed(
-        &self,
-        origin: &OriginKey,
-        partition: PartitionId,
-        error: &(dyn Error + Send + Sync + 'static),
-    ) {
+    fn connection_failed(&self, origin: &OriginKey, partition: PartitionId, error: &EventError) {
         let _ = (origin, partition, error);
+    }
+}
+
+/// Forwards every event to the shared listener.
+impl<L: ConnectionEventListener + ?Sized> ConnectionEventListener for std::sync::Arc<L> {
+    fn connection_created(&self, info: &ConnectionInfo) {
+        (**self).connection_created(info);
+    }
+
+    fn connection_reused(&self, info: &ConnectionInfo) {
+        (**self).connection_reused(info);
+    }
+
+    fn connection_borrowed(&self, info: &ConnectionInfo, borrower: PartitionId) {
+        (**self).connection_borrowed(info, borrower);
+    }
+
+    fn connection_closed(
+        &self,
+        info: &ConnectionInfo,
+        reason: CloseReason,
+        error: Option<&EventError>,
+    ) {
+        (**self).connection_closed(info, reason, error);
+    }
+
+    fn request_resent(&self, info: &ConnectionInfo, reason: ResendReason, attempt: u32) {
+        (**self).request_resent(info, reason, attempt);
+    }
+
+    fn connection_failed(&self, origin: &OriginKey, partition: PartitionId, error: &EventError) {
+        (**self).connection_failed(origin, partition, error);
     }
 }

@@ -22,6 +22,13 @@
 //!
 //! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
 //! or assemble the pool users depend on (`pool`).
+//!
+//! # Standalone use
+//!
+//! None: this crate is an internal building block of the `pool` crate, and its API follows what
+//! `pool`, `pool-h1` and `pool-h2` need from one change to the next. Depend on `pool`, which
+//! re-exports the types users meet (`OriginKey`, `PartitionId`, `ConnectionInfo`, `CloseReason`,
+//! the gauges and the listener trait).
 
 pub mod admission;
 pub mod cell;
@@ -41,11 +48,11 @@ mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{
-    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, OpenReason, Protocol,
-    ProxyRoute, ResendReason, TlsDetails,
+    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, EventError,
+    OpenReason, Protocol, ProxyRoute, ResendReason, TlsDetails,
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
 pub use spawn::{BoxFuture, DriverSpawner};
-pub use stats::{Gauge, Gauges, OriginStats, PartitionStats};
+pub use stats::{Gauge, Gauges, OriginStats, PartitionStats, Peaks};
 pub use time::{AsyncSleep, Sleep, TimeSource};

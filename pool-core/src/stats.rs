@@ -1,7 +1,10 @@
 //! Gauges per (partition, origin) and the snapshots users read.
 //!
 //! Each gauge changes at its named transition, before any listener callback about that
-//! transition runs. Gauges live in the origin's cell of the partition that owns the connection
+//! transition runs. Two peaks ride along: the most admitted connections and the most waiting
+//! requests the cell has had since it was created or since [`Gauges::reset_peaks`]. A peak is
+//! raised only where its gauge can grow (a new establishment, a new waiter), never on the
+//! reuse hit's idle-to-active transfer, which leaves the admitted count unchanged. Gauges live in the origin's cell of the partition that owns the connection
 //! (a waiting request is counted by the partition it waits in), so a reuse hit writes only
 //! partition-local counters and nothing shared by the origin. Reads are relaxed: an
 //! [`OriginStats`] is not an atomic snapshot of all counters, and one transition may appear in
@@ -37,24 +40,71 @@ pub enum Gauge {
 
 const GAUGE_COUNT: usize = 9;
 
-/// The live counters of one (partition, origin) cell.
+impl Gauge {
+    /// Whether a connection counted here holds admission (see [`PartitionStats::admitted`]).
+    #[inline]
+    const fn is_admitted(self) -> bool {
+        matches!(
+            self,
+            Gauge::Establishing | Gauge::H1Idle | Gauge::H1Active | Gauge::H2Accepting
+        )
+    }
+}
+
+/// The live counters of one (partition, origin) cell, and its two peaks.
 pub struct Gauges {
     values: [AtomicUsize; GAUGE_COUNT],
+    peak_admitted: AtomicUsize,
+    peak_waiting: AtomicUsize,
 }
 
 impl Default for Gauges {
     fn default() -> Self {
         Gauges {
             values: std::array::from_fn(|_| AtomicUsize::new(0)),
+            peak_admitted: AtomicUsize::new(0),
+            peak_waiting: AtomicUsize::new(0),
         }
     }
 }
 
 impl Gauges {
-    /// Adds one to `gauge`.
+    /// Adds one to `gauge`, raising the peak it feeds.
     #[inline]
     pub fn inc(&self, gauge: Gauge) {
-        self.values[gauge as usize].fetch_add(1, Ordering::Relaxed);
+        let now = self.values[gauge as usize].fetch_add(1, Ordering::Relaxed) + 1;
+        if gauge.is_admitted() {
+            self.raise_admitted_peak();
+        } else if matches!(gauge, Gauge::WaitingRequests) {
+            self.peak_waiting.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Raises the admitted peak to the current admitted count. Called only when that count
+    /// grew; the sum is read relaxed, like every other reading of these gauges.
+    #[cold]
+    fn raise_admitted_peak(&self) {
+        let admitted = self.admitted();
+        self.peak_admitted.fetch_max(admitted, Ordering::Relaxed);
+    }
+
+    fn admitted(&self) -> usize {
+        [
+            Gauge::Establishing,
+            Gauge::H1Idle,
+            Gauge::H1Active,
+            Gauge::H2Accepting,
+        ]
+        .into_iter()
+        .map(|g| self.get(g))
+        .fold(0, usize::saturating_add)
+    }
+
+    /// Starts both peaks again from the current values.
+    pub fn reset_peaks(&self) {
+        self.peak_admitted.store(self.admitted(), Ordering::Relaxed);
+        self.peak_waiting
+            .store(self.get(Gauge::WaitingRequests), Ordering::Relaxed);
     }
 
     /// Subtracts one from `gauge`.
@@ -68,11 +118,16 @@ impl Gauges {
         debug_assert!(prev > 0, "gauge {gauge:?} decremented below zero");
     }
 
-    /// Moves one unit from `from` to `to` (for example idle to active).
+    /// Moves one unit from `from` to `to` (for example idle to active). A move between two
+    /// admitted gauges (the reuse hit's idle to active) touches no peak.
     #[inline]
     pub fn transfer(&self, from: Gauge, to: Gauge) {
         self.dec(from);
-        self.inc(to);
+        if from.is_admitted() && to.is_admitted() {
+            self.values[to as usize].fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.inc(to);
+        }
     }
 
     /// The current value of one gauge (relaxed).
@@ -94,6 +149,24 @@ impl Gauges {
             waiting_requests: self.get(Gauge::WaitingRequests),
         }
     }
+
+    /// Reads both peaks (relaxed).
+    pub fn peaks(&self) -> Peaks {
+        Peaks {
+            admitted: self.peak_admitted.load(Ordering::Relaxed),
+            waiting: self.peak_waiting.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The peaks of one cell since it was created or since [`Gauges::reset_peaks`]; the pool sums
+/// them per origin into [`OriginStats::peak_admitted`] and [`OriginStats::peak_waiting`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peaks {
+    /// The most connections admitted at once.
+    pub admitted: usize,
+    /// The most requests waiting at once.
+    pub waiting: usize,
 }
 
 impl fmt::Debug for Gauges {
@@ -102,7 +175,13 @@ impl fmt::Debug for Gauges {
     }
 }
 
-/// The gauges of one origin in one partition.
+/// The gauges of one origin in one partition: a plain record of counters, read as fields.
+///
+/// [`OriginStats`], what the pool's `stats` returns, answers every question about an origin
+/// through methods (totals, peaks, the bound); these rows are the raw counters of one cell
+/// that its [`get`](OriginStats::get), [`iter`](OriginStats::iter) and
+/// [`total`](OriginStats::total) hand out. [`admitted`](Self::admitted) is the one derived value,
+/// a method because it is a sum of four fields, not a counter of its own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PartitionStats {
     /// Attempts and flights admitted and not yet failed or installed.
@@ -147,12 +226,29 @@ impl PartitionStats {
     }
 }
 
+/// One method per gauge, each the sum over partitions.
+macro_rules! totals {
+    ($($(#[$doc:meta])* $field:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $field(&self) -> usize {
+                self.rows.iter().map(|(_, row)| row.$field).fold(0, usize::saturating_add)
+            }
+        )*
+    };
+}
+
 /// The gauges of one origin across the partitions that have seen it.
+///
+/// Read it through its methods: every gauge summed over partitions (`waiting_requests()`,
+/// `establishing()`, ...), [`admitted`](Self::admitted), the peaks, the bound; and one
+/// partition's raw counters with [`get`](Self::get).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OriginStats {
     limit: Option<usize>,
     available: Option<usize>,
     rows: Vec<(PartitionId, PartitionStats)>,
+    peaks: Peaks,
 }
 
 impl OriginStats {
@@ -162,7 +258,17 @@ impl OriginStats {
             limit,
             available: None,
             rows,
+            peaks: Peaks::default(),
         }
+    }
+
+    /// Adds the peaks of every partition's cell (summed).
+    pub fn with_peaks(mut self, peaks: impl IntoIterator<Item = Peaks>) -> OriginStats {
+        for peak in peaks {
+            self.peaks.admitted += peak.admitted;
+            self.peaks.waiting += peak.waiting;
+        }
+        self
     }
 
     /// Adds the number of permits nobody holds (bounded origins).
@@ -210,6 +316,43 @@ impl OriginStats {
         self.rows.is_empty()
     }
 
+    /// The peak of admitted connections: with one partition, the most connections of this
+    /// origin admitted at once since the pool started or since
+    /// its peaks were reset. With several partitions it is the sum of each partition's peak, which
+    /// bounds the origin's peak from above (partitions need not peak at the same moment), capped
+    /// by the limit of a bounded origin.
+    pub fn peak_admitted(&self) -> usize {
+        let sum = self.peaks.admitted;
+        self.limit.map_or(sum, |limit| sum.min(limit))
+    }
+
+    /// The peak of waiting requests, counted like [`peak_admitted`](Self::peak_admitted): exact
+    /// with one partition, the sum of each partition's peak with several.
+    pub fn peak_waiting(&self) -> usize {
+        self.peaks.waiting
+    }
+
+    totals! {
+        /// Attempts and flights admitted and not yet failed or installed, all partitions.
+        establishing;
+        /// HTTP/1 connections in the idle sets, all partitions.
+        h1_idle;
+        /// HTTP/1 connections serving (or reserved for) a request, all partitions.
+        h1_active;
+        /// HTTP/1 connections closed logically whose transport is still live, all partitions.
+        h1_draining;
+        /// HTTP/2 generations accepting new streams, all partitions.
+        h2_accepting;
+        /// HTTP/2 generations draining their accepted streams, all partitions.
+        h2_draining;
+        /// Streams in flight on HTTP/2 generations, all partitions.
+        h2_active_streams;
+        /// Transports whose I/O has not been dropped yet, all partitions.
+        physically_live;
+        /// Requests waiting for a connection, all partitions.
+        waiting_requests;
+    }
+
     /// The sum of every partition row.
     pub fn total(&self) -> PartitionStats {
         let mut total = PartitionStats::default();
@@ -251,5 +394,52 @@ mod tests {
         assert_eq!(stats.total().h1_draining, 2);
         assert!(!stats.is_empty());
         assert!(OriginStats::default().is_empty());
+        assert_eq!((stats.waiting_requests(), stats.h1_idle()), (2, 2));
+    }
+
+    #[test]
+    fn peaks_rise_with_growth_and_restart_at_a_reset() {
+        let g = Gauges::default();
+        g.inc(Gauge::Establishing);
+        g.inc(Gauge::Establishing);
+        g.transfer(Gauge::Establishing, Gauge::H1Active);
+        g.transfer(Gauge::H1Active, Gauge::H1Idle);
+        g.transfer(Gauge::H1Idle, Gauge::H1Active);
+        g.inc(Gauge::WaitingRequests);
+        g.inc(Gauge::WaitingRequests);
+        g.inc(Gauge::WaitingRequests);
+        g.dec(Gauge::WaitingRequests);
+        assert_eq!(
+            g.peaks(),
+            Peaks {
+                admitted: 2,
+                waiting: 3
+            }
+        );
+        g.dec(Gauge::Establishing);
+        g.transfer(Gauge::H1Active, Gauge::H1Draining);
+        g.transfer(Gauge::H1Draining, Gauge::H1Idle);
+        assert_eq!(g.peaks().admitted, 2, "a peak stays after its gauge falls");
+        g.reset_peaks();
+        assert_eq!(
+            g.peaks(),
+            Peaks {
+                admitted: 1,
+                waiting: 2
+            }
+        );
+        let stats = OriginStats::new(Some(3), vec![(PartitionId::from_index(0), g.snapshot())])
+            .with_peaks([
+                g.peaks(),
+                Peaks {
+                    admitted: 4,
+                    waiting: 1,
+                },
+            ]);
+        assert_eq!(
+            (stats.peak_admitted(), stats.peak_waiting()),
+            (3, 3),
+            "capped by the limit"
+        );
     }
 }
