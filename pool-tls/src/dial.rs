@@ -233,10 +233,8 @@ mod tests {
         let source = std::error::Error::source(&err).unwrap();
         let io = source.downcast_ref::<io::Error>().unwrap();
         assert_eq!(io.kind(), io::ErrorKind::ConnectionRefused);
-        assert!(
-            err.to_string()
-                .starts_with(&format!("failed to connect to {target}: "))
-        );
+        assert_eq!(err.to_string(), format!("failed to connect to {target}"));
+        assert!(format!("{err:#}").starts_with(&format!("failed to connect to {target}: ")));
     }
 
     #[tokio::test]
@@ -266,9 +264,8 @@ mod tests {
         assert_eq!(err.addr(), Some(target));
         #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
         assert!(
-            err.to_string()
-                .starts_with("binding to interface pool-none0 failed: "),
-            "{err}"
+            format!("{err:#}").starts_with("binding to interface pool-none0 failed: "),
+            "{err:#}"
         );
     }
 

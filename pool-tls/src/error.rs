@@ -19,8 +19,10 @@ type BoxError = Box<dyn StdError + Send + Sync>;
 ///
 /// Opaque on purpose: classify it with the `is_*` predicates, read the dialed address with
 /// [`addr`](Self::addr), and walk [`source()`](std::error::Error::source) for the underlying
-/// I/O, resolver or rustls error. The `Display` text is meant for people, for example
-/// `failed to connect to 127.0.0.1:8080: Connection refused (os error 111)`.
+/// I/O, resolver or rustls error. The `Display` text is meant for people and says only what
+/// failed at this level, for example `failed to connect to 127.0.0.1:8080`; the cause
+/// (`Connection refused (os error 111)`) is [`source()`](std::error::Error::source)'s, and the
+/// alternate form `{:#}` prints the whole chain on one line.
 ///
 /// Custom [`Connect`](crate::Connect) implementations build one with [`resolve`](Self::resolve),
 /// [`connect`](Self::connect), [`timeout`](Self::timeout) or [`tls`](Self::tls), so the pool can
@@ -335,12 +337,16 @@ impl fmt::Display for ConnectError {
             (Kind::Certificate, Some(host)) => write!(f, "server certificate for {host} rejected")?,
             (Kind::Certificate, None) => f.write_str("server certificate rejected")?,
         }
-        // The cause is part of the sentence ("...: Connection refused (os error 111)") because
-        // most callers print only the top-level message; `source()` still exposes it.
-        match &self.inner.source {
-            Some(source) => write!(f, ": {source}"),
-            None => Ok(()),
+        // The cause is `source()`'s, never part of this level's text (one chain convention
+        // for the workspace: a chain printer shows each message once). `{:#}` appends it.
+        if f.alternate() {
+            let mut next = self.source();
+            while let Some(cause) = next {
+                write!(f, ": {cause}")?;
+                next = cause.source();
+            }
         }
+        Ok(())
     }
 }
 
@@ -388,9 +394,10 @@ mod tests {
         assert!(err.is_connect());
         assert!(!err.is_interface() && !err.is_resolve() && !err.is_timeout());
         assert_eq!(err.addr(), Some(addr()));
+        assert_eq!(err.to_string(), "failed to connect to 127.0.0.1:8080");
         assert!(
-            err.to_string()
-                .starts_with("failed to connect to 127.0.0.1:8080: ")
+            format!("{err:#}").starts_with("failed to connect to 127.0.0.1:8080: "),
+            "the alternate form appends the cause"
         );
         let source = err.source().unwrap().downcast_ref::<io::Error>().unwrap();
         assert_eq!(source.kind(), io::ErrorKind::ConnectionRefused);
@@ -411,10 +418,8 @@ mod tests {
     fn interface_error_is_also_a_connect_error() {
         let err = ConnectError::interface("eth9", io::Error::from_raw_os_error(19));
         assert!(err.is_interface() && err.is_connect());
-        assert!(
-            err.to_string()
-                .starts_with("binding to interface eth9 failed: ")
-        );
+        assert_eq!(err.to_string(), "binding to interface eth9 failed");
+        assert!(format!("{err:#}").starts_with("binding to interface eth9 failed: "));
 
         let err = ConnectError::interface_unsupported("eth9");
         assert!(err.is_interface() && err.is_connect());
@@ -431,8 +436,9 @@ mod tests {
         let err = ConnectError::tls(wrapped).with_target("localhost");
         assert!(err.is_certificate());
         assert!(!err.is_tls());
+        assert_eq!(err.to_string(), "server certificate for localhost rejected");
         assert_eq!(
-            err.to_string(),
+            format!("{err:#}"),
             "server certificate for localhost rejected: invalid peer certificate: UnknownIssuer"
         );
         // The io wrapper is peeled off: the source is the rustls error itself.
@@ -454,10 +460,7 @@ mod tests {
             .with_target("example.com");
         assert!(err.is_tls());
         assert!(!err.is_certificate());
-        assert!(
-            err.to_string()
-                .starts_with("TLS handshake with example.com failed: ")
-        );
+        assert!(format!("{err:#}").starts_with("TLS handshake with example.com failed: "));
 
         let err = ConnectError::tls(io::Error::from(io::ErrorKind::UnexpectedEof));
         assert!(err.is_tls());
@@ -468,8 +471,9 @@ mod tests {
     fn resolve_error_names_the_host() {
         let err = ConnectError::resolve("no addresses found").with_target("a.test");
         assert!(err.is_resolve());
+        assert_eq!(err.to_string(), "failed to resolve a.test");
         assert_eq!(
-            err.to_string(),
+            format!("{err:#}"),
             "failed to resolve a.test: no addresses found"
         );
     }

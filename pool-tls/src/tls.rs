@@ -289,12 +289,18 @@ impl TlsConfigError {
     }
 }
 
+/// This level's message; the cause is `source()`'s, and `{:#}` appends the whole chain.
 impl fmt::Display for TlsConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.source {
-            Some(source) => write!(f, "{}: {source}", self.message),
-            None => f.write_str(&self.message),
+        f.write_str(&self.message)?;
+        if f.alternate() {
+            let mut next = self.source();
+            while let Some(cause) = next {
+                write!(f, ": {cause}")?;
+                next = cause.source();
+            }
         }
+        Ok(())
     }
 }
 

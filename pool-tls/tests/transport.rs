@@ -308,8 +308,9 @@ async fn resolver_error_is_a_resolve_error_naming_the_host() {
         .unwrap_err();
     assert!(err.is_resolve(), "{err}");
     assert!(!err.is_connect() && !err.is_timeout());
+    assert_eq!(err.to_string(), "failed to resolve nowhere.test");
     assert_eq!(
-        err.to_string(),
+        format!("{err:#}"),
         "failed to resolve nowhere.test: unexpected lookup of nowhere.test"
     );
     assert!(std::error::Error::source(&err).is_some());
@@ -436,7 +437,7 @@ async fn untrusted_server_certificate_is_a_certificate_error() {
     assert!(!err.is_tls());
     assert_eq!(err.addr(), Some(server.addr));
     assert_eq!(
-        err.to_string(),
+        format!("{err:#}"),
         "server certificate for localhost rejected: invalid peer certificate: UnknownIssuer"
     );
 }

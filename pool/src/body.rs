@@ -336,7 +336,8 @@ impl HttpBody for Body {
                     .record()
                     .close(CloseReason::BodyIdleTimeout, None);
                 this.fail();
-                Poll::Ready(Some(Err(Error::body_idle_timeout(timeout))))
+                let error = Error::body_idle_timeout(timeout).on(this.connection.clone());
+                Poll::Ready(Some(Err(error)))
             }
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(idle) = &mut this.idle {
@@ -346,7 +347,7 @@ impl HttpBody for Body {
             }
             Poll::Ready(Some(Err(err))) => {
                 this.fail();
-                Poll::Ready(Some(Err(Error::body(err))))
+                Poll::Ready(Some(Err(Error::body(err).on(this.connection.clone()))))
             }
             Poll::Ready(None) => {
                 this.idle = None;

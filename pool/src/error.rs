@@ -1,4 +1,21 @@
 //! The pool's error type: opaque, classified by predicates, with the source chain preserved.
+//!
+//! # The chain convention
+//!
+//! Every error of this workspace (this [`Error`], `pool_tls::ConnectError`, the builder's
+//! errors) follows one rule, the Rust API guidelines' (C-GOOD-ERR): a level's `Display` says
+//! what went wrong *at that level* and never repeats its cause; the cause is returned from
+//! [`source()`](std::error::Error::source). A chain printer (anyhow's `{:#}`, a tracing error
+//! layer, [`Error`]'s own alternate form) then shows each message exactly once:
+//!
+//! ```text
+//! {}    request failed
+//! {:#}  request failed: connection closed before message completed
+//! ```
+//!
+//! The alternate form (`format!("{error:#}")`) of [`Error`] and `ConnectError` prints the
+//! whole chain on one line, joined by `": "`, for programs that print an error without anyhow.
+//! The classification never depends on the text: use the predicates.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -8,14 +25,22 @@ use std::time::Duration;
 use pool_core::InvalidOrigin;
 use pool_tls::ConnectError;
 
+use crate::connection::ConnectionHandle;
+
 type Source = Arc<dyn StdError + Send + Sync + 'static>;
 
 /// Why a request through the pool failed.
 ///
 /// Classify with the predicates (`is_connect`, `is_timeout`, `is_saturated`, ...); the message
 /// is for people, and [`source`](StdError::source) leads to the underlying transport, TLS or
-/// hyper error. Cloning is cheap: the source is shared, which is how one failed establishment
-/// reaches every request that waited on it.
+/// hyper error (see the module docs for the chain convention: `{error:#}` prints it all).
+/// Cloning is cheap: the source is shared, which is how one failed establishment reaches every
+/// request that waited on it.
+///
+/// When a connection was involved (the request was sent on one, or its response body failed),
+/// [`connection`](Self::connection) says which one and whether it was reused: the same
+/// [`ConnectionHandle`] a response carries, so the error can be matched to the listener's
+/// events.
 #[derive(Clone)]
 pub struct Error {
     inner: Box<ErrorImpl>,
@@ -28,6 +53,8 @@ struct ErrorImpl {
     /// Set when the server provably did not process the request (see
     /// [`Error::is_retryable`]).
     not_processed: bool,
+    /// The connection the failure happened on, if one was involved.
+    connection: Option<ConnectionHandle>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +91,7 @@ impl Error {
                 kind,
                 source,
                 not_processed: false,
+                connection: None,
             }),
         }
     }
@@ -126,6 +154,28 @@ impl Error {
     pub(crate) fn not_processed(mut self) -> Error {
         self.inner.not_processed = true;
         self
+    }
+
+    /// Records the connection the failure happened on.
+    pub(crate) fn on(mut self, connection: ConnectionHandle) -> Error {
+        self.inner.connection = Some(connection);
+        self
+    }
+
+    /// The connection this failure happened on: its identity ([`ConnectionHandle::id`], the
+    /// one the listener's events carry), whether it had served a request before
+    /// ([`ConnectionHandle::is_reused`]), its protocol and owner partition. `None` when no
+    /// connection was involved: the request failed before one was assigned (an invalid URI, a
+    /// saturated origin, the pool timeout) or establishing one failed (a connect error
+    /// concerns a connection that never existed).
+    ///
+    /// Set for failures while sending the request or awaiting its head (including the read
+    /// timeout and a request the pool would not send again) and for failures of the response
+    /// body. A caller's own retry rule can use it: a failure on a reused connection that
+    /// [`is_retryable`](Self::is_retryable) is the stale-connection case; poisoning the
+    /// connection ([`ConnectionHandle::poison`]) keeps the pool from reusing it.
+    pub fn connection(&self) -> Option<&ConnectionHandle> {
+        self.inner.connection.as_ref()
     }
 
     pub(crate) fn body(err: hyper::Error) -> Error {
@@ -381,25 +431,46 @@ impl fmt::Debug for Error {
         if self.inner.not_processed {
             d.field("not_processed", &true);
         }
+        if let Some(connection) = &self.inner.connection {
+            d.field("connection", &connection.id());
+            d.field("reused", &connection.is_reused());
+        }
         d.finish()
     }
 }
 
+/// `{}` is this level alone (the cause is [`source`](StdError::source)'s); `{:#}` is the
+/// whole chain on one line.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.description())?;
-        if self.is_graceful_go_away() {
-            // h2 words a NO_ERROR GOAWAY as "not a result of an error", which reads like a
-            // contradiction inside an error message.
+        // h2 words a NO_ERROR GOAWAY as "not a result of an error", which reads like a
+        // contradiction inside an error message: this level says what happened instead, and the
+        // alternate form leaves h2's wording out.
+        let graceful = self.is_graceful_go_away();
+        if graceful {
             f.write_str(": the server closed the connection gracefully (GOAWAY)")?;
-        } else if let Some(source) = &self.inner.source {
-            write!(f, ": {source}")?;
         }
         if self.inner.not_processed {
             f.write_str(" (the server did not process the request; it is safe to send again)")?;
         }
-        Ok(())
+        if !f.alternate() || graceful {
+            return Ok(());
+        }
+        write_chain(f, self.source())
     }
+}
+
+/// Writes `: cause` for each level of a source chain, each level's own message once.
+pub(crate) fn write_chain(
+    f: &mut fmt::Formatter<'_>,
+    mut next: Option<&(dyn StdError + 'static)>,
+) -> fmt::Result {
+    while let Some(cause) = next {
+        write!(f, ": {cause}")?;
+        next = cause.source();
+    }
+    Ok(())
 }
 
 impl StdError for Error {
@@ -431,7 +502,7 @@ mod tests {
     fn predicates_follow_the_kind() {
         let e = Error::saturated(16);
         assert!(e.is_saturated() && !e.is_connect() && !e.is_timeout());
-        assert!(e.to_string().contains("16 requests"));
+        assert!(format!("{e:#}").contains("16 requests"));
         let e = Error::read_timeout(Duration::from_secs(2));
         assert!(e.is_timeout() && e.is_read_timeout() && !e.is_connect_timeout());
         let e = Error::connect(ConnectError::timeout(Duration::from_secs(1)));
@@ -443,6 +514,30 @@ mod tests {
         let e = Error::invalid_uri(InvalidOrigin::MissingHost);
         assert!(e.is_invalid_uri());
         assert!(e.source().is_some());
+    }
+
+    #[test]
+    fn display_is_one_level_and_the_alternate_is_the_chain() {
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = Error::connect(ConnectError::connect(io));
+        assert_eq!(e.to_string(), "failed to establish a connection");
+        let chain = format!("{e:#}");
+        assert!(
+            chain.starts_with("failed to establish a connection: failed to connect: "),
+            "{chain}"
+        );
+        // Every level appears once.
+        let mut level: Option<&(dyn StdError + 'static)> = Some(&e);
+        while let Some(current) = level {
+            let own = current.to_string();
+            assert_eq!(
+                chain.matches(own.as_str()).count(),
+                1,
+                "{own:?} in {chain:?}"
+            );
+            level = current.source();
+        }
+        assert!(e.connection().is_none(), "no connection was established");
     }
 
     #[test]

@@ -210,7 +210,7 @@ async fn a_missing_interface_is_a_connect_error_at_establishment() {
         .await
         .expect_err("no such interface");
     assert!(error.is_connect() && error.is_interface(), "{error:?}");
-    assert!(error.to_string().contains("pool-none0"), "{error}");
+    assert!(format!("{error:#}").contains("pool-none0"), "{error:#}");
 }
 
 /// After a concurrent burst settles: nothing establishing or waiting, every admitted connection

@@ -153,7 +153,10 @@ async fn refused_tunnels_name_the_proxy_and_its_status() {
         assert!(error.is_proxy_tunnel(), "{error}");
         assert_eq!(error.proxy_status(), Some(status));
         assert_eq!(error.is_proxy_auth(), auth, "{error}");
-        assert!(error.to_string().contains(&status.to_string()), "{error}");
+        assert!(
+            format!("{error:#}").contains(&status.to_string()),
+            "{error:#}"
+        );
         assert_eq!(
             pool.stats(&origin("https://refused.test/")).total(),
             pool::PartitionStats::default()

@@ -61,6 +61,6 @@ pub(super) fn finish(
             before_response: true,
             ..
         } => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
-        SendOutcome::Failed { error, .. } => Err(Error::request(error)),
+        SendOutcome::Failed { error, .. } => Err(served.fail(Error::request(error))),
     }
 }

@@ -68,7 +68,7 @@ pub(super) fn finish(
             }
             match not_processed {
                 Some(reason) => Ok(served.again(reason, error, None)),
-                None => Err(Error::request(error)),
+                None => Err(served.fail(Error::request(error))),
             }
         }
     }

@@ -80,11 +80,17 @@ impl Client {
             let exchange = match selected {
                 Selected::H1(conn) => {
                     let (served, sent) = h1::start(self, &entry, conn, request, waited);
-                    h1::finish(self, &entry, served, deadline.bound(sleep, sent).await?)
+                    match deadline.bound(sleep, sent).await {
+                        Ok(outcome) => h1::finish(self, &entry, served, outcome),
+                        Err(timeout) => Err(served.fail(timeout)),
+                    }
                 }
                 Selected::H2(lease) => {
                     let (served, sent) = h2::start(self, lease, request, waited);
-                    h2::finish(self, &entry, served, deadline.bound(sleep, sent).await?)
+                    match deadline.bound(sleep, sent).await {
+                        Ok(outcome) => h2::finish(self, &entry, served, outcome),
+                        Err(timeout) => Err(served.fail(timeout)),
+                    }
                 }
             }?;
             match exchange {
@@ -103,6 +109,10 @@ impl Client {
     ) -> Served {
         let reused = record.requests_served() > 0;
         self.report_reuse(record, reused);
+        #[cfg(feature = "metrics")]
+        if let (true, Some(waited)) = (self.pool.shared.metrics, waited) {
+            crate::metrics::waited(record.info().origin(), self.partition(), waited);
+        }
         Served {
             record: record.clone(),
             reused,
@@ -162,7 +172,7 @@ impl Client {
     }
 }
 
-/// The connection an exchange ran on, for the response's handle.
+/// The connection an exchange ran on, for the response's handle (or the error's).
 struct Served {
     record: pool_core::sync::Arc<ConnectionRecord>,
     reused: bool,
@@ -181,9 +191,13 @@ impl Served {
         Exchange::Again(Again {
             reason,
             error,
-            record: self.record,
-            reused: self.reused,
+            served: self,
             request,
         })
+    }
+
+    /// The exchange on this connection failed with `error`: the error names the connection.
+    fn fail(self, error: Error) -> Error {
+        error.on(ConnectionHandle::new(self.record, self.reused, self.waited))
     }
 }

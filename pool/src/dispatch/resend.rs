@@ -10,24 +10,22 @@
 
 use http::{Extensions, HeaderMap, Method, Request, Uri, Version};
 use pool_core::ResendReason;
-use pool_core::connection::ConnectionRecord;
-use pool_core::sync::Arc;
 
 use crate::body::RequestBody;
 use crate::client::Client;
 use crate::error::Error;
 use crate::retry::RetryPolicy;
 
+use super::Served;
+
 /// An exchange ended without a response, and the server provably did not process the request
 /// (or, for [`ResendReason::ClosedBeforeResponse`], no byte of a response arrived).
 pub(super) struct Again {
     pub(super) reason: ResendReason,
     pub(super) error: hyper::Error,
-    /// The connection that failed the request.
-    pub(super) record: Arc<ConnectionRecord>,
-    /// Whether that connection had served a request before (the `unsent` and
-    /// `closed_before_response` proofs only hold for reused connections).
-    pub(super) reused: bool,
+    /// The connection that failed the request, and whether it had served a request before
+    /// (the `unsent` and `closed_before_response` proofs only hold for reused connections).
+    pub(super) served: Served,
     /// The request, if hyper handed it back.
     pub(super) request: Option<Request<RequestBody>>,
 }
@@ -102,10 +100,10 @@ impl Resends<'_> {
         let Again {
             reason,
             error,
-            record,
-            reused,
+            served,
             request,
         } = again;
+        let reused = served.reused;
         // Closing before any byte of the response proves nothing about processing; repeating
         // is safe only for requests that are idempotent.
         let keep_alive_race = reason == ResendReason::ClosedBeforeResponse;
@@ -114,20 +112,21 @@ impl Resends<'_> {
         // origin, not about a stale connection: fail rather than dial again. GOAWAY and
         // REFUSED_STREAM are proofs whatever the connection's age.
         let stale = reused || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
-        let fail = || {
+        let fail = |served: Served| {
             let error = Error::request(error);
-            if proven { error.not_processed() } else { error }
+            served.fail(if proven { error.not_processed() } else { error })
         };
         if !proven || !stale || !self.policy.allows(reason) || !self.policy.has_budget(self.done) {
-            return Err(fail());
+            return Err(fail(served));
         }
         let next = match request {
             Some(request) => request,
             None => match &self.copy {
                 Some(copy) => copy.make(),
-                None => return Err(fail()),
+                None => return Err(fail(served)),
             },
         };
+        let record = served.record;
         self.done += 1;
         let shared = &self.client.pool.shared;
         shared.count_resend(reason);
