@@ -39,6 +39,12 @@
 //! [`H1Settings::record_raw_header_names`], the transport is wrapped so that each response head
 //! is read a second time as it passes, and the response carries a [`RawHeaderNames`] extension
 //! (`Content-Type`, in the server's order). Without it, nothing is wrapped.
+//!
+//! # Standalone use
+//!
+//! None: this crate is an internal building block of the `pool` crate. Its types are tied to
+//! `pool-core`'s connection records and cells and change with them; depend on `pool` (or, for
+//! a transport under hyper's own `client::conn`, on `pool-tls`).
 
 mod connection;
 mod exchange;

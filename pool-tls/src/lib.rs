@@ -13,12 +13,40 @@
 //!   rustls for `https` ([`TlsConnector`]: native roots loaded once per process, extra roots,
 //!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
 //! * [`TokioIo`] adapts tokio's IO traits to hyper's and back, replacing hyper-util's adapter.
+//! * [`HttpConnector`] is also a `tower_service::Service<Uri>`, the connector contract code
+//!   written against hyper plugs into; it yields a [`Connection`] (hyper's IO traits plus the
+//!   [`Connected`] facts).
 //!
 //! * Proxies: [`ProxyConfig`] says which origins go through which HTTP proxy (per scheme, a
 //!   catch-all, a no-proxy list, or the environment's variables as curl reads them); the
 //!   connector dials the proxy (over TLS for an `https://` proxy) and opens a `CONNECT` tunnel
 //!   for `https` origins (and for `http` ones when asked or for h2c), or hands the proxy
 //!   connection back for absolute-form requests, saying so in [`Connected::proxy`].
+//!
+//! # Standalone use
+//!
+//! The connector works without the pool, under hyper's own connection API:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use std::sync::Arc;
+//! use pool_tls::{DialOptions, HttpConnector, SystemResolver, TlsConnector, TlsOptions};
+//! use tower_service::Service;
+//!
+//! let tls = TlsConnector::new(TlsOptions::default())?;
+//! let mut connector = HttpConnector::new(Arc::new(SystemResolver), DialOptions::default(), tls);
+//! let uri: http::Uri = "https://example.com/".parse()?;
+//! let connection = connector.call(uri.clone()).await?;
+//! println!("ALPN chose h2: {}", connection.is_h2());
+//! // HTTP/1.1 here; with `is_h2()`, `hyper::client::conn::http2::handshake` instead.
+//! let (mut sender, driver) = hyper::client::conn::http1::handshake(connection).await?;
+//! tokio::spawn(driver);
+//! let request = http::Request::get(uri).header("host", "example.com").body(String::new())?;
+//! let response = sender.send_request(request).await?;
+//! println!("{}", response.status());
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! What this crate does not do: pool or reuse connections, speak HTTP to the origin (no
 //! request, response or protocol state lives here), or retry. Those belong to the `pool`,
@@ -42,6 +70,7 @@ mod io;
 mod proxy_config;
 mod resolve;
 mod roots;
+mod service;
 mod tls;
 mod tokio_io;
 mod tunnel;
@@ -62,6 +91,7 @@ pub use hickory_resolver;
 pub use io::Io;
 pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
+pub use service::{Connecting, Connection};
 pub use tls::{TlsConfigError, TlsConnector, TlsOptions};
 pub use tokio_io::TokioIo;
 pub use tunnel::ProxyUse;

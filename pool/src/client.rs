@@ -2,8 +2,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,7 +14,7 @@ use crate::cell::CellEntry;
 use crate::error::Error;
 use crate::pool::PoolInner;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A cheap handle for sending requests through one partition of a [`ConnectionPool`].
 ///
@@ -205,25 +203,5 @@ impl fmt::Debug for Client {
             .field("pool_timeout", &self.pool_timeout)
             .field("body_idle_timeout", &self.body_idle_timeout)
             .finish()
-    }
-}
-
-impl<B> tower_service::Service<Request<B>> for Client
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Response = Response<Body>;
-    type Error = Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Error>> + Send + 'static>>;
-
-    /// Always ready: the pool applies backpressure per origin when a request is sent.
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let client = self.clone();
-        Box::pin(async move { client.request(request).await })
     }
 }

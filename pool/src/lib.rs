@@ -56,12 +56,17 @@ mod error;
 mod establish;
 mod io;
 mod lifetime;
+mod listener;
 mod maintenance;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod partition;
 mod pool;
 mod preconnect;
 mod protocol;
 mod retry;
+pub mod runtime;
+mod service;
 mod shared;
 mod time;
 
@@ -70,19 +75,21 @@ pub use builder::{BuildError, Builder, DEFAULT_IDLE_TIMEOUT};
 pub use client::Client;
 pub use connection::ConnectionHandle;
 pub use error::Error;
+pub use listener::CountingListener;
 pub use partition::{Partition, TokioDriverSpawner};
-pub use pool::{ClientBuildError, ConnectionPool};
+pub use pool::{ClientBuildError, ConnectionPool, ToOrigin};
 pub use preconnect::Preconnected;
 pub use protocol::ProtocolPolicy;
 pub use retry::{DEFAULT_MAX_RESENDS, RetryPolicy};
+pub use service::{ClientService, ResponseFuture};
 pub use shared::{PoolCounters, ResendCounts};
 pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{
     AsyncSleep, BoxFuture, CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo,
-    ConnectionReuseScope, ConnectionTimings, DriverSpawner, OpenReason, OriginKey, OriginStats,
-    PartitionId, PartitionStats, Protocol, ProxyRoute, ResendReason, Scheme, Sleep, TimeSource,
-    TlsDetails,
+    ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OpenReason, OriginKey,
+    OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute, ResendReason, Scheme,
+    Sleep, TimeSource, TlsDetails,
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
 pub use pool_h1::RawHeaderNames;

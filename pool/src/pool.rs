@@ -17,6 +17,46 @@ use crate::partition::PartitionRuntime;
 use crate::retry::RetryPolicy;
 use crate::shared::{PoolCounters, Shared};
 
+/// One (origin, partition) cell's gauges, for the metrics export.
+#[cfg(feature = "metrics")]
+pub(crate) struct Reading {
+    pub(crate) origin: OriginKey,
+    pub(crate) partition: PartitionId,
+    pub(crate) row: pool_core::PartitionStats,
+    pub(crate) peaks: pool_core::Peaks,
+}
+
+/// What [`ConnectionPool::stats`] accepts as an origin: an [`OriginKey`], a [`Uri`] (its scheme
+/// and authority), or text that parses as one (`"https://example.com"`, a path ignored).
+pub trait ToOrigin {
+    /// The origin, or `None` when this names none the pool could serve.
+    fn to_origin(&self) -> Option<OriginKey>;
+}
+
+impl ToOrigin for OriginKey {
+    fn to_origin(&self) -> Option<OriginKey> {
+        Some(self.clone())
+    }
+}
+
+impl ToOrigin for Uri {
+    fn to_origin(&self) -> Option<OriginKey> {
+        OriginKey::from_uri(self).ok()
+    }
+}
+
+impl ToOrigin for str {
+    fn to_origin(&self) -> Option<OriginKey> {
+        self.parse::<Uri>().ok()?.to_origin()
+    }
+}
+
+impl ToOrigin for String {
+    fn to_origin(&self) -> Option<OriginKey> {
+        self.as_str().to_origin()
+    }
+}
+
 /// An HTTP/1.1 + HTTP/2 connection pool.
 ///
 /// Build one with [`ConnectionPool::builder`], then send requests through a [`Client`] bound to
@@ -207,27 +247,64 @@ impl ConnectionPool {
         self.inner.partitions.iter().map(|p| p.runtime.id).collect()
     }
 
-    /// The gauges of `origin` in every partition that has seen it.
+    /// The gauges of `origin` in every partition that has seen it: an [`OriginKey`], a
+    /// [`Uri`] or a `&str` such as `"https://example.com"` (a path is ignored). An origin no
+    /// partition has seen, or text that names no origin, has empty stats
+    /// ([`OriginStats::is_empty`]).
     ///
     /// Reads are relaxed and not an atomic snapshot; see [`OriginStats`].
-    pub fn stats(&self, origin: &OriginKey) -> OriginStats {
-        let rows = self
+    pub fn stats<O: ToOrigin + ?Sized>(&self, origin: &O) -> OriginStats {
+        let shared = &self.inner.shared;
+        let limit = shared.bound.as_ref().map(|b| b.limit);
+        let Some(origin) = origin.to_origin() else {
+            return OriginStats::new(limit, Vec::new()).with_available_permits(limit);
+        };
+        let cells: Vec<(PartitionId, Arc<CellEntry>)> = self
             .inner
             .partitions
             .iter()
-            .filter_map(|p| {
-                p.cell(origin)
-                    .map(|entry| (p.runtime.id, entry.cell.gauges().snapshot()))
-            })
+            .filter_map(|p| p.cell(&origin).map(|entry| (p.runtime.id, entry)))
             .collect();
-        let shared = &self.inner.shared;
+        let rows = cells
+            .iter()
+            .map(|(id, entry)| (*id, entry.cell.gauges().snapshot()))
+            .collect();
+        let peaks = cells.iter().map(|(_, entry)| entry.cell.gauges().peaks());
         let available = shared
             .bound
             .as_ref()
-            .and_then(|_| shared.existing_admission(origin))
+            .and_then(|_| shared.existing_admission(&origin))
             .map(|a| a.available());
-        let limit = shared.bound.as_ref().map(|b| b.limit);
-        OriginStats::new(limit, rows).with_available_permits(available.or(limit))
+        OriginStats::new(limit, rows)
+            .with_peaks(peaks)
+            .with_available_permits(available.or(limit))
+    }
+
+    /// Starts the peaks ([`OriginStats::peak_admitted`], [`OriginStats::peak_waiting`]) of
+    /// every origin in every partition again from the current values.
+    pub fn reset_peaks(&self) {
+        for partition in &self.inner.partitions {
+            for entry in partition.entries() {
+                entry.cell.gauges().reset_peaks();
+            }
+        }
+    }
+
+    /// Every (origin, partition) cell's gauges and peaks, for the metrics export.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn readings(&self) -> Vec<Reading> {
+        self.inner
+            .partitions
+            .iter()
+            .flat_map(|p| {
+                p.entries().into_iter().map(|entry| Reading {
+                    origin: entry.origin.clone(),
+                    partition: p.runtime.id,
+                    row: entry.cell.gauges().snapshot(),
+                    peaks: entry.cell.gauges().peaks(),
+                })
+            })
+            .collect()
     }
 
     /// Pool-wide counters of rare events (redundant handshakes, transparent retries).

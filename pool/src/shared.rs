@@ -57,6 +57,9 @@ pub(crate) struct Shared {
     redundant_handshakes: AtomicU64,
     /// Requests sent again, by [`ResendReason`] (indexed by its position in `ALL`).
     resends: [AtomicU64; ResendReason::ALL.len()],
+    /// Whether requests that waited are published through the `metrics` facade.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: bool,
 }
 
 /// Pool-wide counters of rare events, for insight into what the pool did.
@@ -140,7 +143,16 @@ impl Shared {
             seq: AtomicU64::new(0),
             redundant_handshakes: AtomicU64::new(0),
             resends: Default::default(),
+            #[cfg(feature = "metrics")]
+            metrics: false,
         }
+    }
+
+    /// Publishes waits through the `metrics` facade when `enabled`.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_metrics(mut self, enabled: bool) -> Shared {
+        self.metrics = enabled;
+        self
     }
 
     pub(crate) fn count_redundant_handshake(&self) {

@@ -1,6 +1,7 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
-//! * `cargo xtask ci` runs the whole test matrix and stops at the first failing step, naming it.
+//! * `cargo xtask ci` runs the whole test matrix (the examples included, each run against its
+//!   own local origin) and stops at the first failing step, naming it.
 //! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //! * `cargo xtask interop` runs poolcurl against nginx, nghttpd and tinyproxy (release mode); it is also
@@ -83,7 +84,11 @@ impl Step {
 }
 
 /// Optional features every step builds, so their code is linted, tested and documented too.
-const FEATURES: &str = "pool/hickory";
+const FEATURES: &str = "pool/hickory,pool/metrics";
+
+/// The examples `ci` builds and runs (`examples/`, package `pool-examples`): each starts its own
+/// local origin and stops by itself.
+const EXAMPLES: [&str; 4] = ["quick_start", "tower_stack", "gateway", "connector"];
 
 fn ci_steps() -> Vec<Step> {
     // loom's build gets its own target directory (below the one cargo uses, so
@@ -122,6 +127,28 @@ fn ci_steps() -> Vec<Step> {
             ],
         )
         .env("RUSTDOCFLAGS", "-D warnings"),
+        // Every example, built and run against its local origin.
+        Step::cargo(
+            "examples-build",
+            &["build", "-p", "pool-examples", "--examples", "--locked"],
+        ),
+    ]
+    .into_iter()
+    .chain(EXAMPLES.map(|example| {
+        Step::cargo(
+            "example",
+            &[
+                "run",
+                "--quiet",
+                "-p",
+                "pool-examples",
+                "--locked",
+                "--example",
+                example,
+            ],
+        )
+    }))
+    .chain([
         // The coordination code of pool-core under loom's model checker.
         Step::cargo(
             "loom",
@@ -139,7 +166,8 @@ fn ci_steps() -> Vec<Step> {
         )
         .env("RUSTFLAGS", "--cfg pool_loom")
         .env("LOOM_MAX_PREEMPTIONS", "2"),
-    ]
+    ])
+    .collect()
 }
 
 /// The oha release the interop suite compares `poolcurl load` with (the load tool of issue 19's
@@ -273,8 +301,8 @@ fn run_all(steps: &[Step]) -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci               fmt, clippy, test, doc, loom, then interop when nginx and nghttpd are
-                   installed (stops at the first failure)
+  ci               fmt, clippy, test, doc, the examples (built and run), loom, then interop
+                   when nginx and nghttpd are installed (stops at the first failure)
   bench [--quick] [--json] [--url URL] [--only N]
                    pool vs raw hyper vs hyper-util, interleaved, in release mode; markdown (or
                    JSON) on stdout; --only N runs scenario N (1-6) alone

@@ -82,6 +82,8 @@ pub struct Builder {
     connection_extension: bool,
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
+    #[cfg(feature = "metrics")]
+    metrics: bool,
 }
 
 impl Default for Builder {
@@ -111,6 +113,8 @@ impl Default for Builder {
             connection_extension: false,
             retry: RetryPolicy::default(),
             proxy: None,
+            #[cfg(feature = "metrics")]
+            metrics: true,
         }
     }
 }
@@ -124,7 +128,7 @@ pub struct BuildError {
 }
 
 impl BuildError {
-    fn new(
+    pub(crate) fn new(
         setting: &'static str,
         value: impl fmt::Display,
         reason: impl Into<String>,
@@ -248,9 +252,19 @@ impl Builder {
         self
     }
 
-    /// Receives connection lifecycle events.
+    /// Receives connection lifecycle events. Pass an `Arc<L>` (a listener too) to keep a
+    /// handle for reading it afterwards, as with [`CountingListener`](crate::CountingListener).
+    /// The last listener set wins; the `metrics` feature's listener runs beside it.
     pub fn event_listener(mut self, listener: impl ConnectionEventListener) -> Self {
         self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// Whether this pool publishes through the `metrics` facade (feature `metrics`; on by
+    /// default when the feature is). See the [`metrics`](crate::metrics) module for the names.
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, enabled: bool) -> Self {
+        self.metrics = enabled;
         self
     }
 
@@ -417,7 +431,7 @@ impl Builder {
             Some(connector) => (connector, None),
             None => {
                 let tls = TlsConnector::new(self.tls.clone()).map_err(|e| {
-                    BuildError::new("tls", "(configured certificates)", e.to_string())
+                    BuildError::new("tls", "(configured certificates)", format!("{e:#}"))
                 })?;
                 let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
                 (
@@ -433,19 +447,26 @@ impl Builder {
             }
         };
         let idle_timeout = self.idle_timeout.unwrap_or(Some(DEFAULT_IDLE_TIMEOUT));
-        let shared = Arc::new(Shared::new(
+        #[cfg(feature = "metrics")]
+        let listener = crate::listener::with_metrics(self.listener, self.metrics);
+        #[cfg(not(feature = "metrics"))]
+        let listener = self.listener;
+        let shared = Shared::new(
             connector,
             self.protocol,
             self.h1,
             self.h2,
-            self.listener,
+            listener,
             self.time.unwrap_or_else(|| Arc::new(TokioTime)),
             self.sleep.unwrap_or_else(|| Arc::new(TokioSleep)),
             idle_timeout,
             lifetime,
             self.connect_timeout,
             bound,
-        ));
+        );
+        #[cfg(feature = "metrics")]
+        let shared = shared.with_metrics(self.metrics);
+        let shared = Arc::new(shared);
         let runtimes: Vec<Arc<PartitionRuntime>> = match partitions {
             None => {
                 let spawner: Arc<dyn DriverSpawner> = Arc::new(CapturingSpawner::default());
