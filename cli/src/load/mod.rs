@@ -66,14 +66,14 @@ use std::time::{Duration, Instant};
 use clap::ArgMatches;
 use clap::error::ErrorKind;
 use http::Uri;
-use pool::{ConnectionPool, Partition, PartitionId, TokioDriverSpawner};
+use pool::runtime::ThreadPerCore;
+use pool::{ConnectionPool, PartitionId};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 mod args;
 mod events;
-mod partitions;
 mod progress;
 mod record;
 mod sampler;
@@ -92,7 +92,6 @@ use crate::curl::setup;
 use crate::origin::{Flavor, LocalOrigin};
 use args::{OutputFormat, Target};
 use events::EventCounts;
-use partitions::PartitionThreads;
 use progress::Progress;
 use record::{Latencies, Record};
 use sampler::{SAMPLE_EVERY, Sampler};
@@ -177,14 +176,13 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let urls = targets::urls(&targets::all(args)?, origin.as_ref(), flavor)?;
     let (origins, url_origins) = targets::origins(&urls);
     let partition_count = usize::try_from(args.partitions).unwrap_or(1);
-    let threads = PartitionThreads::start(partition_count)
-        .map_err(|e| format!("starting the partition threads: {e}"))?;
     let events = EventCounts::new(partition_count);
-    let pool = build_pool(args, threads.handles(), &events, origin.as_ref())?;
+    let cores = build_pool(args, partition_count, &events, origin.as_ref())?;
+    let pool = cores.pool().clone();
     let warmup = match args.preconnect {
         Some(n) if n > 0 => Some(WarmUp::run(
             &pool,
-            threads.handles(),
+            cores.runtimes(),
             &partition_ids(partition_count),
             &urls,
             n,
@@ -216,7 +214,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         .map_or(DRAIN_LIMIT, |m| m + Duration::from_secs(1));
     let driven = drive(
         &pool,
-        threads.handles(),
+        cores.runtimes(),
         &run,
         args.concurrency,
         &mut sampler,
@@ -256,7 +254,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         }),
     };
     drop(pool);
-    threads.shutdown();
+    cores.shutdown();
     drop(origin);
     Ok(Summary::new(facts))
 }
@@ -278,14 +276,15 @@ fn partition_ids(count: usize) -> Vec<PartitionId> {
         .collect()
 }
 
-/// The one pool of the run: curl mode's protocol, TLS and `--resolve` settings, one partition
-/// per thread (each bound to `--interface` if given), the bounds and the event listener.
+/// The one pool of the run, on one thread per partition (`pool::runtime::ThreadPerCore`, each
+/// partition bound to `--interface` if given): curl mode's protocol, TLS and `--resolve`
+/// settings, the bounds and the event listener.
 fn build_pool(
     args: &LoadArgs,
-    handles: &[Handle],
+    partitions: usize,
     events: &Arc<EventCounts>,
     origin: Option<&LocalOrigin>,
-) -> Result<ConnectionPool, String> {
+) -> Result<ThreadPerCore, String> {
     let connect = &args.connect;
     let mut builder = setup::pool_builder(connect).map_err(|e| e.message().to_owned())?;
     if let Some(origin) = origin {
@@ -295,18 +294,13 @@ fn build_pool(
             builder = builder.native_roots(false);
         }
     }
-    let partitions = partition_ids(handles.len())
-        .into_iter()
-        .zip(handles)
-        .map(|(id, handle)| {
-            let partition = Partition::new(id, TokioDriverSpawner::from_handle(handle.clone()));
-            match &connect.interface {
-                Some(name) => partition.interface(name.as_str()),
-                None => partition,
-            }
-        });
-    builder = builder
+    let mut threads = ThreadPerCore::builder()
         .partitions(partitions)
+        .thread_name("poolcurl-partition");
+    if let Some(name) = &connect.interface {
+        threads = threads.interface(name.as_str());
+    }
+    builder = builder
         .event_listener(events.listener())
         .connection_reuse_scope(args.reuse_scope.to_pool())
         .connect_timeout(Some(setup::connect_timeout(
@@ -329,9 +323,10 @@ fn build_pool(
         builder = builder
             .http2_max_connections_per_origin(usize::try_from(connections).unwrap_or(usize::MAX));
     }
-    builder
-        .build()
-        .map_err(|e| setup::build_error(connect, &e).message().to_owned())
+    threads.build(builder).map_err(|e| match e.build_error() {
+        Some(rejected) => setup::build_error(connect, rejected).message().to_owned(),
+        None => format!("starting the partition threads: {e:#}"),
+    })
 }
 
 /// The configuration as the summary reports it.
