@@ -1,24 +1,5 @@
-//! A ready-made event listener that counts.
-//!
-//! [`CountingListener`] counts every lifecycle event the pool reports: connections opened (by
-//! protocol), reused, borrowed, closed (by [`CloseReason`]), failed establishments and re-sends
-//! (by [`ResendReason`]). Hand the pool an `Arc` of it and keep a clone to read:
-//!
-//! ```
-//! use std::sync::Arc;
-//!
-//! let counts = Arc::new(pool::CountingListener::new());
-//! let pool = pool::ConnectionPool::builder()
-//!     .event_listener(counts.clone())
-//!     .build()?;
-//! # drop(pool);
-//! assert_eq!(counts.opened(), 0);
-//! # Ok::<(), pool::BuildError>(())
-//! ```
-//!
-//! Counting is a relaxed atomic add per event; reads are relaxed and not a snapshot of all
-//! counters at one instant. It keeps no per-origin or per-partition breakdown (write a
-//! listener for that, or use the `metrics` feature, which labels by origin and partition).
+//! A ready-made event listener that counts, and (feature `metrics`) the pair of the user's
+//! listener and the metrics listener.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +9,26 @@ use pool_core::{
     Protocol, ResendReason,
 };
 
-/// A [`ConnectionEventListener`] that counts events (see the [module docs](self)).
+/// A [`ConnectionEventListener`] that counts every lifecycle event the pool reports:
+/// connections opened (by protocol), reused, borrowed, closed (by [`CloseReason`]), failed
+/// establishments and re-sends (by [`ResendReason`]). Hand the pool an `Arc` of it and keep a
+/// clone to read:
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// let counts = Arc::new(pool::CountingListener::new());
+/// let pool = pool::ConnectionPool::builder()
+///     .event_listener(counts.clone())
+///     .build()?;
+/// # drop(pool);
+/// assert_eq!(counts.opened(), 0);
+/// # Ok::<(), pool::BuildError>(())
+/// ```
+///
+/// Counting is a relaxed atomic add per event; reads are relaxed and not a snapshot of all
+/// counters at one instant. It keeps no per-origin or per-partition breakdown (write a
+/// listener for that, or use the `metrics` feature, which labels by origin and partition).
 #[derive(Default)]
 pub struct CountingListener {
     opened: [AtomicU64; 2],

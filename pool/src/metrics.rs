@@ -12,7 +12,7 @@
 //!
 //! Labels: `origin` (`scheme://host:port`), `partition` (the partition's index, or
 //! `anonymous`), `protocol` (`http1` or `http2`), `reason` (the stable snake_case names of
-//! [`CloseReason`](crate::CloseReason) and [`ResendReason`](crate::ResendReason)).
+//! [`CloseReason`] and [`ResendReason`]).
 //!
 //! | name | type | labels | what |
 //! |------|------|--------|------|
