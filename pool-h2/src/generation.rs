@@ -250,7 +250,9 @@ where
         match response {
             Ok(response) => {
                 if let Some(generation) = &self.guard.generation {
-                    generation.streams.saw_response();
+                    if generation.streams.saw_response() {
+                        generation.home.stream_freed(&generation.record);
+                    }
                 }
                 H2SendOutcome::Response(response, self.guard)
             }

@@ -20,7 +20,7 @@ use pool_core::sync::Arc;
 use crate::generation::H2Generation;
 use crate::runtime::{PartitionExecutor, PoolTimer};
 use crate::settings::H2Settings;
-use crate::streams::Streams;
+use crate::streams::{LimitProbe, Streams};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -95,7 +95,7 @@ pub struct Handshaken<B, F> {
     initial_max_send_streams: usize,
 }
 
-impl<B, F> Handshaken<B, F> {
+impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
     /// Attaches the connection's installed `record`: returns the generation and its driver,
     /// which the caller must spawn on the connection's owner partition; the driver retires the
     /// generation through `home` when it ends.
@@ -107,9 +107,11 @@ impl<B, F> Handshaken<B, F> {
         // The driver must not hold a sender: hyper shuts an HTTP/2 connection down gracefully
         // once the last sender is gone (after the cell dropped the generation and every lease
         // ended).
-        let streams = Arc::new(Streams::new(self.initial_max_send_streams));
+        let conn = std::sync::Arc::new(std::sync::Mutex::new(self.conn));
+        let probe = ConnectionProbe(std::sync::Arc::downgrade(&conn));
+        let streams = Arc::new(Streams::new(self.initial_max_send_streams, Box::new(probe)));
         let driver = H2Driver {
-            conn: Some(self.conn),
+            conn: Some(conn),
             record: Some(record.clone()),
             home: Some(home.clone()),
             streams: streams.clone(),
@@ -125,9 +127,11 @@ pin_project! {
     /// Drives one HTTP/2 connection's hyper future, reports how it ended to its record, and
     /// retires its generation from its cell.
     pub struct H2Driver<F> {
-        // `None` once the hyper future completed and was dropped.
-        #[pin]
-        conn: Option<F>,
+        // `None` once the hyper future completed and was dropped. Shared (weakly) with the
+        // generation's stream accounting, which reads the peer's limit through it when the
+        // first response arrives; the driver holds the only strong reference, so dropping it
+        // here drops the connection.
+        conn: Option<std::sync::Arc<std::sync::Mutex<F>>>,
         // Taken when the connection ends; still present at drop means the runtime dropped us.
         record: Option<Arc<ConnectionRecord>>,
         // The cell to retire the generation from.
@@ -149,22 +153,41 @@ pin_project! {
     }
 }
 
+/// Reads the peer's current limit from the driver's connection (while it lives).
+struct ConnectionProbe<F>(std::sync::Weak<std::sync::Mutex<F>>);
+
+impl<F: PeerStreamLimit + Send + 'static> LimitProbe for ConnectionProbe<F> {
+    fn max_send_streams(&self) -> Option<usize> {
+        let conn = self.0.upgrade()?;
+        let conn = conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(conn.max_send_streams())
+    }
+}
+
 impl<F> Future for H2Driver<F>
 where
-    F: Future<Output = hyper::Result<()>> + PeerStreamLimit,
+    F: Future<Output = hyper::Result<()>> + PeerStreamLimit + Unpin,
 {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
-        let Some(mut conn) = this.conn.as_mut().as_pin_mut() else {
+        let this = self.project();
+        let Some(shared) = this.conn.as_ref() else {
             return Poll::Ready(());
         };
-        let seen = this.streams.response_seen();
-        let polled = conn.as_mut().poll(cx);
+        let (polled, limit) = {
+            // Never a pool lock: only this driver and the first response of the connection
+            // take it, and neither holds a pool lock then.
+            let mut conn = shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let polled = Pin::new(&mut *conn).poll(cx);
+            (polled, conn.max_send_streams())
+        };
         // A SETTINGS frame read in this poll may have changed the peer's limit.
-        let limit = conn.as_ref().get_ref().max_send_streams();
-        if this.streams.observe(limit, seen) {
+        if this.streams.observe(limit) {
             if let (Some(home), Some(record)) = (this.home.as_ref(), this.record.as_ref()) {
                 home.stream_freed(record);
             }
@@ -174,7 +197,8 @@ where
             return Poll::Ready(());
         };
         let error = result.err().map(|e| Box::new(e) as BoxError);
-        record.driver_completed(error, || this.conn.set(None));
+        let conn = this.conn;
+        record.driver_completed(error, || *conn = None);
         if let Some(home) = this.home.take() {
             home.retire(&record);
         }

@@ -45,6 +45,13 @@
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
 
+//! # Standalone use
+//!
+//! None: this crate is an internal building block of the `pool` crate. Its generations are
+//! tied to `pool-core`'s connection records and cells (a cell reserves every stream) and change
+//! with them; depend on `pool` (or, for a transport under hyper's own `client::conn`, on
+//! `pool-tls`).
+
 mod generation;
 mod handshake;
 mod request;

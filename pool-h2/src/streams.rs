@@ -3,45 +3,60 @@
 
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+/// Reads the peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` from the connection, while it
+/// lives.
+pub(crate) trait LimitProbe: Send + Sync + 'static {
+    fn max_send_streams(&self) -> Option<usize>;
+}
+
 /// The stream accounting of one generation, shared by its handles, its leases and its driver.
 ///
 /// `taken` counts streams reserved by the cell or in use; the cell reserves under its lock, so
 /// it never hands out more than `limit`, the peer's `SETTINGS_MAX_CONCURRENT_STREAMS` as h2
-/// applies it (the driver copies it after every poll, so a SETTINGS change is seen at once).
+/// applies it. The driver copies it after every poll of hyper's connection future, which
+/// runs when requests are dispatched and when the connection ends (hyper reads frames on a
+/// task of its own), so a SETTINGS change mid-connection is followed at the next dispatch.
 ///
 /// h2 starts from `initial_max_send_streams` and cannot tell whether the peer's SETTINGS
-/// arrived, so the driver trusts the copied limit once it differs from that initial value (the
-/// peer announced another), or once a poll starts after a response was seen (a response
-/// follows the peer's SETTINGS, and the copy after the poll that read it is done). Until
-/// then reservations are not capped: h2 applies its initial limit meanwhile.
-///
-/// A generation opened next to others whose limit is known *assumes* theirs until its own
-/// first response: the same server almost always announces the same limit, and a scale-out
-/// connection that took every waiting request before learning it would see the excess
-/// refused.
-#[derive(Debug)]
+/// arrived, so the copied limit is trusted once it differs from that initial value (the peer
+/// announced another), or once a response arrived: the peer's SETTINGS precede any response,
+/// and the first response reads the limit from the connection itself (`probe`). Until then
+/// reservations are not capped (h2 applies its initial limit meanwhile), except that a
+/// generation opened next to others *assumes* their known limit: the same server almost
+/// always announces the same one, and a scale-out connection that took every waiting request
+/// before learning it would see the excess refused.
 pub(crate) struct Streams {
     taken: AtomicUsize,
     limit: AtomicUsize,
     known: AtomicBool,
     /// The limit assumed until `known` (`usize::MAX`: none).
     assumed: AtomicUsize,
-    /// A response arrived on the connection.
-    response_seen: AtomicBool,
     /// The limit h2 applies before the peer's SETTINGS.
     initial: usize,
+    /// Reads h2's current limit from the connection.
+    probe: Box<dyn LimitProbe>,
+}
+
+impl std::fmt::Debug for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams")
+            .field("taken", &self.taken())
+            .field("limit", &self.limit())
+            .finish()
+    }
 }
 
 impl Streams {
-    /// The accounting of a connection whose h2 starts from `initial` streams.
-    pub(crate) fn new(initial: usize) -> Streams {
+    /// The accounting of a connection whose h2 starts from `initial` streams; `probe` reads
+    /// the connection's current limit.
+    pub(crate) fn new(initial: usize, probe: Box<dyn LimitProbe>) -> Streams {
         Streams {
             taken: AtomicUsize::new(0),
             limit: AtomicUsize::new(usize::MAX),
             known: AtomicBool::new(false),
             assumed: AtomicUsize::new(usize::MAX),
-            response_seen: AtomicBool::new(false),
             initial,
+            probe,
         }
     }
 
@@ -91,30 +106,38 @@ impl Streams {
         self.assumed.store(limit, Ordering::Release);
     }
 
-    /// Whether a response arrived (read by the driver before it polls).
-    pub(crate) fn response_seen(&self) -> bool {
-        self.response_seen.load(Ordering::Acquire)
-    }
-
-    /// Records `limit`, h2's current one, after a driver poll that started when a response had
-    /// (`seen`) or had not been seen. Returns whether the limit in force grew (streams may be
-    /// free for waiting requests).
-    pub(crate) fn observe(&self, limit: usize, seen: bool) -> bool {
+    /// Records `limit`, h2's current one, after a driver poll. Returns whether the limit in
+    /// force grew (streams may be free for waiting requests).
+    pub(crate) fn observe(&self, limit: usize) -> bool {
         let before = self.limit();
         self.limit.store(limit, Ordering::Release);
-        if !self.known.load(Ordering::Acquire) && (limit != self.initial || seen) {
+        if limit != self.initial {
             self.known.store(true, Ordering::Release);
         }
-        match (before, self.limit()) {
-            (Some(before), Some(after)) => after > before,
-            (Some(_), None) => true,
-            _ => false,
-        }
+        grew(before, self.limit())
     }
 
-    /// A response arrived, so the peer's SETTINGS did before it.
-    pub(crate) fn saw_response(&self) {
-        self.response_seen.store(true, Ordering::Release);
+    /// A response arrived, so the peer's SETTINGS did before it: read the limit from the
+    /// connection and trust it. Returns whether the limit in force grew.
+    pub(crate) fn saw_response(&self) -> bool {
+        if self.known.load(Ordering::Acquire) {
+            return false;
+        }
+        let before = self.limit();
+        if let Some(limit) = self.probe.max_send_streams() {
+            self.limit.store(limit, Ordering::Release);
+        }
+        self.known.store(true, Ordering::Release);
+        grew(before, self.limit())
+    }
+}
+
+/// Whether the limit in force went from `before` to a larger `after` (no limit is the largest).
+fn grew(before: Option<usize>, after: Option<usize>) -> bool {
+    match (before, after) {
+        (Some(before), Some(after)) => after > before,
+        (Some(_), None) => true,
+        _ => false,
     }
 }
 
@@ -122,29 +145,50 @@ impl Streams {
 mod tests {
     use super::*;
 
+    /// A connection whose h2 currently applies the shared number of streams.
+    struct Fixed(std::sync::Arc<AtomicUsize>);
+
+    impl LimitProbe for Fixed {
+        fn max_send_streams(&self) -> Option<usize> {
+            Some(self.0.load(Ordering::SeqCst))
+        }
+    }
+
+    fn accounting(current: usize) -> (Streams, std::sync::Arc<AtomicUsize>) {
+        let h2 = std::sync::Arc::new(AtomicUsize::new(current));
+        (Streams::new(100, Box::new(Fixed(h2.clone()))), h2)
+    }
+
     #[test]
     fn the_initial_limit_is_not_trusted_until_the_peer_announces_another_or_a_response_came() {
-        let streams = Streams::new(100);
-        assert!(!streams.observe(100, false));
+        let (streams, h2) = accounting(100);
+        assert!(!streams.observe(100));
         assert_eq!(streams.limit(), None, "h2's initial value, not the peer's");
         assert!(streams.try_reserve() && streams.try_reserve());
         // The peer's SETTINGS announce 10.
-        assert!(!streams.observe(10, false));
+        assert!(!streams.observe(10));
         assert_eq!(streams.limit(), Some(10));
-        let peer_said_100 = Streams::new(100);
-        peer_said_100.saw_response();
-        peer_said_100.observe(100, true);
-        assert_eq!(
-            peer_said_100.limit(),
-            Some(100),
-            "a response proves the SETTINGS"
-        );
+        // A peer that announces exactly 100: known with the first response, read from h2.
+        let (said_100, _) = accounting(100);
+        said_100.saw_response();
+        assert_eq!(said_100.limit(), Some(100));
+        drop(h2);
+    }
+
+    #[test]
+    fn the_first_response_reads_the_limit_the_driver_had_not_copied_yet() {
+        let (streams, h2) = accounting(100);
+        assert!(!streams.observe(100));
+        // h2 processed the peer's SETTINGS (limit 2) but the driver has not polled since.
+        h2.store(2, Ordering::SeqCst);
+        streams.saw_response();
+        assert_eq!(streams.limit(), Some(2));
     }
 
     #[test]
     fn reservations_stop_at_the_limit_and_a_release_at_the_limit_says_so() {
-        let streams = Streams::new(100);
-        streams.observe(2, false);
+        let (streams, _) = accounting(2);
+        streams.observe(2);
         assert!(streams.try_reserve() && streams.try_reserve());
         assert!(!streams.try_reserve());
         assert!(streams.is_full());
@@ -157,12 +201,12 @@ mod tests {
 
     #[test]
     fn settings_that_raise_or_lower_the_limit_mid_connection_are_followed() {
-        let streams = Streams::new(100);
-        streams.observe(2, false);
+        let (streams, _) = accounting(2);
+        streams.observe(2);
         assert!(streams.try_reserve() && streams.try_reserve());
-        assert!(streams.observe(4, false), "raised: streams are free");
+        assert!(streams.observe(4), "raised: streams are free");
         assert!(streams.try_reserve() && streams.try_reserve() && !streams.try_reserve());
-        assert!(!streams.observe(1, false), "lowered");
+        assert!(!streams.observe(1), "lowered");
         assert!(streams.is_full());
         assert!(
             streams.release(),
@@ -172,10 +216,10 @@ mod tests {
 
     #[test]
     fn a_sibling_limit_is_assumed_until_the_own_is_known() {
-        let streams = Streams::new(100);
+        let (streams, _) = accounting(100);
         streams.assume(3);
         assert_eq!(streams.limit(), Some(3));
-        streams.observe(8, false);
+        streams.observe(8);
         assert_eq!(streams.limit(), Some(8));
     }
 }

@@ -22,7 +22,9 @@
 //! * [`events`]: [`EventLog`](events::EventLog), a connection event listener that records.
 //! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
 //! * [`gated`]: a connector and I/O that stop at gates (before dial, mid-TLS, before writes).
-//! * [`resolve`]: fixed-answer and never-answering resolvers.
+//! * [`resolve`]: fixed-answer, switchable and never-answering resolvers.
+//! * [`h2frames`] and [`h2settings`]: frame-level HTTP/2 peers for what no server library does
+//!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection).
 //!
 //! What this crate does not do: implement HTTP correctly for arbitrary clients, pick ports other
 //! than ephemeral loopback ones, or retry anything. A script that does not match what the client
@@ -41,6 +43,7 @@ pub mod gated;
 pub mod h1;
 pub mod h2;
 pub mod h2frames;
+pub mod h2settings;
 pub mod io;
 pub mod proxy;
 pub mod resolve;

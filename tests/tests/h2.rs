@@ -557,31 +557,31 @@ async fn below_the_stream_limit_one_connection_serves_everything() {
     assert_eq!(server.accepted(), 1);
 }
 
-/// A bounded origin (N = 2) against a limit of 2 streams: never more than 2 connections, 4
-/// streams in flight, and the other requests wait in the pool's gauges.
+/// A bounded origin (N = 4) against a limit of 10 streams, 100 requests: never more than 4
+/// connections, 40 streams in flight, and the other 60 requests wait in the pool's gauges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bounded_origin_scales_out_within_its_bound_and_the_rest_wait_visibly() {
     let hold = Gate::new();
-    let server = limited_server(2, &hold).await;
-    let pool = h2c_pool().max_connections_per_host(2).build().unwrap();
+    let server = limited_server(10, &hold).await;
+    let pool = h2c_pool().max_connections_per_host(4).build().unwrap();
     let client = pool.client().unwrap();
     fetch(&client, &server.url("/warm")).await;
-    let mut tasks = spawn_fetches(&client, &server.url("/held"), 10);
-    tokio::time::timeout(LIMIT, hold.wait_arrived(4))
+    let mut tasks = spawn_fetches(&client, &server.url("/held"), 100);
+    tokio::time::timeout(LIMIT, hold.wait_arrived(40))
         .await
         .unwrap();
     let key = origin(&server.url("/"));
-    settle(&pool, &key, |s| s.waiting_requests == 6).await;
+    settle(&pool, &key, |s| s.waiting_requests == 60).await;
     let stats = pool.stats(&key);
-    assert_eq!(stats.total().h2_accepting, 2);
-    assert_eq!(stats.total().h2_active_streams, 4);
-    assert_eq!(stats.admitted(), 2);
+    assert_eq!(stats.total().h2_accepting, 4);
+    assert_eq!(stats.total().h2_active_streams, 40);
+    assert_eq!(stats.admitted(), 4);
     hold.open();
     while let Some(result) = tasks.join_next().await {
         assert_eq!(result.unwrap().1, "x");
     }
-    assert_eq!(server.accepted(), 2);
-    assert!(server.max_concurrent_streams_seen() <= 2);
+    assert_eq!(server.accepted(), 4);
+    assert!(server.max_concurrent_streams_seen() <= 10);
     settle(&pool, &key, |s| {
         s.waiting_requests == 0 && s.h2_active_streams == 0
     })
@@ -680,4 +680,51 @@ async fn a_surplus_connection_expires_once_the_load_falls() {
         [(surplus, CloseReason::IdleTimeout)],
         "the surplus connection retired, the busy one stays"
     );
+}
+
+/// The server raises its stream limit mid-connection (a new SETTINGS frame): requests that
+/// waited in the pool at the old limit are sent as soon as the pool next hears from the
+/// connection. (A lowered limit is followed the same way, at the next poll of the connection's
+/// future; requests sent before that wait inside h2, which the unit tests of `streams.rs` and
+/// the cell's stream tests cover without the timing of a real connection.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
+    let peer = pool_tests::h2settings::SettingsPeer::start(2).await;
+    let pool = h2c_pool()
+        .http2_max_connections_per_origin(1)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    let key = origin(&url);
+    // One answered request first, so the limit is known before the burst.
+    peer.answer_all();
+    tokio::time::timeout(LIMIT, fetch(&client, &url))
+        .await
+        .unwrap();
+    peer.hold();
+    let mut first = spawn_fetches(&client, &url, 4);
+    tokio::time::timeout(LIMIT, peer.wait_open(2))
+        .await
+        .unwrap();
+    settle(&pool, &key, |s| s.waiting_requests == 2).await;
+    assert_eq!(peer.open_streams(), 2, "the first limit holds");
+
+    // hyper drives the h2 connection on a task of its own; the pool reads the limit when its
+    // connection future runs, which the next dispatch or stream end causes. One stream ends:
+    // the freed stream goes to a waiter, whose dispatch reveals the raised limit, and the
+    // other waiter is sent too: three open, more than the old limit allowed.
+    peer.announce(4);
+    peer.answer_one();
+    tokio::time::timeout(LIMIT, peer.wait_open(3))
+        .await
+        .unwrap();
+    settle(&pool, &key, |s| s.waiting_requests == 0).await;
+    peer.answer_all();
+    while let Some(result) = first.join_next().await {
+        result.unwrap();
+    }
+    assert!(peer.max_open_streams() <= 4);
+
+    assert_eq!(peer.connections(), 1, "the cap kept one connection");
 }

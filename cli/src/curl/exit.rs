@@ -186,7 +186,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_interface() {
         // "binding to interface eth9 failed: No such device (os error 19)"
         let detail = find::<pool::ConnectError>(error)
-            .map_or_else(|| root_cause(error), ToString::to_string);
+            .map_or_else(|| root_cause(error), |e| format!("{e:#}"));
         return CurlError::new(45, detail);
     }
     if attempt.prior_knowledge

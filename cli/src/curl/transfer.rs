@@ -331,7 +331,7 @@ impl Session {
         record: &TransferRecord,
         remaining: Option<u64>,
     ) -> CurlError {
-        self.verbose.info(&error.to_string());
+        self.verbose.info(&format!("{error:#}"));
         exit::classify(
             error,
             &Attempt {

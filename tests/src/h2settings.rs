@@ -1,0 +1,287 @@
+//! A frame-level HTTP/2 peer whose `SETTINGS_MAX_CONCURRENT_STREAMS` the test changes in the
+//! middle of a connection, which no server library does on demand.
+//!
+//! The peer announces a limit in its first SETTINGS frame, then holds every request it reads
+//! (it answers none) until the test tells it to: [`SettingsPeer::announce`] sends a new
+//! SETTINGS frame with another limit, [`SettingsPeer::answer_all`] answers every request that
+//! has ended with `200` (and every later one at once, until [`SettingsPeer::hold`]). It counts the streams open at once, so
+//! a test can see the client follow the new limit without any stream ending.
+//!
+//! What it does not do: enforce the limit (a client that exceeds it is caught by the count,
+//! not refused), HPACK-decode requests, flow control (responses are empty).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const HEADERS: u8 = 0x1;
+const DATA: u8 = 0x0;
+const SETTINGS: u8 = 0x4;
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+/// HPACK: indexed header field 8 of the static table, `:status 200`.
+const STATUS_200: &[u8] = &[0x88];
+
+/// What the test asks of the peer's connections.
+#[derive(Clone, Copy, Debug)]
+enum Command {
+    Announce(u32),
+    AnswerAll,
+    AnswerOne,
+    Hold,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Streams whose HEADERS arrived and that are not answered yet, on all connections.
+    open: usize,
+    /// The most streams open at once on one connection.
+    max_open: usize,
+    /// Connections accepted.
+    connections: usize,
+}
+
+/// A listening peer; see the module docs.
+#[derive(Debug)]
+pub struct SettingsPeer {
+    addr: SocketAddr,
+    /// Whether requests are answered; a connection accepted later starts in this mode.
+    answering: Arc<std::sync::atomic::AtomicBool>,
+    counts: Arc<Mutex<Counts>>,
+    changed: Arc<Notify>,
+    commands: Arc<Mutex<Vec<mpsc::UnboundedSender<Command>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SettingsPeer {
+    /// Starts the peer on loopback, announcing `limit` concurrent streams.
+    pub async fn start(limit: u32) -> SettingsPeer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let counts = Arc::new(Mutex::new(Counts::default()));
+        let changed = Arc::new(Notify::new());
+        let commands: Arc<Mutex<Vec<mpsc::UnboundedSender<Command>>>> = Arc::default();
+        let answering = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let task = tokio::spawn({
+            let (counts, changed, commands) = (counts.clone(), changed.clone(), commands.clone());
+            let answering = answering.clone();
+            async move {
+                while let Ok((io, _)) = listener.accept().await {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    commands.lock().unwrap().push(tx);
+                    counts.lock().unwrap().connections += 1;
+                    let conn = Conn {
+                        counts: counts.clone(),
+                        changed: changed.clone(),
+                        answering: answering.clone(),
+                    };
+                    tokio::spawn(conn.serve(io, limit, rx));
+                }
+            }
+        });
+        SettingsPeer {
+            addr,
+            answering,
+            counts,
+            changed,
+            commands,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.counts.lock().unwrap().connections
+    }
+
+    /// Streams open (read and not answered) right now.
+    pub fn open_streams(&self) -> usize {
+        self.counts.lock().unwrap().open
+    }
+
+    /// The most streams ever open at once on one connection.
+    pub fn max_open_streams(&self) -> usize {
+        self.counts.lock().unwrap().max_open
+    }
+
+    /// Waits until `n` streams are open at once.
+    pub async fn wait_open(&self, n: usize) {
+        loop {
+            let notified = self.changed.notified();
+            if self.open_streams() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Sends a SETTINGS frame announcing `limit` concurrent streams on every connection.
+    pub fn announce(&self, limit: u32) {
+        self.command(Command::Announce(limit));
+    }
+
+    /// Answers every request that ended, now and from now on.
+    pub fn answer_all(&self) {
+        self.answering
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.command(Command::AnswerAll);
+    }
+
+    /// Answers the oldest request that ended, and holds the rest.
+    pub fn answer_one(&self) {
+        self.command(Command::AnswerOne);
+    }
+
+    /// Stops answering (requests read from now on are held again).
+    pub fn hold(&self) {
+        self.answering
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.command(Command::Hold);
+    }
+
+    fn command(&self, command: Command) {
+        for tx in self.commands.lock().unwrap().iter() {
+            let _ = tx.send(command);
+        }
+    }
+}
+
+impl Drop for SettingsPeer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Conn {
+    counts: Arc<Mutex<Counts>>,
+    changed: Arc<Notify>,
+    /// Read whenever the connection could answer, so `hold` and `answer_all` take effect
+    /// before they return (a command only wakes the connection).
+    answering: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Conn {
+    async fn serve(
+        self,
+        io: TcpStream,
+        limit: u32,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        let (mut reader, mut writer) = io.into_split();
+        let mut preface = [0u8; 24];
+        if reader.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+            return;
+        }
+        if writer.write_all(&settings(limit)).await.is_err() {
+            return;
+        }
+        // Frames are read on a task of their own: `read_exact` cannot be raced in a select.
+        let (frames_tx, mut frames) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(frame) = read_frame(&mut reader).await {
+                if frames_tx.send(frame).is_err() {
+                    return;
+                }
+            }
+        });
+        // Streams read and not answered, with whether the request ended.
+        let mut pending: Vec<(u32, bool)> = Vec::new();
+        loop {
+            let mut out = Vec::new();
+            tokio::select! {
+                frame = frames.recv() => {
+                    let Some((kind, flags, stream)) = frame else { return };
+                    match kind {
+                        SETTINGS if flags & ACK == 0 => out.extend(frame_bytes(SETTINGS, ACK, 0, &[])),
+                        HEADERS => {
+                            pending.push((stream, flags & END_STREAM != 0));
+                            self.opened(pending.len());
+                        }
+                        DATA if flags & END_STREAM != 0 => {
+                            if let Some(entry) = pending.iter_mut().find(|(id, _)| *id == stream) {
+                                entry.1 = true;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                command = commands.recv() => match command {
+                    Some(Command::Announce(limit)) => out.extend(settings(limit)),
+                    Some(Command::AnswerAll | Command::Hold) => {}
+                    Some(Command::AnswerOne) => {
+                        if let Some(at) = pending.iter().position(|(_, done)| *done) {
+                            let (id, _) = pending.remove(at);
+                            out.extend(frame_bytes(HEADERS, END_HEADERS | END_STREAM, id, STATUS_200));
+                            self.answered(1);
+                        }
+                    }
+                    None => return,
+                },
+            }
+            if self.answering.load(std::sync::atomic::Ordering::SeqCst) {
+                let before = pending.len();
+                for (id, _) in pending.iter().filter(|(_, done)| *done) {
+                    out.extend(frame_bytes(
+                        HEADERS,
+                        END_HEADERS | END_STREAM,
+                        *id,
+                        STATUS_200,
+                    ));
+                }
+                pending.retain(|(_, done)| !*done);
+                self.answered(before - pending.len());
+            }
+            if !out.is_empty() && writer.write_all(&out).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn opened(&self, open_here: usize) {
+        let mut counts = self.counts.lock().unwrap();
+        counts.open += 1;
+        counts.max_open = counts.max_open.max(open_here);
+        drop(counts);
+        self.changed.notify_waiters();
+    }
+
+    fn answered(&self, n: usize) {
+        self.counts.lock().unwrap().open -= n;
+        self.changed.notify_waiters();
+    }
+}
+
+fn settings(max_concurrent_streams: u32) -> Vec<u8> {
+    let mut payload = MAX_CONCURRENT_STREAMS.to_be_bytes().to_vec();
+    payload.extend_from_slice(&max_concurrent_streams.to_be_bytes());
+    frame_bytes(SETTINGS, 0, 0, &payload)
+}
+
+async fn read_frame(io: &mut tokio::net::tcp::OwnedReadHalf) -> Option<(u8, u8, u32)> {
+    let mut head = [0u8; 9];
+    io.read_exact(&mut head).await.ok()?;
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; len];
+    io.read_exact(&mut payload).await.ok()?;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    Some((head[3], head[4], stream))
+}
+
+fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut out = vec![len[1], len[2], len[3], kind, flags];
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
