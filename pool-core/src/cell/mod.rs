@@ -263,12 +263,13 @@ impl<T: CellTypes> Cell<T> {
         let mut st = self.state.lock();
         let gate_closed = st.h2.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0;
         if st.h2.is_held() {
-            st.h2.prune();
             if !gate_closed {
+                // One pass: the oldest accepting generation with a free stream.
                 if let Some(generation) = st.h2.reserve(Some(now())) {
                     return Acquire::H2(generation);
                 }
             }
+            st.h2.prune();
         }
         // A generation with a free stream serves this request once the gate lets it in.
         let h2_serves = st.h2.can_serve();
