@@ -15,18 +15,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const SETTINGS: u8 = 0x4;
-const GOAWAY: u8 = 0x7;
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-/// HPACK: indexed header field 8 of the static table, `:status 200`.
-const STATUS_200: &[u8] = &[0x88];
+use crate::h2wire::{
+    ACK, DATA, END_STREAM, GOAWAY, HEADERS, PREFACE, SETTINGS, frame, ok_response, read_frame,
+};
+use tokio::net::{TcpListener, TcpStream};
 
 /// What the first connection does once it has read the HEADERS of `streams` requests.
 #[derive(Clone, Copy, Debug)]
@@ -98,40 +91,6 @@ impl Drop for FramePeer {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// One frame as read: type, flags, stream id, payload.
-struct Frame {
-    kind: u8,
-    flags: u8,
-    stream: u32,
-    payload: Vec<u8>,
-}
-
-async fn read_frame(io: &mut TcpStream) -> Option<Frame> {
-    let mut head = [0u8; 9];
-    io.read_exact(&mut head).await.ok()?;
-    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-    let mut payload = vec![0u8; len];
-    io.read_exact(&mut payload).await.ok()?;
-    Some(Frame {
-        kind: head[3],
-        flags: head[4],
-        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
-        payload,
-    })
-}
-
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = (payload.len() as u32).to_be_bytes();
-    let mut out = vec![len[1], len[2], len[3], kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-fn ok_response(stream: u32) -> Vec<u8> {
-    frame(HEADERS, END_HEADERS | END_STREAM, stream, STATUS_200)
 }
 
 async fn serve(

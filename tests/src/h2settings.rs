@@ -14,19 +14,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::h2wire::{
+    ACK, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, SETTINGS, STATUS_200, frame, read_frame,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const HEADERS: u8 = 0x1;
-const DATA: u8 = 0x0;
-const SETTINGS: u8 = 0x4;
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
 const MAX_CONCURRENT_STREAMS: u16 = 0x3;
-/// HPACK: indexed header field 8 of the static table, `:status 200`.
-const STATUS_200: &[u8] = &[0x88];
 
 /// What the test asks of the peer's connections.
 #[derive(Clone, Copy, Debug)]
@@ -189,8 +184,8 @@ impl Conn {
         // Frames are read on a task of their own: `read_exact` cannot be raced in a select.
         let (frames_tx, mut frames) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            while let Some(frame) = read_frame(&mut reader).await {
-                if frames_tx.send(frame).is_err() {
+            while let Some(f) = read_frame(&mut reader).await {
+                if frames_tx.send((f.kind, f.flags, f.stream)).is_err() {
                     return;
                 }
             }
@@ -200,10 +195,10 @@ impl Conn {
         loop {
             let mut out = Vec::new();
             tokio::select! {
-                frame = frames.recv() => {
-                    let Some((kind, flags, stream)) = frame else { return };
+                received = frames.recv() => {
+                    let Some((kind, flags, stream)) = received else { return };
                     match kind {
-                        SETTINGS if flags & ACK == 0 => out.extend(frame_bytes(SETTINGS, ACK, 0, &[])),
+                        SETTINGS if flags & ACK == 0 => out.extend(frame(SETTINGS, ACK, 0, &[])),
                         HEADERS => {
                             pending.push((stream, flags & END_STREAM != 0));
                             self.opened(pending.len());
@@ -222,7 +217,7 @@ impl Conn {
                     Some(Command::AnswerOne) => {
                         if let Some(at) = pending.iter().position(|(_, done)| *done) {
                             let (id, _) = pending.remove(at);
-                            out.extend(frame_bytes(HEADERS, END_HEADERS | END_STREAM, id, STATUS_200));
+                            out.extend(frame(HEADERS, END_HEADERS | END_STREAM, id, STATUS_200));
                             self.answered(1);
                         }
                     }
@@ -232,12 +227,7 @@ impl Conn {
             if self.answering.load(std::sync::atomic::Ordering::SeqCst) {
                 let before = pending.len();
                 for (id, _) in pending.iter().filter(|(_, done)| *done) {
-                    out.extend(frame_bytes(
-                        HEADERS,
-                        END_HEADERS | END_STREAM,
-                        *id,
-                        STATUS_200,
-                    ));
+                    out.extend(frame(HEADERS, END_HEADERS | END_STREAM, *id, STATUS_200));
                 }
                 pending.retain(|(_, done)| !*done);
                 self.answered(before - pending.len());
@@ -265,23 +255,5 @@ impl Conn {
 fn settings(max_concurrent_streams: u32) -> Vec<u8> {
     let mut payload = MAX_CONCURRENT_STREAMS.to_be_bytes().to_vec();
     payload.extend_from_slice(&max_concurrent_streams.to_be_bytes());
-    frame_bytes(SETTINGS, 0, 0, &payload)
-}
-
-async fn read_frame(io: &mut tokio::net::tcp::OwnedReadHalf) -> Option<(u8, u8, u32)> {
-    let mut head = [0u8; 9];
-    io.read_exact(&mut head).await.ok()?;
-    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-    let mut payload = vec![0u8; len];
-    io.read_exact(&mut payload).await.ok()?;
-    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-    Some((head[3], head[4], stream))
-}
-
-fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = (payload.len() as u32).to_be_bytes();
-    let mut out = vec![len[1], len[2], len[3], kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
+    frame(SETTINGS, 0, 0, &payload)
 }

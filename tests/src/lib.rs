@@ -44,6 +44,7 @@ pub mod h1;
 pub mod h2;
 pub mod h2frames;
 pub mod h2settings;
+mod h2wire;
 pub mod io;
 pub mod proxy;
 pub mod resolve;
