@@ -166,7 +166,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 3]), String>;
+type Nginx = Result<(PathBuf, Server, [u16; 5]), String>;
 
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
@@ -236,7 +236,8 @@ fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
 
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
-/// h2c, TLS.
+/// h2c, TLS, and HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
+/// the oha comparison).
 fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -247,7 +248,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("ca.pem", pki.ca_pem())?;
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
-    let ports = free_ports::<3>()?;
+    let ports = free_ports::<5>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -260,7 +261,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let user = if running_as_root() { "user root;" } else { "" };
     let d = dir.display();
     let ok = r#"location / { return 200 "ok\n"; }"#;
-    let [p1, p2, p3] = ports;
+    let [p1, p2, p3, p4, p5] = ports;
     let conf = format!(
         "worker_processes 2;
 {user}
@@ -280,6 +281,16 @@ http {{
     server {{ listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} }}
     server {{
         listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
+        ssl_certificate {d}/server.pem;
+        ssl_certificate_key {d}/server.key;
+        {ok}
+    }}
+    # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
+    # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY.
+    server {{ listen 127.0.0.1:{p4}; keepalive_requests 1000000; {ok} }}
+    server {{
+        listen 127.0.0.1:{p5} ssl{listen_h2}; {h2_on}
+        keepalive_requests 1000000;
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
         {ok}

@@ -2,8 +2,12 @@
 //! with the same load: HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both),
 //! and TLS with ALPN h2 with 64 streams on one connection (poolcurl `-c 64 --http2`, which the
 //! pool serves with one connection; oha `-c 1 -p 64 --http2`). One `-z 5s` run of each tool per
-//! case, poolcurl first. For each: completed responses per second (responses / run time) and
-//! the latency percentiles each tool computes over its complete responses.
+//! case, poolcurl first, with one partition per CPU (oha's runtime has one worker per CPU).
+//! For each: completed responses per second (responses / run time) and
+//! the latency percentiles each tool computes over its complete responses. Both run against
+//! listeners without nginx's 1000 requests per connection: otherwise nginx's GOAWAY would catch
+//! requests that poolcurl re-sends (counted in its latencies) and oha reports as errors
+//! (dropped from its latencies).
 //!
 //! This is a measurement, not a check: its rows are references (they never fail the run), and
 //! a table on stdout prints both tools side by side with poolcurl's ratio. Both tools share the
@@ -55,8 +59,9 @@ pub(crate) fn oha_comparison(
         }
     };
     let ca = dir.join("ca.pem").display().to_string();
-    let h1_url = format!("http://127.0.0.1:{}/", ports[0]);
-    let tls_port = ports[2];
+    // The listeners without nginx's 1000 requests per connection (see `start_nginx`).
+    let h1_url = format!("http://127.0.0.1:{}/", ports[3]);
+    let tls_port = ports[4];
     let h2_url = format!("https://localhost:{tls_port}/");
     let cases: [(&str, Vec<String>, Vec<String>); 2] = [
         (
@@ -141,7 +146,12 @@ fn strings(args: &[&str]) -> Vec<String> {
 
 /// `poolcurl load` with `args`: its successes per second and latency percentiles.
 fn run_poolcurl(poolcurl: &Path, args: &[String]) -> Result<Measured, String> {
-    let run = Running::spawn(poolcurl, args)?.finish();
+    // oha runs on a multi-threaded runtime with one worker per CPU; poolcurl gets as many
+    // threads (one partition each), or the comparison would be one thread against all.
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut args = args.to_vec();
+    args.extend(["--partitions".to_string(), threads.to_string()]);
+    let run = Running::spawn(poolcurl, &args)?.finish();
     let json: Value = serde_json::from_str(&run.stdout)
         .map_err(|_| format!("no JSON summary; stderr: {}", run.stderr.trim()))?;
     let number = |path: &str| {

@@ -9,8 +9,9 @@
 //!   2-core machine it follows the load), beside `h2load -c 1 -m 10` and `-c 10 -m 10` against
 //!   the same server as the ceiling (reference rows).
 //! * **nginx** (128 streams) over TLS with ALPN h2: `-c 64 -n 900` (below nginx's 1000
-//!   requests per connection) must use exactly one connection, and a cold burst `-n 200 -c 200`
-//!   exactly one connection and no redundant TLS handshake.
+//!   requests per connection) must use exactly one connection; a cold burst `-n 200 -c 200`
+//!   must cost one TLS handshake first (no redundant handshake: the burst waits for the probe's
+//!   ALPN) and, since 200 streams exceed nginx's 128, at most the two connections they need.
 //!
 //! Throughput figures from a 2-core machine running the server, poolcurl and h2load at once
 //! are noisy; the ratios are what the checks use, and the numbers are printed as measured.
@@ -140,11 +141,13 @@ pub(crate) fn nginx_one_h2_connection(poolcurl: &Path, started: &Nginx, ca: &Pat
             "nginx TLS ALPN h2, -c 64 -n 900: one connection",
             "64",
             "900",
+            1,
         ),
         (
-            "nginx TLS ALPN h2, cold burst -n 200 -c 200: one handshake",
+            "nginx TLS ALPN h2, cold burst -n 200 -c 200: one handshake first",
             "200",
             "200",
+            2,
         ),
     ];
     let ports = match started {
@@ -153,7 +156,8 @@ pub(crate) fn nginx_one_h2_connection(poolcurl: &Path, started: &Nginx, ca: &Pat
     };
     let port = ports[2];
     let mut rows = Vec::new();
-    for (name, c, n) in cases {
+    // The most connections each case may open: 200 streams exceed nginx's 128.
+    for (name, c, n, most) in cases {
         eprintln!("interop: {name} ...");
         let args = [
             "-c".to_string(),
@@ -173,8 +177,10 @@ pub(crate) fn nginx_one_h2_connection(poolcurl: &Path, started: &Nginx, ca: &Pat
             let redundant = json
                 .pointer("/connections/redundant_handshakes")
                 .and_then(Value::as_u64);
-            if opened != Some(1) {
-                problems.push(format!("expected one connection, opened {opened:?}"));
+            if opened.is_none_or(|opened| opened == 0 || opened > most) {
+                problems.push(format!(
+                    "expected at most {most} connection(s), opened {opened:?}"
+                ));
             }
             if redundant != Some(0) {
                 problems.push(format!("redundant TLS handshakes: {redundant:?}"));
