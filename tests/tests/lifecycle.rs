@@ -206,10 +206,14 @@ async fn jitter_spreads_retirement_over_its_window() {
         retire[7] - retire[0] >= 5 * SECOND,
         "8 connections opened together retire spread out: {retire:?}"
     );
-    // Each closes at its own instant, while idle.
-    tokio::time::sleep(retire[0] + SECOND / 2).await;
-    assert_eq!(events.closed_with(CloseReason::MaxLifetime), 1);
-    tokio::time::sleep(60 * SECOND).await;
+    // Each closes at its own instant, while idle: just after each retirement, exactly the
+    // connections due by then have closed.
+    for at in &retire {
+        let just_after = *at + Duration::from_millis(1);
+        tokio::time::sleep_until((start + just_after).into()).await;
+        let due = retire.iter().filter(|r| **r <= just_after).count();
+        assert_eq!(events.closed_with(CloseReason::MaxLifetime), due);
+    }
     assert_eq!(events.closed_with(CloseReason::MaxLifetime), 8);
 }
 
