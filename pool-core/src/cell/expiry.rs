@@ -132,8 +132,7 @@ impl<T: CellTypes> Cell<T> {
             st.flights.end(renewal.flight);
             st.h2.take_past_lifetime(renewal.now)
         };
-        close_generations(retired, CloseReason::MaxLifetime);
-        self.serve_after_retirement();
+        self.retire_generations(retired, CloseReason::MaxLifetime);
     }
 
     /// Closes every idle connection and the accepting generation with `reason` (the pool is

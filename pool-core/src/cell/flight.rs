@@ -260,23 +260,7 @@ impl<T: CellTypes> Cell<T> {
             actions.publish = self.demand_change(&mut st);
         }
         self.run(actions);
-        if !renewed.is_empty() {
-            close_generations(renewed, CloseReason::MaxLifetime);
-            self.serve_after_retirement();
-        }
-    }
-
-    /// Generations were taken out: waiting requests go to the others, or a new connection is
-    /// launched (or, bounded, requested).
-    pub(super) fn serve_after_retirement(&self) {
-        let mut actions = Actions::default();
-        {
-            let mut st = self.state.lock();
-            st.h2.prune();
-            self.activate(&mut st, &mut actions.grants);
-            self.relaunch_flight(&mut st, &mut actions);
-        }
-        self.run(actions);
+        self.retire_generations(renewed, CloseReason::MaxLifetime);
     }
 
     /// Requests wait and no generation can take another stream (none is held, or all are at

@@ -247,11 +247,30 @@ impl<T: CellTypes> Cell<T> {
         {
             let mut st = self.state.lock();
             st.h2.activations = st.h2.activations.saturating_sub(1);
-            st.h2.prune();
-            self.activate(&mut st, &mut actions.grants);
-            self.relaunch_flight(&mut st, &mut actions);
+            self.serve_waiting(&mut st, &mut actions);
         }
         self.run(actions);
+    }
+
+    /// Generations were taken out: `generations` close with `reason` (no lock held), and the
+    /// requests still waiting go to the other generations or a new connection.
+    pub(super) fn retire_generations(&self, generations: Vec<T::H2>, reason: CloseReason) {
+        if generations.is_empty() {
+            return;
+        }
+        close_generations(generations, reason);
+        let mut actions = Actions::default();
+        self.serve_waiting(&mut self.state.lock(), &mut actions);
+        self.run(actions);
+    }
+
+    /// The generations changed (one stopped, was taken out, or a turn ended): forget those
+    /// that stopped, let waiting requests take free streams, and launch (or, bounded, request)
+    /// a new connection for those still without one.
+    fn serve_waiting(&self, st: &mut State<T>, actions: &mut Actions<T>) {
+        st.h2.prune();
+        self.activate(st, &mut actions.grants);
+        self.relaunch_flight(st, actions);
     }
 
     /// A stream of a generation that was at its limit ended (or the peer raised its limit):
@@ -274,9 +293,7 @@ impl<T: CellTypes> Cell<T> {
         {
             let mut st = self.state.lock();
             if st.h2.take_record(record).is_some() {
-                st.h2.prune();
-                self.activate(&mut st, &mut actions.grants);
-                self.relaunch_flight(&mut st, &mut actions);
+                self.serve_waiting(&mut st, &mut actions);
             }
         }
         self.run(actions);

@@ -19,6 +19,18 @@ fn published(rig: &Rig, limit: usize) -> FakeH2 {
     generation
 }
 
+/// The scale-out flight the last waiter started publishes a generation allowing `limit`.
+fn scaled_out(rig: &Rig, limit: usize) -> FakeH2 {
+    let (_, launch) = rig.launches().remove(0);
+    let Launch::Flight(f) = launch else {
+        panic!("a scale-out is a flight")
+    };
+    let generation = h2(&rig.cell);
+    generation.set_limit(limit);
+    rig.cell.publish_h2(generation.clone(), f, rig.now());
+    generation
+}
+
 fn hit(c: &Cell<Fake>, seq: u64, now: Instant) -> Acquire<Fake> {
     c.acquire(Requirement::Any, None, || seq, || now)
 }
@@ -87,11 +99,7 @@ fn requests_go_to_the_oldest_generation_with_a_free_stream() {
     let t0 = rig.now();
     let old = published(&rig, 1);
     let w = rig.wait(Requirement::Any, 2, t0);
-    let (_, launch) = rig.launches().remove(0);
-    let Launch::Flight(f) = launch else { panic!() };
-    let new = h2(c);
-    new.set_limit(1);
-    c.publish_h2(new.clone(), f, t0);
+    let new = scaled_out(&rig, 1);
     let Some(Grant::H2(got)) = take(&w) else {
         panic!("the waiter takes the new generation's stream")
     };
@@ -160,11 +168,7 @@ fn retiring_one_of_two_generations_sends_waiters_to_the_other() {
     let t0 = rig.now();
     let old = published(&rig, 1);
     let w = rig.wait(Requirement::Any, 2, t0);
-    let (_, launch) = rig.launches().remove(0);
-    let Launch::Flight(f) = launch else { panic!() };
-    let new = h2(c);
-    new.set_limit(1);
-    c.publish_h2(new.clone(), f, t0);
+    let new = scaled_out(&rig, 1);
     take(&w);
     c.activation_done();
     // GOAWAY on the old one while a request waits for a stream.
