@@ -9,6 +9,8 @@
 //! * a returning HTTP/1 connection racing a new request's borrow ends in exactly one place;
 //! * a returning connection with a local request waiting, racing an older peer request's
 //!   arrival, serves one of them and then the other (fairness never strands either);
+//! * two partitions at their share whose connections return at once each serve their own
+//!   request, although one of them waits with the older request (local preference);
 //! * demand published out of order never resurrects a stale ticket;
 //! * a logical close racing a dispatch commit accounts the connection exactly once;
 //! * a waiter's claim racing its cancellation hands the value to exactly one side;
@@ -71,7 +73,7 @@ fn loom_permit_delivery_races_cancellation() {
         let admission = Admission::<Cell<Model>>::new(1, None, vec![0]);
         let launches = Launches::default();
         let cell = cell(&admission, 0, &launches);
-        let held = admission.take_free_permit().expect("one permit");
+        let held = admission.take_free_permit(0).expect("one permit");
         let waiter = wait(&cell, 1);
         assert!(launches.lock().unwrap().is_empty(), "no permit was free");
 
@@ -106,7 +108,7 @@ fn loom_h1_return_races_borrow() {
         let launches = Launches::default();
         let owner = cell(&admission, 0, &launches);
         let borrower = cell(&admission, 1, &launches);
-        let conn = connection(&owner, admission.take_free_permit().expect("one permit"));
+        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
         let record = conn.record.clone();
 
         let returner = {
@@ -155,7 +157,7 @@ fn loom_h1_return_with_local_waiter_races_older_peer() {
         let launches = Launches::default();
         let owner = cell(&admission, 0, &launches);
         let peer = cell(&admission, 1, &launches);
-        let conn = connection(&owner, admission.take_free_permit().expect("one permit"));
+        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
         let local = wait(&owner, 2);
 
         let returner = {
@@ -188,36 +190,77 @@ fn loom_h1_return_with_local_waiter_races_older_peer() {
     });
 }
 
+/// Two partitions of one origin each hold their share (one permit of two) and have a request
+/// waiting, partition 1's the older; both busy connections return at once. However they
+/// interleave, each connection serves its own partition's request (local preference: partition
+/// 1 holds its share, so its older request is no claim on partition 0's connection), no permit
+/// moves and nothing is established.
+#[test]
+fn loom_returns_at_their_share_stay_local() {
+    loom::model(|| {
+        let admission = Admission::<Cell<Model>>::new(2, None, vec![0, 0]);
+        let launches = Launches::default();
+        let a = cell(&admission, 0, &launches);
+        let b = cell(&admission, 1, &launches);
+        let conn_a = connection(&a, admission.take_free_permit(0).expect("a permit"));
+        let conn_b = connection(&b, admission.take_free_permit(1).expect("a permit"));
+        let older_b = wait(&b, 1);
+        let newer_a = wait(&a, 2);
+
+        let returns: Vec<_> = [(a.clone(), conn_a), (b.clone(), conn_b)]
+            .into_iter()
+            .map(|(cell, conn)| {
+                loom::thread::spawn(move || {
+                    cell.release_h1(conn, Instant::now());
+                })
+            })
+            .collect();
+        for handle in returns {
+            handle.join().unwrap();
+        }
+
+        // Kept until the counts are read: dropping a connection returns its permit.
+        let mut served = Vec::new();
+        for (waiter, home) in [(&newer_a, &a), (&older_b, &b)] {
+            match waiter.try_take() {
+                Some(Grant::H1(conn)) => {
+                    assert!(
+                        Arc::ptr_eq(conn.record.gauges(), home.gauges()),
+                        "served by its own partition's connection"
+                    );
+                    served.push(conn);
+                }
+                other => panic!("each request is served at once: {other:?}"),
+            }
+        }
+        assert!(
+            launches.lock().unwrap().is_empty(),
+            "nothing was established"
+        );
+        assert_eq!(
+            (admission.held(0), admission.held(1)),
+            (1, 1),
+            "no permit moved"
+        );
+        drop(served);
+        admission.detach();
+    });
+}
+
 /// Two snapshots of one cell's demand published from two threads in either order: the newer
 /// one wins, so demand the cell no longer has is never resurrected.
 #[test]
 fn loom_stale_demand_versions_are_rejected() {
     loom::model(|| {
         let admission = Admission::<Cell<Model>>::new(1, None, vec![0]);
-        let _held = admission.take_free_permit().expect("one permit");
+        let _held = admission.take_free_permit(0).expect("one permit");
         let older = {
             let admission = admission.clone();
-            loom::thread::spawn(move || {
-                admission.publish(
-                    0,
-                    Demand {
-                        version: 1,
-                        head: Some(7),
-                    },
-                )
-            })
+            loom::thread::spawn(move || admission.publish(0, Demand::new(1, Some(7), None)))
         };
         let newer = {
             let admission = admission.clone();
-            loom::thread::spawn(move || {
-                admission.publish(
-                    0,
-                    Demand {
-                        version: 2,
-                        head: None,
-                    },
-                )
-            })
+            loom::thread::spawn(move || admission.publish(0, Demand::new(2, None, None)))
         };
         older.join().unwrap();
         newer.join().unwrap();

@@ -24,6 +24,8 @@ pub(crate) struct BoundConfig {
     pub(crate) pending: Option<usize>,
     /// Partition index → eligibility group index under the reuse scope.
     pub(crate) groups: Vec<usize>,
+    /// How long unmet demand must last before capacity moves (`placement_tolerance`).
+    pub(crate) tolerance: Duration,
 }
 
 /// Connection identities are unique per process, so events of several pools never collide.
@@ -180,7 +182,12 @@ impl Shared {
         let bound = self.bound.as_ref()?;
         let mut admissions = self.admissions.lock();
         let admission = admissions.entry(origin.clone()).or_insert_with(|| {
-            CellAdmission::new(bound.limit, bound.pending, bound.groups.clone())
+            CellAdmission::with_tolerance(
+                bound.limit,
+                bound.pending,
+                bound.groups.clone(),
+                bound.tolerance,
+            )
         });
         Some(admission.clone())
     }

@@ -4,6 +4,7 @@
 //! lifts the fence.
 
 use super::{Admission, CapacityLease, DeliveryId, State};
+use crate::sync::atomic::Ordering;
 
 /// A cell of a bounded origin, as admission sees it: something a permit can be delivered to.
 pub trait Member: Send + Sync + Sized + 'static {
@@ -22,29 +23,30 @@ pub(super) struct Delivery {
     head: u64,
 }
 
-impl State {
-    /// If a permit is free and a ticket waits, takes both and fences the ticket.
-    pub(super) fn next_delivery(&mut self) -> Option<Delivery> {
-        let (head, partition) = self.order.oldest()?;
-        if !self.ledger.take() {
+impl<C: Member> Admission<C> {
+    /// If a permit is free and a ticket waits, takes both for the ticket placement picks (the
+    /// oldest of a partition below its share, else the oldest), counts the permit for its
+    /// partition and fences the ticket. Called with the state locked.
+    pub(super) fn next_delivery(&self, state: &mut State) -> Option<Delivery> {
+        let (head, partition) = self.delivery_target(&state.order)?;
+        if !state.ledger.take() {
             return None;
         }
-        let id = self.order.fence(head, partition);
+        self.hold(partition);
+        let id = state.order.fence(head, partition);
         Some(Delivery {
             partition,
             id,
             head,
         })
     }
-}
 
-impl<C: Member> Admission<C> {
     /// Applies `change` under the lock, then delivers a permit if one became deliverable.
     pub(super) fn decide_and_deliver(&self, change: impl FnOnce(&mut State)) {
         let delivery = {
             let mut state = self.shared.state.lock();
             change(&mut state);
-            let delivery = state.next_delivery();
+            let delivery = self.next_delivery(&mut state);
             self.update_pressure(&state);
             delivery
         };
@@ -62,13 +64,16 @@ impl<C: Member> Admission<C> {
             return;
         };
         match self.cell(partition) {
-            Some(cell) => cell.deliver_permit(CapacityLease::new(self.clone()), Some(id)),
+            Some(cell) => {
+                cell.deliver_permit(CapacityLease::new(self.clone(), partition), Some(id));
+            }
             None => {
                 // The cell published before it was registered (or the pool is being dropped):
                 // undo the fence and keep the permit free; `register` delivers it.
                 let mut state = self.shared.state.lock();
                 state.order.unfence(partition, id, head);
                 state.ledger.put_back();
+                self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);
                 self.update_pressure(&state);
             }
         }

@@ -1,9 +1,10 @@
-//! The permit ledger of one bounded origin: how many of its `N` permits nobody holds, and the
-//! lease type that makes every permit have exactly one owner.
+//! The permit ledger of one bounded origin: how many of its `N` permits nobody holds, how many
+//! each partition holds, and the lease type that makes every permit have exactly one owner.
 
 use std::fmt;
 
 use super::{Admission, Member};
+use crate::sync::atomic::Ordering;
 
 /// The permit counts, kept under the admission lock.
 #[derive(Debug)]
@@ -14,8 +15,8 @@ pub(super) struct Ledger {
     available: usize,
     /// Returning connections told to close for an older ticket
     /// ([`Precedence::Reclaim`](super::Precedence::Reclaim)) whose permit has not come back
-    /// yet. Any returned permit counts one off: it goes to the oldest ticket, which is the one
-    /// the reclaim was for or an even older one.
+    /// yet. Any returned permit counts one off: it goes to the next ticket, which is the one
+    /// the reclaim was for or one with an equal or better claim.
     reclaims_in_transit: usize,
 }
 
@@ -56,7 +57,7 @@ impl Ledger {
         self.reclaims_in_transit = self.reclaims_in_transit.saturating_sub(1);
     }
 
-    /// Whether a permit is free or already moving toward the oldest ticket.
+    /// Whether a permit is free or already moving toward the next ticket.
     pub(super) fn permit_coming(&self) -> bool {
         self.available > 0 || self.reclaims_in_transit > 0
     }
@@ -67,24 +68,33 @@ impl Ledger {
     }
 }
 
-/// One permit of a bounded origin, owned by exactly one party at a time. Dropping it returns
-/// the permit to the origin's admission.
+/// One permit of a bounded origin, owned by exactly one party at a time, and counted for the
+/// partition that took it for as long as it lives (a connection never changes owner cell).
+/// Dropping it returns the permit to the origin's admission.
 pub struct CapacityLease<C: Member> {
     admission: Option<Admission<C>>,
+    partition: usize,
 }
 
 impl<C: Member> CapacityLease<C> {
-    /// A lease on a permit just taken from `admission`'s ledger.
-    pub(super) fn new(admission: Admission<C>) -> CapacityLease<C> {
+    /// A lease on a permit just taken from `admission`'s ledger for `partition`, whose held
+    /// count the caller raised under the same lock.
+    pub(super) fn new(admission: Admission<C>, partition: usize) -> CapacityLease<C> {
         CapacityLease {
             admission: Some(admission),
+            partition,
         }
+    }
+
+    /// The partition this permit is counted for.
+    pub fn partition(&self) -> usize {
+        self.partition
     }
 
     /// Returns the permit now (the same as dropping the lease).
     pub fn release(mut self) {
         if let Some(admission) = self.admission.take() {
-            admission.release_permit();
+            admission.release_permit(self.partition);
         }
     }
 }
@@ -92,7 +102,7 @@ impl<C: Member> CapacityLease<C> {
 impl<C: Member> Drop for CapacityLease<C> {
     fn drop(&mut self) {
         if let Some(admission) = self.admission.take() {
-            admission.release_permit();
+            admission.release_permit(self.partition);
         }
     }
 }
@@ -109,15 +119,26 @@ impl<C: Member> Admission<C> {
         self.shared.state.lock().ledger.available()
     }
 
-    /// Takes a free permit if one exists and no other partition is waiting for one (a newer
-    /// request never overtakes an older ticket).
-    pub fn take_free_permit(&self) -> Option<CapacityLease<C>> {
+    /// Takes a free permit for `partition` if one exists and no other partition is waiting for
+    /// one (a newer request never overtakes an older ticket).
+    pub fn take_free_permit(&self, partition: usize) -> Option<CapacityLease<C>> {
         let mut state = self.shared.state.lock();
         if state.order.is_empty() && state.ledger.take() {
-            Some(CapacityLease::new(self.clone()))
+            self.hold(partition);
+            Some(CapacityLease::new(self.clone(), partition))
         } else {
             None
         }
+    }
+
+    /// Permits partition `partition` holds (read without the lock; exact under it).
+    pub fn held(&self, partition: usize) -> usize {
+        self.shared.held[partition].load(Ordering::Acquire)
+    }
+
+    /// Counts one more permit for `partition`; called with the state locked.
+    pub(super) fn hold(&self, partition: usize) {
+        self.shared.held[partition].fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether some partition waits while no permit is free: closing an idle connection would
@@ -127,8 +148,16 @@ impl<C: Member> Admission<C> {
         state.ledger.available() == 0 && !state.order.is_empty()
     }
 
-    /// Returns one permit: it goes to the oldest ticket, or becomes free.
-    fn release_permit(&self) {
-        self.decide_and_deliver(|state| state.ledger.returned());
+    /// Returns `partition`'s permit: it goes to the next ticket (see `delivery`), or becomes
+    /// free.
+    fn release_permit(&self, partition: usize) {
+        self.decide_and_deliver(|state| {
+            state.ledger.returned();
+            let previous = self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);
+            debug_assert!(
+                previous > 0,
+                "a partition returned a permit it did not hold"
+            );
+        });
     }
 }

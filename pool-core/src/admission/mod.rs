@@ -10,7 +10,7 @@
 //!  cell (partition p) ── publish(Demand { version, head }) ──►  admission
 //!                                                                 tickets: one per partition,
 //!                                                                 ordered by their head's arrival
-//!  permit released ──► admission: oldest ticket ─ fence ─► cell p: final local probe, then
+//!  permit released ──► admission: next ticket ─ fence ─►  cell p: final local probe, then
 //!                                                          launch for its head (or give back)
 //!                                                     ◄── ack(p, delivery, Demand)
 //! ```
@@ -20,14 +20,19 @@
 //! * `ledger`: the permits. A [`CapacityLease`] is one permit with exactly one owner: an
 //!   establishment, then the connection's record. Dropping it, wherever that happens (logical
 //!   close, a failed or cancelled establishment, a panic unwinding), returns the permit, which
-//!   goes straight to the oldest ticket.
+//!   goes straight to the next ticket. The ledger also counts the permits each partition holds.
 //! * `order`: the demand order. A cell carries at most one active ticket however many of its
 //!   requests wait; the ticket names the arrival order of the cell's oldest request that has no
 //!   connection coming. Each publication carries a version; a publication older than the
 //!   ticket's current version is stale and ignored, so out-of-order publications can never
-//!   resurrect demand that was satisfied or cancelled. The order also answers who goes first
-//!   for a returning connection ([`Admission::precedence`]).
-//! * `delivery`: a permit goes to the cell of the oldest ticket, which is fenced (`Delivering`)
+//!   resurrect demand that was satisfied or cancelled. A ticket also carries since when its
+//!   partition's demand has been unbroken.
+//! * `placement`: the shares of the permits among partitions, and the rules built on them: who
+//!   goes first for a returning connection ([`Admission::precedence`]), which ticket a permit
+//!   goes to (the oldest of a partition below its share, else the oldest), and when a spare
+//!   connection closes for another partition. Strict first-come order across partitions is
+//!   deliberately not kept: see that module for the rule and why.
+//! * `delivery`: a permit goes to the cell of the next ticket, which is fenced (`Delivering`)
 //!   until the cell acknowledges with its new demand. A cell therefore receives one permit at
 //!   a time, and demand published while it is fenced is held until the ack. Cells receive
 //!   permits through the [`Member`] trait, so this module knows nothing of the cell.
@@ -45,15 +50,18 @@
 mod delivery;
 mod ledger;
 mod order;
+mod placement;
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex};
 
 pub use delivery::Member;
 pub use ledger::CapacityLease;
-pub use order::{DeliveryId, Demand, Precedence};
+pub use order::{DeliveryId, Demand};
+pub use placement::{DEFAULT_TOLERANCE, Precedence};
 
 use ledger::Ledger;
 use order::DemandOrder;
@@ -78,6 +86,12 @@ struct Shared<C: Member> {
     limit: usize,
     /// `max_pending_per_host`, if set.
     pending_cap: Option<usize>,
+    /// How long a partition's unmet demand must last before capacity moves to it (see
+    /// `placement`).
+    tolerance: Duration,
+    /// Partition index → permits its cell holds (establishing, idle and active connections).
+    /// Written under the state lock; read without it by the borrow checks of a miss.
+    held: Vec<AtomicUsize>,
     /// Requests of this origin currently waiting in some cell (for the pending cap).
     waiting: AtomicUsize,
     /// Whether any ticket is active or fenced; written under the lock after each change, read
@@ -110,11 +124,29 @@ impl<C: Member> Admission<C> {
     ///
     /// If `limit` is zero (the builder rejects it first).
     pub fn new(limit: usize, pending_cap: Option<usize>, groups: Vec<usize>) -> Admission<C> {
+        Admission::with_tolerance(limit, pending_cap, groups, DEFAULT_TOLERANCE)
+    }
+
+    /// [`new`](Self::new) with the placement tolerance: how long a partition's unmet demand
+    /// must last before a returning connection of a partition holding more than its share
+    /// closes to move its permit there.
+    ///
+    /// # Panics
+    ///
+    /// If `limit` is zero (the builder rejects it first).
+    pub fn with_tolerance(
+        limit: usize,
+        pending_cap: Option<usize>,
+        groups: Vec<usize>,
+        tolerance: Duration,
+    ) -> Admission<C> {
         assert!(limit > 0, "a bounded origin needs at least one permit");
         let partitions = groups.len();
         let shared = Arc::new(Shared {
             limit,
             pending_cap,
+            tolerance,
+            held: (0..partitions).map(|_| AtomicUsize::new(0)).collect(),
             waiting: AtomicUsize::new(0),
             pressure: AtomicBool::new(false),
             cells: (0..partitions).map(|_| Mutex::new(None)).collect(),

@@ -3,6 +3,7 @@
 //! publications and fences that hold a ticket while a permit or connection is on its way.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use super::{Admission, Member};
 
@@ -14,19 +15,20 @@ pub struct Demand {
     /// The arrival order of the cell's oldest request that needs capacity, or `None` when no
     /// request of the cell needs a new connection.
     pub head: Option<u64>,
+    /// Since when the cell has had such a request without a break (`None` with `head`): how
+    /// long its unmet demand has lasted, which placement weighs before moving capacity.
+    pub since: Option<Instant>,
 }
 
-/// Who goes first for a connection that finished an exchange: see [`Admission::precedence`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precedence {
-    /// The cell's own oldest waiting request is the oldest that may use the connection.
-    Local,
-    /// An older request waits in this eligible partition; its ticket is fenced for the
-    /// delivery.
-    Borrow(usize, DeliveryId),
-    /// An older request waits in a partition that may not use the connection, and no permit
-    /// is free: closing the connection moves its permit there.
-    Reclaim,
+impl Demand {
+    /// Demand of `head` (none when `None`), unbroken since `since`.
+    pub fn new(version: u64, head: Option<u64>, since: Option<Instant>) -> Demand {
+        Demand {
+            version,
+            head,
+            since: head.and(since),
+        }
+    }
 }
 
 /// Identity of one delivery (a permit, or a returning connection) to a fenced ticket.
@@ -45,6 +47,8 @@ struct Slot {
     /// The newest demand version applied (or held while fenced).
     version: u64,
     ticket: Ticket,
+    /// Since when the partition's demand has been unbroken (from its last applied demand).
+    since: Option<Instant>,
     /// Demand published while the ticket was fenced, applied at the ack.
     held: Option<Demand>,
 }
@@ -67,6 +71,7 @@ impl DemandOrder {
                 .map(|_| Slot {
                     version: 0,
                     ticket: Ticket::Inactive,
+                    since: None,
                     held: None,
                 })
                 .collect(),
@@ -99,12 +104,28 @@ impl DemandOrder {
         self.order.first().copied()
     }
 
-    /// Sets partition `p`'s ticket from its demand head (outside any fence).
-    fn set_ticket(&mut self, p: usize, head: Option<u64>) {
+    /// Active tickets, oldest head first: `(head, partition)`.
+    pub(super) fn active(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        self.order.iter().copied()
+    }
+
+    /// Whether partition `p` has a ticket, active or fenced.
+    pub(super) fn has_ticket(&self, p: usize) -> bool {
+        self.slots[p].ticket != Ticket::Inactive
+    }
+
+    /// Since when partition `p`'s demand has been unbroken, if it has demand.
+    pub(super) fn demand_since(&self, p: usize) -> Option<Instant> {
+        self.slots[p].since
+    }
+
+    /// Sets partition `p`'s ticket from its demand (outside any fence).
+    fn set_ticket(&mut self, p: usize, demand: Demand) {
         if let Ticket::Active(old) = self.slots[p].ticket {
             self.order.remove(&(old, p));
         }
-        self.slots[p].ticket = match head {
+        self.slots[p].since = demand.since;
+        self.slots[p].ticket = match demand.head {
             Some(h) => {
                 self.order.insert((h, p));
                 Ticket::Active(h)
@@ -148,8 +169,8 @@ impl<C: Member> Admission<C> {
                 slot.held = Some(demand);
                 None
             } else {
-                order.set_ticket(partition, demand.head);
-                state.next_delivery()
+                order.set_ticket(partition, demand);
+                self.next_delivery(&mut state)
             };
             self.update_pressure(&state);
             delivery
@@ -173,68 +194,11 @@ impl<C: Member> Admission<C> {
             };
             slot.version = slot.version.max(newest.version);
             slot.ticket = Ticket::Inactive;
-            order.set_ticket(partition, newest.head);
-            let delivery = state.next_delivery();
+            order.set_ticket(partition, newest);
+            let delivery = self.next_delivery(&mut state);
             self.update_pressure(&state);
             delivery
         };
         self.deliver(delivery);
-    }
-
-    /// Claims the oldest active ticket of `source`'s group other than `source`'s own, for
-    /// handing it a returning connection (a borrow). The ticket is fenced until the receiving
-    /// cell acks.
-    pub fn claim_ticket_in_group(&self, source: usize) -> Option<(usize, DeliveryId)> {
-        let groups = &self.shared.groups;
-        let group = groups[source];
-        let mut state = self.shared.state.lock();
-        let (head, partition) = state
-            .order
-            .order
-            .iter()
-            .copied()
-            .find(|(_, p)| *p != source && groups[*p] == group && self.is_registered(*p))?;
-        let id = state.order.fence(head, partition);
-        self.update_pressure(&state);
-        Some((partition, id))
-    }
-
-    /// Whether a partition other than `source` waits for a request that arrived before
-    /// `local_head` (the oldest request waiting in `source`'s cell), for a connection of
-    /// `source` that finished an exchange. Keeps waiting fair across partitions: without it, a
-    /// partition whose own requests keep its connections busy would serve its own newer
-    /// requests forever while an older request of a peer starves.
-    ///
-    /// A peer of `source`'s eligibility group has its ticket claimed and fenced (it receives
-    /// the connection, a borrow); a peer outside it gets [`Precedence::Reclaim`]: the
-    /// connection should close so its permit moves to that peer, unless a permit is already on
-    /// its way (one reclaim at a time, so returning connections do not all close for one
-    /// request).
-    pub fn precedence(&self, source: usize, local_head: u64) -> Precedence {
-        let groups = &self.shared.groups;
-        let mut state = self.shared.state.lock();
-        let older = state
-            .order
-            .order
-            .iter()
-            .copied()
-            .take_while(|(head, _)| *head < local_head)
-            .find(|(_, p)| *p != source && self.is_registered(*p));
-        let Some((head, partition)) = older else {
-            return Precedence::Local;
-        };
-        if groups[partition] != groups[source] {
-            // A free permit, or one a reclaim already set moving, reaches that ticket first
-            // (permits go to the oldest ticket): closing another connection for it would only
-            // churn.
-            if state.ledger.permit_coming() {
-                return Precedence::Local;
-            }
-            state.ledger.reclaim_started();
-            return Precedence::Reclaim;
-        }
-        let id = state.order.fence(head, partition);
-        self.update_pressure(&state);
-        Precedence::Borrow(partition, id)
     }
 }

@@ -6,6 +6,9 @@
 //! * A connection returning to a cell with nobody waiting serves the oldest ticket of its group
 //!   instead of idling ([`Bounded::serve_peer_demand`]); the receiving cell acks the fenced
 //!   ticket ([`Cell::accept_returning`]).
+//!
+//! Only connections nobody in their own partition waits for are lent: a returning connection
+//! with a local request waiting serves it first (see `admission::placement`).
 //! * A borrowed HTTP/1 connection nobody in the borrowing cell can use goes back to its owner.
 
 use super::actions::close_all;
@@ -14,6 +17,7 @@ use super::{Actions, Cell, CellTypes, Grant, PooledH1, PooledH2, Released};
 use crate::admission::{DeliveryId, Demand};
 use crate::close::CloseReason;
 use crate::stats::Gauge;
+use std::time::Instant;
 
 /// A connection lent by a peer.
 pub(super) enum Lent<T: CellTypes> {
@@ -139,28 +143,25 @@ impl<T: CellTypes> Bounded<'_, T> {
         match self.peer(peer) {
             Some(cell) => cell.accept_returning(conn, id, self.partition()),
             None => {
-                self.admission().ack(
-                    peer,
-                    id,
-                    Demand {
-                        version: u64::MAX,
-                        head: None,
-                    },
-                );
+                self.admission()
+                    .ack(peer, id, Demand::new(u64::MAX, None, None));
                 close_all([(conn, CloseReason::PoolDropped)]);
             }
         }
     }
 
     /// A returning connection with nobody waiting here, under pressure: it serves the oldest
-    /// ticket of its eligibility group (borrow), or closes so its permit moves to a ticket it
-    /// may not serve (reclaim). Hands the connection back when neither applies.
-    pub(super) fn serve_peer_demand(&self, conn: T::H1) -> Result<Released, T::H1> {
+    /// ticket of its eligibility group (borrow), or closes so its permit moves to a partition
+    /// owed capacity (reclaim). Hands the connection back when neither applies: it idles, and
+    /// stays this partition's.
+    pub(super) fn serve_peer_demand(&self, conn: T::H1, now: Instant) -> Result<Released, T::H1> {
         if let Some((peer, id)) = self.admission().claim_ticket_in_group(self.partition()) {
             self.hand_to_peer(conn, peer, id);
             return Ok(Released::Delivered);
         }
-        if self.admission().wants_reclaim() && conn.record().close(CloseReason::Reclaimed, None) {
+        if self.admission().should_release(self.partition(), now)
+            && conn.record().close(CloseReason::Reclaimed, None)
+        {
             drop(conn);
             return Ok(Released::Closed);
         }

@@ -12,6 +12,7 @@ use super::{Cell, CellAdmission, CellTypes, PooledH1, Released, State};
 use crate::admission::{Demand, Precedence};
 use crate::close::CloseReason;
 use crate::sync::Arc;
+use std::time::Instant;
 
 /// The link of a bounded cell to its origin's admission.
 pub(super) struct Bound<T: CellTypes> {
@@ -27,6 +28,9 @@ pub(super) struct DemandState {
     version: u64,
     /// The head of the last snapshot, to publish only on change.
     published_head: Option<u64>,
+    /// Since when the cell has had a head without a break (read from the clock only when a
+    /// head appears after none).
+    since: Option<Instant>,
 }
 
 /// A cell of a bounded origin, with its link to admission.
@@ -47,7 +51,7 @@ impl<T: CellTypes> Cell<T> {
     /// publication (admission hears about changes, not about every event).
     pub(super) fn demand_change(&self, st: &mut State<T>) -> Option<Demand> {
         self.bound.as_ref()?;
-        snapshot(st, false)
+        snapshot(st, false, || self.hooks.time.now())
     }
 
     /// Publishes the cell's demand if it is bounded and its demand changed.
@@ -59,8 +63,13 @@ impl<T: CellTypes> Cell<T> {
 }
 
 /// Takes the demand snapshot: the arrival order of the oldest waiting request with no
-/// connection coming. Returns it if it changed since the last one, or always when `force`d.
-fn snapshot<T: CellTypes>(st: &mut State<T>, force: bool) -> Option<Demand> {
+/// connection coming, and since when the cell has had one. Returns it if it changed since the
+/// last one, or always when `force`d. `now` is read only when demand appears after none.
+fn snapshot<T: CellTypes>(
+    st: &mut State<T>,
+    force: bool,
+    now: impl FnOnce() -> Instant,
+) -> Option<Demand> {
     let connection_coming = st.flights.in_progress() || st.h2.can_serve();
     let head = if connection_coming {
         None
@@ -71,12 +80,14 @@ fn snapshot<T: CellTypes>(st: &mut State<T>, force: bool) -> Option<Demand> {
     if !force && head == st.demand.published_head {
         return None;
     }
+    st.demand.since = match (head, st.demand.since) {
+        (None, _) => None,
+        (Some(_), Some(since)) => Some(since),
+        (Some(_), None) => Some(now()),
+    };
     st.demand.version += 1;
     st.demand.published_head = head;
-    Some(Demand {
-        version: st.demand.version,
-        head,
-    })
+    Some(Demand::new(st.demand.version, head, st.demand.since))
 }
 
 impl<T: CellTypes> Bounded<'_, T> {
@@ -91,12 +102,14 @@ impl<T: CellTypes> Bounded<'_, T> {
 
     /// The demand snapshot, changed or not (for an ack, which must carry one).
     pub(super) fn snapshot(&self, st: &mut State<T>) -> Demand {
-        snapshot(st, true).expect("a forced snapshot is always taken")
+        let time = &self.cell.hooks.time;
+        snapshot(st, true, || time.now()).expect("a forced snapshot is always taken")
     }
 
     /// Publishes the cell's demand if it changed.
     pub(super) fn republish(&self) {
-        let demand = snapshot(&mut self.cell.state.lock(), false);
+        let time = &self.cell.hooks.time;
+        let demand = snapshot(&mut self.cell.state.lock(), false, || time.now());
         if let Some(demand) = demand {
             self.admission().publish(self.partition(), demand);
         }
@@ -118,12 +131,12 @@ impl<T: CellTypes> Bounded<'_, T> {
             .find(|cell| Arc::ptr_eq(cell.gauges(), conn.record().gauges()))
     }
 
-    /// Fair waiting across partitions (under pressure): when a peer's oldest waiting request
-    /// arrived before this cell's, a returning connection goes to that peer (eligible: a
-    /// borrow) or closes so its permit moves there (not eligible: a reclaim), instead of
-    /// serving a newer request here. Hands the connection back when this cell's own request
-    /// goes first, or nobody waits here (the caller then idles it or serves peers).
-    pub(super) fn yield_to_older_peer(&self, conn: T::H1) -> Result<Released, T::H1> {
+    /// Placement across partitions (under pressure, see `admission::placement`): a returning
+    /// connection goes to a peer holding no permit with an older request (eligible: a borrow),
+    /// or closes so its permit moves to a peer owed capacity (a reclaim), instead of serving a
+    /// request here. Hands the connection back when this cell's own request goes first, or
+    /// nobody waits here (the caller then idles it or serves peers).
+    pub(super) fn yield_to_peer(&self, conn: T::H1, now: Instant) -> Result<Released, T::H1> {
         if !self.admission().under_pressure() {
             return Err(conn);
         }
@@ -131,7 +144,10 @@ impl<T: CellTypes> Bounded<'_, T> {
         let Some(local_head) = local_head else {
             return Err(conn);
         };
-        match self.admission().precedence(self.partition(), local_head) {
+        match self
+            .admission()
+            .precedence(self.partition(), local_head, now)
+        {
             Precedence::Local => Err(conn),
             Precedence::Borrow(peer, id) => {
                 self.hand_to_peer(conn, peer, id);
@@ -160,9 +176,10 @@ impl<T: CellTypes> Bounded<'_, T> {
         let Some(conn) = self.cell.lend_idle() else {
             return;
         };
-        if let Err(conn) = self.serve_peer_demand(conn) {
+        let now = self.cell.hooks.time.now();
+        if let Err(conn) = self.serve_peer_demand(conn, now) {
             // Nobody could take it after all: back to idle, without another round.
-            self.cell.idle(conn, self.cell.hooks.time.now());
+            self.cell.idle(conn, now);
         }
     }
 

@@ -105,7 +105,7 @@ impl<T: CellTypes> Cell<T> {
     fn launch_renewal(&self, renewal: Renewal) {
         let lease = match self.bounded() {
             None => None,
-            Some(bounded) => match bounded.admission().take_free_permit() {
+            Some(bounded) => match bounded.admission().take_free_permit(bounded.partition()) {
                 Some(lease) => Some(lease),
                 None => {
                     self.gauges.dec(Gauge::Establishing);

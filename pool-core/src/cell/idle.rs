@@ -14,6 +14,8 @@ use crate::close::CloseReason;
 
 struct IdleEntry<H> {
     conn: H,
+    /// When it became idle.
+    since: Instant,
     /// When it expires; `None` when idle timeout is disabled.
     deadline: Option<Instant>,
 }
@@ -35,9 +37,18 @@ impl<H: PooledH1> IdleSet<H> {
         self.entries.len()
     }
 
-    /// Adds a connection (checked in) that expires at `deadline`.
-    pub(super) fn push(&mut self, conn: H, deadline: Option<Instant>) {
-        self.entries.push_back(IdleEntry { conn, deadline });
+    /// Adds a connection (checked in) idle since `since` that expires at `deadline`.
+    pub(super) fn push(&mut self, conn: H, since: Instant, deadline: Option<Instant>) {
+        self.entries.push_back(IdleEntry {
+            conn,
+            since,
+            deadline,
+        });
+    }
+
+    /// When the oldest entry became idle.
+    pub(super) fn oldest_since(&self) -> Option<Instant> {
+        self.entries.front().map(|e| e.since)
     }
 
     /// Pops a usable connection, newest first, committed `ACTIVE`; the unusable ones it meets
@@ -130,7 +141,7 @@ impl<T: CellTypes> Cell<T> {
         }
         loop {
             if let Some(bounded) = &bounded {
-                match bounded.yield_to_older_peer(conn) {
+                match bounded.yield_to_peer(conn, now) {
                     Ok(released) => return released,
                     Err(back) => conn = back,
                 }
@@ -155,7 +166,7 @@ impl<T: CellTypes> Cell<T> {
         // Nobody here waits.
         if let Some(bounded) = &bounded {
             if bounded.admission().under_pressure() {
-                match bounded.serve_peer_demand(conn) {
+                match bounded.serve_peer_demand(conn, now) {
                     Ok(released) => return released,
                     Err(back) => conn = back,
                 }
@@ -183,7 +194,7 @@ impl<T: CellTypes> Cell<T> {
             let mut st = self.state.lock();
             let deadline = self.idle_timeout.map(|t| now + t);
             let due = earliest(deadline, conn.record().info().retires_at());
-            st.idle.push(conn, deadline);
+            st.idle.push(conn, now, deadline);
             due.and_then(|at| st.arm(at))
         };
         if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {

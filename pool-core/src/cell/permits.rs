@@ -1,5 +1,5 @@
 //! Permits for a bounded cell: the one that a miss takes when a permit is free, and the one
-//! admission delivers to the cell of the oldest ticket.
+//! admission delivers to the cell of the next ticket (see `admission::placement`).
 //!
 //! A delivered permit first re-probes the idle set (a connection may have come back
 //! meanwhile, and then the permit goes back), then launches for the oldest waiter that has no
@@ -24,9 +24,10 @@ impl<T: CellTypes> Member for Cell<T> {
 
 impl<T: CellTypes> Bounded<'_, T> {
     /// After a bounded miss: take a free permit, or publish demand and try to borrow an eligible
-    /// peer's connection, or reclaim an idle one from any peer.
+    /// peer's idle connection, or reclaim an idle one from a peer that owes capacity (see
+    /// `admission::placement`).
     pub(super) fn seek_capacity(&self) {
-        if let Some(lease) = self.admission().take_free_permit() {
+        if let Some(lease) = self.admission().take_free_permit(self.partition()) {
             self.deliver_permit(lease, None);
             return;
         }
@@ -57,8 +58,9 @@ impl<T: CellTypes> Bounded<'_, T> {
                     None => {
                         // Nobody can use it: it stays idle (its deadline restarts).
                         if conn.record().checkin() {
-                            let deadline = cell.idle_timeout.map(|t| cell.hooks.time.now() + t);
-                            st.idle.push(conn, deadline);
+                            let now = cell.hooks.time.now();
+                            let deadline = cell.idle_timeout.map(|t| now + t);
+                            st.idle.push(conn, now, deadline);
                         } else {
                             actions.close.push((conn, CloseReason::ProtocolClosed));
                         }

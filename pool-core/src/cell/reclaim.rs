@@ -1,8 +1,11 @@
 //! Reclaim under bounded pressure: when no permit is free and no eligible connection exists, a
 //! miss closes the oldest idle HTTP/1 connection of another partition, whatever the scope
-//! (reclaim moves capacity, not I/O), and the freed permit goes to the oldest ticket. Work in
-//! flight is never interrupted: only idle connections are reclaimed here; a returning
-//! connection nobody eligible can use closes in `borrow` and `bounded` for the same reason.
+//! (reclaim moves capacity, not I/O), and the freed permit goes to a partition below its share
+//! (see `admission::placement`). Only a connection that is spare is taken: idle for longer
+//! than the placement tolerance, or owned by a partition that owes this one capacity. A
+//! connection idle only between two requests of its own partition stays. Work in flight is
+//! never interrupted: only idle connections are reclaimed here; a returning connection closes
+//! in `borrow` and `bounded` for the same reason.
 
 use super::actions::close_all;
 use super::borrow::Lent;
@@ -10,26 +13,36 @@ use super::bounded::Bounded;
 use super::{Cell, CellTypes};
 use crate::close::CloseReason;
 use crate::stats::Gauge;
+use std::time::Instant;
 
 impl<T: CellTypes> Cell<T> {
     /// Takes this cell's oldest idle HTTP/1 connection out of the idle set (committed, so a
-    /// concurrent checkout cannot also take it).
-    fn surrender_oldest_idle(&self) -> Option<T::H1> {
-        self.state.lock().idle.pop_oldest()
+    /// concurrent checkout cannot also take it) if `spare` says it may go, given when it
+    /// became idle.
+    fn surrender_oldest_idle(&self, spare: impl FnOnce(Instant) -> bool) -> Option<T::H1> {
+        let mut st = self.state.lock();
+        let since = st.idle.oldest_since()?;
+        if !spare(since) {
+            return None;
+        }
+        st.idle.pop_oldest()
     }
 }
 
 impl<T: CellTypes> Bounded<'_, T> {
-    /// Closes the oldest idle HTTP/1 connection of another partition so its permit moves to
-    /// the oldest ticket, when no permit is free. A peer of this cell's own group whose
-    /// connection became idle since the borrow search lends it instead: closing a connection
-    /// this request may use would only delay it.
+    /// Closes the oldest idle HTTP/1 connection of another partition so its permit moves, when
+    /// no permit is free and that connection is spare (see the module docs). A peer of this
+    /// cell's own group whose connection became idle since the borrow search lends it instead:
+    /// closing a connection this request may use would only delay it.
     pub(super) fn try_reclaim(&self) {
-        if !self.admission().wants_reclaim() {
+        let admission = self.admission();
+        if !admission.wants_reclaim() {
             return;
         }
-        let own_group: Vec<usize> = self.admission().peers_in_group(self.partition()).collect();
-        for peer_index in self.admission().peers(self.partition()) {
+        let me = self.partition();
+        let now = self.cell.hooks.time.now();
+        let own_group: Vec<usize> = admission.peers_in_group(me).collect();
+        for peer_index in admission.peers(me) {
             let Some(peer) = self.peer(peer_index) else {
                 continue;
             };
@@ -41,7 +54,13 @@ impl<T: CellTypes> Bounded<'_, T> {
                     self.accept_loan(Lent::H1(conn), peer_index);
                     return;
                 }
-            } else if let Some(conn) = peer.surrender_oldest_idle() {
+                continue;
+            }
+            // Decided before the peer's lock is taken: never two pool locks at once.
+            let owed = admission.may_reclaim_from(me, peer_index, now);
+            let tolerance = admission.tolerance();
+            let spare = |since: Instant| owed || now.saturating_duration_since(since) >= tolerance;
+            if let Some(conn) = peer.surrender_oldest_idle(spare) {
                 close_all([(conn, CloseReason::Reclaimed)]);
                 return;
             }

@@ -1,8 +1,10 @@
 //! Configuring a pool.
 //!
 //! The settings that say how long things may take and how long connections live (idle
-//! timeout aside) are in `lifecycle`, with the table of how they interplay.
+//! timeout aside) are in `lifecycle`, with the table of how they interplay; those of bounded
+//! origins (bound, pending cap, reuse scope, placement) are in `bounded`.
 
+mod bounded;
 mod http2;
 mod lifecycle;
 
@@ -13,8 +15,8 @@ use std::time::Duration;
 
 use pool_core::sync::Arc;
 use pool_core::{
-    AsyncSleep, ConnectionEventListener, ConnectionReuseScope, DriverSpawner, EligibilityGroup,
-    PartitionId, TimeSource,
+    AsyncSleep, ConnectionEventListener, ConnectionReuseScope, DriverSpawner, PartitionId,
+    TimeSource,
 };
 use pool_h2::H2Settings;
 use pool_tls::{
@@ -25,7 +27,7 @@ use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
 use crate::pool::{ConnectionPool, PartitionState, PoolInner};
 use crate::protocol::ProtocolPolicy;
 use crate::retry::RetryPolicy;
-use crate::shared::{BoundConfig, Shared};
+use crate::shared::Shared;
 use crate::time::{TokioSleep, TokioTime};
 use pool_tls::ProxyConfig;
 
@@ -71,6 +73,7 @@ pub struct Builder {
     max_connections_per_host: Option<usize>,
     max_pending_per_host: Option<usize>,
     reuse_scope: ConnectionReuseScope,
+    placement_tolerance: Duration,
     h1: pool_h1::H1Settings,
     h2: H2Settings,
     connect_timeout: Option<Duration>,
@@ -102,6 +105,7 @@ impl Default for Builder {
             max_connections_per_host: None,
             max_pending_per_host: None,
             reuse_scope: ConnectionReuseScope::default(),
+            placement_tolerance: pool_core::admission::DEFAULT_TOLERANCE,
             h1: hyper::client::conn::http1::Builder::new().into(),
             h2: H2Settings::default(),
             connect_timeout: None,
@@ -285,37 +289,6 @@ impl Builder {
     /// the tokio runtime current at its first connection.
     pub fn partitions(mut self, partitions: impl IntoIterator<Item = Partition>) -> Self {
         self.partitions = Some(partitions.into_iter().collect());
-        self
-    }
-
-    /// Bounds each origin (scheme, host, port) to at most `limit` admitted connections across
-    /// all partitions: establishing, idle and active HTTP/1 connections plus accepting HTTP/2
-    /// ones. Requests beyond it wait in arrival order for a connection to come back or a permit
-    /// to free up (see the crate docs on borrow and reclaim). Unset, origins are unbounded and
-    /// no admission machinery exists. `0` is rejected by [`build`](Self::build).
-    ///
-    /// The bound counts admitted connections, not sockets: a connection that stopped accepting
-    /// work releases its permit before its socket is gone (an HTTP/2 connection draining, an
-    /// upgraded connection).
-    pub fn max_connections_per_host(mut self, limit: usize) -> Self {
-        self.max_connections_per_host = Some(limit);
-        self
-    }
-
-    /// At most `pending` requests of one bounded origin may wait for a connection; the next one
-    /// fails at once with an error for which [`Error::is_saturated`] holds, touching no
-    /// connection. Requires [`max_connections_per_host`](Self::max_connections_per_host).
-    ///
-    /// [`Error::is_saturated`]: crate::Error::is_saturated
-    pub fn max_pending_per_host(mut self, pending: usize) -> Self {
-        self.max_pending_per_host = Some(pending);
-        self
-    }
-
-    /// Which partitions may dispatch through another partition's connections (default:
-    /// partitions bound to the same network interface). See [`ConnectionReuseScope`].
-    pub fn connection_reuse_scope(mut self, scope: ConnectionReuseScope) -> Self {
-        self.reuse_scope = scope;
         self
     }
 
@@ -529,50 +502,6 @@ impl Builder {
         Ok(Some(partitions.clone()))
     }
 
-    fn validate_bound(
-        &self,
-        partitions: Option<&[Partition]>,
-    ) -> Result<Option<BoundConfig>, BuildError> {
-        let Some(limit) = self.max_connections_per_host else {
-            if let Some(pending) = self.max_pending_per_host {
-                return Err(BuildError::new(
-                    "max_pending_per_host",
-                    pending,
-                    "only bounded origins have a pending queue; set max_connections_per_host too",
-                ));
-            }
-            return Ok(None);
-        };
-        if limit == 0 {
-            return Err(BuildError::new(
-                "max_connections_per_host",
-                0,
-                "must be at least 1",
-            ));
-        }
-        // Partitions with equal eligibility groups share a group index.
-        let groups_of: Vec<EligibilityGroup> = match partitions {
-            None => vec![EligibilityGroup::of(
-                self.reuse_scope,
-                PartitionId::ANONYMOUS,
-                None,
-            )],
-            Some(partitions) => partitions
-                .iter()
-                .map(|p| EligibilityGroup::of(self.reuse_scope, p.id, p.interface.as_ref()))
-                .collect(),
-        };
-        let groups = groups_of
-            .iter()
-            .map(|g| groups_of.iter().position(|other| other == g).unwrap_or(0))
-            .collect();
-        Ok(Some(BoundConfig {
-            limit,
-            pending: self.max_pending_per_host,
-            groups,
-        }))
-    }
-
     fn validate_h2(&self) -> Result<(), BuildError> {
         const MAX_WINDOW: u32 = (1 << 31) - 1;
         if let Some(size) = self.h2.max_frame_size {
@@ -621,6 +550,7 @@ impl fmt::Debug for Builder {
             .field("partitions", &self.partitions)
             .field("max_connections_per_host", &self.max_connections_per_host)
             .field("max_pending_per_host", &self.max_pending_per_host)
+            .field("placement_tolerance", &self.placement_tolerance)
             .field("reuse_scope", &self.reuse_scope)
             .field("h2", &self.h2)
             .field("connect_timeout", &self.connect_timeout)

@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// Two partitions of one bounded origin; `groups` decides eligibility.
-fn bounded(
+/// Partitions of one bounded origin; `groups` decides eligibility.
+pub(super) fn bounded(
     limit: usize,
     pending: Option<usize>,
     groups: Vec<usize>,
@@ -94,7 +94,7 @@ fn cancelling_the_demand_head_returns_its_permit() {
 
 /// Completes a launch: a connection that owns the launch's permit, delivered to its launcher.
 /// Its socket is reported gone when the returned link says so (`link.gone()`).
-fn establish(rig: &Rig, t0: Instant) -> (FakeH1, Arc<crate::connection::PhysicalLink>) {
+pub(super) fn establish(rig: &Rig, t0: Instant) -> (FakeH1, Arc<crate::connection::PhysicalLink>) {
     let (waiter, _, lease) = rig.launches_with_permits().pop().expect("a launch");
     let origin = OriginKey::from_uri(&"https://cell.test".parse().unwrap()).unwrap();
     let id = ConnectionId::from_u64(IDS.fetch_add(1, Ordering::Relaxed));

@@ -1,11 +1,12 @@
 //! Unit tests of the cell's transitions, on the fakes of `fakes`: HTTP/1 (idle set and
-//! attempts), HTTP/2 (flight, gate, expiry) and bounded origins (permits, borrow, reclaim), one
-//! file each.
+//! attempts), HTTP/2 (flight, gate, expiry), bounded origins (permits, borrow, reclaim) and
+//! placement across partitions (shares, tolerance, local preference), one file each.
 
 mod bounded;
 mod h1;
 mod h2;
 mod lifetime;
+mod placement;
 mod streams;
 
 use std::sync::atomic::Ordering;
