@@ -94,7 +94,7 @@ use args::{OutputFormat, Target};
 use events::EventCounts;
 use progress::Progress;
 use record::{Latencies, Record};
-use sampler::{SAMPLE_EVERY, Sampler};
+use sampler::{Held, SAMPLE_EVERY, Sampler};
 use schedule::Schedule;
 use summary::{Facts, LocalFacts, PartitionResult, RunConfig, Summary};
 use warmup::WarmUp;
@@ -230,12 +230,16 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             latencies: std::mem::take(
                 &mut *latencies.lock().unwrap_or_else(PoisonError::into_inner),
             ),
+            held: Held::default(),
         })
         .collect();
     for (partition, record) in &driven.records {
         if let Some(result) = per_partition.get_mut(*partition) {
             result.record.merge(record);
         }
+    }
+    for (result, held) in per_partition.iter_mut().zip(sampler.held()) {
+        result.held = held;
     }
     let facts = Facts {
         config: run_config(args, &urls, partition_count),

@@ -74,6 +74,22 @@ pub(crate) struct Sampler {
     partitions: Vec<PartitionId>,
     /// The largest `admitted` seen.
     peak_admitted: usize,
+    /// Per partition, the sum over samples of the connections it held (admitted), for the
+    /// mean: how the origins' permits were spread across partitions.
+    held_sum: Vec<u64>,
+    /// Per partition, the connections it held at the latest sample.
+    held_last: Vec<usize>,
+    /// Samples taken.
+    samples: u64,
+}
+
+/// The connections one partition held over the run, from the samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Held {
+    /// The mean over samples.
+    pub(crate) mean: f64,
+    /// At the last sample.
+    pub(crate) last: usize,
 }
 
 impl Sampler {
@@ -88,9 +104,12 @@ impl Sampler {
         Sampler {
             start,
             per_second: Vec::new(),
+            held_sum: vec![0; partitions.len()],
+            held_last: vec![0; partitions.len()],
             origins,
             partitions,
             peak_admitted: 0,
+            samples: 0,
         }
     }
 
@@ -117,6 +136,16 @@ impl Sampler {
             }
         }
         self.peak_admitted = self.peak_admitted.max(admitted);
+        self.samples += 1;
+        for ((sum, last), row) in self
+            .held_sum
+            .iter_mut()
+            .zip(&mut self.held_last)
+            .zip(&partitions)
+        {
+            *sum += row.connections as u64;
+            *last = row.connections;
+        }
         let second = usize::try_from(self.start.elapsed().as_secs()).unwrap_or(usize::MAX);
         if self.per_second.len() <= second {
             self.per_second.resize(second + 1, SecondPeak::default());
@@ -129,6 +158,19 @@ impl Sampler {
             partitions,
             admitted,
         }
+    }
+
+    /// Per partition, the connections it held: the mean over the samples so far, and at the
+    /// latest one.
+    pub(crate) fn held(&self) -> Vec<Held> {
+        self.held_sum
+            .iter()
+            .zip(&self.held_last)
+            .map(|(sum, last)| Held {
+                mean: *sum as f64 / self.samples.max(1) as f64,
+                last: *last,
+            })
+            .collect()
     }
 
     /// The largest admitted count sampled so far.

@@ -52,6 +52,8 @@ impl Summary {
                     "failures": record.failures(),
                     "aborted": record.aborted,
                     "connections_opened": events.by_partition.get(id).copied().unwrap_or(0),
+                    "connections_held_mean": partition.held.mean,
+                    "connections_held_end": partition.held.last,
                     "reused": record.reused,
                     "borrowed": record.borrowed,
                 })

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 
 use super::events::EventSnapshot;
 use super::record::{Latencies, Record, Tally};
-use super::sampler::SecondPeak;
+use super::sampler::{Held, SecondPeak};
 use super::timeline::{self, SecondRow};
 use super::volume::Volume;
 use super::warmup::WarmUp;
@@ -125,6 +125,8 @@ pub(crate) struct PartitionResult {
     pub(crate) record: Record,
     /// The partition's latency histograms.
     pub(crate) latencies: Latencies,
+    /// The connections it held (admitted, of every origin), sampled.
+    pub(crate) held: Held,
 }
 
 /// One origin's row: what its requests came to and the connections opened to it.

@@ -55,6 +55,8 @@ fn facts() -> Facts {
     let b = origin("http://127.0.0.1:2/");
     let mut p0 = PartitionResult::default();
     let mut p1 = PartitionResult::default();
+    p0.held = Held { mean: 2.5, last: 3 };
+    p1.held = Held { mean: 1.5, last: 1 };
     for i in 0..100u64 {
         let partition = if i % 2 == 0 { &mut p0 } else { &mut p1 };
         let record = &mut partition.record;
@@ -126,6 +128,8 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
     assert_eq!(json["permit_wait_ms"]["waited"], 4);
     assert_eq!(json["partitions"].as_array().unwrap().len(), 2);
     assert_eq!(json["partitions"][1]["requests"], 51);
+    assert_eq!(json["partitions"][0]["connections_held_mean"], 2.5);
+    assert_eq!(json["partitions"][0]["connections_held_end"], 3);
     let latency = &json["latency_ms"];
     let p = |k: &str| latency[k].as_f64().unwrap();
     assert!(p("min") <= p("p50") && p("p50") <= p("p90") && p("p90") <= p("p99"));
@@ -175,6 +179,12 @@ fn text_carries_the_same_numbers() {
     assert!(text.contains("  404  10"));
     assert!(text.contains("p99.99"), "{text}");
     assert!(text.contains("Origins"), "{text}");
+    assert!(text.contains(" held "), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 ") && l.contains("51"))
+        .expect("partition 1's row");
+    assert!(row.contains(" 1.5 "), "held share shown: {row}");
     assert!(
         text.contains("4 requests waited for a connection"),
         "{text}"
@@ -193,6 +203,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         partitions: vec![PartitionResult {
             record,
             latencies: Latencies::default(),
+            held: Held::default(),
         }],
         origins: vec![origin("http://127.0.0.1:1/")],
         events: events(0, Vec::new()),

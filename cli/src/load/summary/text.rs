@@ -293,22 +293,28 @@ impl Summary {
         out.push_str("\nPartitions\n");
         let _ = writeln!(
             out,
-            "  {:>4} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
-            "id", "requests", "successes", "failures", "connections", "reused", "borrowed"
+            "  {:>4} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10}",
+            "id", "requests", "successes", "failures", "opened", "held", "reused", "borrowed"
         );
         for (id, partition) in facts.partitions.iter().enumerate() {
             let record = &partition.record;
             let _ = writeln!(
                 out,
-                "  {id:>4} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
+                "  {id:>4} {:>10} {:>10} {:>10} {:>8} {:>8.1} {:>10} {:>10}",
                 record.requests,
                 record.successes,
                 record.failures(),
                 events.by_partition.get(id).copied().unwrap_or(0),
+                partition.held.mean,
                 record.reused,
                 record.borrowed
             );
         }
+        out.push_str(
+            "  (opened: connections the partition established; held: connections it owned, \
+             mean over the run's samples; borrowed: requests served by another partition's \
+             connection)\n",
+        );
         let origins = self.origin_rows();
         if origins.len() < 2 {
             return;
