@@ -10,6 +10,8 @@
 //!    handshakes and time to complete.
 //! 5. Allocations per request on the reuse-hit path (counting allocator, client thread only).
 //! 6. Partition scaling on an in-memory transport: 1 vs 2 partitions on 2 threads.
+//! 9. pool-smithy vs the AWS SDK's own clients (its `pool` module and its hyper-util client),
+//!    all through `HttpConnector::call` (`smithy.rs`).
 //!
 //! Clients run on current-thread runtimes (one thread; partitions add threads), the servers on
 //! their own thread. `--url` points scenarios 1, 3 and 5 at an external HTTP/1.1 server.
@@ -29,6 +31,7 @@ mod contenders;
 mod report;
 mod scenarios;
 mod server;
+mod smithy;
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;
@@ -47,7 +50,7 @@ impl Args {
 }
 
 const USAGE: &str =
-    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-6] [--contender NAME]";
+    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-6 | 9] [--contender NAME]";
 
 fn parse_args() -> Args {
     let mut args = Args {
@@ -68,9 +71,9 @@ fn parse_args() -> Args {
                 }
             }
             "--only" => match it.next().and_then(|n| n.parse().ok()) {
-                Some(n @ 1..=6) => args.only = Some(n),
+                Some(n @ (1..=6 | 9)) => args.only = Some(n),
                 _ => {
-                    eprintln!("pool_bench: --only takes a scenario number, 1 to 6\n{USAGE}");
+                    eprintln!("pool_bench: --only takes a scenario number, 1 to 6 or 9\n{USAGE}");
                     std::process::exit(2);
                 }
             },
@@ -144,6 +147,7 @@ fn main() {
         Vec::new()
     };
     let scaling = args.wants(6).then(|| scenarios::partition_scaling(plan));
+    let smithy = args.wants(9).then(|| smithy::run(&servers, plan, args.quick));
 
     if args.json {
         let out = json!({
@@ -157,6 +161,7 @@ fn main() {
                 "millis": runs.iter().map(|b| b.millis).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "allocations_per_request": allocations.iter().map(|(k, v)| json!({ "contender": k, "allocations": v })).collect::<Vec<_>>(),
+            "smithy": smithy.as_ref().map(smithy::Report::json),
             "elapsed_s": started.elapsed().as_secs_f64(),
         });
         println!("{}", serde_json::to_string_pretty(&out).expect("json"));
@@ -199,6 +204,9 @@ fn main() {
     }
     if let Some(scaling) = &scaling {
         print!("{}", scaling.markdown());
+    }
+    if let Some(smithy) = &smithy {
+        print!("{}", smithy.markdown());
     }
     println!("\n(completed in {:.1?})", started.elapsed());
 }
