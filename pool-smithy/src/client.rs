@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use aws_smithy_async::rt::sleep::{SharedAsyncSleep, TokioSleep};
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -16,6 +17,7 @@ use aws_smithy_types::config_bag::ConfigBag;
 use pool::{ClientBuildError, ConnectionPool, PartitionId};
 
 use crate::builder::{BuildError, Builder};
+use crate::clients::Clients;
 use crate::connector::PoolConnector;
 
 /// The AWS SDK's HTTP client, served by one [`ConnectionPool`] partition.
@@ -35,7 +37,7 @@ use crate::connector::PoolConnector;
 #[derive(Clone)]
 pub struct PoolHttpClient {
     pool: ConnectionPool,
-    client: pool::Client,
+    clients: Arc<Clients>,
 }
 
 impl PoolHttpClient {
@@ -62,7 +64,7 @@ impl PoolHttpClient {
     /// When the pool has explicit partitions: use [`from_partition`](Self::from_partition).
     pub fn from_pool(pool: &ConnectionPool) -> Result<PoolHttpClient, ClientBuildError> {
         Ok(PoolHttpClient {
-            client: pool.client()?,
+            clients: Arc::new(Clients::new(pool.client()?)),
             pool: pool.clone(),
         })
     }
@@ -77,7 +79,7 @@ impl PoolHttpClient {
         id: PartitionId,
     ) -> Result<PoolHttpClient, ClientBuildError> {
         Ok(PoolHttpClient {
-            client: pool.client_for(id)?,
+            clients: Arc::new(Clients::new(pool.client_for(id)?)),
             pool: pool.clone(),
         })
     }
@@ -99,7 +101,7 @@ impl PoolHttpClient {
 
     /// The partition this client's requests go through.
     pub fn partition(&self) -> PartitionId {
-        self.client.partition()
+        self.clients.base().partition()
     }
 
     /// The facade `http_connector` returns, as a concrete type (tests and custom orchestration
@@ -109,11 +111,9 @@ impl PoolHttpClient {
         settings: &HttpConnectorSettings,
         components: &RuntimeComponents,
     ) -> PoolConnector {
-        let mut client = self.client.clone();
-        if let Some(timeout) = settings.connect_timeout() {
-            // Only when the SDK sets one: a pool-wide default stays otherwise.
-            client = client.connect_timeout(Some(timeout));
-        }
+        // The settings' connect timeout only when the SDK sets one: a pool-wide default stays
+        // otherwise. Facades with the same timeout share one client (see `clients`).
+        let client = self.clients.for_timeout(settings.connect_timeout());
         let sleep = components
             .sleep_impl()
             .unwrap_or_else(|| SharedAsyncSleep::new(TokioSleep::new()));
@@ -159,7 +159,7 @@ impl HttpClient for PoolHttpClient {
 impl fmt::Debug for PoolHttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolHttpClient")
-            .field("partition", &self.client.partition())
+            .field("partition", &self.partition())
             .field("pool", &self.pool)
             .finish()
     }

@@ -2,6 +2,7 @@
 //! it.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_smithy_async::rt::sleep::SharedAsyncSleep;
@@ -17,9 +18,9 @@ use crate::timeout;
 
 /// What [`PoolHttpClient::http_connector`](crate::PoolHttpClient) hands the SDK for one
 /// operation: the client's `pool::Client` (carrying the settings' connect timeout), the read
-/// timeout, and the operation's `AsyncSleep` and `TimeSource`. Building it allocates nothing
-/// but the clone of a `pool::Client` (reference counts); connections, the bound and the
-/// waiting requests stay in the pool.
+/// timeout, and the operation's `AsyncSleep` and `TimeSource`. Building it takes reference
+/// counts only (facades with the same connect timeout share one `pool::Client`); connections,
+/// the bound and the waiting requests stay in the pool.
 ///
 /// # A call
 ///
@@ -48,7 +49,7 @@ use crate::timeout;
 /// get it, so the SDK's poisoning interceptor can retire that connection); one that happened
 /// before a connection served the request is marked never connected.
 pub struct PoolConnector {
-    client: pool::Client,
+    client: Arc<pool::Client>,
     read_timeout: Option<Duration>,
     sleep: SharedAsyncSleep,
     time: SharedTimeSource,
@@ -56,7 +57,7 @@ pub struct PoolConnector {
 
 impl PoolConnector {
     pub(crate) fn new(
-        client: pool::Client,
+        client: Arc<pool::Client>,
         read_timeout: Option<Duration>,
         sleep: SharedAsyncSleep,
         time: SharedTimeSource,

@@ -64,6 +64,7 @@
 mod body;
 mod builder;
 mod client;
+mod clients;
 mod connector;
 mod error;
 mod metadata;
