@@ -305,7 +305,7 @@ commands:
                    when nginx and nghttpd are installed (stops at the first failure)
   bench [--quick] [--json] [--url URL] [--only N]
                    pool vs raw hyper vs hyper-util, interleaved, in release mode; markdown (or
-                   JSON) on stdout; --only N runs scenario N (1-6) alone
+                   JSON) on stdout; --only N runs scenario N (1-8) alone
   soak [--secs N]  a long mixed-fault run against one bounded pool (default 60 s); prints
                    leaked permits (must be 0) and memory
   interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under

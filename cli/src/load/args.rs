@@ -152,6 +152,16 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) reuse_scope: ReuseScope,
 
+    /// How long a partition below its share of a bounded origin's connections waits before
+    /// a connection moves to it (20ms, 0s) [default: 20ms]
+    #[arg(
+        long = "placement-tolerance",
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        help_heading = "Pool"
+    )]
+    pub(crate) placement_tolerance: Option<Duration>,
+
     /// Close connections idle this long, in seconds; 0 or "none" keeps them [default: 90]
     #[arg(
         long = "idle-timeout",

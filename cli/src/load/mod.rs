@@ -317,6 +317,9 @@ fn build_pool(
     if let Some(pending) = args.max_pending_per_host {
         builder = builder.max_pending_per_host(usize::try_from(pending).unwrap_or(usize::MAX));
     }
+    if let Some(tolerance) = args.placement_tolerance {
+        builder = builder.placement_tolerance(tolerance);
+    }
     if let Some(idle) = args.idle_timeout {
         builder = builder.idle_timeout(idle.0);
     }

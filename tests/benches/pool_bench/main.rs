@@ -9,7 +9,12 @@
 //! 4. A cold burst of 256 requests to a fresh TLS origin offering h2: connections, TLS
 //!    handshakes and time to complete.
 //! 5. Allocations per request on the reuse-hit path (counting allocator, client thread only).
-//! 6. Partition scaling on an in-memory transport: 1 vs 2 partitions on 2 threads.
+//! 6. Partition scaling on an in-memory transport: 2 vs 1 partitions on 2 threads, unbounded
+//!    and bounded (N = 8).
+//! 7. Placement in steady state: 4 partitions, N = 8, c = 256 against the loopback server under
+//!    each reuse scope: new connections per 1,000 requests, borrowed requests, reclaims.
+//! 8. Placement fairness: N = 8 shared by a partition with c = 200 and one with c = 20; the
+//!    light partition's p99 wait for a connection beside the heavy one and alone.
 //! 9. pool-smithy vs the AWS SDK's own clients (its `pool` module and its hyper-util client),
 //!    all through `HttpConnector::call` (`smithy.rs`).
 //!
@@ -28,6 +33,7 @@ mod hyper_util_tls;
 
 mod alloc;
 mod contenders;
+mod partitions;
 mod report;
 mod scenarios;
 mod server;
@@ -50,7 +56,7 @@ impl Args {
 }
 
 const USAGE: &str =
-    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-6 | 9] [--contender NAME]";
+    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-9] [--contender NAME]";
 
 fn parse_args() -> Args {
     let mut args = Args {
@@ -71,9 +77,9 @@ fn parse_args() -> Args {
                 }
             }
             "--only" => match it.next().and_then(|n| n.parse().ok()) {
-                Some(n @ (1..=6 | 9)) => args.only = Some(n),
+                Some(n @ 1..=9) => args.only = Some(n),
                 _ => {
-                    eprintln!("pool_bench: --only takes a scenario number, 1 to 6 or 9\n{USAGE}");
+                    eprintln!("pool_bench: --only takes a scenario number, 1 to 9\n{USAGE}");
                     std::process::exit(2);
                 }
             },
@@ -146,14 +152,25 @@ fn main() {
     } else {
         Vec::new()
     };
-    let scaling = args.wants(6).then(|| scenarios::partition_scaling(plan));
-    let smithy = args.wants(9).then(|| smithy::run(&servers, plan, args.quick));
+    if args.wants(6) {
+        scenarios_run.extend(partitions::partition_scaling(plan));
+    }
+    let mut placement = String::new();
+    if args.wants(7) {
+        placement += &partitions::placement_steady_state(target.unwrap_or(servers.h1), plan);
+    }
+    if args.wants(8) {
+        placement += &partitions::placement_fairness(target.unwrap_or(servers.h1), plan);
+    }
+    let smithy = args
+        .wants(9)
+        .then(|| smithy::run(&servers, plan, args.quick));
 
     if args.json {
         let out = json!({
             "machine": { "cores": cores },
             "plan": { "rounds": plan.rounds, "measure_s": plan.measure.as_secs_f64(), "quick": args.quick },
-            "scenarios": scenarios_run.iter().chain(&scaling).map(report::Scenario::json).collect::<Vec<_>>(),
+            "scenarios": scenarios_run.iter().map(report::Scenario::json).collect::<Vec<_>>(),
             "cold_alpn_burst": bursts.iter().map(|(name, runs)| json!({
                 "name": name,
                 "connections": runs.iter().map(|b| b.connections).collect::<Vec<_>>(),
@@ -202,9 +219,7 @@ fn main() {
     for (name, per) in &allocations {
         println!("| {name} | {per:.2} |");
     }
-    if let Some(scaling) = &scaling {
-        print!("{}", scaling.markdown());
-    }
+    print!("{placement}");
     if let Some(smithy) = &smithy {
         print!("{}", smithy.markdown());
     }

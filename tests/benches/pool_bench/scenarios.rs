@@ -1,4 +1,4 @@
-//! The six scenarios. Each alternates its contenders round by round on the same machine and
+//! Scenarios 1 to 5 (6 to 8, about partitions, are in `partitions`). Each alternates its contenders round by round on the same machine and
 //! keeps every round's sample, so ratios are computed within a round (median, min, max).
 
 use std::future::Future;
@@ -22,7 +22,7 @@ use crate::contenders::{
 };
 use crate::hyper_util_tls::RustlsConnector;
 use crate::report::{Measured, Scenario};
-use crate::server::{Servers, serve_h1_io};
+use crate::server::Servers;
 
 /// How long and how often to measure.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +32,7 @@ pub(crate) struct Plan {
     pub(crate) measure: Duration,
 }
 
-fn current_thread() -> tokio::runtime::Runtime {
+pub(crate) fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -55,7 +55,10 @@ async fn measure<W: Worker>(workers: Vec<W>, plan: Plan) -> Sample {
 /// Only the contender of this name runs (`--contender`, for profiling one of them).
 pub(crate) static CONTENDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-fn rounds(plan: Plan, contenders: &[(&'static str, &dyn Fn() -> Sample)]) -> Vec<Measured> {
+pub(crate) fn rounds(
+    plan: Plan,
+    contenders: &[(&'static str, &dyn Fn() -> Sample)],
+) -> Vec<Measured> {
     let selected: Vec<_> = contenders
         .iter()
         .filter(|(name, _)| CONTENDER.get().is_none_or(|only| only == name))
@@ -369,7 +372,7 @@ fn bounded_pool(uri: &Uri, partitions: usize, limit: usize, c: usize, plan: Plan
     merge(samples)
 }
 
-fn merge(samples: Vec<Sample>) -> Sample {
+pub(crate) fn merge(samples: Vec<Sample>) -> Sample {
     let mut merged = Sample {
         requests: 0,
         secs: samples[0].secs,
@@ -556,74 +559,4 @@ fn boxed<W: Worker>(
         let worker = worker.clone();
         Box::pin(async move { worker.lock().await.one().await })
     })
-}
-
-/// An in-memory transport: each connection is a `tokio::io::duplex` pair whose server half is
-/// served by hyper on the runtime that establishes it (the owner partition's).
-#[derive(Clone, Debug)]
-struct MemoryConnector;
-
-impl pool::Connect for MemoryConnector {
-    fn connect(&self, _target: pool::ConnectTarget) -> pool::ConnectFuture {
-        Box::pin(async move {
-            let (client, server) = tokio::io::duplex(256 * 1024);
-            serve_h1_io(server);
-            let addr: SocketAddr = "127.0.0.1:80".parse().expect("addr");
-            Ok((pool::Io::custom(client), pool::Connected::new(addr, addr)))
-        })
-    }
-}
-
-/// Scenario 6: Partition scaling on the in-memory transport: the same 64 workers through 1 partition
-/// (one thread) and through 2 partitions (two threads).
-pub(crate) fn partition_scaling(plan: Plan) -> Scenario {
-    const C: usize = 64;
-    let uri: Uri = "http://memory.test/".parse().expect("uri");
-    let run = |partitions: usize| {
-        let runtimes: Vec<_> = (0..partitions).map(|_| current_thread()).collect();
-        let pool = ConnectionPool::builder()
-            .connector(MemoryConnector)
-            .partitions(runtimes.iter().enumerate().map(|(i, rt)| {
-                Partition::new(
-                    PartitionId::from_index(i as u32),
-                    TokioDriverSpawner::from_handle(rt.handle().clone()),
-                )
-            }))
-            .build()
-            .expect("pool");
-        let samples: Vec<Sample> = std::thread::scope(|scope| {
-            let handles: Vec<_> = runtimes
-                .iter()
-                .enumerate()
-                .map(|(i, rt)| {
-                    let client = pool
-                        .client_for(PartitionId::from_index(i as u32))
-                        .expect("partition");
-                    let uri = uri.clone();
-                    scope.spawn(move || {
-                        rt.block_on(async {
-                            let workers = (0..C / partitions)
-                                .map(|_| PoolWorker {
-                                    client: client.clone(),
-                                    uri: uri.clone(),
-                                })
-                                .collect();
-                            measure(workers, plan).await
-                        })
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
-        });
-        merge(samples)
-    };
-    let one = || run(1);
-    let two = || run(2);
-    Scenario::new(
-        format!("6. partition scaling, in-memory, c = {C}"),
-        rounds(plan, &[("1 partition", &one), ("2 partitions", &two)]),
-    )
 }
