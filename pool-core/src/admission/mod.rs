@@ -26,7 +26,10 @@
 //!   connection coming. Each publication carries a version; a publication older than the
 //!   ticket's current version is stale and ignored, so out-of-order publications can never
 //!   resurrect demand that was satisfied or cancelled. A ticket also carries since when its
-//!   partition's demand has been unbroken.
+//!   partition's demand has been unbroken. Cells publish when demand appears or disappears
+//!   (and answer every delivery with a fresh snapshot), not every time their head moves on, so
+//!   a ticket's head may be older than the cell's current oldest request: busy partitions do
+//!   not take the origin-wide lock per request.
 //! * `placement`: the shares of the permits among partitions, and the rules built on them: who
 //!   goes first for a returning connection ([`Admission::precedence`]), which ticket a permit
 //!   goes to (the oldest of a partition below its share, else the oldest), and when a spare

@@ -123,6 +123,20 @@ impl<C: Member> Admission<C> {
         )
     }
 
+    /// Whether a connection of `source` that finished an exchange certainly stays local,
+    /// decided without the lock (the steady-state fast path): `source` holds no more than its
+    /// share could be with every partition claiming (`ceil(N / P)`, the smallest the share can
+    /// be), so it owes nobody, and every peer with a cell holds a permit, so nobody starves.
+    /// The counts are read without the lock, so a change made a moment ago may be missed; the
+    /// next return sees it.
+    pub fn keeps_local(&self, source: usize) -> bool {
+        let partitions = self.shared.groups.len();
+        if self.held(source) > self.shared.limit.div_ceil(partitions) {
+            return false;
+        }
+        (0..partitions).all(|q| q == source || !self.is_registered(q) || self.held(q) > 0)
+    }
+
     /// Who goes first for a connection of `source` that finished an exchange while `source`'s
     /// own oldest waiting request arrived at `local_head` (see the module docs):
     ///

@@ -77,7 +77,12 @@ fn snapshot<T: CellTypes>(
         st.waiters.trim();
         st.waiters.oldest(|w| !w.is_launched()).map(|w| w.seq())
     };
-    if !force && head == st.demand.published_head {
+    // Only the appearance and disappearance of demand are published (and every snapshot an
+    // ack asks for): a head that merely moved on would take the origin-wide lock on every
+    // request a busy partition serves. A published head may therefore be older than the
+    // cell's current one; placement only orders waiting partitions by it, and an older head
+    // errs toward the partition that waits.
+    if !force && head.is_some() == st.demand.published_head.is_some() {
         return None;
     }
     st.demand.since = match (head, st.demand.since) {
@@ -137,7 +142,7 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// request here. Hands the connection back when this cell's own request goes first, or
     /// nobody waits here (the caller then idles it or serves peers).
     pub(super) fn yield_to_peer(&self, conn: T::H1, now: Instant) -> Result<Released, T::H1> {
-        if !self.admission().under_pressure() {
+        if !self.admission().under_pressure() || self.admission().keeps_local(self.partition()) {
             return Err(conn);
         }
         let local_head = self.cell.state.lock().waiters.any_head();
