@@ -26,10 +26,11 @@
 //!   connection coming. Each publication carries a version; a publication older than the
 //!   ticket's current version is stale and ignored, so out-of-order publications can never
 //!   resurrect demand that was satisfied or cancelled. A ticket also carries since when its
-//!   partition's demand has been unbroken. Cells publish when demand appears or disappears
-//!   (and answer every delivery with a fresh snapshot), not every time their head moves on, so
-//!   a ticket's head may be older than the cell's current oldest request: busy partitions do
-//!   not take the origin-wide lock per request.
+//!   partition's demand has been unbroken. A cell whose own returning connection served its
+//!   oldest request does not republish a head that merely moved on (only demand appearing or
+//!   disappearing), so a busy partition does not take the origin-wide lock per request; its
+//!   ticket's head may then be older than its current oldest request (see
+//!   `Cell::demand_after_serving` for why that is harmless).
 //! * `placement`: the shares of the permits among partitions, and the rules built on them: who
 //!   goes first for a returning connection ([`Admission::precedence`]), which ticket a permit
 //!   goes to (the oldest of a partition below its share, else the oldest), and when a spare

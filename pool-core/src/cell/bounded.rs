@@ -51,7 +51,21 @@ impl<T: CellTypes> Cell<T> {
     /// publication (admission hears about changes, not about every event).
     pub(super) fn demand_change(&self, st: &mut State<T>) -> Option<Demand> {
         self.bound.as_ref()?;
-        snapshot(st, false, || self.hooks.time.now())
+        snapshot(st, Publish::OnChange, || self.hooks.time.now())
+    }
+
+    /// [`demand_change`](Self::demand_change) after a returning connection of this cell
+    /// served its oldest waiting request: only demand that appeared or disappeared is
+    /// published. A head that merely moved on would otherwise take the origin-wide lock on
+    /// every request a busy partition serves. The published head is then older than the
+    /// cell's current one, which is harmless: this cell holds a permit (the connection that
+    /// served is its own), so its head takes part only in placement's choices among partitions
+    /// that hold permits (which ticket a permit goes to, which one a spare connection serves),
+    /// never in the first-come order among partitions that hold none; a cancellation
+    /// republishes the exact head.
+    pub(super) fn demand_after_serving(&self, st: &mut State<T>) -> Option<Demand> {
+        self.bound.as_ref()?;
+        snapshot(st, Publish::OnAppearance, || self.hooks.time.now())
     }
 
     /// Publishes the cell's demand if it is bounded and its demand changed.
@@ -62,12 +76,23 @@ impl<T: CellTypes> Cell<T> {
     }
 }
 
+/// When a demand snapshot is published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Publish {
+    /// Always (an ack must carry one).
+    Always,
+    /// When the head changed.
+    OnChange,
+    /// When demand appeared or disappeared.
+    OnAppearance,
+}
+
 /// Takes the demand snapshot: the arrival order of the oldest waiting request with no
-/// connection coming, and since when the cell has had one. Returns it if it changed since the
-/// last one, or always when `force`d. `now` is read only when demand appears after none.
+/// connection coming, and since when the cell has had one. Returns it as `publish` says.
+/// `now` is read only when demand appears after none.
 fn snapshot<T: CellTypes>(
     st: &mut State<T>,
-    force: bool,
+    publish: Publish,
     now: impl FnOnce() -> Instant,
 ) -> Option<Demand> {
     let connection_coming = st.flights.in_progress() || st.h2.can_serve();
@@ -77,12 +102,13 @@ fn snapshot<T: CellTypes>(
         st.waiters.trim();
         st.waiters.oldest(|w| !w.is_launched()).map(|w| w.seq())
     };
-    // Only the appearance and disappearance of demand are published (and every snapshot an
-    // ack asks for): a head that merely moved on would take the origin-wide lock on every
-    // request a busy partition serves. A published head may therefore be older than the
-    // cell's current one; placement only orders waiting partitions by it, and an older head
-    // errs toward the partition that waits.
-    if !force && head.is_some() == st.demand.published_head.is_some() {
+    let published = st.demand.published_head;
+    let unchanged = match publish {
+        Publish::Always => false,
+        Publish::OnChange => head == published,
+        Publish::OnAppearance => head.is_some() == published.is_some(),
+    };
+    if unchanged {
         return None;
     }
     st.demand.since = match (head, st.demand.since) {
@@ -108,13 +134,15 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// The demand snapshot, changed or not (for an ack, which must carry one).
     pub(super) fn snapshot(&self, st: &mut State<T>) -> Demand {
         let time = &self.cell.hooks.time;
-        snapshot(st, true, || time.now()).expect("a forced snapshot is always taken")
+        snapshot(st, Publish::Always, || time.now()).expect("a forced snapshot is always taken")
     }
 
     /// Publishes the cell's demand if it changed.
     pub(super) fn republish(&self) {
         let time = &self.cell.hooks.time;
-        let demand = snapshot(&mut self.cell.state.lock(), false, || time.now());
+        let demand = snapshot(&mut self.cell.state.lock(), Publish::OnChange, || {
+            time.now()
+        });
         if let Some(demand) = demand {
             self.admission().publish(self.partition(), demand);
         }

@@ -151,7 +151,7 @@ impl<T: CellTypes> Cell<T> {
                 let mut st = self.state.lock();
                 let target = self.pop_any(&mut st);
                 if target.is_some() {
-                    actions.publish = self.demand_change(&mut st);
+                    actions.publish = self.demand_after_serving(&mut st);
                 }
                 target
             };
