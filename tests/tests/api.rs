@@ -295,21 +295,24 @@ fn the_gateway_example_serves_the_documented_series() {
     let (scrape, origin, seen) = (&report.scrape, report.origin.as_str(), &report.seen);
     let value = |name| series(scrape, name, origin).unwrap_or(0.0) as usize;
     assert_eq!(seen.responses, 240);
-    assert_eq!(report.closed, 0, "no connection closed during the load");
+    // Placement may reclaim a connection while the two partitions settle their shares of the
+    // bound (one holding all three permits at first); nothing else closes during the load.
+    assert_eq!(
+        report.closed, report.reclaimed,
+        "only reclaims closed connections"
+    );
+    let open = seen.connections - report.closed as usize;
     assert_eq!(value("pool_connections_opened_total"), seen.connections);
     assert_eq!(report.opened as usize, seen.connections);
     assert_eq!(value("pool_requests_reused_total"), seen.reused);
     assert_eq!(value("pool_requests_borrowed_total"), seen.borrowed);
     assert_eq!(value("pool_requests_waited_total"), seen.waited);
     assert_eq!(value("pool_request_wait_seconds_count"), seen.waited);
-    assert_eq!(value("pool_connections_admitted"), seen.connections);
-    assert_eq!(value("pool_connections_idle"), seen.connections);
+    assert_eq!(value("pool_connections_admitted"), open);
+    assert_eq!(value("pool_connections_idle"), open);
     assert_eq!(value("pool_requests_waiting"), 0);
     assert_eq!(value("pool_connections_establishing"), 0);
-    assert_eq!(
-        value("pool_permits_available"),
-        options.limit - seen.connections
-    );
+    assert_eq!(value("pool_permits_available"), options.limit - open);
     let peak = value("pool_connections_admitted_peak");
     assert!(
         (1..=options.limit * options.partitions).contains(&peak),
