@@ -52,6 +52,53 @@ fn pool_over(
     configure(builder).build().expect("pool")
 }
 
+/// `c` closed-loop pool workers spread over `partitions` partitions (a current-thread runtime
+/// on its own thread each) of a pool `configure` finishes; the samples are merged.
+pub(crate) fn run_partitioned(
+    partitions: usize,
+    c: usize,
+    uri: &Uri,
+    plan: Plan,
+    configure: impl FnOnce(pool::Builder) -> pool::Builder,
+) -> Sample {
+    let runtimes: Vec<_> = (0..partitions).map(|_| current_thread()).collect();
+    let pool = pool_over(&runtimes, configure);
+    // A current-thread runtime drives its connections only inside `block_on`, and a peer
+    // partition may be borrowing them: every partition keeps its runtime running until all
+    // partitions finished measuring.
+    let finished = Arc::new(tokio::sync::Barrier::new(partitions));
+    let samples: Vec<Sample> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runtimes
+            .iter()
+            .enumerate()
+            .map(|(i, rt)| {
+                let client = pool
+                    .client_for(PartitionId::from_index(i as u32))
+                    .expect("partition");
+                let (uri, finished) = (uri.clone(), finished.clone());
+                scope.spawn(move || {
+                    rt.block_on(async {
+                        let workers = (0..c / partitions)
+                            .map(|_| PoolWorker {
+                                client: client.clone(),
+                                uri: uri.clone(),
+                            })
+                            .collect();
+                        let sample = closed_loop(workers, plan.warmup, plan.measure).await;
+                        finished.wait().await;
+                        sample
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("partition thread"))
+            .collect()
+    });
+    merge(samples)
+}
+
 /// Scenario 6: the same 64 workers through 1 partition (one thread) and 2 partitions (two
 /// threads) on the in-memory transport, unbounded and with a bound of 8 per origin. The ratio
 /// is 2 partitions over 1.
@@ -60,47 +107,13 @@ pub(crate) fn partition_scaling(plan: Plan) -> Vec<Scenario> {
     const N: usize = 8;
     let uri: Uri = "http://memory.test/".parse().expect("uri");
     let run = |partitions: usize, limit: Option<usize>| {
-        let runtimes: Vec<_> = (0..partitions).map(|_| current_thread()).collect();
-        let pool = pool_over(&runtimes, |b| {
+        run_partitioned(partitions, C, &uri, plan, |b| {
             let b = b.connector(MemoryConnector);
             match limit {
                 Some(n) => b.max_connections_per_host(n),
                 None => b,
             }
-        });
-        // A bounded origin's partitions may lend each other connections, which their owner's
-        // runtime drives: every runtime keeps running until all partitions finished measuring.
-        let finished = Arc::new(tokio::sync::Barrier::new(partitions));
-        let samples: Vec<Sample> = std::thread::scope(|scope| {
-            let handles: Vec<_> = runtimes
-                .iter()
-                .enumerate()
-                .map(|(i, rt)| {
-                    let client = pool
-                        .client_for(PartitionId::from_index(i as u32))
-                        .expect("partition");
-                    let (uri, finished) = (uri.clone(), finished.clone());
-                    scope.spawn(move || {
-                        rt.block_on(async {
-                            let workers = (0..C / partitions)
-                                .map(|_| PoolWorker {
-                                    client: client.clone(),
-                                    uri: uri.clone(),
-                                })
-                                .collect();
-                            let sample = closed_loop(workers, plan.warmup, plan.measure).await;
-                            finished.wait().await;
-                            sample
-                        })
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
-        });
-        merge(samples)
+        })
     };
     let (one, two) = (|| run(1, None), || run(2, None));
     let (one_n, two_n) = (|| run(1, Some(N)), || run(2, Some(N)));

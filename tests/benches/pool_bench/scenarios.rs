@@ -13,7 +13,7 @@ use http::Uri;
 use hyper_util::client::legacy::Client as LegacyClient;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo as UtilIo, TokioTimer};
-use pool::{ConnectionPool, Partition, PartitionId, ProtocolPolicy, TokioDriverSpawner};
+use pool::{ConnectionPool, ProtocolPolicy};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::alloc::count_allocations;
@@ -317,59 +317,11 @@ pub(crate) fn bounded(servers: &Servers, target: Option<SocketAddr>, plan: Plan)
         .collect()
 }
 
-/// A pool with `partitions` partitions, each a current-thread runtime on its own thread running
-/// its share of the workers; samples are merged.
+/// A pool bounded to `limit` with `partitions` partitions, running `c` workers between them.
 fn bounded_pool(uri: &Uri, partitions: usize, limit: usize, c: usize, plan: Plan) -> Sample {
-    let runtimes: Vec<_> = (0..partitions).map(|_| current_thread()).collect();
-    let pool = ConnectionPool::builder()
-        .partitions(runtimes.iter().enumerate().map(|(i, rt)| {
-            Partition::new(
-                PartitionId::from_index(i as u32),
-                TokioDriverSpawner::from_handle(rt.handle().clone()),
-            )
-        }))
-        .max_connections_per_host(limit)
-        .build()
-        .expect("pool");
-    // A current-thread runtime drives its connections only inside `block_on`, and a peer
-    // partition may be borrowing them: every partition keeps its runtime running until all
-    // partitions finished measuring.
-    let finished = Arc::new(tokio::sync::Barrier::new(partitions));
-    let samples: Vec<Sample> = std::thread::scope(|scope| {
-        let handles: Vec<_> = runtimes
-            .iter()
-            .enumerate()
-            .map(|(i, rt)| {
-                let client = pool
-                    .client_for(PartitionId::from_index(i as u32))
-                    .expect("partition");
-                let uri = uri.clone();
-                let share = c / partitions;
-                let finished = finished.clone();
-                scope.spawn(move || {
-                    rt.block_on(async {
-                        let sample = measure(
-                            (0..share)
-                                .map(|_| PoolWorker {
-                                    client: client.clone(),
-                                    uri: uri.clone(),
-                                })
-                                .collect(),
-                            plan,
-                        )
-                        .await;
-                        finished.wait().await;
-                        sample
-                    })
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("partition thread"))
-            .collect()
-    });
-    merge(samples)
+    crate::partitions::run_partitioned(partitions, c, uri, plan, |b| {
+        b.max_connections_per_host(limit)
+    })
 }
 
 pub(crate) fn merge(samples: Vec<Sample>) -> Sample {
