@@ -96,15 +96,20 @@ impl<C: Member> Admission<C> {
             .is_some_and(|since| now.saturating_duration_since(since) >= self.shared.tolerance)
     }
 
-    /// Whether `source`'s capacity should move to `claimant` (holding `held_claimant`): the
+    /// Whether `source`'s capacity should move to `claimant`, given the current `shares`: the
     /// claimant holds nothing and waits, or it holds less than its share while `source` holds
     /// more, and that has lasted the tolerance.
-    fn owes(&self, order: &DemandOrder, source: usize, claimant: usize, now: Instant) -> bool {
+    fn owes(
+        &self,
+        order: &DemandOrder,
+        shares: Shares,
+        (source, claimant): (usize, usize),
+        now: Instant,
+    ) -> bool {
         let held = self.held(claimant);
         if held == 0 {
             return true;
         }
-        let shares = self.shares(order);
         held < shares.floor
             && self.held(source) > shares.ceil
             && self.persisted(order, claimant, now)
@@ -213,8 +218,11 @@ impl<C: Member> Admission<C> {
         if state.ledger.permit_coming() {
             return false;
         }
+        let shares = self.shares(&state.order);
         let owed = state.order.active().any(|(_, q)| {
-            q != source && self.is_registered(q) && self.owes(&state.order, source, q, now)
+            q != source
+                && self.is_registered(q)
+                && self.owes(&state.order, shares, (source, q), now)
         });
         if owed {
             state.ledger.reclaim_started();
@@ -227,6 +235,7 @@ impl<C: Member> Admission<C> {
     /// always may be).
     pub fn may_reclaim_from(&self, claimant: usize, owner: usize, now: Instant) -> bool {
         let state = self.shared.state.lock();
-        self.owes(&state.order, owner, claimant, now)
+        let shares = self.shares(&state.order);
+        self.owes(&state.order, shares, (owner, claimant), now)
     }
 }
