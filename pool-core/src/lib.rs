@@ -55,4 +55,4 @@ pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
 pub use spawn::{BoxFuture, DriverSpawner};
 pub use stats::{Gauge, Gauges, OriginStats, PartitionStats, Peaks};
-pub use time::{AsyncSleep, Sleep, TimeSource};
+pub use time::{AsyncSleep, ConnectTimeout, Sleep, TimeSource};

@@ -23,9 +23,9 @@
 //! by [`Waiter::cancel`] when the fill came first. Whoever gets it back owns returning it
 //! (refunnelling): a connection to its cell, a permit to admission.
 
+use crate::time::ConnectTimeout;
 use std::fmt;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use crate::events::OpenReason;
 use crate::sync::Mutex;
@@ -61,7 +61,7 @@ pub struct Waiter<T> {
     /// What kind of connection can serve it.
     requirement: Requirement,
     /// The connect timeout of the request, for an establishment launched on its behalf.
-    connect_timeout: Option<Duration>,
+    connect_timeout: Option<ConnectTimeout>,
     /// Why an establishment launched for this waiter opens its connection.
     open_reason: OpenReason,
     /// `WAITING`, `CLAIMED` or `CANCELLED`; only `WAITING` ever changes, and only once.
@@ -75,7 +75,11 @@ pub struct Waiter<T> {
 
 impl<T> Waiter<T> {
     /// A new waiter, waiting.
-    pub fn new(seq: u64, requirement: Requirement, connect_timeout: Option<Duration>) -> Waiter<T> {
+    pub fn new(
+        seq: u64,
+        requirement: Requirement,
+        connect_timeout: Option<ConnectTimeout>,
+    ) -> Waiter<T> {
         Waiter {
             seq,
             requirement,
@@ -114,8 +118,8 @@ impl<T> Waiter<T> {
     }
 
     /// The connect timeout an establishment launched for this waiter uses.
-    pub fn connect_timeout(&self) -> Option<Duration> {
-        self.connect_timeout
+    pub fn connect_timeout(&self) -> Option<&ConnectTimeout> {
+        self.connect_timeout.as_ref()
     }
 
     /// Whether nobody has claimed this waiter and it has not left.

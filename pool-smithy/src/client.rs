@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
 use aws_smithy_async::rt::sleep::{SharedAsyncSleep, TokioSleep};
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -17,8 +16,8 @@ use aws_smithy_types::config_bag::ConfigBag;
 use pool::{ClientBuildError, ConnectionPool, PartitionId};
 
 use crate::builder::{BuildError, Builder};
-use crate::clients::Clients;
 use crate::connector::PoolConnector;
+use crate::timeout::OperationSleep;
 
 /// The AWS SDK's HTTP client, served by one [`ConnectionPool`] partition.
 ///
@@ -30,14 +29,16 @@ use crate::connector::PoolConnector;
 ///
 /// | `HttpClient` method | here |
 /// |---|---|
-/// | `http_connector(settings, components)` | a [`PoolConnector`] facade: this client's `pool::Client` with the settings' connect timeout, the read timeout, the operation's sleep and time source; no pool, connector or admission is built |
+/// | `http_connector(settings, components)` | a [`PoolConnector`] facade: a clone of this client's `pool::Client` with the settings' connect timeout measured on the operation's sleep, the read timeout, the operation's sleep and time source; no pool, connector or admission is built |
 /// | `validate_base_client_config` | the pool's TLS preflight ([`ConnectionPool::preflight`]): the native roots load when an SDK client selects this client, not on its first request; idempotent |
 /// | `validate_final_config` | nothing |
 /// | `connector_metadata` | `hyper` `1.x`, the identity the SDK's own hyper 1.x clients report in its user agent |
 #[derive(Clone)]
 pub struct PoolHttpClient {
     pool: ConnectionPool,
-    clients: Arc<Clients>,
+    /// The partition's client as the pool built it (the pool's default timeouts); each facade
+    /// is a clone of it, so all share its memory of the origin's cell.
+    client: pool::Client,
 }
 
 impl PoolHttpClient {
@@ -64,7 +65,7 @@ impl PoolHttpClient {
     /// When the pool has explicit partitions: use [`from_partition`](Self::from_partition).
     pub fn from_pool(pool: &ConnectionPool) -> Result<PoolHttpClient, ClientBuildError> {
         Ok(PoolHttpClient {
-            clients: Arc::new(Clients::new(pool.client()?)),
+            client: pool.client()?,
             pool: pool.clone(),
         })
     }
@@ -79,7 +80,7 @@ impl PoolHttpClient {
         id: PartitionId,
     ) -> Result<PoolHttpClient, ClientBuildError> {
         Ok(PoolHttpClient {
-            clients: Arc::new(Clients::new(pool.client_for(id)?)),
+            client: pool.client_for(id)?,
             pool: pool.clone(),
         })
     }
@@ -101,7 +102,7 @@ impl PoolHttpClient {
 
     /// The partition this client's requests go through.
     pub fn partition(&self) -> PartitionId {
-        self.clients.base().partition()
+        self.client.partition()
     }
 
     /// The facade `http_connector` returns, as a concrete type (tests and custom orchestration
@@ -111,12 +112,19 @@ impl PoolHttpClient {
         settings: &HttpConnectorSettings,
         components: &RuntimeComponents,
     ) -> PoolConnector {
-        // The settings' connect timeout only when the SDK sets one: a pool-wide default stays
-        // otherwise. Facades with the same timeout share one client (see `clients`).
-        let client = self.clients.for_timeout(settings.connect_timeout());
-        let sleep = components
-            .sleep_impl()
-            .unwrap_or_else(|| SharedAsyncSleep::new(TokioSleep::new()));
+        // The settings' connect timeout only when the SDK sets one: the pool-wide default
+        // stays otherwise. The operation's sleep measures it (and the read timeout below).
+        let mut client = self.client.clone();
+        if let Some(timeout) = settings.connect_timeout() {
+            client = client.connect_timeout(Some(timeout));
+        }
+        let sleep = match components.sleep_impl() {
+            Some(sleep) => {
+                client = client.sleep(OperationSleep(sleep.clone()));
+                sleep
+            }
+            None => SharedAsyncSleep::new(TokioSleep::new()),
+        };
         PoolConnector::new(
             client,
             settings.read_timeout(),

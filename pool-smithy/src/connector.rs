@@ -2,7 +2,6 @@
 //! it.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_smithy_async::rt::sleep::SharedAsyncSleep;
@@ -17,10 +16,10 @@ use crate::metadata::Captures;
 use crate::timeout;
 
 /// What [`PoolHttpClient::http_connector`](crate::PoolHttpClient) hands the SDK for one
-/// operation: the client's `pool::Client` (carrying the settings' connect timeout), the read
-/// timeout, and the operation's `AsyncSleep` and `TimeSource`. Building it takes reference
-/// counts only (facades with the same connect timeout share one `pool::Client`); connections,
-/// the bound and the waiting requests stay in the pool.
+/// operation: a clone of the client's `pool::Client` carrying the settings' connect timeout
+/// and the operation's `AsyncSleep` (which measures it), the read timeout, and the operation's
+/// `TimeSource`. Building it takes reference counts and one small allocation (the sleep's
+/// adapter); connections, the bound and the waiting requests stay in the pool.
 ///
 /// # A call
 ///
@@ -49,7 +48,7 @@ use crate::timeout;
 /// get it, so the SDK's poisoning interceptor can retire that connection); one that happened
 /// before a connection served the request is marked never connected.
 pub struct PoolConnector {
-    client: Arc<pool::Client>,
+    client: pool::Client,
     read_timeout: Option<Duration>,
     sleep: SharedAsyncSleep,
     time: SharedTimeSource,
@@ -57,7 +56,7 @@ pub struct PoolConnector {
 
 impl PoolConnector {
     pub(crate) fn new(
-        client: Arc<pool::Client>,
+        client: pool::Client,
         read_timeout: Option<Duration>,
         sleep: SharedAsyncSleep,
         time: SharedTimeSource,

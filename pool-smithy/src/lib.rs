@@ -18,7 +18,8 @@
 //! ```text
 //! SDK orchestrator, per attempt:
 //!   SharedHttpClient::http_connector(settings, components) ─► PoolConnector (a facade)
-//!     = pool::Client (this client's partition, the settings' connect timeout)
+//!     = pool::Client (this client's partition, the settings' connect timeout on the
+//!       operation's AsyncSleep)
 //!     + the settings' read timeout + the operation's AsyncSleep and TimeSource
 //!   PoolConnector::call(HttpRequest)
 //!     try_into_http1x ─► SdkBody → RequestBody (bytes: replayable; otherwise streaming)
@@ -57,14 +58,15 @@
 //! The read timeout of the operation's `HttpConnectorSettings` covers the call from its start
 //! to the response head (waiting for a connection, connecting, sending, the head), as in the
 //! SDK's own clients, and runs on the operation's `AsyncSleep` (tokio's when the components
-//! have none). The connect timeout bounds each establishment the request starts; it runs inside
-//! the pool's establishment on the owner partition, on tokio's timer: the pool's connector takes
-//! a duration, not a sleep (see the crate's section in `docs/ARCHITECTURE.md`).
+//! have none). The connect timeout bounds each establishment the request starts (resolution,
+//! TCP and TLS together); it runs inside the pool's establishment on the owner partition, and is
+//! measured on the operation's `AsyncSleep` too ([`pool::Client::sleep`]; the pool's own sleep
+//! when the components have none). The pool's idle maintenance never uses the operation's
+//! sleep.
 
 mod body;
 mod builder;
 mod client;
-mod clients;
 mod connector;
 mod error;
 mod metadata;

@@ -1,4 +1,5 @@
-//! The read timeout of an SDK operation, on the operation's own `AsyncSleep`.
+//! The timeouts of an SDK operation, on the operation's own `AsyncSleep`: the read timeout
+//! raced here, and the adapter that hands the sleep to the pool for the connect timeout.
 //!
 //! It bounds the whole call up to the response head (waiting for a connection, connecting,
 //! sending, the head), as the SDK's own clients do. When it fires, the request future is
@@ -61,4 +62,15 @@ pub(crate) async fn within<F: Future>(
         }
     })
     .await
+}
+
+/// The operation's `AsyncSleep` as the pool's: an establishment the operation starts races its
+/// connect timeout against it ([`pool::Client::sleep`]).
+#[derive(Debug)]
+pub(crate) struct OperationSleep(pub(crate) SharedAsyncSleep);
+
+impl pool::AsyncSleep for OperationSleep {
+    fn sleep(&self, duration: Duration) -> pool::Sleep {
+        Box::pin(self.0.sleep(duration))
+    }
 }

@@ -1,7 +1,7 @@
 //! `SharedHttpClient` → `http_connector` → `call`, as the SDK orchestrator drives it, against
 //! scripted loopback servers: reuse, one bound under facades with different timeouts, the
-//! timeouts and the operation's sleep, connection metadata and poisoning, bodies, and the
-//! client's other `HttpClient` methods.
+//! connect and read timeouts on the operation's sleep, connection metadata and poisoning,
+//! bodies, and the client's other `HttpClient` methods.
 
 mod common;
 
@@ -178,6 +178,34 @@ async fn the_connect_timeout_of_the_settings_bounds_the_establishment() {
     assert!(common::never_connected(&error), "{error:?}");
     assert!(error.connection_metadata().is_none());
     assert_eq!(started.elapsed(), Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn the_connect_timeout_runs_on_the_operations_sleep() {
+    let client = PoolHttpClient::builder()
+        .resolver(HangingResolver)
+        .build()
+        .unwrap();
+    let sdk = shared(&client);
+    let sleep = ManualSleep::new();
+    let components = components(&sdk, Some(SharedAsyncSleep::new(sleep.clone())));
+    let call = tokio::spawn({
+        let settings = settings(Some(Duration::from_secs(3)), None);
+        async move { attempt(&components, &settings, get("http://hangs.test/")).await }
+    });
+    // The establishment on the pool's partition asks the operation's sleep for the limit.
+    sleep.wait_requested(1).await;
+    assert_eq!(sleep.requested(), [Duration::from_secs(3)]);
+    assert!(
+        !call.is_finished(),
+        "only the operation's sleep ends the establishment"
+    );
+    sleep.fire();
+    let error = call.await.unwrap().expect_err("connect timeout");
+    assert!(error.is_timeout(), "{error:?}");
+    assert!(common::never_connected(&error), "{error:?}");
+    let stats = client.pool().stats("http://hangs.test/").total();
+    assert_eq!((stats.establishing, stats.waiting_requests), (0, 0));
 }
 
 #[tokio::test]

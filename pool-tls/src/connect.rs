@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pool_core::OriginKey;
+use pool_core::{AsyncSleep, OriginKey};
 
 use crate::{ConnectError, Io};
 
@@ -71,6 +71,9 @@ pub struct ConnectTarget {
     pub interface: Option<Arc<str>>,
     /// One deadline covering resolution + TCP + TLS. `None` = no timeout.
     pub connect_timeout: Option<Duration>,
+    /// The sleep that measures `connect_timeout`; `None` uses tokio's timer. A caller running
+    /// on a timer of its own (an SDK operation's sleep, a simulated clock) passes it here.
+    pub sleep: Option<Arc<dyn AsyncSleep>>,
 }
 
 impl ConnectTarget {
@@ -82,6 +85,7 @@ impl ConnectTarget {
             alpn: AlpnOffer::Both,
             interface: None,
             connect_timeout: None,
+            sleep: None,
         }
     }
 }

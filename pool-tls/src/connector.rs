@@ -14,10 +14,14 @@
 //! saying which phase failed.
 
 use std::fmt;
+use std::future::{Future, poll_fn};
 use std::net::{IpAddr, SocketAddr};
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
+use pool_core::Sleep;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -37,7 +41,8 @@ use crate::{
 /// * `https` origins get a TLS handshake with SNI set to the host name (no SNI for IP
 ///   literals, whose certificates are checked against the IP address instead) and the ALPN
 ///   list of [`ConnectTarget::alpn`].
-/// * [`ConnectTarget::connect_timeout`] bounds the whole establishment and is reported as
+/// * [`ConnectTarget::connect_timeout`] bounds the whole establishment, measured by
+///   [`ConnectTarget::sleep`] when set (tokio's timer otherwise), and is reported as
 ///   [`ConnectError::is_timeout`].
 ///
 /// Cheap to clone; clones share the resolver, options and TLS configuration.
@@ -104,12 +109,26 @@ impl Connect for HttpConnector {
             let Some(limit) = target.connect_timeout else {
                 return inner.establish(&target).await;
             };
-            match tokio::time::timeout(limit, inner.establish(&target)).await {
-                Ok(result) => result,
-                Err(_elapsed) => Err(ConnectError::timeout(limit).with_target(&target.origin)),
-            }
+            let establish = inner.establish(&target);
+            let within = match &target.sleep {
+                Some(sleep) => race(establish, sleep.sleep(limit)).await,
+                None => tokio::time::timeout(limit, establish).await.ok(),
+            };
+            within.unwrap_or_else(|| Err(ConnectError::timeout(limit).with_target(&target.origin)))
         })
     }
+}
+
+/// `work`'s output, or `None` when `timer` completes first.
+async fn race<T>(work: impl Future<Output = T>, mut timer: Sleep) -> Option<T> {
+    let mut work = pin!(work);
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 impl Inner {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pool_core::{OriginKey, Scheme};
+use pool_core::{AsyncSleep, OriginKey, Scheme, Sleep};
 use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectTarget, Connected, DialOptions, HttpConnector, Io,
     Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector, TlsOptions,
@@ -372,6 +372,42 @@ async fn connect_timeout_covers_resolution() {
     let err = connect(&connector, target).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert_eq!(start.elapsed(), Duration::from_millis(1500));
+    assert_eq!(
+        err.to_string(),
+        "connection to https://slow.test timed out after 1.5s"
+    );
+}
+
+/// A sleep that completes at once and records what it was asked for.
+#[derive(Debug, Default)]
+struct InstantSleep(Mutex<Vec<Duration>>);
+
+impl AsyncSleep for InstantSleep {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn connect_timeout_runs_on_the_targets_sleep() {
+    let connector = HttpConnector::new(
+        Arc::new(HangingResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    );
+    let sleep = Arc::new(InstantSleep::default());
+    let target = ConnectTarget {
+        connect_timeout: Some(Duration::from_millis(1500)),
+        sleep: Some(sleep.clone()),
+        ..target(Scheme::Https, "slow.test", 443)
+    };
+    let start = tokio::time::Instant::now();
+    let err = connect(&connector, target).await.unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(*sleep.0.lock().unwrap(), [Duration::from_millis(1500)]);
+    // The given sleep ended the wait, not tokio's timer: no (paused) time went by.
+    assert_eq!(start.elapsed(), Duration::ZERO);
     assert_eq!(
         err.to_string(),
         "connection to https://slow.test timed out after 1.5s"

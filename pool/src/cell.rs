@@ -17,6 +17,7 @@ use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, StreamLease};
 
 use crate::body::RequestBody;
+use crate::client::Client;
 use crate::dispatch::deadline::RequestDeadline;
 use crate::error::Error;
 use crate::partition::PartitionRuntime;
@@ -123,7 +124,8 @@ impl CellEntry {
     /// origin's next ticket).
     ///
     /// `reason` is recorded by a connection established for this request (a warm-up's are
-    /// [`OpenReason::Preconnect`]).
+    /// [`OpenReason::Preconnect`]). `client` supplies the connect timeout an establishment
+    /// launched for it uses, and the sleep that measures its timeouts.
     ///
     /// Adds the time spent waiting (if the request had to wait) to `waited`. `queue` bounds the
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
@@ -132,7 +134,7 @@ impl CellEntry {
         self: &Arc<Self>,
         reason: OpenReason,
         requirement: Requirement,
-        connect_timeout: Option<Duration>,
+        client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
     ) -> Result<Selected, Error> {
@@ -141,7 +143,7 @@ impl CellEntry {
             let acquired = self.cell.acquire_for(
                 reason,
                 requirement,
-                connect_timeout,
+                client.connect_timeout.as_ref(),
                 || shared.next_seq(),
                 || shared.time.now(),
             );
@@ -173,7 +175,7 @@ impl CellEntry {
                     };
                     // On the pool timeout the `WaitGrant` drops here, which withdraws the
                     // waiter (and returns anything granted meanwhile) like a dropped request.
-                    let grant = queue.bound(&*shared.sleep, wait).await;
+                    let grant = queue.bound(&**client.timer(), wait).await;
                     let spent = shared.time.now().saturating_duration_since(since);
                     *waited = Some(waited.unwrap_or_default() + spent);
                     grant?

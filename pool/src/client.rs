@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use pool_core::PartitionId;
 use pool_core::sync::Arc;
+use pool_core::{AsyncSleep, ConnectTimeout, PartitionId};
 
 use crate::body::{Body, RequestBody};
 use crate::cell::CellEntry;
@@ -18,8 +18,9 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A cheap handle for sending requests through one partition of a [`ConnectionPool`].
 ///
-/// Cloning costs one reference-count increment. Connect and read timeouts are request policy
-/// carried by the handle, never part of a connection's identity: clients with different
+/// Cloning costs a few reference-count increments (the pool, the remembered cell, and the
+/// client's sleep when it has one). Timeouts and the sleep that measures them are request
+/// policy carried by the handle, never part of a connection's identity: clients with different
 /// timeouts share the same connections and the same per-origin bound.
 ///
 /// [`ConnectionPool`]: crate::ConnectionPool
@@ -27,7 +28,10 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub struct Client {
     pub(crate) pool: Arc<PoolInner>,
     partition: usize,
-    pub(crate) connect_timeout: Option<Duration>,
+    /// The connect timeout with this client's sleep, built when either is set.
+    pub(crate) connect_timeout: Option<ConnectTimeout>,
+    /// The sleep measuring this client's timeouts; `None`: the pool's.
+    sleep: Option<std::sync::Arc<dyn AsyncSleep>>,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) pool_timeout: Option<Duration>,
     pub(crate) body_idle_timeout: Option<Duration>,
@@ -39,9 +43,10 @@ pub struct Client {
 /// it and looking it up in the partition's map. Set once and only read afterwards (one atomic
 /// load, no lock, so a reuse hit still takes only its cell's lock); clones share it. Cells are
 /// never removed from a partition, so the remembered one stays the origin's cell. Requests to
-/// other origins use the map.
+/// other origins use the map. Clones share one memory (a clone made before the first request,
+/// say with another timeout or sleep, still learns the cell), at one reference count per clone.
 #[derive(Clone, Default)]
-struct FirstCell(std::sync::OnceLock<Remembered>);
+struct FirstCell(std::sync::Arc<std::sync::OnceLock<Remembered>>);
 
 #[derive(Clone)]
 struct Remembered {
@@ -82,7 +87,8 @@ impl Client {
         Client {
             pool,
             partition,
-            connect_timeout,
+            connect_timeout: connect_timeout.map(|limit| ConnectTimeout::new(limit, None)),
+            sleep: None,
             read_timeout,
             pool_timeout,
             body_idle_timeout,
@@ -108,8 +114,28 @@ impl Client {
     /// Sets the connect timeout for connections this client's requests establish: one deadline
     /// for resolution, TCP and TLS. `None` waits as long as the operating system does.
     pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Client {
-        self.connect_timeout = timeout;
+        self.connect_timeout = timeout.map(|limit| ConnectTimeout::new(limit, self.sleep.clone()));
         self
+    }
+
+    /// Sets the sleep that measures this client's timeouts (connect, read, pool and body
+    /// idle) instead of the pool's ([`Builder::sleep`](crate::Builder::sleep)). For a caller
+    /// that runs on a timer of its own, such as an SDK operation's sleep or a simulated clock:
+    /// a connect timeout then races the whole establishment (resolution, TCP, TLS) against
+    /// this sleep. The pool's own policy (idle expiry, lifetimes, maintenance) keeps the
+    /// pool's sleep.
+    pub fn sleep(mut self, sleep: impl AsyncSleep) -> Client {
+        let sleep: std::sync::Arc<dyn AsyncSleep> = std::sync::Arc::new(sleep);
+        self.connect_timeout = self
+            .connect_timeout
+            .map(|timeout| ConnectTimeout::new(timeout.limit(), Some(sleep.clone())));
+        self.sleep = Some(sleep);
+        self
+    }
+
+    /// The sleep measuring this client's timeouts.
+    pub(crate) fn timer(&self) -> &std::sync::Arc<dyn AsyncSleep> {
+        self.sleep.as_ref().unwrap_or(&self.pool.shared.sleep)
     }
 
     /// Sets the read timeout: from the moment the request is first handed to a connection until
@@ -198,7 +224,10 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
             .field("partition", &self.partition())
-            .field("connect_timeout", &self.connect_timeout)
+            .field(
+                "connect_timeout",
+                &self.connect_timeout.as_ref().map(ConnectTimeout::limit),
+            )
             .field("read_timeout", &self.read_timeout)
             .field("pool_timeout", &self.pool_timeout)
             .field("body_idle_timeout", &self.body_idle_timeout)

@@ -105,7 +105,7 @@ async fn warm(client: &Client, entry: &Arc<CellEntry>) -> Result<Warm, Error> {
         .acquire(
             OpenReason::Preconnect,
             Requirement::Any,
-            client.connect_timeout,
+            client,
             &mut queue,
             &mut waited,
         )

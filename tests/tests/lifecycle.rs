@@ -511,3 +511,52 @@ fn a_lifetime_of_zero_or_a_jitter_above_it_is_rejected() {
         .unwrap_err();
     assert_eq!(error.setting(), "max_connection_lifetime_jitter");
 }
+
+/// A sleep that completes at once and records what it was asked for.
+#[derive(Clone, Debug, Default)]
+struct InstantSleep(Arc<std::sync::Mutex<Vec<Duration>>>);
+
+impl pool::AsyncSleep for InstantSleep {
+    fn sleep(&self, duration: Duration) -> pool::Sleep {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clients_own_sleep_measures_its_connect_and_read_timeouts() {
+    let sleep = InstantSleep::default();
+    let pool = ConnectionPool::builder()
+        .resolver(pool_tests::resolve::HangingResolver)
+        .build()
+        .unwrap();
+    let client = pool
+        .client()
+        .unwrap()
+        .connect_timeout(Some(2 * SECOND))
+        .sleep(sleep.clone());
+    let started = tokio::time::Instant::now();
+    let error = client.request(get("http://never.test/")).await.unwrap_err();
+    assert!(error.is_connect_timeout(), "{error:?}");
+    assert_eq!(*sleep.0.lock().unwrap(), [2 * SECOND]);
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "the client's sleep ended the establishment, not the pool's timer"
+    );
+    assert_eq!(pool.stats("http://never.test/").total().establishing, 0);
+
+    let never = Gate::new();
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::new().respond(Reply::ok("late").gate(never))).await;
+    let pool = ConnectionPool::builder().build().unwrap();
+    let sleep = InstantSleep::default();
+    let client = pool
+        .client()
+        .unwrap()
+        .read_timeout(Some(5 * SECOND))
+        .sleep(sleep.clone());
+    let error = client.request(get(&server.url("/"))).await.unwrap_err();
+    assert!(error.is_read_timeout(), "{error:?}");
+    assert_eq!(*sleep.0.lock().unwrap(), [5 * SECOND]);
+}

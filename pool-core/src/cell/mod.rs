@@ -85,6 +85,7 @@ use crate::admission::{Admission, CapacityLease};
 use crate::events::{OpenReason, Protocol};
 use crate::stats::{Gauge, Gauges};
 use crate::sync::{Arc, Mutex};
+use crate::time::ConnectTimeout;
 use crate::waiter::{Requirement, Waiter};
 
 use actions::Actions;
@@ -214,7 +215,7 @@ impl<T: CellTypes> Cell<T> {
     pub fn acquire(
         &self,
         requirement: Requirement,
-        connect_timeout: Option<Duration>,
+        connect_timeout: Option<&ConnectTimeout>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
@@ -228,7 +229,7 @@ impl<T: CellTypes> Cell<T> {
         &self,
         reason: OpenReason,
         requirement: Requirement,
-        connect_timeout: Option<Duration>,
+        connect_timeout: Option<&ConnectTimeout>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
@@ -254,7 +255,7 @@ impl<T: CellTypes> Cell<T> {
     fn acquire_locked(
         &self,
         (reason, requirement): (OpenReason, Requirement),
-        connect_timeout: Option<Duration>,
+        connect_timeout: Option<&ConnectTimeout>,
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
         actions: &mut Actions<T>,
@@ -287,8 +288,9 @@ impl<T: CellTypes> Cell<T> {
                 return Acquire::Saturated;
             }
         }
-        let waiter =
-            Arc::new(Waiter::new(seq(), requirement, connect_timeout).with_open_reason(reason));
+        let waiter = Arc::new(
+            Waiter::new(seq(), requirement, connect_timeout.cloned()).with_open_reason(reason),
+        );
         let needs_flight = self.needs_flight(&st);
         let connection_coming = h2_serves || (needs_flight && st.flights.in_progress());
         if !connection_coming {

@@ -278,7 +278,9 @@ impl Builder {
         self
     }
 
-    /// The sleep maintenance and the read timeout use (tokio's by default).
+    /// The sleep maintenance and the request timeouts (pool, connect, read, body idle) use,
+    /// tokio's by default; [`Client::sleep`](crate::Client::sleep) overrides it for one
+    /// client's requests.
     pub fn sleep(mut self, sleep: impl AsyncSleep) -> Self {
         self.sleep = Some(Arc::new(sleep));
         self

@@ -71,12 +71,12 @@ impl Client {
                 .acquire(
                     OpenReason::Request,
                     requirement,
-                    self.connect_timeout,
+                    self,
                     &mut queue,
                     &mut waited,
                 )
                 .await?;
-            let sleep = &*self.pool.shared.sleep;
+            let sleep = &**self.timer();
             let exchange = match selected {
                 Selected::H1(conn) => {
                     let (served, sent) = h1::start(self, &entry, conn, request, waited);
@@ -166,7 +166,7 @@ impl Client {
         }
         let mut body = body(incoming, handle);
         if let Some(timeout) = self.body_idle_timeout {
-            body = body.with_idle_timeout(timeout, self.pool.shared.sleep.clone());
+            body = body.with_idle_timeout(timeout, self.timer().clone());
         }
         Exchange::Response(Response::from_parts(parts, body))
     }

@@ -28,12 +28,10 @@
 
 mod transport;
 
-use std::time::Duration;
-
-use pool_core::Protocol;
 use pool_core::cell::{CellPermit, Converge, EstablishMode, FlightId, Launch};
 use pool_core::connection::{ConnectionRecord, Releasable};
 use pool_core::sync::Arc;
+use pool_core::{ConnectTimeout, Protocol};
 use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, H2Home, PoolTimer};
 use pool_tls::TokioIo;
@@ -53,7 +51,7 @@ impl CellEntry {
         launch: Launch,
         lease: Option<CellPermit<PoolTypes>>,
     ) {
-        let connect_timeout = waiter.connect_timeout();
+        let connect_timeout = waiter.connect_timeout().cloned();
         let span =
             tracing::debug_span!("establish", origin = %self.origin, partition = %self.runtime.id);
         let guard = LaunchGuard {
@@ -149,7 +147,7 @@ impl Drop for LaunchGuard {
     }
 }
 
-async fn establish(mut guard: LaunchGuard, connect_timeout: Option<Duration>) {
+async fn establish(mut guard: LaunchGuard, connect_timeout: Option<ConnectTimeout>) {
     if let Err(error) = establish_inner(&mut guard, connect_timeout).await {
         guard.fail(error);
     }
@@ -157,7 +155,7 @@ async fn establish(mut guard: LaunchGuard, connect_timeout: Option<Duration>) {
 
 async fn establish_inner(
     guard: &mut LaunchGuard,
-    connect_timeout: Option<Duration>,
+    connect_timeout: Option<ConnectTimeout>,
 ) -> Result<(), Error> {
     let entry = guard.entry.clone();
     let mode = entry.mode();

@@ -2,12 +2,14 @@
 //! pool's connector, count the I/O while it lives, decide the protocol it speaks, and describe
 //! it for the connection's record.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pool_core::cell::EstablishMode;
 use pool_core::connection::PhysicalLink;
 use pool_core::sync::Arc;
-use pool_core::{ConnectionInfo, ConnectionTimings, OpenReason, Protocol, ProxyRoute, TlsDetails};
+use pool_core::{
+    ConnectTimeout, ConnectionInfo, ConnectionTimings, OpenReason, Protocol, ProxyRoute, TlsDetails,
+};
 use pool_tls::{ConnectTarget, Connected, Negotiated};
 
 use crate::cell::CellEntry;
@@ -47,15 +49,25 @@ impl EstablishedMeta {
 /// Connects a transport for `entry`'s origin on its partition (interface included).
 pub(super) async fn connect(
     entry: &CellEntry,
-    connect_timeout: Option<Duration>,
+    connect_timeout: Option<ConnectTimeout>,
 ) -> Result<Established, Error> {
     let shared = &entry.shared;
     let start = shared.time.now();
+    // The request's sleep when its client named one, else the pool's: the connect timeout is
+    // measured on the same timer as the request's other timeouts.
+    let (connect_timeout, sleep) = match connect_timeout {
+        Some(timeout) => {
+            let sleep = timeout.sleep().unwrap_or(&shared.sleep).clone();
+            (Some(timeout.limit()), Some(sleep))
+        }
+        None => (None, None),
+    };
     let target = ConnectTarget {
         origin: entry.origin.clone(),
         alpn: alpn_for(entry.mode()),
         interface: entry.runtime.interface.clone(),
         connect_timeout,
+        sleep,
     };
     let (io, connected) = shared
         .connector
