@@ -305,6 +305,15 @@ impl RequestTemplate {
         }
     }
 
+    /// The payload `hop` sends (empty when it sends none).
+    pub(crate) fn body_for(&self, hop: &Hop) -> Bytes {
+        if hop.send_body {
+            self.body.clone()
+        } else {
+            Bytes::new()
+        }
+    }
+
     /// The bytes a hop that sends data sends.
     pub(crate) fn body_len(&self, hop: &Hop) -> usize {
         if hop.send_body { self.body.len() } else { 0 }
@@ -374,13 +383,8 @@ impl RequestTemplate {
         if !late_sent {
             builder = add_late(builder, &mut late, |n| self.overridden(n));
         }
-        let body = if hop.send_body {
-            self.body.clone()
-        } else {
-            Bytes::new()
-        };
         builder
-            .body(Full::new(body))
+            .body(Full::new(self.body_for(hop)))
             .map_err(|_| CurlError::malformed_url())
     }
 

@@ -149,13 +149,9 @@ impl Schedule {
         self.stopped.load(Ordering::Relaxed)
     }
 
-    /// Takes the next request, or `None` when the run has no more for anyone.
-    pub(crate) fn take(&self) -> Option<Slot> {
-        self.take_at(Instant::now())
-    }
-
-    /// [`take`](Self::take) with the current time given.
-    fn take_at(&self, now: Instant) -> Option<Slot> {
+    /// Takes the next request at `now` (the caller's clock read, which it reuses as a closed
+    /// loop request's start), or `None` when the run has no more for anyone.
+    pub(crate) fn take_at(&self, now: Instant) -> Option<Slot> {
         if self.is_stopped() {
             return None;
         }

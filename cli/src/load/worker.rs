@@ -23,15 +23,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use http::Uri;
 use http_body_util::BodyExt;
 use pool::PartitionId;
 use tokio::sync::watch;
 
 use super::events::chain;
+use super::prototype::Prototype;
 use super::record::{Completed, ErrorClass, Latencies, Record, Served, Tag};
 use super::schedule::Schedule;
-use crate::curl::request::{Hop, RequestTemplate};
 
 /// What every worker of a run shares; read-only apart from the schedule's counter and the
 /// gauges.
@@ -39,10 +38,9 @@ use crate::curl::request::{Hop, RequestTemplate};
 pub(crate) struct RunShared {
     /// When requests start.
     pub(crate) schedule: Schedule,
-    /// What each request sends.
-    pub(crate) template: RequestTemplate,
-    /// The URLs, used round-robin.
-    pub(crate) urls: Vec<Uri>,
+    /// What a request to each URL sends (or why it cannot be built), the URLs used
+    /// round-robin.
+    pub(crate) requests: Vec<Result<Prototype, String>>,
     /// Each URL's origin, as an index into the run's distinct origins (like `urls`).
     pub(crate) url_origins: Vec<usize>,
     /// `-c`: how many workers there are.
@@ -176,38 +174,52 @@ impl Worker {
     async fn requests(&self, record: &mut Record) {
         let run = &*self.run;
         let gauges = self.gauges();
-        let hop = run.template.first_hop();
-        let mut next_url = self.index % run.urls.len();
+        let mut next_url = self.index % run.requests.len();
         if let Some(at) = run.schedule.worker_start(self.index, run.concurrency) {
             tokio::time::sleep_until(at.into()).await;
         }
-        while let Some(slot) = run.schedule.take() {
+        // One clock read per request before it starts: the schedule's deadline check and the
+        // closed loop's start share it.
+        loop {
+            let now = Instant::now();
+            let Some(slot) = run.schedule.take_at(now) else {
+                break;
+            };
             let start = match slot.due {
                 Some(due) => {
-                    if due > Instant::now() {
+                    if due > now {
                         tokio::time::sleep_until(due.into()).await;
                     }
                     due
                 }
-                None => Instant::now(),
+                None => now,
             };
-            let uri = &run.urls[next_url];
+            let prototype = &run.requests[next_url];
             let origin = run.url_origins.get(next_url).copied().unwrap_or(0);
-            next_url = (next_url + 1) % run.urls.len();
+            next_url = (next_url + 1) % run.requests.len();
             record.in_flight = true;
             gauges.in_flight.fetch_add(1, Ordering::Relaxed);
             let outcome = match run.max_time {
-                None => self.exchange(uri, &hop, start, record).await,
-                Some(limit) => tokio::time::timeout(limit, self.exchange(uri, &hop, start, record))
+                None => self.exchange(prototype, start, record).await,
+                Some(limit) => tokio::time::timeout(limit, self.exchange(prototype, start, record))
                     .await
                     .unwrap_or(Err(Failure::MaxTime(limit))),
             };
             record.in_flight = false;
             gauges.in_flight.fetch_sub(1, Ordering::Relaxed);
             let failed_before = record.failures();
+            // A completed request knows when it ended; only a failure reads the clock again.
+            let ended = match &outcome {
+                Ok(completed) => start + completed.total,
+                Err(_) => Instant::now(),
+            };
             let tag = Tag {
-                second: usize::try_from(run.schedule.start().elapsed().as_secs())
-                    .unwrap_or(usize::MAX),
+                second: usize::try_from(
+                    ended
+                        .saturating_duration_since(run.schedule.start())
+                        .as_secs(),
+                )
+                .unwrap_or(usize::MAX),
                 origin,
             };
             match outcome {
@@ -227,16 +239,14 @@ impl Worker {
     /// One request: send, wait for the head, read the body to its end.
     async fn exchange(
         &self,
-        uri: &Uri,
-        hop: &Hop,
+        prototype: &Result<Prototype, String>,
         start: Instant,
         record: &mut Record,
     ) -> Result<Completed, Failure> {
-        let request = self
-            .run
-            .template
-            .build(uri, hop)
-            .map_err(|e| Failure::Build(e.message().to_owned()))?;
+        let request = match prototype {
+            Ok(prototype) => prototype.request(),
+            Err(message) => return Err(Failure::Build(message.clone())),
+        };
         let response = self.client.request(request).await.map_err(Failure::Pool)?;
         let head_at = Instant::now();
         let served = Some(response.body().connection()).map(|handle| Served {

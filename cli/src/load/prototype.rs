@@ -1,0 +1,89 @@
+//! The requests of a run, built once per URL and copied for every request.
+//!
+//! A load run sends the same request to each URL again and again. Curl mode's
+//! [`RequestTemplate`] builds one header by header through `http`'s builder, which grows the
+//! header map entry by entry and moves the request's parts at each step; here it builds each
+//! URL's request once, and a request of the run is a copy of those parts (the header map is
+//! cloned whole, the URI and header values share their bytes).
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Uri, Version};
+use http_body_util::Full;
+
+use crate::curl::request::RequestTemplate;
+
+/// One URL's request, as every request of the run to that URL sends it.
+#[derive(Debug)]
+pub(crate) struct Prototype {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Prototype {
+    /// The request `template` sends to `uri` (as the first hop of a transfer).
+    ///
+    /// # Errors
+    ///
+    /// The template's message when it cannot build the request.
+    pub(crate) fn of(template: &RequestTemplate, uri: &Uri) -> Result<Prototype, String> {
+        let hop = template.first_hop();
+        let request = template
+            .build(uri, &hop)
+            .map_err(|e| e.message().to_owned())?;
+        let (parts, _) = request.into_parts();
+        Ok(Prototype {
+            method: parts.method,
+            uri: parts.uri,
+            version: parts.version,
+            headers: parts.headers,
+            body: template.body_for(&hop),
+        })
+    }
+
+    /// A request equal to the one [`of`](Self::of) built.
+    pub(crate) fn request(&self) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(self.body.clone()));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.version_mut() = self.version;
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_copy_is_the_request_the_template_builds() {
+        let argv = [
+            "-H",
+            "X-One: 1",
+            "-H",
+            "Accept: text/plain",
+            "-d",
+            "abc",
+            "http://a/",
+        ];
+        let (args, matches) = crate::curl::args::parse_test_args(&argv);
+        let data = args.request.data_in_order(&matches);
+        let template = RequestTemplate::new(&args.request, false, &data).unwrap();
+        let uri: Uri = "http://example.test:8080/path?q=1".parse().unwrap();
+        let built = template.build(&uri, &template.first_hop()).unwrap();
+        let copied = Prototype::of(&template, &uri).unwrap().request();
+        assert_eq!(copied.method(), built.method());
+        assert_eq!(copied.method(), Method::POST);
+        assert_eq!(copied.uri(), built.uri());
+        assert_eq!(copied.version(), built.version());
+        assert_eq!(copied.headers(), built.headers());
+        assert_eq!(copied.headers()["x-one"], "1");
+        let built = built.into_body().collect().await.unwrap().to_bytes();
+        let copied = copied.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!((copied, built), ("abc".into(), "abc".into()));
+    }
+}
