@@ -12,6 +12,12 @@ pub trait Member: Send + Sync + Sized + 'static {
     /// [`ack`](Admission::ack) it), or `None` when the cell took a free permit itself (the
     /// cell then [`publish`](Admission::publish)es its demand).
     fn deliver_permit(&self, lease: CapacityLease<Self>, delivery: Option<DeliveryId>);
+
+    /// The cell's last permit is about to return: it publishes its exact demand first. A cell
+    /// that holds permits may leave an older head published while it serves its own requests
+    /// (see `Cell::demand_after_serving`); once it holds none, its head competes in the
+    /// first-come order among partitions without capacity, where it must be exact.
+    fn refresh_demand(&self) {}
 }
 
 /// A permit to hand to a partition, decided under the admission lock and delivered after it.

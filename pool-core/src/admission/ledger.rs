@@ -151,6 +151,12 @@ impl<C: Member> Admission<C> {
     /// Returns `partition`'s permit: it goes to the next ticket (see `delivery`), or becomes
     /// free.
     fn release_permit(&self, partition: usize) {
+        // Read without the lock: a refresh that turns out unneeded republishes nothing new.
+        if self.held(partition) == 1 {
+            if let Some(cell) = self.cell(partition) {
+                cell.refresh_demand();
+            }
+        }
         self.decide_and_deliver(|state| {
             state.ledger.returned();
             let previous = self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);

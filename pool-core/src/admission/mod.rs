@@ -30,7 +30,9 @@
 //!   oldest request does not republish a head that merely moved on (only demand appearing or
 //!   disappearing), so a busy partition does not take the origin-wide lock per request; its
 //!   ticket's head may then be older than its current oldest request (see
-//!   `Cell::demand_after_serving` for why that is harmless).
+//!   `Cell::demand_after_serving` for why that is harmless). When a partition's last permit
+//!   returns, its cell republishes the exact head first ([`Member::refresh_demand`]), so a
+//!   partition holding nothing never competes with a head older than its real one.
 //! * `placement`: the shares of the permits among partitions, and the rules built on them: who
 //!   goes first for a returning connection ([`Admission::precedence`]), which ticket a permit
 //!   goes to (the oldest of a partition below its share, else the oldest), and when a spare

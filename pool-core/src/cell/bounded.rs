@@ -62,7 +62,9 @@ impl<T: CellTypes> Cell<T> {
     /// served is its own), so its head takes part only in placement's choices among partitions
     /// that hold permits (which ticket a permit goes to, which one a spare connection serves),
     /// never in the first-come order among partitions that hold none; a cancellation
-    /// republishes the exact head.
+    /// republishes the exact head, and so does the cell when its last permit returns
+    /// ([`Member::refresh_demand`](crate::admission::Member::refresh_demand)), before that
+    /// permit is placed.
     pub(super) fn demand_after_serving(&self, st: &mut State<T>) -> Option<Demand> {
         self.bound.as_ref()?;
         snapshot(st, Publish::OnAppearance, || self.hooks.time.now())

@@ -20,6 +20,10 @@ impl<T: CellTypes> Member for Cell<T> {
             None => drop(lease),
         }
     }
+
+    fn refresh_demand(&self) {
+        self.republish();
+    }
 }
 
 impl<T: CellTypes> Bounded<'_, T> {

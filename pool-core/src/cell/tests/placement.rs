@@ -156,3 +156,33 @@ fn a_free_permit_goes_to_a_partition_below_its_share_before_an_older_ticket() {
     assert!(take(&older_a).is_none());
     assert_eq!((admission.held(0), admission.held(1)), (1, 1));
 }
+
+#[test]
+fn a_partition_whose_last_connection_closes_competes_with_its_exact_head() {
+    let t0 = Instant::now();
+    let (admission, rigs) = bounded(1, None, vec![0, 1]);
+    set_clocks(&rigs, t0);
+    let (a, a_link) = held_connection(&rigs[0], 1, t0);
+    let older_a = rigs[0].wait(Requirement::Any, 2, t0);
+    let older_b = rigs[1].wait(Requirement::Any, 3, t0);
+    let newer_a = rigs[0].wait(Requirement::Any, 4, t0);
+    // Partition 0's connection serves its own oldest request (2, older than partition 1's 3);
+    // the head it leaves published is 2 while its real one is now 4.
+    assert_eq!(rigs[0].cell.release_h1(a, t0), Released::Delivered);
+    let Some(Grant::H1(a)) = take(&older_a) else {
+        panic!("partition 0's older request is served locally")
+    };
+    // That connection closes: partition 0 holds nothing any more and its permit returns. It
+    // goes to partition 1, whose request (3) is older than partition 0's real head (4).
+    let record = a.record.clone();
+    drop(a);
+    record.close(CloseReason::ProtocolClosed, None);
+    drop(record);
+    a_link.gone();
+    let to_b = rigs[1].launches_with_permits();
+    assert_eq!(to_b.len(), 1, "the permit went to the older request");
+    assert!(Arc::ptr_eq(&to_b[0].0, &older_b));
+    assert!(rigs[0].launches().is_empty());
+    assert!(take(&newer_a).is_none());
+    assert_eq!((admission.held(0), admission.held(1)), (0, 1));
+}
