@@ -4,6 +4,8 @@
 //! lifts the fence.
 
 use super::{Admission, CapacityLease, DeliveryId, State};
+use crate::stats::Gauges;
+use crate::sync::Arc;
 use crate::sync::atomic::Ordering;
 
 /// A cell of a bounded origin, as admission sees it: something a permit can be delivered to.
@@ -12,6 +14,9 @@ pub trait Member: Send + Sync + Sized + 'static {
     /// [`ack`](Admission::ack) it), or `None` when the cell took a free permit itself (the
     /// cell then [`publish`](Admission::publish)es its demand).
     fn deliver_permit(&self, lease: CapacityLease<Self>, delivery: Option<DeliveryId>);
+
+    /// The cell's gauges, which admission keeps so a peer can read them without the cell.
+    fn gauges(&self) -> &Arc<Gauges>;
 
     /// The cell's last permit is about to return: it publishes its exact demand first. A cell
     /// that holds permits may leave an older head published while it serves its own requests
@@ -53,7 +58,7 @@ impl<C: Member> Admission<C> {
             let mut state = self.shared.state.lock();
             change(&mut state);
             let delivery = self.next_delivery(&mut state);
-            self.update_pressure(&state);
+            self.update_hints(&state);
             delivery
         };
         self.deliver(delivery);
@@ -80,7 +85,7 @@ impl<C: Member> Admission<C> {
                 state.order.unfence(partition, id, head);
                 state.ledger.put_back();
                 self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);
-                self.update_pressure(&state);
+                self.update_hints(&state);
             }
         }
     }

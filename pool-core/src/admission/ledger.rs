@@ -121,14 +121,26 @@ impl<C: Member> Admission<C> {
 
     /// Takes a free permit for `partition` if one exists and no other partition is waiting for
     /// one (a newer request never overtakes an older ticket).
+    ///
+    /// # Concurrency
+    ///
+    /// With no permit free by the lock-free hint, this returns at once without the lock (every
+    /// request of a bounded origin at its bound misses, on every partition). A permit freed
+    /// after that read is not lost: a release with a ticket waiting delivers it to that ticket,
+    /// and the caller publishes its demand next, which takes any free permit for the oldest
+    /// ticket.
     pub fn take_free_permit(&self, partition: usize) -> Option<CapacityLease<C>> {
-        let mut state = self.shared.state.lock();
-        if state.order.is_empty() && state.ledger.take() {
-            self.hold(partition);
-            Some(CapacityLease::new(self.clone(), partition))
-        } else {
-            None
+        if self.shared.free.load(Ordering::SeqCst) == 0 {
+            return None;
         }
+        let mut state = self.shared.state.lock();
+        let taken = state.order.is_empty() && state.ledger.take();
+        self.update_hints(&state);
+        drop(state);
+        taken.then(|| {
+            self.hold(partition);
+            CapacityLease::new(self.clone(), partition)
+        })
     }
 
     /// Permits partition `partition` holds (read without the lock; exact under it).

@@ -61,6 +61,7 @@ mod placement;
 use std::fmt;
 use std::time::Duration;
 
+use crate::stats::Gauges;
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex};
 
@@ -104,6 +105,12 @@ struct Shared<C: Member> {
     /// without it by connections returning to a cell with nobody waiting (the common case must
     /// not take an origin-wide lock).
     pressure: AtomicBool,
+    /// The ledger's free permits, written under the lock after each change and read without it
+    /// by a miss, which then skips the lock when none is free (see `take_free_permit`).
+    free: AtomicUsize,
+    /// Partition index → the gauges of the origin's cell there, once registered: a miss reads
+    /// its peers' idle counts here before it takes any of their locks or references.
+    gauges: Vec<std::sync::OnceLock<Arc<Gauges>>>,
     /// Partition index → eligibility group index (fixed at construction).
     groups: Vec<usize>,
     /// Partition index → the origin's cell there, once created. Strong references (loom models
@@ -155,6 +162,10 @@ impl<C: Member> Admission<C> {
             held: (0..partitions).map(|_| AtomicUsize::new(0)).collect(),
             waiting: AtomicUsize::new(0),
             pressure: AtomicBool::new(false),
+            free: AtomicUsize::new(limit),
+            gauges: (0..partitions)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
             cells: (0..partitions).map(|_| Mutex::new(None)).collect(),
             registered: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
             groups,
@@ -185,6 +196,7 @@ impl<C: Member> Admission<C> {
     /// while the cell was not yet registered (its requests were already publishing) is
     /// delivered now.
     pub fn register(&self, partition: usize, cell: Arc<C>) {
+        let _ = self.shared.gauges[partition].set(cell.gauges().clone());
         *self.shared.cells[partition].lock() = Some(cell);
         self.shared.registered[partition].store(true, Ordering::Release);
         self.decide_and_deliver(|_| {});
@@ -201,6 +213,21 @@ impl<C: Member> Admission<C> {
     /// The origin's cell in partition `partition`, if it exists.
     pub fn cell(&self, partition: usize) -> Option<Arc<C>> {
         self.shared.cells.get(partition)?.lock().clone()
+    }
+
+    /// The gauges of partition `partition`'s cell, once it is registered; read without any lock
+    /// (they stay after [`detach`](Self::detach): they hold no reference back).
+    pub fn gauges(&self, partition: usize) -> Option<&Gauges> {
+        self.shared
+            .gauges
+            .get(partition)?
+            .get()
+            .map(|gauges| &**gauges)
+    }
+
+    /// Whether partitions `a` and `b` are in the same eligibility group.
+    pub fn same_group(&self, a: usize, b: usize) -> bool {
+        self.shared.groups[a] == self.shared.groups[b]
     }
 
     /// Whether partition `partition`'s cell is registered (readable under the state lock).
@@ -265,11 +292,15 @@ impl<C: Member> Admission<C> {
         self.shared.pressure.load(Ordering::SeqCst)
     }
 
-    /// Recomputes the pressure flag; called with the state locked, after every change.
-    fn update_pressure(&self, state: &State) {
+    /// Recomputes the lock-free hints (the pressure flag, the free permits); called with the
+    /// state locked, after every change.
+    fn update_hints(&self, state: &State) {
         self.shared
             .pressure
             .store(state.order.has_demand(), Ordering::SeqCst);
+        self.shared
+            .free
+            .store(state.ledger.available(), Ordering::SeqCst);
     }
 }
 

@@ -172,7 +172,7 @@ impl<C: Member> Admission<C> {
                 order.set_ticket(partition, demand);
                 self.next_delivery(&mut state)
             };
-            self.update_pressure(&state);
+            self.update_hints(&state);
             delivery
         };
         self.deliver(delivery);
@@ -196,7 +196,7 @@ impl<C: Member> Admission<C> {
             slot.ticket = Ticket::Inactive;
             order.set_ticket(partition, newest);
             let delivery = self.next_delivery(&mut state);
-            self.update_pressure(&state);
+            self.update_hints(&state);
             delivery
         };
         self.deliver(delivery);

@@ -181,7 +181,7 @@ impl<C: Member> Admission<C> {
         };
         if groups[q] == groups[source] {
             let id = state.order.fence(head, q);
-            self.update_pressure(&state);
+            self.update_hints(&state);
             return Precedence::Borrow(q, id);
         }
         if permit_coming {
@@ -206,7 +206,7 @@ impl<C: Member> Admission<C> {
             .active()
             .find(|&(_, p)| p != source && groups[p] == group && self.is_registered(p))?;
         let id = state.order.fence(head, partition);
-        self.update_pressure(&state);
+        self.update_hints(&state);
         Some((partition, id))
     }
 

@@ -88,14 +88,19 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// handshake (see [`Admission::under_pressure`](crate::admission::Admission::under_pressure)).
     pub(super) fn try_borrow(&self) -> bool {
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        for peer_index in self.admission().peers_in_group(self.partition()) {
-            let Some(peer) = self.peer(peer_index) else {
+        let admission = self.admission();
+        for peer_index in admission.peers_in_group(self.partition()) {
+            // The peer's gauges first, without its cell: at the bound every request misses,
+            // and a peer with nothing to lend is the common answer.
+            let Some(gauges) = admission.gauges(peer_index) else {
                 continue;
             };
-            let gauges = peer.gauges();
             if gauges.get(Gauge::H1Idle) == 0 && gauges.get(Gauge::H2Accepting) == 0 {
                 continue;
             }
+            let Some(peer) = self.peer(peer_index) else {
+                continue;
+            };
             if let Some(lent) = peer.lend() {
                 return self.accept_loan(lent, peer_index);
             }

@@ -10,7 +10,8 @@ use super::bounded::Bounded;
 use super::{Actions, Cell, CellPermit, CellTypes, Grant, PooledH1};
 use crate::admission::{DeliveryId, Member};
 use crate::close::CloseReason;
-use crate::stats::Gauge;
+use crate::stats::{Gauge, Gauges};
+use crate::sync::Arc;
 
 impl<T: CellTypes> Member for Cell<T> {
     fn deliver_permit(&self, lease: CellPermit<T>, delivery: Option<DeliveryId>) {
@@ -23,6 +24,10 @@ impl<T: CellTypes> Member for Cell<T> {
 
     fn refresh_demand(&self) {
         self.republish();
+    }
+
+    fn gauges(&self) -> &Arc<Gauges> {
+        &self.gauges
     }
 }
 

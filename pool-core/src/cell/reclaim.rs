@@ -36,20 +36,23 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// closing a connection this request may use would only delay it.
     pub(super) fn try_reclaim(&self) {
         let admission = self.admission();
-        if !admission.wants_reclaim() {
+        let me = self.partition();
+        // Only an idle connection can be reclaimed: with none at any peer (the steady state at
+        // the bound), neither the admission lock nor a peer's cell is touched.
+        let idle_at = |peer: usize| {
+            admission
+                .gauges(peer)
+                .is_some_and(|gauges| gauges.get(Gauge::H1Idle) > 0)
+        };
+        if !admission.peers(me).any(idle_at) || !admission.wants_reclaim() {
             return;
         }
-        let me = self.partition();
         let now = self.cell.hooks.time.now();
-        let own_group: Vec<usize> = admission.peers_in_group(me).collect();
-        for peer_index in admission.peers(me) {
+        for peer_index in admission.peers(me).filter(|p| idle_at(*p)) {
             let Some(peer) = self.peer(peer_index) else {
                 continue;
             };
-            if peer.gauges().get(Gauge::H1Idle) == 0 {
-                continue;
-            }
-            if own_group.contains(&peer_index) {
+            if admission.same_group(me, peer_index) {
                 if let Some(conn) = peer.lend_idle() {
                     self.accept_loan(Lent::H1(conn), peer_index);
                     return;
