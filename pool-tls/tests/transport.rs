@@ -357,27 +357,6 @@ async fn nonexistent_interface_is_an_interface_and_connect_error() {
     assert!(err.is_interface() && err.is_connect(), "{err}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn connect_timeout_covers_resolution() {
-    let connector = HttpConnector::new(
-        Arc::new(HangingResolver),
-        DialOptions::default(),
-        TlsConnector::new(TlsOptions::default()).unwrap(),
-    );
-    let target = ConnectTarget {
-        connect_timeout: Some(Duration::from_millis(1500)),
-        ..target(Scheme::Https, "slow.test", 443)
-    };
-    let start = tokio::time::Instant::now();
-    let err = connect(&connector, target).await.unwrap_err();
-    assert!(err.is_timeout(), "{err}");
-    assert_eq!(start.elapsed(), Duration::from_millis(1500));
-    assert_eq!(
-        err.to_string(),
-        "connection to https://slow.test timed out after 1.5s"
-    );
-}
-
 /// A sleep that completes at once and records what it was asked for.
 #[derive(Debug, Default)]
 struct InstantSleep(Mutex<Vec<Duration>>);
@@ -389,29 +368,37 @@ impl AsyncSleep for InstantSleep {
     }
 }
 
+/// The timeout covers a resolution that never ends, measured by tokio's timer (the paused
+/// clock moves by the limit) or, when the target names one, by its sleep (the clock does not
+/// move: that sleep ended the wait).
 #[tokio::test(start_paused = true)]
-async fn connect_timeout_runs_on_the_targets_sleep() {
+async fn connect_timeout_covers_resolution_on_tokios_timer_or_the_targets_sleep() {
     let connector = HttpConnector::new(
         Arc::new(HangingResolver),
         DialOptions::default(),
         TlsConnector::new(TlsOptions::default()).unwrap(),
     );
-    let sleep = Arc::new(InstantSleep::default());
-    let target = ConnectTarget {
-        connect_timeout: Some(Duration::from_millis(1500)),
-        sleep: Some(sleep.clone()),
-        ..target(Scheme::Https, "slow.test", 443)
-    };
-    let start = tokio::time::Instant::now();
-    let err = connect(&connector, target).await.unwrap_err();
-    assert!(err.is_timeout(), "{err}");
-    assert_eq!(*sleep.0.lock().unwrap(), [Duration::from_millis(1500)]);
-    // The given sleep ended the wait, not tokio's timer: no (paused) time went by.
-    assert_eq!(start.elapsed(), Duration::ZERO);
-    assert_eq!(
-        err.to_string(),
-        "connection to https://slow.test timed out after 1.5s"
-    );
+    let limit = Duration::from_millis(1500);
+    let instant = Arc::new(InstantSleep::default());
+    for (sleep, elapsed) in [
+        (None, limit),
+        (Some(instant.clone() as Arc<dyn AsyncSleep>), Duration::ZERO),
+    ] {
+        let target = ConnectTarget {
+            connect_timeout: Some(limit),
+            sleep,
+            ..target(Scheme::Https, "slow.test", 443)
+        };
+        let start = tokio::time::Instant::now();
+        let err = connect(&connector, target).await.unwrap_err();
+        assert!(err.is_timeout(), "{err}");
+        assert_eq!(start.elapsed(), elapsed);
+        assert_eq!(
+            err.to_string(),
+            "connection to https://slow.test timed out after 1.5s"
+        );
+    }
+    assert_eq!(*instant.0.lock().unwrap(), [limit]);
 }
 
 // ---- TLS ---------------------------------------------------------------------------------

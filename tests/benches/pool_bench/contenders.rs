@@ -92,6 +92,14 @@ fn get(uri: &Uri) -> Request<Empty<Bytes>> {
         .expect("request")
 }
 
+/// A pool builder as a user who did not ask for the `metrics` feature gets it. The bench shares
+/// its crate, and so its features, with the integration tests, which turn `pool/metrics` on; a
+/// pool of such a build publishes every event (a reuse included) through the facade unless told
+/// not to, a cost the other contenders and a user without the feature never pay.
+pub(crate) fn pool_builder() -> pool::Builder {
+    pool::ConnectionPool::builder().metrics(false)
+}
+
 /// Our pool.
 pub(crate) struct PoolWorker {
     pub(crate) client: pool::Client,

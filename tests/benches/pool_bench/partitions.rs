@@ -16,7 +16,7 @@ use pool::{
     PartitionId, TokioDriverSpawner,
 };
 
-use crate::contenders::{PoolWorker, Sample, closed_loop};
+use crate::contenders::{PoolWorker, Sample, closed_loop, pool_builder};
 use crate::report::{Scenario, spread};
 use crate::scenarios::{Plan, current_thread, merge, rounds};
 use crate::server::serve_h1_io;
@@ -42,13 +42,12 @@ fn pool_over(
     runtimes: &[tokio::runtime::Runtime],
     configure: impl FnOnce(pool::Builder) -> pool::Builder,
 ) -> ConnectionPool {
-    let builder =
-        ConnectionPool::builder().partitions(runtimes.iter().enumerate().map(|(i, rt)| {
-            Partition::new(
-                PartitionId::from_index(i as u32),
-                TokioDriverSpawner::from_handle(rt.handle().clone()),
-            )
-        }));
+    let builder = pool_builder().partitions(runtimes.iter().enumerate().map(|(i, rt)| {
+        Partition::new(
+            PartitionId::from_index(i as u32),
+            TokioDriverSpawner::from_handle(rt.handle().clone()),
+        )
+    }));
     configure(builder).build().expect("pool")
 }
 

@@ -13,12 +13,12 @@ use http::Uri;
 use hyper_util::client::legacy::Client as LegacyClient;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo as UtilIo, TokioTimer};
-use pool::{ConnectionPool, ProtocolPolicy};
+use pool::ProtocolPolicy;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::alloc::count_allocations;
 use crate::contenders::{
-    LegacyWorker, PoolWorker, RawH1Worker, RawH2Worker, Sample, Worker, closed_loop,
+    LegacyWorker, PoolWorker, RawH1Worker, RawH2Worker, Sample, Worker, closed_loop, pool_builder,
 };
 use crate::hyper_util_tls::RustlsConnector;
 use crate::report::{Measured, Scenario};
@@ -92,7 +92,7 @@ pub(crate) fn h1_keep_alive(
         .map(|&c| {
             let pool = || {
                 current_thread().block_on(async {
-                    let client = ConnectionPool::builder()
+                    let client = pool_builder()
                         .build()
                         .expect("pool")
                         .client()
@@ -153,7 +153,7 @@ pub(crate) fn h2c(servers: &Servers, plan: Plan, concurrency: &[usize]) -> Vec<S
         .map(|&c| {
             let pool = || {
                 current_thread().block_on(async {
-                    let pool = ConnectionPool::builder()
+                    let pool = pool_builder()
                         .protocol(ProtocolPolicy::Http2PriorKnowledge)
                         .build()
                         .expect("pool");
@@ -382,7 +382,7 @@ pub(crate) fn cold_alpn_burst(servers: &Servers, rounds: usize) -> Vec<(&'static
         let uri = uri.clone();
         let ca = servers.ca_pem.clone();
         Box::pin(async move {
-            let pool = ConnectionPool::builder()
+            let pool = pool_builder()
                 .native_roots(false)
                 .add_root_certificates_pem(ca)
                 .build()
@@ -461,7 +461,7 @@ pub(crate) fn allocations(
         let addr = if h2 { servers.h2c } else { h1_addr };
         let runtime = current_thread();
         let pool_worker = runtime.block_on(async {
-            let mut builder = ConnectionPool::builder();
+            let mut builder = pool_builder();
             if h2 {
                 builder = builder.protocol(ProtocolPolicy::Http2PriorKnowledge);
             }

@@ -64,7 +64,9 @@ fn client(index: usize, target: Target, ca_pem: &str) -> SharedHttpClient {
     let provider = || Provider::Rustls(CryptoMode::Ring);
     match (index, target) {
         (0, Target::Http { bound }) => {
-            let mut builder = pool_smithy::PoolHttpClient::builder().native_roots(false);
+            let mut builder = pool_smithy::PoolHttpClient::builder()
+                .native_roots(false)
+                .configure_pool(|b| b.metrics(false));
             if let Some(n) = bound {
                 builder = builder.max_connections_per_host(n);
             }
@@ -73,6 +75,7 @@ fn client(index: usize, target: Target, ca_pem: &str) -> SharedHttpClient {
         (0, Target::Tls) => SharedHttpClient::new(
             pool_smithy::PoolHttpClient::builder()
                 .native_roots(false)
+                .configure_pool(|b| b.metrics(false))
                 .add_root_certificates_pem(ca_pem.to_owned())
                 .build()
                 .expect("pool-smithy"),
