@@ -141,10 +141,28 @@ impl<T: CellTypes> Bounded<'_, T> {
 
     /// Publishes the cell's demand if it changed.
     pub(super) fn republish(&self) {
+        self.publish_if(Publish::OnChange);
+    }
+
+    /// After a miss: publishes demand that appeared or went, and a changed head only while
+    /// this partition holds no permit. At the bound every request misses, and the head it
+    /// sees has usually moved on since the last publication (a returning connection served
+    /// the old one, see [`Cell::demand_after_serving`]); republishing it would take the
+    /// origin-wide lock on every request. A partition holding permits may leave the older head
+    /// published, for the same reason as there; one holding none publishes the exact head,
+    /// which the first-come order among such partitions needs (and its last permit's return
+    /// republishes it first, see `refresh_demand`).
+    pub(super) fn publish_after_miss(&self) {
+        if self.admission().held(self.partition()) > 0 {
+            self.publish_if(Publish::OnAppearance);
+        } else {
+            self.publish_if(Publish::OnChange);
+        }
+    }
+
+    fn publish_if(&self, publish: Publish) {
         let time = &self.cell.hooks.time;
-        let demand = snapshot(&mut self.cell.state.lock(), Publish::OnChange, || {
-            time.now()
-        });
+        let demand = snapshot(&mut self.cell.state.lock(), publish, || time.now());
         if let Some(demand) = demand {
             self.admission().publish(self.partition(), demand);
         }

@@ -40,7 +40,7 @@ impl<T: CellTypes> Bounded<'_, T> {
             self.deliver_permit(lease, None);
             return;
         }
-        self.republish();
+        self.publish_after_miss();
         if self.try_borrow() {
             return;
         }
