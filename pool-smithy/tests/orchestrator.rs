@@ -13,6 +13,8 @@ use aws_smithy_runtime_api::client::http::telemetry::{
     CaptureHttpAttemptTelemetry, ConnectionUsage,
 };
 use aws_smithy_runtime_api::client::http::{HttpClient, SharedHttpClient};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponentsBuilder;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::config_bag::ConfigBag;
@@ -23,6 +25,23 @@ use pool_tests::client::{origin, settle};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::HangingResolver;
+
+/// Waits until `call` asked `sleep` for exactly `limit`, checks that it is still waiting (only
+/// that sleep can end it), fires the sleep and returns the call's error.
+async fn fails_when_the_sleep_fires(
+    sleep: &ManualSleep,
+    limit: Duration,
+    call: tokio::task::JoinHandle<Result<HttpResponse, ConnectorError>>,
+) -> ConnectorError {
+    sleep.wait_requested(1).await;
+    assert_eq!(sleep.requested(), [limit]);
+    assert!(
+        !call.is_finished(),
+        "only the operation's sleep ends the wait"
+    );
+    sleep.fire();
+    call.await.unwrap().expect_err("the timeout")
+}
 
 fn shared(client: &PoolHttpClient) -> SharedHttpClient {
     SharedHttpClient::new(client.clone())
@@ -129,14 +148,7 @@ async fn the_read_timeout_runs_on_the_operations_sleep() {
         async move { attempt(&components, &settings, request).await }
     });
     server.wait_for_requests(1).await;
-    sleep.wait_requested(1).await;
-    assert_eq!(sleep.requested(), [Duration::from_secs(5)]);
-    assert!(
-        !call.is_finished(),
-        "only the operation's sleep ends the wait"
-    );
-    sleep.fire();
-    let error = call.await.unwrap().expect_err("read timeout");
+    let error = fails_when_the_sleep_fires(&sleep, Duration::from_secs(5), call).await;
     assert!(error.is_timeout(), "{error:?}");
     let source = std::error::Error::source(&error).expect("source");
     assert_eq!(
@@ -194,14 +206,7 @@ async fn the_connect_timeout_runs_on_the_operations_sleep() {
         async move { attempt(&components, &settings, get("http://hangs.test/")).await }
     });
     // The establishment on the pool's partition asks the operation's sleep for the limit.
-    sleep.wait_requested(1).await;
-    assert_eq!(sleep.requested(), [Duration::from_secs(3)]);
-    assert!(
-        !call.is_finished(),
-        "only the operation's sleep ends the establishment"
-    );
-    sleep.fire();
-    let error = call.await.unwrap().expect_err("connect timeout");
+    let error = fails_when_the_sleep_fires(&sleep, Duration::from_secs(3), call).await;
     assert!(error.is_timeout(), "{error:?}");
     assert!(common::never_connected(&error), "{error:?}");
     let stats = client.pool().stats("http://hangs.test/").total();
