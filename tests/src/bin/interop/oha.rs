@@ -1,10 +1,11 @@
 //! `poolcurl load` beside oha (the Rust load tool most people reach for) on the same nginx URL,
 //! with the same load: HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both),
 //! and TLS with ALPN h2 with 64 streams on one connection (poolcurl `-c 64 --http2`, which the
-//! pool serves with one connection; oha `-c 1 -p 64 --http2`). One `-z 5s` run of each tool per
-//! case, poolcurl first, with one partition per CPU (oha's runtime has one worker per CPU).
-//! For each: completed responses per second (responses / run time) and
-//! the latency percentiles each tool computes over its complete responses. Both run against
+//! pool serves with one connection; oha `-c 1 -p 64 --http2`). Three `-z 4s` runs of each tool
+//! per case, alternating, poolcurl first, with one partition per CPU (oha's runtime has one
+//! worker per CPU). For each: completed responses per second (responses / run time) and the
+//! latency percentiles each tool computes over its complete responses, each the median of the
+//! tool's runs. Both run against
 //! listeners without nginx's 1000 requests per connection: otherwise nginx's GOAWAY would catch
 //! requests that poolcurl re-sends (counted in its latencies) and oha reports as errors
 //! (dropped from its latencies).
@@ -20,7 +21,12 @@
 use super::*;
 
 /// How long each run loads.
-const SECONDS: &str = "5s";
+const SECONDS: &str = "4s";
+
+/// Runs of each tool per case, alternating; the table shows each figure's median. One run per
+/// tool swings by 10–20% on a 2-core machine shared with nginx, more than the difference being
+/// measured.
+const ROUNDS: usize = 3;
 
 /// What one tool measured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -88,14 +94,18 @@ pub(crate) fn oha_comparison(
     ];
     let mut rows = Vec::new();
     let mut table = String::from(
-        "\npoolcurl load vs oha (same nginx URL, one run each)\n\
+        "\npoolcurl load vs oha (same nginx URL, medians of 3 alternating runs each)\n\
          case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
     );
     for (case, ours, theirs) in cases {
         eprintln!("interop: poolcurl load vs oha, {case} ...");
         let name = format!("poolcurl load vs oha, {case}");
-        let pool = run_poolcurl(poolcurl, &ours);
-        let other = run_oha(oha, &theirs);
+        let (mut ours_runs, mut theirs_runs) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            ours_runs.push(run_poolcurl(poolcurl, &ours));
+            theirs_runs.push(run_oha(oha, &theirs));
+        }
+        let (pool, other) = (median(ours_runs), median(theirs_runs));
         let mut row = Row::new(name, None);
         row.details.push(format!(
             "poolcurl load --no-progress --output-format json {}",
@@ -138,6 +148,22 @@ pub(crate) fn oha_comparison(
         rows.push(row);
     }
     (rows, table)
+}
+
+/// The median of each figure over `runs` (failures summed); the first error if any run failed.
+fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
+    let runs: Vec<Measured> = runs.into_iter().collect::<Result<_, _>>()?;
+    let mid = |pick: fn(&Measured) -> f64| {
+        let mut values: Vec<f64> = runs.iter().map(pick).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    Ok(Measured {
+        rps: mid(|m| m.rps),
+        p50_ms: mid(|m| m.p50_ms),
+        p99_ms: mid(|m| m.p99_ms),
+        failed: runs.iter().map(|m| m.failed).sum(),
+    })
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
