@@ -105,8 +105,19 @@ pub(crate) fn oha_comparison(
             ours_runs.push(run_poolcurl(poolcurl, &ours));
             theirs_runs.push(run_oha(oha, &theirs));
         }
-        let (pool, other) = (median(ours_runs), median(theirs_runs));
         let mut row = Row::new(name, None);
+        for (tool, runs) in [("poolcurl", &ours_runs), ("oha", &theirs_runs)] {
+            let each: Vec<String> = runs
+                .iter()
+                .map(|run| match run {
+                    Ok(m) => format!("{:.0} req/s p99 {:.3} ms", m.rps, m.p99_ms),
+                    Err(_) => "failed".to_owned(),
+                })
+                .collect();
+            row.details
+                .push(format!("{tool} runs: {}", each.join(" | ")));
+        }
+        let (pool, other) = (median(ours_runs), median(theirs_runs));
         row.details.push(format!(
             "poolcurl load --no-progress --output-format json {}",
             ours.join(" ")
