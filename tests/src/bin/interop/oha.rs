@@ -1,9 +1,12 @@
 //! `poolcurl load` beside oha (the Rust load tool most people reach for) on the same nginx URL,
 //! with the same load: HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both),
-//! and TLS with ALPN h2 with 64 streams on one connection (poolcurl `-c 64 --http2`, which the
-//! pool serves with one connection; oha `-c 1 -p 64 --http2`). Three `-z 4s` runs of each tool
-//! per case, alternating, poolcurl first, with one partition per CPU (oha's runtime has one
-//! worker per CPU). For each: completed responses per second (responses / run time) and the
+//! and TLS with ALPN h2 with 64 streams over one connection per CPU. poolcurl runs with one
+//! partition per CPU (oha's runtime has one worker per CPU), and the pool serves each
+//! partition's h2 requests with a connection of its own, so `-c 64 --http2` with P partitions
+//! is P connections of 64 / P streams: oha gets `-c P -p 64/P`. (With `-c 1 -p 64` oha had one
+//! connection, served by one nginx worker, against poolcurl's two, which nginx placed on one
+//! worker or on both as its accepts fell: the comparison measured nginx's accept luck.) Three
+//! `-z 4s` runs of each tool per case, alternating, poolcurl first. For each: completed responses per second (responses / run time) and the
 //! latency percentiles each tool computes over its complete responses, each the median of the
 //! tool's runs. Both run against
 //! listeners without nginx's 1000 requests per connection: otherwise nginx's GOAWAY would catch
@@ -69,6 +72,9 @@ pub(crate) fn oha_comparison(
     let h1_url = format!("http://127.0.0.1:{}/", ports[3]);
     let tls_port = ports[4];
     let h2_url = format!("https://localhost:{tls_port}/");
+    let connections = partitions().to_string();
+    let streams = (64 / partitions().max(1)).to_string();
+    let h2_case = format!("TLS ALPN h2, 64 streams on {connections} connection(s)");
     let cases: [(&str, Vec<String>, Vec<String>); 2] = [
         (
             "HTTP/1.1, 64 connections",
@@ -76,7 +82,7 @@ pub(crate) fn oha_comparison(
             strings(&["-z", SECONDS, "-c", "64", "--http-version", "1.1", &h1_url]),
         ),
         (
-            "TLS ALPN h2, 64 streams on 1 connection",
+            &h2_case,
             strings(&[
                 "-z",
                 SECONDS,
@@ -88,7 +94,17 @@ pub(crate) fn oha_comparison(
                 &h2_url,
             ]),
             strings(&[
-                "-z", SECONDS, "-c", "1", "-p", "64", "--http2", "--ipv4", "--cacert", &ca, &h2_url,
+                "-z",
+                SECONDS,
+                "-c",
+                &connections,
+                "-p",
+                &streams,
+                "--http2",
+                "--ipv4",
+                "--cacert",
+                &ca,
+                &h2_url,
             ]),
         ),
     ];
@@ -182,12 +198,15 @@ fn strings(args: &[&str]) -> Vec<String> {
 }
 
 /// `poolcurl load` with `args`: its successes per second and latency percentiles.
+/// poolcurl's partitions: one per CPU, as oha's runtime has one worker per CPU (otherwise the
+/// comparison would be one thread against all).
+fn partitions() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 fn run_poolcurl(poolcurl: &Path, args: &[String]) -> Result<Measured, String> {
-    // oha runs on a multi-threaded runtime with one worker per CPU; poolcurl gets as many
-    // threads (one partition each), or the comparison would be one thread against all.
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut args = args.to_vec();
-    args.extend(["--partitions".to_string(), threads.to_string()]);
+    args.extend(["--partitions".to_string(), partitions().to_string()]);
     let run = Running::spawn(poolcurl, &args)?.finish();
     let json: Value = serde_json::from_str(&run.stdout)
         .map_err(|_| format!("no JSON summary; stderr: {}", run.stderr.trim()))?;
