@@ -21,7 +21,7 @@ use aws_smithy_types::config_bag::ConfigBag;
 use bytes::Bytes;
 use common::{ManualSleep, attempt, components, get, read, request, settings, tokio_components};
 use pool_smithy::{PoolHttpClient, ReadTimeout};
-use pool_tests::client::{origin, settle};
+use pool_tests::client::{Chunks, origin, settle};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::HangingResolver;
@@ -252,7 +252,7 @@ async fn bytes_bodies_and_streaming_bodies_are_sent_as_given() {
 
     let bytes = request("PUT", &server.url("/bytes"), SdkBody::from("in memory"));
     read(attempt(&components, &settings, bytes).await.unwrap()).await;
-    let chunks = Chunks(["str", "eam"].into());
+    let chunks = Chunks::new([Bytes::from_static(b"str"), Bytes::from_static(b"eam")]);
     let mut streaming = request(
         "POST",
         &server.url("/stream"),
@@ -268,24 +268,6 @@ async fn bytes_bodies_and_streaming_bodies_are_sent_as_given() {
     assert_eq!(seen[0].header("content-length"), Some("9"));
     assert_eq!(seen[1].body, "stream");
     assert_eq!(seen[1].header("transfer-encoding"), Some("chunked"));
-}
-
-/// A streaming body of `chunks`, each its own frame.
-struct Chunks(std::collections::VecDeque<&'static str>);
-
-impl http_body::Body for Chunks {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
-        let chunk = self.0.pop_front();
-        std::task::Poll::Ready(
-            chunk.map(|c| Ok(http_body::Frame::data(Bytes::from_static(c.as_bytes())))),
-        )
-    }
 }
 
 #[tokio::test]

@@ -46,3 +46,27 @@ pub async fn settle(
         tokio::task::yield_now().await;
     }
 }
+
+/// A streaming request body: each chunk its own frame, produced by polling like any stream, so
+/// the pool cannot replay it.
+#[derive(Debug)]
+pub struct Chunks(std::collections::VecDeque<Bytes>);
+
+impl Chunks {
+    /// A body of `chunks`, in order.
+    pub fn new(chunks: impl IntoIterator<Item = Bytes>) -> Chunks {
+        Chunks(chunks.into_iter().collect())
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
+    }
+}

@@ -18,7 +18,7 @@
 //! * [`io`]: a `TokioIo` adapter and executor to drive `hyper::client::conn` directly.
 //! * [`chaos`]: cancellation after N polls and a seeded generator, for stress tests.
 //! * [`contract`]: behaviour contracts run for our pool and hyper-util's legacy client.
-//! * [`client`]: request helpers (`get`, `fetch`, `settle` on gauges).
+//! * [`client`]: request helpers (`get`, `fetch`, `settle` on gauges, a streaming body).
 //! * [`events`]: [`EventLog`](events::EventLog), a connection event listener that records.
 //! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
 //! * [`gated`]: a connector and I/O that stop at gates (before dial, mid-TLS, before writes).

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
 use pool::{CloseReason, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolicy};
-use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::client::{Chunks, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
 use pool_tests::events::EventLog;
 use pool_tests::h2::{Reason, ScriptedH2Server, StreamPlan};
@@ -172,7 +172,7 @@ async fn a_streaming_body_is_not_replayed_but_its_error_is_retryable() {
 
     let request = Request::get(url)
         .header("content-length", "8")
-        .body(Streamed(Some(Bytes::from_static(b"streamed"))))
+        .body(Chunks::new([Bytes::from_static(b"streamed")]))
         .unwrap();
     let (result, ()) = tokio::join!(client.request(request), async {
         read_request(&mut stale).await;
@@ -515,7 +515,7 @@ async fn streaming_posts_caught_by_goaway_are_not_sent_twice() {
     for i in 0..3u8 {
         let (client, url) = (client.clone(), url.clone());
         tasks.spawn(async move {
-            let body = Streamed(Some(Bytes::from(vec![i; 16])));
+            let body = Chunks::new([Bytes::from(vec![i; 16])]);
             let request = Request::post(url).body(body).unwrap();
             match client.request(request).await {
                 Ok(response) => response.into_body().collect().await.map(|_| true),
@@ -539,19 +539,4 @@ async fn streaming_posts_caught_by_goaway_are_not_sent_twice() {
     assert_eq!(peer.connections(), 1, "nothing was sent again");
     assert_eq!(pool.counters().transparent_retries, 0);
     assert!(events.resent().is_empty());
-}
-
-/// A request body the pool cannot replay: one chunk produced by polling, like any stream.
-struct Streamed(Option<Bytes>);
-
-impl http_body::Body for Streamed {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
-        std::task::Poll::Ready(self.0.take().map(|b| Ok(http_body::Frame::data(b))))
-    }
 }

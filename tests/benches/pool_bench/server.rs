@@ -37,7 +37,8 @@ async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible
     Ok(Response::new(Full::new(Bytes::from_static(b"hello"))))
 }
 
-fn listen(thread: &tokio::runtime::Runtime) -> TcpListener {
+/// A loopback listener with a deep backlog, bound on `thread`'s runtime.
+pub(crate) fn listen(thread: &tokio::runtime::Runtime) -> TcpListener {
     thread.block_on(async {
         let socket = tokio::net::TcpSocket::new_v4().expect("socket");
         socket.set_reuseaddr(true).expect("reuseaddr");

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use crate::contenders::{Sample, Worker, closed_loop};
 use crate::report::{Spread, spread};
 use crate::scenarios::Plan;
-use crate::server::{Servers, serve_h1};
+use crate::server::{Servers, listen, serve_h1};
 
 const CONTENDERS: [&str; 3] = ["pool-smithy", "SDK pool", "SDK hyper-util"];
 
@@ -164,14 +164,7 @@ fn counting_h1() -> (SocketAddr, Arc<AtomicU64>) {
         .enable_all()
         .build()
         .expect("runtime");
-    let listener = runtime.block_on(async {
-        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-        socket.set_reuseaddr(true).expect("reuseaddr");
-        socket
-            .bind("127.0.0.1:0".parse().expect("addr"))
-            .expect("bind");
-        socket.listen(4096).expect("listen")
-    });
+    let listener = listen(&runtime);
     let addr = listener.local_addr().expect("addr");
     let accepted = Arc::new(AtomicU64::new(0));
     let counter = accepted.clone();
