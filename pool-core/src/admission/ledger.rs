@@ -134,13 +134,13 @@ impl<C: Member> Admission<C> {
             return None;
         }
         let mut state = self.shared.state.lock();
-        let taken = state.order.is_empty() && state.ledger.take();
+        if !(state.order.is_empty() && state.ledger.take()) {
+            return None;
+        }
+        // Counted under the lock, as every held count is (placement reads them exactly there).
+        self.hold(partition);
         self.update_hints(&state);
-        drop(state);
-        taken.then(|| {
-            self.hold(partition);
-            CapacityLease::new(self.clone(), partition)
-        })
+        Some(CapacityLease::new(self.clone(), partition))
     }
 
     /// Permits partition `partition` holds (read without the lock; exact under it).
