@@ -23,13 +23,13 @@
 //! by [`Waiter::cancel`] when the fill came first. Whoever gets it back owns returning it
 //! (refunnelling): a connection to its cell, a permit to admission.
 
-use crate::time::ConnectTimeout;
 use std::fmt;
 use std::task::{Context, Poll, Waker};
 
 use crate::events::OpenReason;
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use crate::time::ConnectTimeout;
 
 /// Whether a waiting request can use any connection or needs HTTP/2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,8 +9,9 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::actions::close_all;
-use super::{Actions, Cell, CellTypes, Grant, PooledH1, Released};
+use super::{Actions, Cell, CellTypes, CellWaiter, Grant, PooledH1, Released, State};
 use crate::close::CloseReason;
+use crate::sync::Arc;
 
 struct IdleEntry<H> {
     conn: H,
@@ -139,7 +140,7 @@ impl<T: CellTypes> Cell<T> {
             // owner's idle set (its gauges are the owner's).
             return owner.release_h1(conn, now);
         }
-        loop {
+        let idled = loop {
             if let Some(bounded) = &bounded {
                 match bounded.yield_to_peer(conn, now) {
                     Ok(released) => return released,
@@ -147,32 +148,49 @@ impl<T: CellTypes> Cell<T> {
                 }
             }
             let mut actions = Actions::default();
-            let target = {
+            // One lock for the common return: with nobody waiting (and no bounded pressure to
+            // consult), the connection enters the idle set under the lock that found the queue
+            // empty, so a request that queues after this unlock finds it there.
+            let next = {
                 let mut st = self.state.lock();
-                let target = self.pop_any(&mut st);
-                if target.is_some() {
-                    actions.publish = self.demand_after_serving(&mut st);
+                match self.pop_any(&mut st) {
+                    Some(target) => {
+                        actions.publish = self.demand_after_serving(&mut st);
+                        Next::Serve(target, conn)
+                    }
+                    None if bounded
+                        .as_ref()
+                        .is_some_and(|b| b.admission().under_pressure()) =>
+                    {
+                        Next::Pressure(conn)
+                    }
+                    None => Next::Idled(self.idle_locked(&mut st, conn, now)),
                 }
-                target
             };
-            let Some(target) = target else { break };
-            self.run(actions);
-            match target.fill(Grant::H1(conn)) {
-                Ok(()) => return Released::Delivered,
-                Err(Grant::H1(back)) => conn = back,
-                Err(_) => unreachable!("fill returns what it was given"),
-            }
-        }
-        // Nobody here waits.
-        if let Some(bounded) = &bounded {
-            if bounded.admission().under_pressure() {
-                match bounded.serve_peer_demand(conn, now) {
-                    Ok(released) => return released,
-                    Err(back) => conn = back,
+            match next {
+                Next::Serve(target, back) => {
+                    self.run(actions);
+                    match target.fill(Grant::H1(back)) {
+                        Ok(()) => return Released::Delivered,
+                        Err(Grant::H1(back)) => conn = back,
+                        Err(_) => unreachable!("fill returns what it was given"),
+                    }
+                }
+                Next::Idled(idled) => break idled,
+                // Nobody here waits and the origin is under pressure: a waiting peer may need
+                // it; otherwise it enters the idle set after all.
+                Next::Pressure(back) => {
+                    let Some(bounded) = &bounded else {
+                        unreachable!("pressure is only consulted for a bounded cell")
+                    };
+                    match bounded.serve_peer_demand(back, now) {
+                        Ok(released) => return released,
+                        Err(back) => break self.idle_locked(&mut self.state.lock(), back, now),
+                    }
                 }
             }
-        }
-        let released = self.idle(conn, now);
+        };
+        let released = self.after_idle(idled);
         if let (Released::Idle, Some(bounded)) = (&released, &bounded) {
             bounded.recheck_pressure();
         }
@@ -181,25 +199,62 @@ impl<T: CellTypes> Cell<T> {
 
     /// Puts a connection (checked out, `ACTIVE`) into the idle set.
     pub(super) fn idle(&self, conn: T::H1, now: Instant) -> Released {
+        let idled = {
+            let mut st = self.state.lock();
+            self.idle_locked(&mut st, conn, now)
+        };
+        self.after_idle(idled)
+    }
+
+    /// Checks `conn` in and pushes it onto the idle set, under the cell's lock. What must
+    /// happen outside the lock (closing a connection that could not be checked in, arming the
+    /// expiry timer) is left to [`after_idle`](Self::after_idle).
+    fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
         if !conn.record().checkin() {
             let reason = if conn.record().is_poisoned() {
                 CloseReason::Poisoned
             } else {
                 CloseReason::ProtocolClosed
             };
-            close_all([(conn, reason)]);
-            return Released::Closed;
+            return Idled::Refused(conn, reason);
         }
-        let arm = {
-            let mut st = self.state.lock();
-            let deadline = self.idle_timeout.map(|t| now + t);
-            let due = earliest(deadline, conn.record().info().retires_at());
-            st.idle.push(conn, now, deadline);
-            due.and_then(|at| st.arm(at))
-        };
-        if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
-            hook(at);
-        }
-        Released::Idle
+        let deadline = self.idle_timeout.map(|t| now + t);
+        let due = earliest(deadline, conn.record().info().retires_at());
+        st.idle.push(conn, now, deadline);
+        Idled::Idle(due.and_then(|at| st.arm(at)))
     }
+
+    /// Finishes [`idle_locked`](Self::idle_locked) outside the lock.
+    fn after_idle(&self, idled: Idled<T::H1>) -> Released {
+        match idled {
+            Idled::Refused(conn, reason) => {
+                close_all([(conn, reason)]);
+                Released::Closed
+            }
+            Idled::Idle(arm) => {
+                if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
+                    hook(at);
+                }
+                Released::Idle
+            }
+        }
+    }
+}
+
+/// Where a returning connection goes, as decided under the cell's lock.
+enum Next<T: CellTypes> {
+    /// To this waiting request.
+    Serve(Arc<CellWaiter<T>>, T::H1),
+    /// Nobody waits, but the origin is under pressure: a peer may need it.
+    Pressure(T::H1),
+    /// Into the idle set (or closed, if it could not be checked in).
+    Idled(Idled<T::H1>),
+}
+
+/// What [`Cell::idle_locked`] leaves for after the lock.
+enum Idled<H> {
+    /// Checked in; arm the expiry timer at this instant, if set.
+    Idle(Option<Instant>),
+    /// Could not be checked in: close it for this reason.
+    Refused(H, CloseReason),
 }
