@@ -63,10 +63,14 @@ impl FirstCell {
             "http" => false,
             _ => return None,
         };
-        // `Authority` compares case-insensitively, as origins do; a different spelling of the
-        // same origin (an explicit default port) only misses the memory.
-        (remembered.tls == tls && uri.authority() == Some(&remembered.authority))
-            .then(|| remembered.entry.clone())
+        // `Authority` compares case-insensitively, as origins do, byte by byte; the same
+        // spelling as last time (the usual case) is one memory comparison first. A different
+        // spelling of the same origin (an explicit default port) only misses the memory.
+        let same = uri.authority().is_some_and(|authority| {
+            authority.as_str() == remembered.authority.as_str()
+                || *authority == remembered.authority
+        });
+        (remembered.tls == tls && same).then(|| remembered.entry.clone())
     }
 
     fn remember(&self, uri: &http::Uri, entry: &Arc<CellEntry>) {
