@@ -15,6 +15,7 @@ use crate::exchange::ExchangeGuard;
 use crate::parking::ParkingSpot;
 use crate::raw_names::NamesSlot;
 use crate::request::ForwardProxy;
+use crate::sending::Sending;
 
 /// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
 pub trait H1Home<B>: Send + Sync + 'static {
@@ -151,15 +152,15 @@ where
         let reused = self.record.record_dispatch();
         let read_mark = self.link.bytes_read();
         let response = self.sender.try_send_request(request);
-        let cancel = CancelOnDrop(Some(self.record.clone()));
-        async move {
-            let response = response.await;
-            cancel.disarm();
-            self.outcome(response, reused, read_mark)
+        Sending {
+            response,
+            conn: Some(self),
+            reused,
+            read_mark,
         }
     }
 
-    fn outcome(
+    pub(crate) fn outcome(
         self,
         response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
         reused: bool,
@@ -225,25 +226,6 @@ fn closed_or_reset(error: &hyper::Error) -> bool {
         source = err.source();
     }
     false
-}
-
-/// Closes the record as [`CloseReason::RequestCanceled`] if the exchange's future is dropped
-/// before hyper answered: the first close wins, so the transport's close that follows does not
-/// blame the peer.
-struct CancelOnDrop(Option<Arc<ConnectionRecord>>);
-
-impl CancelOnDrop {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(record) = self.0.take() {
-            record.close(CloseReason::RequestCanceled, None);
-        }
-    }
 }
 
 /// The close reason's source when hyper returned a request unsent.

@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 
 use hyper::body::Body;
 use hyper::client::conn::http1::SendRequest;
@@ -117,6 +117,7 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             conn: Some(self.conn),
             record: Some(record.clone()),
             spot: Some(spot.clone()),
+            registered: None,
         };
         (
             H1Connection::new(self.sender, record, home, spot, link, forward)
@@ -141,6 +142,8 @@ pin_project! {
         record: Option<Arc<ConnectionRecord>>,
         // Where a finished exchange waits for hyper's readiness.
         spot: Option<Arc<ParkingSpot<B>>>,
+        // The waker this driver last stored in `spot`.
+        registered: Option<Waker>,
     }
 
     impl<F, B> PinnedDrop for H1Driver<F, B>
@@ -175,7 +178,7 @@ where
         let polled = conn.poll(cx);
         if let Some(spot) = this.spot.as_ref() {
             // After hyper's poll, which is what makes a finished exchange's sender ready.
-            spot.poll_parked(cx);
+            spot.poll_parked(cx, this.registered);
         }
         let result = ready!(polled);
         if let Some(spot) = this.spot.take() {

@@ -49,9 +49,12 @@
 mod connection;
 mod exchange;
 mod handshake;
+#[cfg(all(test, pool_loom))]
+mod loom_models;
 mod parking;
 mod raw_names;
 mod request;
+mod sending;
 mod settings;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};

@@ -5,11 +5,13 @@
 //! end first (it ran on another thread while the dispatcher was still finishing), the
 //! connection is parked here and its driver, which is the task that makes the sender ready,
 //! sends it home at the end of that very poll. No task is spawned and nothing waits on a timer.
+//!
+//! The protocol lives in [`Spot`], generic over what waits in it, so that a loom model
+//! (`loom_models`) can check it with a stand-in for the connection.
 
 use std::fmt;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
-use atomic_waker::AtomicWaker;
 use pool_core::CloseReason;
 use pool_core::sync::Mutex;
 use pool_core::sync::atomic::{AtomicBool, Ordering};
@@ -18,53 +20,152 @@ use crate::connection::H1Connection;
 
 /// The parking spot of one HTTP/1 connection, shared by its exchanges and its driver.
 pub struct ParkingSpot<B> {
-    /// The driver task, registered on every poll.
-    driver: AtomicWaker,
-    /// Whether `parked` holds a connection (checked without the lock on every driver poll).
-    occupied: AtomicBool,
-    /// The connection waiting for readiness.
-    parked: Mutex<Option<H1Connection<B>>>,
+    spot: Spot<H1Connection<B>>,
 }
 
 impl<B> Default for ParkingSpot<B> {
     fn default() -> Self {
-        ParkingSpot {
-            driver: AtomicWaker::new(),
+        ParkingSpot { spot: Spot::new() }
+    }
+}
+
+impl<B: Send + 'static> ParkingSpot<B> {
+    /// Parks `conn` and wakes the driver; a driver that already ended retires it instead.
+    pub(crate) fn park(&self, conn: H1Connection<B>) {
+        self.spot.park(conn);
+    }
+
+    /// Called by the connection's driver after each poll of hyper's connection future: sends a
+    /// parked connection home once hyper is ready for another request. `registered` is the
+    /// driver's own copy of the waker it last stored here.
+    ///
+    /// # Concurrency
+    ///
+    /// The driver stores its waker (under the spot's lock for it) before it reads whether a
+    /// connection is parked, and a park marks the connection parked before it takes that lock
+    /// to read the waker. Through the lock's order, either the park finds the driver's current
+    /// waker, or the driver's read (in this poll or a later one) finds the connection.
+    pub fn poll_parked(&self, cx: &mut Context<'_>, registered: &mut Option<Waker>) {
+        self.spot.poll_parked(cx, registered);
+    }
+
+    /// The driver ended: a parked connection can never become ready.
+    pub fn clear(&self) {
+        self.spot.clear();
+    }
+}
+
+impl<B> fmt::Debug for ParkingSpot<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParkingSpot")
+            .field("occupied", &self.spot.occupied.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// What waits in a [`Spot`].
+pub(crate) trait Parked: Send + 'static {
+    /// Whether the sender is ready for another request.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), hyper::Error>>;
+    /// Goes home to its cell.
+    fn go_home(self);
+    /// Retires, for `reason`.
+    fn retire(self, reason: CloseReason, error: Option<hyper::Error>);
+}
+
+impl<B: Send + 'static> Parked for H1Connection<B> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), hyper::Error>> {
+        self.sender_mut().poll_ready(cx)
+    }
+
+    fn go_home(self) {
+        H1Connection::go_home(self);
+    }
+
+    fn retire(self, reason: CloseReason, error: Option<hyper::Error>) {
+        self.record().close(reason, error.map(|e| Box::new(e) as _));
+    }
+}
+
+/// The driver, as the spot knows it.
+enum Driver {
+    /// Running; its waker once it polled.
+    Running(Option<Waker>),
+    /// Ended: nothing parked here can become ready any more.
+    Ended,
+}
+
+/// The spot's protocol, over whatever waits in it.
+pub(crate) struct Spot<P> {
+    /// The driver task's waker, stored when the driver's waker changes and woken by reference,
+    /// so one registration serves every park (the driver polls once per request; an
+    /// `AtomicWaker` would have it register again on each of those polls).
+    driver: Mutex<Driver>,
+    /// Whether `parked` holds a connection (checked without the lock on every driver poll).
+    occupied: AtomicBool,
+    /// The connection waiting for readiness.
+    parked: Mutex<Option<P>>,
+}
+
+impl<P> Spot<P> {
+    pub(crate) fn new() -> Spot<P> {
+        Spot {
+            driver: Mutex::new(Driver::Running(None)),
             occupied: AtomicBool::new(false),
             parked: Mutex::new(None),
         }
     }
 }
 
-impl<B: Send + 'static> ParkingSpot<B> {
+impl<P: Parked> Spot<P> {
     /// Parks `conn` and wakes the driver.
-    pub(crate) fn park(&self, conn: H1Connection<B>) {
+    ///
+    /// A driver that ended in the meantime (after the caller found the sender open) will never
+    /// take it: the connection is then retired here. `clear` marks the end under the `driver`
+    /// lock before it empties the spot, and this parks before it takes that lock, so either
+    /// `clear` finds the connection or this finds the end.
+    pub(crate) fn park(&self, conn: P) {
         *self.parked.lock() = Some(conn);
         self.occupied.store(true, Ordering::Release);
-        self.driver.wake();
+        let running = match &*self.driver.lock() {
+            Driver::Running(waker) => Some(waker.clone()),
+            Driver::Ended => None,
+        };
+        match running {
+            Some(Some(waker)) => waker.wake(),
+            // The driver has not polled yet: its first poll finds the connection.
+            Some(None) => {}
+            None => {
+                let parked = self.parked.lock().take();
+                if let Some(conn) = parked {
+                    conn.retire(CloseReason::ProtocolClosed, None);
+                }
+            }
+        }
     }
 
-    /// Called by the connection's driver after each poll of hyper's connection future: sends a
-    /// parked connection home once hyper is ready for another request.
-    ///
-    /// # Concurrency
-    ///
-    /// The waker is registered before `occupied` is read, so a `park` that lands after the read
-    /// wakes this driver again: a parked connection is never left unnoticed.
-    pub fn poll_parked(&self, cx: &mut Context<'_>) {
-        self.driver.register(cx.waker());
-        if !self.occupied.swap(false, Ordering::AcqRel) {
+    /// See [`ParkingSpot::poll_parked`]. In this type's terms: the driver stores its waker
+    /// under the `driver` lock before it reads `occupied`, and `park` sets `occupied` before it
+    /// takes that lock. A driver whose waker changed (another executor or task) stores the new
+    /// one first. `loom_models` checks both races.
+    pub(crate) fn poll_parked(&self, cx: &mut Context<'_>, registered: &mut Option<Waker>) {
+        if !registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            let waker = cx.waker().clone();
+            *self.driver.lock() = Driver::Running(Some(waker.clone()));
+            *registered = Some(waker);
+        }
+        if !self.occupied.load(Ordering::Acquire) || !self.occupied.swap(false, Ordering::AcqRel) {
             return;
         }
         let Some(mut conn) = self.parked.lock().take() else {
             return;
         };
-        match conn.sender_mut().poll_ready(cx) {
+        match conn.poll_ready(cx) {
             Poll::Ready(Ok(())) => conn.go_home(),
-            Poll::Ready(Err(error)) => {
-                conn.record()
-                    .close(CloseReason::ProtocolClosed, Some(Box::new(error)));
-            }
+            Poll::Ready(Err(error)) => conn.retire(CloseReason::ProtocolClosed, Some(error)),
             Poll::Pending => {
                 *self.parked.lock() = Some(conn);
                 self.occupied.store(true, Ordering::Release);
@@ -72,20 +173,15 @@ impl<B: Send + 'static> ParkingSpot<B> {
         }
     }
 
-    /// The driver ended: a parked connection can never become ready.
-    pub fn clear(&self) {
+    /// See [`ParkingSpot::clear`].
+    pub(crate) fn clear(&self) {
         self.occupied.store(false, Ordering::Release);
+        // Marked before the spot is emptied (see `park`). The waker it drops refers to the
+        // driver's task, which holds this spot: the task can go.
+        *self.driver.lock() = Driver::Ended;
         let parked = self.parked.lock().take();
         if let Some(conn) = parked {
-            conn.record().close(CloseReason::ProtocolClosed, None);
+            conn.retire(CloseReason::ProtocolClosed, None);
         }
-    }
-}
-
-impl<B> fmt::Debug for ParkingSpot<B> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ParkingSpot")
-            .field("occupied", &self.occupied.load(Ordering::Relaxed))
-            .finish()
     }
 }

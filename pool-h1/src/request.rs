@@ -15,10 +15,11 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
     if !request.headers().contains_key(HOST) {
         request.headers_mut().insert(HOST, host.clone());
     }
-    let path = request
-        .uri()
-        .path_and_query()
-        .cloned()
+    // Taken, not cloned: the absolute URI is not needed again (a request handed back unsent
+    // gets it back from `restore_absolute_uri`).
+    let path = std::mem::take(request.uri_mut())
+        .into_parts()
+        .path_and_query
         .unwrap_or_else(|| PathAndQuery::from_static("/"));
     *request.uri_mut() = Uri::from(path);
 }

@@ -14,6 +14,7 @@ use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
 
 use crate::handshake::H2Home;
+use crate::sending::Sending;
 use crate::streams::Streams;
 
 /// One HTTP/2 connection as the pool holds it. Cheap to clone: clones share the sender.
@@ -239,10 +240,14 @@ where
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
         let reused = self.record().record_dispatch();
         let response = self.sender.try_send_request(request);
-        async move { self.outcome(response.await, reused) }
+        Sending {
+            response,
+            lease: Some(self),
+            reused,
+        }
     }
 
-    fn outcome(
+    pub(crate) fn outcome(
         self,
         response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
         reused: bool,

@@ -56,6 +56,7 @@ mod generation;
 mod handshake;
 mod request;
 mod runtime;
+mod sending;
 mod settings;
 mod streams;
 

@@ -718,3 +718,125 @@ async fn raw_header_names_are_the_servers_own_only_when_asked() {
             .is_none()
     );
 }
+
+/// The parked return, made certain. The reader (this test's thread) polls the body with a
+/// waker that holds the thread which wakes it, the driver's worker, until the test releases it:
+/// hyper wakes the reader once when it hands over the last byte and once when it drops its end
+/// of the body (in the same poll, before it makes the sender ready for another request). The
+/// second hold keeps the driver exactly in that window while the reader sees the end, so the
+/// connection parks with its driver: it is not idle while the driver is held, and comes home,
+/// to be reused, once the driver runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_ends_before_hyper_is_ready_parks_until_the_driver_runs() {
+    use http_body::Body as _;
+    use std::sync::{Arc, Mutex, mpsc};
+    use std::task::{Poll, Wake, Waker};
+
+    /// Wakes the reader, then holds a thread other than the reader's until released.
+    struct HoldingWaker {
+        reader: Waker,
+        reader_thread: std::thread::ThreadId,
+        holds: mpsc::Sender<()>,
+        release: Arc<Mutex<mpsc::Receiver<()>>>,
+    }
+    impl Wake for HoldingWaker {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.reader.wake_by_ref();
+            if std::thread::current().id() != self.reader_thread {
+                let _ = self.holds.send(());
+                // Deliberately blocking: this is the driver's worker thread, held mid-poll.
+                // The limit only keeps a broken test from hanging.
+                let released = self
+                    .release
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(20));
+                assert!(released.is_ok(), "the test never released the driver");
+            }
+        }
+    }
+
+    let (connector, mut accepted) = DuplexConnector::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://pool.test/";
+    let key = origin(url);
+    let (rest, send_rest) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let mut io = accepted.recv().await.expect("a connection");
+        pool_tests::duplex::read_request(&mut io).await;
+        io.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nx")
+            .await
+            .unwrap();
+        // The last byte goes once the reader has the first and waits for more.
+        send_rest.await.unwrap();
+        io.write_all(b"y").await.unwrap();
+        answer_one(&mut io, "x").await;
+        io
+    });
+
+    let response = client.request(get(url)).await.unwrap();
+    let first = response.body().connection().clone();
+    let mut body = response.into_body();
+    let start = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(start, "x");
+
+    let (holds, held) = mpsc::channel();
+    let (release, released) = mpsc::channel();
+    let task = std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
+    let holding = Waker::from(Arc::new(HoldingWaker {
+        reader: task,
+        reader_thread: std::thread::current().id(),
+        holds,
+        release: Arc::new(Mutex::new(released)),
+    }));
+    // Polls the body once, with the holding waker registered for what comes next.
+    let poll_body = |body: &mut pool::Body| {
+        std::pin::Pin::new(body).poll_frame(&mut std::task::Context::from_waker(&holding))
+    };
+    let held_now = || held.recv_timeout(Duration::from_secs(20)).is_ok();
+
+    assert!(poll_body(&mut body).is_pending());
+    rest.send(()).unwrap();
+    // Hold 1: hyper handed over the last byte.
+    let last = std::future::poll_fn(|_| poll_body(&mut body)).await;
+    assert_eq!(last.unwrap().unwrap().into_data().unwrap(), "y");
+    assert!(
+        poll_body(&mut body).is_pending(),
+        "hyper still holds its end of the body"
+    );
+    assert!(
+        held_now(),
+        "the driver is held in the wake of the last byte"
+    );
+    release.send(()).unwrap();
+    // Hold 2: hyper dropped its end of the body, before it became ready again.
+    let end = std::future::poll_fn(|_| poll_body(&mut body)).await;
+    assert!(end.is_none(), "the body ended");
+    assert!(
+        held_now(),
+        "the driver is held in the wake of the body's end"
+    );
+    let stats = pool.stats(&key).total();
+    assert_eq!(
+        (stats.h1_idle, stats.h1_active),
+        (0, 1),
+        "parked with its held driver, the connection is not idle yet"
+    );
+    release.send(()).unwrap();
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+    let (second, body) = fetch(&client, url).await;
+    assert_eq!(body, "x");
+    assert_eq!(
+        second.id(),
+        first.id(),
+        "the parked connection came home and served again"
+    );
+    drop(server.await.unwrap());
+}

@@ -149,13 +149,16 @@ fn ci_steps() -> Vec<Step> {
         )
     }))
     .chain([
-        // The coordination code of pool-core under loom's model checker.
+        // The coordination code of pool-core, and pool-h1's parking spot, under loom's model
+        // checker.
         Step::cargo(
             "loom",
             &[
                 "test",
                 "-p",
                 "pool-core",
+                "-p",
+                "pool-h1",
                 "--release",
                 "--lib",
                 "--locked",
