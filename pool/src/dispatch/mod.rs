@@ -20,6 +20,8 @@ mod h1;
 mod h2;
 mod resend;
 
+use std::future::Future;
+
 use http::{Request, Response, Version};
 use pool_core::OpenReason;
 use pool_core::connection::ConnectionRecord;
@@ -45,57 +47,64 @@ enum Exchange {
 impl Client {
     /// Sends `request` through this client's partition, sending it again only as `resend`
     /// allows.
-    pub(crate) async fn send(
+    ///
+    /// An `async` block rather than an `async fn`: a function keeps its parameter and the
+    /// local it is moved into as two slots of the future, and the request is 264 bytes that
+    /// every caller moves with the future.
+    #[allow(clippy::manual_async_fn)]
+    pub(crate) fn send(
         &self,
         mut request: Request<RequestBody>,
-    ) -> Result<Response<Body>, Error> {
-        let entry = self.cell_for(request.uri())?;
-        let requirement = if request.version() == Version::HTTP_2 {
-            Requirement::Http2
-        } else {
-            Requirement::Any
-        };
-        let policy = self.pool.retry;
-        let mut resends = Resends {
-            policy,
-            copy: ReplayCopy::keep(&request, &policy),
-            idempotent: resend::is_idempotent(&request),
-            done: 0,
-            client: self,
-        };
-        let mut deadline = RequestDeadline::read(self.read_timeout);
-        let mut queue = RequestDeadline::pool(self.pool_timeout);
-        let mut waited = None;
-        loop {
-            let selected = entry
-                .acquire(
-                    OpenReason::Request,
-                    requirement,
-                    self,
-                    &mut queue,
-                    &mut waited,
-                )
-                .await?;
-            let sleep = &**self.timer();
-            let exchange = match selected {
-                Selected::H1(conn) => {
-                    let (served, sent) = h1::start(self, &entry, conn, request, waited);
-                    match deadline.bound(sleep, sent).await {
-                        Ok(outcome) => h1::finish(self, &entry, served, outcome),
-                        Err(timeout) => Err(served.fail(timeout)),
+    ) -> impl Future<Output = Result<Response<Body>, Error>> + Send + '_ {
+        async move {
+            let entry = self.cell_for(request.uri())?;
+            let requirement = if request.version() == Version::HTTP_2 {
+                Requirement::Http2
+            } else {
+                Requirement::Any
+            };
+            let policy = self.pool.retry;
+            let mut resends = Resends {
+                policy,
+                copy: ReplayCopy::keep(&request, &policy),
+                idempotent: resend::is_idempotent(&request),
+                done: 0,
+                client: self,
+            };
+            let mut deadline = RequestDeadline::read(self.read_timeout);
+            let mut queue = RequestDeadline::pool(self.pool_timeout);
+            let mut waited = None;
+            loop {
+                let selected = entry
+                    .acquire(
+                        OpenReason::Request,
+                        requirement,
+                        self,
+                        &mut queue,
+                        &mut waited,
+                    )
+                    .await?;
+                let sleep = &**self.timer();
+                let exchange = match selected {
+                    Selected::H1(conn) => {
+                        let (served, sent) = h1::start(self, &entry, conn, request, waited);
+                        match deadline.bound(sleep, sent).await {
+                            Ok(outcome) => h1::finish(self, &entry, served, outcome),
+                            Err(timeout) => Err(served.fail(timeout)),
+                        }
                     }
-                }
-                Selected::H2(lease) => {
-                    let (served, sent) = h2::start(self, lease, request, waited);
-                    match deadline.bound(sleep, sent).await {
-                        Ok(outcome) => h2::finish(self, &entry, served, outcome),
-                        Err(timeout) => Err(served.fail(timeout)),
+                    Selected::H2(lease) => {
+                        let (served, sent) = h2::start(self, lease, request, waited);
+                        match deadline.bound(sleep, sent).await {
+                            Ok(outcome) => h2::finish(self, &entry, served, outcome),
+                            Err(timeout) => Err(served.fail(timeout)),
+                        }
                     }
+                }?;
+                match exchange {
+                    Exchange::Response(response) => return Ok(response),
+                    Exchange::Again(again) => request = resends.next(again)?,
                 }
-            }?;
-            match exchange {
-                Exchange::Response(response) => return Ok(response),
-                Exchange::Again(again) => request = resends.next(again)?,
             }
         }
     }
