@@ -160,7 +160,11 @@ fn main() {
         placement += &partitions::placement_steady_state(target.unwrap_or(servers.h1), plan);
     }
     if args.wants(8) {
-        placement += &partitions::placement_fairness(target.unwrap_or(servers.h1), plan);
+        placement += &partitions::placement_fairness(target.unwrap_or(servers.h1), plan, None);
+        // The same split where the upstream's latency, not the two cores, sets the service
+        // time (the bench's own slow listener; `--url` does not apply).
+        placement +=
+            &partitions::placement_fairness(servers.slow_h1, plan, Some(server::UPSTREAM_LATENCY));
     }
     let smithy = args
         .wants(9)

@@ -327,8 +327,14 @@ pub(crate) fn placement_steady_state(h1: SocketAddr, plan: Plan) -> String {
 
 /// Scenario 8: two partitions share a bound of 8; partition 0 runs 200 workers, partition 1
 /// runs 20. How long partition 1's requests wait for a connection (p99), beside partition 0
-/// and alone, and that neither starves.
-pub(crate) fn placement_fairness(h1: SocketAddr, plan: Plan) -> String {
+/// and alone, and that neither starves. `upstream` is the latency the server adds to each
+/// response, if any: with none, a request's service time is CPU on the two cores the heavy
+/// partition also loads; with some, it is mostly that latency.
+pub(crate) fn placement_fairness(
+    h1: SocketAddr,
+    plan: Plan,
+    upstream: Option<std::time::Duration>,
+) -> String {
     const N: usize = 8;
     const HEAVY: usize = 200;
     const LIGHT: usize = 20;
@@ -365,6 +371,9 @@ pub(crate) fn placement_fairness(h1: SocketAddr, plan: Plan) -> String {
         .zip(&alone_p99)
         .map(|(s, a)| s / a.max(1.0))
         .collect();
+    let latency = upstream.map_or_else(String::new, |l| {
+        format!(", the server answering after {} ms", l.as_millis())
+    });
     let (r, s, a, h) = (
         spread(&ratio),
         spread(&shared_p99),
@@ -373,7 +382,7 @@ pub(crate) fn placement_fairness(h1: SocketAddr, plan: Plan) -> String {
     );
     format!(
         "\n### 8. placement, fairness: N = {N}, partition 0 with c = {HEAVY}, partition 1 with \
-         c = {LIGHT}, loopback HTTP/1.1\n\n\
+         c = {LIGHT}, loopback HTTP/1.1{latency}\n\n\
          | | p99 wait for a connection, µs (median) |\n|---|---:|\n\
          | partition 1 beside partition 0 | {:.0} |\n| partition 1 alone | {:.0} |\n\
          | partition 0 beside partition 1 | {:.0} |\n\n\

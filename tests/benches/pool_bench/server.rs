@@ -23,9 +23,13 @@ pub(crate) struct TlsCounters {
     pub(crate) failures: AtomicU64,
 }
 
-/// The three listeners: HTTP/1.1, h2c, and TLS with ALPN `h2, http/1.1`.
+/// The listeners: HTTP/1.1, HTTP/1.1 answering after [`UPSTREAM_LATENCY`], h2c, and TLS with
+/// ALPN `h2, http/1.1`.
 pub(crate) struct Servers {
     pub(crate) h1: SocketAddr,
+    /// HTTP/1.1 whose every response waits [`UPSTREAM_LATENCY`] first, like a gateway's
+    /// upstream: what a request waits for is then the connections, not the two cores.
+    pub(crate) slow_h1: SocketAddr,
     pub(crate) h2c: SocketAddr,
     pub(crate) tls: SocketAddr,
     pub(crate) tls_counters: Arc<TlsCounters>,
@@ -34,6 +38,14 @@ pub(crate) struct Servers {
 }
 
 async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    Ok(Response::new(Full::new(Bytes::from_static(b"hello"))))
+}
+
+/// How long the `slow_h1` listener takes to answer.
+pub(crate) const UPSTREAM_LATENCY: std::time::Duration = std::time::Duration::from_millis(2);
+
+async fn slow_hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    tokio::time::sleep(UPSTREAM_LATENCY).await;
     Ok(Response::new(Full::new(Bytes::from_static(b"hello"))))
 }
 
@@ -86,6 +98,8 @@ pub(crate) fn start() -> Servers {
         .build()
         .expect("server runtime");
     let (h1, h2c, tls) = (listen(&runtime), listen(&runtime), listen(&runtime));
+    let slow_h1 = listen(&runtime);
+    let slow_addr = slow_h1.local_addr().unwrap();
     let addrs = (
         h1.local_addr().unwrap(),
         h2c.local_addr().unwrap(),
@@ -99,6 +113,17 @@ pub(crate) fn start() -> Servers {
         loop {
             if let Ok((stream, _)) = h1.accept().await {
                 serve_h1(stream);
+            }
+        }
+    });
+    runtime.spawn(async move {
+        loop {
+            if let Ok((stream, _)) = slow_h1.accept().await {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service_fn(slow_hello)),
+                );
             }
         }
     });
@@ -143,6 +168,7 @@ pub(crate) fn start() -> Servers {
         .expect("server thread");
     Servers {
         h1: addrs.0,
+        slow_h1: slow_addr,
         h2c: addrs.1,
         tls: addrs.2,
         tls_counters,
