@@ -5,7 +5,7 @@
 //! partition's h2 requests with a connection of its own, so `-c 64 --http2` with P partitions
 //! is P connections of 64 / P streams: oha gets `-c P -p 64/P`. (With `-c 1 -p 64` oha had one
 //! connection, served by one nginx worker, against poolcurl's two, which nginx placed on one
-//! worker or on both as its accepts fell: the comparison measured nginx's accept luck.) Three
+//! worker or on both as its accepts fell: the comparison measured nginx's accept luck.) Five
 //! `-z 4s` runs of each tool per case, alternating, poolcurl first. For each: completed responses per second (responses / run time) and the
 //! latency percentiles each tool computes over its complete responses, each the median of the
 //! tool's runs. Both run against
@@ -28,8 +28,9 @@ const SECONDS: &str = "4s";
 
 /// Runs of each tool per case, alternating; the table shows each figure's median. One run per
 /// tool swings by 10–20% on a 2-core machine shared with nginx, more than the difference being
-/// measured.
-const ROUNDS: usize = 3;
+/// measured, and medians of three still flipped either way from one run of the suite to the
+/// next.
+const ROUNDS: usize = 5;
 
 /// What one tool measured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,7 +111,7 @@ pub(crate) fn oha_comparison(
     ];
     let mut rows = Vec::new();
     let mut table = String::from(
-        "\npoolcurl load vs oha (same nginx URL, medians of 3 alternating runs each)\n\
+        "\npoolcurl load vs oha (same nginx URL, medians of 5 alternating runs each)\n\
          case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
     );
     for (case, ours, theirs) in cases {
