@@ -23,18 +23,28 @@ pub trait H1Home<B>: Send + Sync + 'static {
     fn release(&self, conn: H1Connection<B>);
 }
 
-/// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, the
-/// home it returns to, the spot where it waits for its driver when hyper is not yet ready, and
-/// the transport's link (whose read count tells whether a response had begun).
+/// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, and
+/// what stays the same for the connection's life behind one pointer.
+///
+/// Every request moves the connection several times (out of the idle set, into the exchange
+/// guard, inside the response body and the response), so it is kept to three words plus
+/// hyper's sender; the fixed part is read through the pointer a few times per request.
 pub struct H1Connection<B> {
     sender: SendRequest<B>,
     record: Arc<ConnectionRecord>,
+    fixed: Arc<Fixed<B>>,
+}
+
+/// The parts of an [`H1Connection`] that do not change while it lives: the home it returns to,
+/// the spot where it waits for its driver when hyper is not yet ready, the transport's link
+/// (whose read count tells whether a response had begun), the forward proxy it goes through,
+/// if any, and where the transport leaves each response head's names, when the pool records
+/// them.
+pub(crate) struct Fixed<B> {
     home: Arc<dyn H1Home<B>>,
     spot: Arc<ParkingSpot<B>>,
     link: Arc<PhysicalLink>,
-    /// Set when the connection goes to a forward proxy rather than the origin.
     forward: Option<ForwardProxy>,
-    /// Where the transport leaves each response head's names, when the pool records them.
     names: Option<std::sync::Arc<NamesSlot>>,
 }
 
@@ -76,38 +86,36 @@ impl<B> H1Connection<B> {
 
 impl<B: 'static> H1Connection<B> {
     /// Wraps a handshaken sender. `spot` must be polled by the connection's driver (see
-    /// [`ParkingSpot::poll_parked`]).
-    pub fn new(
+    /// [`ParkingSpot::poll_parked`]); `names` is where the transport leaves the header names
+    /// of each response head, when the pool records them (see
+    /// [`RawHeaderNames`](crate::RawHeaderNames)).
+    pub(crate) fn new(
         sender: SendRequest<B>,
         record: Arc<ConnectionRecord>,
         home: Arc<dyn H1Home<B>>,
         spot: Arc<ParkingSpot<B>>,
         link: Arc<PhysicalLink>,
         forward: Option<ForwardProxy>,
+        names: Option<std::sync::Arc<NamesSlot>>,
     ) -> Self {
         H1Connection {
             sender,
             record,
-            home,
-            spot,
-            link,
-            forward,
-            names: None,
+            fixed: Arc::new(Fixed {
+                home,
+                spot,
+                link,
+                forward,
+                names,
+            }),
         }
-    }
-
-    /// Attaches the slot where the transport leaves the header names of each response head
-    /// (see [`RawHeaderNames`](crate::RawHeaderNames)).
-    pub(crate) fn with_raw_names(mut self, names: Option<std::sync::Arc<NamesSlot>>) -> Self {
-        self.names = names;
-        self
     }
 
     /// Shapes `request` for this connection: origin-form with `Host` for an origin server
     /// ([`prepare_request`](crate::prepare_request)), absolute-form with the proxy's
     /// credentials for a forward proxy ([`prepare_proxied_request`](crate::prepare_proxied_request)).
     pub fn prepare(&self, request: &mut Request<B>, host: &http::HeaderValue) {
-        match &self.forward {
+        match &self.fixed.forward {
             None => crate::prepare_request(request, host),
             Some(proxy) => crate::prepare_proxied_request(request, host, proxy),
         }
@@ -118,13 +126,13 @@ impl<B: 'static> H1Connection<B> {
     }
 
     pub(crate) fn spot(&self) -> &Arc<ParkingSpot<B>> {
-        &self.spot
+        &self.fixed.spot
     }
 
     /// Hands the connection to its home.
     pub(crate) fn go_home(self) {
-        let home = self.home.clone();
-        home.release(self);
+        let fixed = self.fixed.clone();
+        fixed.home.release(self);
     }
 }
 
@@ -150,7 +158,7 @@ where
     /// polled, so the future holds the connection and hyper's response future, not the request.
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = SendOutcome<B>> + Send {
         let reused = self.record.record_dispatch();
-        let read_mark = self.link.bytes_read();
+        let read_mark = self.fixed.link.bytes_read();
         let response = self.sender.try_send_request(request);
         Sending {
             response,
@@ -168,7 +176,7 @@ where
     ) -> SendOutcome<B> {
         match response {
             Ok(mut response) => {
-                if let Some(names) = self.names.as_ref().and_then(|slot| slot.take()) {
+                if let Some(names) = self.fixed.names.as_ref().and_then(|slot| slot.take()) {
                     response.extensions_mut().insert(names);
                 }
                 let guard = ExchangeGuard::new(self, &response);
@@ -189,7 +197,7 @@ where
                     }
                     None => {
                         let before_response =
-                            self.link.bytes_read() == read_mark && closed_or_reset(&error);
+                            self.fixed.link.bytes_read() == read_mark && closed_or_reset(&error);
                         self.record.close(
                             CloseReason::IncompleteH1Exchange,
                             Some(Box::new(ExchangeFailed(error.to_string()))),

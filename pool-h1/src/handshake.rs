@@ -120,8 +120,7 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             registered: None,
         };
         (
-            H1Connection::new(self.sender, record, home, spot, link, forward)
-                .with_raw_names(self.names),
+            H1Connection::new(self.sender, record, home, spot, link, forward, self.names),
             driver,
         )
     }
