@@ -21,15 +21,17 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 
+#[allow(unsafe_code)]
+mod alloc;
 mod curl;
 mod load;
 mod origin;
 
 /// mimalloc instead of the system allocator: a load run allocates and frees a few small blocks
 /// per request on every partition thread, where glibc's malloc cost about 6% of the CPU a
-/// request takes (oha, for comparison, links jemalloc).
+/// request takes (oha, for comparison, links jemalloc). See [`alloc`] for how it is called.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: alloc::Mimalloc = alloc::Mimalloc;
 
 /// The whole command line.
 #[derive(Debug, Parser)]
