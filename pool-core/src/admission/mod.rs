@@ -99,8 +99,14 @@ struct Shared<C: Member> {
     /// Partition index → permits its cell holds (establishing, idle and active connections).
     /// Written under the state lock; read without it by the borrow checks of a miss.
     held: Vec<AtomicUsize>,
-    /// Requests of this origin currently waiting in some cell (for the pending cap).
+    /// Requests of this origin currently waiting in some cell, when a pending cap is set: the
+    /// cap needs one exact count.
     waiting: AtomicUsize,
+    /// Partition index → its requests waiting, when no pending cap is set. On a busy bounded
+    /// origin nearly every request waits, and one counter written by every partition's thread
+    /// would move between the cores twice per request (and take the hints read beside it on
+    /// every return along); each partition counts on a cache line of its own instead.
+    waiting_here: Box<[OwnLine]>,
     /// Whether any ticket is active or fenced; written under the lock after each change, read
     /// without it by connections returning to a cell with nobody waiting (the common case must
     /// not take an origin-wide lock).
@@ -161,6 +167,7 @@ impl<C: Member> Admission<C> {
             tolerance,
             held: (0..partitions).map(|_| AtomicUsize::new(0)).collect(),
             waiting: AtomicUsize::new(0),
+            waiting_here: (0..partitions).map(|_| OwnLine::default()).collect(),
             pressure: AtomicBool::new(false),
             free: AtomicUsize::new(limit),
             gauges: (0..partitions)
@@ -189,7 +196,13 @@ impl<C: Member> Admission<C> {
 
     /// Requests of this origin waiting in some cell.
     pub fn waiting(&self) -> usize {
-        self.shared.waiting.load(Ordering::Acquire)
+        let here: usize = self
+            .shared
+            .waiting_here
+            .iter()
+            .map(|count| count.0.load(Ordering::Acquire))
+            .sum();
+        self.shared.waiting.load(Ordering::Acquire) + here
     }
 
     /// Records the origin's cell in partition `partition`. A permit that could not be delivered
@@ -247,13 +260,15 @@ impl<C: Member> Admission<C> {
         (0..self.shared.groups.len()).filter(move |q| *q != partition)
     }
 
-    /// Counts one more waiting request unless the pending cap is reached.
-    pub fn enter_waiting(&self) -> bool {
-        let waiting = &self.shared.waiting;
+    /// Counts one more waiting request of `partition` unless the pending cap is reached.
+    pub fn enter_waiting(&self, partition: usize) -> bool {
         let Some(cap) = self.shared.pending_cap else {
-            waiting.fetch_add(1, Ordering::AcqRel);
+            self.shared.waiting_here[partition]
+                .0
+                .fetch_add(1, Ordering::AcqRel);
             return true;
         };
+        let waiting = &self.shared.waiting;
         let mut current = waiting.load(Ordering::Acquire);
         loop {
             if current >= cap {
@@ -271,9 +286,13 @@ impl<C: Member> Admission<C> {
         }
     }
 
-    /// Counts one waiting request less.
-    pub fn leave_waiting(&self) {
-        let previous = self.shared.waiting.fetch_sub(1, Ordering::AcqRel);
+    /// Counts one waiting request of `partition` less.
+    pub fn leave_waiting(&self, partition: usize) {
+        let count = match self.shared.pending_cap {
+            Some(_) => &self.shared.waiting,
+            None => &self.shared.waiting_here[partition].0,
+        };
+        let previous = count.fetch_sub(1, Ordering::AcqRel);
         debug_assert!(previous > 0, "waiting count went below zero");
     }
 
@@ -294,13 +313,17 @@ impl<C: Member> Admission<C> {
 
     /// Recomputes the lock-free hints (the pressure flag, the free permits); called with the
     /// state locked, after every change.
+    ///
+    /// A hint is written only when it changes: both are read by every partition's thread, and
+    /// a store of the same value still takes the line away from their caches.
     fn update_hints(&self, state: &State) {
-        self.shared
-            .pressure
-            .store(state.order.has_demand(), Ordering::SeqCst);
-        self.shared
-            .free
-            .store(state.ledger.available(), Ordering::SeqCst);
+        let (pressure, free) = (state.order.has_demand(), state.ledger.available());
+        if self.shared.pressure.load(Ordering::SeqCst) != pressure {
+            self.shared.pressure.store(pressure, Ordering::SeqCst);
+        }
+        if self.shared.free.load(Ordering::SeqCst) != free {
+            self.shared.free.store(free, Ordering::SeqCst);
+        }
     }
 }
 
@@ -310,8 +333,14 @@ impl<C: Member> fmt::Debug for Admission<C> {
         f.debug_struct("Admission")
             .field("limit", &self.shared.limit)
             .field("available", &state.ledger.available())
-            .field("waiting", &self.shared.waiting.load(Ordering::Relaxed))
+            .field("waiting", &self.waiting())
             .field("tickets", &state.order.active_tickets())
             .finish()
     }
 }
+
+/// A counter on a cache line of its own (128 bytes: two lines, as adjacent-line prefetchers
+/// pair them), written by one partition's thread.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct OwnLine(AtomicUsize);

@@ -284,7 +284,7 @@ impl<T: CellTypes> Cell<T> {
             return Acquire::Unsupported;
         }
         if let Some(bound) = &self.bound {
-            if !bound.admission.enter_waiting() {
+            if !bound.admission.enter_waiting(bound.partition) {
                 return Acquire::Saturated;
             }
         }

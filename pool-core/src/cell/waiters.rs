@@ -122,7 +122,7 @@ impl<T: CellTypes> Cell<T> {
     pub(super) fn left_waiting(&self) {
         self.gauges.dec(Gauge::WaitingRequests);
         if let Some(bound) = &self.bound {
-            bound.admission.leave_waiting();
+            bound.admission.leave_waiting(bound.partition);
         }
     }
 
