@@ -409,7 +409,7 @@ fn add_late(
 }
 
 /// `Host` as curl sends it: the URL's host, and its port unless it is the scheme's default.
-fn host_value(uri: &Uri) -> Option<HeaderValue> {
+pub(crate) fn host_value(uri: &Uri) -> Option<HeaderValue> {
     let host = uri.host()?;
     let default_port = match uri.scheme_str() {
         Some("https") => 443,

@@ -204,7 +204,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         schedule: Schedule::new(start, volume, args.rate, args.ramp),
         requests: urls
             .iter()
-            .map(|uri| Prototype::of(&template, uri))
+            .map(|uri| Prototype::of(&template, uri, http1_only(args, uri)))
             .collect(),
         url_origins,
         concurrency: usize::try_from(args.concurrency).unwrap_or(1),
@@ -347,6 +347,13 @@ fn build_pool(
         Some(rejected) => setup::build_error(connect, rejected).message().to_owned(),
         None => format!("starting the partition threads: {e:#}"),
     })
+}
+
+/// Whether a request to `uri` can only go over HTTP/1.1: `--http1.1`, or a cleartext URL
+/// without `--http2-prior-knowledge` (HTTP/2 over TLS needs ALPN's say).
+fn http1_only(args: &LoadArgs, uri: &Uri) -> bool {
+    let connect = &args.connect;
+    connect.http1_1 || (uri.scheme_str() == Some("http") && !connect.http2_prior_knowledge)
 }
 
 /// The configuration as the summary reports it.
