@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 use pool_core::cell::CellAdmission;
+use pool_core::sync::OwnLine;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
 use pool_core::sync::{Arc, Mutex};
 use pool_core::{
@@ -55,7 +56,7 @@ pub(crate) struct Shared {
     /// Arrival order of waiting requests; touched only on a miss. On a cache line of its own:
     /// on a busy bounded origin nearly every request waits, from every partition's thread, and
     /// the fields read on each request (the time source, the sleep) must not move with it.
-    seq: OwnLine,
+    seq: OwnLine<AtomicU64>,
     /// TLS handshakes whose transport lost the ALPN convergence (another generation or flight
     /// already served its request) and closed unused.
     redundant_handshakes: AtomicU64,
@@ -226,9 +227,3 @@ impl fmt::Debug for Shared {
             .finish_non_exhaustive()
     }
 }
-
-/// A counter on a cache line of its own (128 bytes: two lines, as adjacent-line prefetchers
-/// pair them).
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct OwnLine(AtomicU64);

@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use crate::stats::Gauges;
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Mutex, OwnLine};
 
 pub use delivery::Member;
 pub use ledger::CapacityLease;
@@ -106,7 +106,7 @@ struct Shared<C: Member> {
     /// origin nearly every request waits, and one counter written by every partition's thread
     /// would move between the cores twice per request (and take the hints read beside it on
     /// every return along); each partition counts on a cache line of its own instead.
-    waiting_here: Box<[OwnLine]>,
+    waiting_here: Box<[OwnLine<AtomicUsize>]>,
     /// Whether any ticket is active or fenced; written under the lock after each change, read
     /// without it by connections returning to a cell with nobody waiting (the common case must
     /// not take an origin-wide lock).
@@ -338,9 +338,3 @@ impl<C: Member> fmt::Debug for Admission<C> {
             .finish()
     }
 }
-
-/// A counter on a cache line of its own (128 bytes: two lines, as adjacent-line prefetchers
-/// pair them), written by one partition's thread.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct OwnLine(AtomicUsize);
