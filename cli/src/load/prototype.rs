@@ -111,11 +111,18 @@ mod tests {
             let (args, matches) = crate::curl::args::parse_test_args(argv);
             let data = args.request.data_in_order(&matches);
             let template = RequestTemplate::new(&args.request, false, &data).unwrap();
-            Prototype::of(&template, &uri, http1_only).unwrap().request()
+            Prototype::of(&template, &uri, http1_only)
+                .unwrap()
+                .request()
         };
         let request = prototype(&["http://a/"], true);
         assert_eq!(request.headers()[HOST], "example.test:8080");
-        assert!(prototype(&["http://a/"], false).headers().get(HOST).is_none());
+        assert!(
+            prototype(&["http://a/"], false)
+                .headers()
+                .get(HOST)
+                .is_none()
+        );
         let removed = prototype(&["-H", "Host:", "http://a/"], true);
         assert!(removed.headers().get(HOST).is_none());
         let set = prototype(&["-H", "Host: other.test", "http://a/"], true);
