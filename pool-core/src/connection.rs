@@ -395,7 +395,9 @@ impl PhysicalLink {
     /// Counts `n` bytes read from the transport (called by the I/O wrapper on every read; only
     /// the connection's driver reads, so the counter is written by one task).
     pub fn count_read(&self, n: usize) {
-        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        // One writer, so a load and a store: no locked read-modify-write on every read.
+        let read = self.bytes_read.load(Ordering::Relaxed);
+        self.bytes_read.store(read + n as u64, Ordering::Relaxed);
     }
 
     /// Bytes read from the transport so far. An exchange notes it at dispatch and compares at
