@@ -27,8 +27,8 @@ pub trait H1Home<B>: Send + Sync + 'static {
 /// what stays the same for the connection's life behind one pointer.
 ///
 /// Every request moves the connection several times (out of the idle set, into the exchange
-/// guard, inside the response body and the response), so it is kept to three words plus
-/// hyper's sender; the fixed part is read through the pointer a few times per request.
+/// guard, inside the response body and the response), so it is kept to hyper's sender and two
+/// pointers (40 bytes); the fixed part is read through its pointer a few times per request.
 pub struct H1Connection<B> {
     sender: SendRequest<B>,
     record: Arc<ConnectionRecord>,
