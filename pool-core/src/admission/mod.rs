@@ -260,15 +260,22 @@ impl<C: Member> Admission<C> {
         (0..self.shared.groups.len()).filter(move |q| *q != partition)
     }
 
+    /// The counter of `partition`'s waiting requests: the origin's one under a pending cap,
+    /// the partition's own otherwise (see `waiting_here`).
+    fn waiting_count(&self, partition: usize) -> &AtomicUsize {
+        match self.shared.pending_cap {
+            Some(_) => &self.shared.waiting,
+            None => &self.shared.waiting_here[partition].0,
+        }
+    }
+
     /// Counts one more waiting request of `partition` unless the pending cap is reached.
     pub fn enter_waiting(&self, partition: usize) -> bool {
+        let waiting = self.waiting_count(partition);
         let Some(cap) = self.shared.pending_cap else {
-            self.shared.waiting_here[partition]
-                .0
-                .fetch_add(1, Ordering::AcqRel);
+            waiting.fetch_add(1, Ordering::AcqRel);
             return true;
         };
-        let waiting = &self.shared.waiting;
         let mut current = waiting.load(Ordering::Acquire);
         loop {
             if current >= cap {
@@ -288,11 +295,7 @@ impl<C: Member> Admission<C> {
 
     /// Counts one waiting request of `partition` less.
     pub fn leave_waiting(&self, partition: usize) {
-        let count = match self.shared.pending_cap {
-            Some(_) => &self.shared.waiting,
-            None => &self.shared.waiting_here[partition].0,
-        };
-        let previous = count.fetch_sub(1, Ordering::AcqRel);
+        let previous = self.waiting_count(partition).fetch_sub(1, Ordering::AcqRel);
         debug_assert!(previous > 0, "waiting count went below zero");
     }
 
