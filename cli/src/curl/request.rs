@@ -280,8 +280,14 @@ impl RequestTemplate {
 
     /// Makes requests carry their own `Host` header first and use `version` (curl mode).
     pub(crate) fn curl_mode(&mut self, version: Version) {
-        self.host_first = true;
+        self.send_host();
         self.version = version;
+    }
+
+    /// Makes requests carry their own `Host` header, first: `-H`'s if it set one, none if it
+    /// removed it, otherwise the URL's as curl sends it.
+    pub(crate) fn send_host(&mut self) {
+        self.host_first = true;
     }
 
     /// Whether `-H` set a header of this name (it then wins over curl mode's own).
@@ -409,7 +415,7 @@ fn add_late(
 }
 
 /// `Host` as curl sends it: the URL's host, and its port unless it is the scheme's default.
-pub(crate) fn host_value(uri: &Uri) -> Option<HeaderValue> {
+fn host_value(uri: &Uri) -> Option<HeaderValue> {
     let host = uri.host()?;
     let default_port = match uri.scheme_str() {
         Some("https") => 443,

@@ -173,6 +173,9 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let data = args.request.data_in_order(matches);
     let template =
         RequestTemplate::new(&args.request, false, &data).map_err(|e| e.message().to_owned())?;
+    // For requests that can only go over HTTP/1.1: they carry their `Host` (see `prototype`).
+    let mut h1_template = template.clone();
+    h1_template.send_host();
     let origin = match args.local {
         true => Some(
             LocalOrigin::start(usize::try_from(args.local_threads).unwrap_or(1))
@@ -204,7 +207,10 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         schedule: Schedule::new(start, volume, args.rate, args.ramp),
         requests: urls
             .iter()
-            .map(|uri| Prototype::of(&template, uri, http1_only(args, uri)))
+            .map(|uri| match http1_only(args, uri) {
+                true => Prototype::of(&h1_template, uri),
+                false => Prototype::of(&template, uri),
+            })
             .collect(),
         url_origins,
         concurrency: usize::try_from(args.concurrency).unwrap_or(1),

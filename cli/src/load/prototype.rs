@@ -6,17 +6,17 @@
 //! URL's request once, and a request of the run is a copy of those parts (the header map is
 //! cloned whole, the URI and header values share their bytes).
 //!
-//! A request that can only go over HTTP/1.1 carries its `Host` header from the start, as curl
-//! mode's do: the pool adds one only when it is missing, and adding it to each copy would grow
-//! the copy's header map (a clone has no room to spare) on every request. Over HTTP/2 the pool
-//! would move it into `:authority` instead, so a request that may go over HTTP/2 has none.
+//! A request that can only go over HTTP/1.1 is built from a template that sends `Host`
+//! ([`RequestTemplate::send_host`]), as curl mode's requests are: the pool adds one only when
+//! it is missing, and adding it to each copy would grow the copy's header map (a clone has no
+//! room to spare) on every request. Over HTTP/2 the pool would move it into `:authority`
+//! instead, so a request that may go over HTTP/2 has none.
 
 use bytes::Bytes;
-use http::header::HOST;
 use http::{HeaderMap, Method, Request, Uri, Version};
 use http_body_util::Full;
 
-use crate::curl::request::{RequestTemplate, host_value};
+use crate::curl::request::RequestTemplate;
 
 /// One URL's request, as every request of the run to that URL sends it.
 #[derive(Debug)]
@@ -29,28 +29,17 @@ pub(crate) struct Prototype {
 }
 
 impl Prototype {
-    /// The request `template` sends to `uri` (as the first hop of a transfer). With
-    /// `http1_only` (the request cannot go over HTTP/2), it carries `Host` as curl sends it,
-    /// unless `-H` set or removed one.
+    /// The request `template` sends to `uri` (as the first hop of a transfer).
     ///
     /// # Errors
     ///
     /// The template's message when it cannot build the request.
-    pub(crate) fn of(
-        template: &RequestTemplate,
-        uri: &Uri,
-        http1_only: bool,
-    ) -> Result<Prototype, String> {
+    pub(crate) fn of(template: &RequestTemplate, uri: &Uri) -> Result<Prototype, String> {
         let hop = template.first_hop();
         let request = template
             .build(uri, &hop)
             .map_err(|e| e.message().to_owned())?;
-        let (mut parts, _) = request.into_parts();
-        if http1_only && !parts.headers.contains_key(HOST) && !template.user_removes(&HOST) {
-            if let Some(host) = host_value(uri) {
-                parts.headers.insert(HOST, host);
-            }
-        }
+        let (parts, _) = request.into_parts();
         Ok(Prototype {
             method: parts.method,
             uri: parts.uri,
@@ -92,7 +81,7 @@ mod tests {
         let template = RequestTemplate::new(&args.request, false, &data).unwrap();
         let uri: Uri = "http://example.test:8080/path?q=1".parse().unwrap();
         let built = template.build(&uri, &template.first_hop()).unwrap();
-        let copied = Prototype::of(&template, &uri, false).unwrap().request();
+        let copied = Prototype::of(&template, &uri).unwrap().request();
         assert_eq!(copied.method(), built.method());
         assert_eq!(copied.method(), Method::POST);
         assert_eq!(copied.uri(), built.uri());
@@ -106,14 +95,16 @@ mod tests {
 
     #[test]
     fn a_request_bound_for_http1_carries_host_unless_the_user_removed_it() {
+        use http::header::HOST;
         let uri: Uri = "http://example.test:8080/path".parse().unwrap();
         let prototype = |argv: &[&str], http1_only: bool| {
             let (args, matches) = crate::curl::args::parse_test_args(argv);
             let data = args.request.data_in_order(&matches);
-            let template = RequestTemplate::new(&args.request, false, &data).unwrap();
-            Prototype::of(&template, &uri, http1_only)
-                .unwrap()
-                .request()
+            let mut template = RequestTemplate::new(&args.request, false, &data).unwrap();
+            if http1_only {
+                template.send_host();
+            }
+            Prototype::of(&template, &uri).unwrap().request()
         };
         let request = prototype(&["http://a/"], true);
         assert_eq!(request.headers()[HOST], "example.test:8080");
