@@ -37,6 +37,14 @@ impl pool::Connect for MemoryConnector {
     }
 }
 
+/// `uri` in a buffer of its own, for the workers of one thread. Clones of one `Uri` share a
+/// reference count, and the threads of two partitions that cloned the same one would both
+/// change it on every request: a cost of the harness, which a pool that keeps its own state
+/// per partition would be charged for.
+pub(crate) fn own_uri(uri: &Uri) -> Uri {
+    uri.to_string().parse().expect("uri")
+}
+
 /// A pool over `runtimes` (one partition each), optionally bounded.
 fn pool_over(
     runtimes: &[tokio::runtime::Runtime],
@@ -74,7 +82,7 @@ pub(crate) fn run_partitioned(
                 let client = pool
                     .client_for(PartitionId::from_index(i as u32))
                     .expect("partition");
-                let (uri, finished) = (uri.clone(), finished.clone());
+                let (uri, finished) = (own_uri(uri), finished.clone());
                 scope.spawn(move || {
                     rt.block_on(async {
                         let workers = (0..c / partitions)
@@ -192,7 +200,7 @@ fn drive(
                 let client = pool
                     .client_for(PartitionId::from_index(i as u32))
                     .expect("partition");
-                let (uri, finished) = (uri.clone(), finished.clone());
+                let (uri, finished) = (own_uri(uri), finished.clone());
                 scope.spawn(move || {
                     rt.block_on(async move {
                         let mut tasks = tokio::task::JoinSet::new();

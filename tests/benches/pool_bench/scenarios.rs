@@ -295,10 +295,11 @@ pub(crate) fn bounded(servers: &Servers, target: Option<SocketAddr>, plan: Plan)
                     };
                     let client = legacy_builder().build(connector);
                     measure(
+                        // A URI per worker: its tasks move between the runtime's threads.
                         (0..C)
                             .map(|_| LegacyWorker {
                                 client: client.clone(),
-                                uri: uri.clone(),
+                                uri: crate::partitions::own_uri(&uri),
                             })
                             .collect(),
                         plan,
