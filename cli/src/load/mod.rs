@@ -205,13 +205,15 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let start = Instant::now();
     let run = Arc::new(RunShared {
         schedule: Schedule::new(start, volume, args.rate, args.ramp),
-        requests: urls
-            .iter()
-            .map(|uri| match http1_only(args, uri) {
-                true => Prototype::of(&h1_template, uri),
-                false => Prototype::of(&template, uri),
-            })
-            .collect(),
+        requests: per_partition(
+            urls.iter()
+                .map(|uri| match http1_only(args, uri) {
+                    true => Prototype::of(&h1_template, uri),
+                    false => Prototype::of(&template, uri),
+                })
+                .collect(),
+            partition_count,
+        ),
         url_origins,
         concurrency: usize::try_from(args.concurrency).unwrap_or(1),
         max_time: args.max_time.filter(|t| !t.is_zero()),
@@ -288,6 +290,21 @@ fn local_flavor(args: &LoadArgs) -> Flavor {
     } else {
         Flavor::Http1
     }
+}
+
+/// `prototypes` for each of `count` partitions, each partition's in buffers of its own.
+fn per_partition(
+    prototypes: Vec<Result<Prototype, String>>,
+    count: usize,
+) -> Box<[Vec<Result<Prototype, String>>]> {
+    let copy = |list: &[Result<Prototype, String>]| {
+        list.iter()
+            .map(|p| p.as_ref().map(Prototype::own_copy).map_err(Clone::clone))
+            .collect()
+    };
+    let mut lists: Vec<_> = (1..count.max(1)).map(|_| copy(&prototypes)).collect();
+    lists.insert(0, prototypes);
+    lists.into_boxed_slice()
 }
 
 fn partition_ids(count: usize) -> Vec<PartitionId> {

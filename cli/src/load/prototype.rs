@@ -11,9 +11,14 @@
 //! it is missing, and adding it to each copy would grow the copy's header map (a clone has no
 //! room to spare) on every request. Over HTTP/2 the pool would move it into `:authority`
 //! instead, so a request that may go over HTTP/2 has none.
+//!
+//! Each partition copies from prototypes of its own ([`Prototype::own_copy`]): a copy shares
+//! the prototype's bytes through one reference count per buffer, and a count that the threads
+//! of two partitions both change on every request moves its cache line between their cores
+//! each time (the pool's own state is kept per partition for the same reason).
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, Request, Uri, Version};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
 use http_body_util::Full;
 
 use crate::curl::request::RequestTemplate;
@@ -47,6 +52,28 @@ impl Prototype {
             headers: parts.headers,
             body: template.body_for(&hop),
         })
+    }
+
+    /// The same request in buffers of its own: nothing of it shares a reference count with
+    /// `self` (see the module docs).
+    pub(crate) fn own_copy(&self) -> Prototype {
+        let uri = Uri::try_from(self.uri.to_string()).unwrap_or_else(|_| self.uri.clone());
+        let mut headers = HeaderMap::with_capacity(self.headers.len());
+        for (name, value) in &self.headers {
+            let name =
+                HeaderName::from_bytes(name.as_str().as_bytes()).unwrap_or_else(|_| name.clone());
+            let mut copied =
+                HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
+            copied.set_sensitive(value.is_sensitive());
+            headers.append(name, copied);
+        }
+        Prototype {
+            method: self.method.clone(),
+            uri,
+            version: self.version,
+            headers,
+            body: Bytes::copy_from_slice(&self.body),
+        }
     }
 
     /// A request equal to the one [`of`](Self::of) built.
@@ -91,6 +118,62 @@ mod tests {
         let built = built.into_body().collect().await.unwrap().to_bytes();
         let copied = copied.into_body().collect().await.unwrap().to_bytes();
         assert_eq!((copied, built), ("abc".into(), "abc".into()));
+    }
+
+    #[tokio::test]
+    async fn an_own_copy_is_equal_and_shares_no_buffer() {
+        let argv = [
+            "-H",
+            "X-Custom-Name: v",
+            "-u",
+            "user:pw",
+            "-d",
+            "abc",
+            "http://a/",
+        ];
+        let (args, matches) = crate::curl::args::parse_test_args(&argv);
+        let data = args.request.data_in_order(&matches);
+        let template = RequestTemplate::new(&args.request, false, &data).unwrap();
+        let uri: Uri = "http://example.test:8080/path?q=1".parse().unwrap();
+        let mut prototype = Prototype::of(&template, &uri).unwrap();
+        let mut secret = HeaderValue::from_static("Bearer t");
+        secret.set_sensitive(true);
+        prototype
+            .headers
+            .insert(http::header::AUTHORIZATION, secret);
+        let copy = prototype.own_copy();
+        let (a, b) = (prototype.request(), copy.request());
+        assert_eq!(
+            (a.method(), a.uri(), a.version()),
+            (b.method(), b.uri(), b.version())
+        );
+        assert_eq!(a.headers(), b.headers());
+        let sensitive = |r: &Request<Full<Bytes>>| {
+            r.headers()
+                .iter()
+                .filter(|(_, v)| v.is_sensitive())
+                .map(|(n, _)| n.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sensitive(&a), sensitive(&b));
+        assert!(
+            !sensitive(&a).is_empty(),
+            "-u makes a sensitive Authorization"
+        );
+        let (a_path, b_path) = (a.uri().path(), b.uri().path());
+        assert_eq!(a_path, b_path);
+        assert_ne!(a_path.as_ptr(), b_path.as_ptr(), "the URI is not shared");
+        for ((_, x), (_, y)) in a.headers().iter().zip(b.headers()) {
+            assert_ne!(
+                x.as_bytes().as_ptr(),
+                y.as_bytes().as_ptr(),
+                "values are not shared"
+            );
+        }
+        let a = a.into_body().collect().await.unwrap().to_bytes();
+        let b = b.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(a, b);
+        assert_ne!(a.as_ptr(), b.as_ptr(), "the body is not shared");
     }
 
     #[test]

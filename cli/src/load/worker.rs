@@ -38,9 +38,9 @@ use super::schedule::Schedule;
 pub(crate) struct RunShared {
     /// When requests start.
     pub(crate) schedule: Schedule,
-    /// What a request to each URL sends (or why it cannot be built), the URLs used
-    /// round-robin.
-    pub(crate) requests: Vec<Result<Prototype, String>>,
+    /// Partition index → what a request to each URL sends (or why it cannot be built), the
+    /// URLs used round-robin. Each partition has copies of its own (see `prototype`).
+    pub(crate) requests: Box<[Vec<Result<Prototype, String>>]>,
     /// Each URL's origin, as an index into the run's distinct origins (like `urls`).
     pub(crate) url_origins: Vec<usize>,
     /// `-c`: how many workers there are.
@@ -174,7 +174,8 @@ impl Worker {
     async fn requests(&self, record: &mut Record) {
         let run = &*self.run;
         let gauges = self.gauges();
-        let mut next_url = self.index % run.requests.len();
+        let requests = &run.requests[self.partition];
+        let mut next_url = self.index % requests.len();
         if let Some(at) = run.schedule.worker_start(self.index, run.concurrency) {
             tokio::time::sleep_until(at.into()).await;
         }
@@ -194,9 +195,9 @@ impl Worker {
                 }
                 None => now,
             };
-            let prototype = &run.requests[next_url];
+            let prototype = &requests[next_url];
             let origin = run.url_origins.get(next_url).copied().unwrap_or(0);
-            next_url = (next_url + 1) % run.requests.len();
+            next_url = (next_url + 1) % requests.len();
             record.in_flight = true;
             gauges.in_flight.fetch_add(1, Ordering::Relaxed);
             let outcome = match run.max_time {
