@@ -88,6 +88,10 @@ impl Client {
                 let exchange = match selected {
                     Selected::H1(conn) => {
                         let (served, sent) = h1::start(self, &entry, conn, request, waited);
+                        // Pinned where it lies: the deadline then holds a pointer, and the
+                        // exchange's future is not moved again into the deadline's and the
+                        // await's slots (two copies of its 328 bytes per request).
+                        let sent = std::pin::pin!(sent);
                         match deadline.bound(sleep, sent).await {
                             Ok(outcome) => h1::finish(self, &entry, served, outcome),
                             Err(timeout) => Err(served.fail(timeout)),
@@ -95,6 +99,7 @@ impl Client {
                     }
                     Selected::H2(lease) => {
                         let (served, sent) = h2::start(self, lease, request, waited);
+                        let sent = std::pin::pin!(sent);
                         match deadline.bound(sleep, sent).await {
                             Ok(outcome) => h2::finish(self, &entry, served, outcome),
                             Err(timeout) => Err(served.fail(timeout)),
