@@ -334,8 +334,9 @@ pub(crate) fn placement_steady_state(h1: SocketAddr, plan: Plan) -> String {
 }
 
 /// Scenario 8: two partitions share a bound of 8; partition 0 runs 200 workers, partition 1
-/// runs 20. How long partition 1's requests wait for a connection (p99), beside partition 0
-/// and alone, and that neither starves. `upstream` is the latency the server adds to each
+/// runs 20. How long partition 1's requests wait for a connection (p99), beside partition 0,
+/// alone, and alone with the bound at its equal share (what owning half of the bound would
+/// give it), and that neither starves. `upstream` is the latency the server adds to each
 /// response, if any: with none, a request's service time is CPU on the two cores the heavy
 /// partition also loads; with some, it is mostly that latency.
 pub(crate) fn placement_fairness(
@@ -347,45 +348,59 @@ pub(crate) fn placement_fairness(
     const HEAVY: usize = 200;
     const LIGHT: usize = 20;
     let uri: Uri = format!("http://{h1}/").parse().expect("uri");
-    let run = |heavy: usize| {
+    let run = |heavy: usize, limit: usize| {
         let runtimes: Vec<_> = (0..2).map(|_| current_thread()).collect();
         let census = Arc::new(Census::default());
         let pool = pool_over(&runtimes, |b| {
-            b.max_connections_per_host(N).event_listener(census.clone())
+            b.max_connections_per_host(limit)
+                .event_listener(census.clone())
         });
         drive(&pool, &runtimes, &[heavy, LIGHT], &uri, plan, &census)
     };
     let mut shared_p99 = Vec::new();
     let mut alone_p99 = Vec::new();
+    let mut share_p99 = Vec::new();
     let mut heavy_p99 = Vec::new();
     let mut requests = Vec::new();
     for round in 0..plan.rounds {
-        // Alternate which configuration runs first.
-        let (together, alone) = if round % 2 == 0 {
-            let t = run(HEAVY);
-            (t, run(0))
-        } else {
-            let a = run(0);
-            (run(HEAVY), a)
+        // Rotate which configuration runs first. The third is partition 1 alone with the
+        // bound at its equal share (N / 2): what it would have if it owned half of the bound.
+        let mut runs: [Option<Vec<PartitionRun>>; 3] = [None, None, None];
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            runs[which] = Some(match which {
+                0 => run(HEAVY, N),
+                1 => run(0, N),
+                _ => run(0, N / 2),
+            });
+        }
+        let [Some(together), Some(alone), Some(share)] = runs else {
+            unreachable!("every configuration ran");
         };
         let p99 = |r: &PartitionRun| r.wait_us.value_at_quantile(0.99) as f64;
         shared_p99.push(p99(&together[1]));
         alone_p99.push(p99(&alone[1]));
+        share_p99.push(p99(&share[1]));
         heavy_p99.push(p99(&together[0]));
         requests.push((together[0].requests, together[1].requests));
     }
-    let ratio: Vec<f64> = shared_p99
-        .iter()
-        .zip(&alone_p99)
-        .map(|(s, a)| s / a.max(1.0))
-        .collect();
+    let over = |base: &[f64]| -> Vec<f64> {
+        shared_p99
+            .iter()
+            .zip(base)
+            .map(|(s, a)| s / a.max(1.0))
+            .collect()
+    };
+    let (ratio, ratio_share) = (over(&alone_p99), over(&share_p99));
     let latency = upstream.map_or_else(String::new, |l| {
         format!(", the server answering after {} ms", l.as_millis())
     });
-    let (r, s, a, h) = (
+    let (r, rs, s, a, sh, h) = (
         spread(&ratio),
+        spread(&ratio_share),
         spread(&shared_p99),
         spread(&alone_p99),
+        spread(&share_p99),
         spread(&heavy_p99),
     );
     format!(
@@ -393,9 +408,22 @@ pub(crate) fn placement_fairness(
          c = {LIGHT}, loopback HTTP/1.1{latency}\n\n\
          | | p99 wait for a connection, µs (median) |\n|---|---:|\n\
          | partition 1 beside partition 0 | {:.0} |\n| partition 1 alone | {:.0} |\n\
+         | partition 1 alone, bound at its equal share (N = {}) | {:.0} |\n\
          | partition 0 beside partition 1 | {:.0} |\n\n\
          ratio light beside heavy / light alone: **{:.2}** (min {:.2}, max {:.2})\n\n\
+         ratio light beside heavy / light alone at its equal share: **{:.2}** (min {:.2}, \
+         max {:.2})\n\n\
          requests in the window per round (partition 0, partition 1): {requests:?}\n",
-        s.median, a.median, h.median, r.median, r.min, r.max
+        s.median,
+        a.median,
+        N / 2,
+        sh.median,
+        h.median,
+        r.median,
+        r.min,
+        r.max,
+        rs.median,
+        rs.min,
+        rs.max
     )
 }
