@@ -18,7 +18,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::generation::H2Generation;
-use crate::runtime::{PartitionExecutor, PoolTimer};
+use crate::runtime::{PartitionExecutor, PoolTimer, Turn};
 use crate::settings::H2Settings;
 use crate::streams::{LimitProbe, Streams};
 
@@ -75,7 +75,8 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let mut builder = Builder::new(PartitionExecutor::new(spawner));
+    let turn = Turn::default();
+    let mut builder = Builder::new(PartitionExecutor::new(spawner, turn.clone()));
     builder.timer(timer);
     settings.apply(&mut builder);
     let (sender, conn) = builder.handshake::<I, B>(io).await?;
@@ -83,6 +84,7 @@ where
         sender,
         conn,
         initial_max_send_streams: settings.initial_max_send_streams(),
+        turn,
     })
 }
 
@@ -93,6 +95,8 @@ pub struct Handshaken<B, F> {
     conn: F,
     /// The streams h2 allows before the peer's SETTINGS.
     initial_max_send_streams: usize,
+    /// The turn hyper's tasks for this connection take (see [`PartitionExecutor`]).
+    turn: Turn,
 }
 
 impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
@@ -111,6 +115,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
         let probe = ConnectionProbe(std::sync::Arc::downgrade(&conn));
         let streams = Arc::new(Streams::new(self.initial_max_send_streams, Box::new(probe)));
         let driver = H2Driver {
+            turn: self.turn,
             conn: Some(conn),
             record: Some(record.clone()),
             home: Some(home.clone()),
@@ -138,6 +143,8 @@ pin_project! {
         home: Option<Arc<dyn H2Home>>,
         // Where the peer's stream limit is copied after every poll.
         streams: Arc<Streams>,
+        // Held while hyper's dispatch task is polled (see `PartitionExecutor`).
+        turn: Turn,
     }
 
     impl<F> PinnedDrop for H2Driver<F> {
@@ -178,6 +185,9 @@ where
             return Poll::Ready(());
         };
         let (polled, limit) = {
+            // The connection's turn first, then the connection: nothing takes them the other
+            // way round (the first response's probe takes only the connection).
+            let _turn = this.turn.take();
             // Never a pool lock: only this driver and the first response of the connection
             // take it, and neither holds a pool lock then.
             let mut conn = shared

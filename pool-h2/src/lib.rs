@@ -65,5 +65,5 @@ pub use generation::{
 };
 pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};
 pub use request::prepare_request;
-pub use runtime::{PartitionExecutor, PoolTimer};
+pub use runtime::{PartitionExecutor, PoolTimer, Turn};
 pub use settings::H2Settings;

@@ -10,15 +10,24 @@ use pool_core::sync::Arc;
 use pool_core::{AsyncSleep, DriverSpawner, TimeSource};
 
 /// Spawns every task hyper creates for a connection onto the connection's partition.
+///
+/// Each task is polled holding the connection's [`Turn`], which the connection's driver also
+/// holds while it polls hyper's dispatch task. That serialises them on a multi-thread runtime:
+/// otherwise h2's connection task, on another thread, can read a GOAWAY while the dispatch task
+/// is between handing a request to h2 and its next `poll_ready`, and the dispatch task then
+/// fails that request with the GOAWAY's error and cancels its stream, although the stream was
+/// sent within the GOAWAY's last stream id (an error the pool takes as proof that the request
+/// was not processed). On a current-thread runtime the turn is never contended.
 #[derive(Clone)]
 pub struct PartitionExecutor {
     spawner: Arc<dyn DriverSpawner>,
+    turn: Turn,
 }
 
 impl PartitionExecutor {
-    /// An executor spawning through `spawner`.
-    pub fn new(spawner: Arc<dyn DriverSpawner>) -> Self {
-        PartitionExecutor { spawner }
+    /// An executor spawning through `spawner`, its tasks taking `turn` while polled.
+    pub fn new(spawner: Arc<dyn DriverSpawner>, turn: Turn) -> Self {
+        PartitionExecutor { spawner, turn }
     }
 }
 
@@ -27,7 +36,42 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     fn execute(&self, future: F) {
-        self.spawner.spawn(Box::pin(future));
+        self.spawner.spawn(Box::pin(InTurn {
+            turn: self.turn.clone(),
+            future,
+        }));
+    }
+}
+
+/// One connection's turn: at most one of its hyper tasks (and its driver) is polled at a time.
+#[derive(Clone, Debug, Default)]
+pub struct Turn(std::sync::Arc<std::sync::Mutex<()>>);
+
+impl Turn {
+    /// Holds the turn for the guard's life.
+    pub(crate) fn take(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A hyper task polled in its connection's turn.
+    struct InTurn<F> {
+        turn: Turn,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for InTurn<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let _turn = this.turn.take();
+        this.future.poll(cx)
     }
 }
 
