@@ -365,18 +365,14 @@ pub(crate) fn placement_fairness(
     for round in 0..plan.rounds {
         // Rotate which configuration runs first. The third is partition 1 alone with the
         // bound at its equal share (N / 2): what it would have if it owned half of the bound.
-        let mut runs: [Option<Vec<PartitionRun>>; 3] = [None, None, None];
-        for k in 0..3 {
-            let which = (round + k) % 3;
-            runs[which] = Some(match which {
-                0 => run(HEAVY, N),
-                1 => run(0, N),
-                _ => run(0, N / 2),
-            });
+        let configurations = [(HEAVY, N), (0, N), (0, N / 2)];
+        let mut runs: [Vec<PartitionRun>; 3] = Default::default();
+        for k in 0..runs.len() {
+            let which = (round + k) % runs.len();
+            let (heavy, limit) = configurations[which];
+            runs[which] = run(heavy, limit);
         }
-        let [Some(together), Some(alone), Some(share)] = runs else {
-            unreachable!("every configuration ran");
-        };
+        let [together, alone, share] = runs;
         let p99 = |r: &PartitionRun| r.wait_us.value_at_quantile(0.99) as f64;
         shared_p99.push(p99(&together[1]));
         alone_p99.push(p99(&alone[1]));
