@@ -477,3 +477,39 @@ macro_rules! common_server_methods {
 }
 
 pub(crate) use common_server_methods;
+
+/// Defines the builder settings common to both servers, writing `self.core`.
+macro_rules! common_builder_methods {
+    () => {
+        /// Whether to keep every request for the server's `requests()` and every connection
+        /// for `connections()` (default: yes). A long run turns it off so the server's memory
+        /// stays flat; requests and connections are still counted.
+        pub fn record_requests(mut self, record: bool) -> Self {
+            self.core.record_requests = record;
+            self
+        }
+
+        /// Serves TLS with this configuration (see [`TestPki`](crate::tls::TestPki)); URLs
+        /// become `https://`. An HTTP/2 server needs ALPN `h2` in it
+        /// (`pki.server_config(&[b"h2"])`).
+        pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
+            self.core.tls = Some(config);
+            self
+        }
+
+        /// Binds here instead of `127.0.0.1:0` (for example `[::1]:0` or `127.0.0.2:0`).
+        pub fn bind_addr(mut self, addr: std::net::SocketAddr) -> Self {
+            self.core.bind = addr;
+            self
+        }
+
+        /// Every accepted connection waits for this gate before its TLS handshake and its
+        /// first step.
+        pub fn accept_gate(mut self, gate: crate::gate::Gate) -> Self {
+            self.core.accept_gate = Some(gate);
+            self
+        }
+    };
+}
+
+pub(crate) use common_builder_methods;

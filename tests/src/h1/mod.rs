@@ -1,7 +1,7 @@
 //! A scripted HTTP/1.1 peer on loopback: raw bytes in, raw bytes out.
 //!
 //! Every accepted connection runs a [`ConnPlan`]: an ordered list of steps (read a request, write
-//! a [`Reply`], wait for a [`Gate`], sleep, half-close, reset, close, ...). Requests are parsed with
+//! a [`Reply`], wait for a [`Gate`](crate::gate::Gate), sleep, half-close, reset, close, ...). Requests are parsed with
 //! `httparse` (bodies framed by `Content-Length` or `chunked`) and recorded as
 //! [`RecordedRequest`]s with the raw request-target, so a test can tell origin-form from
 //! absolute-form. Replies are written byte by byte as scripted, including broken ones (a
@@ -32,7 +32,6 @@ pub use plan::ConnPlan;
 pub use reply::Reply;
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -40,8 +39,9 @@ use http::header::HeaderMap;
 use http::{Method, Version};
 
 use crate::counters::Log;
-use crate::gate::Gate;
-use crate::server::{CoreConfig, ServeFn, ServerCore, common_server_methods};
+use crate::server::{
+    CoreConfig, ServeFn, ServerCore, common_builder_methods, common_server_methods,
+};
 
 /// One request as the scripted H1 server read it off the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,32 +98,7 @@ pub struct H1ServerBuilder {
 }
 
 impl H1ServerBuilder {
-    /// Whether to keep every request for [`ScriptedH1Server::requests`] and every connection
-    /// for `connections()` (default: yes). A long run turns it off so the server's memory
-    /// stays flat; requests and connections are still counted.
-    pub fn record_requests(mut self, record: bool) -> Self {
-        self.core.record_requests = record;
-        self
-    }
-
-    /// Serves TLS with this configuration (see [`TestPki`](crate::tls::TestPki)); URLs become
-    /// `https://`.
-    pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
-        self.core.tls = Some(config);
-        self
-    }
-
-    /// Binds here instead of `127.0.0.1:0` (for example `[::1]:0` or `127.0.0.2:0`).
-    pub fn bind_addr(mut self, addr: SocketAddr) -> Self {
-        self.core.bind = addr;
-        self
-    }
-
-    /// Every accepted connection waits for this gate before its TLS handshake and first step.
-    pub fn accept_gate(mut self, gate: Gate) -> Self {
-        self.core.accept_gate = Some(gate);
-        self
-    }
+    common_builder_methods!();
 
     /// Appends a plan: the `i`-th plan added runs on connection `i`.
     pub fn plan(mut self, plan: ConnPlan) -> Self {

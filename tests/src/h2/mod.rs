@@ -34,7 +34,6 @@ pub use plan::{H2ConnPlan, StreamPlan};
 
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -44,8 +43,9 @@ use http::{Method, Uri};
 pub use ::h2::Reason;
 
 use crate::counters::lock;
-use crate::gate::Gate;
-use crate::server::{CoreConfig, ServeFn, ServerCore, common_server_methods};
+use crate::server::{
+    CoreConfig, ServeFn, ServerCore, common_builder_methods, common_server_methods,
+};
 
 use conn::{H2Ctx, serve_conn};
 use plan::StreamFn;
@@ -152,31 +152,7 @@ impl fmt::Debug for H2ServerBuilder {
 }
 
 impl H2ServerBuilder {
-    /// Whether to keep every request for [`ScriptedH2Server::requests`] (default: yes). A long
-    /// run turns it off so the server's memory stays flat; requests are still counted.
-    pub fn record_requests(mut self, record: bool) -> Self {
-        self.core.record_requests = record;
-        self
-    }
-
-    /// Serves TLS with this configuration; give it ALPN `h2`
-    /// (`pki.server_config(&[b"h2"])`). URLs become `https://`.
-    pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
-        self.core.tls = Some(config);
-        self
-    }
-
-    /// Binds here instead of `127.0.0.1:0`.
-    pub fn bind_addr(mut self, addr: SocketAddr) -> Self {
-        self.core.bind = addr;
-        self
-    }
-
-    /// Every accepted connection waits for this gate before its TLS handshake.
-    pub fn accept_gate(mut self, gate: Gate) -> Self {
-        self.core.accept_gate = Some(gate);
-        self
-    }
+    common_builder_methods!();
 
     /// SETTINGS_MAX_CONCURRENT_STREAMS (default: unlimited).
     pub fn max_concurrent_streams(mut self, n: u32) -> Self {
