@@ -164,12 +164,14 @@ pin_project! {
 struct ConnectionProbe<F>(std::sync::Weak<std::sync::Mutex<F>>);
 
 impl<F: PeerStreamLimit + Send + 'static> LimitProbe for ConnectionProbe<F> {
-    fn max_send_streams(&self) -> Option<usize> {
-        let conn = self.0.upgrade()?;
+    fn record_limit(&self, record: &mut dyn FnMut(usize)) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
         let conn = conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Some(conn.max_send_streams())
+        record(conn.max_send_streams());
     }
 }
 
@@ -184,7 +186,7 @@ where
         let Some(shared) = this.conn.as_ref() else {
             return Poll::Ready(());
         };
-        let (polled, limit) = {
+        let (polled, grew) = {
             // The connection's turn first, then the connection: nothing takes them the other
             // way round (the first response's probe takes only the connection).
             let _turn = this.turn.take();
@@ -194,10 +196,12 @@ where
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let polled = Pin::new(&mut *conn).poll(cx);
-            (polled, conn.max_send_streams())
+            // The peer's SETTINGS may have changed its limit since the last poll. Recorded
+            // before the connection is let go, so the first response's probe cannot record a
+            // newer reading in between (see `Streams::observe`).
+            (polled, this.streams.observe(conn.max_send_streams()))
         };
-        // A SETTINGS frame read in this poll may have changed the peer's limit.
-        if this.streams.observe(limit) {
+        if grew {
             if let (Some(home), Some(record)) = (this.home.as_ref(), this.record.as_ref()) {
                 home.stream_freed(record);
             }

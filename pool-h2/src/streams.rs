@@ -6,7 +6,10 @@ use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// Reads the peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` from the connection, while it
 /// lives.
 pub(crate) trait LimitProbe: Send + Sync + 'static {
-    fn max_send_streams(&self) -> Option<usize>;
+    /// Calls `record` with h2's current limit while holding the connection: the lock under
+    /// which the driver reads and records its own after every poll, so readings are recorded
+    /// in the order they were taken. Does nothing once the connection is gone.
+    fn record_limit(&self, record: &mut dyn FnMut(usize));
 }
 
 /// The stream accounting of one generation, shared by its handles, its leases and its driver.
@@ -108,6 +111,12 @@ impl Streams {
 
     /// Records `limit`, h2's current one, after a driver poll. Returns whether the limit in
     /// force grew (streams may be free for waiting requests).
+    ///
+    /// The driver calls this while it still holds the connection it read `limit` from. The
+    /// race that prevents: a reading taken before the peer's SETTINGS applied (h2's initial
+    /// 100) recorded after the first response recorded the peer's real limit, which would
+    /// then pass for the peer's own, so a cold burst past 100 streams would see its one
+    /// connection as full and open another.
     pub(crate) fn observe(&self, limit: usize) -> bool {
         let before = self.limit();
         self.limit.store(limit, Ordering::Release);
@@ -124,9 +133,8 @@ impl Streams {
             return false;
         }
         let before = self.limit();
-        if let Some(limit) = self.probe.max_send_streams() {
-            self.limit.store(limit, Ordering::Release);
-        }
+        self.probe
+            .record_limit(&mut |limit| self.limit.store(limit, Ordering::Release));
         self.known.store(true, Ordering::Release);
         grew(before, self.limit())
     }
@@ -149,8 +157,8 @@ mod tests {
     struct Fixed(std::sync::Arc<AtomicUsize>);
 
     impl LimitProbe for Fixed {
-        fn max_send_streams(&self) -> Option<usize> {
-            Some(self.0.load(Ordering::SeqCst))
+        fn record_limit(&self, record: &mut dyn FnMut(usize)) {
+            record(self.0.load(Ordering::SeqCst));
         }
     }
 
