@@ -93,6 +93,8 @@ pub enum Failure {
     Timeout,
     /// The peer reset the stream (HTTP/2).
     StreamReset,
+    /// The peer's GOAWAY ended the request (HTTP/2).
+    GoAway,
     /// Anything else.
     Other,
 }
@@ -112,7 +114,10 @@ pub fn classify(error: &(dyn StdError + 'static)) -> Failure {
             return Failure::Timeout;
         }
         if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            if h2.is_reset() && !h2.is_go_away() {
+            if h2.is_go_away() {
+                return Failure::GoAway;
+            }
+            if h2.is_reset() {
                 return Failure::StreamReset;
             }
         }
@@ -498,6 +503,13 @@ pub async fn h2_stream_reset_fails_only_that_stream<B: Backend>() {
 
 /// H2: a graceful GOAWAY lets the in-flight stream finish; the next request uses a
 /// replacement connection.
+///
+/// **Differs in guarantee** on a multi-thread runtime: our pool always finishes the in-flight
+/// stream. hyper-util usually does, but hyper can fail a request it already sent within the
+/// GOAWAY's last stream id with the GOAWAY's own error, when its connection task reads the
+/// GOAWAY while its dispatch task, on the other worker thread, is between handing the request
+/// to h2 and its next poll (about one run in 400 here). The pool's connection turn closes
+/// that window (docs/ARCHITECTURE.md, "One turn per HTTP/2 connection").
 pub async fn h2_graceful_goaway_drains_and_replaces<B: Backend>() {
     let release = Gate::new();
     let server = ScriptedH2Server::builder()
@@ -514,12 +526,19 @@ pub async fn h2_graceful_goaway_drains_and_replaces<B: Backend>() {
     let in_flight = tokio::spawn(async move { fetch(&*b, &url).await });
     bounded("at the server", release.wait_arrived(1)).await;
     release.open();
-    assert_eq!(
-        in_flight.await.unwrap().as_deref(),
-        Ok(&b"in flight"[..]),
-        "{}",
-        B::NAME
-    );
+    let in_flight = in_flight.await.unwrap();
+    if B::NAME == "pool" {
+        assert_eq!(in_flight.as_deref(), Ok(&b"in flight"[..]), "{}", B::NAME);
+    } else {
+        assert!(
+            matches!(
+                in_flight.as_deref(),
+                Ok(b"in flight") | Err(Failure::GoAway)
+            ),
+            "{}: {in_flight:?}",
+            B::NAME
+        );
+    }
     assert_eq!(
         bounded("next", fetch(&*backend, &server.url("/")))
             .await
@@ -624,6 +643,10 @@ pub async fn tls_cold_alpn_burst_differs<B: Backend>() {
             B::NAME
         );
     } else {
+        // Every request dialed (above), but a dial whose request was served by another's
+        // connection finishes in the background: the last may reach the server after the
+        // burst completed.
+        bounded("every dial accepted", server.wait_for_accepted(20)).await;
         assert_eq!(
             server.accepted(),
             20,
