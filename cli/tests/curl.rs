@@ -12,6 +12,7 @@ use bytes::Bytes;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::refused::RefusedAddr;
 use pool_tests::tls::{TempDir, TestPki};
 
 /// Upper bound for one poolcurl run; runs take milliseconds.
@@ -262,10 +263,8 @@ async fn url_errors_exit_3_and_1() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_port_exits_7() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let refused = RefusedAddr::new();
+    let port = refused.port();
     let run = poolcurl(&[&format!("http://127.0.0.1:{port}/"), "-w", "%{http_code}"]).await;
     assert_eq!(run.code, 7, "{}", run.stderr);
     assert!(
@@ -626,13 +625,11 @@ async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
         "poolcurl: (56) CONNECT tunnel failed, response 403\n"
     );
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
+    let refused = RefusedAddr::new();
     let run = poolcurl(&[
         "-sS",
         "-x",
-        &format!("127.0.0.1:{port}"),
+        &format!("127.0.0.1:{}", refused.port()),
         "http://origin.test/",
     ])
     .await;

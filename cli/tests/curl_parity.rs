@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
+use pool_tests::refused::RefusedAddr;
 use pool_tests::tls::TempDir;
 
 /// Upper bound for one run; runs take milliseconds (a `--retry` case about a second).
@@ -663,10 +664,8 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     }
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
-    let closed_port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let refused = RefusedAddr::new();
+    let closed_port = refused.port();
     let cases = cases();
     assert!(cases.len() >= 40, "the suite keeps at least 40 cases");
     let mut failures = Vec::new();

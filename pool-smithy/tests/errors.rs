@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use aws_smithy_runtime_api::client::connection::CaptureSmithyConnection;
@@ -19,6 +18,7 @@ use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2ConnPlan, Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::h2frames::{FramePeer, GoAwayScript};
+use pool_tests::refused::RefusedAddr;
 use pool_tests::resolve::FixedResolver;
 
 /// Sends one GET through `client` as the orchestrator would, with no timeouts.
@@ -36,17 +36,11 @@ fn pool_error(error: &ConnectorError) -> &pool::Error {
         .expect("the source is the pool's error")
 }
 
-/// A loopback port nothing listens on.
-async fn closed_port() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap()
-}
-
 #[tokio::test]
 async fn a_refused_connection_is_io_and_never_connected() {
-    let addr = closed_port().await;
+    let refused = RefusedAddr::new();
     let client = PoolHttpClient::new().unwrap();
-    let error = fail(&client, &format!("http://{addr}/")).await;
+    let error = fail(&client, &format!("http://{}/", refused.addr())).await;
     assert!(pool_error(&error).is_connect(), "{error:?}");
     assert!(error.is_io(), "{error:?}");
     assert!(never_connected(&error), "{error:?}");

@@ -161,6 +161,16 @@ mod tests {
         "127.0.0.1:0".parse().unwrap()
     }
 
+    /// A loopback address that refuses connections while the returned socket lives: bound but
+    /// not listening, so no test running in parallel can be given its port (the port of a
+    /// dropped listener is free for the next bind).
+    fn refusing() -> (TcpSocket, SocketAddr) {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(loopback()).unwrap();
+        let addr = socket.local_addr().unwrap();
+        (socket, addr)
+    }
+
     #[test]
     fn socket_builder_applies_nodelay_and_keepalive() {
         let options = DialOptions {
@@ -219,10 +229,7 @@ mod tests {
 
     #[tokio::test]
     async fn refused_connection_is_a_connect_error_with_the_address() {
-        // Bind, learn the port, close: nothing listens there any more.
-        let listener = TcpListener::bind(loopback()).await.unwrap();
-        let target = listener.local_addr().unwrap();
-        drop(listener);
+        let (_reserved, target) = refusing();
 
         let err = dial(vec![target], &DialOptions::default(), None)
             .await
@@ -239,9 +246,7 @@ mod tests {
 
     #[tokio::test]
     async fn second_address_is_used_when_the_first_refuses() {
-        let closed = TcpListener::bind(loopback()).await.unwrap();
-        let refused = closed.local_addr().unwrap();
-        drop(closed);
+        let (_reserved, refused) = refusing();
         let listener = TcpListener::bind(loopback()).await.unwrap();
         let open = listener.local_addr().unwrap();
 

@@ -331,9 +331,11 @@ async fn empty_resolution_is_a_resolve_error() {
 
 #[tokio::test]
 async fn refused_connection_is_a_connect_error_with_the_address() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    // Bound but not listening: refused, and no test running in parallel can be given the port
+    // (a dropped listener's port is free for the next bind).
+    let reserved = tokio::net::TcpSocket::new_v4().unwrap();
+    reserved.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = reserved.local_addr().unwrap();
     let connector = connector_to(addr, TlsOptions::default());
 
     let err = connect(&connector, target(Scheme::Http, "localhost", addr.port()))

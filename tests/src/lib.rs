@@ -23,6 +23,8 @@
 //! * [`duplex`]: an in-memory connector whose server ends the test drives by hand.
 //! * [`gated`]: a connector and I/O that stop at gates (before dial, mid-TLS, before writes).
 //! * [`resolve`]: fixed-answer, switchable and never-answering resolvers.
+//! * [`refused`]: [`RefusedAddr`](refused::RefusedAddr), a loopback port that refuses
+//!   connections and that no parallel test can be given.
 //! * [`h2frames`] and [`h2settings`]: frame-level HTTP/2 peers for what no server library does
 //!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection).
 //!
@@ -47,6 +49,7 @@ pub mod h2settings;
 mod h2wire;
 pub mod io;
 pub mod proxy;
+pub mod refused;
 pub mod resolve;
 pub mod tls;
 

@@ -307,9 +307,8 @@ async fn happy_eyeballs_connects_to_the_address_that_answers() {
 
 #[tokio::test]
 async fn refused_connection_is_a_connect_error_and_leaves_nothing_behind() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    let refused = pool_tests::refused::RefusedAddr::new();
+    let addr = refused.addr();
     let pool = ConnectionPool::builder().build().unwrap();
     let client = pool.client().unwrap();
     let url = format!("http://{addr}/");
