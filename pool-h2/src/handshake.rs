@@ -18,6 +18,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::generation::H2Generation;
+use crate::reset::ReadPastReset;
 use crate::runtime::{PartitionExecutor, PoolTimer, Turn};
 use crate::settings::H2Settings;
 use crate::streams::{LimitProbe, Streams};
@@ -56,7 +57,8 @@ where
 
 /// Runs hyper's HTTP/2 handshake on `io` with the partition's executor, the pool's timer and
 /// `settings`. The caller then installs the connection's record and finishes with
-/// [`Handshaken::install`].
+/// [`Handshaken::install`]. The connection reads on after the peer reset it, to what the peer
+/// sent first (`reset.rs`).
 ///
 /// # Errors
 ///
@@ -79,7 +81,7 @@ where
     let mut builder = Builder::new(PartitionExecutor::new(spawner, turn.clone()));
     builder.timer(timer);
     settings.apply(&mut builder);
-    let (sender, conn) = builder.handshake::<I, B>(io).await?;
+    let (sender, conn) = builder.handshake::<_, B>(ReadPastReset::new(io)).await?;
     Ok(Handshaken {
         sender,
         conn,

@@ -10,7 +10,8 @@
 //! * [`handshake`] runs hyper's HTTP/2 handshake with the partition's executor, the pool's
 //!   timer and [`H2Settings`], and builds the [`H2Driver`], which reports the connection's end
 //!   to its record and retires the generation through [`H2Home`] (GOAWAY, I/O error, or a
-//!   graceful shutdown all end the driver).
+//!   graceful shutdown all end the driver). A connection the peer reset still reads what
+//!   the peer sent before the reset, its GOAWAY and last responses (`reset.rs`).
 //! * Each generation counts the streams taken against the peer's
 //!   `SETTINGS_MAX_CONCURRENT_STREAMS` (`streams.rs`): the driver copies h2's current limit
 //!   after every poll (so a SETTINGS change mid-connection is followed), the cell reserves a
@@ -55,6 +56,7 @@
 mod generation;
 mod handshake;
 mod request;
+mod reset;
 mod runtime;
 mod sending;
 mod settings;

@@ -15,7 +15,7 @@ use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::gate::Gate;
+use crate::gate::{Gate, Signal};
 
 /// Where one connection's establishment stops.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +26,8 @@ pub struct Gates {
     pub reads: Option<Gate>,
     /// Park every write until open (with h2c: hyper's handshake cannot flush its preface).
     pub writes: Option<Gate>,
+    /// Raised each time a write or flush fails (the peer reset the connection).
+    pub write_failures: Option<Signal>,
 }
 
 /// A connector that dials loopback TCP (and TLS, if configured) and stops at the gates planned
@@ -81,7 +83,8 @@ impl pool::Connect for GatedConnector {
                 tcp.local_addr().map_err(ConnectError::connect)?,
                 tcp.peer_addr().map_err(ConnectError::connect)?,
             );
-            let io = GatedIo::new(tcp, gates.reads, gates.writes);
+            let io = GatedIo::new(tcp, gates.reads, gates.writes)
+                .with_write_failures(gates.write_failures);
             let mut connected = Connected::new(local, remote);
             match tls {
                 None => Ok((Io::custom(io), connected)),
@@ -139,6 +142,7 @@ pub struct GatedIo<T> {
     inner: T,
     reads: GateWait,
     writes: GateWait,
+    write_failures: Option<Signal>,
 }
 
 impl<T> GatedIo<T> {
@@ -148,7 +152,22 @@ impl<T> GatedIo<T> {
             inner,
             reads: GateWait::new(reads),
             writes: GateWait::new(writes),
+            write_failures: None,
         }
+    }
+
+    /// Raises `signal` each time a write or flush fails.
+    pub fn with_write_failures(mut self, signal: Option<Signal>) -> GatedIo<T> {
+        self.write_failures = signal;
+        self
+    }
+
+    /// Passes `result` on, raising the write-failure signal if it is an error.
+    fn written<R>(&self, result: io::Result<R>) -> io::Result<R> {
+        if let (Err(_), Some(signal)) = (&result, &self.write_failures) {
+            signal.raise();
+        }
+        result
     }
 }
 
@@ -176,12 +195,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for GatedIo<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         ready!(self.writes.poll(cx));
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let result = ready!(Pin::new(&mut self.inner).poll_write(cx, buf));
+        Poll::Ready(self.written(result))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         ready!(self.writes.poll(cx));
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let result = ready!(Pin::new(&mut self.inner).poll_flush(cx));
+        Poll::Ready(self.written(result))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -1,5 +1,7 @@
 //! A frame-level HTTP/2 peer for the cases a real server library will not produce on demand:
-//! a `GOAWAY` whose last stream id is below streams the client has already opened.
+//! a `GOAWAY` whose last stream id is below streams the client has already opened, optionally
+//! followed by a reset of the connection (nginx closing a connection on reload while the
+//! client is still sending).
 //!
 //! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
 //! it can never leave a received stream above the line. This peer reads frames itself and
@@ -16,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::gate::Signal;
 use crate::h2wire::{
     ACK, DATA, END_STREAM, GOAWAY, HEADERS, PREFACE, SETTINGS, frame, ok_response, read_frame,
 };
@@ -28,6 +31,10 @@ pub struct GoAwayScript {
     pub streams: usize,
     /// The last stream id the GOAWAY names; streams above it are left unanswered.
     pub last_stream_id: u32,
+    /// Right after the GOAWAY and the answers, reset the connection (close with a zero
+    /// linger): the client's next write fails, while what the peer sent waits unread in the
+    /// client's receive buffer. [`FramePeer::wait_reset`] resolves once it is done.
+    pub reset: bool,
 }
 
 /// What the peer saw, for assertions.
@@ -43,6 +50,7 @@ struct Seen {
 pub struct FramePeer {
     addr: SocketAddr,
     seen: Arc<Mutex<Seen>>,
+    reset: Signal,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -52,11 +60,15 @@ impl FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
+        let reset = Signal::new();
         let task = tokio::spawn({
-            let seen = seen.clone();
+            let (seen, reset) = (seen.clone(), reset.clone());
             async move {
                 let mut first = true;
                 while let Ok((io, _)) = listener.accept().await {
+                    // As HTTP/2 servers do. Without it a reset script's last frames could
+                    // wait (Nagle) for an acknowledgement that the reset then never allows.
+                    let _ = io.set_nodelay(true);
                     let index = {
                         let mut seen = seen.lock().unwrap();
                         seen.connections.push(BTreeMap::new());
@@ -64,11 +76,25 @@ impl FramePeer {
                     };
                     let script = first.then_some(script);
                     first = false;
-                    tokio::spawn(serve(io, script, seen.clone(), index));
+                    tokio::spawn(serve(io, script, seen.clone(), index, reset.clone()));
                 }
             }
         });
-        FramePeer { addr, seen, task }
+        FramePeer {
+            addr,
+            seen,
+            reset,
+            task,
+        }
+    }
+
+    /// Resolves once the first connection was reset (a script with `reset`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe; never resolves without a reset: bound it with a timeout.
+    pub async fn wait_reset(&self) {
+        self.reset.wait_for(1).await;
     }
 
     /// `http://127.0.0.1:PORT{path}`.
@@ -98,6 +124,7 @@ async fn serve(
     script: Option<GoAwayScript>,
     seen: Arc<Mutex<Seen>>,
     index: usize,
+    reset: Signal,
 ) {
     let mut preface = [0u8; 24];
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
@@ -144,6 +171,16 @@ async fn serve(
                         out.extend(ok_response(*id));
                     }
                     opened.retain(|(id, done)| !(*done && *id <= script.last_stream_id));
+                    if script.reset {
+                        if io.write_all(&out).await.is_ok() {
+                            // A zero linger makes the close a reset (and does not block).
+                            let _ = socket2::SockRef::from(&io)
+                                .set_linger(Some(std::time::Duration::ZERO));
+                            drop(io);
+                            reset.raise();
+                        }
+                        return;
+                    }
                 }
             }
             Some(script) => {

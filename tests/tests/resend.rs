@@ -17,6 +17,8 @@ use pool::{CloseReason, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolic
 use pool_tests::client::{Chunks, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
 use pool_tests::events::EventLog;
+use pool_tests::gate::{Gate, Signal};
+use pool_tests::gated::{GatedConnector, Gates};
 use pool_tests::h2::{Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::h2frames::{FramePeer, GoAwayScript};
 use tokio::io::DuplexStream;
@@ -432,6 +434,7 @@ async fn goaway_rig() -> (FramePeer, ConnectionPool, EventLog) {
     let peer = FramePeer::start(GoAwayScript {
         streams: 3,
         last_stream_id: 1,
+        reset: false,
     })
     .await;
     let events = EventLog::new();
@@ -500,6 +503,84 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
             .resent()
             .iter()
             .all(|(_, reason, attempt)| *reason == ResendReason::GoAway && *attempt == 1)
+    );
+}
+
+/// nginx closing a connection on reload: the peer answers stream 1, sends GOAWAY (last stream
+/// id 1) and resets the connection while the client is about to send again. The client's next
+/// write fails at once, but what the peer sent first is still in its receive buffer: the pool
+/// reads on (`pool_h2`'s `ReadPastReset`), so stream 1's response arrives and the streams above
+/// the GOAWAY, the one opened before it and the one whose write met the reset, go again on a
+/// new connection. Before, h2 failed all three with "stream closed because of a broken pipe".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goaway_sent_before_a_reset_is_still_read() {
+    let peer = FramePeer::start(GoAwayScript {
+        streams: 2,
+        last_stream_id: 1,
+        reset: true,
+    })
+    .await;
+    // The first connection reads nothing until the reset is in place and a write met it, so
+    // the GOAWAY cannot be read before that write.
+    let (reads, write_failures) = (Gate::new(), Signal::new());
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .connector(GatedConnector::new([Gates {
+            reads: Some(reads.clone()),
+            write_failures: Some(write_failures.clone()),
+            ..Gates::default()
+        }]))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    let mut tasks = tokio::task::JoinSet::new();
+    let spawn = |tasks: &mut tokio::task::JoinSet<_>| {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move {
+            let response = client.request(get(&url)).await?;
+            let handle = response.body().connection().clone();
+            response.into_body().collect().await?;
+            Ok::<_, pool::Error>(handle)
+        });
+    };
+    spawn(&mut tasks);
+    spawn(&mut tasks);
+    tokio::time::timeout(LIMIT, peer.wait_reset())
+        .await
+        .expect("the peer answered stream 1, sent GOAWAY and reset");
+    spawn(&mut tasks);
+    tokio::time::timeout(LIMIT, write_failures.wait_for(1))
+        .await
+        .expect("the third request's HEADERS met the reset");
+    reads.open();
+
+    let handles: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("every request succeeds"))
+        .collect();
+    assert_eq!(peer.connections(), 2);
+    let streams = peer.streams();
+    assert_eq!(
+        streams[0].keys().copied().collect::<Vec<_>>(),
+        vec![1, 3],
+        "the third request never reached the first connection"
+    );
+    assert_eq!(streams[1].len(), 2, "the two above the last id went again");
+    assert_eq!(pool.counters().resends.get(ResendReason::GoAway), 2);
+    let mut per_connection = std::collections::HashMap::new();
+    for handle in &handles {
+        *per_connection.entry(handle.id()).or_insert(0) += 1;
+    }
+    let mut counts: Vec<usize> = per_connection.into_values().collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        vec![1, 2],
+        "one request on the old connection, two on the new one"
     );
 }
 
