@@ -13,7 +13,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
-use pool::{CloseReason, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolicy};
+use pool::{
+    CloseReason, ConnectionHandle, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolicy,
+};
 use pool_tests::client::{Chunks, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
 use pool_tests::events::EventLog;
@@ -442,6 +444,39 @@ async fn goaway_rig() -> (FramePeer, ConnectionPool, EventLog) {
     (peer, pool, events)
 }
 
+/// Sends a body-less `method` request to `url` on a task of `tasks`, which reads the whole
+/// response and returns the connection that served it.
+fn spawn_exchange(
+    tasks: &mut tokio::task::JoinSet<Result<ConnectionHandle, pool::Error>>,
+    client: &pool::Client,
+    url: &str,
+    method: Method,
+) {
+    let (client, url) = (client.clone(), url.to_owned());
+    tasks.spawn(async move {
+        let request = Request::builder()
+            .method(method)
+            .uri(url)
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let response = client.request(request).await?;
+        let handle = response.body().connection().clone();
+        response.into_body().collect().await?;
+        Ok(handle)
+    });
+}
+
+/// The connections that served every task of `tasks`, which must all succeed.
+async fn all_served(
+    tasks: tokio::task::JoinSet<Result<ConnectionHandle, pool::Error>>,
+) -> Vec<ConnectionHandle> {
+    join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("every request succeeds"))
+        .collect()
+}
+
 /// Every task's output, each join bounded in real time.
 async fn join_all<T: 'static>(mut tasks: tokio::task::JoinSet<T>) -> Vec<T> {
     let mut outputs = Vec::new();
@@ -465,24 +500,9 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
 
     let mut tasks = tokio::task::JoinSet::new();
     for method in [Method::GET, Method::POST, Method::DELETE] {
-        let (client, url) = (client.clone(), url.clone());
-        tasks.spawn(async move {
-            let request = Request::builder()
-                .method(method)
-                .uri(url)
-                .body(Empty::<Bytes>::new())
-                .unwrap();
-            let response = client.request(request).await?;
-            let handle = response.body().connection().clone();
-            response.into_body().collect().await?;
-            Ok::<_, pool::Error>(handle)
-        });
+        spawn_exchange(&mut tasks, &client, &url, method);
     }
-    let handles: Vec<_> = join_all(tasks)
-        .await
-        .into_iter()
-        .map(|r| r.expect("every request succeeds"))
-        .collect();
+    let handles = all_served(tasks).await;
     assert_eq!(peer.connections(), 2);
     let streams = peer.streams();
     assert_eq!(
@@ -537,31 +557,18 @@ async fn a_goaway_sent_before_a_reset_is_still_read() {
     let client = pool.client().unwrap();
     let url = peer.url("/");
     let mut tasks = tokio::task::JoinSet::new();
-    let spawn = |tasks: &mut tokio::task::JoinSet<_>| {
-        let (client, url) = (client.clone(), url.clone());
-        tasks.spawn(async move {
-            let response = client.request(get(&url)).await?;
-            let handle = response.body().connection().clone();
-            response.into_body().collect().await?;
-            Ok::<_, pool::Error>(handle)
-        });
-    };
-    spawn(&mut tasks);
-    spawn(&mut tasks);
+    spawn_exchange(&mut tasks, &client, &url, Method::GET);
+    spawn_exchange(&mut tasks, &client, &url, Method::GET);
     tokio::time::timeout(LIMIT, peer.wait_reset())
         .await
         .expect("the peer answered stream 1, sent GOAWAY and reset");
-    spawn(&mut tasks);
+    spawn_exchange(&mut tasks, &client, &url, Method::GET);
     tokio::time::timeout(LIMIT, write_failures.wait_for(1))
         .await
         .expect("the third request's HEADERS met the reset");
     reads.open();
 
-    let handles: Vec<_> = join_all(tasks)
-        .await
-        .into_iter()
-        .map(|r| r.expect("every request succeeds"))
-        .collect();
+    let handles = all_served(tasks).await;
     assert_eq!(peer.connections(), 2);
     let streams = peer.streams();
     assert_eq!(
