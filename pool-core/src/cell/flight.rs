@@ -158,9 +158,13 @@ impl<T: CellTypes> Cell<T> {
             let renewal = matches!(launch, Launch::Flight(f) if st.flights.is_renewal(f));
             match negotiated {
                 Protocol::Http2 => {
-                    // A generation with a free stream serves the launcher; a renewal replaces
-                    // generations instead of joining them.
-                    let accepting = st.h2.can_serve() && !renewal;
+                    // Any other establishment joins a generation with a free stream or the
+                    // flight in progress. The flight in progress leads: a renewal replaces
+                    // generations, and a scale-out whose handshake is done becomes a
+                    // generation even if streams freed up meanwhile (its waiter may have taken
+                    // one): closing it would throw the handshake away for the next peak to
+                    // pay again, and an unused generation expires when idle.
+                    let accepting = st.h2.can_serve() && !is_current_flight;
                     if accepting || (st.flights.in_progress() && !is_current_flight) {
                         if let Launch::Flight(f) = launch {
                             st.flights.end(f);

@@ -68,6 +68,45 @@ fn reservations_stop_at_the_limit_and_the_next_request_waits_in_the_cell() {
     assert_eq!(g.taken(), 3);
 }
 
+/// Over TLS the protocol is known only after the handshake (`converge`). A scale-out flight
+/// whose waiter took a stream the old generation freed during that handshake still leads: its
+/// handshake is paid for, so the connection becomes a generation (kept for the next peak, or
+/// expired when idle) instead of closing unused as a redundant handshake.
+#[test]
+fn a_scale_out_whose_waiter_was_served_meanwhile_still_becomes_a_generation() {
+    let rig = Rig::new(EstablishMode::Auto);
+    let c = &rig.cell;
+    let t0 = rig.now();
+    let old = published(&rig, 2);
+    assert!(matches!(hit(c, 2, t0), Acquire::H2(_)));
+    let Acquire::Wait(w) = hit(c, 3, t0) else {
+        panic!("at the limit the request waits")
+    };
+    let (launcher, launch) = rig.launches().remove(0);
+    let Launch::Flight(f) = launch else {
+        panic!("a scale-out is a flight")
+    };
+    // Both streams end while the scale-out's TLS handshake runs; the waiter takes one.
+    old.end_stream();
+    old.end_stream();
+    c.h2_stream_freed();
+    assert!(matches!(take(&w), Some(Grant::H2(_))));
+    c.activation_done();
+    assert_eq!(old.taken(), 1, "the old generation can serve again");
+    assert_eq!(
+        c.converge(launch, &launcher, Protocol::Http2),
+        Converge::LeadFlight(f)
+    );
+    let new = h2(c);
+    new.set_limit(2);
+    c.publish_h2(new, f, t0);
+    assert_eq!(c.h2_generations(), 2);
+    let Acquire::H2(next) = hit(c, 4, t0) else {
+        panic!()
+    };
+    assert!(Arc::ptr_eq(&next.record, &old.record), "pack the oldest");
+}
+
 #[test]
 fn an_unknown_limit_takes_every_request_and_opens_nothing() {
     let rig = Rig::new(EstablishMode::Http2);
