@@ -20,6 +20,14 @@
 //! checkout, or a logical close racing the I/O drop, account exactly once: whichever
 //! transition lands first is the one the other observes.
 //!
+//! A transition counts its increments *before* its compare-and-swap and its decrements after
+//! it (taking a speculative increment back if it lost). A racing transition that decrements
+//! the same gauge does so only after it observed this one's new state, so it always finds the
+//! unit counted, and no gauge ever reads below zero. Found by a stress run: a logical close
+//! and the I/O drop that followed it on another thread decremented `h1_draining` before the
+//! close had counted it (the debug build's underflow check fired; a release build showed a
+//! wrapped-around gauge for a moment). `loom_close_races_the_io_drop` covers it.
+//!
 //! What this module does not do: decide who gets the connection (the cell), or talk to the
 //! transport (the protocol crates hold the sender and driver; they report here).
 
@@ -170,23 +178,31 @@ impl ConnectionRecord {
     /// of the two wins, so a closed connection never receives a request and a checked-out one is
     /// never counted idle.
     pub fn checkout(&self) -> bool {
+        // Counted active first: a close that wins right after this checkout decrements it.
+        self.gauges.arrive(Gauge::H1Active);
         let won =
             self.transition(|s| (s & PHASE_MASK == IDLE).then_some((s & !PHASE_MASK) | ACTIVE));
-        if won.is_some() {
-            self.gauges.transfer(Gauge::H1Idle, Gauge::H1Active);
-        }
+        self.gauges.dec(if won.is_some() {
+            Gauge::H1Idle
+        } else {
+            Gauge::H1Active
+        });
         won.is_some()
     }
 
     /// Returns a checked-out HTTP/1 connection to the idle phase: `ACTIVE -> IDLE`. Fails when it
     /// closed (or was poisoned) meanwhile.
     pub fn checkin(&self) -> bool {
+        // Counted idle first: a close that wins right after this checkin decrements it.
+        self.gauges.arrive(Gauge::H1Idle);
         let won = self.transition(|s| {
             (s & PHASE_MASK == ACTIVE && s & POISONED == 0).then_some((s & !PHASE_MASK) | IDLE)
         });
-        if won.is_some() {
-            self.gauges.transfer(Gauge::H1Active, Gauge::H1Idle);
-        }
+        self.gauges.dec(if won.is_some() {
+            Gauge::H1Active
+        } else {
+            Gauge::H1Idle
+        });
         won.is_some()
     }
 
@@ -275,20 +291,25 @@ impl ConnectionRecord {
             !crate::sync::holds_pool_lock(),
             "close() called under a pool lock"
         );
+        // Counted draining first: the I/O drop that follows this close (on any thread)
+        // decrements it. Taken back below if the I/O was already gone or another close won.
+        let draining = self.draining_gauge();
+        self.gauges.inc(draining);
         let Some((old, new)) =
             self.transition(|s| (s & PHASE_MASK != CLOSED).then_some((s & !PHASE_MASK) | CLOSED))
         else {
+            self.gauges.dec(draining);
             return false;
         };
+        if !Self::is_draining(new) {
+            self.gauges.dec(draining);
+        }
         let reason_index = CloseReason::ALL
             .iter()
             .position(|r| *r == reason)
             .unwrap_or(0) as u8;
         self.reason.store(reason_index, Ordering::Release);
         self.gauges.dec(self.phase_gauge(old & PHASE_MASK));
-        if Self::is_draining(new) {
-            self.gauges.inc(self.draining_gauge());
-        }
         // Which close releases the permit: an HTTP/2 connection releases it now, so a
         // replacement can open while this one drains its accepted streams; an upgraded HTTP/1
         // connection too, since its I/O now lives as long as the caller wants. Any other HTTP/1

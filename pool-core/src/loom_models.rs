@@ -13,6 +13,8 @@
 //!   request, although one of them waits with the older request (local preference);
 //! * demand published out of order never resurrects a stale ticket;
 //! * a logical close racing a dispatch commit accounts the connection exactly once;
+//! * a logical close racing the drop of the connection's I/O never takes a gauge below zero
+//!   (every model checks that: `Gauges::dec` asserts it under loom);
 //! * a waiter's claim racing its cancellation hands the value to exactly one side;
 //! * a scale-out generation published while a stream of the full one ends gives the waiting
 //!   request exactly one stream, and starts no second flight.
@@ -25,7 +27,7 @@ use crate::admission::Demand;
 use crate::cell::fakes::{self, Fake, FakeH1, Launched};
 use crate::cell::{Cell, CellAdmission, CellPermit, CellWaiter, EstablishMode, Grant};
 use crate::close::CloseReason;
-use crate::connection::ConnectionRecord;
+use crate::connection::{ConnectionRecord, PhysicalLink};
 use crate::events::{ConnectionId, ConnectionInfo, Protocol};
 use crate::origin::OriginKey;
 use crate::partition::PartitionId;
@@ -305,6 +307,42 @@ fn loom_logical_close_races_dispatch_commit() {
         assert!(record.is_closed());
         // A commit that lost reports failure: the request takes another connection.
         let _ = committed.load(Ordering::SeqCst);
+    });
+}
+
+/// The driver's I/O is dropped on one thread while a close runs on another (an idle
+/// connection's driver ends as the pool retires it): `h1_draining` is counted before any
+/// drop can take it away, and everything ends at zero.
+#[test]
+fn loom_close_races_the_io_drop() {
+    loom::model(|| {
+        let gauges = Arc::new(Gauges::default());
+        gauges.inc(Gauge::Establishing);
+        let link = PhysicalLink::new(gauges.clone());
+        let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(3),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http1,
+        );
+        let record = ConnectionRecord::install(info, gauges.clone(), None, None);
+        link.attach(&record);
+        assert!(record.checkin());
+
+        let closer = {
+            let record = record.clone();
+            loom::thread::spawn(move || record.close(CloseReason::IdleTimeout, None))
+        };
+        let dropper = loom::thread::spawn(move || link.gone());
+        let closed_here = closer.join().unwrap();
+        dropper.join().unwrap();
+
+        // Whichever came first names the close: the pool's, or the I/O drop's.
+        let reason = record.close_reason();
+        assert_eq!(closed_here, reason == Some(CloseReason::IdleTimeout));
+        assert!(closed_here || reason == Some(CloseReason::ProtocolClosed));
+        assert_eq!(gauges.snapshot(), crate::stats::PartitionStats::default());
     });
 }
 

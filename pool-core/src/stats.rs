@@ -111,11 +111,30 @@ impl Gauges {
     ///
     /// # Panics
     ///
-    /// In debug builds, when the gauge is already zero: that is an accounting bug.
+    /// In debug builds and under loom, when the gauge is already zero: that is an accounting
+    /// bug, or a transition that decremented before the one it follows had counted (see
+    /// [`arrive`](Self::arrive)).
     #[inline]
     pub fn dec(&self, gauge: Gauge) {
         let prev = self.values[gauge as usize].fetch_sub(1, Ordering::Relaxed);
+        if cfg!(pool_loom) {
+            assert!(prev > 0, "gauge {gauge:?} decremented below zero");
+        }
         debug_assert!(prev > 0, "gauge {gauge:?} decremented below zero");
+    }
+
+    /// Counts a unit arriving in the admitted gauge `to` from another admitted gauge (idle to
+    /// active, and back), *before* the connection's transition that moves it; once the
+    /// transition won, [`dec`](Self::dec) takes the unit out of the gauge it left (or, if the
+    /// transition lost, out of `to` again). No peak moves: the unit was admitted all along.
+    ///
+    /// Counting first is what keeps a gauge from reading below zero: a racing transition that
+    /// decrements `to` (a close right after a checkout) runs only after it saw this one's new
+    /// state, so after this increment.
+    #[inline]
+    pub fn arrive(&self, to: Gauge) {
+        debug_assert!(to.is_admitted(), "{to:?} is not an admitted gauge");
+        self.values[to as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Moves one unit from `from` to `to` (for example idle to active). A move between two
