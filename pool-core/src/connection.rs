@@ -178,32 +178,28 @@ impl ConnectionRecord {
     /// of the two wins, so a closed connection never receives a request and a checked-out one is
     /// never counted idle.
     pub fn checkout(&self) -> bool {
-        // Counted active first: a close that wins right after this checkout decrements it.
-        self.gauges.arrive(Gauge::H1Active);
-        let won =
-            self.transition(|s| (s & PHASE_MASK == IDLE).then_some((s & !PHASE_MASK) | ACTIVE));
-        self.gauges.dec(if won.is_some() {
-            Gauge::H1Idle
-        } else {
-            Gauge::H1Active
-        });
-        won.is_some()
+        self.move_phase(Gauge::H1Idle, Gauge::H1Active, |s| {
+            (s & PHASE_MASK == IDLE).then_some((s & !PHASE_MASK) | ACTIVE)
+        })
     }
 
     /// Returns a checked-out HTTP/1 connection to the idle phase: `ACTIVE -> IDLE`. Fails when it
     /// closed (or was poisoned) meanwhile.
     pub fn checkin(&self) -> bool {
-        // Counted idle first: a close that wins right after this checkin decrements it.
-        self.gauges.arrive(Gauge::H1Idle);
-        let won = self.transition(|s| {
+        self.move_phase(Gauge::H1Active, Gauge::H1Idle, |s| {
             (s & PHASE_MASK == ACTIVE && s & POISONED == 0).then_some((s & !PHASE_MASK) | IDLE)
-        });
-        self.gauges.dec(if won.is_some() {
-            Gauge::H1Active
-        } else {
-            Gauge::H1Idle
-        });
-        won.is_some()
+        })
+    }
+
+    /// Moves an HTTP/1 connection between two phases with the transition `f`, and its unit from
+    /// gauge `from` to `to`: counted in `to` first, so a close that wins right after this
+    /// transition finds it there (see the module docs); then out of `from`, or out of `to`
+    /// again if the transition lost.
+    fn move_phase(&self, from: Gauge, to: Gauge, f: impl FnMut(u8) -> Option<u8>) -> bool {
+        self.gauges.arrive(to);
+        let won = self.transition(f).is_some();
+        self.gauges.dec(if won { from } else { to });
+        won
     }
 
     /// Counts one dispatch and reports whether the connection had served a request before.

@@ -156,50 +156,37 @@ async fn serve(
             }
             _ => {}
         }
-        match script {
-            Some(script) if !acted => {
-                if opened.len() >= script.streams {
+        // The highest stream this peer processes now: none before a script acts.
+        let mut reset_now = false;
+        let processed = match script {
+            None => Some(u32::MAX),
+            Some(script) if !acted && opened.len() < script.streams => None,
+            Some(script) => {
+                if !acted {
                     acted = true;
+                    reset_now = script.reset;
                     let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
                     goaway.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
                     out.extend(frame(GOAWAY, 0, 0, &goaway));
-                    // Streams up to the last id are processed: answer those that ended.
-                    for (id, _) in opened
-                        .iter()
-                        .filter(|(id, done)| *done && *id <= script.last_stream_id)
-                    {
-                        out.extend(ok_response(*id));
-                    }
-                    opened.retain(|(id, done)| !(*done && *id <= script.last_stream_id));
-                    if script.reset {
-                        if io.write_all(&out).await.is_ok() {
-                            // A zero linger makes the close a reset (and does not block).
-                            let _ = socket2::SockRef::from(&io)
-                                .set_linger(Some(std::time::Duration::ZERO));
-                            drop(io);
-                            reset.raise();
-                        }
-                        return;
-                    }
                 }
+                Some(script.last_stream_id)
             }
-            Some(script) => {
-                for (id, _) in opened
-                    .iter()
-                    .filter(|(id, done)| *done && *id <= script.last_stream_id)
-                {
-                    out.extend(ok_response(*id));
-                }
-                opened.retain(|(id, done)| !(*done && *id <= script.last_stream_id));
+        };
+        if let Some(last) = processed {
+            // Answer the processed streams whose request ended.
+            for (id, _) in opened.iter().filter(|(id, done)| *done && *id <= last) {
+                out.extend(ok_response(*id));
             }
-            None => {
-                for (id, _) in opened.iter().filter(|(_, done)| *done) {
-                    out.extend(ok_response(*id));
-                }
-                opened.retain(|(_, done)| !*done);
-            }
+            opened.retain(|(id, done)| !(*done && *id <= last));
         }
         if !out.is_empty() && io.write_all(&out).await.is_err() {
+            return;
+        }
+        if reset_now {
+            // A zero linger makes the close a reset (and does not block).
+            let _ = socket2::SockRef::from(&io).set_linger(Some(std::time::Duration::ZERO));
+            drop(io);
+            reset.raise();
             return;
         }
     }
