@@ -13,6 +13,7 @@
 use std::fmt;
 
 use crate::partition::PartitionId;
+use crate::sync::OwnLine;
 use crate::sync::atomic::{AtomicUsize, Ordering};
 
 /// One gauge of a [`Gauges`] set.
@@ -38,8 +39,6 @@ pub enum Gauge {
     WaitingRequests,
 }
 
-const GAUGE_COUNT: usize = 9;
-
 impl Gauge {
     /// Whether a connection counted here holds admission (see [`PartitionStats::admitted`]).
     #[inline]
@@ -52,18 +51,39 @@ impl Gauge {
 }
 
 /// The live counters of one (partition, origin) cell, and its two peaks.
+///
+/// Laid out for the peers that read it: on a miss at the bound, a partition reads its peers'
+/// idle and accepting gauges (`cell::borrow`) without their locks. Those connection gauges
+/// change when a connection changes phase; the waiting count (and its peak) changes on every
+/// request that waits, which at the bound is every request. Sharing a cache line, the owner's
+/// per-request writes would take the line from every peer reading the connection gauges, and
+/// each of those reads would miss: so the waiting count has a line of its own, and the set
+/// starts on a line boundary (a heap address is otherwise only 16-byte aligned, and where the
+/// lines fell changed from one pool to the next).
+#[repr(align(128))]
 pub struct Gauges {
-    values: [AtomicUsize; GAUGE_COUNT],
+    /// Every gauge but [`Gauge::WaitingRequests`], indexed by the gauge.
+    values: [AtomicUsize; CONNECTION_GAUGES],
     peak_admitted: AtomicUsize,
-    peak_waiting: AtomicUsize,
+    waiting: OwnLine<Waiting>,
 }
+
+/// The waiting count and its peak, written on every request that waits.
+#[derive(Default)]
+struct Waiting {
+    count: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+/// The gauges before [`Gauge::WaitingRequests`] in the enum: those of connections.
+const CONNECTION_GAUGES: usize = Gauge::WaitingRequests as usize;
 
 impl Default for Gauges {
     fn default() -> Self {
         Gauges {
             values: std::array::from_fn(|_| AtomicUsize::new(0)),
             peak_admitted: AtomicUsize::new(0),
-            peak_waiting: AtomicUsize::new(0),
+            waiting: OwnLine::default(),
         }
     }
 }
@@ -72,11 +92,11 @@ impl Gauges {
     /// Adds one to `gauge`, raising the peak it feeds.
     #[inline]
     pub fn inc(&self, gauge: Gauge) {
-        let now = self.values[gauge as usize].fetch_add(1, Ordering::Relaxed) + 1;
+        let now = self.slot(gauge).fetch_add(1, Ordering::Relaxed) + 1;
         if gauge.is_admitted() {
             self.raise_admitted_peak();
         } else if matches!(gauge, Gauge::WaitingRequests) {
-            self.peak_waiting.fetch_max(now, Ordering::Relaxed);
+            self.waiting.0.peak.fetch_max(now, Ordering::Relaxed);
         }
     }
 
@@ -103,7 +123,9 @@ impl Gauges {
     /// Starts both peaks again from the current values.
     pub fn reset_peaks(&self) {
         self.peak_admitted.store(self.admitted(), Ordering::Relaxed);
-        self.peak_waiting
+        self.waiting
+            .0
+            .peak
             .store(self.get(Gauge::WaitingRequests), Ordering::Relaxed);
     }
 
@@ -116,7 +138,7 @@ impl Gauges {
     /// [`arrive`](Self::arrive)).
     #[inline]
     pub fn dec(&self, gauge: Gauge) {
-        let prev = self.values[gauge as usize].fetch_sub(1, Ordering::Relaxed);
+        let prev = self.slot(gauge).fetch_sub(1, Ordering::Relaxed);
         if cfg!(any(debug_assertions, pool_loom)) {
             assert!(prev > 0, "gauge {gauge:?} decremented below zero");
         }
@@ -133,7 +155,7 @@ impl Gauges {
     #[inline]
     pub fn arrive(&self, to: Gauge) {
         debug_assert!(to.is_admitted(), "{to:?} is not an admitted gauge");
-        self.values[to as usize].fetch_add(1, Ordering::Relaxed);
+        self.slot(to).fetch_add(1, Ordering::Relaxed);
     }
 
     /// Moves one unit from `from` to `to` (for example idle to active). A move between two
@@ -142,7 +164,7 @@ impl Gauges {
     pub fn transfer(&self, from: Gauge, to: Gauge) {
         self.dec(from);
         if from.is_admitted() && to.is_admitted() {
-            self.values[to as usize].fetch_add(1, Ordering::Relaxed);
+            self.slot(to).fetch_add(1, Ordering::Relaxed);
         } else {
             self.inc(to);
         }
@@ -150,7 +172,16 @@ impl Gauges {
 
     /// The current value of one gauge (relaxed).
     pub fn get(&self, gauge: Gauge) -> usize {
-        self.values[gauge as usize].load(Ordering::Relaxed)
+        self.slot(gauge).load(Ordering::Relaxed)
+    }
+
+    /// The counter of `gauge` (a constant at nearly every call, so the branch folds away).
+    #[inline]
+    fn slot(&self, gauge: Gauge) -> &AtomicUsize {
+        match gauge {
+            Gauge::WaitingRequests => &self.waiting.0.count,
+            connection => &self.values[connection as usize],
+        }
     }
 
     /// Reads every gauge (relaxed; not an atomic snapshot).
@@ -172,7 +203,7 @@ impl Gauges {
     pub fn peaks(&self) -> Peaks {
         Peaks {
             admitted: self.peak_admitted.load(Ordering::Relaxed),
-            waiting: self.peak_waiting.load(Ordering::Relaxed),
+            waiting: self.waiting.0.peak.load(Ordering::Relaxed),
         }
     }
 }
