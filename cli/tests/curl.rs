@@ -665,16 +665,30 @@ async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
     assert_eq!(run.code, 6, "{}", run.stderr);
 }
 
+/// A free loopback port for a child process to bind, outside `taken`. A port found by binding
+/// port 0 and letting go comes from the kernel's ephemeral range, from which any parallel test's
+/// `bind(0)` or outgoing connection may be given it again before the child binds it; a port
+/// below that range is never handed out implicitly, so only an explicit bind (no other test
+/// makes one) could take it.
+fn port_for_a_child(taken: &[u16]) -> u16 {
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    (1024..ephemeral_start)
+        .rev()
+        .filter(|port| !taken.contains(port))
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port below the ephemeral range")
+}
+
 /// `poolcurl serve --port P --bind 127.0.0.1` listens where it is told, so the README's
 /// curl-mode examples can name the port; curl mode then fetches from it.
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_listens_on_the_port_it_is_given() {
     use tokio::io::{AsyncBufReadExt, BufReader};
-    let free = |_| {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let (port, tls_port) = (free(0), free(1));
+    let port = port_for_a_child(&[]);
+    let tls_port = port_for_a_child(&[port]);
     // The CA goes to a directory the test removes (the child is killed, not interrupted).
     let dir = TempDir::new("poolcurl-serve");
     let mut serve = common::poolcurl_command()
