@@ -35,7 +35,8 @@ pub enum Gauge {
     H2ActiveStreams,
     /// Transports from the connector's return until their I/O is dropped.
     PhysicallyLive,
-    /// Requests registered in the cell's waiter queues.
+    /// Requests registered in the cell's waiter queues. Stays last: the gauges before it
+    /// index [`Gauges`]' array of connection gauges, and this one lives on a line of its own.
     WaitingRequests,
 }
 
@@ -59,8 +60,8 @@ impl Gauge {
 /// per-request writes would take the line from every peer reading the connection gauges, and
 /// each of those reads would miss: so the waiting count has a line of its own, and the set
 /// starts on a line boundary (a heap address is otherwise only 16-byte aligned, and where the
-/// lines fell changed from one pool to the next).
-#[repr(align(128))]
+/// lines fell changed from one pool to the next), in the order declared (`repr(C)`).
+#[repr(C, align(128))]
 pub struct Gauges {
     /// Every gauge but [`Gauge::WaitingRequests`], indexed by the gauge.
     values: [AtomicUsize; CONNECTION_GAUGES],
@@ -415,6 +416,25 @@ impl OriginStats {
 #[cfg(all(test, not(pool_loom)))]
 mod tests {
     use super::*;
+
+    /// The waiting count, written on every request that waits, shares no 128-byte block with
+    /// the connection gauges that peers read on a miss at the bound.
+    #[test]
+    fn the_waiting_count_has_a_line_of_its_own() {
+        assert_eq!(std::mem::align_of::<Gauges>(), 128);
+        let connection_gauges_end =
+            std::mem::offset_of!(Gauges, peak_admitted) + std::mem::size_of::<AtomicUsize>();
+        assert!(connection_gauges_end <= 128);
+        assert_eq!(std::mem::offset_of!(Gauges, waiting) % 128, 0);
+        assert!(std::mem::offset_of!(Gauges, waiting) >= 128);
+        let g = Gauges::default();
+        g.inc(Gauge::WaitingRequests);
+        g.inc(Gauge::WaitingRequests);
+        g.dec(Gauge::WaitingRequests);
+        assert_eq!(g.get(Gauge::WaitingRequests), 1);
+        assert_eq!(g.peaks().waiting, 2);
+        assert_eq!(g.get(Gauge::PhysicallyLive), 0);
+    }
 
     #[test]
     fn admitted_is_derived_from_rows() {
