@@ -65,6 +65,37 @@ async fn body_bytes_are_written_unmodified() {
     assert!(run.stdout == binary, "binary body differs");
 }
 
+/// `--max-filesize` and a body of unannounced length: the transfer stops once the body would
+/// pass the limit (exit 63), as curl does since 8.4, with no more than the limit written. A body
+/// within the limit is written whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn max_filesize_stops_a_chunked_body_at_the_limit() {
+    let reply = Reply::new(200)
+        .chunked()
+        .body_data("0123456789")
+        .body_data("abcdefghij")
+        .body_data("KLMNOPQRST");
+    let server = serving(reply).await;
+    let run = poolcurl(&["--max-filesize", "15", &server.url("/")]).await;
+    assert_eq!(run.code, 63, "{}", run.stderr);
+    // How much is written depends on how the chunks arrive; never more than the limit.
+    let body = b"0123456789abcdefghijKLMNOPQRST";
+    assert!(
+        run.stdout.len() <= 15 && body.starts_with(&run.stdout),
+        "{:?}",
+        run.stdout_text()
+    );
+    assert!(
+        run.stderr.contains("(63) Maximum file size exceeded"),
+        "{}",
+        run.stderr
+    );
+
+    let run = poolcurl(&["--max-filesize", "30", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "0123456789abcdefghijKLMNOPQRST");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn include_writes_the_status_line_and_headers_first() {
     let server = serving(Reply::ok("hello").header("x-test", "yes")).await;

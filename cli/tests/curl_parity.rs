@@ -303,6 +303,36 @@ fn cases() -> Vec<Case> {
             &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
         ),
         case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
+        // --max-filesize: a body announced over the limit is refused (exit 63) with the head's
+        // lines written but not its blank line, and no output file; the next URL still runs.
+        case(
+            "max filesize exceeded",
+            &["--max-filesize", "3", "%BASE%/hello"],
+        ),
+        case(
+            "max filesize include",
+            &["-i", "--max-filesize", "3", "%BASE%/mixed"],
+        ),
+        case(
+            "max filesize head",
+            &["-I", "--max-filesize", "3", "%BASE%/hello"],
+        ),
+        case(
+            "max filesize to a file",
+            &["--max-filesize", "3", "-o", "%DIR%/big.txt", "%BASE%/hello"],
+        ),
+        case(
+            "max filesize within the limit",
+            &["--max-filesize", "1k", "%BASE%/hello"],
+        ),
+        case(
+            "max filesize then the next url",
+            &["--max-filesize", "3", "%BASE%/hello", "%BASE%/headers"],
+        ),
+        case(
+            "max filesize bad value",
+            &["--max-filesize", "lots", "%BASE%/hello"],
+        ),
         case(
             "write-out to file output",
             &[

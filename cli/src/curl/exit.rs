@@ -26,6 +26,7 @@
 //! | 56 | receiving failed (reset, broken body, HTTP/2 error) |
 //! | 60 | the server's certificate was rejected |
 //! | 61 | `--compressed`: the body did not decode |
+//! | 63 | `--max-filesize`: the response body is larger |
 //! | 77 | the `--cacert` file could not be read or used |
 
 use std::error::Error as StdError;
@@ -124,6 +125,11 @@ impl CurlError {
             61,
             format!("Error while processing content unencoding: {detail}"),
         )
+    }
+
+    /// Exit 63: the response announced (or delivered) more body than `--max-filesize` allows.
+    pub(crate) fn file_too_large() -> CurlError {
+        CurlError::new(63, "Maximum file size exceeded")
     }
 
     /// Exit 77: the `--cacert` file could not be read or holds no usable certificate.

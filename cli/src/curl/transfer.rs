@@ -5,10 +5,12 @@
 //! ```text
 //! bounded_transfer (-m) ── transfer: URL credentials out ── loop: exchange
 //!   exchange: per-request headers (auth, range, referer, cookies) ── send ── head
+//!     ├─ Content-Length over --max-filesize: exit 63, the head's lines written, no body
 //!     ├─ 3xx + -L: drain the body, next hop (redirect rules in super::redirect)
 //!     ├─ >= 400 + -f: exit 22, nothing written (--fail-with-body: written, then 22)
 //!     ├─ -C / -r and no 206: exit 33
-//!     └─ head (-i/-I) and body (decoded) to the sink
+//!     └─ head (-i/-I) and body (decoded) to the sink; a body of unannounced length stops
+//!        at --max-filesize (exit 63)
 //! ```
 
 use http::Uri;
@@ -175,13 +177,30 @@ impl Session {
         if let Some(jar) = &self.cookies {
             lock(jar).store_from(uri, &parts.headers);
         }
-        if let Some(dump) = &self.dump_header {
-            lock(dump).write(&head)?;
-        }
         let connection = record.connection.clone();
         let connection = connection.as_ref();
         let closes = output::server_closes(&parts);
         let include = self.args.include || self.args.head;
+        if self
+            .max_filesize()
+            .is_some_and(|max| content_length(&parts) > Some(max))
+        {
+            // curl refuses once it has read the length, with the head's lines written and the
+            // blank line that ends it not; nothing of the body is read (dropping it closes the
+            // connection), so no output file is created.
+            let lines = &head[..head.len() - 2];
+            if let Some(dump) = &self.dump_header {
+                lock(dump).write(lines)?;
+            }
+            if include {
+                sink.write(lines)?;
+            }
+            self.verbose.done(connection, &target.host, true);
+            return Err(CurlError::file_too_large());
+        }
+        if let Some(dump) = &self.dump_header {
+            lock(dump).write(&head)?;
+        }
 
         let location = parts
             .headers
@@ -228,6 +247,11 @@ impl Session {
             return Err(CurlError::http_error(status));
         }
         Ok(Next::Done)
+    }
+
+    /// `--max-filesize`, if set to a limit (0 is none).
+    fn max_filesize(&self) -> Option<u64> {
+        self.args.transfer.max_filesize.filter(|&max| max > 0)
     }
 
     /// Whether requests to `uri` speak HTTP/2 with prior knowledge.
@@ -296,11 +320,7 @@ impl Session {
         mut output: Option<&mut Sink>,
         progress: &mut Progress,
     ) -> Result<(), CurlError> {
-        let length = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
+        let length = content_length(parts);
         if output.is_some() {
             progress.set_total(length);
         }
@@ -309,6 +329,13 @@ impl Session {
             let remaining = length.map(|l| l.saturating_sub(record.size_download));
             let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
             if let Some(data) = frame.data_ref() {
+                // A body of unannounced length stops at the limit, as curl 8.4 and later do.
+                if self
+                    .max_filesize()
+                    .is_some_and(|max| record.size_download + data.len() as u64 > max)
+                {
+                    return Err(CurlError::file_too_large());
+                }
                 record.size_download += data.len() as u64;
                 record.received += data.len() as u64;
                 if let Some(sink) = output.as_deref_mut() {
@@ -375,4 +402,13 @@ impl Target {
             prior_knowledge,
         }
     }
+}
+
+/// The body length the response announces, if it announces one.
+fn content_length(parts: &Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
 }

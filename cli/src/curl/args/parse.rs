@@ -54,6 +54,23 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("expected a non-negative number of seconds, got {text:?}"))
 }
 
+/// Parses a size in bytes with an optional `k`, `M` or `G` suffix (powers of 1024, either
+/// case), as curl's `--max-filesize` takes it.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&text[..at], 1u64 << 10),
+        Some((at, 'm' | 'M')) => (&text[..at], 1 << 20),
+        Some((at, 'g' | 'G')) => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("expected a size in bytes (k, M or G suffix), got {text:?}"))
+}
+
 /// Parses `--resolve [+]HOST:PORT:ADDR[,ADDR]...`; HOST and ADDR may be bracketed IPv6.
 ///
 /// # Errors
@@ -141,5 +158,18 @@ mod tests {
         assert_eq!(parse_seconds("2").unwrap(), Duration::from_secs(2));
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
+    }
+
+    #[test]
+    fn sizes_take_curls_suffixes() {
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert_eq!(parse_size("1k").unwrap(), 1024);
+        assert_eq!(parse_size("3M").unwrap(), 3 << 20);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_size("0").unwrap(), 0);
+        assert!(parse_size("-5").is_err());
+        assert!(parse_size("abc").is_err());
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("99999999999999G").is_err());
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::parse_seconds;
+use super::parse::{parse_seconds, parse_size};
 
 /// Outputs, URLs, parallelism and retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -74,6 +74,10 @@ pub(crate) struct TransferArgs {
     /// With --retry, also retry when the connection is refused
     #[arg(long = "retry-connrefused")]
     pub(crate) retry_connrefused: bool,
+
+    /// Refuse a response body over SIZE bytes (k, M, G suffixes; 0: no limit): exit 63
+    #[arg(long = "max-filesize", value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_filesize: Option<u64>,
 
     /// Show a progress bar on stderr
     #[arg(short = '#', long = "progress-bar")]
