@@ -60,7 +60,8 @@ impl Gauge {
 /// per-request writes would take the line from every peer reading the connection gauges, and
 /// each of those reads would miss: so the waiting count has a line of its own, and the set
 /// starts on a line boundary (a heap address is otherwise only 16-byte aligned, and where the
-/// lines fell changed from one pool to the next), in the order declared (`repr(C)`).
+/// lines fell changed from one pool to the next), in the order declared (`repr(C)`). The price
+/// is memory: a cell's gauges take 384 bytes with their `Arc` instead of about 100.
 #[repr(C, align(128))]
 pub struct Gauges {
     /// Every gauge but [`Gauge::WaitingRequests`], indexed by the gauge.
@@ -422,6 +423,7 @@ mod tests {
     #[test]
     fn the_waiting_count_has_a_line_of_its_own() {
         assert_eq!(std::mem::align_of::<Gauges>(), 128);
+        assert_eq!(std::mem::size_of::<Gauges>(), 256);
         let connection_gauges_end =
             std::mem::offset_of!(Gauges, peak_admitted) + std::mem::size_of::<AtomicUsize>();
         assert!(connection_gauges_end <= 128);
