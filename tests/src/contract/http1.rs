@@ -173,13 +173,7 @@ pub async fn h1_reset_mid_body_fails_the_body_and_retires<B: Backend>() {
         .await
         .expect("the head arrives");
     assert_eq!(response.status(), 200);
-    let failure = response
-        .into_body()
-        .collect()
-        .await
-        .map(|_| ())
-        .map_err(|e| classify(&*e))
-        .expect_err("the body fails");
+    let failure = body_failure(response).await;
     assert!(
         matches!(failure, Failure::Io | Failure::IncompleteBody),
         "{}: {failure:?}",
@@ -208,13 +202,7 @@ pub async fn h1_clean_eof_mid_body_is_an_incomplete_body<B: Backend>() {
         .send(get(&server.url("/")))
         .await
         .expect("the head arrives");
-    let failure = response
-        .into_body()
-        .collect()
-        .await
-        .map(|_| ())
-        .map_err(|e| classify(&*e))
-        .expect_err("the body fails");
+    let failure = body_failure(response).await;
     assert_eq!(failure, Failure::IncompleteBody, "{}", B::NAME);
 }
 
@@ -256,4 +244,15 @@ pub async fn h1_request_uses_origin_form_and_host<B: Backend>() {
         "{}",
         B::NAME
     );
+}
+
+/// Reads `response`'s body, which must fail, and classifies the failure.
+async fn body_failure(response: super::ContractResponse) -> Failure {
+    response
+        .into_body()
+        .collect()
+        .await
+        .map(|_| ())
+        .map_err(|e| classify(&*e))
+        .expect_err("the body fails")
 }
