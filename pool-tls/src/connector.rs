@@ -1,5 +1,6 @@
 //! The default connector: resolve, dial (happy eyeballs), then TLS for `https` origins;
-//! through a proxy when the [`ProxyConfig`] routes the origin to one.
+//! through a proxy when the [`ProxyConfig`] routes the origin to one, and to another host and
+//! port than the origin's when a [`ConnectTo`] rule says so.
 //!
 //! ```text
 //!  start ──resolve──▶ addresses ──dial──▶ TCP ──TLS (https only)──▶ (Io, Connected)
@@ -31,8 +32,9 @@ use tokio::time::Instant;
 use crate::dial::dial;
 use crate::tunnel::{ProxyUse, connect_tunnel};
 use crate::{
-    AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTimings, Connected,
-    DialOptions, Io, Negotiated, Proxy, ProxyConfig, ProxyScheme, Resolve, TlsConnector, TlsInfo,
+    AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTimings, ConnectTo,
+    Connected, DialOptions, Io, Negotiated, Proxy, ProxyConfig, ProxyScheme, Resolve, TlsConnector,
+    TlsInfo,
 };
 
 /// The default connector: resolve -> socket2 dial (happy eyeballs) -> rustls for https.
@@ -51,6 +53,7 @@ pub struct HttpConnector {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     resolver: Arc<dyn Resolve>,
     dial: DialOptions,
@@ -59,6 +62,8 @@ struct Inner {
     /// Tunnel `http` origins through the proxy too (curl's `--proxytunnel`), instead of
     /// sending them absolute-form requests.
     tunnel_http: bool,
+    /// Where origins are dialed instead of their own host and port.
+    connect_to: ConnectTo,
 }
 
 impl HttpConnector {
@@ -72,6 +77,7 @@ impl HttpConnector {
                 tls,
                 proxy: ProxyConfig::default(),
                 tunnel_http: false,
+                connect_to: ConnectTo::default(),
             }),
         }
     }
@@ -82,14 +88,23 @@ impl HttpConnector {
     /// the proxy's credentials) unless `tunnel_http` is set or HTTP/2 is spoken with prior
     /// knowledge, which need a tunnel too.
     pub fn with_proxy(self, proxy: ProxyConfig, tunnel_http: bool) -> HttpConnector {
+        let mut inner = Inner::clone(&self.inner);
+        inner.proxy = proxy;
+        inner.tunnel_http = tunnel_http;
         HttpConnector {
-            inner: Arc::new(Inner {
-                resolver: self.inner.resolver.clone(),
-                dial: self.inner.dial.clone(),
-                tls: self.inner.tls.clone(),
-                proxy,
-                tunnel_http,
-            }),
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Dials another host and port than an origin's own where `rules` say so (curl's
+    /// `--connect-to`; see [`ConnectTo`]). TLS, requests and the pool's reuse keep the
+    /// origin. Through a proxy, a `CONNECT` tunnel asks for the dial target; a forward proxy
+    /// gets the origin.
+    pub fn with_connect_to(self, rules: ConnectTo) -> HttpConnector {
+        let mut inner = Inner::clone(&self.inner);
+        inner.connect_to = rules;
+        HttpConnector {
+            inner: Arc::new(inner),
         }
     }
 
@@ -149,8 +164,9 @@ impl Inner {
     ) -> Result<(Io, Connected), ConnectError> {
         let origin = &target.origin;
         let start = Instant::now();
+        let to = self.connect_to.dial_target(origin.host(), origin.port());
         let (tcp, mut connected) = self
-            .dial_host(origin.host(), origin.ip(), origin.port(), target, start)
+            .dial_host(to.host(), to.ip(), to.port(), target, start)
             .await?;
         if !origin.is_tls() {
             return Ok((Io::tcp(tcp), connected));
@@ -186,7 +202,9 @@ impl Inner {
             tunnel,
             authorization: (!tunnel).then(|| authorization.clone()).flatten(),
         });
-        let authority = authority(origin.host(), origin.port());
+        // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
+        let to = self.connect_to.dial_target(origin.host(), origin.port());
+        let authority = authority(to.host(), to.port());
         let remote_addr = connected.remote_addr;
         match proxy.scheme() {
             ProxyScheme::Http => {

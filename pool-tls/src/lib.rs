@@ -12,6 +12,8 @@
 //!   keepalive, local address, interface binding) with RFC 8305 happy-eyeballs racing, then
 //!   rustls for `https` ([`TlsConnector`]: native roots loaded once per process, extra roots,
 //!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
+//!   [`ConnectTo`] rules dial another host and port for chosen origins (curl's `--connect-to`)
+//!   while TLS and requests keep the origin.
 //! * [`TokioIo`] adapts tokio's IO traits to hyper's and back, replacing hyper-util's adapter.
 //! * [`HttpConnector`] is also a `tower_service::Service<Uri>`, the connector contract code
 //!   written against hyper plugs into; it yields a [`Connection`] (hyper's IO traits plus the
@@ -60,6 +62,7 @@
 //! safety argument, the same adaptation hyper-util performs.
 
 mod connect;
+mod connect_to;
 mod connector;
 mod dial;
 mod error;
@@ -80,6 +83,7 @@ pub use connect::{
     AlpnOffer, Connect, ConnectFuture, ConnectTarget, ConnectTimings, Connected, Negotiated,
     TlsInfo,
 };
+pub use connect_to::{ConnectTo, DialTarget};
 pub use connector::HttpConnector;
 pub use dial::DialOptions;
 pub use error::ConnectError;

@@ -145,7 +145,7 @@ impl fmt::Debug for StaticResolver {
 
 /// The key a host is stored and looked up under: brackets stripped, IPv6 in canonical text,
 /// names lower-cased.
-fn normalize_host(host: &str) -> Box<str> {
+pub(crate) fn normalize_host(host: &str) -> Box<str> {
     let unbracketed = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))

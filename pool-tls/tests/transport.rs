@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use pool_core::{AsyncSleep, OriginKey, Scheme, Sleep};
 use pool_tls::{
-    AlpnOffer, Connect, ConnectError, ConnectTarget, Connected, DialOptions, HttpConnector, Io,
-    Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector, TlsOptions,
+    AlpnOffer, Connect, ConnectError, ConnectTarget, ConnectTo, Connected, DialOptions,
+    HttpConnector, Io, Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector,
+    TlsOptions,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::crypto::CryptoProvider;
@@ -570,6 +571,60 @@ async fn sni_is_sent_for_names_but_not_for_ip_literals() {
         server.server_names(),
         vec![Some("localhost".to_owned()), None]
     );
+}
+
+/// `connect_to` moves the socket only: the dial goes to the rule's address (an IP literal, so
+/// no lookup), while SNI and the certificate check keep the origin's name.
+#[tokio::test]
+async fn connect_to_dials_elsewhere_and_keeps_the_origin_for_tls() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"h2"], false).await;
+    let rules = ConnectTo::new().rule(
+        Some("localhost"),
+        Some(443),
+        Some("127.0.0.1"),
+        Some(server.addr.port()),
+    );
+    let connector = HttpConnector::new(
+        Arc::new(NoResolver),
+        DialOptions::default(),
+        TlsConnector::new(pki.trusting_options()).unwrap(),
+    )
+    .with_connect_to(rules);
+
+    let (_io, connected) = connect(&connector, https("localhost", 443, AlpnOffer::Both))
+        .await
+        .unwrap();
+    assert_eq!(connected.remote_addr, server.addr);
+    assert_eq!(connected.alpn, Some(Negotiated::Http2));
+    assert_eq!(server.server_names(), vec![Some("localhost".to_owned())]);
+}
+
+/// A named dial target goes through the resolver (so `--resolve` overrides apply to it); an
+/// origin no rule matches dials itself.
+#[tokio::test]
+async fn connect_to_names_are_resolved_and_unmatched_origins_dial_themselves() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resolver = StaticResolver::new(Arc::new(NoResolver)).with("backend.test", 8080, vec![addr]);
+    let rules = ConnectTo::new().rule(Some("Origin.TEST"), None, Some("backend.test"), Some(8080));
+    let connector = HttpConnector::new(
+        Arc::new(resolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    )
+    .with_connect_to(rules);
+
+    let (_io, connected) = connect(&connector, target(Scheme::Http, "origin.test", 80))
+        .await
+        .unwrap();
+    assert_eq!(connected.remote_addr, addr);
+
+    let error = connect(&connector, target(Scheme::Http, "other.test", 80))
+        .await
+        .unwrap_err();
+    assert!(error.is_resolve(), "{error:#}");
+    assert!(format!("{error:#}").contains("other.test"), "{error:#}");
 }
 
 #[tokio::test]

@@ -1,11 +1,11 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, the no-proxy list, and routes that never mix. Against a scripted proxy; the
+//! the tunnel, the no-proxy list, routes that never mix, and `connect_to` through a proxy. Against a scripted proxy; the
 //! interop suite runs the same against tinyproxy.
 
 use std::time::Duration;
 
-use pool::{ConnectionPool, NoProxy, Proxy, ProxyConfig};
+use pool::{ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
@@ -232,6 +232,40 @@ async fn no_proxy_origins_go_direct_and_routes_never_share_connections() {
     let by_id = |id| created.iter().find(|i| i.id() == id).unwrap();
     assert!(by_id(direct.id()).proxy().is_none());
     assert!(by_id(proxied.id()).proxy().is_some());
+}
+
+/// `connect_to` through a proxy, as curl does it: a tunnel asks the proxy for the rule's
+/// target while TLS inside it still checks the origin's name; a forward proxy is sent the
+/// origin itself.
+#[tokio::test]
+async fn a_tunnel_asks_for_the_connect_to_target_and_a_forward_proxy_for_the_origin() {
+    let pki = TestPki::new();
+    let server = tls_h2_origin(&pki, "moved").await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let port = server.addr().port();
+    let rules = ConnectTo::new().rule(Some("localhost"), Some(1), Some("127.0.0.1"), Some(port));
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .proxy(via(&proxy), false)
+        .connect_to(rules)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+
+    let (_, body) = fetch(&client, "https://localhost:1/").await;
+    assert_eq!(body, "moved");
+    let (_, body) = fetch(&client, "http://localhost:1/").await;
+    assert_eq!(body, "via-proxy");
+    let lines: Vec<_> = proxy.requests().into_iter().map(|r| r.line).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("CONNECT 127.0.0.1:{port} HTTP/1.1"),
+            "GET http://localhost:1/ HTTP/1.1".to_owned()
+        ]
+    );
+    assert_eq!(server.accepted(), 1);
 }
 
 /// An `https://` proxy: TLS to the proxy first, then the tunnel and the origin's own TLS

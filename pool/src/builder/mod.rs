@@ -2,15 +2,17 @@
 //!
 //! The settings that say how long things may take and how long connections live (idle
 //! timeout aside) are in `lifecycle`, with the table of how they interplay; those of bounded
-//! origins (bound, pending cap, reuse scope, placement) are in `bounded`.
+//! origins (bound, pending cap, reuse scope, placement) are in `bounded`; how connections
+//! are made (connector, resolver, socket options, proxies, `connect_to`, TLS trust) in
+//! `transport`.
 
 mod bounded;
 mod http2;
 mod lifecycle;
+mod transport;
 
 use std::collections::HashSet;
 use std::fmt;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use pool_core::sync::Arc;
@@ -20,7 +22,8 @@ use pool_core::{
 };
 use pool_h2::H2Settings;
 use pool_tls::{
-    Connect, DialOptions, HttpConnector, Resolve, SystemResolver, TlsConnector, TlsOptions,
+    Connect, ConnectTo, DialOptions, HttpConnector, Resolve, SystemResolver, TlsConnector,
+    TlsOptions,
 };
 
 use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
@@ -85,6 +88,7 @@ pub struct Builder {
     connection_extension: bool,
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
+    connect_to: ConnectTo,
     #[cfg(feature = "metrics")]
     metrics: bool,
 }
@@ -117,6 +121,7 @@ impl Default for Builder {
             connection_extension: false,
             retry: RetryPolicy::default(),
             proxy: None,
+            connect_to: ConnectTo::default(),
             #[cfg(feature = "metrics")]
             metrics: true,
         }
@@ -171,88 +176,6 @@ impl Builder {
     /// Which HTTP versions to speak (see [`ProtocolPolicy`]).
     pub fn protocol(mut self, policy: ProtocolPolicy) -> Self {
         self.protocol = policy;
-        self
-    }
-
-    /// Replaces the default connector (resolve, dial, TLS). Dial, resolver and TLS settings of
-    /// this builder then no longer apply.
-    pub fn connector(mut self, connector: impl Connect) -> Self {
-        self.connector = Some(Arc::new(connector));
-        self
-    }
-
-    /// The resolver of the default connector (the system resolver unless set).
-    pub fn resolver(mut self, resolver: impl Resolve) -> Self {
-        self.resolver = Some(Arc::new(resolver));
-        self
-    }
-
-    /// Sets `TCP_NODELAY` on new sockets (on by default).
-    pub fn tcp_nodelay(mut self, enabled: bool) -> Self {
-        self.dial.nodelay = enabled;
-        self
-    }
-
-    /// Enables TCP keepalive with this idle time (off by default).
-    pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
-        self.dial.keepalive = idle;
-        self
-    }
-
-    /// Binds new sockets to this local address before connecting.
-    pub fn local_address(mut self, address: Option<IpAddr>) -> Self {
-        self.dial.local_address = address;
-        self
-    }
-
-    /// The happy-eyeballs delay between connection attempts to successive addresses (RFC 8305,
-    /// 250 ms by default). `None` or zero tries one address at a time.
-    pub fn happy_eyeballs_delay(mut self, delay: Option<Duration>) -> Self {
-        self.dial.happy_eyeballs_delay = delay;
-        self
-    }
-
-    /// Routes origins through HTTP proxies (see [`ProxyConfig`]; [`ProxyConfig::from_env`]
-    /// reads the environment as curl does). Off by default: a library does not follow the
-    /// environment unless asked. `https` origins go through a `CONNECT` tunnel with TLS to the
-    /// origin inside (ALPN and the one-HTTP/2-connection rule work as directly); `http` origins
-    /// are sent to a forward proxy as absolute-form HTTP/1 requests, unless `tunnel_http` (curl's
-    /// `--proxytunnel`) or h2c with prior knowledge asks for a tunnel.
-    ///
-    /// An origin's route is fixed by this configuration, so its connections never mix proxied
-    /// and direct ones; `max_connections_per_host` still bounds the origin (the target), not the
-    /// proxy. Applies to the default connector only.
-    pub fn proxy(mut self, proxy: ProxyConfig, tunnel_http: bool) -> Self {
-        self.proxy = (!proxy.is_empty()).then_some((proxy, tunnel_http));
-        self
-    }
-
-    /// Adds trust anchors from a PEM bundle (curl's `--cacert`).
-    pub fn add_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls.extra_roots_pem.push(pem.into());
-        self
-    }
-
-    /// Whether to trust the platform's root certificates (on by default).
-    pub fn native_roots(mut self, enabled: bool) -> Self {
-        self.tls.native_roots = enabled;
-        self
-    }
-
-    /// Presents this client certificate chain and key (both PEM) when a server asks for one.
-    pub fn client_identity_pem(
-        mut self,
-        certificate_chain: impl Into<Vec<u8>>,
-        key: impl Into<Vec<u8>>,
-    ) -> Self {
-        self.tls.client_identity_pem = Some((certificate_chain.into(), key.into()));
-        self
-    }
-
-    /// Accepts any server certificate. This disables the protection TLS exists for; it is
-    /// curl's `-k` and meant for tests against self-signed servers.
-    pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
-        self.tls.danger_accept_invalid_certs = accept;
         self
     }
 
@@ -409,16 +332,14 @@ impl Builder {
                     BuildError::new("tls", "(configured certificates)", format!("{e:#}"))
                 })?;
                 let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
-                (
-                    Arc::new(match self.proxy.clone() {
-                        None => HttpConnector::new(resolver, self.dial.clone(), tls.clone()),
-                        Some((proxy, tunnel_http)) => {
-                            HttpConnector::new(resolver, self.dial.clone(), tls.clone())
-                                .with_proxy(proxy, tunnel_http)
-                        }
-                    }),
-                    Some(tls),
-                )
+                let mut connector = HttpConnector::new(resolver, self.dial.clone(), tls.clone());
+                if let Some((proxy, tunnel_http)) = self.proxy.clone() {
+                    connector = connector.with_proxy(proxy, tunnel_http);
+                }
+                if !self.connect_to.is_empty() {
+                    connector = connector.with_connect_to(self.connect_to.clone());
+                }
+                (Arc::new(connector), Some(tls))
             }
         };
         let idle_timeout = self.idle_timeout.unwrap_or(Some(DEFAULT_IDLE_TIMEOUT));
