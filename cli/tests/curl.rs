@@ -309,6 +309,52 @@ async fn a_closed_port_exits_7() {
     assert_eq!(run.stdout_text(), "000");
 }
 
+/// `--connect-to` moves the socket only: TLS still verifies the URL's host and `Host` names
+/// it, `-v` says where the connection went, and a failed dial names the target dialed.
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_to_keeps_tls_on_the_url_host_and_names_the_dial_target() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-connect-to");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("moved")))
+        .start()
+        .await;
+    let port = server.addr().port();
+    let rule = format!("localhost:1:127.0.0.1:{port}");
+    let run = poolcurl(&[
+        "-v",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--connect-to",
+        &rule,
+        "https://localhost:1/",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, b"moved");
+    assert!(
+        run.stderr.starts_with(&format!(
+            "* Connecting to hostname: 127.0.0.1\n* Connecting to port: {port}\n\
+             * Connected to localhost (127.0.0.1) port {port} "
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests()[0].host(), Some("localhost:1"));
+
+    let refused = RefusedAddr::new();
+    let rule = format!("a.test:80:127.0.0.1:{}", refused.port());
+    let run = poolcurl(&["--connect-to", &rule, "http://a.test/"]).await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    let expected = format!(
+        "poolcurl: (7) Failed to connect to 127.0.0.1 port {} after ",
+        refused.port()
+    );
+    assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unresolvable_names_exit_6_and_resolve_overrides_them() {
     let run = poolcurl(&["http://nonexistent.invalid/"]).await;

@@ -136,6 +136,64 @@ fn cases() -> Vec<Case> {
                 "http://parity.test:%PORT%/echo",
             ],
         ),
+        // --connect-to: the socket goes elsewhere, Host keeps the URL's (/echo shows it).
+        case(
+            "connect-to",
+            &[
+                "--connect-to",
+                "parity.test:80:127.0.0.1:%PORT%",
+                "http://parity.test/echo",
+            ],
+        ),
+        case(
+            "connect-to any host and port",
+            &[
+                "--connect-to",
+                "::127.0.0.1:%PORT%",
+                "http://parity.test:81/echo",
+            ],
+        ),
+        case(
+            "connect-to an ip-literal url, port only",
+            &[
+                "--connect-to",
+                "127.0.0.1:1::%PORT%",
+                "http://127.0.0.1:1/echo",
+            ],
+        ),
+        case(
+            "connect-to a name given by resolve",
+            &[
+                "--resolve",
+                "backend.test:%PORT%:127.0.0.1",
+                "--connect-to",
+                "PARITY.test:80:backend.test:%PORT%",
+                "http://parity.test/echo",
+            ],
+        ),
+        case(
+            "connect-to skips entries that never match",
+            &[
+                "--connect-to",
+                "junk",
+                "--connect-to",
+                "other.test:80:127.0.0.1:bad",
+                "--connect-to",
+                "parity.test:http:127.0.0.1:1",
+                "--connect-to",
+                "parity.test:80:127.0.0.1:%PORT%",
+                "http://parity.test/hello",
+            ],
+        ),
+        case(
+            "connect-to bad port, next url still runs",
+            &[
+                "--connect-to",
+                "parity.test:80:127.0.0.1:99999",
+                "http://parity.test/hello",
+                "%BASE%/hello",
+            ],
+        ),
         case("port over 65535", &["http://127.0.0.1:99999/"]),
         case("unsupported scheme", &["nosuch://127.0.0.1/"]),
         case("unknown flag", &["--bogus-flag", "%BASE%/hello"]),

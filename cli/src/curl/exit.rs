@@ -152,8 +152,10 @@ impl fmt::Display for CurlError {
 pub(crate) struct Attempt<'a> {
     /// The URL's host, without IPv6 brackets.
     pub(crate) host: &'a str,
-    /// The URL's port (explicit or the scheme's default).
-    pub(crate) port: u16,
+    /// The host the connection was dialed at (the URL's unless `--connect-to` moved it).
+    pub(crate) dial_host: &'a str,
+    /// The port the connection was dialed at.
+    pub(crate) dial_port: u16,
     /// Time since the transfer started.
     pub(crate) elapsed: Duration,
     /// Body bytes received so far in this transfer.
@@ -178,7 +180,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         }
     }
     if error.is_resolve() {
-        return CurlError::new(6, format!("Could not resolve host: {}", attempt.host));
+        return CurlError::new(6, format!("Could not resolve host: {}", attempt.dial_host));
     }
     if error.is_connect_timeout() {
         return CurlError::new(28, format!("Connection timed out after {ms} milliseconds"));
@@ -212,7 +214,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
                 7,
                 format!(
                     "Failed to connect to {} port {} after {ms} ms: Couldn't connect to server",
-                    attempt.host, attempt.port
+                    attempt.dial_host, attempt.dial_port
                 ),
             );
         }

@@ -44,6 +44,7 @@ use futures_util::StreamExt as _;
 pub(crate) mod args;
 mod compose;
 mod config;
+pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
@@ -69,6 +70,7 @@ mod write_out;
 pub(crate) use args::CurlArgs;
 
 use compose::Composed;
+use connect_to::ConnectToArgs;
 use cookies::CookieJar;
 use exit::CurlError;
 use output::Report;
@@ -161,6 +163,8 @@ pub(crate) struct Session {
     cookies: Option<Mutex<CookieJar>>,
     /// The `-D` file, shared by the transfers (truncated once, then written in order).
     dump_header: Option<Mutex<Sink>>,
+    /// The `--connect-to` entries, checked for each request (the pool dials by their rules).
+    connect_to: ConnectToArgs,
 }
 
 impl Session {
@@ -191,7 +195,9 @@ impl Session {
             .dump_header
             .clone()
             .map(|path| Mutex::new(Sink::file(path, FileMode::default())));
+        let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         Ok(Session {
+            connect_to,
             verbose: Verbose::new(args.verbose),
             args,
             client,

@@ -7,6 +7,7 @@
 //! | `-k` | `danger_accept_invalid_certs(true)` |
 //! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
+//! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
 //! | `--cert` / `--key` | `client_identity_pem` (curl mode; unusable files are exit 58) |
@@ -30,6 +31,7 @@ use pool::{
 
 use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs};
+use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 
 /// curl's connect timeout when `--connect-timeout` is not given (or is 0).
@@ -50,9 +52,9 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
     }
 }
 
-/// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`
-/// (and title-case HTTP/1 header names, as curl sends them). Partitions, bounds and timeouts
-/// are left to the caller.
+/// A pool builder with the protocol policy, TLS settings, `--resolve` overrides and
+/// `--connect-to` rules of `args` (and title-case HTTP/1 header names, as curl sends them).
+/// Partitions, bounds and timeouts are left to the caller.
 ///
 /// # Errors
 ///
@@ -74,6 +76,10 @@ pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
     }
     if let Some(resolver) = static_resolver(args)? {
         builder = builder.resolver(resolver);
+    }
+    let connect_to = ConnectToArgs::parse(&args.connect_to);
+    if !connect_to.rules().is_empty() {
+        builder = builder.connect_to(connect_to.rules().clone());
     }
     Ok(builder)
 }

@@ -19,6 +19,7 @@ use http::response::Parts;
 use http_body_util::BodyExt;
 
 use super::compose;
+use super::connect_to::{ConnectToArgs, Dial};
 use super::decode::Decoder;
 use super::exit::{self, Attempt, CurlError};
 use super::output;
@@ -168,7 +169,7 @@ impl Session {
         record: &mut TransferRecord,
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
-        let target = Target::of(uri, self.prior_knowledge(uri));
+        let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to)?;
         let extra = self.per_request(uri, hop, state, sink);
         let ranged = extra.range.is_some();
         let (parts, mut body) = self.send(uri, hop, &extra, &target, record).await?;
@@ -296,6 +297,7 @@ impl Session {
         record.redirect_url = None;
         let context = VerboseContext {
             host: &target.host,
+            dial: &target.dial,
             alpn_offer: self.alpn_offer,
             http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
             http1_0: self.args.net.http1_0,
@@ -363,7 +365,8 @@ impl Session {
             error,
             &Attempt {
                 host: &target.host,
-                port: target.port,
+                dial_host: &target.dial.host,
+                dial_port: target.dial.port,
                 elapsed: record.elapsed(),
                 received: record.received,
                 remaining,
@@ -378,15 +381,23 @@ impl Session {
 struct Target {
     /// The URL's host without IPv6 brackets.
     host: String,
-    /// The URL's port, explicit or the scheme's default.
-    port: u16,
+    /// Where its connection is dialed (`--connect-to`).
+    dial: Dial,
     /// Whether the request speaks HTTP/2 with prior knowledge.
     prior_knowledge: bool,
 }
 
 impl Target {
     /// Where a request for `uri` goes.
-    fn of(uri: &Uri, prior_knowledge: bool) -> Target {
+    ///
+    /// # Errors
+    ///
+    /// Exit 49 when the `--connect-to` entry it matches has a bad port.
+    fn of(
+        uri: &Uri,
+        prior_knowledge: bool,
+        connect_to: &ConnectToArgs,
+    ) -> Result<Target, CurlError> {
         let host = uri.host().unwrap_or_default();
         let host = host
             .strip_prefix('[')
@@ -396,11 +407,11 @@ impl Target {
             Some("https") => 443,
             _ => 80,
         });
-        Target {
+        Ok(Target {
+            dial: connect_to.check(host, port)?,
             host: host.to_owned(),
-            port,
             prior_knowledge,
-        }
+        })
     }
 }
 

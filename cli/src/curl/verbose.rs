@@ -28,6 +28,7 @@ use std::io::{self, Write};
 use http::header::HOST;
 use http::{HeaderMap, Method, Uri};
 
+use super::connect_to::Dial;
 use super::output::stderr_line;
 use super::request::title_case;
 
@@ -36,6 +37,8 @@ use super::request::title_case;
 pub(crate) struct VerboseContext<'a> {
     /// The URL's host, without IPv6 brackets.
     pub(crate) host: &'a str,
+    /// Where the connection was dialed (`--connect-to`).
+    pub(crate) dial: &'a Dial,
     /// The ALPN protocols offered over TLS, as curl lists them.
     pub(crate) alpn_offer: &'a str,
     /// `--http2` on a cleartext URL.
@@ -91,6 +94,12 @@ impl Verbose {
                     info.partition()
                 ));
             } else {
+                if cx.dial.host_changed {
+                    line(&format!("* Connecting to hostname: {}", cx.dial.host));
+                }
+                if cx.dial.port_changed {
+                    line(&format!("* Connecting to port: {}", cx.dial.port));
+                }
                 let (ip, port) = info
                     .remote_addr()
                     .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
@@ -109,10 +118,12 @@ impl Verbose {
                             c.id()
                         ));
                         if route.tunnel {
-                            line(&format!(
-                                "* Establish HTTP proxy tunnel to {}",
-                                info.origin().authority()
-                            ));
+                            // The tunnel goes where `--connect-to` sends the connection.
+                            let to = match cx.dial.host.contains(':') {
+                                true => format!("[{}]:{}", cx.dial.host, cx.dial.port),
+                                false => format!("{}:{}", cx.dial.host, cx.dial.port),
+                            };
+                            line(&format!("* Establish HTTP proxy tunnel to {to}"));
                         }
                     }
                 }

@@ -95,6 +95,7 @@ use prototype::Prototype;
 
 pub(crate) use args::LoadArgs;
 
+use crate::curl::connect_to::ConnectToArgs;
 use crate::curl::request::RequestTemplate;
 use crate::curl::setup;
 use crate::origin::{Flavor, LocalOrigin};
@@ -186,6 +187,14 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let flavor = local_flavor(args);
     let urls = targets::urls(&targets::all(args)?, origin.as_ref(), flavor)?;
     let (origins, url_origins) = targets::origins(&urls);
+    // A `--connect-to` entry with a bad port fails the run before it starts, where curl mode
+    // fails each transfer it matches.
+    let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
+    for origin in &origins {
+        connect_to
+            .check(origin.host(), origin.port())
+            .map_err(|e| e.message().to_owned())?;
+    }
     let partition_count = usize::try_from(args.partitions).unwrap_or(1);
     let events = EventCounts::new(partition_count);
     let cores = build_pool(args, partition_count, &events, origin.as_ref())?;

@@ -10,7 +10,7 @@
 //! | group | flags |
 //! |-------|-------|
 //! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
-//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, proxies |
+//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, proxies |
 //! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
@@ -175,6 +175,10 @@ pub(crate) struct ConnectArgs {
     /// Resolve HOST:PORT to ADDR (repeatable; ADDR may be a bracketed IPv6 address; several separated by commas)
     #[arg(long = "resolve", value_name = "HOST:PORT:ADDR")]
     pub(crate) resolve: Vec<String>,
+
+    /// Connect to HOST2:PORT2 for requests to HOST1:PORT1; TLS and Host keep the URL's host (repeatable; empty parts match any / keep the URL's)
+    #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2")]
+    pub(crate) connect_to: Vec<String>,
 
     /// Use this HTTP proxy, as http://USER:PASSWORD@HOST:PORT or https://... (scheme, credentials and port optional; "" for none, ignoring the environment)
     #[arg(short = 'x', long = "proxy", value_name = "URL")]
