@@ -18,7 +18,7 @@
 //!   `-c 64` and a cold burst of 200 (exactly one connection).
 //! * **tinyproxy in front of that nginx** (after the reloads): forward proxy, CONNECT tunnels
 //!   with HTTP/2 inside, BasicAuth accepted and refused, `http_proxy`/`NO_PROXY`, and curl side
-//!   by side; see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
+//!   by side (`-x`, and `--connect-to` to nginx directly and through a tunnel); see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.

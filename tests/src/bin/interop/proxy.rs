@@ -16,7 +16,9 @@
 //! * `http_proxy` and `NO_PROXY` from the environment: a proxy on a closed port is bypassed for a
 //!   `NO_PROXY` host (exit 0, nginx's body) and fails the request without it (exit 7).
 //! * Beside curl: `-s -x PROXY -w ' %{num_connects}' URL URL` prints the same bytes and exits
-//!   with the same code (when curl is installed).
+//!   with the same code (when curl is installed); so do two `https://localhost:1/` URLs with
+//!   `--connect-to` sending their connection to nginx's TLS port, directly and through
+//!   tinyproxy, where the log must show the tunnel asked for the target.
 //!
 //! Every load through the proxy must also appear in tinyproxy's log: one request line per
 //! request for `http://` (a forward proxy sees each request), one CONNECT per connection the
@@ -41,7 +43,7 @@ const WRONG: &str = "user:wrong";
 const WRONG_BASIC: &str = "dXNlcjp3cm9uZw=="; // base64("user:wrong")
 
 /// The check names, in table order (also for the rows when something could not start).
-const CHECKS: [&str; 10] = [
+const CHECKS: [&str; 12] = [
     "tinyproxy http1.1, -n 2000 -c 8",
     "tinyproxy CONNECT TLS ALPN h2, -n 50 -c 50",
     "tinyproxy BasicAuth http1.1, -n 200 -c 8",
@@ -52,6 +54,8 @@ const CHECKS: [&str; 10] = [
     "http_proxy dead, NO_PROXY=127.0.0.1: bypassed",
     "http_proxy dead, no NO_PROXY: exit 7",
     "curl vs poolcurl -x, 2 URLs, -w num_connects",
+    "curl vs poolcurl --connect-to, TLS, 2 URLs",
+    "curl vs poolcurl --connect-to through a CONNECT tunnel",
 ];
 
 /// The origin the proxy checks reach: nginx's HTTP/1.1 and TLS ports and the CA that signed its
@@ -93,7 +97,7 @@ pub(crate) fn proxy_checks(
         eprintln!("interop: {c} ...");
         c.to_string()
     });
-    let [c1, c2, c3, c4, c5, c6, c7, c8, c9, c10] = names;
+    let [c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12] = names;
     let http = format!("http://127.0.0.1:{}/", origin.http);
     let https = format!("https://localhost:{}/", origin.tls);
     let ca = format!("--cacert={}", origin.ca.display());
@@ -185,14 +189,48 @@ pub(crate) fn proxy_checks(
         &http,
         &http,
     ];
-    rows.push(match find_binary("curl") {
-        Some(curl) => beside_curl(c10, &curl, poolcurl, &args),
-        None => {
-            let mut row = Row::new(format!("skipped: curl not found ({c10})"), None);
+    let Some(curl) = find_binary("curl") else {
+        for check in [c10, c11, c12] {
+            let mut row = Row::new(format!("skipped: curl not found ({check})"), None);
             row.cells[RESULT] = "skip".into();
-            row
+            rows.push(row);
         }
-    });
+        return rows;
+    };
+    rows.push(beside_curl(c10, &curl, poolcurl, &args));
+
+    // `--connect-to`: URLs name `localhost:1`, the connection goes to nginx's TLS port, and
+    // TLS still verifies `localhost`. Through the proxy, the tunnel must be asked for the
+    // target, which tinyproxy's log shows (one CONNECT for each tool's two URLs).
+    let rule = format!("localhost:1:127.0.0.1:{}", origin.tls);
+    let ca_path = origin.ca.display().to_string();
+    // curl takes no `--flag=value` form: the CA path is an argument of its own.
+    let mut args = vec![
+        "-s",
+        "--cacert",
+        &ca_path,
+        "--connect-to",
+        &rule,
+        "-w",
+        " %{http_code} %{num_connects}",
+        "https://localhost:1/",
+        "https://localhost:1/",
+    ];
+    rows.push(beside_curl(c11, &curl, poolcurl, &args));
+    let tunnel = format!("CONNECT 127.0.0.1:{}", origin.tls);
+    let before = open.logged(&tunnel);
+    args.splice(0..0, ["-x", open_url.as_str()]);
+    let mut row = beside_curl(c12, &curl, poolcurl, &args);
+    let tunnels = open.logged(&tunnel) - before;
+    row.details
+        .push(format!("tinyproxy logged {tunnels} {tunnel}"));
+    if tunnels != 2 {
+        row.passed = Some(false);
+        row.cells[RESULT] = "FAIL".into();
+        row.details
+            .push("expected 2: one tunnel to the target for each tool".into());
+    }
+    rows.push(row);
     rows
 }
 
