@@ -43,8 +43,9 @@
 //!   both, checkout never scans. The timeouts and how they fit together are in
 //!   [`Builder`]'s lifecycle methods ([`Builder::pool_timeout`] and its neighbours).
 //! * [`Client::preconnect`] warms an origin before requests need it.
-//! * It talks to HTTP proxies ([`Builder::proxy`]); it does not follow redirects, decompress
-//!   or manage cookies.
+//! * It talks to HTTP proxies ([`Builder::proxy`]) and can dial another host and port than an
+//!   origin's own while TLS and requests keep the origin ([`Builder::connect_to`], curl's
+//!   `--connect-to`); it does not follow redirects, decompress or manage cookies.
 
 mod body;
 mod builder;
