@@ -25,6 +25,8 @@ pub(crate) struct ConnectToArgs {
     rules: ConnectTo,
     /// For each rule, in the same order: the exit-49 message when its PORT2 is not a port.
     invalid: Vec<Option<String>>,
+    /// For each rule: whether it names HOST2 and PORT2 (what `-v` reports, as curl does).
+    names: Vec<(bool, bool)>,
 }
 
 /// Where a request's connection goes, as messages name it.
@@ -34,10 +36,10 @@ pub(crate) struct Dial {
     pub(crate) host: String,
     /// The port dialed.
     pub(crate) port: u16,
-    /// Whether an entry changed the host.
-    pub(crate) host_changed: bool,
-    /// Whether an entry changed the port.
-    pub(crate) port_changed: bool,
+    /// Whether the matching entry names a host to connect to (even the URL's own).
+    pub(crate) names_host: bool,
+    /// Whether the matching entry names a port to connect to.
+    pub(crate) names_port: bool,
 }
 
 impl ConnectToArgs {
@@ -52,6 +54,7 @@ impl ConnectToArgs {
                 Ok(port) => (entry.to_host, port, None),
                 Err(message) => (None, None, Some(message)),
             };
+            args.names.push((to_host.is_some(), to_port.is_some()));
             args.rules =
                 std::mem::take(&mut args.rules).rule(entry.host, entry.port, to_host, to_port);
             args.invalid.push(invalid);
@@ -70,17 +73,17 @@ impl ConnectToArgs {
     ///
     /// Exit 49 when the first entry matching is one whose PORT2 is not a port.
     pub(crate) fn check(&self, host: &str, port: u16) -> Result<Dial, CurlError> {
-        if let Some(at) = self.rules.matching_rule(host, port) {
-            if let Some(message) = &self.invalid[at] {
-                return Err(CurlError::new(49, message.clone()));
-            }
+        let matching = self.rules.matching_rule(host, port);
+        if let Some(message) = matching.and_then(|at| self.invalid[at].as_ref()) {
+            return Err(CurlError::new(49, message.clone()));
         }
+        let (names_host, names_port) = matching.map_or((false, false), |at| self.names[at]);
         let to = self.rules.dial_target(host, port);
         Ok(Dial {
             host: to.host().to_owned(),
             port: to.port(),
-            host_changed: to.host() != host,
-            port_changed: to.port() != port,
+            names_host,
+            names_port,
         })
     }
 }
@@ -202,11 +205,11 @@ mod tests {
         assert_eq!(error.code(), 49);
         let dial = args.check("a.test", 443).unwrap();
         assert_eq!((dial.host.as_str(), dial.port), ("127.0.0.2", 9));
-        assert!(dial.host_changed && dial.port_changed);
+        assert!(dial.names_host && dial.names_port);
         let dial = args.check("b.test", 81).unwrap();
         assert_eq!((dial.host.as_str(), dial.port), ("b.test", 8181));
-        assert!(!dial.host_changed && dial.port_changed);
+        assert!(!dial.names_host && dial.names_port);
         let dial = args.check("b.test", 80).unwrap();
-        assert!(!dial.host_changed && !dial.port_changed);
+        assert!(!dial.names_host && !dial.names_port);
     }
 }

@@ -94,10 +94,10 @@ impl Verbose {
                     info.partition()
                 ));
             } else {
-                if cx.dial.host_changed {
+                if cx.dial.names_host {
                     line(&format!("* Connecting to hostname: {}", cx.dial.host));
                 }
-                if cx.dial.port_changed {
+                if cx.dial.names_port {
                     line(&format!("* Connecting to port: {}", cx.dial.port));
                 }
                 let (ip, port) = info
