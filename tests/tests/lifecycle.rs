@@ -208,11 +208,11 @@ async fn jitter_spreads_retirement_over_its_window() {
     );
     // Each closes at its own instant, while idle: just after each retirement, the connections
     // due by then have closed and no later one has. Timers fire on tokio's millisecond ticks,
-    // this check's and the maintenance task's alike: one retirement `at` has fired in an
-    // earlier tick than the check (`at + 1 ms`, rounded up), and a retirement more than 3 ms
-    // later fires in a later one, but one in between may share the check's tick and run before
-    // or after it. So the count is exact unless a neighbour lies within 3 ms, and then it is
-    // bounded by the two.
+    // this check's and the maintenance task's alike. The retirement `at` and every earlier one
+    // fire in an earlier tick than the check (`at + 1 ms`, rounded up), and a retirement more
+    // than 3 ms later fires in a later one, but one in between may share the check's tick and
+    // run before or after it. So the count is exact unless a neighbour lies within 3 ms, and
+    // then it is bounded by the two.
     let by = |limit: Duration| retire.iter().filter(|r| **r <= limit).count();
     for at in &retire {
         tokio::time::sleep_until((start + *at + Duration::from_millis(1)).into()).await;
