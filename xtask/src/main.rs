@@ -4,6 +4,8 @@
 //!   own local origin) and stops at the first failing step, naming it.
 //! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
+//! * `cargo xtask stress [--rounds N] [--only NAME] [--load]` runs every test binary again and
+//!   again to find rare failures, keeping each failure's whole output (see `stress.rs`).
 //! * `cargo xtask interop` runs poolcurl against nginx, nghttpd and tinyproxy (release mode); it is also
 //!   the last step of `ci` when both are installed, and skipped there with one line when not.
 //!   It first installs oha ([`OHA_VERSION`], `cargo install --locked` into `target/tools`) for
@@ -12,6 +14,8 @@
 //!
 //! Each step is an ordinary cargo invocation printed before it runs, so a failure can be
 //! reproduced by copying the printed line.
+
+mod stress;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -315,7 +319,11 @@ commands:
                    load), nghttpd (h2c, 10 streams per connection) and tinyproxy (forward,
                    CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), and
                    poolcurl load vs oha (installed into target/tools) on nginx, in release
-                   mode; a table of results, exit 1 if any check fails";
+                   mode; a table of results, exit 1 if any check fails
+  stress [--rounds N] [--only NAME] [--load]
+                   every test binary (or those whose name contains NAME), N rounds (10), with
+                   one busy thread per core under --load; each failure's output is kept in
+                   target/stress/failures; exit 1 if any run failed";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -371,6 +379,7 @@ fn main() -> ExitCode {
             );
             run_all(&[soak.with_args(rest)])
         }
+        Some("stress") => stress::run(rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
