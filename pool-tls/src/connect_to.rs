@@ -14,9 +14,10 @@
 //! are fixed when the connector is built, so one origin always dials the same place and the
 //! pool's reuse by origin stays sound.
 
+use std::fmt;
 use std::net::IpAddr;
 
-use crate::resolve::normalize_host;
+use crate::resolve::{normalize_host, unbracket};
 
 /// Rules that send connections for chosen origins to another host and port.
 ///
@@ -78,6 +79,16 @@ impl<'a> DialTarget<'a> {
     }
 }
 
+/// `host:port`, an IPv6 literal in brackets: the authority a `CONNECT` tunnel asks for.
+impl fmt::Display for DialTarget<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ip {
+            Some(IpAddr::V6(_)) => write!(f, "[{}]:{}", self.host, self.port),
+            _ => write!(f, "{}:{}", self.host, self.port),
+        }
+    }
+}
+
 impl ConnectTo {
     /// No rules: every origin dials its own host and port.
     pub fn new() -> ConnectTo {
@@ -97,11 +108,7 @@ impl ConnectTo {
         to_host: Option<&str>,
         to_port: Option<u16>,
     ) -> ConnectTo {
-        let to_host = to_host.map(|h| {
-            h.strip_prefix('[')
-                .and_then(|h| h.strip_suffix(']'))
-                .unwrap_or(h)
-        });
+        let to_host = to_host.map(unbracket);
         self.rules.push(Rule {
             host: host.map(normalize_host),
             port,
@@ -133,10 +140,7 @@ impl ConnectTo {
     /// Where a connection for `host` (an origin's host, with or without IPv6 brackets) and
     /// `port` is dialed: the first matching rule's target, or `host` and `port` themselves.
     pub fn dial_target<'a>(&'a self, host: &'a str, port: u16) -> DialTarget<'a> {
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
+        let host = unbracket(host);
         let own = DialTarget {
             host,
             ip: host.parse().ok(),
@@ -203,5 +207,8 @@ mod tests {
         let v4 = "127.0.0.1".parse().ok();
         assert_eq!(target(&rules, "[::1]", 80), ("127.0.0.1".into(), v4, 80));
         assert_eq!(target(&rules, "::1", 80), ("127.0.0.1".into(), v4, 80));
+        assert_eq!(rules.dial_target("::1", 80).to_string(), "127.0.0.1:80");
+        let to_v6 = ConnectTo::new().rule(None, None, Some("[::1]"), Some(8));
+        assert_eq!(to_v6.dial_target("a.test", 1).to_string(), "[::1]:8");
     }
 }

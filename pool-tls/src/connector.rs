@@ -203,8 +203,10 @@ impl Inner {
             authorization: (!tunnel).then(|| authorization.clone()).flatten(),
         });
         // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
-        let to = self.connect_to.dial_target(origin.host(), origin.port());
-        let authority = authority(to.host(), to.port());
+        let authority = self
+            .connect_to
+            .dial_target(origin.host(), origin.port())
+            .to_string();
         let remote_addr = connected.remote_addr;
         match proxy.scheme() {
             ProxyScheme::Http => {

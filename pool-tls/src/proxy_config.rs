@@ -15,6 +15,8 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use http::HeaderValue;
 
+use crate::resolve::unbracket;
+
 /// The protocol spoken to the proxy itself (not to the origin behind it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProxyScheme {
@@ -308,12 +310,6 @@ fn parse_rule(entry: &str) -> Option<Rule> {
     let name = host.strip_prefix("*.").unwrap_or(host).trim_matches('.');
     (!name.is_empty() && !name.contains([':', '[', ']', '/', '*']))
         .then(|| Rule::Domain(name.to_owned(), port))
-}
-
-fn unbracket(s: &str) -> &str {
-    s.strip_prefix('[')
-        .and_then(|s| s.strip_suffix(']'))
-        .unwrap_or(s)
 }
 
 /// Whether `host` is `name` or one of its subdomains, ignoring ASCII case.

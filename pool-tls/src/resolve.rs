@@ -146,14 +146,18 @@ impl fmt::Debug for StaticResolver {
 /// The key a host is stored and looked up under: brackets stripped, IPv6 in canonical text,
 /// names lower-cased.
 pub(crate) fn normalize_host(host: &str) -> Box<str> {
-    let unbracketed = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
+    let unbracketed = unbracket(host);
     match unbracketed.parse::<Ipv6Addr>() {
         Ok(ip) => ip.to_string().into_boxed_str(),
         Err(_) => unbracketed.to_ascii_lowercase().into_boxed_str(),
     }
+}
+
+/// `host` without the brackets of an IPv6 literal (unchanged when it has none).
+pub(crate) fn unbracket(host: &str) -> &str {
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
 }
 
 #[cfg(test)]
