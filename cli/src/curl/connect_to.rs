@@ -23,10 +23,9 @@ use super::exit::CurlError;
 pub(crate) struct ConnectToArgs {
     /// The rules the pool dials by.
     rules: ConnectTo,
-    /// For each rule, in the same order: the exit-49 message when its PORT2 is not a port.
-    invalid: Vec<Option<String>>,
-    /// For each rule: whether it names HOST2 and PORT2 (what `-v` reports, as curl does).
-    names: Vec<(bool, bool)>,
+    /// For each rule, in the same order: whether it names HOST2 and PORT2 (what `-v` reports,
+    /// as curl does), or the exit-49 message when its PORT2 is not a port.
+    targets: Vec<Result<(bool, bool), String>>,
 }
 
 /// Where a request's connection goes, as messages name it.
@@ -36,6 +35,8 @@ pub(crate) struct Dial {
     pub(crate) host: String,
     /// The port dialed.
     pub(crate) port: u16,
+    /// `host:port` as a `CONNECT` tunnel asks for it (an IPv6 literal in brackets).
+    pub(crate) authority: String,
     /// Whether the matching entry names a host to connect to (even the URL's own).
     pub(crate) names_host: bool,
     /// Whether the matching entry names a port to connect to.
@@ -50,14 +51,17 @@ impl ConnectToArgs {
             let Some(entry) = Entry::parse(text) else {
                 continue;
             };
-            let (to_host, to_port, invalid) = match entry.to_port {
-                Ok(port) => (entry.to_host, port, None),
-                Err(message) => (None, None, Some(message)),
+            let (to_host, to_port) = match &entry.to_port {
+                Ok(port) => (entry.to_host, *port),
+                Err(_) => (None, None),
             };
-            args.names.push((to_host.is_some(), to_port.is_some()));
             args.rules =
                 std::mem::take(&mut args.rules).rule(entry.host, entry.port, to_host, to_port);
-            args.invalid.push(invalid);
+            args.targets.push(
+                entry
+                    .to_port
+                    .map(|port| (to_host.is_some(), port.is_some())),
+            );
         }
         args
     }
@@ -73,15 +77,17 @@ impl ConnectToArgs {
     ///
     /// Exit 49 when the first entry matching is one whose PORT2 is not a port.
     pub(crate) fn check(&self, host: &str, port: u16) -> Result<Dial, CurlError> {
-        let matching = self.rules.matching_rule(host, port);
-        if let Some(message) = matching.and_then(|at| self.invalid[at].as_ref()) {
-            return Err(CurlError::new(49, message.clone()));
-        }
-        let (names_host, names_port) = matching.map_or((false, false), |at| self.names[at]);
+        let (names_host, names_port) = match self.rules.matching_rule(host, port) {
+            Some(at) => self.targets[at]
+                .clone()
+                .map_err(|message| CurlError::new(49, message))?,
+            None => (false, false),
+        };
         let to = self.rules.dial_target(host, port);
         Ok(Dial {
             host: to.host().to_owned(),
             port: to.port(),
+            authority: to.to_string(),
             names_host,
             names_port,
         })

@@ -185,7 +185,8 @@ impl Session {
             report.warning("Got more output options than URLs");
         }
         let cookies = CookieJar::new(&args.send.cookie, args.send.cookie_jar.as_deref())?;
-        let client = setup::build_client(&args)?;
+        let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
+        let client = setup::build_client(&args, &connect_to)?;
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
@@ -195,7 +196,6 @@ impl Session {
             .dump_header
             .clone()
             .map(|path| Mutex::new(Sink::file(path, FileMode::default())));
-        let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         Ok(Session {
             connect_to,
             verbose: Verbose::new(args.verbose),

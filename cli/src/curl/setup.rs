@@ -52,14 +52,18 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
     }
 }
 
-/// A pool builder with the protocol policy, TLS settings, `--resolve` overrides and
-/// `--connect-to` rules of `args` (and title-case HTTP/1 header names, as curl sends them).
+/// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`
+/// and the `--connect-to` rules of `connect_to` (read once by the caller, which checks its
+/// requests against them too), and title-case HTTP/1 header names, as curl sends them.
 /// Partitions, bounds and timeouts are left to the caller.
 ///
 /// # Errors
 ///
 /// Exit 77 when the `--cacert` file cannot be read; exit 49 for a malformed `--resolve`.
-pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
+pub(crate) fn pool_builder(
+    args: &ConnectArgs,
+    connect_to: &ConnectToArgs,
+) -> Result<Builder, CurlError> {
     let mut builder = ConnectionPool::builder()
         .protocol(protocol_policy(args))
         .http1_title_case_headers(true);
@@ -77,7 +81,6 @@ pub(crate) fn pool_builder(args: &ConnectArgs) -> Result<Builder, CurlError> {
     if let Some(resolver) = static_resolver(args)? {
         builder = builder.resolver(resolver);
     }
-    let connect_to = ConnectToArgs::parse(&args.connect_to);
     if !connect_to.rules().is_empty() {
         builder = builder.connect_to(connect_to.rules().clone());
     }
@@ -150,9 +153,9 @@ impl Resolve for FamilyResolver {
 
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
 /// `--cert`/`--key`.
-fn curl_builder(args: &CurlArgs) -> Result<Builder, CurlError> {
+fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
-    let mut builder = pool_builder(&args.connect)?
+    let mut builder = pool_builder(&args.connect, connect_to)?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
     if args.net.ipv4 || args.net.ipv6 {
@@ -239,9 +242,12 @@ pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration
 /// Exit 77 when the `--cacert` file cannot be read or holds no usable certificate; exit 58 for
 /// unusable `--cert`/`--key` files; exit 49 for a malformed `--resolve`; exit 2 for any other
 /// setting the pool rejects.
-pub(crate) fn build_client(args: &CurlArgs) -> Result<pool::Client, CurlError> {
+pub(crate) fn build_client(
+    args: &CurlArgs,
+    connect_to: &ConnectToArgs,
+) -> Result<pool::Client, CurlError> {
     let connect = &args.connect;
-    let mut builder = curl_builder(args)?;
+    let mut builder = curl_builder(args, connect_to)?;
     if let Some(name) = &connect.interface {
         let partition = Partition::new(INTERFACE_PARTITION, pool::TokioDriverSpawner::current())
             .interface(name.as_str());

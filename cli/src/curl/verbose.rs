@@ -119,11 +119,10 @@ impl Verbose {
                         ));
                         if route.tunnel {
                             // The tunnel goes where `--connect-to` sends the connection.
-                            let to = match cx.dial.host.contains(':') {
-                                true => format!("[{}]:{}", cx.dial.host, cx.dial.port),
-                                false => format!("{}:{}", cx.dial.host, cx.dial.port),
-                            };
-                            line(&format!("* Establish HTTP proxy tunnel to {to}"));
+                            line(&format!(
+                                "* Establish HTTP proxy tunnel to {}",
+                                cx.dial.authority
+                            ));
                         }
                     }
                 }

@@ -197,7 +197,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     }
     let partition_count = usize::try_from(args.partitions).unwrap_or(1);
     let events = EventCounts::new(partition_count);
-    let cores = build_pool(args, partition_count, &events, origin.as_ref())?;
+    let cores = build_pool(args, &connect_to, partition_count, &events, origin.as_ref())?;
     let pool = cores.pool().clone();
     let warmup = match args.preconnect {
         Some(n) if n > 0 => Some(WarmUp::run(
@@ -327,12 +327,14 @@ fn partition_ids(count: usize) -> Vec<PartitionId> {
 /// settings, the bounds and the event listener.
 fn build_pool(
     args: &LoadArgs,
+    connect_to: &ConnectToArgs,
     partitions: usize,
     events: &Arc<EventCounts>,
     origin: Option<&LocalOrigin>,
 ) -> Result<ThreadPerCore, String> {
     let connect = &args.connect;
-    let mut builder = setup::pool_builder(connect).map_err(|e| e.message().to_owned())?;
+    let mut builder =
+        setup::pool_builder(connect, connect_to).map_err(|e| e.message().to_owned())?;
     if let Some(origin) = origin {
         builder = builder.add_root_certificates_pem(origin.ca_pem().as_bytes().to_vec());
         if connect.cacert.is_none() {
