@@ -209,7 +209,7 @@ fn drive(
                             tasks.spawn(async move {
                                 let mut run = PartitionRun {
                                     requests: 0,
-                                    wait_us: Histogram::new(3).expect("histogram"),
+                                    wait_us: crate::contenders::worker_histogram(),
                                 };
                                 while Instant::now() < until {
                                     let t = Instant::now();
@@ -224,7 +224,7 @@ fn drive(
                                     if t >= measured_from {
                                         run.requests += 1;
                                         let us = waited.map_or(0, |w| w.as_micros() as u64);
-                                        let _ = run.wait_us.record(us);
+                                        run.wait_us.saturating_record(us);
                                     }
                                 }
                                 run
