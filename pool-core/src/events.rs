@@ -297,8 +297,9 @@ pub enum ResendReason {
     /// The server refused the HTTP/2 stream with `REFUSED_STREAM` (RFC 9113 §8.7: not
     /// processed).
     RefusedStream,
-    /// A reused HTTP/1 connection closed or reset before any byte of the response arrived, and
-    /// the request is idempotent (RFC 9110 §9.2.2, or it carries `Idempotency-Key`).
+    /// A reused connection closed or reset before the response began (HTTP/1: before any byte
+    /// of it; HTTP/2: under the stream, with no `GOAWAY` or `RST_STREAM` about it), and the
+    /// request is idempotent (RFC 9110 §9.2.2, or it carries `Idempotency-Key`).
     ClosedBeforeResponse,
 }
 

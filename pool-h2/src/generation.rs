@@ -193,6 +193,11 @@ pub enum H2SendOutcome<B> {
         /// Set when the protocol proves the server did not process the request (see
         /// [`not_processed`]).
         not_processed: Option<ResendReason>,
+        /// The connection closed or was reset under the stream before its response began,
+        /// with no proof either way (see [`is_connection_lost`]). On a connection that served
+        /// before, this is HTTP/2's keep-alive race: safe to repeat only for an idempotent
+        /// request (RFC 9110 §9.2.2).
+        connection_lost: bool,
     },
 }
 
@@ -211,11 +216,13 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 error,
                 connection_level,
                 not_processed,
+                connection_lost,
             } => f
                 .debug_struct("Failed")
                 .field("error", error)
                 .field("connection_level", connection_level)
                 .field("not_processed", not_processed)
+                .field("connection_lost", connection_lost)
                 .finish(),
         }
     }
@@ -274,10 +281,12 @@ where
                         let connection_level =
                             is_connection_error(&error) || self.sender.is_closed();
                         let not_processed = not_processed(&error);
+                        let connection_lost = is_connection_lost(&error);
                         H2SendOutcome::Failed {
                             error,
                             connection_level,
                             not_processed,
+                            connection_lost,
                         }
                     }
                 }
@@ -368,6 +377,39 @@ pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
         source = err.source();
     }
     None
+}
+
+/// Whether the stream failed with `error` because the connection under it was lost: the peer
+/// reset or closed the transport (an I/O error of those kinds, or the end of the stream h2 reports
+/// as a broken pipe) while no `GOAWAY` or `RST_STREAM` said what became of the stream.
+///
+/// Unlike [`not_processed`] this proves nothing: the server may have processed the request and
+/// lost its response with the connection (nginx, shutting a worker down on reload, closes with
+/// the client's newest frames unread, and its kernel's reset discards what it had not sent yet).
+/// The caller may repeat only what is safe to repeat.
+pub fn is_connection_lost(error: &hyper::Error) -> bool {
+    let lost = |io: &std::io::Error| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
+        )
+    };
+    // hyper reports h2's I/O errors as its own I/O kind over the `io::Error`, and h2's other
+    // errors as an `h2::Error`; the first of either in the chain decides.
+    let mut source: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(err) = source {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            return h2.get_io().is_some_and(lost);
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return lost(io);
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// Whether `error` concerns the whole HTTP/2 connection rather than one stream.

@@ -28,7 +28,9 @@
 //!   fails) from a connection-level one (GOAWAY, I/O error, closed dispatcher: the generation
 //!   drains and the next request gets a replacement); [`not_processed`] tells when the peer
 //!   proved it did not process a stream (its GOAWAY covered it, or it refused it), so the pool
-//!   may send the request again.
+//!   may send the request again; [`is_connection_lost`] tells when the connection was reset or
+//!   closed under a stream with no such proof, which the pool repeats only for idempotent
+//!   requests.
 //! * [`PartitionExecutor`] and [`PoolTimer`] are hyper's `Executor` and `Timer` without
 //!   hyper-util: the executor spawns onto the connection's partition, the timer follows the
 //!   pool's time source (and overrides `now()`, so paused test time reaches hyper too).
@@ -63,7 +65,8 @@ mod settings;
 mod streams;
 
 pub use generation::{
-    H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, not_processed,
+    H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, is_connection_lost,
+    not_processed,
 };
 pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};
 pub use request::prepare_request;

@@ -112,6 +112,7 @@ async fn a_goaway_is_io() {
     let peer = FramePeer::start(GoAwayScript {
         streams: 3,
         last_stream_id: 1,
+        goaway: true,
         reset: false,
     })
     .await;

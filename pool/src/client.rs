@@ -189,8 +189,9 @@ impl Client {
     ///
     /// The pool sends a request again on its own only when the server provably did not process
     /// it: hyper handed it back unsent from a reused connection, an HTTP/2 `GOAWAY` covered its
-    /// stream, the stream was refused (`REFUSED_STREAM`), or (for idempotent requests) a reused
-    /// HTTP/1 connection closed before any byte of the response. Only empty and single-chunk
+    /// stream, the stream was refused (`REFUSED_STREAM`), or (for idempotent requests, which
+    /// are safe to repeat) a reused connection closed or was reset before the response began.
+    /// Only empty and single-chunk
     /// bodies are replayed; a streaming body is never buffered for it. Re-sends are bounded
     /// and share the first attempt's read timeout. [`Builder::retry_policy`] chooses; see
     /// [`RetryPolicy`] for the rules. A failure that was not re-sent but is safe to repeat says

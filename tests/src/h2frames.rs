@@ -1,7 +1,8 @@
 //! A frame-level HTTP/2 peer for the cases a real server library will not produce on demand:
 //! a `GOAWAY` whose last stream id is below streams the client has already opened, optionally
 //! followed by a reset of the connection (nginx closing a connection on reload while the
-//! client is still sending).
+//! client is still sending), or such a reset with no `GOAWAY` at all (a connection lost under
+//! streams the peer had read).
 //!
 //! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
 //! it can never leave a received stream above the line. This peer reads frames itself and
@@ -29,8 +30,12 @@ use tokio::net::{TcpListener, TcpStream};
 pub struct GoAwayScript {
     /// How many requests to read on the first connection before acting.
     pub streams: usize,
-    /// The last stream id the GOAWAY names; streams above it are left unanswered.
+    /// The last stream id the peer processes (and the GOAWAY names); streams above it are left
+    /// unanswered.
     pub last_stream_id: u32,
+    /// Whether the peer sends `GOAWAY` when it acts; without one, the streams above the last
+    /// id learn nothing but what the reset (if any) tells them.
+    pub goaway: bool,
     /// Right after the GOAWAY and the answers, reset the connection (close with a zero
     /// linger): the client's next write fails, while what the peer sent waits unread in the
     /// client's receive buffer. [`FramePeer::wait_reset`] resolves once it is done.
@@ -51,6 +56,7 @@ pub struct FramePeer {
     addr: SocketAddr,
     seen: Arc<Mutex<Seen>>,
     reset: Signal,
+    headers: Signal,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -60,9 +66,9 @@ impl FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let reset = Signal::new();
+        let (reset, headers) = (Signal::new(), Signal::new());
         let task = tokio::spawn({
-            let (seen, reset) = (seen.clone(), reset.clone());
+            let (seen, reset, headers) = (seen.clone(), reset.clone(), headers.clone());
             async move {
                 let mut first = true;
                 while let Ok((io, _)) = listener.accept().await {
@@ -76,7 +82,8 @@ impl FramePeer {
                     };
                     let script = first.then_some(script);
                     first = false;
-                    tokio::spawn(serve(io, script, seen.clone(), index, reset.clone()));
+                    let signals = (reset.clone(), headers.clone());
+                    tokio::spawn(serve(io, script, seen.clone(), index, signals));
                 }
             }
         });
@@ -84,6 +91,7 @@ impl FramePeer {
             addr,
             seen,
             reset,
+            headers,
             task,
         }
     }
@@ -95,6 +103,15 @@ impl FramePeer {
     /// Cancel safe; never resolves without a reset: bound it with a timeout.
     pub async fn wait_reset(&self) {
         self.reset.wait_for(1).await;
+    }
+
+    /// Resolves once the peer has read the HEADERS of `n` requests, on all connections.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe; bound it with a timeout.
+    pub async fn wait_headers(&self, n: usize) {
+        self.headers.wait_for(n).await;
     }
 
     /// `http://127.0.0.1:PORT{path}`.
@@ -124,7 +141,7 @@ async fn serve(
     script: Option<GoAwayScript>,
     seen: Arc<Mutex<Seen>>,
     index: usize,
-    reset: Signal,
+    (reset, headers): (Signal, Signal),
 ) {
     let mut preface = [0u8; 24];
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
@@ -143,6 +160,7 @@ async fn serve(
             HEADERS => {
                 seen.lock().unwrap().connections[index].insert(f.stream, 0);
                 opened.push((f.stream, f.flags & END_STREAM != 0));
+                headers.raise();
             }
             DATA => {
                 *seen.lock().unwrap().connections[index]
@@ -165,9 +183,11 @@ async fn serve(
                 if !acted {
                     acted = true;
                     reset_now = script.reset;
-                    let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
-                    goaway.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
-                    out.extend(frame(GOAWAY, 0, 0, &goaway));
+                    if script.goaway {
+                        let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
+                        goaway.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
+                        out.extend(frame(GOAWAY, 0, 0, &goaway));
+                    }
                 }
                 Some(script.last_stream_id)
             }

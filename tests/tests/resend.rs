@@ -1,5 +1,6 @@
 //! Re-sending what the server did not process: one test per proof (hyper's unsent hand-back,
-//! HTTP/2 GOAWAY, REFUSED_STREAM, a reused HTTP/1 connection closed before the response), the
+//! HTTP/2 GOAWAY, REFUSED_STREAM, a reused HTTP/1 or HTTP/2 connection closed before the
+//! response), the
 //! cases that must not be re-sent (a non-idempotent request, a streaming body, a response that
 //! had begun, a fresh connection), the re-send bound, the policies, and the close reason of a
 //! request cancelled mid-exchange.
@@ -436,6 +437,7 @@ async fn goaway_rig() -> (FramePeer, ConnectionPool, EventLog) {
     let peer = FramePeer::start(GoAwayScript {
         streams: 3,
         last_stream_id: 1,
+        goaway: true,
         reset: false,
     })
     .await;
@@ -537,6 +539,7 @@ async fn a_goaway_sent_before_a_reset_is_still_read() {
     let peer = FramePeer::start(GoAwayScript {
         streams: 2,
         last_stream_id: 1,
+        goaway: true,
         reset: true,
     })
     .await;
@@ -589,6 +592,99 @@ async fn a_goaway_sent_before_a_reset_is_still_read() {
         vec![1, 2],
         "one request on the old connection, two on the new one"
     );
+}
+
+/// A peer that, once it has read two streams, answers the first and resets the connection
+/// without a GOAWAY: what a reloading nginx's abortive close looks like when its kernel drops
+/// the GOAWAY it had not sent yet. The second request is `second`, sent once the peer read the
+/// first, so its stream goes out on a connection that had served a request. Returns the peer,
+/// the pool's counters and events, and both requests' outcomes in order.
+async fn lost_under_second_stream(
+    second: Method,
+) -> (
+    FramePeer,
+    ConnectionPool,
+    EventLog,
+    Vec<Result<ConnectionHandle, pool::Error>>,
+) {
+    let peer = FramePeer::start(GoAwayScript {
+        streams: 2,
+        last_stream_id: 1,
+        goaway: false,
+        reset: true,
+    })
+    .await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    let mut first = tokio::task::JoinSet::new();
+    spawn_exchange(&mut first, &client, &url, Method::GET);
+    tokio::time::timeout(LIMIT, peer.wait_headers(1))
+        .await
+        .expect("the first request reached the peer");
+    let mut later = tokio::task::JoinSet::new();
+    spawn_exchange(&mut later, &client, &url, second);
+    let mut outcomes = join_all(first).await;
+    outcomes.extend(join_all(later).await);
+    (peer, pool, events, outcomes)
+}
+
+/// HTTP/2's keep-alive race: the connection is reset under a stream that had no response yet,
+/// and nothing says whether the server processed it. A GET is safe to repeat (RFC 9110
+/// §9.2.2), so the pool sends it again on a new connection, as for HTTP/1; the first stream's
+/// response, sent before the reset, still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_whose_http2_connection_is_lost_before_its_response_is_sent_again() {
+    let (peer, pool, events, outcomes) = lost_under_second_stream(Method::GET).await;
+    let handles: Vec<ConnectionHandle> = outcomes
+        .into_iter()
+        .map(|outcome| outcome.expect("both requests succeed"))
+        .collect();
+    assert_eq!(peer.connections(), 2);
+    let streams = peer.streams();
+    assert_eq!(streams[0].keys().copied().collect::<Vec<_>>(), vec![1, 3]);
+    assert_eq!(streams[1].len(), 1, "only the lost stream went again");
+    assert_eq!(handles[0].id(), {
+        let resent = events.resent();
+        assert_eq!(resent.len(), 1, "{resent:?}");
+        assert_eq!(
+            (resent[0].1, resent[0].2),
+            (ResendReason::ClosedBeforeResponse, 1)
+        );
+        resent[0].0
+    });
+    assert_ne!(
+        handles[1].id(),
+        handles[0].id(),
+        "the re-send used a new connection"
+    );
+    assert_eq!(
+        pool.counters()
+            .resends
+            .get(ResendReason::ClosedBeforeResponse),
+        1
+    );
+}
+
+/// The same race for a POST: the server may have processed it, so it is not sent again and its
+/// error does not call it safe to repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_whose_http2_connection_is_lost_before_its_response_is_not_sent_again() {
+    let (peer, pool, events, mut outcomes) = lost_under_second_stream(Method::POST).await;
+    let error = outcomes
+        .pop()
+        .expect("two outcomes")
+        .expect_err("the POST fails");
+    outcomes
+        .pop()
+        .expect("two outcomes")
+        .expect("the GET answered before the reset succeeds");
+    assert!(!error.is_retryable(), "{error}");
+    assert!(!error.is_go_away(), "{error}");
+    assert_eq!(peer.connections(), 1, "nothing was sent again");
+    assert_eq!(pool.counters().transparent_retries, 0);
+    assert!(events.resent().is_empty());
 }
 
 /// Requests with streaming bodies caught by GOAWAY are never sent twice: the peer sees no

@@ -233,8 +233,9 @@ impl Builder {
     /// Which requests the pool sends again when the server provably did not process them, and
     /// how often (see [`RetryPolicy`]). The default, [`RetryPolicy::unprocessed`], re-sends on
     /// HTTP/2 `GOAWAY` and `REFUSED_STREAM`, on hyper's unsent hand-back, and (for idempotent
-    /// requests) when a reused HTTP/1 connection closed before any byte of the response, at
-    /// most three times per request.
+    /// requests) when a reused connection closed or was reset before the response began
+    /// (HTTP/1: before any byte of it; HTTP/2: under the stream, with no `GOAWAY` or reset of
+    /// the stream to say more), at most three times per request.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self

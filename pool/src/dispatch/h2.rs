@@ -60,15 +60,19 @@ pub(super) fn finish(
             error,
             connection_level,
             not_processed,
+            connection_lost,
         } => {
             if connection_level {
                 // Its re-sends must not come back here: after GOAWAY the generation still
                 // looks open to hyper until its dispatcher ends.
                 retire(entry, &served.record);
             }
-            match not_processed {
-                Some(reason) => Ok(served.again(reason, error, None)),
-                None => Err(served.fail(Error::request(error))),
+            match (not_processed, connection_lost) {
+                (Some(reason), _) => Ok(served.again(reason, error, None)),
+                // No proof either way: `resend` repeats it only if it is idempotent and the
+                // connection had served before, as for HTTP/1's keep-alive race.
+                (None, true) => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
+                (None, false) => Err(served.fail(Error::request(error))),
             }
         }
     }
