@@ -21,8 +21,9 @@
 //! only requests that are safe to repeat are repeated. HTTP/2 has the same race when a server
 //! closes abruptly: nginx, shutting a worker down on reload, closes with the client's newest
 //! frames unread, and its kernel's reset can discard the `GOAWAY` and responses it had not
-//! sent yet, so streams it may or may not have processed see only the reset. A fresh connection that fails is never
-//! re-sent: that says something about the origin, not about a stale connection.
+//! sent yet, so streams it may or may not have processed see only the reset. A fresh
+//! connection that fails is never re-sent: that says something about the origin, not about a
+//! stale connection.
 //!
 //! A re-send never goes back to the connection that failed it (that HTTP/1 connection is
 //! closed, that HTTP/2 generation retired), except after `REFUSED_STREAM` on a generation that
