@@ -80,3 +80,43 @@ impl fmt::Display for CloseReason {
         f.write_str(self.as_str())
     }
 }
+
+/// Whether `error` says the peer closed or reset the transport (a reset, an abort, a broken
+/// pipe, an unexpected end), as opposed to a timeout, a refusal or a local failure. On a
+/// connection that served before, this is the keep-alive race of either protocol: the server
+/// may or may not have processed the request in flight, so only a request safe to repeat is
+/// repeated.
+pub fn is_closed_or_reset(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::BrokenPipe
+            | std::io::ErrorKind::UnexpectedEof
+    )
+}
+
+#[cfg(all(test, not(pool_loom)))]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn only_the_peer_closing_or_resetting_counts_as_closed_or_reset() {
+        for kind in [
+            ErrorKind::ConnectionReset,
+            ErrorKind::ConnectionAborted,
+            ErrorKind::BrokenPipe,
+            ErrorKind::UnexpectedEof,
+        ] {
+            assert!(is_closed_or_reset(&Error::from(kind)), "{kind:?}");
+        }
+        for kind in [
+            ErrorKind::TimedOut,
+            ErrorKind::ConnectionRefused,
+            ErrorKind::PermissionDenied,
+        ] {
+            assert!(!is_closed_or_reset(&Error::from(kind)), "{kind:?}");
+        }
+    }
+}

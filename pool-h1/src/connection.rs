@@ -223,13 +223,7 @@ fn closed_or_reset(error: &hyper::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(err) = source {
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-            );
+            return pool_core::close::is_closed_or_reset(io);
         }
         source = err.source();
     }

@@ -388,15 +388,7 @@ pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
 /// the client's newest frames unread, and its kernel's reset discards what it had not sent yet).
 /// The caller may repeat only what is safe to repeat.
 pub fn is_connection_lost(error: &hyper::Error) -> bool {
-    let lost = |io: &std::io::Error| {
-        matches!(
-            io.kind(),
-            std::io::ErrorKind::ConnectionReset
-                | std::io::ErrorKind::ConnectionAborted
-                | std::io::ErrorKind::BrokenPipe
-                | std::io::ErrorKind::UnexpectedEof
-        )
-    };
+    let lost = pool_core::close::is_closed_or_reset;
     // hyper reports h2's I/O errors as its own I/O kind over the `io::Error`, and h2's other
     // errors as an `h2::Error`; the first of either in the chain decides.
     let mut source: Option<&(dyn StdError + 'static)> = error.source();
