@@ -182,32 +182,43 @@ where
                 let guard = ExchangeGuard::new(self, &response);
                 SendOutcome::Response(response, guard)
             }
-            Err(mut err) => {
-                let unsent = err.take_message();
-                let error = err.into_error();
-                match unsent {
-                    Some(request) => {
-                        self.record
-                            .close(CloseReason::ProtocolClosed, Some(Box::new(StaleConnection)));
-                        SendOutcome::Unsent {
-                            request,
-                            error,
-                            reused,
-                        }
-                    }
-                    None => {
-                        let before_response =
-                            self.fixed.link.bytes_read() == read_mark && closed_or_reset(&error);
-                        self.record.close(
-                            CloseReason::IncompleteH1Exchange,
-                            Some(Box::new(ExchangeFailed(error.to_string()))),
-                        );
-                        SendOutcome::Failed {
-                            error,
-                            reused,
-                            before_response,
-                        }
-                    }
+            Err(err) => self.failed(err, reused, read_mark),
+        }
+    }
+
+    /// hyper did not answer with a response: the connection retires. Cold, and kept out of
+    /// [`outcome`](Self::outcome), so the code every exchange runs stays short.
+    #[cold]
+    #[inline(never)]
+    fn failed(
+        self,
+        mut err: hyper::client::conn::TrySendError<Request<B>>,
+        reused: bool,
+        read_mark: u64,
+    ) -> SendOutcome<B> {
+        let unsent = err.take_message();
+        let error = err.into_error();
+        match unsent {
+            Some(request) => {
+                self.record
+                    .close(CloseReason::ProtocolClosed, Some(Box::new(StaleConnection)));
+                SendOutcome::Unsent {
+                    request,
+                    error,
+                    reused,
+                }
+            }
+            None => {
+                let before_response =
+                    self.fixed.link.bytes_read() == read_mark && closed_or_reset(&error);
+                self.record.close(
+                    CloseReason::IncompleteH1Exchange,
+                    Some(Box::new(ExchangeFailed(error.to_string()))),
+                );
+                SendOutcome::Failed {
+                    error,
+                    reused,
+                    before_response,
                 }
             }
         }

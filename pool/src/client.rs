@@ -28,6 +28,9 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub struct Client {
     pub(crate) pool: Arc<PoolInner>,
     partition: usize,
+    /// The partition's identity, kept here: every request compares it with its connection's
+    /// owner, and reading it through the pool is three dependent loads.
+    partition_id: PartitionId,
     /// The connect timeout with this client's sleep, built when either is set.
     pub(crate) connect_timeout: Option<ConnectTimeout>,
     /// The sleep measuring this client's timeouts; `None`: the pool's.
@@ -88,9 +91,11 @@ impl Client {
     pub(crate) fn new(pool: Arc<PoolInner>, partition: usize) -> Client {
         let (connect_timeout, read_timeout) = (pool.shared.connect_timeout, pool.read_timeout);
         let (pool_timeout, body_idle_timeout) = (pool.pool_timeout, pool.body_idle_timeout);
+        let partition_id = pool.partitions[partition].runtime.id;
         Client {
             pool,
             partition,
+            partition_id,
             connect_timeout: connect_timeout.map(|limit| ConnectTimeout::new(limit, None)),
             sleep: None,
             read_timeout,
@@ -112,7 +117,7 @@ impl Client {
 
     /// The partition this client's connections are established in.
     pub fn partition(&self) -> PartitionId {
-        self.pool.partitions[self.partition].runtime.id
+        self.partition_id
     }
 
     /// Sets the connect timeout for connections this client's requests establish: one deadline

@@ -69,16 +69,21 @@ async fn a_get_on_a_reused_connection_closed_before_the_response_is_sent_again()
     let url = "http://race.test/";
     let mut stale = warm(&client, &pool, &mut ends, url).await;
 
-    let ((handle, body), ()) = tokio::join!(fetch(&client, url), async {
-        read_request(&mut stale).await;
+    let ((handle, body), (first, second)) = tokio::join!(fetch(&client, url), async {
+        let (first, _) = read_request(&mut stale).await;
         drop(stale);
         let mut fresh = ends.recv().await.unwrap();
-        answer_one(&mut fresh, "again").await;
+        let second = answer_one(&mut fresh, "again").await;
         tokio::task::yield_now().await;
         drop(fresh);
+        (first, second)
     });
     assert_eq!(body, "again");
     assert!(!handle.is_reused(), "the re-send ran on a new connection");
+    // A GET without headers of its own is re-sent from the pool's copy as it first went out:
+    // the same request line and `Host`, nothing added or lost.
+    assert!(first.starts_with("GET / HTTP/1.1\r\n"), "{first}");
+    assert_eq!(second, first);
     let counters = pool.counters();
     assert_eq!(counters.resends.get(ResendReason::ClosedBeforeResponse), 1);
     assert_eq!(counters.transparent_retries, 1);
@@ -139,11 +144,11 @@ async fn a_post_with_an_idempotency_key_is_sent_again() {
         .header("idempotency-key", "order-42")
         .body(Full::new(Bytes::from_static(b"order")))
         .unwrap();
-    let (result, bodies) = tokio::join!(client.request(post), async {
-        let (_, first) = read_request(&mut stale).await;
+    let (result, sent) = tokio::join!(client.request(post), async {
+        let first = read_request(&mut stale).await;
         drop(stale);
         let mut fresh = ends.recv().await.unwrap();
-        let (_, second) = read_request(&mut fresh).await;
+        let second = read_request(&mut fresh).await;
         tokio::io::AsyncWriteExt::write_all(
             &mut fresh,
             b"HTTP/1.1 201 Created\r\ncontent-length: 0\r\n\r\n",
@@ -154,10 +159,15 @@ async fn a_post_with_an_idempotency_key_is_sent_again() {
     });
     let response = result.expect("the re-sent POST succeeds");
     assert_eq!(response.status(), 201);
+    let ((first_head, first_body), (second_head, second_body)) = (sent.0, sent.1);
     assert_eq!(
-        (bodies.0.as_slice(), bodies.1.as_slice()),
+        (first_body.as_slice(), second_body.as_slice()),
         (&b"order"[..], &b"order"[..])
     );
+    // The re-send is built from the pool's copy of the request: the same head, header
+    // for header (the key included), not just the same body.
+    assert!(first_head.contains("idempotency-key: order-42\r\n"));
+    assert_eq!(second_head, first_head);
     assert_eq!(
         pool.counters()
             .resends

@@ -41,12 +41,12 @@ impl<T: CellTypes> Default for Actions<T> {
 }
 
 impl<T: CellTypes> Actions<T> {
-    /// Whether nothing was decided: the reuse hit and the plain return decide nothing, and
-    /// walking five empty lists cost them about 200 instructions each time.
-    fn is_empty(&self) -> bool {
-        self.grants.is_empty()
-            && self.launches.is_empty()
-            && self.close.is_empty()
+    /// Whether nothing was decided and nothing was ever put in a list (none of them has
+    /// allocated), so the actions own no memory at all.
+    fn owns_nothing(&self) -> bool {
+        self.grants.capacity() == 0
+            && self.launches.capacity() == 0
+            && self.close.capacity() == 0
             && self.arm.is_none()
             && self.publish.is_none()
     }
@@ -55,7 +55,12 @@ impl<T: CellTypes> Actions<T> {
 impl<T: CellTypes> Cell<T> {
     /// Performs the work decided under the lock.
     pub(super) fn run(&self, actions: Actions<T>) {
-        if actions.is_empty() {
+        // The reuse hit and the plain return decide nothing. Walking five empty lists cost them
+        // about 200 instructions each time, and even the drop of three unallocated lists is
+        // about 60 instructions over a dozen code lines that the hit path otherwise never
+        // touches. With no allocation and nothing decided there is nothing to run or free.
+        if actions.owns_nothing() {
+            std::mem::forget(actions);
             return;
         }
         let Actions {

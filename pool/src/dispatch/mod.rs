@@ -195,7 +195,10 @@ struct Served {
 
 impl Served {
     /// The exchange on this connection ended without a response, with proof `reason` that the
-    /// request may go again; `request` is set when hyper handed it back.
+    /// request may go again; `request` is set when hyper handed it back. Cold, as `fail` is:
+    /// the request's own code stays short for the exchanges that succeed.
+    #[cold]
+    #[inline(never)]
     fn again(
         self,
         reason: pool_core::ResendReason,
@@ -211,6 +214,8 @@ impl Served {
     }
 
     /// The exchange on this connection failed with `error`: the error names the connection.
+    #[cold]
+    #[inline(never)]
     fn fail(self, error: Error) -> Error {
         error.on(ConnectionHandle::new(self.record, self.reused, self.waited))
     }

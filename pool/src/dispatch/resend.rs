@@ -32,13 +32,15 @@ pub(super) struct Again {
 
 /// Everything needed to build the request again after hyper consumed it. Cloning the parts
 /// shares their bytes (`Uri`, header values and a single-chunk body are reference-counted), so
-/// keeping a copy allocates only for a non-empty header map or extensions.
+/// keeping a copy allocates only for a non-empty header map or extensions. An empty header map
+/// or extension set is not copied at all (`None`): every request pays for its copy, and a
+/// clone and drop of an empty map is still code the request path would otherwise not run.
 pub(super) struct ReplayCopy {
     method: Method,
     uri: Uri,
     version: Version,
-    headers: HeaderMap,
-    extensions: Extensions,
+    headers: Option<HeaderMap>,
+    extensions: Option<Extensions>,
     body: RequestBody,
 }
 
@@ -53,8 +55,8 @@ impl ReplayCopy {
             method: request.method().clone(),
             uri: request.uri().clone(),
             version: request.version(),
-            headers: request.headers().clone(),
-            extensions: request.extensions().clone(),
+            headers: (!request.headers().is_empty()).then(|| request.headers().clone()),
+            extensions: (!request.extensions().is_empty()).then(|| request.extensions().clone()),
             body,
         })
     }
@@ -69,8 +71,12 @@ impl ReplayCopy {
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.uri.clone();
         *request.version_mut() = self.version;
-        *request.headers_mut() = self.headers.clone();
-        *request.extensions_mut() = self.extensions.clone();
+        if let Some(headers) = &self.headers {
+            *request.headers_mut() = headers.clone();
+        }
+        if let Some(extensions) = &self.extensions {
+            *request.extensions_mut() = extensions.clone();
+        }
         request
     }
 }
@@ -96,6 +102,9 @@ pub(super) struct Resends<'a> {
 
 impl Resends<'_> {
     /// Decides what comes of `again`: the request to send next, or the error to fail with.
+    /// Cold: kept out of the request's own code so the path every request runs stays short.
+    #[cold]
+    #[inline(never)]
     pub(super) fn next(&mut self, again: Again) -> Result<Request<RequestBody>, Error> {
         let Again {
             reason,
