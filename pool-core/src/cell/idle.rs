@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::actions::close_all;
 use super::{Actions, Cell, CellTypes, CellWaiter, Grant, PooledH1, Released, State};
+use crate::admission::Demand;
 use crate::close::CloseReason;
 use crate::sync::Arc;
 
@@ -147,7 +148,6 @@ impl<T: CellTypes> Cell<T> {
                     Err(back) => conn = back,
                 }
             }
-            let mut actions = Actions::default();
             // One lock for the common return: with nobody waiting (and no bounded pressure to
             // consult), the connection enters the idle set under the lock that found the queue
             // empty, so a request that queues after this unlock finds it there.
@@ -155,8 +155,8 @@ impl<T: CellTypes> Cell<T> {
                 let mut st = self.state.lock();
                 match self.pop_any(&mut st) {
                     Some(target) => {
-                        actions.publish = self.demand_after_serving(&mut st);
-                        Next::Serve(target, conn)
+                        let publish = self.demand_after_serving(&mut st);
+                        Next::Serve(target, conn, publish)
                     }
                     None if bounded
                         .as_ref()
@@ -168,8 +168,11 @@ impl<T: CellTypes> Cell<T> {
                 }
             };
             match next {
-                Next::Serve(target, back) => {
-                    self.run(actions);
+                Next::Serve(target, back, publish) => {
+                    self.run(Actions {
+                        publish,
+                        ..Actions::default()
+                    });
                     match target.fill(Grant::H1(back)) {
                         Ok(()) => return Released::Delivered,
                         Err(Grant::H1(back)) => conn = back,
@@ -243,8 +246,8 @@ impl<T: CellTypes> Cell<T> {
 
 /// Where a returning connection goes, as decided under the cell's lock.
 enum Next<T: CellTypes> {
-    /// To this waiting request.
-    Serve(Arc<CellWaiter<T>>, T::H1),
+    /// To this waiting request, then publish the cell's demand after serving it (bounded).
+    Serve(Arc<CellWaiter<T>>, T::H1, Option<Demand>),
     /// Nobody waits, but the origin is under pressure: a peer may need it.
     Pressure(T::H1),
     /// Into the idle set (or closed, if it could not be checked in).
