@@ -55,10 +55,10 @@ impl<T: CellTypes> Actions<T> {
 impl<T: CellTypes> Cell<T> {
     /// Performs the work decided under the lock.
     pub(super) fn run(&self, actions: Actions<T>) {
-        // The reuse hit and the plain return decide nothing. Walking five empty lists cost them
-        // about 200 instructions each time, and even the drop of three unallocated lists is
-        // about 60 instructions over a dozen code lines that the hit path otherwise never
-        // touches. With no allocation and nothing decided there is nothing to run or free.
+        // A reuse hit decides nothing. Walking five empty lists cost it about 200 instructions
+        // each time, and even the drop of three unallocated lists is about 60 instructions
+        // over a dozen code lines that the hit path otherwise never touches. With no
+        // allocation and nothing decided there is nothing to run or free.
         if actions.owns_nothing() {
             std::mem::forget(actions);
             return;
