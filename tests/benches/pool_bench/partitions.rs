@@ -178,10 +178,11 @@ struct PartitionRun {
     wait_us: Histogram<u64>,
 }
 
-/// Runs `concurrency[i]` closed-loop workers in partition `i` (a current-thread runtime on its
-/// own thread each) against `uri`; the census counts between warm-up and the end.
+/// Runs `concurrency[i]` closed-loop workers through `clients[i]` on `runtimes[i]` (a
+/// current-thread runtime on its own thread each) against `uri`; the census counts between
+/// warm-up and the end.
 fn drive(
-    pool: &ConnectionPool,
+    clients: Vec<pool::Client>,
     runtimes: &[tokio::runtime::Runtime],
     concurrency: &[usize],
     uri: &Uri,
@@ -195,11 +196,8 @@ fn drive(
         let handles: Vec<_> = runtimes
             .iter()
             .zip(concurrency)
-            .enumerate()
-            .map(|(i, (rt, &c))| {
-                let client = pool
-                    .client_for(PartitionId::from_index(i as u32))
-                    .expect("partition");
+            .zip(clients)
+            .map(|((rt, &c), client)| {
                 let (uri, finished) = (own_uri(uri), finished.clone());
                 scope.spawn(move || {
                     rt.block_on(async move {
@@ -256,6 +254,16 @@ fn drive(
     })
 }
 
+/// A client of each of the first `partitions` partitions of `pool`.
+fn clients(pool: &ConnectionPool, partitions: usize) -> Vec<pool::Client> {
+    (0..partitions)
+        .map(|i| {
+            pool.client_for(PartitionId::from_index(i as u32))
+                .expect("partition")
+        })
+        .collect()
+}
+
 /// One steady-state run of scenario 7.
 struct Steady {
     rps: f64,
@@ -299,7 +307,14 @@ pub(crate) fn placement_steady_state(h1: SocketAddr, plan: Plan) -> String {
                         .connection_reuse_scope(scope)
                         .event_listener(census.clone())
                 });
-                let parts = drive(&pool, &runtimes, &[C / P; P], &uri, plan, &census);
+                let parts = drive(
+                    clients(&pool, P),
+                    &runtimes,
+                    &[C / P; P],
+                    &uri,
+                    plan,
+                    &census,
+                );
                 let requests: u64 = parts.iter().map(|p| p.requests).sum();
                 let stats = pool.stats(&uri);
                 let per = |n: u64| n as f64 * 1000.0 / requests.max(1) as f64;
@@ -339,6 +354,12 @@ pub(crate) fn placement_steady_state(h1: SocketAddr, plan: Plan) -> String {
 /// give it), and that neither starves. `upstream` is the latency the server adds to each
 /// response, if any: with none, a request's service time is CPU on the two cores the heavy
 /// partition also loads; with some, it is mostly that latency.
+///
+/// The fourth configuration is the control for that CPU: the same two loads on the same
+/// threads against the same server, but through two separate pools bounded at N / 2 each (a
+/// static equal split, with nothing shared between the partitions). Its light partition pays
+/// everything the heavy load costs it on the cores and nothing the shared bound does, so
+/// beside it the shared pool's p99 reads as what sharing one bound costs.
 pub(crate) fn placement_fairness(
     h1: SocketAddr,
     plan: Plan,
@@ -348,37 +369,57 @@ pub(crate) fn placement_fairness(
     const HEAVY: usize = 200;
     const LIGHT: usize = 20;
     let uri: Uri = format!("http://{h1}/").parse().expect("uri");
-    let run = |heavy: usize, limit: usize| {
+    // `split`: each partition in a pool of its own, bounded at `limit` (the control above).
+    let run = |heavy: usize, limit: usize, split: bool| {
         let runtimes: Vec<_> = (0..2).map(|_| current_thread()).collect();
         let census = Arc::new(Census::default());
-        let pool = pool_over(&runtimes, |b| {
+        let bounded = |b: pool::Builder| {
             b.max_connections_per_host(limit)
                 .event_listener(census.clone())
-        });
-        drive(&pool, &runtimes, &[heavy, LIGHT], &uri, plan, &census)
+        };
+        let clients = if split {
+            let pools: Vec<_> = runtimes
+                .chunks(1)
+                .map(|one| pool_over(one, bounded))
+                .collect();
+            pools.iter().flat_map(|pool| clients(pool, 1)).collect()
+        } else {
+            clients(&pool_over(&runtimes, bounded), 2)
+        };
+        drive(clients, &runtimes, &[heavy, LIGHT], &uri, plan, &census)
     };
     let mut shared_p99 = Vec::new();
     let mut alone_p99 = Vec::new();
     let mut share_p99 = Vec::new();
+    let mut split_p99 = Vec::new();
     let mut heavy_p99 = Vec::new();
     let mut requests = Vec::new();
+    let mut split_requests = Vec::new();
     for round in 0..plan.rounds {
         // Rotate which configuration runs first. The third is partition 1 alone with the
-        // bound at its equal share (N / 2): what it would have if it owned half of the bound.
-        let configurations = [(HEAVY, N), (0, N), (0, N / 2)];
-        let mut runs: [Vec<PartitionRun>; 3] = Default::default();
+        // bound at its equal share (N / 2): what it would have if it owned half of the bound;
+        // the fourth the control, both loads through separate pools of N / 2.
+        let configurations = [
+            (HEAVY, N, false),
+            (0, N, false),
+            (0, N / 2, false),
+            (HEAVY, N / 2, true),
+        ];
+        let mut runs: [Vec<PartitionRun>; 4] = Default::default();
         for k in 0..runs.len() {
             let which = (round + k) % runs.len();
-            let (heavy, limit) = configurations[which];
-            runs[which] = run(heavy, limit);
+            let (heavy, limit, split) = configurations[which];
+            runs[which] = run(heavy, limit, split);
         }
-        let [together, alone, share] = runs;
+        let [together, alone, share, split] = runs;
         let p99 = |r: &PartitionRun| r.wait_us.value_at_quantile(0.99) as f64;
         shared_p99.push(p99(&together[1]));
         alone_p99.push(p99(&alone[1]));
         share_p99.push(p99(&share[1]));
+        split_p99.push(p99(&split[1]));
         heavy_p99.push(p99(&together[0]));
         requests.push((together[0].requests, together[1].requests));
+        split_requests.push((split[0].requests, split[1].requests));
     }
     let over = |base: &[f64]| -> Vec<f64> {
         shared_p99
@@ -387,16 +428,16 @@ pub(crate) fn placement_fairness(
             .map(|(s, a)| s / a.max(1.0))
             .collect()
     };
-    let (ratio, ratio_share) = (over(&alone_p99), over(&share_p99));
+    let (ratio, ratio_share, ratio_split) = (over(&alone_p99), over(&share_p99), over(&split_p99));
     let latency = upstream.map_or_else(String::new, |l| {
         format!(", the server answering after {} ms", l.as_millis())
     });
-    let (r, rs, s, a, sh, h) = (
-        spread(&ratio),
-        spread(&ratio_share),
+    let (r, rs, rx) = (spread(&ratio), spread(&ratio_share), spread(&ratio_split));
+    let (s, a, sh, x, h) = (
         spread(&shared_p99),
         spread(&alone_p99),
         spread(&share_p99),
+        spread(&split_p99),
         spread(&heavy_p99),
     );
     format!(
@@ -404,22 +445,30 @@ pub(crate) fn placement_fairness(
          c = {LIGHT}, loopback HTTP/1.1{latency}\n\n\
          | | p99 wait for a connection, µs (median) |\n|---|---:|\n\
          | partition 1 beside partition 0 | {:.0} |\n| partition 1 alone | {:.0} |\n\
-         | partition 1 alone, bound at its equal share (N = {}) | {:.0} |\n\
+         | partition 1 alone, bound at its equal share (N = {half}) | {:.0} |\n\
+         | partition 1 beside partition 0, separate pools of N = {half} each (control) | {:.0} |\n\
          | partition 0 beside partition 1 | {:.0} |\n\n\
          ratio light beside heavy / light alone: **{:.2}** (min {:.2}, max {:.2})\n\n\
          ratio light beside heavy / light alone at its equal share: **{:.2}** (min {:.2}, \
          max {:.2})\n\n\
-         requests in the window per round (partition 0, partition 1): {requests:?}\n",
+         ratio light beside heavy / light beside heavy in separate pools (the cost of sharing \
+         the bound): **{:.2}** (min {:.2}, max {:.2})\n\n\
+         requests in the window per round (partition 0, partition 1): {requests:?}; separate \
+         pools: {split_requests:?}\n",
         s.median,
         a.median,
-        N / 2,
         sh.median,
+        x.median,
         h.median,
         r.median,
         r.min,
         r.max,
         rs.median,
         rs.min,
-        rs.max
+        rs.max,
+        rx.median,
+        rx.min,
+        rx.max,
+        half = N / 2,
     )
 }
