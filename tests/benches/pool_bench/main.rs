@@ -14,8 +14,9 @@
 //! 7. Placement in steady state: 4 partitions, N = 8, c = 256 against the loopback server under
 //!    each reuse scope: new connections per 1,000 requests, borrowed requests, reclaims.
 //! 8. Placement fairness: N = 8 shared by a partition with c = 200 and one with c = 20; the
-//!    light partition's p99 wait for a connection beside the heavy one, alone, and alone
-//!    with the bound at its equal share (N / 2).
+//!    light partition's p99 wait for a connection beside the heavy one, alone, alone
+//!    with the bound at its equal share (N / 2), and beside the heavy one through two
+//!    separate pools of N / 2 (the control: the same CPU load, no shared bound).
 //! 9. pool-smithy vs the AWS SDK's own clients (its `pool` module and its hyper-util client),
 //!    all through `HttpConnector::call` (`smithy.rs`).
 //!
