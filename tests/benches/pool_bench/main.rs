@@ -23,7 +23,8 @@
 //! Clients run on current-thread runtimes (one thread; partitions add threads), the servers on
 //! their own thread. `--url` points scenarios 1, 3 and 5 at an external HTTP/1.1 server.
 //! `--only N` runs scenario N alone and `--contender NAME` (`pool`, `raw`, `hyper-util`, ...)
-//! only that contender of scenarios 1-3 and 6, for profiling one of them.
+//! only that contender of scenarios 1-3 and 6, for profiling one of them; `--concurrency C`
+//! runs scenarios 1 and 2 at that concurrency alone (their usual values are 1, 64, 256).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -49,6 +50,8 @@ struct Args {
     json: bool,
     url: Option<String>,
     only: Option<u32>,
+    /// `--concurrency`: scenarios 1 and 2 at this concurrency alone.
+    concurrency: Option<usize>,
 }
 
 impl Args {
@@ -57,8 +60,8 @@ impl Args {
     }
 }
 
-const USAGE: &str =
-    "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-9] [--contender NAME]";
+const USAGE: &str = "usage: pool_bench [--quick] [--json] [--url URL] [--only 1-9] [--contender NAME] \
+     [--concurrency C]";
 
 fn parse_args() -> Args {
     let mut args = Args {
@@ -66,6 +69,7 @@ fn parse_args() -> Args {
         json: false,
         url: None,
         only: None,
+        concurrency: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -78,6 +82,13 @@ fn parse_args() -> Args {
                     let _ = scenarios::CONTENDER.set(name);
                 }
             }
+            "--concurrency" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(c @ 1..) => args.concurrency = Some(c),
+                _ => {
+                    eprintln!("pool_bench: --concurrency takes a positive number\n{USAGE}");
+                    std::process::exit(2);
+                }
+            },
             "--only" => match it.next().and_then(|n| n.parse().ok()) {
                 Some(n @ 1..=9) => args.only = Some(n),
                 _ => {
@@ -129,17 +140,23 @@ fn main() {
         .map(|n| n.get())
         .unwrap_or(1);
 
+    // Scenarios 1 and 2 run at their usual concurrencies, or at `--concurrency` alone.
+    let concurrency = |usual: &'static [usize]| -> &[usize] {
+        args.concurrency
+            .as_ref()
+            .map_or(usual, std::slice::from_ref)
+    };
     let mut scenarios_run = Vec::new();
     if args.wants(1) {
         scenarios_run.extend(scenarios::h1_keep_alive(
             &servers,
             target,
             plan,
-            &[1, 64, 256],
+            concurrency(&[1, 64, 256]),
         ));
     }
     if args.wants(2) {
-        scenarios_run.extend(scenarios::h2c(&servers, plan, &[64, 256]));
+        scenarios_run.extend(scenarios::h2c(&servers, plan, concurrency(&[64, 256])));
     }
     if args.wants(3) {
         scenarios_run.extend(scenarios::bounded(&servers, target, plan));
