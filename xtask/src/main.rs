@@ -2,7 +2,8 @@
 //!
 //! * `cargo xtask ci` runs the whole test matrix (the examples included, each run against its
 //!   own local origin) and stops at the first failing step, naming it.
-//! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N]` runs the benchmark (release mode).
+//! * `cargo xtask bench [--quick] [--json] [--url URL] [--only N] [--contender NAME]
+//!   [--concurrency C]` runs the benchmark (release mode).
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //! * `cargo xtask stress [--rounds N] [--only NAME] [--load]` runs every test binary again and
 //!   again to find rare failures, keeping each failure's whole output (see `stress.rs`).
@@ -310,9 +311,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci               fmt, clippy, test, doc, the examples (built and run), loom, then interop
                    when nginx and nghttpd are installed (stops at the first failure)
-  bench [--quick] [--json] [--url URL] [--only N]
+  bench [--quick] [--json] [--url URL] [--only N] [--contender NAME] [--concurrency C]
                    pool vs raw hyper vs hyper-util, interleaved, in release mode; markdown (or
-                   JSON) on stdout; --only N runs scenario N (1-8) alone
+                   JSON) on stdout; --only N runs scenario N (1-9) alone
   soak [--secs N]  a long mixed-fault run against one bounded pool (default 60 s); prints
                    leaked permits (must be 0) and memory
   interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under
