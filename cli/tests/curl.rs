@@ -119,6 +119,29 @@ async fn head_sends_head_and_writes_only_the_head() {
     assert_eq!(server.requests()[0].method, http::Method::HEAD);
 }
 
+/// `-X HEAD` without `-I`: curl's two-line warning (not under `-s`, not with `-I`). curl then
+/// waits for the announced body; poolcurl sends HEAD, reads no body and ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_head_method_warns_as_curl_does() {
+    let server = serving(Reply::ok("hello")).await;
+    let warning = "Warning: Setting custom HTTP method to HEAD with -X/--request may not work \
+                   the \nWarning: way you want. Consider using -I/--head instead.\n";
+    let run = poolcurl(&["-X", "HEAD", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, warning);
+    assert!(run.stdout.is_empty(), "no body: {:?}", run.stdout_text());
+    assert_eq!(server.requests()[0].method, http::Method::HEAD);
+
+    let run = poolcurl(&["-s", "-X", "head", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "-s keeps it quiet: {}", run.stderr);
+
+    let run = poolcurl(&["-I", "-X", "HEAD", &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "-I needs no hint: {}", run.stderr);
+    assert!(run.stdout_text().starts_with("HTTP/1.1 200 OK\r\n"));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn same_origin_urls_share_one_connection() {
     let server = serving(Reply::new(200)).await;

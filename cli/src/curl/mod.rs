@@ -167,6 +167,13 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
 }
 
+/// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
+/// for the body the response announces and never gets (until `-m` or the server closes);
+/// poolcurl sends HEAD and reads no body, but prints the same hint so that a script's user
+/// learns what curl would have told them.
+const CUSTOM_HEAD_WARNING: &str = "Warning: Setting custom HTTP method to HEAD with \
+    -X/--request may not work the \nWarning: way you want. Consider using -I/--head instead.";
+
 impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
     fn new(args: CurlArgs, composed: Composed, report: Report) -> Result<Session, CurlError> {
@@ -180,6 +187,9 @@ impl Session {
                 Some(WriteOut::parse(&format).0)
             }
         };
+        if args.custom_head() {
+            report.warning_raw(CUSTOM_HEAD_WARNING);
+        }
         let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
         if outputs > args.urls.len() + args.transfer.url.len() {
             report.warning("Got more output options than URLs");

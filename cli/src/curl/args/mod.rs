@@ -289,6 +289,17 @@ impl DataOrder {
 }
 
 impl CurlArgs {
+    /// Whether `-X` names HEAD (in any case, as curl compares it) without `-I`: curl warns
+    /// that this may not do what the user wants.
+    pub(crate) fn custom_head(&self) -> bool {
+        !self.head
+            && self
+                .request
+                .method
+                .as_ref()
+                .is_some_and(|method| method.as_str().eq_ignore_ascii_case("HEAD"))
+    }
+
     /// Every request data piece of curl mode in command-line order: the shared data flags,
     /// `--json` and `--data-urlencode`.
     pub(crate) fn data_in_order(&self, matches: &ArgMatches) -> Vec<DataArg> {
