@@ -196,6 +196,20 @@ fn cases() -> Vec<Case> {
         ),
         case("port over 65535", &["http://127.0.0.1:99999/"]),
         case("unsupported scheme", &["nosuch://127.0.0.1/"]),
+        // curl takes one to three slashes after the scheme's colon; four are malformed.
+        case(
+            "one slash after the scheme",
+            &["http:/127.0.0.1:%PORT%/hello"],
+        ),
+        case(
+            "three slashes after the scheme",
+            &["http:///127.0.0.1:%PORT%/hello"],
+        ),
+        case(
+            "four slashes after the scheme",
+            &["http:////127.0.0.1:%PORT%/hello"],
+        ),
+        case("unknown scheme with one slash", &["foo:/127.0.0.1/"]),
         case("unknown flag", &["--bogus-flag", "%BASE%/hello"]),
         // Issue 19: -v shows Host first, as sent.
         with(

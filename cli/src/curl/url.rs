@@ -11,32 +11,45 @@ use http::Uri;
 use super::exit::CurlError;
 
 /// Parses a command-line URL the way curl accepts it: a URL without a scheme is `http://`;
-/// schemes other than `http` and `https` are unsupported (exit 1); anything `http::Uri`
-/// rejects, or a URL without a host, is malformed (exit 3).
+/// one to three slashes may follow the scheme's colon (`http:/host`, `http:///host`), as curl
+/// allows, and more are malformed; schemes other than `http` and `https` are unsupported
+/// (exit 1); anything `http::Uri` rejects, or a URL without a host, is malformed (exit 3).
 ///
 /// # Errors
 ///
 /// [`CurlError`] with code 1 or 3.
 pub(crate) fn parse_url(text: &str) -> Result<Uri, CurlError> {
-    let owned;
-    let text = match text.find("://") {
-        Some(end) => {
-            let scheme = &text[..end];
-            if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-                return Err(CurlError::unsupported_protocol(scheme));
-            }
-            text
+    let no_host = || CurlError::new(3, "URL rejected: No host part in the URL");
+    let text = match split_scheme(text) {
+        Some((_, slashes, _)) if slashes > 3 => return Err(CurlError::malformed_url()),
+        Some((_, _, "")) => return Err(no_host()),
+        Some((scheme, _, _))
+            if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") =>
+        {
+            return Err(CurlError::unsupported_protocol(scheme));
         }
-        None => {
-            owned = format!("http://{text}");
-            &owned
-        }
+        Some((scheme, _, rest)) => format!("{scheme}://{rest}"),
+        None => format!("http://{text}"),
     };
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
-        _ => Err(CurlError::new(3, "URL rejected: No host part in the URL")),
+        _ => Err(no_host()),
     }
+}
+
+/// `text` as curl reads a URL with a scheme: the scheme (a letter, then letters, digits, `+`,
+/// `-` or `.`), how many slashes follow its colon (at least one), and what follows them.
+/// `None` when `text` has no scheme: `host:8080/x` and `user:pass@host` are a host.
+fn split_scheme(text: &str) -> Option<(&str, usize, &str)> {
+    let (scheme, rest) = text.split_once(':')?;
+    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let after = rest.trim_start_matches('/');
+    let slashes = rest.len() - after.len();
+    (is_scheme && slashes > 0).then_some((scheme, slashes, after))
 }
 
 /// Splits the userinfo off `uri`: the URI without it, and the percent-decoded user and
@@ -200,7 +213,21 @@ mod tests {
         );
         assert_eq!(parse_url("http://[::1").unwrap_err().code(), 3);
         assert_eq!(parse_url("http://a b/").unwrap_err().code(), 3);
-        assert_eq!(parse_url("http:///x").unwrap_err().code(), 3);
+        // One to three slashes after the colon, as curl allows; four are malformed.
+        for url in ["http:/a.test/x", "http:///a.test/x", "HTTP:/a.test/x"] {
+            let uri = parse_url(url).unwrap();
+            assert_eq!((uri.host(), uri.path()), (Some("a.test"), "/x"), "{url}");
+        }
+        assert_eq!(parse_url("http:////a.test/").unwrap_err().code(), 3);
+        assert_eq!(parse_url("http:/").unwrap_err().code(), 3);
+        assert_eq!(parse_url("http:///").unwrap_err().code(), 3);
+        assert_eq!(parse_url("http:/?x").unwrap_err().code(), 3);
+        // A scheme is a scheme with one slash too: `foo:/x` is unsupported, not a host `foo`.
+        assert_eq!(parse_url("foo:/x").unwrap_err().code(), 1);
+        assert_eq!(parse_url("localhost:/x").unwrap_err().code(), 1);
+        // Without a slash after the colon it is a host and a port, or credentials.
+        assert_eq!(parse_url("a.test:8080/x").unwrap().port_u16(), Some(8080));
+        assert_eq!(parse_url("u:p@a.test/").unwrap().host(), Some("a.test"));
     }
 
     #[test]
