@@ -44,14 +44,17 @@ pub(super) fn parse_header(text: &str) -> Result<HeaderArg, String> {
     Ok(HeaderArg { name, action })
 }
 
-/// Parses a non-negative number of seconds (fractions allowed).
+/// Parses a non-negative number of seconds (fractions allowed), cut to whole milliseconds as
+/// curl keeps its timeouts: `-m 0.0005` is 0, which every caller reads as no limit, as curl
+/// does.
 pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     let seconds: f64 = text
         .trim()
         .parse()
         .map_err(|_| format!("expected a number of seconds, got {text:?}"))?;
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("expected a non-negative number of seconds, got {text:?}"))
+    let exact = Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("expected a non-negative number of seconds, got {text:?}"))?;
+    Ok(exact - Duration::from_nanos(u64::from(exact.subsec_nanos() % 1_000_000)))
 }
 
 /// Parses a size in bytes with an optional `k`, `M` or `G` suffix (powers of 1024, either
@@ -156,6 +159,11 @@ mod tests {
     fn seconds_take_fractions() {
         assert_eq!(parse_seconds("0.3").unwrap(), Duration::from_millis(300));
         assert_eq!(parse_seconds("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_seconds("1.0015").unwrap(),
+            Duration::from_millis(1001)
+        );
+        assert_eq!(parse_seconds("0.0009").unwrap(), Duration::ZERO);
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
     }
