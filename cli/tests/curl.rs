@@ -830,5 +830,22 @@ async fn serve_listens_on_the_port_it_is_given() {
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout_text().ends_with(" 2"), "{}", run.stdout_text());
+    // HEAD over HTTP/2 (TLS and h2c): the head and its length, no DATA frames after it.
+    let h2c = printed[1].trim_start_matches("h2c").trim().to_owned();
+    for args in [
+        vec![
+            "--cacert",
+            &ca,
+            "-I",
+            &format!("https://localhost:{tls_port}/"),
+        ],
+        vec!["--http2-prior-knowledge", "-I", &h2c],
+    ] {
+        let run = poolcurl(&args).await;
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        let head = run.stdout_text();
+        assert!(head.starts_with("HTTP/2 200 \r\n"), "{head}");
+        assert!(head.contains("content-length: 37\r\n"), "{head}");
+    }
     serve.kill().await.expect("serve stops");
 }
