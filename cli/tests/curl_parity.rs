@@ -210,6 +210,9 @@ fn cases() -> Vec<Case> {
             &["http:////127.0.0.1:%PORT%/hello"],
         ),
         case("unknown scheme with one slash", &["foo:/127.0.0.1/"]),
+        // An empty path goes out as `/`, also before a fragment or a query.
+        case("fragment right after the authority", &["%BASE%#frag"]),
+        case("query right after the authority", &["%BASE%?q=1#frag"]),
         case("unknown flag", &["--bogus-flag", "%BASE%/hello"]),
         // Issue 19: -v shows Host first, as sent.
         with(
@@ -422,6 +425,8 @@ fn cases() -> Vec<Case> {
 fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
     let path = req.target.split('?').next().unwrap_or_default();
     match path {
+        // Not the 404 of an unknown path: an empty request target must not pass for `/`.
+        "/" => Reply::ok("root\n"),
         "/hello" => Reply::ok("hello\n").header("content-type", "text/plain"),
         "/headers" => Reply::ok("h")
             .header("x-one", "1")

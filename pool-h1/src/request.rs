@@ -17,10 +17,17 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
     }
     // Taken, not cloned: the absolute URI is not needed again (a request handed back unsent
     // gets it back from `restore_absolute_uri`).
-    let path = std::mem::take(request.uri_mut())
+    let path = match std::mem::take(request.uri_mut())
         .into_parts()
         .path_and_query
-        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    {
+        Some(path) if path.query().is_some() || path.path() != "/" => path,
+        // No path, `/`, or an empty one: `http://host#frag` leaves an empty path, which reads
+        // as `/` but displays as nothing once the authority is gone, and hyper then wrote an
+        // empty request target (`GET  HTTP/1.1`). An empty path goes out as `/` (RFC 9112
+        // section 3.2.1).
+        _ => PathAndQuery::from_static("/"),
+    };
     *request.uri_mut() = Uri::from(path);
 }
 
@@ -92,6 +99,21 @@ mod tests {
         prepare_request(&mut req, &HeaderValue::from_static("example.com"));
         assert_eq!(req.uri().to_string(), "/");
         assert_eq!(req.headers()[HOST], "virtual.test");
+    }
+
+    /// RFC 9112 section 3.2.1: an empty path is sent as `/`, also when the URI has only a query
+    /// or a fragment after its authority.
+    #[test]
+    fn an_empty_path_goes_out_as_slash() {
+        for (uri, target) in [
+            ("http://example.com#frag", "/"),
+            ("http://example.com?q=1", "/?q=1"),
+            ("http://example.com?q=1#frag", "/?q=1"),
+        ] {
+            let mut req = Request::get(uri).body(()).unwrap();
+            prepare_request(&mut req, &HeaderValue::from_static("example.com"));
+            assert_eq!(req.uri().to_string(), target, "{uri}");
+        }
     }
 
     #[test]
