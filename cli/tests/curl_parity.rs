@@ -195,6 +195,7 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case("port over 65535", &["http://127.0.0.1:99999/"]),
+        case("port with a sign", &["http://127.0.0.1:+%PORT%/hello"]),
         case("unsupported scheme", &["nosuch://127.0.0.1/"]),
         // curl takes one to three slashes after the scheme's colon; four are malformed.
         case(

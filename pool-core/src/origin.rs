@@ -369,8 +369,11 @@ impl<'a> OriginLookup<'a> {
             }
         };
         let raw = uri.host().ok_or(InvalidOrigin::MissingHost)?;
-        let port = match uri.port_u16() {
-            Some(port) => port,
+        let port = match uri.port() {
+            // `u16`'s parser takes a leading `+`, which no URI's port has (RFC 3986: digits
+            // only); `:+8080` is as wrong as `:99999`, not another way to write 8080.
+            Some(port) if port.as_str().starts_with('+') => return Err(InvalidOrigin::InvalidPort),
+            Some(port) => port.as_u16(),
             None if has_port_text(uri) => return Err(InvalidOrigin::InvalidPort),
             None => scheme.default_port(),
         };
@@ -513,6 +516,7 @@ mod tests {
             InvalidOrigin::InvalidPort
         );
         assert_eq!(err("http://[::1]:99999/"), InvalidOrigin::InvalidPort);
+        assert_eq!(err("http://127.0.0.1:+8080/"), InvalidOrigin::InvalidPort);
         let ok = |s: &str| OriginKey::from_uri(&s.parse().unwrap()).unwrap().port();
         assert_eq!(ok("http://example.com:65535/"), 65535);
         assert_eq!(

@@ -1,7 +1,8 @@
-//! The API as users meet it: the client under tower middleware without annotations, the
-//! thread-per-core helper, the counting listener shared through an `Arc`, stats read from a
-//! URI or text with their peaks, errors that name their connection and print their chain once,
-//! and the gateway example's Prometheus endpoint scraped after a short load.
+//! The API as users meet it: the client under tower middleware without annotations, a URL
+//! whose port is not one refused as an invalid URI, the thread-per-core helper, the counting
+//! listener shared through an `Arc`, stats read from a URI or text with their peaks, errors
+//! that name their connection and print their chain once, and the gateway example's
+//! Prometheus endpoint scraped after a short load.
 //!
 //! Every server is on loopback and every wait is bounded: gates order what must happen first,
 //! `settle` polls gauges under a real-time deadline, and paused time moves tower's timeout.
@@ -29,6 +30,27 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 fn empty(url: &str) -> Request<RequestBody> {
     Request::get(url).body(RequestBody::empty()).unwrap()
+}
+
+/// A URL whose port is not one (0, over 65535, or written with a sign) is an invalid URI: the
+/// pool names it so, never tries the scheme's default port instead, and creates no cell.
+#[tokio::test]
+async fn a_port_that_is_not_one_is_an_invalid_uri() -> Result<(), BoxError> {
+    let pool = ConnectionPool::builder().build()?;
+    let client = pool.client()?;
+    for url in [
+        "http://127.0.0.1:0/",
+        "http://127.0.0.1:99999/",
+        "https://localhost:65536/",
+        "http://127.0.0.1:+8080/",
+        "http://[::1]:+80/",
+    ] {
+        let error = client.request(empty(url)).await.unwrap_err();
+        assert!(error.is_invalid_uri(), "{url}: {error}");
+        assert!(!error.is_connect(), "{url}: {error}");
+    }
+    assert!(pool.origins().is_empty(), "{:?}", pool.origins());
+    Ok(())
 }
 
 /// `ready().await?.call(req)` and `oneshot` through a timeout and a concurrency limit, and a
