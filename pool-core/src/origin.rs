@@ -112,7 +112,7 @@ pub enum InvalidOrigin {
     MissingHost,
     /// The host is empty or longer than a DNS name may be.
     InvalidHost(String),
-    /// The port is 0 or above 65535.
+    /// The port is 0, above 65535, or not written in digits alone (`:+80`).
     InvalidPort,
 }
 
@@ -142,7 +142,7 @@ impl OriginKey {
     /// # Errors
     ///
     /// Fails when the URI is relative, uses a scheme other than `http`/`https`, has no host, or
-    /// names port 0 or a port above 65535.
+    /// names port 0, a port above 65535 or one written with a sign.
     pub fn from_uri(uri: &Uri) -> Result<OriginKey, InvalidOrigin> {
         OriginLookup::from_uri(uri).map(|lookup| lookup.to_key())
     }
