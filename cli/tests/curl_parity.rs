@@ -214,6 +214,9 @@ fn cases() -> Vec<Case> {
         // An empty path goes out as `/`, also before a fragment or a query.
         case("fragment right after the authority", &["%BASE%#frag"]),
         case("query right after the authority", &["%BASE%?q=1#frag"]),
+        // Dot segments resolve before the request goes out, unless --path-as-is.
+        case("dot segments", &["%BASE%/a/./b/../../echo/./x?q=/../y"]),
+        case("path as is", &["--path-as-is", "%BASE%/echo/a/./b/../c"]),
         case("unknown flag", &["--bogus-flag", "%BASE%/hello"]),
         // Issue 19: -v shows Host first, as sent.
         with(

@@ -85,7 +85,8 @@ impl Session {
         record: &mut TransferRecord,
         progress: &mut Progress,
     ) -> Result<(), CurlError> {
-        let (mut uri, credentials) = url::take_credentials(&url::parse_url(url)?);
+        let parsed = url::parse_url_with(url, self.args.path_as_is)?;
+        let (mut uri, credentials) = url::take_credentials(&parsed);
         record.url = uri.to_string();
         let mut hop = self.composed.template.first_hop();
         let mut state = HopState {

@@ -14,11 +14,45 @@ use super::exit::CurlError;
 /// one to three slashes may follow the scheme's colon (`http:/host`, `http:///host`), as curl
 /// allows, and more are malformed; schemes other than `http` and `https` are unsupported
 /// (exit 1); anything `http::Uri` rejects, or a URL without a host, is malformed (exit 3).
+/// `.` and `..` segments of the path are resolved (RFC 3986 section 5.2.4), as curl does
+/// without `--path-as-is`.
 ///
 /// # Errors
 ///
 /// [`CurlError`] with code 1 or 3.
 pub(crate) fn parse_url(text: &str) -> Result<Uri, CurlError> {
+    parse_url_with(text, false)
+}
+
+/// [`parse_url`], leaving the path's `.` and `..` segments as they are when `path_as_is`
+/// (`--path-as-is`).
+///
+/// # Errors
+///
+/// As [`parse_url`].
+pub(crate) fn parse_url_with(text: &str, path_as_is: bool) -> Result<Uri, CurlError> {
+    let uri = parse_absolute(text)?;
+    if path_as_is || !has_dot_segment(uri.path()) {
+        return Ok(uri);
+    }
+    let mut parts = uri.into_parts();
+    let mut path = remove_dot_segments(parts.path_and_query.as_ref().map_or("/", |pq| pq.path()));
+    if let Some(query) = parts.path_and_query.as_ref().and_then(|pq| pq.query()) {
+        path.push('?');
+        path.push_str(query);
+    }
+    parts.path_and_query = Some(path.parse().map_err(|_| CurlError::malformed_url())?);
+    Uri::from_parts(parts).map_err(|_| CurlError::malformed_url())
+}
+
+/// Whether `path` has a `.` or `..` segment.
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/')
+        .any(|segment| segment == "." || segment == "..")
+}
+
+/// [`parse_url`] without the path's resolution.
+fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
     let no_host = || CurlError::new(3, "URL rejected: No host part in the URL");
     let text = match split_scheme(text) {
         Some((_, slashes, _)) if slashes > 3 => return Err(CurlError::malformed_url()),
@@ -43,13 +77,9 @@ pub(crate) fn parse_url(text: &str) -> Result<Uri, CurlError> {
 /// `None` when `text` has no scheme: `host:8080/x` and `user:pass@host` are a host.
 fn split_scheme(text: &str) -> Option<(&str, usize, &str)> {
     let (scheme, rest) = text.split_once(':')?;
-    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     let after = rest.trim_start_matches('/');
     let slashes = rest.len() - after.len();
-    (is_scheme && slashes > 0).then_some((scheme, slashes, after))
+    (is_scheme(scheme) && slashes > 0).then_some((scheme, slashes, after))
 }
 
 /// Splits the userinfo off `uri`: the URI without it, and the percent-decoded user and
@@ -123,14 +153,16 @@ pub(crate) fn resolve_location(base: &Uri, location: &[u8]) -> Result<Uri, CurlE
     parse_url(&url)
 }
 
-/// Whether a reference starts with `scheme:` (RFC 3986: a letter, then letters, digits, `+`,
-/// `-` or `.`).
+/// Whether a reference starts with `scheme:`.
 fn has_scheme(reference: &str) -> bool {
-    let Some(colon) = reference.find(':') else {
-        return false;
-    };
-    let scheme = &reference[..colon];
-    let mut chars = scheme.chars();
+    reference
+        .split_once(':')
+        .is_some_and(|(scheme, _)| is_scheme(scheme))
+}
+
+/// Whether `text` is a scheme (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`).
+fn is_scheme(text: &str) -> bool {
+    let mut chars = text.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
@@ -228,6 +260,13 @@ mod tests {
         // Without a slash after the colon it is a host and a port, or credentials.
         assert_eq!(parse_url("a.test:8080/x").unwrap().port_u16(), Some(8080));
         assert_eq!(parse_url("u:p@a.test/").unwrap().host(), Some("a.test"));
+        // Dot segments are resolved, as curl does unless `--path-as-is`.
+        let uri = parse_url("http://a.test/a/./b/../c?x=/../y").unwrap();
+        assert_eq!(uri.to_string(), "http://a.test/a/c?x=/../y");
+        assert_eq!(parse_url("http://a.test/..").unwrap().path(), "/");
+        assert_eq!(parse_url("http://a.test/a/.").unwrap().path(), "/a/");
+        let as_is = parse_url_with("http://a.test/a/./b/../c", true).unwrap();
+        assert_eq!(as_is.path(), "/a/./b/../c");
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'L', long = "location")]
     pub(crate) location: bool,
 
+    /// Send the URL's path as given, with its /./ and /../ segments
+    #[arg(long = "path-as-is")]
+    pub(crate) path_as_is: bool,
+
     /// Maximum number of redirects to follow with -L (-1: unlimited)
     #[arg(
         long = "max-redirs",
