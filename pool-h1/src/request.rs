@@ -17,18 +17,19 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
     }
     // Taken, not cloned: the absolute URI is not needed again (a request handed back unsent
     // gets it back from `restore_absolute_uri`).
-    let path = match std::mem::take(request.uri_mut())
+    let path = std::mem::take(request.uri_mut())
         .into_parts()
         .path_and_query
-    {
-        Some(path) if path.query().is_some() || path.path() != "/" => path,
-        // No path, `/`, or an empty one: `http://host#frag` leaves an empty path, which reads
-        // as `/` but displays as nothing once the authority is gone, and hyper then wrote an
-        // empty request target (`GET  HTTP/1.1`). An empty path goes out as `/` (RFC 9112
-        // section 3.2.1).
-        _ => PathAndQuery::from_static("/"),
-    };
-    *request.uri_mut() = Uri::from(path);
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    let mut target = Uri::from(path);
+    if target.path().is_empty() {
+        // `http://host#frag` leaves an empty path, which reads as `/` while the authority is
+        // there but as nothing without it, and hyper then wrote an empty request target
+        // (`GET  HTTP/1.1`). An empty path goes out as `/` (RFC 9112 section 3.2.1); a path
+        // with only a query displays with its `/` already.
+        target = Uri::from(PathAndQuery::from_static("/"));
+    }
+    *request.uri_mut() = target;
 }
 
 /// A connection to a forward proxy: requests keep their absolute-form target (the proxy needs
