@@ -119,6 +119,47 @@ async fn head_sends_head_and_writes_only_the_head() {
     assert_eq!(server.requests()[0].method, http::Method::HEAD);
 }
 
+/// `-C -` against a server that ignores ranges: the offset is the output file's size and goes
+/// out as `Range`; a whole response is exit 33 with the file untouched, unless the file already
+/// holds exactly that many bytes (the download is complete: exit 0, as curl decides). Without
+/// a file there is nothing to resume and no `Range`.
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_at_resumes_or_says_the_server_cannot() {
+    let server = serving(Reply::ok("hello")).await;
+    let dir = TempDir::new("poolcurl-resume");
+    let file = dir.path().join("out");
+    let path = file.to_str().unwrap();
+    let url = server.url("/");
+    let args = ["-s", "-C", "-", "-o", path, &url];
+    let holding = |contents: Option<&str>| match contents {
+        Some(text) => std::fs::write(&file, text).unwrap(),
+        None => drop(std::fs::remove_file(&file)),
+    };
+    let range = |i: usize| {
+        let requests = server.requests();
+        let value = requests[i].headers.get(http::header::RANGE);
+        value.map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    holding(Some("hel"));
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 33, "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hel");
+    assert_eq!(range(0).as_deref(), Some("bytes=3-"));
+
+    holding(Some("hello"));
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello");
+    assert_eq!(range(1).as_deref(), Some("bytes=5-"));
+
+    holding(None);
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello");
+    assert_eq!(range(2), None);
+}
+
 /// `-X HEAD` without `-I`: curl's two-line warning (not under `-s`, not with `-I`). curl then
 /// waits for the announced body; poolcurl sends HEAD, reads no body and ends.
 #[tokio::test(flavor = "multi_thread")]

@@ -231,6 +231,14 @@ impl Session {
         }
         if ranged && status == 200 && self.args.send.continue_at.is_some() {
             self.verbose.done(connection, &target.host, true);
+            // curl's exception: a whole resource exactly as long as what `-C` already has is
+            // the download complete, not a server that cannot resume.
+            let length = parts.headers.get(http::header::CONTENT_LENGTH);
+            let length = length.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            if length.is_some() && length == self.resume_offset(sink) {
+                sink.finish()?;
+                return Ok(Next::Done);
+            }
             return Err(CurlError::range_ignored());
         }
         if include {
