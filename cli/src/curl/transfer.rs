@@ -125,13 +125,19 @@ impl Session {
     }
 
     /// The headers of this hop that the template does not hold.
-    fn per_request(&self, uri: &Uri, hop: &Hop, state: &HopState, sink: &Sink) -> PerRequest {
+    fn per_request(
+        &self,
+        uri: &Uri,
+        hop: &Hop,
+        state: &HopState,
+        resume: Option<u64>,
+    ) -> PerRequest {
         let authorization = if hop.cross_host {
             None
         } else {
             self.composed.authorization(state.credentials.as_ref())
         };
-        let range = match self.resume_offset(sink) {
+        let range = match resume {
             Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
             _ => self.composed.range.clone(),
         };
@@ -171,7 +177,9 @@ impl Session {
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
         let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to)?;
-        let extra = self.per_request(uri, hop, state, sink);
+        // Read once: the request's `Range` and the check of a whole response both need it.
+        let resume = self.resume_offset(sink);
+        let extra = self.per_request(uri, hop, state, resume);
         let ranged = extra.range.is_some();
         let (parts, mut body) = self.send(uri, hop, &extra, &target, record).await?;
         let head = output::response_head(&parts);
@@ -233,9 +241,8 @@ impl Session {
             self.verbose.done(connection, &target.host, true);
             // curl's exception: a whole resource exactly as long as what `-C` already has is
             // the download complete, not a server that cannot resume.
-            let length = parts.headers.get(http::header::CONTENT_LENGTH);
-            let length = length.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-            if length.is_some() && length == self.resume_offset(sink) {
+            let length = content_length(&parts);
+            if length.is_some() && length == resume {
                 sink.finish()?;
                 return Ok(Next::Done);
             }
