@@ -44,7 +44,7 @@ static ALLOCATOR: alloc::Mimalloc = alloc::Mimalloc;
         connection; -v and -w show the partition and connection that served each response.\n\n\
         `poolcurl load` drives concurrent load through the pool's partitions and shows what the \
         pool did (try `poolcurl load --local`); `poolcurl serve` runs the local origin it uses.",
-    after_help = curl::args::unsupported::HELP,
+    after_help = curl::args::unsupported::help(),
     args_override_self = true,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true

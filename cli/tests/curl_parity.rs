@@ -382,6 +382,172 @@ fn cases() -> Vec<Case> {
             &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
         ),
         case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
+        // Flags curl users reach for that are not in issue 19's list; -A pins the User-Agent
+        // so that %{size_request} counts the same bytes for both programs.
+        case(
+            "fail shows the head with -i",
+            &["-f", "-i", "%BASE%/status/404"],
+        ),
+        case(
+            "fail shows the head with -I",
+            &["-f", "-I", "%BASE%/status/500"],
+        ),
+        case(
+            "size_request of a get, a post and a redirect",
+            &[
+                "-A",
+                "x",
+                "-o",
+                "%DIR%/o.txt",
+                "-w",
+                "%{size_request} ",
+                "%BASE%/hello",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "size_request across a redirect",
+            &[
+                "-A",
+                "x",
+                "-L",
+                "-s",
+                "-o",
+                "%DIR%/o.txt",
+                "-w",
+                "%{size_request}",
+                "%BASE%/redirect",
+            ],
+        ),
+        case(
+            "size_request of a form is the head",
+            &[
+                "-A",
+                "x",
+                "-F",
+                "a=b",
+                "-o",
+                "%DIR%/o.txt",
+                "-w",
+                "%{size_request}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "headers from a file",
+            &["-H", "@%DIR%/../headers.txt", "%BASE%/echo"],
+        ),
+        case(
+            "headers from a missing file",
+            &["-H", "@%DIR%/../no-such-headers.txt", "%BASE%/echo"],
+        ),
+        case(
+            "fail early stops at the first failure",
+            &["--fail-early", "-f", "%BASE%/status/404", "%BASE%/hello"],
+        ),
+        case(
+            "without fail early the last transfer decides",
+            &["-f", "%BASE%/status/404", "%BASE%/hello"],
+        ),
+        case(
+            "output dir",
+            &[
+                "--output-dir",
+                "%DIR%/sub",
+                "--create-dirs",
+                "-o",
+                "a.txt",
+                "%BASE%/hello",
+                "-O",
+                "%BASE%/files/x",
+            ],
+        ),
+        case(
+            "output dir that does not exist",
+            &["--output-dir", "%DIR%/none", "-o", "a.txt", "%BASE%/hello"],
+        ),
+        case(
+            "no clobber numbers the names",
+            &[
+                "--no-clobber",
+                "-o",
+                "%DIR%/c.txt",
+                "%BASE%/hello",
+                "-o",
+                "%DIR%/c.txt",
+                "%BASE%/files/2",
+                "-o",
+                "%DIR%/c.txt",
+                "%BASE%/files/3",
+            ],
+        ),
+        case(
+            "remove on error",
+            &["--remove-on-error", "-o", "%DIR%/t.txt", "%BASE%/truncated"],
+        ),
+        case(
+            "oauth2 bearer wins over user",
+            &["--oauth2-bearer", "tok", "-u", "a:b", "%BASE%/echo"],
+        ),
+        case(
+            "disallow username in url",
+            &["--disallow-username-in-url", "http://u:p@127.0.0.1:9/"],
+        ),
+        case("proto denies http", &["--proto", "=https", "%BASE%/hello"]),
+        case(
+            "proto list with modifiers",
+            &["--proto", "-all,+https,http", "%BASE%/hello"],
+        ),
+        case(
+            "proto redir refuses the redirect's scheme",
+            &["-L", "--proto-redir", "=https", "%BASE%/redirect"],
+        ),
+        case(
+            "url query encodes and appends",
+            &[
+                "--url-query",
+                "a=b c",
+                "--url-query",
+                "+d=e",
+                "%BASE%/echo?q=1",
+            ],
+        ),
+        case(
+            "data ascii is data",
+            &["--data-ascii", "k=v", "%BASE%/echo"],
+        ),
+        case(
+            "post302 keeps the post",
+            &[
+                "-L",
+                "--post302",
+                "-d",
+                "k=v",
+                "-A",
+                "x",
+                "-w",
+                "%{method}",
+                "%BASE%/redirect",
+            ],
+        ),
+        case(
+            "flags that change nothing",
+            &[
+                "--basic",
+                "--tcp-nodelay",
+                "--no-npn",
+                "--no-keepalive",
+                "--styled-output",
+                "--expect100-timeout",
+                "2",
+                "--no-progress-meter",
+                "--happy-eyeballs-timeout-ms",
+                "100",
+                "%BASE%/hello",
+            ],
+        ),
         // --max-filesize: a body announced over the limit is refused (exit 63) with the head's
         // lines written but not its blank line, and no output file; the next URL still runs.
         case(
@@ -775,6 +941,11 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     }
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
+    std::fs::write(
+        root.path().join("headers.txt"),
+        "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",
+    )
+    .unwrap();
     let refused = RefusedAddr::new();
     let closed_port = refused.port();
     let cases = cases();

@@ -6,6 +6,8 @@
 //! | `-A NAME` | replaces the default `User-Agent` (`-A ""` sends none) |
 //! | `-e URL` | a `Referer` default; `URL;auto` / `;auto` also sets it to the previous URL after a redirect |
 //! | `-u USER:PASSWORD`, URL userinfo | `Authorization: Basic` (`-u` wins over the URL) |
+//! | `--oauth2-bearer TOKEN` | `Authorization: Bearer TOKEN` (wins over `-u`, as in curl) |
+//! | `--url-query DATA` | a piece added to every URL's query, encoded as `--data-urlencode` encodes it (`+DATA`: as given), before `-G`'s |
 //! | `--json DATA` | data as `--data-binary`, with `Content-Type` and `Accept` `application/json` |
 //! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
 //! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
@@ -22,7 +24,7 @@ use http::header::{
 use http::{Uri, Version};
 
 use super::args::{CurlArgs, DataArg};
-use super::data::{read_data, read_source};
+use super::data::{read_data, read_source, url_encode_piece};
 use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
 use super::form::{self, FormArg};
@@ -43,6 +45,10 @@ pub(crate) struct Composed {
     pub(crate) auto_referer: bool,
     /// `-r`: the `Range` value.
     pub(crate) range: Option<HeaderValue>,
+    /// Whether the body is request data (`-d`, `--json`, `--data-urlencode`, ...), which curl
+    /// sends with an HTTP/1 head and counts in `%{size_request}`; `-F` and `-T` bodies follow
+    /// the head and are not counted.
+    pub(crate) inline_data: bool,
 }
 
 /// Assembles curl mode's requests from the command line.
@@ -57,6 +63,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     let send = &args.send;
     let mut query = None;
     let mut upload_name = None;
+    let mut inline_data = false;
     let payload = if !forms.is_empty() {
         let multipart = form::build(&forms)?;
         Payload::Data {
@@ -75,6 +82,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         query = Some(String::from_utf8_lossy(&read_data(&data)?).into_owned());
         Payload::None
     } else {
+        inline_data = true;
         Payload::Data {
             body: read_data(&data)?,
             content_type: Some(HeaderValue::from_static(
@@ -82,6 +90,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             )),
         }
     };
+    let query = join_queries(url_query(&send.url_query)?, query);
     let mut defaults: Vec<(HeaderName, HeaderValue)> = Vec::new();
     if send.compressed {
         defaults.push((ACCEPT_ENCODING, COMPRESSED));
@@ -113,10 +122,13 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         Version::HTTP_11
     };
     template.curl_mode(version);
-    let user = send.user.as_deref().map(|user| {
-        let (name, password) = user.split_once(':').unwrap_or((user, ""));
-        basic(name, password)
-    });
+    let user = match &send.oauth2_bearer {
+        Some(token) => Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
+        None => send.user.as_deref().map(|user| {
+            let (name, password) = user.split_once(':').unwrap_or((user, ""));
+            basic(name, password)
+        }),
+    };
     let range = send
         .range
         .as_deref()
@@ -129,6 +141,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         user,
         auto_referer,
         range,
+        inline_data,
     })
 }
 
@@ -170,6 +183,27 @@ impl Composed {
         self.user
             .clone()
             .or_else(|| credentials.map(|(user, password)| basic(user, password)))
+    }
+}
+
+/// The `--url-query` pieces joined with `&`: each encoded as a `--data-urlencode` piece, or
+/// taken as given after a leading `+`.
+fn url_query(pieces: &[String]) -> Result<Option<String>, CurlError> {
+    let mut encoded = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        encoded.push(match piece.strip_prefix('+') {
+            Some(verbatim) => verbatim.to_owned(),
+            None => url_encode_piece(piece)?,
+        });
+    }
+    Ok((!encoded.is_empty()).then(|| encoded.join("&")))
+}
+
+/// `--url-query`'s pieces, then `-G`'s data, joined with `&`.
+fn join_queries(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(a), Some(b)) => Some(format!("{a}&{b}")),
+        (a, b) => a.or(b),
     }
 }
 

@@ -56,7 +56,7 @@ pub(crate) fn read_data(data: &[DataArg]) -> Result<Bytes, CurlError> {
 
 /// One `--data-urlencode` piece: `content`, `=content`, `name=content`, `@file` or
 /// `name@file`; the name is sent as given, the content encoded.
-fn url_encode_piece(text: &str) -> Result<String, CurlError> {
+pub(crate) fn url_encode_piece(text: &str) -> Result<String, CurlError> {
     let split = text.find(['=', '@']);
     let (name, content) = match split {
         None => (None, text.as_bytes().to_vec()),

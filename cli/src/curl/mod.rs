@@ -7,7 +7,7 @@
 //! with `-L`, and the response body written to its output ([`transfer`]); `--retry` runs a
 //! transfer again after a transient failure ([`retry`]). After every transfer, failed or not,
 //! `-w` is printed; a failed transfer prints `poolcurl: (CODE) message` and the next URL still
-//! runs. The process exits with the code of the last transfer (with `-Z`, of the last one to
+//! runs (unless `--fail-early`, which starts no transfer after a failure). The process exits with the code of the last transfer (with `-Z`, of the last one to
 //! fail), as curl does.
 //!
 //! ```text
@@ -35,6 +35,7 @@
 //! default headers, `-H` edits, request data), [`setup::pool_builder`] (TLS, `--resolve`,
 //! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
@@ -51,12 +52,15 @@ mod decode;
 pub(crate) mod exit;
 mod form;
 mod glob;
+mod header_file;
 mod output;
 mod plan;
 mod progress;
+mod proto;
 mod record;
 mod redirect;
 pub(crate) mod request;
+mod request_size;
 mod retry;
 pub(crate) mod setup;
 mod sink;
@@ -75,6 +79,7 @@ use cookies::CookieJar;
 use exit::CurlError;
 use output::Report;
 use plan::{Output, Planned};
+use proto::Protocols;
 use record::TransferRecord;
 use retry::Retry;
 use sink::{FileMode, Sink};
@@ -165,6 +170,8 @@ pub(crate) struct Session {
     dump_header: Option<Mutex<Sink>>,
     /// The `--connect-to` entries, checked for each request (the pool dials by their rules).
     connect_to: ConnectToArgs,
+    /// The schemes `--proto` and `--proto-redir` allow.
+    protocols: Protocols,
 }
 
 /// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
@@ -201,13 +208,18 @@ impl Session {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
         };
+        let dump_mode = FileMode {
+            file_mode: args.transfer.create_file_mode,
+            ..FileMode::default()
+        };
         let dump_header = args
             .transfer
             .dump_header
-            .clone()
-            .map(|path| Mutex::new(Sink::file(path, FileMode::default())));
+            .as_deref()
+            .map(|path| Mutex::new(Sink::file(in_output_dir(&args, path), dump_mode)));
         Ok(Session {
             connect_to,
+            protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
             verbose: Verbose::new(args.verbose),
             args,
             client,
@@ -223,19 +235,31 @@ impl Session {
     /// Runs every transfer (in order, or in parallel with `-Z`) and writes the cookie jar;
     /// returns the exit code.
     async fn run_all(&self, plan: Vec<Planned>) -> u8 {
+        let fail_early = self.args.transfer.fail_early;
         let mut exit_code = if self.args.transfer.parallel {
             let limit = usize::from(self.args.transfer.parallel_max);
-            futures_util::stream::iter(plan)
+            let mut transfers = futures_util::stream::iter(plan)
                 .map(|planned| self.run_one(planned))
-                .buffer_unordered(limit)
-                .fold(0u8, |last, code| async move {
-                    if code != 0 { code } else { last }
-                })
-                .await
+                .buffer_unordered(limit);
+            let mut last_failure = 0;
+            while let Some(code) = transfers.next().await {
+                if code != 0 {
+                    last_failure = code;
+                    if fail_early {
+                        // Dropping the stream cancels the transfers still running, as curl
+                        // stops them all at the first failure.
+                        break;
+                    }
+                }
+            }
+            last_failure
         } else {
             let mut last = 0;
             for planned in plan {
                 last = self.run_one(planned).await;
+                if fail_early && last != 0 {
+                    break;
+                }
             }
             last
         };
@@ -253,7 +277,8 @@ impl Session {
 
     /// One transfer with its retries and `-w`; returns its exit code.
     async fn run_one(&self, planned: Planned) -> u8 {
-        let url = self.composed.target_url(&planned.url);
+        let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
+        let url = self.composed.target_url(&url);
         let mut sink = match self.sink_for(&planned, &url) {
             Ok(sink) => sink,
             Err(error) => {
@@ -269,6 +294,8 @@ impl Session {
             record.output_file = sink.path().map(|p| p.to_path_buf());
             let result = self.bounded_transfer(&url, &mut sink, &mut record).await;
             record.finished_at = Some(record.elapsed());
+            // --no-clobber may have taken another name.
+            record.output_file = sink.path().map(|p| p.to_path_buf());
             let code = result.as_ref().err().map_or(0, CurlError::code);
             if let Some(again) = retry.next(&self.args.transfer, code, &record) {
                 self.report.warning_raw(&again.warning);
@@ -281,6 +308,9 @@ impl Session {
                 continue;
             }
             if let Err(error) = &result {
+                if self.args.transfer.remove_on_error {
+                    sink.remove();
+                }
                 self.report.error(error);
                 record.exit_code = error.code();
                 record.error = Some(error.message().to_owned());
@@ -296,18 +326,22 @@ impl Session {
 
     /// The sink of a planned transfer.
     fn sink_for(&self, planned: &Planned, url: &str) -> Result<Sink, CurlError> {
+        let transfer = &self.args.transfer;
+        let append = self.args.send.continue_at.is_some();
         let mode = FileMode {
-            append: self.args.send.continue_at.is_some(),
-            create_dirs: self.args.transfer.create_dirs,
+            append,
+            create_dirs: transfer.create_dirs,
+            no_clobber: transfer.no_clobber && !append,
+            file_mode: transfer.create_file_mode,
         };
         let sink = match &planned.output {
             Output::Stdout => Sink::stdout(),
-            Output::File(path) => Sink::file(path.clone(), mode),
+            Output::File(path) => Sink::file(in_output_dir(&self.args, path), mode),
             Output::Remote => {
                 let uri = url::parse_url(url)?;
                 let name = url::remote_name(&uri)
                     .ok_or_else(|| CurlError::new(23, "Remote file name has no length!"))?;
-                Sink::file(name.into(), mode)
+                Sink::file(in_output_dir(&self.args, Path::new(&name)), mode)
             }
         };
         Ok(sink.flush_each_write(self.args.transfer.no_buffer))
@@ -337,6 +371,20 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+/// `path` inside `--output-dir`, if given: the directory and the name joined with `/` as text,
+/// as curl joins them (so an absolute name lands under the directory too).
+fn in_output_dir(args: &CurlArgs, path: &Path) -> PathBuf {
+    match &args.transfer.output_dir {
+        Some(dir) if path.as_os_str() != "-" => {
+            let mut joined = std::ffi::OsString::from(dir);
+            joined.push("/");
+            joined.push(path.as_os_str());
+            PathBuf::from(joined)
+        }
+        _ => path.to_path_buf(),
     }
 }
 

@@ -50,6 +50,8 @@ pub(crate) struct TransferRecord {
     pub(crate) size_header: u64,
     /// Request body bytes sent by the last request.
     pub(crate) size_upload: u64,
+    /// Request bytes of the whole transfer, as curl counts them ([`super::request_size`]).
+    pub(crate) size_request: u64,
     /// The `Location` of a redirect that was not followed.
     pub(crate) redirect_url: Option<String>,
     /// The `-o` file of this transfer.
@@ -83,6 +85,7 @@ impl TransferRecord {
             received: 0,
             size_header: 0,
             size_upload: 0,
+            size_request: 0,
             redirect_url: None,
             output_file: None,
             exit_code: 0,

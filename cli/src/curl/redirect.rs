@@ -6,6 +6,8 @@
 //! | 303 | a GET without the data, unless the method was HEAD |
 //! | 307, 308 | the same method and data |
 //!
+//! `--post301`, `--post302` and `--post303` keep a POST (with its data) after that status.
+//!
 //! As curl does, `Authorization`, `Cookie` and a custom `Host` given with `-H` are not sent
 //! to another host. The `Location` resolves against the URL that answered
 //! ([`super::url::resolve_location`]).
@@ -20,9 +22,37 @@ pub(crate) fn is_followed(status: StatusCode) -> bool {
     matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
 }
 
+/// `--post301`, `--post302`, `--post303`: the redirects after which a POST stays a POST with
+/// its data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct KeepPost {
+    pub(crate) on301: bool,
+    pub(crate) on302: bool,
+    pub(crate) on303: bool,
+}
+
+impl KeepPost {
+    fn keeps(self, status: u16, method: &Method) -> bool {
+        *method == Method::POST
+            && match status {
+                301 => self.on301,
+                302 => self.on302,
+                303 => self.on303,
+                _ => false,
+            }
+    }
+}
+
 /// The request after a `status` redirect from `from` to `to`.
-pub(crate) fn next_hop(status: StatusCode, hop: &Hop, from: &Uri, to: &Uri) -> Hop {
+pub(crate) fn next_hop(
+    status: StatusCode,
+    hop: &Hop,
+    from: &Uri,
+    to: &Uri,
+    keep_post: KeepPost,
+) -> Hop {
     let (method, send_body) = match status.as_u16() {
+        code if keep_post.keeps(code, &hop.method) => (hop.method.clone(), hop.send_body),
         301 | 302 if hop.method == Method::POST => (Method::GET, false),
         303 if hop.method != Method::HEAD => (Method::GET, false),
         _ => (hop.method.clone(), hop.send_body),
@@ -64,7 +94,13 @@ mod tests {
 
     fn next(status: u16, from: Hop) -> Hop {
         let a: Uri = "http://a.test/x".parse().unwrap();
-        next_hop(StatusCode::from_u16(status).unwrap(), &from, &a, &a)
+        next_hop(
+            StatusCode::from_u16(status).unwrap(),
+            &from,
+            &a,
+            &a,
+            KeepPost::default(),
+        )
     }
 
     #[test]
@@ -81,14 +117,34 @@ mod tests {
     }
 
     #[test]
+    fn post30x_keep_a_post_after_their_status_only() {
+        let a: Uri = "http://a/".parse().unwrap();
+        let keep = KeepPost {
+            on301: false,
+            on302: true,
+            on303: true,
+        };
+        let post = hop(Method::POST, true);
+        let after = |status| next_hop(StatusCode::from_u16(status).unwrap(), &post, &a, &a, keep);
+        assert_eq!(after(302), post);
+        assert_eq!(after(303), post);
+        assert_eq!(after(301), hop(Method::GET, false));
+        let put = hop(Method::PUT, true);
+        assert_eq!(
+            next_hop(StatusCode::SEE_OTHER, &put, &a, &a, keep),
+            hop(Method::GET, false)
+        );
+    }
+
+    #[test]
     fn another_host_is_remembered() {
         let a: Uri = "http://a.test/".parse().unwrap();
         let b: Uri = "http://b.test/".parse().unwrap();
         let first = hop(Method::GET, false);
-        let moved = next_hop(StatusCode::FOUND, &first, &a, &b);
+        let moved = next_hop(StatusCode::FOUND, &first, &a, &b, KeepPost::default());
         assert!(moved.cross_host);
-        assert!(next_hop(StatusCode::FOUND, &moved, &b, &b).cross_host);
-        assert!(!next_hop(StatusCode::FOUND, &first, &a, &a).cross_host);
+        assert!(next_hop(StatusCode::FOUND, &moved, &b, &b, KeepPost::default()).cross_host);
+        assert!(!next_hop(StatusCode::FOUND, &first, &a, &a, KeepPost::default()).cross_host);
     }
 
     #[test]

@@ -152,12 +152,15 @@ impl Resolve for FamilyResolver {
 }
 
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
-/// `--cert`/`--key`.
+/// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
     let mut builder = pool_builder(&args.connect, connect_to)?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
+    if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
+        builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
+    }
     if args.net.ipv4 || args.net.ipv6 {
         let inner: Arc<dyn Resolve> = match static_resolver(&args.connect)? {
             Some(resolver) => Arc::new(resolver),

@@ -21,7 +21,15 @@ pub(crate) struct FileMode {
     pub(crate) append: bool,
     /// Create missing parent directories (`--create-dirs`).
     pub(crate) create_dirs: bool,
+    /// Never overwrite: take the first free name of `NAME`, `NAME.1` ... `NAME.100`
+    /// (`--no-clobber`; not with `append`).
+    pub(crate) no_clobber: bool,
+    /// The permissions of a file this creates (`--create-file-mode`).
+    pub(crate) file_mode: Option<u32>,
 }
+
+/// How many numbered names `--no-clobber` tries after the name itself, as curl does.
+const CLOBBER_TRIES: u32 = 100;
 
 /// Where one transfer's output goes.
 #[derive(Debug)]
@@ -154,12 +162,18 @@ impl Sink {
             }
             let mut options = OpenOptions::new();
             options.create(true);
-            if self.mode.append {
-                options.append(true);
-            } else {
-                options.write(true).truncate(true);
+            #[cfg(unix)]
+            if let Some(mode) = self.mode.file_mode {
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
             }
-            let file = options.open(&path).map_err(|e| {
+            let opened = if self.mode.append {
+                options.append(true).open(&path)
+            } else if self.mode.no_clobber {
+                self.open_unclobbered(&path, &mut options)
+            } else {
+                options.write(true).truncate(true).open(&path)
+            };
+            let file = opened.map_err(|e| {
                 CurlError::new(
                     23,
                     format!("Failed to open the file {}: {e}", path.display()),
@@ -168,6 +182,42 @@ impl Sink {
             self.file = Some(BufWriter::new(file));
         }
         Ok(self.file.as_mut().expect("opened above"))
+    }
+
+    /// Creates `path`, or else the first of `path.1` ... `path.100` that does not exist yet,
+    /// and remembers the name taken. Creating with `create_new` is what decides, so a file
+    /// that appears between a check and the open is never overwritten.
+    fn open_unclobbered(&mut self, path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+        options.write(true).create_new(true);
+        let mut candidate = path.to_path_buf();
+        let mut n = 0;
+        loop {
+            match options.open(&candidate) {
+                Ok(file) => {
+                    self.path = Some(candidate);
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < CLOBBER_TRIES => {
+                    n += 1;
+                    let mut name = path.as_os_str().to_owned();
+                    name.push(format!(".{n}"));
+                    candidate = PathBuf::from(name);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// `--remove-on-error`: deletes the file this sink created (nothing for stdout or a file
+    /// it never opened). Returns whether a file was removed.
+    pub(crate) fn remove(&mut self) -> bool {
+        match (self.file.take(), &self.path) {
+            (Some(file), Some(path)) => {
+                drop(file);
+                std::fs::remove_file(path).is_ok()
+            }
+            _ => false,
+        }
     }
 
     fn failed(&self, error: io::Error) -> CurlError {
@@ -187,8 +237,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("poolcurl-sink-{}", std::process::id()));
         let path = dir.join("a/b/out.txt");
         let mode = FileMode {
-            append: false,
             create_dirs: true,
+            ..FileMode::default()
         };
         let mut sink = Sink::file(path.clone(), mode);
         assert!(!path.exists());
@@ -202,7 +252,7 @@ mod tests {
             path.clone(),
             FileMode {
                 append: true,
-                create_dirs: false,
+                ..FileMode::default()
             },
         );
         sink.write(b"+more").unwrap();

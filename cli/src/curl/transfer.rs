@@ -7,7 +7,8 @@
 //!   exchange: per-request headers (auth, range, referer, cookies) ── send ── head
 //!     ├─ Content-Length over --max-filesize: exit 63, the head's lines written, no body
 //!     ├─ 3xx + -L: drain the body, next hop (redirect rules in super::redirect)
-//!     ├─ >= 400 + -f: exit 22, nothing written (--fail-with-body: written, then 22)
+//!     ├─ >= 400 + -f: exit 22, no body written, the head with -i/-I (--fail-with-body:
+//!     │  the body written too, then 22)
 //!     ├─ -C / -r and no 206: exit 33
 //!     └─ head (-i/-I) and body (decoded) to the sink; a body of unannounced length stops
 //!        at --max-filesize (exit 63)
@@ -27,6 +28,7 @@ use super::progress::Progress;
 use super::record::TransferRecord;
 use super::redirect;
 use super::request::{Hop, PerRequest};
+use super::request_size::request_size;
 use super::sink::Sink;
 use super::url;
 use super::verbose::VerboseContext;
@@ -58,7 +60,8 @@ impl Session {
         sink: &mut Sink,
         record: &mut TransferRecord,
     ) -> Result<(), CurlError> {
-        let mut progress = Progress::new(self.args.transfer.progress_bar && self.report.chatty());
+        let bar = self.args.transfer.progress_bar && !self.args.transfer.no_progress_meter;
+        let mut progress = Progress::new(bar && self.report.chatty());
         let transfer = self.transfer(url, sink, record, &mut progress);
         let limit = self.args.max_time.filter(|t| !t.is_zero());
         let result = match limit {
@@ -86,7 +89,16 @@ impl Session {
         progress: &mut Progress,
     ) -> Result<(), CurlError> {
         let parsed = url::parse_url_with(url, self.args.path_as_is)?;
+        self.protocols
+            .any
+            .check(parsed.scheme_str().unwrap_or_default())?;
         let (mut uri, credentials) = url::take_credentials(&parsed);
+        if credentials.is_some() && self.args.send.disallow_username_in_url {
+            return Err(CurlError::new(
+                67,
+                "Option --disallow-username-in-url given but URL contains a username",
+            ));
+        }
         record.url = uri.to_string();
         let mut hop = self.composed.template.first_hop();
         let mut state = HopState {
@@ -101,11 +113,24 @@ impl Session {
                 Next::Done => return Ok(()),
                 Next::Redirect(next) => {
                     redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
+                    self.protocols
+                        .check_redirect(next.scheme_str().unwrap_or_default())?;
                     record.num_redirects += 1;
                     record.redirect_time = record.elapsed();
                     self.verbose
                         .info(&format!("Issue another request to this URL: '{next}'"));
-                    hop = redirect::next_hop(record.status.unwrap_or_default(), &hop, &uri, &next);
+                    let keep_post = redirect::KeepPost {
+                        on301: self.args.post301,
+                        on302: self.args.post302,
+                        on303: self.args.post303,
+                    };
+                    hop = redirect::next_hop(
+                        record.status.unwrap_or_default(),
+                        &hop,
+                        &uri,
+                        &next,
+                        keep_post,
+                    );
                     let (next, credentials) = url::take_credentials(&next);
                     state = HopState {
                         credentials: credentials
@@ -233,7 +258,12 @@ impl Session {
 
         let status = parts.status.as_u16();
         if self.args.fail && !self.args.transfer.fail_with_body && status >= 400 {
-            // Nothing of the response is written; dropping the body closes the connection.
+            // Nothing of the body is written (dropping it closes the connection); the head is,
+            // with -i or -I, as curl writes it before it looks at the status.
+            if include {
+                sink.write(&head)?;
+                sink.finish()?;
+            }
             self.verbose.done(connection, &target.host, true);
             return Err(CurlError::http_error(status));
         }
@@ -305,6 +335,13 @@ impl Session {
         if connection.as_ref().is_some_and(|c| !c.is_reused()) {
             record.num_connects += 1;
         }
+        let http2 = response.version() == http::Version::HTTP_2;
+        let data = if self.composed.inline_data {
+            template.body_len(hop)
+        } else {
+            0
+        };
+        record.size_request += request_size(&hop.method, uri, &sent_headers, http2, data);
         let (parts, body) = response.into_parts();
         record.status = Some(parts.status);
         record.version = Some(parts.version);

@@ -161,7 +161,7 @@ fn has_scheme(reference: &str) -> bool {
 }
 
 /// Whether `text` is a scheme (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`).
-fn is_scheme(text: &str) -> bool {
+pub(crate) fn is_scheme(text: &str) -> bool {
     let mut chars = text.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))

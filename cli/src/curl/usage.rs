@@ -1,5 +1,5 @@
 //! The command line before and around clap, in curl's manner: `-K` files are spliced in,
-//! deliberately unsupported flags are named, and clap's errors are reported as curl reports
+//! deliberately unsupported flags are named, `-H @FILE` headers are spliced in, and clap's errors are reported as curl reports
 //! usage errors:
 //!
 //! ```text
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::config;
+use super::{config, header_file};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -30,8 +30,8 @@ pub(crate) fn is_curl_mode(argv: &[OsString]) -> bool {
     )
 }
 
-/// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in
-/// and refuses deliberately unsupported flags. `takes_value` says whether an option takes a
+/// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in,
+/// refuses deliberately unsupported flags and splices `-H @FILE` headers in. `takes_value` says whether an option takes a
 /// value. `Err` is the exit code, the message already printed.
 pub(crate) fn prepare(
     argv: Vec<OsString>,
@@ -52,11 +52,12 @@ pub(crate) fn prepare(
             return Err(ExitCode::from(error.code()));
         }
     };
-    if let Some(message) = unsupported::find(&rest) {
+    if let Some(message) = unsupported::find(&rest, takes_value) {
         eprintln!("poolcurl: {message}");
         eprintln!("{TRY_HELP}");
         return Err(ExitCode::from(2));
     }
+    let rest = header_file::expand(rest, takes_value);
     Ok(std::iter::once(program)
         .chain(rest.into_iter().map(OsString::from))
         .collect())

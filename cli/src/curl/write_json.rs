@@ -54,6 +54,7 @@ const FIELDS: &[(&str, Var, Kind)] = &[
     ("scheme", Var::Scheme, Kind::TextOrNull),
     ("size_download", Var::SizeDownload, Kind::Number),
     ("size_header", Var::SizeHeader, Kind::Number),
+    ("size_request", Var::SizeRequest, Kind::Number),
     ("size_upload", Var::SizeUpload, Kind::Number),
     ("speed_download", Var::SpeedDownload, Kind::Number),
     ("time_appconnect", Var::TimeAppConnect, Kind::Number),

@@ -44,6 +44,7 @@ pub(crate) enum Var {
     Scheme,
     SizeDownload,
     SizeHeader,
+    SizeRequest,
     SizeUpload,
     SpeedDownload,
     TimeAppConnect,
@@ -83,6 +84,7 @@ const VARIABLES: &[(&str, Var)] = &[
     ("scheme", Var::Scheme),
     ("size_download", Var::SizeDownload),
     ("size_header", Var::SizeHeader),
+    ("size_request", Var::SizeRequest),
     ("size_upload", Var::SizeUpload),
     ("speed_download", Var::SpeedDownload),
     ("time_appconnect", Var::TimeAppConnect),
@@ -335,6 +337,7 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         ),
         Var::SizeDownload => write!(out, "{}", record.size_download),
         Var::SizeHeader => write!(out, "{}", record.size_header),
+        Var::SizeRequest => write!(out, "{}", record.size_request),
         Var::SizeUpload => write!(out, "{}", record.size_upload),
         Var::SpeedDownload => {
             let seconds = record.total_time().as_secs_f64();

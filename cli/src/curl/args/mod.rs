@@ -14,8 +14,10 @@
 //! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
+//! | [`CompatArgs`] | flags accepted with no effect (`--basic`, `--tcp-nodelay`, ...) |
 //!
-//! [`unsupported`] lists the curl flags poolcurl deliberately does not take.
+//! [`unsupported`] lists the curl flags poolcurl deliberately does not take; every long
+//! option of curl 7.88 is either taken or listed there (a unit test holds the list).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,12 +27,14 @@ use clap::ArgMatches;
 use http::Method;
 use http::header::{HeaderName, HeaderValue};
 
+mod compat;
 mod net;
 pub(crate) mod parse;
 mod send;
 mod transfer;
 pub(crate) mod unsupported;
 
+pub(crate) use compat::CompatArgs;
 pub(crate) use net::NetArgs;
 pub(crate) use parse::parse_seconds;
 pub(crate) use send::SendArgs;
@@ -89,6 +93,34 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'L', long = "location")]
     pub(crate) location: bool,
 
+    /// With -L, keep a POST (and its data) after a 301 instead of turning it into a GET
+    #[arg(long = "post301")]
+    pub(crate) post301: bool,
+
+    /// With -L, keep a POST (and its data) after a 302 instead of turning it into a GET
+    #[arg(long = "post302")]
+    pub(crate) post302: bool,
+
+    /// With -L, keep a POST (and its data) after a 303 instead of turning it into a GET
+    #[arg(long = "post303")]
+    pub(crate) post303: bool,
+
+    /// Allow only these protocols (curl's syntax: "=https", "-http", "-all,+https")
+    #[arg(long = "proto", value_name = "PROTOCOLS", allow_hyphen_values = true)]
+    pub(crate) proto: Option<String>,
+
+    /// Allow only these protocols for redirect targets (as --proto)
+    #[arg(
+        long = "proto-redir",
+        value_name = "PROTOCOLS",
+        allow_hyphen_values = true
+    )]
+    pub(crate) proto_redir: Option<String>,
+
+    /// The scheme of URLs given without one (default http)
+    #[arg(long = "proto-default", value_name = "SCHEME")]
+    pub(crate) proto_default: Option<String>,
+
     /// Send the URL's path as given, with its /./ and /../ segments
     #[arg(long = "path-as-is")]
     pub(crate) path_as_is: bool,
@@ -111,6 +143,10 @@ pub(crate) struct CurlArgs {
     #[command(flatten)]
     pub(crate) net: NetArgs,
 
+    /// curl flags that change nothing in poolcurl (`--basic`, `--tcp-nodelay`, ...).
+    #[command(flatten)]
+    pub(crate) compat: CompatArgs,
+
     /// Maximum time for each whole transfer, in seconds
     #[arg(short = 'm', long = "max-time", value_name = "SECONDS", value_parser = parse_seconds)]
     pub(crate) max_time: Option<Duration>,
@@ -127,12 +163,17 @@ pub(crate) struct RequestArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
     pub(crate) method: Option<Method>,
 
-    /// Extra header "Name: value" (repeatable); "Name:" removes a default, "Name;" sends it empty
+    /// Extra header "Name: value" (repeatable); "Name:" removes a default, "Name;" sends it empty; @FILE reads one per line (curl mode)
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header)]
     pub(crate) headers: Vec<HeaderArg>,
 
     /// HTTP POST data (repeatable, joined with &); @FILE reads a file without CR/LF
-    #[arg(short = 'd', long = "data", value_name = "DATA")]
+    #[arg(
+        short = 'd',
+        long = "data",
+        visible_alias = "data-ascii",
+        value_name = "DATA"
+    )]
     pub(crate) data: Vec<String>,
 
     /// HTTP POST data sent as-is; @FILE reads a file byte for byte

@@ -1,5 +1,5 @@
 //! The curl-mode connection flags that `poolcurl load` does not share ([`NetArgs`]): address
-//! family, HTTP/1.0, client certificates and minimum TLS versions. [`crate::curl::setup`]
+//! family, the happy-eyeballs delay, HTTP/1.0, client certificates and minimum TLS versions. [`crate::curl::setup`]
 //! turns them into pool settings.
 
 use std::path::PathBuf;
@@ -14,6 +14,10 @@ pub(crate) struct NetArgs {
     /// Resolve names to IPv6 addresses only
     #[arg(short = '6', long = "ipv6", overrides_with = "ipv4")]
     pub(crate) ipv6: bool,
+
+    /// Wait MS milliseconds for a connection attempt before racing the next address (RFC 8305)
+    #[arg(long = "happy-eyeballs-timeout-ms", value_name = "MS")]
+    pub(crate) happy_eyeballs_timeout_ms: Option<u64>,
 
     /// Send HTTP/1.0 requests (over HTTP/1 connections)
     #[arg(

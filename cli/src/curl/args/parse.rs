@@ -57,6 +57,14 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     Ok(exact - Duration::from_nanos(u64::from(exact.subsec_nanos() % 1_000_000)))
 }
 
+/// Parses a file mode in octal (`0644`, `600`), as `--create-file-mode` takes it.
+pub(crate) fn parse_octal(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text.trim(), 8)
+        .ok()
+        .filter(|mode| *mode <= 0o7777)
+        .ok_or_else(|| format!("expected an octal file mode such as 0644, got {text:?}"))
+}
+
 /// Parses a size in bytes with an optional `k`, `M` or `G` suffix (powers of 1024, either
 /// case), as curl's `--max-filesize` takes it.
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {

@@ -20,6 +20,18 @@ pub(crate) struct SendArgs {
     #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
     pub(crate) user: Option<String>,
 
+    /// Send "Authorization: Bearer TOKEN" (wins over -u)
+    #[arg(long = "oauth2-bearer", value_name = "TOKEN")]
+    pub(crate) oauth2_bearer: Option<String>,
+
+    /// Refuse (exit 67) a URL that carries a user name
+    #[arg(long = "disallow-username-in-url")]
+    pub(crate) disallow_username_in_url: bool,
+
+    /// Add a piece to every URL's query, encoded as --data-urlencode encodes it ("+DATA": as given)
+    #[arg(long = "url-query", value_name = "DATA")]
+    pub(crate) url_query: Vec<String>,
+
     /// POST JSON data (repeatable, concatenated; @FILE reads a file): sets Content-Type and Accept to application/json
     #[arg(long = "json", value_name = "DATA")]
     pub(crate) json: Vec<String>,

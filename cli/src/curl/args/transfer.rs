@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::{parse_seconds, parse_size};
+use super::parse::{parse_octal, parse_seconds, parse_size};
 
 /// Outputs, URLs, parallelism and retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -26,6 +26,22 @@ pub(crate) struct TransferArgs {
     #[arg(long = "create-dirs")]
     pub(crate) create_dirs: bool,
 
+    /// Put the files of -o, -O and -D in DIR (prefixed to each name as given, as curl does)
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub(crate) output_dir: Option<String>,
+
+    /// Never overwrite an -o/-O file: write to NAME.1, NAME.2, ... (up to .100) instead
+    #[arg(long = "no-clobber")]
+    pub(crate) no_clobber: bool,
+
+    /// Delete the -o/-O file of a transfer that fails
+    #[arg(long = "remove-on-error")]
+    pub(crate) remove_on_error: bool,
+
+    /// Permissions (octal, e.g. 0600) of the files poolcurl creates
+    #[arg(long = "create-file-mode", value_name = "MODE", value_parser = parse_octal)]
+    pub(crate) create_file_mode: Option<u32>,
+
     /// Write the response heads to FILE ("-" is stdout)
     #[arg(short = 'D', long = "dump-header", value_name = "FILE")]
     pub(crate) dump_header: Option<PathBuf>,
@@ -33,6 +49,10 @@ pub(crate) struct TransferArgs {
     /// As -f, but write the response body before exiting 22
     #[arg(long = "fail-with-body")]
     pub(crate) fail_with_body: bool,
+
+    /// With several URLs, start no transfer after one has failed; exit with the failure's code
+    #[arg(long = "fail-early")]
+    pub(crate) fail_early: bool,
 
     /// Another URL to fetch (repeatable; taken before the positional URLs)
     #[arg(long = "url", value_name = "URL")]
@@ -82,6 +102,10 @@ pub(crate) struct TransferArgs {
     /// Show a progress bar on stderr
     #[arg(short = '#', long = "progress-bar")]
     pub(crate) progress_bar: bool,
+
+    /// Show no progress display (not even -#'s bar); errors still print
+    #[arg(long = "no-progress-meter")]
+    pub(crate) no_progress_meter: bool,
 
     /// Write the output as it arrives, flushing after every piece
     #[arg(short = 'N', long = "no-buffer")]

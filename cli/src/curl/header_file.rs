@@ -1,0 +1,175 @@
+//! `-H @FILE`: request headers read from a file (`@-`: stdin), spliced into the command line
+//! as one `-H LINE` per header before clap parses it, as curl reads them.
+//!
+//! The file is split at every CR and LF; empty lines are skipped, and so are lines with neither
+//! `:` nor `;` (curl sends no such line). A file that cannot be opened is a warning
+//! (`Warning: Failed to open FILE!`), not an error: the request goes without its headers, as in
+//! curl, and the warning is muted when `-s` came earlier on the command line (curl warns while
+//! it reads its arguments, so a later `-s` does not yet apply).
+//!
+//! What this does not do: `--proxy-header @FILE` (poolcurl has no `--proxy-header`).
+
+/// Replaces every `-H @FILE` / `--header @FILE` / `--header=@FILE` / `-H@FILE` in `argv`
+/// (without the program name, after `-K` files are spliced in) by one `-H` per header line of
+/// the file. `takes_value` says whether an option (as written on a command line: `-o`,
+/// `--output`) takes a value, so that another option's value is never read as a flag.
+pub(crate) fn expand(argv: Vec<String>, takes_value: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut silent = false;
+    let mut args = argv.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(args.by_ref());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_owned())),
+                None => (long, None),
+            };
+            silent |= name == "silent";
+            let option = format!("--{name}");
+            if name == "header" {
+                let value = inline.or_else(|| args.next());
+                splice(&mut out, &option, value, silent);
+            } else {
+                let takes = inline.is_none() && takes_value(&option);
+                out.push(arg);
+                if takes {
+                    out.extend(args.next());
+                }
+            }
+            continue;
+        }
+        let Some(letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            out.push(arg);
+            continue;
+        };
+        // A bundle of short flags: every letter up to the first that takes a value, whose
+        // value is the rest of the bundle or else the next argument.
+        let mut valued = None;
+        for (at, letter) in letters.char_indices() {
+            if takes_value(&format!("-{letter}")) {
+                valued = Some((at, letter));
+                break;
+            }
+            silent |= letter == 's';
+        }
+        match valued {
+            Some((at, 'H')) => {
+                if at > 0 {
+                    out.push(format!("-{}", &letters[..at]));
+                }
+                let rest = &letters[at + 1..];
+                let value = if rest.is_empty() {
+                    args.next()
+                } else {
+                    Some(rest.to_owned())
+                };
+                splice(&mut out, "-H", value, silent);
+            }
+            Some((at, _)) => {
+                let inline = at + 1 < letters.len();
+                out.push(arg);
+                if !inline {
+                    out.extend(args.next());
+                }
+            }
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// Pushes `option value`, or one `-H LINE` per header of the file `value` names.
+fn splice(out: &mut Vec<String>, option: &str, value: Option<String>, silent: bool) {
+    let Some(value) = value else {
+        // No value: clap reports the missing parameter.
+        out.push(option.to_owned());
+        return;
+    };
+    let Some(file) = value.strip_prefix('@') else {
+        out.push(option.to_owned());
+        out.push(value);
+        return;
+    };
+    match read(file) {
+        Some(text) => {
+            for line in header_lines(&text) {
+                out.push("-H".to_owned());
+                out.push(line.to_owned());
+            }
+        }
+        None if silent => {}
+        None => super::output::stderr_line(&format!("Warning: Failed to open {file}!")),
+    }
+}
+
+/// The header lines of a header file's text.
+fn header_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split(['\r', '\n'])
+        .filter(|line| !line.is_empty() && line.contains([':', ';']))
+}
+
+/// The file's text (`-` is stdin), if it can be read.
+fn read(file: &str) -> Option<String> {
+    let bytes = if file == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(file)
+    };
+    bytes.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn takes_value(name: &str) -> bool {
+        matches!(
+            name,
+            "-H" | "--header" | "-o" | "--output" | "-d" | "--data"
+        )
+    }
+
+    fn expand_strs(argv: &[&str]) -> Vec<String> {
+        expand(argv.iter().map(|s| (*s).to_owned()).collect(), &takes_value)
+    }
+
+    #[test]
+    fn every_spelling_of_a_header_file_splices_its_lines() {
+        let dir = std::env::temp_dir().join(format!("poolcurl-hfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("headers.txt");
+        std::fs::write(&file, "X-One: 1\r\n\r\nnot a header\nX-Two;\n").unwrap();
+        let at = format!("@{}", file.display());
+        let spliced = ["-H", "X-One: 1", "-H", "X-Two;"];
+        assert_eq!(
+            expand_strs(&["-H", &at, "http://a/"]),
+            [&spliced[..], &["http://a/"]].concat()
+        );
+        assert_eq!(expand_strs(&["--header", &at]), spliced);
+        assert_eq!(expand_strs(&[&format!("--header={at}")]), spliced);
+        assert_eq!(expand_strs(&[&format!("-H{at}")]), spliced);
+        assert_eq!(expand_strs(&["-sH", &at]), [&["-s"][..], &spliced].concat());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn other_values_and_plain_headers_pass_through() {
+        let argv = ["-d", "-H", "-H", "A: 1", "-o", "@x", "--", "-H", "@y"];
+        assert_eq!(expand_strs(&argv), argv);
+        assert_eq!(expand_strs(&["-dH"]), ["-dH"]);
+        assert_eq!(expand_strs(&["-H"]), ["-H"]);
+    }
+
+    #[test]
+    fn a_missing_file_adds_no_header() {
+        assert_eq!(
+            expand_strs(&["-s", "-H", "@/nonexistent/poolcurl-headers", "http://a/"]),
+            ["-s", "http://a/"]
+        );
+    }
+}
