@@ -7,8 +7,8 @@
 //! with `-L`, and the response body written to its output ([`transfer`]); `--retry` runs a
 //! transfer again after a transient failure ([`retry`]). After every transfer, failed or not,
 //! `-w` is printed; a failed transfer prints `poolcurl: (CODE) message` and the next URL still
-//! runs (unless `--fail-early`, which starts no transfer after a failure). The process exits with the code of the last transfer (with `-Z`, of the last one to
-//! fail), as curl does.
+//! runs (unless `--fail-early`, which starts no transfer after a failure). The process exits
+//! with the code of the last transfer (with `-Z`, of the last one to fail), as curl does.
 //!
 //! ```text
 //! main ── usage::prepare (-K files, unsupported flags) ── clap ── run

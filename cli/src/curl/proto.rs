@@ -121,15 +121,14 @@ impl Protocols {
 /// URL parser, which takes `http`).
 pub(crate) fn with_default_scheme(url: &str, default: Option<&str>) -> String {
     match default {
-        Some(scheme) if !url.contains("://") && !has_scheme_colon(url) => {
-            format!("{scheme}://{url}")
-        }
+        Some(scheme) if !has_scheme(url) => format!("{scheme}://{url}"),
         _ => url.to_owned(),
     }
 }
 
-/// Whether `url` starts with `scheme:/` (curl's one-to-three-slash forms).
-fn has_scheme_colon(url: &str) -> bool {
+/// Whether `url` starts with `scheme:/` (`://` and curl's one-to-three-slash forms), not
+/// merely holds one later (`host/?next=http://x`).
+fn has_scheme(url: &str) -> bool {
     url.split_once(":/")
         .is_some_and(|(scheme, _)| super::url::is_scheme(scheme))
 }
@@ -173,5 +172,9 @@ mod tests {
             "https://a.test:8080/"
         );
         assert_eq!(with_default_scheme("a.test", None), "a.test");
+        assert_eq!(
+            with_default_scheme("a.test/?next=http://b/", Some("https")),
+            "https://a.test/?next=http://b/"
+        );
     }
 }

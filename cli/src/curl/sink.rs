@@ -194,7 +194,10 @@ impl Sink {
         loop {
             match options.open(&candidate) {
                 Ok(file) => {
+                    // The name is this transfer's now: a retry's reopen truncates it rather
+                    // than taking the next number.
                     self.path = Some(candidate);
+                    self.mode.no_clobber = false;
                     return Ok(file);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < CLOBBER_TRIES => {
@@ -258,6 +261,32 @@ mod tests {
         sink.write(b"+more").unwrap();
         sink.finish().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second+more");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn no_clobber_numbers_once_and_a_retry_keeps_the_number() {
+        let dir = std::env::temp_dir().join(format!("poolcurl-clobber-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.txt");
+        std::fs::write(&path, "kept").unwrap();
+        let mode = FileMode {
+            no_clobber: true,
+            ..FileMode::default()
+        };
+        let mut sink = Sink::file(path.clone(), mode);
+        sink.write(b"first").unwrap();
+        let numbered = dir.join("out.txt.1");
+        assert_eq!(sink.path(), Some(numbered.as_path()));
+        sink.reset();
+        sink.write(b"again").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"kept");
+        assert_eq!(std::fs::read(&numbered).unwrap(), b"again");
+        assert!(!dir.join("out.txt.2").exists());
+        // --remove-on-error deletes what the transfer created, not what was there before.
+        assert!(sink.remove());
+        assert!(!numbered.exists() && path.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
