@@ -114,13 +114,9 @@ fn header_lines(text: &str) -> impl Iterator<Item = &str> {
 
 /// The file's text (`-` is stdin), if it can be read.
 fn read(file: &str) -> Option<String> {
-    let bytes = if file == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map(|_| bytes)
-    } else {
-        std::fs::read(file)
-    };
-    bytes.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    super::data::read_source(file)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 #[cfg(test)]
