@@ -163,6 +163,31 @@ async fn continue_at_resumes_or_says_the_server_cannot() {
 /// `-X HEAD` without `-I`: curl's two-line warning (not under `-s`, not with `-I`). curl then
 /// waits for the announced body; poolcurl sends HEAD, reads no body and ends.
 #[tokio::test(flavor = "multi_thread")]
+async fn remote_time_gives_the_file_the_last_modified_time() {
+    let modified = "Wed, 21 Oct 2015 07:28:00 GMT";
+    let server = serving(Reply::ok("dated").header("last-modified", modified)).await;
+    let dir = TempDir::new("poolcurl-remote-time");
+    let file = dir.path().join("out");
+    let url = server.url("/");
+    let run = poolcurl(&["-s", "-R", "-o", file.to_str().unwrap(), &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let since_epoch = time.duration_since(std::time::UNIX_EPOCH).unwrap();
+    // 2015-10-21T07:28:00Z.
+    assert_eq!(since_epoch.as_secs(), 1_445_412_480);
+    // Without -R the file keeps the time it was written.
+    let run = poolcurl(&["-s", "-o", file.to_str().unwrap(), &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+    assert!(
+        time.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            > 1_445_412_480
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn custom_head_method_warns_as_curl_does() {
     let server = serving(Reply::ok("hello")).await;
     let warning = "Warning: Setting custom HTTP method to HEAD with -X/--request may not work \

@@ -533,6 +533,48 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "etag save",
+            &["--etag-save", "%DIR%/tag.txt", "%BASE%/etag"],
+        ),
+        case(
+            "etag save to stdout, none sent",
+            &["--etag-save", "-", "%BASE%/etag", "%BASE%/hello"],
+        ),
+        case(
+            "etag save without an etag empties the file",
+            &["--etag-save", "%DIR%/tag.txt", "%BASE%/hello"],
+        ),
+        case(
+            "etag save that cannot be written",
+            &["--etag-save", "%DIR%/no/dir/tag.txt", "%BASE%/etag"],
+        ),
+        case(
+            "etag compare matches",
+            &[
+                "--etag-compare",
+                "%DIR%/../etag.txt",
+                "-w",
+                "%{http_code}",
+                "%BASE%/etag",
+            ],
+        ),
+        case(
+            "etag compare with a missing file",
+            &["--etag-compare", "%DIR%/none.txt", "%BASE%/etag"],
+        ),
+        case(
+            "etag compare with a missing file while saving",
+            &[
+                "--etag-compare",
+                "%DIR%/tag.txt",
+                "--etag-save",
+                "%DIR%/tag.txt",
+                "-w",
+                "%{http_code}",
+                "%BASE%/etag",
+            ],
+        ),
+        case(
             "flags that change nothing",
             &[
                 "--basic",
@@ -603,6 +645,8 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "a")
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
+        "/etag" if req.header("if-none-match") == Some("\"v1\"") => Reply::new(304),
+        "/etag" => Reply::ok("tagged\n").header("etag", "\"v1\""),
         "/mixed" => Reply::ok("mixed\n")
             .header("Content-Type", "text/plain")
             .header("X-Request-ID", "abc")
@@ -941,6 +985,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     }
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
+    std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(
         root.path().join("headers.txt"),
         "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",

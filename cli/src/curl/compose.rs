@@ -14,19 +14,22 @@
 //! | `-T FILE` | a PUT of the file |
 //! | `-r RANGE` | `Range: bytes=RANGE` |
 //! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
+//! | `--etag-compare FILE` | `If-None-Match` with the file's tag, after the `-H` headers ([`super::file_meta`]) |
 //! | `--http1.0` | HTTP/1.0 requests |
 
 use base64::Engine as _;
 use clap::ArgMatches;
 use http::header::{
-    ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderName, HeaderValue, REFERER, USER_AGENT,
+    ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderName, HeaderValue, IF_NONE_MATCH, REFERER,
+    USER_AGENT,
 };
 use http::{Uri, Version};
 
-use super::args::{CurlArgs, DataArg};
+use super::args::{CurlArgs, DataArg, HeaderAction, HeaderArg};
 use super::data::{read_data, read_source, url_encode_piece};
 use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
+use super::file_meta;
 use super::form::{self, FormArg};
 use super::request::{Payload, RequestTemplate};
 
@@ -105,7 +108,16 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     if !referer.is_empty() {
         defaults.push((REFERER, header_value("-e", referer)?));
     }
-    let mut template = RequestTemplate::with_payload(&args.request, args.head, payload, &defaults);
+    // curl appends --etag-compare's header to the -H list.
+    let mut request = args.request.clone();
+    if let Some(file) = &args.transfer.etag_compare {
+        let saving = args.transfer.etag_save.is_some();
+        request.headers.push(HeaderArg {
+            name: IF_NONE_MATCH,
+            action: HeaderAction::Set(file_meta::etag_to_compare(file, saving)?),
+        });
+    }
+    let mut template = RequestTemplate::with_payload(&request, args.head, payload, &defaults);
     if let Some(agent) = &send.user_agent {
         let value = (!agent.is_empty())
             .then(|| header_value("-A", agent))

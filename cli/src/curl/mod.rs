@@ -50,6 +50,7 @@ mod cookies;
 mod data;
 mod decode;
 pub(crate) mod exit;
+mod file_meta;
 mod form;
 mod glob;
 mod header_file;
@@ -235,6 +236,16 @@ impl Session {
     /// Runs every transfer (in order, or in parallel with `-Z`) and writes the cookie jar;
     /// returns the exit code.
     async fn run_all(&self, plan: Vec<Planned>) -> u8 {
+        if let Some(file) = &self.args.transfer.etag_save {
+            // curl skips every transfer when the ETag file cannot be made (they all share
+            // it), then reports that nothing ran.
+            if let Err(warning) = file_meta::start_etag_file(file) {
+                self.report.warning_raw(&format!("Warning: {warning}"));
+                let error = CurlError::new(26, "no transfer performed");
+                self.report.error(&error);
+                return error.code();
+            }
+        }
         let fail_early = self.args.transfer.fail_early;
         let mut exit_code = if self.args.transfer.parallel {
             let limit = usize::from(self.args.transfer.parallel_max);
@@ -286,6 +297,10 @@ impl Session {
                 return error.code();
             }
         };
+        if let Some(file) = &self.args.transfer.etag_save {
+            // Each transfer starts its tags afresh; run_all checked that the file can be made.
+            let _ = file_meta::start_etag_file(file);
+        }
         let mut retry = Retry::new(&self.args.transfer);
         loop {
             let mut record = TransferRecord::start(&url, self.composed.template.first_hop().method);
@@ -314,6 +329,11 @@ impl Session {
                 self.report.error(error);
                 record.exit_code = error.code();
                 record.error = Some(error.message().to_owned());
+            }
+            if let (Ok(()), true, Some(path)) =
+                (&result, self.args.transfer.remote_time, sink.path())
+            {
+                file_meta::set_remote_time(path, &record.headers);
             }
             let mut code = code;
             if let Err(error) = self.print_write_out(&record) {

@@ -346,6 +346,9 @@ impl Session {
         record.status = Some(parts.status);
         record.version = Some(parts.version);
         record.headers = parts.headers.clone();
+        if let Some(file) = &self.args.transfer.etag_save {
+            super::file_meta::save_etags(file, &parts.headers)?;
+        }
         record.size_download = 0;
         record.redirect_url = None;
         let context = VerboseContext {

@@ -1,5 +1,5 @@
 //! The curl-mode flags that say where output goes and how the transfers run
-//! ([`TransferArgs`]): output files, header dumps, extra URLs and globbing, parallel transfers,
+//! ([`TransferArgs`]): output files and their metadata (`-R`, ETag files), header dumps, extra URLs and globbing, parallel transfers,
 //! retries, and the progress display.
 
 use std::path::PathBuf;
@@ -41,6 +41,18 @@ pub(crate) struct TransferArgs {
     /// Permissions (octal, e.g. 0600) of the files poolcurl creates
     #[arg(long = "create-file-mode", value_name = "MODE", value_parser = parse_octal)]
     pub(crate) create_file_mode: Option<u32>,
+
+    /// Set an output file's time to the response's Last-Modified
+    #[arg(short = 'R', long = "remote-time")]
+    pub(crate) remote_time: bool,
+
+    /// Save the response's ETag to FILE ("-" is stdout; emptied when each transfer starts)
+    #[arg(long = "etag-save", value_name = "FILE")]
+    pub(crate) etag_save: Option<PathBuf>,
+
+    /// Send If-None-Match with the ETag FILE holds (as --etag-save wrote it)
+    #[arg(long = "etag-compare", value_name = "FILE")]
+    pub(crate) etag_compare: Option<String>,
 
     /// Write the response heads to FILE ("-" is stdout)
     #[arg(short = 'D', long = "dump-header", value_name = "FILE")]

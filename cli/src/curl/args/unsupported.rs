@@ -195,16 +195,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
     flag("--ntlm-wb", None, "only Basic authentication (-u)"),
-    flag(
-        "--etag-save",
-        None,
-        "no ETag files; use -D and -H If-None-Match",
-    ),
-    flag(
-        "--etag-compare",
-        None,
-        "no ETag files; use -D and -H If-None-Match",
-    ),
     flag("--form-escape", None, "no backslash escaping of -F names"),
     flag("--haproxy-protocol", None, "no PROXY protocol header"),
     flag(
@@ -220,11 +210,6 @@ const FLAGS: &[Unsupported] = &[
         "--rate",
         None,
         "no pacing of transfers; poolcurl load paces requests",
-    ),
-    flag(
-        "--remote-time",
-        Some('R'),
-        "files keep the time they were written",
     ),
     flag("--xattr", None, "no extended attributes"),
     flag("--trace-time", None, "use -v"),

@@ -1,0 +1,158 @@
+//! What curl mode keeps beside a transfer's output: `--etag-save`, `--etag-compare` and
+//! `-R`/`--remote-time`, with curl 7.88's rules.
+//!
+//! * `--etag-compare FILE` sends `If-None-Match` with the file's text, its line breaks
+//!   removed (`""` for an empty file), appended to the `-H` headers as curl appends it. A file
+//!   that cannot be read is exit 26, unless `--etag-save` is also given (then `""` is sent).
+//! * `--etag-save FILE` (`-` is stdout) is created empty when each transfer starts and gets
+//!   the value of every `ETag` header the transfer receives, one per line, as the heads arrive;
+//!   a 304 to a `--etag-compare` of the same file writes the tag back.
+//! * `-R` sets an output file's modification time to the last response's `Last-Modified`
+//!   once the transfer succeeded; a response without one, or stdout, leaves it alone.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use http::HeaderMap;
+use http::header::{ETAG, HeaderValue, LAST_MODIFIED};
+
+use super::exit::CurlError;
+
+/// The `If-None-Match` value of `--etag-compare FILE`; `saving` is whether `--etag-save` is
+/// given too.
+///
+/// # Errors
+///
+/// Exit 26 when the file cannot be read and nothing is being saved.
+pub(crate) fn etag_to_compare(file: &str, saving: bool) -> Result<HeaderValue, CurlError> {
+    let text = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(_) if saving => Vec::new(),
+        Err(_) => return Err(CurlError::new(26, format!("Failed to open {file}"))),
+    };
+    let tag: Vec<u8> = text
+        .into_iter()
+        .filter(|b| *b != b'\r' && *b != b'\n')
+        .collect();
+    let tag = if tag.is_empty() {
+        b"\"\"".to_vec()
+    } else {
+        tag
+    };
+    HeaderValue::from_bytes(&tag)
+        .map_err(|_| CurlError::new(26, format!("{file} holds no usable ETag")))
+}
+
+/// `--etag-save FILE` at the start of a transfer: creates or empties it.
+///
+/// # Errors
+///
+/// curl's warning when it cannot be created: the transfer is then skipped.
+pub(crate) fn start_etag_file(file: &Path) -> Result<(), String> {
+    if file.as_os_str() == "-" {
+        return Ok(());
+    }
+    std::fs::File::create(file).map(drop).map_err(|_| {
+        format!(
+            "Failed creating file for saving etags: \"{}\". Skip this transfer",
+            file.display()
+        )
+    })
+}
+
+/// `--etag-save FILE` when a response head arrives: appends each `ETag` value, one per line.
+///
+/// # Errors
+///
+/// Exit 23 when the file (or stdout) cannot be written.
+pub(crate) fn save_etags(file: &Path, headers: &HeaderMap) -> Result<(), CurlError> {
+    let mut lines = Vec::new();
+    for tag in headers.get_all(ETAG) {
+        lines.extend_from_slice(tag.as_bytes());
+        lines.push(b'\n');
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let written = if file.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&lines).and_then(|()| out.flush())
+    } else {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(file)
+            .and_then(|mut f| f.write_all(&lines))
+    };
+    written.map_err(|e| CurlError::write_failed(format!("{}: {e}", file.display())))
+}
+
+/// `-R`: gives `file` the time of `headers`' `Last-Modified`, if it has a valid one.
+pub(crate) fn set_remote_time(file: &Path, headers: &HeaderMap) {
+    let Some(time) = headers
+        .get(LAST_MODIFIED)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|text| httpdate::parse_http_date(text).ok())
+    else {
+        return;
+    };
+    // Best effort, as curl's: a file time that cannot be set fails nothing.
+    if let Ok(opened) = std::fs::OpenOptions::new().write(true).open(file) {
+        let _ = opened.set_modified(time);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("poolcurl-meta-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn compared_etags_lose_their_line_breaks_and_an_empty_file_sends_empty_quotes() {
+        let file = temp("compare");
+        std::fs::write(&file, "\"a\"\n\"b\"\r\n").unwrap();
+        let path = file.to_str().unwrap();
+        assert_eq!(etag_to_compare(path, false).unwrap(), "\"a\"\"b\"");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(etag_to_compare(path, false).unwrap(), "\"\"");
+        let missing = temp("missing");
+        let missing = missing.to_str().unwrap();
+        assert_eq!(etag_to_compare(missing, false).unwrap_err().code(), 26);
+        assert_eq!(etag_to_compare(missing, true).unwrap(), "\"\"");
+    }
+
+    #[test]
+    fn saved_etags_are_one_per_line_after_the_file_was_emptied() {
+        let file = temp("save");
+        std::fs::write(&file, "old\n").unwrap();
+        start_etag_file(&file).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"");
+        let mut headers = HeaderMap::new();
+        save_etags(&file, &headers).unwrap();
+        headers.insert(ETAG, HeaderValue::from_static("\"v1\""));
+        save_etags(&file, &headers).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"\"v1\"\n");
+    }
+
+    #[test]
+    fn remote_time_follows_last_modified() {
+        let file = temp("remote");
+        std::fs::write(&file, "x").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            LAST_MODIFIED,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        set_remote_time(&file, &headers);
+        let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+        assert_eq!(
+            modified,
+            httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap()
+        );
+    }
+}
