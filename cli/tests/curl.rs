@@ -163,6 +163,38 @@ async fn continue_at_resumes_or_says_the_server_cannot() {
 /// `-X HEAD` without `-I`: curl's two-line warning (not under `-s`, not with `-I`). curl then
 /// waits for the announced body; poolcurl sends HEAD, reads no body and ends.
 #[tokio::test(flavor = "multi_thread")]
+async fn verbose_notes_an_unnecessary_request_method_as_curl_does() {
+    let server = serving(Reply::ok("hello")).await;
+    let url = server.url("/");
+    let note = |method: &str| {
+        format!("Note: Unnecessary use of -X or --request, {method} is already inferred.\n")
+    };
+    for (args, method) in [
+        (vec!["-v", "-X", "GET"], Some("GET")),
+        (vec!["-v", "-X", "get"], Some("GET")),
+        (vec!["-v", "-X", "POST", "-d", "x"], Some("POST")),
+        (vec!["-v", "-I", "-X", "HEAD"], Some("HEAD")),
+        // curl infers POST for data even with -G, so a GET there is not noted.
+        (vec!["-v", "-G", "-d", "a=b", "-X", "GET"], None),
+        (vec!["-v", "-X", "PUT"], None),
+        (vec!["-X", "GET"], None),
+        (vec!["-sv", "-X", "GET"], None),
+    ] {
+        let run = poolcurl(&[&args[..], &["-o", "/dev/null", &url]].concat()).await;
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        let first = run.stderr.lines().next().map(|l| format!("{l}\n"));
+        match method {
+            Some(method) => assert_eq!(first, Some(note(method)), "{args:?}"),
+            None => assert!(
+                !run.stderr.contains("Unnecessary"),
+                "{args:?}: {}",
+                run.stderr
+            ),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn remote_time_gives_the_file_the_last_modified_time() {
     let modified = "Wed, 21 Oct 2015 07:28:00 GMT";
     let server = serving(Reply::ok("dated").header("last-modified", modified)).await;

@@ -440,6 +440,10 @@ fn cases() -> Vec<Case> {
             &["-H", "@%DIR%/../headers.txt", "%BASE%/echo"],
         ),
         case(
+            "a header without a colon is not sent",
+            &["-H", "no colon here", "-H", "X-Kept: 1", "%BASE%/echo"],
+        ),
+        case(
             "headers from a missing file",
             &["-H", "@%DIR%/../no-such-headers.txt", "%BASE%/echo"],
         ),

@@ -7,6 +7,9 @@
 //! curl, and the warning is muted when `-s` came earlier on the command line (curl warns while
 //! it reads its arguments, so a later `-s` does not yet apply).
 //!
+//! A `-H` value on the command line with neither `:` nor `;` is dropped here as well: curl
+//! sends nothing for it and goes on, where clap's parser would refuse it (exit 2).
+//!
 //! What this does not do: `--proxy-header @FILE` (poolcurl has no `--proxy-header`).
 
 /// Replaces every `-H @FILE` / `--header @FILE` / `--header=@FILE` / `-H@FILE` in `argv`
@@ -90,8 +93,11 @@ fn splice(out: &mut Vec<String>, option: &str, value: Option<String>, silent: bo
         return;
     };
     let Some(file) = value.strip_prefix('@') else {
-        out.push(option.to_owned());
-        out.push(value);
+        // curl sends no header for a value with neither `:` nor `;`, and says nothing.
+        if value.contains([':', ';']) {
+            out.push(option.to_owned());
+            out.push(value);
+        }
         return;
     };
     match read(file) {
@@ -159,6 +165,7 @@ mod tests {
         assert_eq!(expand_strs(&argv), argv);
         assert_eq!(expand_strs(&["-dH"]), ["-dH"]);
         assert_eq!(expand_strs(&["-H"]), ["-H"]);
+        assert_eq!(expand_strs(&["-H", "no colon", "-H", "A;"]), ["-H", "A;"]);
     }
 
     #[test]

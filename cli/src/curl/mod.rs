@@ -198,6 +198,11 @@ impl Session {
         if args.custom_head() {
             report.warning_raw(CUSTOM_HEAD_WARNING);
         }
+        if let Some(method) = args.unnecessary_method().filter(|_| args.verbose) {
+            report.warning_raw(&format!(
+                "Note: Unnecessary use of -X or --request, {method} is already inferred."
+            ));
+        }
         let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
         if outputs > args.urls.len() + args.transfer.url.len() {
             report.warning("Got more output options than URLs");

@@ -1,7 +1,7 @@
 //! curl mode's command line: the clap definition of [`CurlArgs`] and the types its values
 //! parse into.
 //!
-//! Values are checked while parsing where curl rejects them as usage errors (a bad `-H`, `-X`
+//! Values are checked while parsing where curl rejects them as usage errors (a bad `-H` name, `-X`
 //! or timeout: exit status 2, see [`parse`]); what needs the file system (`@file` data,
 //! `--cacert`, `-T`) or has its own curl exit code (`--resolve`, 49) is checked later.
 //!
@@ -343,6 +343,35 @@ impl CurlArgs {
                 .method
                 .as_ref()
                 .is_some_and(|method| method.as_str().eq_ignore_ascii_case("HEAD"))
+    }
+
+    /// The method `-X` names when it is the one curl would infer anyway (case aside): HEAD
+    /// for `-I`, PUT for `-T`, POST for request data or a form (with `-G` too, as curl
+    /// infers it), GET otherwise. curl's `-v` notes that such a `-X` is unnecessary.
+    pub(crate) fn unnecessary_method(&self) -> Option<&'static str> {
+        let method = self.request.method.as_ref()?;
+        let request = &self.request;
+        let send = &self.send;
+        let data = !(request.data.is_empty()
+            && request.data_binary.is_empty()
+            && request.data_raw.is_empty()
+            && send.json.is_empty()
+            && send.data_urlencode.is_empty()
+            && send.form.is_empty()
+            && send.form_string.is_empty());
+        let inferred = if self.head {
+            "HEAD"
+        } else if send.upload_file.is_some() {
+            "PUT"
+        } else if data {
+            "POST"
+        } else {
+            "GET"
+        };
+        method
+            .as_str()
+            .eq_ignore_ascii_case(inferred)
+            .then_some(inferred)
     }
 
     /// Every request data piece of curl mode in command-line order: the shared data flags,
