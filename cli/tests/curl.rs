@@ -195,6 +195,25 @@ async fn verbose_notes_an_unnecessary_request_method_as_curl_does() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn rate_spaces_the_starts_of_transfers() {
+    let server = serving(Reply::ok("x")).await;
+    let url = server.url("/");
+    let started = std::time::Instant::now();
+    // 20 per second: the third transfer cannot start before 100 ms have passed. (A lower
+    // bound only: a slow machine makes the run longer, never shorter.)
+    let run = poolcurl(&["-s", "--rate", "20/s", &url, &url, &url]).await;
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "xxx");
+    assert!(
+        elapsed >= std::time::Duration::from_millis(100),
+        "{elapsed:?}"
+    );
+    let run = poolcurl(&["-s", "--rate", "0", &url]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn remote_time_gives_the_file_the_last_modified_time() {
     let modified = "Wed, 21 Oct 2015 07:28:00 GMT";
     let server = serving(Reply::ok("dated").header("last-modified", modified)).await;

@@ -579,6 +579,11 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "rate paces transfers",
+            &["--rate", "50/s", "%BASE%/hello", "%BASE%/files/1"],
+        ),
+        case("rate of zero", &["--rate", "0", "%BASE%/hello"]),
+        case(
             "flags that change nothing",
             &[
                 "--basic",

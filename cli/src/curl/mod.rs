@@ -271,7 +271,13 @@ impl Session {
             last_failure
         } else {
             let mut last = 0;
+            let mut next_start = tokio::time::Instant::now();
             for planned in plan {
+                // --rate: transfer starts at least this far apart.
+                if let Some(interval) = self.args.transfer.rate {
+                    tokio::time::sleep_until(next_start).await;
+                    next_start = tokio::time::Instant::now() + interval;
+                }
                 last = self.run_one(planned).await;
                 if fail_early && last != 0 {
                     break;

@@ -57,6 +57,28 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
     Ok(exact - Duration::from_nanos(u64::from(exact.subsec_nanos() % 1_000_000)))
 }
 
+/// Parses `--rate N/UNIT` (UNIT `s`, `m`, `h` or `d`; `N` alone is per hour) into the time
+/// between transfer starts, as curl 7.88 reads it.
+pub(crate) fn parse_rate(text: &str) -> Result<Duration, String> {
+    let (count, unit) = match text.split_once('/') {
+        Some((count, unit)) => (count, unit),
+        None => (text, "h"),
+    };
+    let unit = match unit {
+        "s" => Duration::from_secs(1),
+        "m" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        "d" => Duration::from_secs(86_400),
+        _ => return Err(format!("expected N/s, N/m, N/h or N/d, got {text:?}")),
+    };
+    match count.parse::<u32>() {
+        Ok(count) if count > 0 => Ok(unit / count),
+        _ => Err(format!(
+            "expected a positive number of transfers, got {text:?}"
+        )),
+    }
+}
+
 /// Parses a file mode in octal (`0644`, `600`), as `--create-file-mode` takes it.
 pub(crate) fn parse_octal(text: &str) -> Result<u32, String> {
     u32::from_str_radix(text.trim(), 8)
@@ -125,6 +147,17 @@ pub(crate) fn parse_resolve(text: &str) -> Result<ResolveArg, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_become_the_time_between_starts() {
+        assert_eq!(parse_rate("4/s"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_rate("2/m"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_rate("1"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_rate("1/d"), Ok(Duration::from_secs(86_400)));
+        for bad in ["0", "2/x", "abc", "-1", "/s"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn headers_set_remove_and_empty() {

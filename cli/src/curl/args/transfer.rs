@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::{parse_octal, parse_seconds, parse_size};
+use super::parse::{parse_octal, parse_rate, parse_seconds, parse_size};
 
 /// Outputs, URLs, parallelism and retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -86,6 +86,10 @@ pub(crate) struct TransferArgs {
         value_parser = clap::value_parser!(u16).range(1..=300)
     )]
     pub(crate) parallel_max: u16,
+
+    /// Start at most N transfers per UNIT (s, m, h, d; N alone is per hour); no effect with -Z
+    #[arg(long = "rate", value_name = "N/UNIT", value_parser = parse_rate)]
+    pub(crate) rate: Option<Duration>,
 
     /// Retry a transfer that failed transiently (timeout, resolve, HTTP 408/429/500/502/503/504) up to NUM times
     #[arg(long = "retry", value_name = "NUM", default_value_t = 0)]

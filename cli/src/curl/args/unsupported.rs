@@ -206,11 +206,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
     flag("--next", Some(':'), "one set of options per invocation"),
-    flag(
-        "--rate",
-        None,
-        "no pacing of transfers; poolcurl load paces requests",
-    ),
     flag("--xattr", None, "no extended attributes"),
     flag("--trace-time", None, "use -v"),
 ];
