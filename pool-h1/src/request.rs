@@ -2,7 +2,7 @@
 
 use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::uri::{PathAndQuery, Uri};
-use http::{HeaderValue, Request};
+use http::{HeaderName, HeaderValue, Request};
 use pool_core::OriginKey;
 
 /// Prepares `request` for the wire: sets `Host` from the origin unless the caller set one, and
@@ -33,15 +33,18 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
 }
 
 /// A connection to a forward proxy: requests keep their absolute-form target (the proxy needs
-/// it to know where to go) and carry the proxy's credentials.
+/// it to know where to go) and carry the proxy's credentials and headers.
 #[derive(Clone, Debug, Default)]
 pub struct ForwardProxy {
     /// The `Proxy-Authorization` value, if the proxy needs one.
     pub authorization: Option<HeaderValue>,
+    /// Headers for the proxy, appended to every request after its own.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 /// Shapes a request for a forward proxy: `Host` as for any HTTP/1.1 request, the absolute-form
-/// target kept, and `Proxy-Authorization` unless the caller set one.
+/// target kept, `Proxy-Authorization` unless the caller set one, and the proxy's headers
+/// appended (a request header of the same name stays; both go, as curl sends both lists).
 pub fn prepare_proxied_request<B>(
     request: &mut Request<B>,
     host: &HeaderValue,
@@ -56,6 +59,9 @@ pub fn prepare_proxied_request<B>(
                 .headers_mut()
                 .insert(PROXY_AUTHORIZATION, value.clone());
         }
+    }
+    for (name, value) in &proxy.headers {
+        request.headers_mut().append(name.clone(), value.clone());
     }
 }
 
@@ -115,6 +121,26 @@ mod tests {
             prepare_request(&mut req, &HeaderValue::from_static("example.com"));
             assert_eq!(req.uri().to_string(), target, "{uri}");
         }
+    }
+
+    #[test]
+    fn a_forward_proxy_gets_its_credentials_and_headers_after_the_requests_own() {
+        let proxy = ForwardProxy {
+            authorization: Some(HeaderValue::from_static("Basic dTpw")),
+            headers: vec![(
+                HeaderName::from_static("x-proxy"),
+                HeaderValue::from_static("p"),
+            )],
+        };
+        let mut req = Request::get("http://example.com/a")
+            .header("x-proxy", "own")
+            .body(())
+            .unwrap();
+        prepare_proxied_request(&mut req, &HeaderValue::from_static("example.com"), &proxy);
+        assert_eq!(req.uri().to_string(), "http://example.com/a");
+        assert_eq!(req.headers()[PROXY_AUTHORIZATION], "Basic dTpw");
+        let values: Vec<_> = req.headers().get_all("x-proxy").iter().collect();
+        assert_eq!(values, ["own", "p"]);
     }
 
     #[test]

@@ -201,6 +201,11 @@ impl Inner {
             proxy: label.clone(),
             tunnel,
             authorization: (!tunnel).then(|| authorization.clone()).flatten(),
+            headers: if tunnel {
+                Vec::new()
+            } else {
+                proxy.headers().to_vec()
+            },
         });
         // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
         let authority = self
@@ -214,9 +219,14 @@ impl Inner {
                 if !tunnel {
                     return Ok((Io::tcp(tcp), connected));
                 }
-                connect_tunnel(&mut tcp, &authority, authorization.as_ref())
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                connect_tunnel(
+                    &mut tcp,
+                    &authority,
+                    authorization.as_ref(),
+                    proxy.headers(),
+                )
+                .await
+                .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
                 if !origin.is_tls() {
                     return Ok((Io::tcp(tcp), connected));
                 }
@@ -235,9 +245,14 @@ impl Inner {
                 if !tunnel {
                     return Ok((Io::tls(to_proxy), connected));
                 }
-                connect_tunnel(&mut to_proxy, &authority, authorization.as_ref())
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                connect_tunnel(
+                    &mut to_proxy,
+                    &authority,
+                    authorization.as_ref(),
+                    proxy.headers(),
+                )
+                .await
+                .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
                 if !origin.is_tls() {
                     return Ok((Io::tls(to_proxy), connected));
                 }

@@ -17,7 +17,8 @@
 
 use std::io;
 
-use http::HeaderValue;
+use http::header::{HOST, PROXY_AUTHORIZATION};
+use http::{HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::ConnectError;
@@ -36,22 +37,39 @@ pub struct ProxyUse {
     pub tunnel: bool,
     /// The `Proxy-Authorization` value a forward proxy's requests carry, if any.
     pub authorization: Option<HeaderValue>,
+    /// The headers a forward proxy's requests carry besides their own
+    /// ([`Proxy::with_header`](crate::Proxy::with_header)); empty for a tunnel.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 /// Opens a tunnel to `authority` (`host:port`) over `stream`, a connection to the proxy.
+/// `headers` are the proxy's own ([`Proxy::with_header`](crate::Proxy::with_header)); one
+/// named `Host` or `Proxy-Authorization` replaces the one written here.
 pub(crate) async fn connect_tunnel<S>(
     stream: &mut S,
     authority: &str,
     authorization: Option<&HeaderValue>,
+    headers: &[(HeaderName, HeaderValue)],
 ) -> Result<(), ConnectError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
-    if let Some(value) = authorization {
-        head.extend_from_slice(b"Proxy-Authorization: ");
-        head.extend_from_slice(value.as_bytes());
+    let given = |name: &HeaderName| headers.iter().any(|(n, _)| n == name);
+    let mut head = format!("CONNECT {authority} HTTP/1.1\r\n").into_bytes();
+    let mut line = |name: &str, value: &[u8]| {
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
         head.extend_from_slice(b"\r\n");
+    };
+    if !given(&HOST) {
+        line("Host", authority.as_bytes());
+    }
+    if let Some(value) = authorization.filter(|_| !given(&PROXY_AUTHORIZATION)) {
+        line("Proxy-Authorization", value.as_bytes());
+    }
+    for (name, value) in headers {
+        line(name.as_str(), value.as_bytes());
     }
     head.extend_from_slice(b"\r\n");
     stream
@@ -116,6 +134,13 @@ mod tests {
     use super::*;
 
     async fn run(answer: &'static [u8]) -> (Result<(), ConnectError>, String, Vec<u8>) {
+        run_with(answer, &[]).await
+    }
+
+    async fn run_with(
+        answer: &'static [u8],
+        headers: &[(HeaderName, HeaderValue)],
+    ) -> (Result<(), ConnectError>, String, Vec<u8>) {
         let (mut client, mut proxy) = tokio::io::duplex(4096);
         let auth = HeaderValue::from_static("Basic dTpw");
         let server = tokio::spawn(async move {
@@ -132,7 +157,7 @@ mod tests {
             }
             (String::from_utf8(seen).unwrap(), rest)
         });
-        let result = connect_tunnel(&mut client, "origin.test:443", Some(&auth)).await;
+        let result = connect_tunnel(&mut client, "origin.test:443", Some(&auth), headers).await;
         if result.is_ok() {
             client.write_all(b"payload").await.unwrap();
         }
@@ -152,6 +177,24 @@ mod tests {
              Proxy-Authorization: Basic dTpw\r\n\r\n"
         );
         assert_eq!(rest, b"payload");
+    }
+
+    #[tokio::test]
+    async fn proxy_headers_follow_and_replace_the_connectors_own() {
+        let headers = [
+            (
+                HeaderName::from_static("x-proxy"),
+                HeaderValue::from_static("1"),
+            ),
+            (HOST, HeaderValue::from_static("other.test")),
+        ];
+        let (result, seen, _) = run_with(b"HTTP/1.1 200 OK\r\n\r\n", &headers).await;
+        result.expect("tunnel");
+        assert_eq!(
+            seen,
+            "CONNECT origin.test:443 HTTP/1.1\r\nProxy-Authorization: Basic dTpw\r\n\
+             x-proxy: 1\r\nhost: other.test\r\n\r\n"
+        );
     }
 
     #[tokio::test]

@@ -33,6 +33,8 @@ pub struct ProxyRequest {
     pub proxy_authorization: Option<String>,
     /// `Host`, if sent.
     pub host: Option<String>,
+    /// The whole head as received, for headers the fields above do not pick out.
+    pub head: String,
 }
 
 #[derive(Default)]
@@ -183,6 +185,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             line: line.clone(),
             proxy_authorization: header(&head, "proxy-authorization"),
             host: header(&head, "host"),
+            head: head.clone(),
         };
         let authorized = match &credentials {
             None => true,

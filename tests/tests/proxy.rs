@@ -1,6 +1,6 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, the no-proxy list, routes that never mix, and `connect_to` through a proxy. Against a scripted proxy; the
+//! the tunnel, headers for the proxy alone, the no-proxy list, routes that never mix, and `connect_to` through a proxy. Against a scripted proxy; the
 //! interop suite runs the same against tinyproxy.
 
 use std::time::Duration;
@@ -97,6 +97,49 @@ async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
     let route = info.proxy().expect("the connection says it is proxied");
     assert!(!route.tunnel);
     assert_eq!(route.proxy, proxy.url());
+}
+
+/// Headers for the proxy alone (curl's `--proxy-header`) go on the `CONNECT` of a tunnel and
+/// on each request through a forward proxy, and never through a tunnel to the origin.
+#[tokio::test]
+async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("origin"))).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let config = ProxyConfig::new()
+        .all(Proxy::parse(&proxy.url()).unwrap())
+        .with_header(
+            http::HeaderName::from_static("x-for-proxy"),
+            http::HeaderValue::from_static("1"),
+        );
+    let forward = ConnectionPool::builder()
+        .proxy(config.clone(), false)
+        .build()
+        .unwrap();
+    let (_, body) = fetch(&forward.client().unwrap(), "http://origin.test:8080/").await;
+    assert_eq!(body, "via-proxy");
+    // Tunnel `http://` origins too, so the origin's side of the tunnel can be read.
+    let tunnelled = ConnectionPool::builder()
+        .proxy(config, true)
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", server.addr());
+    let (_, body) = fetch(&tunnelled.client().unwrap(), &url).await;
+    assert_eq!(body, "origin");
+
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[0].line.starts_with("GET http://origin.test:8080/"));
+    assert!(requests[1].line.starts_with("CONNECT "));
+    for request in &requests {
+        assert!(
+            request.head.contains("\r\nx-for-proxy: 1\r\n"),
+            "{}",
+            request.head
+        );
+    }
+    let at_origin = server.requests();
+    assert_eq!(at_origin.len(), 1);
+    assert!(at_origin[0].headers.get("x-for-proxy").is_none());
 }
 
 /// An `https` origin goes through one `CONNECT` tunnel with TLS and ALPN to the origin inside:

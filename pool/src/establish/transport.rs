@@ -37,11 +37,12 @@ impl EstablishedMeta {
     }
 
     /// Set when the transport goes to a forward proxy (not a tunnel): HTTP/1 requests on it
-    /// keep their absolute form and carry the proxy's credentials.
+    /// keep their absolute form and carry the proxy's credentials and headers.
     pub(super) fn forward_proxy(&self) -> Option<pool_h1::ForwardProxy> {
         let proxy = self.connected.proxy.as_ref().filter(|p| !p.tunnel)?;
         Some(pool_h1::ForwardProxy {
             authorization: proxy.authorization.clone(),
+            headers: proxy.headers.clone(),
         })
     }
 }
