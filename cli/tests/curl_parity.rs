@@ -537,6 +537,16 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "proxy header on a forward proxy's request",
+            &[
+                "-x",
+                "%BASE%",
+                "--proxy-header",
+                "X-Proxy-Header: 1",
+                "http://origin.test/echo",
+            ],
+        ),
+        case(
             "etag save",
             &["--etag-save", "%DIR%/tag.txt", "%BASE%/etag"],
         ),
@@ -644,7 +654,12 @@ fn cases() -> Vec<Case> {
 
 /// The routes every case's server answers.
 fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
-    let path = req.target.split('?').next().unwrap_or_default();
+    // A request through a forward proxy (this server, with -x) names its origin too.
+    let target = match req.target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/", |at| &rest[at..]),
+        None => &req.target,
+    };
+    let path = target.split('?').next().unwrap_or_default();
     match path {
         // Not the 404 of an unknown path: an empty request target must not pass for `/`.
         "/" => Reply::ok("root\n"),
@@ -716,6 +731,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "cookie",
         "content-length",
         "content-type",
+        "x-proxy-header",
     ] {
         for value in req.headers.get_all(name) {
             text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));

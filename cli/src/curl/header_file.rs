@@ -10,7 +10,7 @@
 //! A `-H` value on the command line with neither `:` nor `;` is dropped here as well: curl
 //! sends nothing for it and goes on, where clap's parser would refuse it (exit 2).
 //!
-//! What this does not do: `--proxy-header @FILE` (poolcurl has no `--proxy-header`).
+//! `--proxy-header @FILE` reads its file the same way.
 
 /// Replaces every `-H @FILE` / `--header @FILE` / `--header=@FILE` / `-H@FILE` in `argv`
 /// (without the program name, after `-K` files are spliced in) by one `-H` per header line of
@@ -33,7 +33,7 @@ pub(crate) fn expand(argv: Vec<String>, takes_value: &dyn Fn(&str) -> bool) -> V
             };
             silent |= name == "silent";
             let option = format!("--{name}");
-            if name == "header" {
+            if name == "header" || name == "proxy-header" {
                 let value = inline.or_else(|| args.next());
                 splice(&mut out, &option, value, silent);
             } else {
@@ -103,7 +103,7 @@ fn splice(out: &mut Vec<String>, option: &str, value: Option<String>, silent: bo
     match read(file) {
         Some(text) => {
             for line in header_lines(&text) {
-                out.push("-H".to_owned());
+                out.push(option.to_owned());
                 out.push(line.to_owned());
             }
         }
@@ -154,6 +154,10 @@ mod tests {
         );
         assert_eq!(expand_strs(&["--header", &at]), spliced);
         assert_eq!(expand_strs(&[&format!("--header={at}")]), spliced);
+        assert_eq!(
+            expand_strs(&["--proxy-header", &at]),
+            ["--proxy-header", "X-One: 1", "--proxy-header", "X-Two;"]
+        );
         assert_eq!(expand_strs(&[&format!("-H{at}")]), spliced);
         assert_eq!(expand_strs(&["-sH", &at]), [&["-s"][..], &spliced].concat());
         std::fs::remove_dir_all(&dir).unwrap();

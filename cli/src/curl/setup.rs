@@ -30,7 +30,7 @@ use pool::{
 };
 
 use super::args::parse::parse_resolve;
-use super::args::{ConnectArgs, CurlArgs};
+use super::args::{ConnectArgs, CurlArgs, HeaderAction};
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 
@@ -212,6 +212,13 @@ fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, CurlError> {
             .split_once(':')
             .ok_or_else(|| CurlError::new(2, "--proxy-user needs USER:PASSWORD"))?;
         config = config.with_credentials(name, password);
+    }
+    for header in &args.proxy_headers {
+        // "Name:" would remove one of curl's own CONNECT headers; poolcurl's CONNECT carries
+        // only Host and Proxy-Authorization, which a header of the same name replaces.
+        if let HeaderAction::Set(value) = &header.action {
+            config = config.with_header(header.name.clone(), value.clone());
+        }
     }
     if let Some(list) = &args.noproxy {
         config = config.no_proxy(NoProxy::parse(list));

@@ -237,6 +237,10 @@ pub(crate) struct ConnectArgs {
     #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
     pub(crate) proxy_user: Option<String>,
 
+    /// Extra header for the proxy alone (repeatable; @FILE reads one per line): on CONNECT, and on requests through a forward proxy
+    #[arg(long = "proxy-header", value_name = "HEADER", value_parser = parse_header)]
+    pub(crate) proxy_headers: Vec<HeaderArg>,
+
     /// Tunnel http:// URLs through the proxy with CONNECT too (https:// always are)
     #[arg(short = 'p', long = "proxytunnel")]
     pub(crate) proxytunnel: bool,

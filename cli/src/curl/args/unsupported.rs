@@ -129,11 +129,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--key-type", None, PEM_ONLY),
     flag("--pass", None, PEM_ONLY),
     // Proxies.
-    flag(
-        "--proxy-header",
-        None,
-        "no headers for the proxy alone; use -H",
-    ),
     flag("--proxy1.0", None, "proxies are spoken to in HTTP/1.1"),
     flag("--proxy-anyauth", None, PROXY_AUTH),
     flag("--proxy-digest", None, PROXY_AUTH),
