@@ -87,6 +87,8 @@ fn establishment_and_driver_run_on_the_owner_runtime() {
             Partition::new(b, spawner_b.clone()),
         ])
         .event_listener(events.clone())
+        // An idle deadline, so that the first return starts the maintenance task.
+        .idle_timeout(Some(std::time::Duration::from_secs(90)))
         .build()
         .unwrap();
     let client = pool.client_for(a).unwrap();
@@ -95,6 +97,18 @@ fn establishment_and_driver_run_on_the_owner_runtime() {
     let (first, _) = rt_b.block_on(async {
         let (handle, body) = fetch(&client, &url).await;
         settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+        // The first return to idle also starts partition A's maintenance task, but it arms
+        // the idle deadline after the cell's lock is released: the gauge can read 1 before
+        // that task is submitted. Wait for it too, or it lands in the reuse below.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while spawner_a.submitted() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no maintenance task: {:?}",
+                spawner_a.threads()
+            );
+            tokio::task::yield_now().await;
+        }
         (handle, body)
     });
     let submitted = spawner_a.threads();
