@@ -152,8 +152,9 @@ mod tests {
             expand_strs(&["-H", &at, "http://a/"]),
             [&spliced[..], &["http://a/"]].concat()
         );
-        assert_eq!(expand_strs(&["--header", &at]), spliced);
-        assert_eq!(expand_strs(&[&format!("--header={at}")]), spliced);
+        let long = ["--header", "X-One: 1", "--header", "X-Two;"];
+        assert_eq!(expand_strs(&["--header", &at]), long);
+        assert_eq!(expand_strs(&[&format!("--header={at}")]), long);
         assert_eq!(
             expand_strs(&["--proxy-header", &at]),
             ["--proxy-header", "X-One: 1", "--proxy-header", "X-Two;"]
