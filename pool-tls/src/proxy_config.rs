@@ -420,24 +420,23 @@ impl ProxyConfig {
     }
 
     /// Sets the credentials of every configured proxy (curl's `--proxy-user`).
-    pub fn with_credentials(mut self, user: &str, password: &str) -> Self {
-        for proxy in [&mut self.http, &mut self.https, &mut self.all]
-            .into_iter()
-            .flatten()
-        {
-            *proxy = proxy.clone().with_credentials(user, password);
-        }
-        self
+    pub fn with_credentials(self, user: &str, password: &str) -> Self {
+        self.each_proxy(|proxy| proxy.with_credentials(user, password))
     }
 
     /// Adds a header for every configured proxy (curl's `--proxy-header`); see
     /// [`Proxy::with_header`].
-    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+    pub fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
+        self.each_proxy(|proxy| proxy.with_header(name.clone(), value.clone()))
+    }
+
+    /// Replaces every configured proxy with `change(proxy)`.
+    fn each_proxy(mut self, change: impl Fn(Proxy) -> Proxy) -> Self {
         for proxy in [&mut self.http, &mut self.https, &mut self.all]
             .into_iter()
             .flatten()
         {
-            *proxy = proxy.clone().with_header(name.clone(), value.clone());
+            *proxy = change(proxy.clone());
         }
         self
     }
