@@ -12,6 +12,7 @@ use bytes::Bytes;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::tls::{TempDir, TestPki};
 
@@ -192,6 +193,48 @@ async fn verbose_notes_an_unnecessary_request_method_as_curl_does() {
             ),
         }
     }
+}
+
+/// Through a forward proxy, `-v` shows the request head byte for byte as the proxy read it:
+/// the whole URL as the target, then the proxy's credentials and `--proxy-header`s, which the
+/// pool adds after the request's own headers.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_shows_a_forward_proxied_request_as_sent() {
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, Some("Basic dTpw")).await;
+    let run = poolcurl(&[
+        "-v",
+        "-x",
+        &proxy.url(),
+        "-U",
+        "u:p",
+        "--proxy-header",
+        "X-For-Proxy: 1",
+        "-H",
+        "X-For-Origin: 2",
+        "http://origin.test/a?b",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "via-proxy");
+    let shown: String = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("> "))
+        .map(|l| format!("{}\n", l.trim_end_matches('\r')))
+        .collect();
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].head.replace("\r\n", "\n");
+    // `-v` ends the head with an empty `> ` line; the wire ends it with a blank line.
+    assert_eq!(shown, sent, "-v:\n{shown}\nwire:\n{sent}");
+    assert!(
+        sent.starts_with("GET http://origin.test/a?b HTTP/1.1\n"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("X-For-Proxy: 1\n") || sent.contains("x-for-proxy: 1\n"),
+        "{sent}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

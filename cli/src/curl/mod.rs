@@ -173,6 +173,8 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
     /// The schemes `--proto` and `--proto-redir` allow.
     protocols: Protocols,
+    /// The proxies the pool routes through (`-x` or the environment), for `-v`.
+    proxies: Option<pool::ProxyConfig>,
 }
 
 /// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
@@ -210,6 +212,7 @@ impl Session {
         let cookies = CookieJar::new(&args.send.cookie, args.send.cookie_jar.as_deref())?;
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = setup::build_client(&args, &connect_to)?;
+        let proxies = setup::proxy_config(&args.connect)?;
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
@@ -226,6 +229,7 @@ impl Session {
         Ok(Session {
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
+            proxies,
             verbose: Verbose::new(args.verbose),
             args,
             client,
@@ -402,6 +406,19 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// The proxy the pool routes a request to `uri` through, if any (as
+    /// [`pool::ProxyConfig::route`] decides, by the URL's own host and port).
+    pub(crate) fn proxy_for(&self, uri: &http::Uri) -> Option<&pool::Proxy> {
+        let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+        let tls = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        self.proxies
+            .as_ref()?
+            .route(tls, &host.to_ascii_lowercase(), port)
     }
 }
 

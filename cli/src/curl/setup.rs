@@ -199,7 +199,7 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
 ///
 /// Exit 5 for a proxy URL that cannot be used (curl's "Could not resolve proxy" class), exit 2
 /// for a `-U` without a colon.
-fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, CurlError> {
+pub(crate) fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, CurlError> {
     let mut config = match args.proxy.as_deref() {
         Some("") => return Ok(None),
         Some(url) => {

@@ -357,6 +357,7 @@ impl Session {
             alpn_offer: self.alpn_offer,
             http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
             http1_0: self.args.net.http1_0,
+            proxy: self.proxy_for(uri),
         };
         self.verbose.exchange(
             &context,

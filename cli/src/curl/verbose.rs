@@ -25,7 +25,7 @@
 
 use std::io::{self, Write};
 
-use http::header::HOST;
+use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Uri};
 
 use super::connect_to::Dial;
@@ -45,6 +45,10 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) http2_over_cleartext: bool,
     /// `--http1.0`: requests are HTTP/1.0.
     pub(crate) http1_0: bool,
+    /// The proxy a request to this URL is routed through, if any: through a forward proxy
+    /// the request line carries the whole URL, and the pool adds the proxy's credentials and
+    /// headers after the request's own.
+    pub(crate) proxy: Option<&'a pool::Proxy>,
 }
 
 /// The `-v` trace on stderr.
@@ -146,7 +150,14 @@ impl Verbose {
             );
         }
         let (method, uri, headers) = request;
-        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let forward = connection
+            .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
+            .and(cx.proxy);
+        let absolute = uri.to_string();
+        let target = match forward {
+            Some(_) => absolute.as_str(),
+            None => uri.path_and_query().map_or("/", |p| p.as_str()),
+        };
         let http2 = protocol == Some(pool::Protocol::Http2);
         let version = match (http2, cx.http1_0) {
             (true, _) => "HTTP/2",
@@ -169,6 +180,20 @@ impl Verbose {
                 title_case(name.as_str()),
                 String::from_utf8_lossy(value.as_bytes())
             ));
+        }
+        if let Some(proxy) = forward {
+            // What `pool_h1::prepare_proxied_request` adds, in its order.
+            let authorization = proxy
+                .basic_auth()
+                .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
+                .map(|value| (PROXY_AUTHORIZATION, value));
+            for (name, value) in authorization.iter().chain(proxy.headers()) {
+                line(&format!(
+                    "> {}: {}\r",
+                    title_case(name.as_str()),
+                    String::from_utf8_lossy(value.as_bytes())
+                ));
+            }
         }
         line("> \r");
         let head = String::from_utf8_lossy(head);
