@@ -237,6 +237,41 @@ async fn verbose_shows_a_forward_proxied_request_as_sent() {
     );
 }
 
+/// `%{http_connect}`: the proxy's answer to the CONNECT this transfer opened; `000` for a
+/// transfer that reused the tunnel, and the refusal's status when the proxy refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn http_connect_is_the_proxys_answer_to_this_transfers_tunnel() {
+    let server = serving(Reply::ok("x")).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let url = server.url("/");
+    let run = poolcurl(&[
+        "-s",
+        "-p",
+        "-x",
+        &proxy.url(),
+        "-w",
+        " %{http_connect}",
+        &url,
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "x 200x 000");
+    let refusing = ScriptedProxy::start(ConnectScript::Refuse(403), None).await;
+    let run = poolcurl(&[
+        "-s",
+        "-p",
+        "-x",
+        &refusing.url(),
+        "-w",
+        "%{http_connect}",
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 56, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "403");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rate_spaces_the_starts_of_transfers() {
     let server = serving(Reply::ok("x")).await;

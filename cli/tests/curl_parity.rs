@@ -547,6 +547,15 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "onerror and the variables of other protocols",
+            &[
+                "-w",
+                "%{http_connect} [%{ftp_entry_path}] %{onerror}failed %{exitcode}",
+                "%BASE%/hello",
+                "%CLOSED%/",
+            ],
+        ),
+        case(
             "etag save",
             &["--etag-save", "%DIR%/tag.txt", "%BASE%/etag"],
         ),

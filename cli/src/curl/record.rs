@@ -52,6 +52,9 @@ pub(crate) struct TransferRecord {
     pub(crate) size_upload: u64,
     /// Request bytes of the whole transfer, as curl counts them ([`super::request_size`]).
     pub(crate) size_request: u64,
+    /// The proxy's answer to this transfer's `CONNECT` (200, or a refusal's status); 0 when
+    /// no tunnel was opened for it (none needed, or a reused connection).
+    pub(crate) http_connect: u16,
     /// The `Location` of a redirect that was not followed.
     pub(crate) redirect_url: Option<String>,
     /// The `-o` file of this transfer.
@@ -86,6 +89,7 @@ impl TransferRecord {
             size_header: 0,
             size_upload: 0,
             size_request: 0,
+            http_connect: 0,
             redirect_url: None,
             output_file: None,
             exit_code: 0,

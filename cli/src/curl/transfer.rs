@@ -328,12 +328,19 @@ impl Session {
             .map(str::to_owned);
         let response = match self.client.request(request).await {
             Ok(response) => response,
-            Err(error) => return Err(self.failed(&error, target, record, None)),
+            Err(error) => {
+                record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
+                return Err(self.failed(&error, target, record, None));
+            }
         };
         record.head_at = Some(record.elapsed());
         let connection = Some(response.body().connection().clone());
-        if connection.as_ref().is_some_and(|c| !c.is_reused()) {
+        if let Some(new) = connection.as_ref().filter(|c| !c.is_reused()) {
             record.num_connects += 1;
+            if new.info().proxy().is_some_and(|route| route.tunnel) {
+                // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
+                record.http_connect = 200;
+            }
         }
         let http2 = response.version() == http::Version::HTTP_2;
         let data = if self.composed.inline_data {

@@ -37,7 +37,9 @@ const FIELDS: &[(&str, Var, Kind)] = &[
         Var::FilenameEffective,
         Kind::TextOrNull,
     ),
+    ("ftp_entry_path", Var::FtpEntryPath, Kind::TextOrNull),
     ("http_code", Var::HttpCode, Kind::Number),
+    ("http_connect", Var::HttpConnect, Kind::Number),
     ("http_version", Var::HttpVersion, Kind::Text),
     ("local_ip", Var::LocalIp, Kind::Text),
     ("local_port", Var::LocalPort, Kind::Number),
@@ -57,6 +59,7 @@ const FIELDS: &[(&str, Var, Kind)] = &[
     ("size_request", Var::SizeRequest, Kind::Number),
     ("size_upload", Var::SizeUpload, Kind::Number),
     ("speed_download", Var::SpeedDownload, Kind::Number),
+    ("speed_upload", Var::SpeedUpload, Kind::Number),
     ("time_appconnect", Var::TimeAppConnect, Kind::Number),
     ("time_connect", Var::TimeConnect, Kind::Number),
     ("time_namelookup", Var::TimeNameLookup, Kind::Number),
@@ -76,8 +79,11 @@ pub(crate) fn variables(record: &TransferRecord) -> String {
         let mut text = String::new();
         expand(&mut text, *var, record);
         let value = match kind {
+            // `-w` pads some codes (`%{http_connect}` is `000`), which JSON does not allow.
             Kind::Number => text
                 .parse::<serde_json::Number>()
+                .ok()
+                .or_else(|| text.parse::<u64>().ok().map(serde_json::Number::from))
                 .map_or(Value::Null, Value::Number),
             Kind::Text => Value::String(text),
             Kind::TextOrNull if text.is_empty() => Value::Null,
@@ -138,6 +144,9 @@ mod tests {
         assert_eq!(parsed["errormsg"], Value::Null);
         assert_eq!(parsed["url_effective"], "http://a.test/x");
         assert_eq!(parsed["time_total"], 0.005);
+        // Printed `000` by -w; a number in JSON, as curl writes it.
+        assert_eq!(parsed["http_connect"], 0);
+        assert_eq!(parsed["ftp_entry_path"], Value::Null);
         assert!(text.starts_with("{\"conn_id\":-1,"), "{text}");
         assert!(text.ends_with(&format!(
             "\"curl_version\":\"poolcurl/{}\"}}",

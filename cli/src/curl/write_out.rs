@@ -29,7 +29,9 @@ pub(crate) enum Var {
     ErrorMsg,
     ExitCode,
     FilenameEffective,
+    FtpEntryPath,
     HttpCode,
+    HttpConnect,
     HttpVersion,
     LocalIp,
     LocalPort,
@@ -47,6 +49,7 @@ pub(crate) enum Var {
     SizeRequest,
     SizeUpload,
     SpeedDownload,
+    SpeedUpload,
     TimeAppConnect,
     TimeConnect,
     TimeNameLookup,
@@ -68,7 +71,9 @@ const VARIABLES: &[(&str, Var)] = &[
     ("errormsg", Var::ErrorMsg),
     ("exitcode", Var::ExitCode),
     ("filename_effective", Var::FilenameEffective),
+    ("ftp_entry_path", Var::FtpEntryPath),
     ("http_code", Var::HttpCode),
+    ("http_connect", Var::HttpConnect),
     ("response_code", Var::HttpCode),
     ("http_version", Var::HttpVersion),
     ("local_ip", Var::LocalIp),
@@ -87,6 +92,7 @@ const VARIABLES: &[(&str, Var)] = &[
     ("size_request", Var::SizeRequest),
     ("size_upload", Var::SizeUpload),
     ("speed_download", Var::SpeedDownload),
+    ("speed_upload", Var::SpeedUpload),
     ("time_appconnect", Var::TimeAppConnect),
     ("time_connect", Var::TimeConnect),
     ("time_namelookup", Var::TimeNameLookup),
@@ -118,6 +124,8 @@ enum Part {
     Json,
     HeaderJson,
     Switch(Stream),
+    /// `%{onerror}`: the rest of the format prints only for a transfer that failed.
+    OnError,
     Unknown(String),
 }
 
@@ -177,6 +185,7 @@ impl WriteOut {
                             "header_json" => Part::HeaderJson,
                             "stderr" => Part::Switch(Stream::Stderr),
                             "stdout" => Part::Switch(Stream::Stdout),
+                            "onerror" => Part::OnError,
                             _ => match VARIABLES.iter().find(|(n, _)| *n == name) {
                                 Some((_, var)) => Part::Var(*var),
                                 None => {
@@ -219,6 +228,8 @@ impl WriteOut {
                     stream = *next;
                 }
                 Part::Unknown(name) => unknown.push(name.clone()),
+                Part::OnError if record.exit_code == 0 => break,
+                Part::OnError => {}
                 Part::Json => out.push_str(&write_json::variables(record)),
                 Part::HeaderJson => out.push_str(&write_json::headers(&record.headers)),
                 other => self.render_part(&mut out, other, record),
@@ -251,9 +262,23 @@ impl WriteOut {
                     out.push_str(&values.join(", "));
                 }
                 Part::Var(var) => expand(out, *var, record),
-                Part::Json | Part::HeaderJson | Part::Switch(_) | Part::Unknown(_) => {}
+                Part::Json
+                | Part::HeaderJson
+                | Part::Switch(_)
+                | Part::OnError
+                | Part::Unknown(_) => {}
             }
         }
+    }
+}
+
+/// `bytes` over the transfer's total time, in whole bytes per second (0 for no time).
+fn per_second(bytes: u64, record: &TransferRecord) -> u64 {
+    let seconds = record.total_time().as_secs_f64();
+    if seconds > 0.0 {
+        (bytes as f64 / seconds) as u64
+    } else {
+        0
     }
 }
 
@@ -339,15 +364,11 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::SizeHeader => write!(out, "{}", record.size_header),
         Var::SizeRequest => write!(out, "{}", record.size_request),
         Var::SizeUpload => write!(out, "{}", record.size_upload),
-        Var::SpeedDownload => {
-            let seconds = record.total_time().as_secs_f64();
-            let speed = if seconds > 0.0 {
-                record.size_download as f64 / seconds
-            } else {
-                0.0
-            };
-            write!(out, "{}", speed as u64)
-        }
+        Var::SpeedDownload => write!(out, "{}", per_second(record.size_download, record)),
+        Var::SpeedUpload => write!(out, "{}", per_second(record.size_upload, record)),
+        Var::HttpConnect => write!(out, "{:03}", record.http_connect),
+        // An FTP variable: empty for HTTP, as in curl.
+        Var::FtpEntryPath => Ok(()),
         Var::TimeAppConnect => seconds(out, timings.and_then(|t| t.tls)),
         Var::TimeConnect => seconds(out, timings.map(|t| t.connect)),
         Var::TimeNameLookup => seconds(out, timings.map(|t| t.resolve)),
@@ -409,6 +430,18 @@ mod tests {
             render("%header{content-type}/%{content_type}"),
             "text/plain/text/plain"
         );
+    }
+
+    #[test]
+    fn onerror_cuts_a_successful_transfers_format_short() {
+        let (w, unknown) = WriteOut::parse("%{http_connect} a%{onerror}b %{exitcode}");
+        assert!(unknown.is_empty());
+        let mut r = record();
+        r.exit_code = 0;
+        assert_eq!(w.render(&r), "000 a");
+        r.exit_code = 7;
+        r.http_connect = 407;
+        assert_eq!(w.render(&r), "407 ab 7");
     }
 
     #[test]
