@@ -173,7 +173,7 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
     /// The schemes `--proto` and `--proto-redir` allow.
     protocols: Protocols,
-    /// The proxies the pool routes through (`-x` or the environment), for `-v`.
+    /// The proxies the pool routes through (`-x` or the environment), kept with `-v` only.
     proxies: Option<pool::ProxyConfig>,
 }
 
@@ -212,7 +212,12 @@ impl Session {
         let cookies = CookieJar::new(&args.send.cookie, args.send.cookie_jar.as_deref())?;
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = setup::build_client(&args, &connect_to)?;
-        let proxies = setup::proxy_config(&args.connect)?;
+        // Only `-v` reads them (the pool has its own copy): no second parse without it.
+        let proxies = if args.verbose {
+            setup::proxy_config(&args.connect)?
+        } else {
+            None
+        };
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
@@ -412,13 +417,13 @@ impl Session {
 impl Session {
     /// The proxy the pool routes a request to `uri` through, if any (as
     /// [`pool::ProxyConfig::route`] decides, by the URL's own host and port).
+    /// Always `None` without `-v`.
     pub(crate) fn proxy_for(&self, uri: &http::Uri) -> Option<&pool::Proxy> {
+        let proxies = self.proxies.as_ref()?;
         let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
         let tls = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        self.proxies
-            .as_ref()?
-            .route(tls, &host.to_ascii_lowercase(), port)
+        proxies.route(tls, &host.to_ascii_lowercase(), port)
     }
 }
 

@@ -343,8 +343,9 @@ impl Session {
             }
         }
         let http2 = response.version() == http::Version::HTTP_2;
+        // The body bytes of this request, counted above as its upload.
         let data = if self.composed.inline_data {
-            template.body_len(hop)
+            record.size_upload as usize
         } else {
             0
         };

@@ -153,10 +153,9 @@ impl Verbose {
         let forward = connection
             .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
             .and(cx.proxy);
-        let absolute = uri.to_string();
         let target = match forward {
-            Some(_) => absolute.as_str(),
-            None => uri.path_and_query().map_or("/", |p| p.as_str()),
+            Some(_) => uri.to_string(),
+            None => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
         };
         let http2 = protocol == Some(pool::Protocol::Http2);
         let version = match (http2, cx.http1_0) {
@@ -174,26 +173,21 @@ impl Verbose {
             );
             line(&format!("> Host: {host}\r"));
         }
-        for (name, value) in headers {
+        // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
+        let authorization = forward
+            .and_then(pool::Proxy::basic_auth)
+            .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
+            .map(|value| (PROXY_AUTHORIZATION, value));
+        let for_proxy = authorization
+            .iter()
+            .chain(forward.map_or(&[][..], pool::Proxy::headers))
+            .map(|(name, value)| (name, value));
+        for (name, value) in headers.iter().chain(for_proxy) {
             line(&format!(
                 "> {}: {}\r",
                 title_case(name.as_str()),
                 String::from_utf8_lossy(value.as_bytes())
             ));
-        }
-        if let Some(proxy) = forward {
-            // What `pool_h1::prepare_proxied_request` adds, in its order.
-            let authorization = proxy
-                .basic_auth()
-                .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
-                .map(|value| (PROXY_AUTHORIZATION, value));
-            for (name, value) in authorization.iter().chain(proxy.headers()) {
-                line(&format!(
-                    "> {}: {}\r",
-                    title_case(name.as_str()),
-                    String::from_utf8_lossy(value.as_bytes())
-                ));
-            }
         }
         line("> \r");
         let head = String::from_utf8_lossy(head);
