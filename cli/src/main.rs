@@ -71,16 +71,17 @@ enum Command {
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let curl_mode = curl::usage::is_curl_mode(&argv);
-    let argv = if curl_mode {
+    let mut groups = if curl_mode {
         let command = Cli::command();
         let takes_value = |name: &str| curl::takes_value(&command, name);
         match curl::usage::prepare(argv, &takes_value) {
-            Ok(argv) => argv,
+            Ok(groups) => groups.into_iter(),
             Err(code) => return code,
         }
     } else {
-        argv
+        vec![argv].into_iter()
     };
+    let argv = groups.next().unwrap_or_default();
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(matches) => matches,
         Err(error) if curl_mode => return curl::usage::clap_error(&error),
@@ -93,8 +94,31 @@ fn main() -> ExitCode {
             load::run(*args, sub)
         }
         Some(Command::Serve(args)) => origin::serve::run(args),
-        None => curl::run(cli.curl, &matches),
+        None => {
+            // The groups after a `--next`: curl mode only (a URL spelled `load` there is a
+            // URL).
+            let mut parsed = vec![(cli.curl, matches)];
+            for argv in groups {
+                let group = curl_group_command()
+                    .try_get_matches_from(argv)
+                    .and_then(|m| Ok((curl::CurlArgs::from_arg_matches(&m)?, m)));
+                match group {
+                    Ok(group) => parsed.push(group),
+                    Err(error) => return curl::usage::clap_error(&error),
+                }
+            }
+            curl::run(parsed)
+        }
     }
+}
+
+/// The command line of one group after a `--next`: curl mode's options, without subcommands.
+fn curl_group_command() -> clap::Command {
+    let command = clap::Command::new("poolcurl")
+        .version(env!("CARGO_PKG_VERSION"))
+        .after_help(curl::args::unsupported::help())
+        .args_override_self(true);
+    <curl::CurlArgs as clap::Args>::augment_args(command)
 }
 
 #[cfg(test)]
@@ -104,5 +128,6 @@ mod tests {
     #[test]
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+        curl_group_command().debug_assert();
     }
 }

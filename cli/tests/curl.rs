@@ -365,6 +365,26 @@ async fn same_origin_urls_share_one_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn next_groups_share_a_pool_only_with_the_same_connection_flags() {
+    let server = serving(Reply::new(200)).await;
+    let url = server.url("/");
+    let w = "%{num_connects} ";
+    // Request flags differ (-d, -H): one pool, one connection.
+    let run = poolcurl(&[
+        "-w", w, &url, "--next", "-w", w, "-d", "x", &url, "--next", "-w", w, "-H", "A: 1", &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "1 0 0 ");
+    assert_eq!(server.accepted(), 1);
+    // A connection flag differs (-k): the second group has a pool of its own.
+    let run = poolcurl(&["-w", w, &url, "--next", "-k", "-w", w, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "1 1 ");
+    assert_eq!(server.accepted(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn verbose_names_the_new_and_the_reused_connection() {
     let server = serving(Reply::ok("x")).await;
     let url = server.url("/");

@@ -315,6 +315,79 @@ fn cases() -> Vec<Case> {
             "cookie engine",
             &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],
         ),
+        // --next: each group its own options; global options everywhere.
+        case(
+            "next: a GET then a POST on the same connection",
+            &[
+                "-w",
+                "%{num_connects}",
+                "%BASE%/echo",
+                "--next",
+                "-w",
+                "%{num_connects}",
+                "-d",
+                "x=1",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "next: options stay in their group",
+            &[
+                "-o",
+                "%DIR%/a.txt",
+                "-w",
+                "[%{urlnum}]",
+                "%BASE%/hello",
+                "-:",
+                "-w",
+                "(%{urlnum} %{http_code})",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "next: -f belongs to its group",
+            &["-f", "%BASE%/status/404", "--next", "%BASE%/status/404"],
+        ),
+        case(
+            "next: the last group's transfer decides",
+            &["%BASE%/status/404", "--next", "-f", "%BASE%/status/404"],
+        ),
+        case(
+            "next: fail early is global",
+            &[
+                "-f",
+                "%BASE%/status/404",
+                "--next",
+                "--fail-early",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "next before a URL starts nothing",
+            &["-w", "%{http_code}", "--next", "%BASE%/hello"],
+        ),
+        case(
+            "next: a last group without a URL",
+            &["%BASE%/hello", "--next", "-o", "%DIR%/x.txt"],
+        ),
+        case(
+            "next: groups share the cookie engine",
+            &[
+                "-c",
+                "%DIR%/jar.txt",
+                "%BASE%/setcookie",
+                "--next",
+                "-b",
+                "%DIR%/no-such-jar.txt",
+                "%BASE%/echo",
+                "--next",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "next from a config file",
+            &["%BASE%/echo", "-K", "%DIR%/../next.cfg", "%BASE%/echo"],
+        ),
         case("range", &["-r", "2-5", "%BASE%/range"]),
         case("compressed gzip", &["--compressed", "%BASE%/gzip"]),
         case("compressed deflate", &["--compressed", "%BASE%/deflate"]),
@@ -1020,6 +1093,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
+    std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
     std::fs::write(
         root.path().join("headers.txt"),
         "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",

@@ -11,6 +11,7 @@
 //! (`silent`) never swallows the next token. What this module does not do: read `~/.curlrc`
 //! (curl does unless `-q`; poolcurl reads only the files it is given).
 
+use super::argv::{self, Kind};
 use super::exit::CurlError;
 
 /// How deep `-K` files may name further `-K` files.
@@ -36,22 +37,20 @@ fn expand_at(
     depth: usize,
 ) -> Result<Vec<String>, CurlError> {
     let mut out = Vec::with_capacity(argv.len());
-    let mut args = argv.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            out.push(arg);
-            out.extend(args.by_ref());
-            break;
-        }
-        let file = if arg == "-K" || arg == "--config" {
-            args.next()
-        } else if let Some(file) = arg.strip_prefix("--config=") {
-            Some(file.to_owned())
-        } else if let Some(file) = arg.strip_prefix("-K").filter(|f| !f.is_empty()) {
-            Some(file.to_owned())
-        } else {
-            out.push(arg);
-            continue;
+    for arg in argv::read(argv, takes_value) {
+        let file = match arg.kind {
+            Kind::Long { name, value } if name == "config" => value,
+            Kind::Short {
+                flags,
+                valued: Some(('K', value)),
+            } => {
+                out.extend(argv::bundle(&flags));
+                value
+            }
+            _ => {
+                out.extend(arg.raw);
+                continue;
+            }
         };
         let Some(file) = file else {
             return Err(CurlError::new(2, "option -K: requires parameter"));
@@ -150,7 +149,10 @@ mod tests {
     use super::*;
 
     fn takes_value(name: &str) -> bool {
-        matches!(name, "-o" | "--output" | "--write-out" | "-H" | "--header")
+        matches!(
+            name,
+            "-o" | "--output" | "--write-out" | "-H" | "--header" | "-K" | "--config"
+        )
     }
 
     #[test]

@@ -11,11 +11,16 @@
 //!   (Unix seconds, 0 for a session cookie), `name`, `value`, tab-separated, `#HttpOnly_`
 //!   before the domain of an HttpOnly cookie.
 //!
+//! With `--next`, the groups of a command line share one engine ([`Cookies`]), as curl's
+//! transfers share theirs: a cookie one group stores is sent by a later group whose engine is
+//! on, and every `-c` writes them all. `-b NAME=VALUE` strings stay with their group.
+//!
 //! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off),
 //! or `-j` (session cookies are kept).
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ::url::Url;
@@ -25,11 +30,22 @@ use http::{HeaderMap, Uri};
 
 use super::exit::CurlError;
 
-/// The cookies of one invocation.
+/// The cookie engine's cookies, shared by every group of a command line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cookies(Arc<Mutex<CookieStore>>);
+
+impl Cookies {
+    fn lock(&self) -> MutexGuard<'_, CookieStore> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The cookies of one group of the command line: its `-b` strings and, with the engine on,
+/// the shared engine.
 #[derive(Debug)]
 pub(crate) struct CookieJar {
     /// The engine's cookies.
-    store: CookieStore,
+    store: Cookies,
     /// `-b NAME=VALUE` strings, sent with every request.
     literal: Vec<String>,
     /// Whether `Set-Cookie` is stored (a `-b FILE` or `-c`).
@@ -45,12 +61,13 @@ impl CookieJar {
     pub(crate) fn new(
         cookie: &[String],
         jar: Option<&Path>,
+        store: &Cookies,
     ) -> Result<Option<CookieJar>, CurlError> {
         if cookie.is_empty() && jar.is_none() {
             return Ok(None);
         }
         let mut cookies = CookieJar {
-            store: CookieStore::new(),
+            store: store.clone(),
             literal: Vec::new(),
             engine: jar.is_some(),
         };
@@ -73,11 +90,12 @@ impl CookieJar {
     /// Adds the cookies of a jar file's text.
     fn load(&mut self, text: &str) {
         let now = unix_now();
+        let mut store = self.store.lock();
         for line in text.lines() {
             if let Some(set_cookie) = line.strip_prefix("Set-Cookie:") {
                 // A header dump: no URL to check the cookie against, so any host may set it.
                 if let Some(url) = set_cookie_origin(set_cookie) {
-                    let _ = self.store.parse(set_cookie.trim(), &url);
+                    let _ = store.parse(set_cookie.trim(), &url);
                 }
                 continue;
             }
@@ -114,16 +132,18 @@ impl CookieJar {
                     let _ = write!(text, "; Max-Age={}", at - now);
                 }
             }
-            let _ = self.store.parse(&text, &url);
+            let _ = store.parse(&text, &url);
         }
     }
 
     /// The `Cookie` header for a request to `uri`, if any cookie applies.
     pub(crate) fn header_for(&self, uri: &Uri) -> Option<HeaderValue> {
         let mut pairs: Vec<String> = self.literal.clone();
-        if let Some(url) = to_url(uri) {
+        // The shared engine's cookies go only with a group whose own engine is on.
+        if let Some(url) = to_url(uri).filter(|_| self.engine) {
             pairs.extend(
                 self.store
+                    .lock()
                     .get_request_values(&url)
                     .map(|(name, value)| format!("{name}={value}")),
             );
@@ -135,14 +155,15 @@ impl CookieJar {
     }
 
     /// Stores the `Set-Cookie` headers of a response from `uri` (with the engine on).
-    pub(crate) fn store_from(&mut self, uri: &Uri, headers: &HeaderMap) {
+    pub(crate) fn store_from(&self, uri: &Uri, headers: &HeaderMap) {
         if !self.engine {
             return;
         }
         let Some(url) = to_url(uri) else { return };
+        let mut store = self.store.lock();
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
-                let _ = self.store.parse(text, &url);
+                let _ = store.parse(text, &url);
             }
         }
     }
@@ -150,7 +171,7 @@ impl CookieJar {
     /// The jar in curl's Netscape format.
     pub(crate) fn netscape(&self) -> String {
         let mut out = String::from("# Netscape HTTP Cookie File\n# Written by poolcurl.\n\n");
-        for cookie in self.store.iter_unexpired() {
+        for cookie in self.store.lock().iter_unexpired() {
             let (domain, subdomains) = match &cookie.domain {
                 CookieDomain::HostOnly(host) => (host.clone(), "FALSE"),
                 CookieDomain::Suffix(suffix) => (format!(".{suffix}"), "TRUE"),
@@ -247,9 +268,13 @@ mod tests {
 
     #[test]
     fn literal_cookies_go_everywhere_and_the_engine_matches_paths() {
-        let mut jar = CookieJar::new(&["a=1; b=2".into()], Some(Path::new("-")))
-            .unwrap()
-            .unwrap();
+        let jar = CookieJar::new(
+            &["a=1; b=2".into()],
+            Some(Path::new("-")),
+            &Cookies::default(),
+        )
+        .unwrap()
+        .unwrap();
         let uri: Uri = "http://example.test/app/x".parse().unwrap();
         assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2");
         jar.store_from(
@@ -263,7 +288,9 @@ mod tests {
 
     #[test]
     fn netscape_files_round_trip() {
-        let mut jar = CookieJar::new(&[], Some(Path::new("-"))).unwrap().unwrap();
+        let jar = CookieJar::new(&[], Some(Path::new("-")), &Cookies::default())
+            .unwrap()
+            .unwrap();
         let uri: Uri = "http://example.test/".parse().unwrap();
         jar.store_from(
             &uri,
@@ -282,10 +309,31 @@ mod tests {
             text.contains("#HttpOnly_.example.test\tTRUE\t/\tTRUE\t"),
             "{text}"
         );
-        let mut loaded = CookieJar::new(&[], Some(Path::new("-"))).unwrap().unwrap();
+        let mut loaded = CookieJar::new(&[], Some(Path::new("-")), &Cookies::default())
+            .unwrap()
+            .unwrap();
         loaded.load(&text);
         let secure: Uri = "https://www.example.test/".parse().unwrap();
         assert_eq!(loaded.header_for(&secure).unwrap(), "wide=2");
         assert_eq!(loaded.header_for(&uri).unwrap(), "session=1");
+    }
+
+    #[test]
+    fn groups_share_the_engine_and_keep_their_own_strings() {
+        let shared = Cookies::default();
+        let uri: Uri = "http://example.test/".parse().unwrap();
+        let first = CookieJar::new(&[], Some(Path::new("-")), &shared)
+            .unwrap()
+            .unwrap();
+        first.store_from(&uri, &headers(&["sid=abc"]));
+        // `-b FILE` of a file that does not exist: the engine is on, with the shared cookies.
+        let missing = "/nonexistent/poolcurl-cookies".to_owned();
+        let second = CookieJar::new(&[missing], None, &shared).unwrap().unwrap();
+        assert_eq!(second.header_for(&uri).unwrap(), "sid=abc");
+        // `-b NAME=VALUE` alone leaves the engine off: its string only.
+        let third = CookieJar::new(&["x=1".into()], None, &shared)
+            .unwrap()
+            .unwrap();
+        assert_eq!(third.header_for(&uri).unwrap(), "x=1");
     }
 }

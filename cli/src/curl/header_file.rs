@@ -12,6 +12,8 @@
 //!
 //! `--proxy-header @FILE` reads its file the same way.
 
+use super::argv::{self, Kind};
+
 /// Replaces every `-H @FILE` / `--header @FILE` / `--header=@FILE` / `-H@FILE` in `argv`
 /// (without the program name, after `-K` files are spliced in) by one `-H` per header line of
 /// the file. `takes_value` says whether an option (as written on a command line: `-o`,
@@ -19,67 +21,26 @@
 pub(crate) fn expand(argv: Vec<String>, takes_value: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut silent = false;
-    let mut args = argv.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            out.push(arg);
-            out.extend(args.by_ref());
-            break;
-        }
-        if let Some(long) = arg.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((name, value)) => (name, Some(value.to_owned())),
-                None => (long, None),
-            };
-            silent |= name == "silent";
-            let option = format!("--{name}");
-            if name == "header" || name == "proxy-header" {
-                let value = inline.or_else(|| args.next());
-                splice(&mut out, &option, value, silent);
-            } else {
-                let takes = inline.is_none() && takes_value(&option);
-                out.push(arg);
-                if takes {
-                    out.extend(args.next());
+    for arg in argv::read(argv, takes_value) {
+        match arg.kind {
+            Kind::Long { name, value } if name == "header" || name == "proxy-header" => {
+                splice(&mut out, &format!("--{name}"), value, silent);
+            }
+            Kind::Long { name, .. } => {
+                silent |= name == "silent";
+                out.extend(arg.raw);
+            }
+            Kind::Short { flags, valued } => {
+                silent |= flags.contains('s');
+                match valued {
+                    Some(('H', value)) => {
+                        out.extend(argv::bundle(&flags));
+                        splice(&mut out, "-H", value, silent);
+                    }
+                    _ => out.extend(arg.raw),
                 }
             }
-            continue;
-        }
-        let Some(letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
-            out.push(arg);
-            continue;
-        };
-        // A bundle of short flags: every letter up to the first that takes a value, whose
-        // value is the rest of the bundle or else the next argument.
-        let mut valued = None;
-        for (at, letter) in letters.char_indices() {
-            if takes_value(&format!("-{letter}")) {
-                valued = Some((at, letter));
-                break;
-            }
-            silent |= letter == 's';
-        }
-        match valued {
-            Some((at, 'H')) => {
-                if at > 0 {
-                    out.push(format!("-{}", &letters[..at]));
-                }
-                let rest = &letters[at + 1..];
-                let value = if rest.is_empty() {
-                    args.next()
-                } else {
-                    Some(rest.to_owned())
-                };
-                splice(&mut out, "-H", value, silent);
-            }
-            Some((at, _)) => {
-                let inline = at + 1 < letters.len();
-                out.push(arg);
-                if !inline {
-                    out.extend(args.next());
-                }
-            }
-            None => out.push(arg),
+            Kind::Url | Kind::Rest => out.extend(arg.raw),
         }
     }
     out
@@ -132,7 +93,7 @@ mod tests {
     fn takes_value(name: &str) -> bool {
         matches!(
             name,
-            "-H" | "--header" | "-o" | "--output" | "-d" | "--data"
+            "-H" | "--header" | "--proxy-header" | "-o" | "--output" | "-d" | "--data"
         )
     }
 

@@ -1,7 +1,8 @@
 //! curl mode: `poolcurl [OPTIONS] URL...` with curl's flags, output and exit codes.
 //!
 //! One invocation builds one [`pool::ConnectionPool`] ([`setup`]) and sends its URLs through
-//! one [`pool::Client`] on a current-thread runtime, one after the other (or up to
+//! one [`pool::Client`] on a current-thread runtime (with `--next`, one per distinct set of
+//! connection flags, see [`next`] and [`run`]), one after the other (or up to
 //! `--parallel-max` at once with `-Z`), so URLs of the same origin reuse the connection, as
 //! curl's do. Each URL (after globbing, [`plan`]) is one *transfer*: the request, its redirects
 //! with `-L`, and the response body written to its output ([`transfer`]); `--retry` runs a
@@ -11,8 +12,9 @@
 //! with the code of the last transfer (with `-Z`, of the last one to fail), as curl does.
 //!
 //! ```text
-//! main ── usage::prepare (-K files, unsupported flags) ── clap ── run
-//! run ── compose (template) ── plan (URLs, outputs) ── setup::build_client ── for each URL:
+//! main ── usage::prepare (argv: -K files, unsupported flags, -H @FILE, --next groups)
+//!      ── clap, per group ── run
+//! run ── compose (template) ── plan (URLs, outputs) ── Shared::client_for ── for each URL:
 //!          retry loop ── transfer (bounded by -m) ── hop: request ─ head ─ -v trace
 //!                                                      ├─ 3xx + -L: drain body, next hop
 //!                                                      ├─ >= 400 + -f: exit 22
@@ -20,10 +22,10 @@
 //!          -w ── after the last: -c cookie jar
 //! ```
 //!
-//! The concerns live in their own modules: [`args`] and [`config`] (the command line),
-//! [`compose`], [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`]
-//! (`--compressed`), [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is
-//! printed), [`exit`] (curl's exit codes). What this mode does not do: curl's default progress
+//! The concerns live in their own modules: [`argv`], [`args`], [`config`] and [`next`] (the
+//! command line), [`compose`], [`request`], [`data`], [`form`] (what is sent), [`cookies`],
+//! [`decode`] (`--compressed`), [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`]
+//! (what is printed), [`exit`] (curl's exit codes). What this mode does not do: curl's default progress
 //! meter, authentication other than Basic, protocols other than HTTP(S) (see
 //! [`args::unsupported`] for the flags it deliberately refuses).
 //!
@@ -43,6 +45,7 @@ use clap::ArgMatches;
 use futures_util::StreamExt as _;
 
 pub(crate) mod args;
+mod argv;
 mod compose;
 mod config;
 pub(crate) mod connect_to;
@@ -54,6 +57,7 @@ mod file_meta;
 mod form;
 mod glob;
 mod header_file;
+mod next;
 mod output;
 mod plan;
 mod progress;
@@ -104,23 +108,39 @@ pub(crate) fn takes_value(command: &clap::Command, name: &str) -> bool {
     found.is_some_and(|arg| arg.get_action().takes_values())
 }
 
-/// Runs curl mode and returns the process exit code.
-pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
-    let report = Report::new(args.silent, args.show_error);
-    let prepared = plan::plan(&args, matches).and_then(|plan| {
-        let composed = compose::compose(&args, matches)?;
-        Ok((plan, composed))
-    });
-    let (plan, composed) = match prepared {
-        Ok(prepared) => prepared,
-        Err(error) => {
-            report.error(&error);
-            return ExitCode::from(error.code());
-        }
+/// Runs curl mode, one group of options and URLs per `--next` ([`next`]), and returns the
+/// process exit code. Every group is read before the first transfer starts, as curl reads its
+/// whole command line first.
+pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
+    let Some((first, _)) = groups.first() else {
+        return ExitCode::from(2);
     };
-    if plan.is_empty() {
-        eprintln!("poolcurl: no URL specified!");
-        eprintln!("{}", usage::TRY_HELP);
+    // The global options are the same in every group (`next::split` copied them).
+    let report = Report::new(first.silent, first.show_error);
+    let mut prepared = Vec::with_capacity(groups.len());
+    let mut transfers = 0;
+    for (args, matches) in groups {
+        let group = plan::plan(&args, &matches).and_then(|plan| {
+            let composed = compose::compose(&args, &matches)?;
+            Ok((plan, composed))
+        });
+        match group {
+            Ok((mut plan, composed)) => {
+                // `%{urlnum}` counts on across groups, as in curl.
+                for planned in &mut plan {
+                    planned.index += transfers;
+                }
+                transfers += plan.len();
+                prepared.push((args, composed, plan));
+            }
+            Err(error) => {
+                report.error(&error);
+                return ExitCode::from(error.code());
+            }
+        }
+    }
+    if transfers == 0 {
+        no_url();
         return ExitCode::from(2);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -135,20 +155,143 @@ pub(crate) fn run(args: CurlArgs, matches: &ArgMatches) -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        match Session::new(args, composed, report) {
-            Ok(session) => session.run_all(plan).await,
-            Err(error) => {
-                report.error(&error);
-                error.code()
+        let mut shared = Shared::default();
+        let mut sessions = Vec::with_capacity(prepared.len());
+        let mut jobs = Vec::with_capacity(transfers);
+        let mut missing_url = false;
+        for (args, composed, plan) in prepared {
+            if plan.is_empty() {
+                // Only the last group can be without a URL: `--next` starts a group only
+                // after one.
+                missing_url = true;
+                break;
+            }
+            match Session::new(args, composed, report, &mut shared) {
+                Ok(session) => {
+                    let at = sessions.len();
+                    sessions.push(session);
+                    jobs.extend(plan.into_iter().map(|planned| (at, planned)));
+                }
+                Err(error) => {
+                    report.error(&error);
+                    return error.code();
+                }
             }
         }
+        run_all(&sessions, jobs, missing_url).await
     });
     // Connection drivers and a resolver thread may still run; nothing they do matters now.
     runtime.shutdown_background();
     ExitCode::from(code)
 }
 
-/// Everything the transfers of one invocation share.
+/// curl's message for a command line (or a last `--next` group) without a URL; printed even
+/// with `-s`, as curl prints it.
+fn no_url() {
+    eprintln!("poolcurl: no URL specified!");
+    eprintln!("{}", usage::TRY_HELP);
+}
+
+/// What the groups of one command line share: a pool for equal connection flags, and the
+/// cookie engine.
+#[derive(Default)]
+struct Shared {
+    /// The clients built so far, with the connection flags each was built from.
+    clients: Vec<(args::ConnectArgs, args::NetArgs, pool::Client)>,
+    /// The cookie engine.
+    cookies: cookies::Cookies,
+}
+
+impl Shared {
+    /// The client for the connection flags of `args`: the one an earlier group with the same
+    /// flags built, so that its connections are reused as curl reuses them across `--next`,
+    /// or a new pool. curl compares connections by the settings that apply to each (a `-k` in
+    /// one group does not keep an `http://` connection from the next); poolcurl compares the
+    /// whole set, so a group with other connection flags opens its own connections.
+    fn client_for(
+        &mut self,
+        args: &CurlArgs,
+        connect_to: &ConnectToArgs,
+    ) -> Result<pool::Client, CurlError> {
+        let same = self
+            .clients
+            .iter()
+            .find(|(connect, net, _)| *connect == args.connect && *net == args.net);
+        if let Some((_, _, client)) = same {
+            return Ok(client.clone());
+        }
+        let client = setup::build_client(args, connect_to)?;
+        self.clients
+            .push((args.connect.clone(), args.net.clone(), client.clone()));
+        Ok(client)
+    }
+}
+
+/// Runs every transfer of every group, in order (or up to `--parallel-max` at once with `-Z`),
+/// then writes each group's `-D` file and cookie jar; returns the exit code: the last
+/// transfer's (with `-Z`, the last failure's), or 2 when a last group without a URL is reached.
+async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url: bool) -> u8 {
+    for session in sessions {
+        if let Err(code) = session.start_etag_file() {
+            return code;
+        }
+    }
+    // The global options are the same in every group; read them from the first.
+    let Some(global) = sessions.first().map(|s| &s.args.transfer) else {
+        no_url();
+        return 2;
+    };
+    let fail_early = global.fail_early;
+    let mut stopped = false;
+    let mut exit_code = if global.parallel {
+        let limit = usize::from(global.parallel_max);
+        let mut transfers = futures_util::stream::iter(jobs)
+            .map(|(at, planned)| sessions[at].run_one(planned))
+            .buffer_unordered(limit);
+        let mut last_failure = 0;
+        while let Some(code) = transfers.next().await {
+            if code != 0 {
+                last_failure = code;
+                if fail_early {
+                    // Dropping the stream cancels the transfers still running, as curl
+                    // stops them all at the first failure.
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        last_failure
+    } else {
+        let mut last = 0;
+        let mut next_start = tokio::time::Instant::now();
+        for (at, planned) in jobs {
+            // --rate: transfer starts at least this far apart.
+            if let Some(interval) = global.rate {
+                tokio::time::sleep_until(next_start).await;
+                next_start = tokio::time::Instant::now() + interval;
+            }
+            last = sessions[at].run_one(planned).await;
+            if fail_early && last != 0 {
+                stopped = true;
+                break;
+            }
+        }
+        last
+    };
+    if missing_url && !stopped {
+        no_url();
+        exit_code = 2;
+    }
+    for session in sessions {
+        if let Err(code) = session.finish() {
+            exit_code = code;
+        }
+    }
+    exit_code
+}
+
+/// Everything the transfers of one group of the command line share (the whole command line
+/// without `--next`).
 #[derive(Debug)]
 pub(crate) struct Session {
     /// The command line.
@@ -166,7 +309,7 @@ pub(crate) struct Session {
     /// Error and warning messages.
     report: Report,
     /// The cookie engine (`-b`, `-c`).
-    cookies: Option<Mutex<CookieJar>>,
+    cookies: Option<CookieJar>,
     /// The `-D` file, shared by the transfers (truncated once, then written in order).
     dump_header: Option<Mutex<Sink>>,
     /// The `--connect-to` entries, checked for each request (the pool dials by their rules).
@@ -186,7 +329,12 @@ const CUSTOM_HEAD_WARNING: &str = "Warning: Setting custom HTTP method to HEAD w
 
 impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
-    fn new(args: CurlArgs, composed: Composed, report: Report) -> Result<Session, CurlError> {
+    fn new(
+        args: CurlArgs,
+        composed: Composed,
+        report: Report,
+        shared: &mut Shared,
+    ) -> Result<Session, CurlError> {
         let write_out = match &args.write_out {
             None => None,
             Some(format) => {
@@ -209,9 +357,13 @@ impl Session {
         if outputs > args.urls.len() + args.transfer.url.len() {
             report.warning("Got more output options than URLs");
         }
-        let cookies = CookieJar::new(&args.send.cookie, args.send.cookie_jar.as_deref())?;
+        let cookies = CookieJar::new(
+            &args.send.cookie,
+            args.send.cookie_jar.as_deref(),
+            &shared.cookies,
+        )?;
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
-        let client = setup::build_client(&args, &connect_to)?;
+        let client = shared.client_for(&args, &connect_to)?;
         // Only `-v` reads them (the pool has its own copy): no second parse without it.
         let proxies = if args.verbose {
             setup::proxy_config(&args.connect)?
@@ -242,68 +394,38 @@ impl Session {
             write_out,
             alpn_offer,
             report,
-            cookies: cookies.map(Mutex::new),
+            cookies,
             dump_header,
         })
     }
 
-    /// Runs every transfer (in order, or in parallel with `-Z`) and writes the cookie jar;
-    /// returns the exit code.
-    async fn run_all(&self, plan: Vec<Planned>) -> u8 {
-        if let Some(file) = &self.args.transfer.etag_save {
-            // curl skips every transfer when the ETag file cannot be made (they all share
-            // it), then reports that nothing ran.
-            if let Err(warning) = file_meta::start_etag_file(file) {
-                self.report.warning_raw(&format!("Warning: {warning}"));
-                let error = CurlError::new(26, "no transfer performed");
-                self.report.error(&error);
-                return error.code();
-            }
-        }
-        let fail_early = self.args.transfer.fail_early;
-        let mut exit_code = if self.args.transfer.parallel {
-            let limit = usize::from(self.args.transfer.parallel_max);
-            let mut transfers = futures_util::stream::iter(plan)
-                .map(|planned| self.run_one(planned))
-                .buffer_unordered(limit);
-            let mut last_failure = 0;
-            while let Some(code) = transfers.next().await {
-                if code != 0 {
-                    last_failure = code;
-                    if fail_early {
-                        // Dropping the stream cancels the transfers still running, as curl
-                        // stops them all at the first failure.
-                        break;
-                    }
-                }
-            }
-            last_failure
-        } else {
-            let mut last = 0;
-            let mut next_start = tokio::time::Instant::now();
-            for planned in plan {
-                // --rate: transfer starts at least this far apart.
-                if let Some(interval) = self.args.transfer.rate {
-                    tokio::time::sleep_until(next_start).await;
-                    next_start = tokio::time::Instant::now() + interval;
-                }
-                last = self.run_one(planned).await;
-                if fail_early && last != 0 {
-                    break;
-                }
-            }
-            last
+    /// `--etag-save`: curl skips every transfer when the ETag file cannot be made (they all
+    /// share it), then reports that nothing ran. `Err` is that exit code, reported.
+    fn start_etag_file(&self) -> Result<(), u8> {
+        let Some(file) = &self.args.transfer.etag_save else {
+            return Ok(());
         };
+        file_meta::start_etag_file(file).map_err(|warning| {
+            self.report.warning_raw(&format!("Warning: {warning}"));
+            let error = CurlError::new(26, "no transfer performed");
+            self.report.error(&error);
+            error.code()
+        })
+    }
+
+    /// After the last transfer: flushes the `-D` file and writes the cookie jar (`-c`). `Err`
+    /// is the exit code of a jar that could not be written, reported.
+    fn finish(&self) -> Result<(), u8> {
         if let Some(dump) = &self.dump_header {
             lock(dump).flush();
         }
         if let (Some(jar), Some(path)) = (&self.cookies, &self.args.send.cookie_jar) {
-            if let Err(error) = lock(jar).save(path) {
+            if let Err(error) = jar.save(path) {
                 self.report.error(&error);
-                exit_code = error.code();
+                return Err(error.code());
             }
         }
-        exit_code
+        Ok(())
     }
 
     /// One transfer with its retries and `-w`; returns its exit code.

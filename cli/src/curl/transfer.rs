@@ -166,10 +166,7 @@ impl Session {
             Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
             _ => self.composed.range.clone(),
         };
-        let cookie = self
-            .cookies
-            .as_ref()
-            .and_then(|jar| lock(jar).header_for(uri));
+        let cookie = self.cookies.as_ref().and_then(|jar| jar.header_for(uri));
         PerRequest {
             authorization,
             range,
@@ -210,7 +207,7 @@ impl Session {
         let head = output::response_head(&parts);
         record.size_header += head.len() as u64;
         if let Some(jar) = &self.cookies {
-            lock(jar).store_from(uri, &parts.headers);
+            jar.store_from(uri, &parts.headers);
         }
         let connection = record.connection.clone();
         let connection = connection.as_ref();

@@ -1,6 +1,6 @@
 //! The command line before and around clap, in curl's manner: `-K` files are spliced in,
-//! deliberately unsupported flags are named, `-H @FILE` headers are spliced in, and clap's errors are reported as curl reports
-//! usage errors:
+//! deliberately unsupported flags are named, `-H @FILE` headers are spliced in, `--next`
+//! splits it into groups, and clap's errors are reported as curl reports usage errors:
 //!
 //! ```text
 //! poolcurl: option --bogus: is unknown
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::{config, header_file};
+use super::{config, header_file, next};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -31,12 +31,14 @@ pub(crate) fn is_curl_mode(argv: &[OsString]) -> bool {
 }
 
 /// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in,
-/// refuses deliberately unsupported flags and splices `-H @FILE` headers in. `takes_value` says whether an option takes a
-/// value. `Err` is the exit code, the message already printed.
+/// refuses deliberately unsupported flags, splices `-H @FILE` headers in and splits it at
+/// `--next` ([`next::split`]). Returns one command line (with the program name) per group.
+/// `takes_value` says whether an option takes a value. `Err` is the exit code, the message
+/// already printed.
 pub(crate) fn prepare(
     argv: Vec<OsString>,
     takes_value: &dyn Fn(&str) -> bool,
-) -> Result<Vec<OsString>, ExitCode> {
+) -> Result<Vec<Vec<OsString>>, ExitCode> {
     let mut argv = argv.into_iter();
     let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
     let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
@@ -58,8 +60,13 @@ pub(crate) fn prepare(
         return Err(ExitCode::from(2));
     }
     let rest = header_file::expand(rest, takes_value);
-    Ok(std::iter::once(program)
-        .chain(rest.into_iter().map(OsString::from))
+    Ok(next::split(rest, takes_value)
+        .into_iter()
+        .map(|group| {
+            std::iter::once(program.clone())
+                .chain(group.into_iter().map(OsString::from))
+                .collect()
+        })
         .collect())
 }
 

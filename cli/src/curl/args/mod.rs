@@ -186,8 +186,9 @@ pub(crate) struct RequestArgs {
 }
 
 /// The flags that say how connections are made, shared by curl mode and `poolcurl load`
-/// (see [`super::setup`] for the pool settings they become).
-#[derive(Debug, Clone, clap::Args)]
+/// (see [`super::setup`] for the pool settings they become). Equal flags make the same pool,
+/// so the groups of a `--next` command line with equal flags share one.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub(crate) struct ConnectArgs {
     /// Accept any server certificate (insecure)
     #[arg(short = 'k', long = "insecure")]

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 /// Address family, HTTP/1.0 and TLS details of curl mode.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub(crate) struct NetArgs {
     /// Resolve names to IPv4 addresses only
     #[arg(short = '4', long = "ipv4", overrides_with = "ipv6")]

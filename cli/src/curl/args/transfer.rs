@@ -130,4 +130,8 @@ pub(crate) struct TransferArgs {
     /// Read more options from FILE (one per line: "--flag value", "flag = value", "url = ..."; "-" is stdin)
     #[arg(short = 'K', long = "config", value_name = "FILE")]
     pub(crate) config: Vec<PathBuf>,
+
+    /// Start another set of options for the URLs that follow (-v, -s, -S, -Z, --rate, --fail-early and the progress flags apply to all)
+    #[arg(short = ':', long = "next")]
+    pub(crate) next: bool,
 }

@@ -4,6 +4,8 @@
 //! curl's style (`poolcurl: option --digest: is not supported by poolcurl (...)`, exit 2) instead
 //! of calling a real curl flag unknown. `--help` lists them ([`help`]); so does the README.
 
+use crate::curl::argv::{self, Kind};
+
 /// A curl flag poolcurl does not take, its short form if any, and the reason.
 struct Unsupported {
     long: &'static str,
@@ -200,7 +202,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--local-port", None, "no local port binding"),
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
-    flag("--next", Some(':'), "one set of options per invocation"),
     flag("--xattr", None, "no extended attributes"),
     flag("--trace-time", None, "use -v"),
 ];
@@ -247,43 +248,36 @@ pub(crate) fn help() -> String {
 }
 
 /// The message for the first deliberately unsupported flag on the command line (`argv`
-/// without the program name), if any. Stops at `--`; skips the values of options that take
-/// one (`takes_value`); looks at the first letter of a bundle of short flags only for flags
-/// without values.
+/// without the program name, read by [`argv::read`]), if any: every letter of a bundle of
+/// short flags counts, another option's value never does, and `--` ends the search.
 pub(crate) fn find(argv: &[String], takes_value: &dyn Fn(&str) -> bool) -> Option<String> {
-    let mut args = argv.iter();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            return None;
-        }
-        // Another option's value (`--proto -all,+https`) is not a flag.
-        let inline = arg.contains('=') || (!arg.starts_with("--") && arg.len() > 2);
-        if arg.starts_with('-') && !inline && takes_value(arg) {
-            args.next();
-            continue;
-        }
-        let found = if let Some(long) = arg.strip_prefix("--") {
-            let name = long.split('=').next().unwrap_or(long);
-            FLAGS.iter().find(|f| &f.long[2..] == name)
-        } else if let Some(shorts) = arg.strip_prefix('-') {
-            shorts
-                .chars()
-                .next()
-                .and_then(|c| FLAGS.iter().find(|f| f.short == Some(c)))
-        } else {
-            None
+    for arg in argv::read(argv.to_vec(), takes_value) {
+        let (flag, shown) = match &arg.kind {
+            Kind::Long { name, .. } => {
+                let Some(flag) = FLAGS.iter().find(|f| &f.long[2..] == name) else {
+                    continue;
+                };
+                (flag, flag.long.to_owned())
+            }
+            Kind::Short { flags, valued } => {
+                let mut letters = flags.chars().chain(valued.as_ref().map(|(c, _)| *c));
+                let Some((flag, c)) = letters.find_map(|c| {
+                    FLAGS
+                        .iter()
+                        .find(|f| f.short == Some(c))
+                        .map(|flag| (flag, c))
+                }) else {
+                    continue;
+                };
+                (flag, format!("-{c}"))
+            }
+            Kind::Url => continue,
+            Kind::Rest => return None,
         };
-        if let Some(flag) = found {
-            let shown = if arg.starts_with("--") {
-                flag.long.to_owned()
-            } else {
-                format!("-{}", flag.short.unwrap_or('?'))
-            };
-            return Some(format!(
-                "option {shown}: is not supported by poolcurl ({})",
-                flag.why
-            ));
-        }
+        return Some(format!(
+            "option {shown}: is not supported by poolcurl ({})",
+            flag.why
+        ));
     }
     None
 }
@@ -321,6 +315,12 @@ mod tests {
             find(&argv(&["--proto", "-all,+https", "-d", "-J", "http://a/"])),
             None
         );
+        // Every letter of a bundle counts; a bundle's value (`-sd VALUE`) never does.
+        assert_eq!(
+            find(&argv(&["-sJ", "http://a/"])).as_deref(),
+            Some("option -J: is not supported by poolcurl (-O names files after the URL only)")
+        );
+        assert_eq!(find(&argv(&["-sd", "-J", "http://a/"])), None);
     }
 
     /// Every option `curl --help all` lists in curl 7.88.1 (the curl the parity suite runs).
