@@ -237,6 +237,64 @@ async fn verbose_shows_a_forward_proxied_request_as_sent() {
     );
 }
 
+/// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,
+/// and the proxy's answer, before the request inside the tunnel; a reused tunnel shows none.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_shows_the_connect_exchange_of_a_new_tunnel() {
+    let server = serving(Reply::ok("x")).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, Some("Basic dTpw")).await;
+    let url = server.url("/");
+    let run = poolcurl(&[
+        "-v",
+        "-p",
+        "-x",
+        &proxy.url(),
+        "-U",
+        "u:p",
+        "--proxy-header",
+        "X-For-Proxy: 1",
+        &url,
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .collect();
+    let connect: String = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("> CONNECT "))
+        .take_while(|l| l.starts_with("> "))
+        .map(|l| format!("{}\n", &l[2..]))
+        .collect();
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1, "one tunnel for both transfers");
+    assert_eq!(connect, requests[0].head.replace("\r\n", "\n"));
+    let answer: Vec<&str> = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("< HTTP/1.1 200 Connection established"))
+        .take(4)
+        .copied()
+        .collect();
+    assert_eq!(
+        answer,
+        [
+            "< HTTP/1.1 200 Connection established",
+            "< ",
+            "* CONNECT phase completed",
+            "* CONNECT tunnel established, response 200",
+        ]
+    );
+    let shown = lines.iter().filter(|l| l.starts_with("> CONNECT ")).count();
+    assert_eq!(
+        shown, 1,
+        "the reused tunnel shows no CONNECT:\n{}",
+        run.stderr
+    );
+}
+
 /// `%{http_connect}`: the proxy's answer to the CONNECT this transfer opened; `000` for a
 /// transfer that reused the tunnel, and the refusal's status when the proxy refused.
 #[tokio::test(flavor = "multi_thread")]

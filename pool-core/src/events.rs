@@ -145,6 +145,10 @@ pub struct ProxyRoute {
     pub proxy: String,
     /// `true` for a `CONNECT` tunnel; `false` for a forward proxy (absolute-form requests).
     pub tunnel: bool,
+    /// The head of the proxy's answer to the tunnel's `CONNECT` (status line, headers and
+    /// the blank line, as received), for diagnostics; `None` for a forward proxy. The request
+    /// it answered is `pool_tls::Proxy::connect_head`.
+    pub connect_response: Option<String>,
 }
 
 impl ConnectionInfo {

@@ -196,16 +196,16 @@ impl Inner {
             .await
             .map_err(|e| e.via_proxy(&label))?;
         let tunnel = origin.is_tls() || self.tunnel_http || target.alpn == AlpnOffer::Http2Only;
-        let authorization = proxy.basic_auth();
         connected.proxy = Some(ProxyUse {
             proxy: label.clone(),
             tunnel,
-            authorization: (!tunnel).then(|| authorization.clone()).flatten(),
+            authorization: (!tunnel).then(|| proxy.basic_auth()).flatten(),
             headers: if tunnel {
                 Vec::new()
             } else {
                 proxy.headers().to_vec()
             },
+            connect_response: None,
         });
         // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
         let authority = self
@@ -219,14 +219,10 @@ impl Inner {
                 if !tunnel {
                     return Ok((Io::tcp(tcp), connected));
                 }
-                connect_tunnel(
-                    &mut tcp,
-                    &authority,
-                    authorization.as_ref(),
-                    proxy.headers(),
-                )
-                .await
-                .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                let answer = connect_tunnel(&mut tcp, &proxy.connect_head(&authority))
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                tunnel_opened(&mut connected, &answer);
                 if !origin.is_tls() {
                     return Ok((Io::tcp(tcp), connected));
                 }
@@ -245,14 +241,10 @@ impl Inner {
                 if !tunnel {
                     return Ok((Io::tls(to_proxy), connected));
                 }
-                connect_tunnel(
-                    &mut to_proxy,
-                    &authority,
-                    authorization.as_ref(),
-                    proxy.headers(),
-                )
-                .await
-                .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                let answer = connect_tunnel(&mut to_proxy, &proxy.connect_head(&authority))
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                tunnel_opened(&mut connected, &answer);
                 if !origin.is_tls() {
                     return Ok((Io::tls(to_proxy), connected));
                 }
@@ -362,6 +354,13 @@ where
 }
 
 /// Records a finished TLS session with the origin.
+/// Records the proxy's answer to the tunnel's `CONNECT`.
+fn tunnel_opened(connected: &mut Connected, answer: &[u8]) {
+    if let Some(route) = connected.proxy.as_mut() {
+        route.connect_response = Some(String::from_utf8_lossy(answer).into_owned());
+    }
+}
+
 fn finish_tls(connected: &mut Connected, session: &rustls::ClientConnection, at: Duration) {
     connected.alpn = session.alpn_protocol().and_then(Negotiated::from_alpn);
     connected.tls = Some(tls_info(session));

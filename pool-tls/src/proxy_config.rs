@@ -113,6 +113,15 @@ impl Proxy {
             .map(|(u, p)| (u.as_str(), p.as_str()))
     }
 
+    /// The `CONNECT` request head the connector writes to this proxy to open a tunnel to
+    /// `authority` (`host:port`), as written: the request line, `Host`, `Proxy-Authorization`
+    /// when the proxy has credentials, this proxy's [headers](Self::with_header) (one named
+    /// `Host` or `Proxy-Authorization` replacing the connector's), and the blank line. For
+    /// diagnostics such as `curl -v`; it carries the credentials in the clear.
+    pub fn connect_head(&self, authority: &str) -> Vec<u8> {
+        crate::tunnel::connect_head(authority, self.basic_auth().as_ref(), self.headers())
+    }
+
     /// The `Proxy-Authorization` value, `Basic base64(user:password)`, marked sensitive.
     ///
     /// RFC 7617 forbids `:` in a user name; one is encoded as is, and the proxy will split at it.

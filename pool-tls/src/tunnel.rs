@@ -40,20 +40,21 @@ pub struct ProxyUse {
     /// The headers a forward proxy's requests carry besides their own
     /// ([`Proxy::with_header`](crate::Proxy::with_header)); empty for a tunnel.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The head of the proxy's answer to the tunnel's `CONNECT`, as received (status line,
+    /// headers and the blank line; bytes that are not UTF-8 replaced), for diagnostics such as
+    /// `curl -v`; `None` for a forward proxy.
+    pub connect_response: Option<String>,
 }
 
-/// Opens a tunnel to `authority` (`host:port`) over `stream`, a connection to the proxy.
-/// `headers` are the proxy's own ([`Proxy::with_header`](crate::Proxy::with_header)); one
-/// named `Host` or `Proxy-Authorization` replaces the one written here.
-pub(crate) async fn connect_tunnel<S>(
-    stream: &mut S,
+/// The `CONNECT` request head for a tunnel to `authority` (`host:port`): the request line,
+/// `Host`, `Proxy-Authorization` when there is `authorization`, then `headers` (the proxy's
+/// own, [`Proxy::with_header`](crate::Proxy::with_header); one named `Host` or
+/// `Proxy-Authorization` replaces the one written here), and the blank line.
+pub(crate) fn connect_head(
     authority: &str,
     authorization: Option<&HeaderValue>,
     headers: &[(HeaderName, HeaderValue)],
-) -> Result<(), ConnectError>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+) -> Vec<u8> {
     let given = |name: &HeaderName| headers.iter().any(|(n, _)| n == name);
     let mut head = format!("CONNECT {authority} HTTP/1.1\r\n").into_bytes();
     let mut line = |name: &str, value: &[u8]| {
@@ -72,8 +73,17 @@ where
         line(name.as_str(), value.as_bytes());
     }
     head.extend_from_slice(b"\r\n");
+    head
+}
+
+/// Opens a tunnel over `stream`, a connection to the proxy, by writing `head` (a
+/// [`connect_head`]) and reading the answer. Returns the head of the proxy's 2xx answer.
+pub(crate) async fn connect_tunnel<S>(stream: &mut S, head: &[u8]) -> Result<Vec<u8>, ConnectError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     stream
-        .write_all(&head)
+        .write_all(head)
         .await
         .map_err(ConnectError::tunnel_io)?;
     stream.flush().await.map_err(ConnectError::tunnel_io)?;
@@ -81,7 +91,7 @@ where
     let response = read_head(stream).await?;
     let status = parse_status(&response)?;
     match status {
-        200..=299 => Ok(()),
+        200..=299 => Ok(response),
         status => Err(ConnectError::tunnel_refused(status)),
     }
 }
@@ -133,14 +143,14 @@ fn malformed() -> ConnectError {
 mod tests {
     use super::*;
 
-    async fn run(answer: &'static [u8]) -> (Result<(), ConnectError>, String, Vec<u8>) {
+    async fn run(answer: &'static [u8]) -> (Result<Vec<u8>, ConnectError>, String, Vec<u8>) {
         run_with(answer, &[]).await
     }
 
     async fn run_with(
         answer: &'static [u8],
         headers: &[(HeaderName, HeaderValue)],
-    ) -> (Result<(), ConnectError>, String, Vec<u8>) {
+    ) -> (Result<Vec<u8>, ConnectError>, String, Vec<u8>) {
         let (mut client, mut proxy) = tokio::io::duplex(4096);
         let auth = HeaderValue::from_static("Basic dTpw");
         let server = tokio::spawn(async move {
@@ -157,7 +167,8 @@ mod tests {
             }
             (String::from_utf8(seen).unwrap(), rest)
         });
-        let result = connect_tunnel(&mut client, "origin.test:443", Some(&auth), headers).await;
+        let head = connect_head("origin.test:443", Some(&auth), headers);
+        let result = connect_tunnel(&mut client, &head).await;
         if result.is_ok() {
             client.write_all(b"payload").await.unwrap();
         }
@@ -168,9 +179,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_2xx_answer_opens_the_tunnel_and_consumes_only_the_head() {
-        let (result, seen, rest) =
-            run(b"HTTP/1.1 200 Connection established\r\nVia: test\r\n\r\n").await;
-        result.expect("tunnel");
+        let answer = b"HTTP/1.1 200 Connection established\r\nVia: test\r\n\r\n";
+        let (result, seen, rest) = run(answer).await;
+        assert_eq!(result.expect("tunnel"), answer);
         assert_eq!(
             seen,
             "CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\

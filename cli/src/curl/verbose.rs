@@ -19,7 +19,9 @@
 //! ```
 //!
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
-//! anonymous)` instead of the connection and TLS lines. Request headers print in the order
+//! anonymous)` instead of the connection and TLS lines. A new connection through a `CONNECT`
+//! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
+//! does. Request headers print in the order
 //! they are sent, `Host` first, as curl sends them; response header names as the server wrote
 //! them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
 
@@ -127,6 +129,16 @@ impl Verbose {
                                 "* Establish HTTP proxy tunnel to {}",
                                 cx.dial.authority
                             ));
+                            // The `CONNECT` as the pool wrote it and as the proxy answered.
+                            if let Some(proxy) = cx.proxy {
+                                head_lines(&mut line, '>', &proxy.connect_head(&cx.dial.authority));
+                            }
+                            if let Some(answer) = &route.connect_response {
+                                head_lines(&mut line, '<', answer.as_bytes());
+                                let status = answer.split(' ').nth(1).unwrap_or_default();
+                                line("* CONNECT phase completed");
+                                line(&format!("* CONNECT tunnel established, response {status}"));
+                            }
                         }
                     }
                 }
@@ -190,11 +202,7 @@ impl Verbose {
             ));
         }
         line("> \r");
-        let head = String::from_utf8_lossy(head);
-        for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
-            line(&format!("< {text}\r"));
-        }
-        line("< \r");
+        head_lines(&mut line, '<', head);
         let _ = io::stderr().lock().write_all(trace.as_bytes());
     }
 
@@ -212,4 +220,14 @@ impl Verbose {
             self.info(&format!("Connection {} to host {host} left intact", c.id()));
         }
     }
+}
+
+/// The lines of a message head (up to its blank line) as `-v` shows them: each after `mark`
+/// and a space, ending in CRLF, then `mark` and a space alone for the blank line.
+fn head_lines(line: &mut impl FnMut(&str), mark: char, head: &[u8]) {
+    let head = String::from_utf8_lossy(head);
+    for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
+        line(&format!("{mark} {text}\r"));
+    }
+    line(&format!("{mark} \r"));
 }

@@ -134,6 +134,7 @@ pub(super) fn connection_info(
         .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
             proxy: p.proxy.clone(),
             tunnel: p.tunnel,
+            connect_response: p.connect_response.clone(),
         }))
         .with_open_reason(reason)
         .with_retirement(retires_at)
