@@ -25,8 +25,8 @@
 //! The concerns live in their own modules: [`argv`], [`args`], [`config`] and [`next`] (the
 //! command line), [`compose`], [`request`], [`data`], [`form`] (what is sent), [`cookies`],
 //! [`decode`] (`--compressed`), [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`]
-//! (what is printed), [`exit`] (curl's exit codes). What this mode does not do: curl's default progress
-//! meter, authentication other than Basic, protocols other than HTTP(S) (see
+//! (what is printed), [`exit`] (curl's exit codes). What this mode does not do: curl's default
+//! progress meter, authentication other than Basic, protocols other than HTTP(S) (see
 //! [`args::unsupported`] for the flags it deliberately refuses).
 //!
 //! # What `poolcurl load` reuses
