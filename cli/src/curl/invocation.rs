@@ -1,0 +1,201 @@
+//! One command line: its groups (one per `--next`), what they share, and the order their
+//! transfers run in.
+//!
+//! [`run`] reads every group before the first transfer (as curl reads its whole command line
+//! first), builds one [`Session`] per group over a [`Shared`] pool and cookie engine, and
+//! [`run_all`] runs the transfers of all groups as one sequence (or one `-Z` queue), then
+//! finishes each group (its `-D` file and cookie jar).
+
+use std::process::ExitCode;
+
+use clap::ArgMatches;
+use futures_util::StreamExt as _;
+
+use super::args::{self, CurlArgs};
+use super::connect_to::ConnectToArgs;
+use super::exit::CurlError;
+use super::output::Report;
+use super::plan::{self, Planned};
+use super::{Session, compose, cookies, setup, usage};
+
+/// Runs curl mode, one group of options and URLs per `--next` ([`next`]), and returns the
+/// process exit code. Every group is read before the first transfer starts, as curl reads its
+/// whole command line first.
+pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
+    let Some((first, _)) = groups.first() else {
+        return ExitCode::from(2);
+    };
+    // The global options are the same in every group (`next::split` copied them).
+    let report = Report::new(first.silent, first.show_error);
+    let mut prepared = Vec::with_capacity(groups.len());
+    let mut transfers = 0;
+    for (args, matches) in groups {
+        let group = plan::plan(&args, &matches).and_then(|plan| {
+            let composed = compose::compose(&args, &matches)?;
+            Ok((plan, composed))
+        });
+        match group {
+            Ok((mut plan, composed)) => {
+                // `%{urlnum}` counts on across groups, as in curl.
+                for planned in &mut plan {
+                    planned.index += transfers;
+                }
+                transfers += plan.len();
+                prepared.push((args, composed, plan));
+            }
+            Err(error) => {
+                report.error(&error);
+                return ExitCode::from(error.code());
+            }
+        }
+    }
+    if transfers == 0 {
+        no_url();
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let error = CurlError::new(2, format!("failed to start the runtime: {e}"));
+            report.error(&error);
+            return ExitCode::from(error.code());
+        }
+    };
+    let code = runtime.block_on(async move {
+        let mut shared = Shared::default();
+        let mut sessions = Vec::with_capacity(prepared.len());
+        let mut jobs = Vec::with_capacity(transfers);
+        let mut missing_url = false;
+        for (args, composed, plan) in prepared {
+            if plan.is_empty() {
+                // Only the last group can be without a URL: `--next` starts a group only
+                // after one.
+                missing_url = true;
+                break;
+            }
+            match Session::new(args, composed, report, &mut shared) {
+                Ok(session) => {
+                    let at = sessions.len();
+                    sessions.push(session);
+                    jobs.extend(plan.into_iter().map(|planned| (at, planned)));
+                }
+                Err(error) => {
+                    report.error(&error);
+                    return error.code();
+                }
+            }
+        }
+        run_all(&sessions, jobs, missing_url).await
+    });
+    // Connection drivers and a resolver thread may still run; nothing they do matters now.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// curl's message for a command line (or a last `--next` group) without a URL; printed even
+/// with `-s`, as curl prints it.
+fn no_url() {
+    eprintln!("poolcurl: no URL specified!");
+    eprintln!("{}", usage::TRY_HELP);
+}
+
+/// What the groups of one command line share: a pool for equal connection flags, and the
+/// cookie engine.
+#[derive(Default)]
+pub(super) struct Shared {
+    /// The clients built so far, with the connection flags each was built from.
+    clients: Vec<(args::ConnectArgs, args::NetArgs, pool::Client)>,
+    /// The cookie engine.
+    pub(super) cookies: cookies::Cookies,
+}
+
+impl Shared {
+    /// The client for the connection flags of `args`: the one an earlier group with the same
+    /// flags built, so that its connections are reused as curl reuses them across `--next`,
+    /// or a new pool. curl compares connections by the settings that apply to each (a `-k` in
+    /// one group does not keep an `http://` connection from the next); poolcurl compares the
+    /// whole set, so a group with other connection flags opens its own connections.
+    pub(super) fn client_for(
+        &mut self,
+        args: &CurlArgs,
+        connect_to: &ConnectToArgs,
+    ) -> Result<pool::Client, CurlError> {
+        let same = self
+            .clients
+            .iter()
+            .find(|(connect, net, _)| *connect == args.connect && *net == args.net);
+        if let Some((_, _, client)) = same {
+            return Ok(client.clone());
+        }
+        let client = setup::build_client(args, connect_to)?;
+        self.clients
+            .push((args.connect.clone(), args.net.clone(), client.clone()));
+        Ok(client)
+    }
+}
+
+/// Runs every transfer of every group, in order (or up to `--parallel-max` at once with `-Z`),
+/// then writes each group's `-D` file and cookie jar; returns the exit code: the last
+/// transfer's (with `-Z`, the last failure's), or 2 when a last group without a URL is reached.
+async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url: bool) -> u8 {
+    for session in sessions {
+        if let Err(code) = session.start_etag_file() {
+            return code;
+        }
+    }
+    // The global options are the same in every group; read them from the first.
+    let Some(global) = sessions.first().map(|s| &s.args.transfer) else {
+        no_url();
+        return 2;
+    };
+    let fail_early = global.fail_early;
+    let mut stopped = false;
+    let mut exit_code = if global.parallel {
+        let limit = usize::from(global.parallel_max);
+        let mut transfers = futures_util::stream::iter(jobs)
+            .map(|(at, planned)| sessions[at].run_one(planned))
+            .buffer_unordered(limit);
+        let mut last_failure = 0;
+        while let Some(code) = transfers.next().await {
+            if code != 0 {
+                last_failure = code;
+                if fail_early {
+                    // Dropping the stream cancels the transfers still running, as curl
+                    // stops them all at the first failure.
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        last_failure
+    } else {
+        let mut last = 0;
+        let mut next_start = tokio::time::Instant::now();
+        for (at, planned) in jobs {
+            // --rate: transfer starts at least this far apart.
+            if let Some(interval) = global.rate {
+                tokio::time::sleep_until(next_start).await;
+                next_start = tokio::time::Instant::now() + interval;
+            }
+            last = sessions[at].run_one(planned).await;
+            if fail_early && last != 0 {
+                stopped = true;
+                break;
+            }
+        }
+        last
+    };
+    if missing_url && !stopped {
+        no_url();
+        exit_code = 2;
+    }
+    for session in sessions {
+        if let Err(code) = session.finish() {
+            exit_code = code;
+        }
+    }
+    exit_code
+}
