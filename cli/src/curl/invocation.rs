@@ -18,9 +18,9 @@ use super::output::Report;
 use super::plan::{self, Planned};
 use super::{Session, compose, cookies, setup, usage};
 
-/// Runs curl mode, one group of options and URLs per `--next` ([`next`]), and returns the
-/// process exit code. Every group is read before the first transfer starts, as curl reads its
-/// whole command line first.
+/// Runs curl mode, one group of options and URLs per `--next` ([`next`](super::next)), and
+/// returns the process exit code. Every group is read before the first transfer starts, as
+/// curl reads its whole command line first.
 pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
     let Some((first, _)) = groups.first() else {
         return ExitCode::from(2);
