@@ -21,9 +21,9 @@
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
 //! anonymous)` instead of the connection and TLS lines. A new connection through a `CONNECT`
 //! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
-//! does. Request headers print in the order
-//! they are sent, `Host` first, as curl sends them; response header names as the server wrote
-//! them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
+//! does. Request headers print in the order they are sent, `Host` first, as curl sends them;
+//! response header names as the server wrote them (HTTP/1). As in curl, the `>` and `<` lines
+//! end in CRLF.
 
 use std::io::{self, Write};
 
