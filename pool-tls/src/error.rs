@@ -70,6 +70,8 @@ enum Kind {
     Tunnel {
         /// The proxy's answer, when it gave one.
         status: Option<u16>,
+        /// The head of that answer as received (bytes that are not UTF-8 replaced).
+        answer: Option<Box<str>>,
     },
 }
 
@@ -144,17 +146,20 @@ impl ConnectError {
     /// The proxy's `CONNECT` exchange broke: closed before answering, or answered with
     /// something that is not HTTP.
     pub(crate) fn tunnel_io(error: io::Error) -> ConnectError {
-        ConnectError::new(Kind::Tunnel { status: None }, Some(error.into()))
+        let kind = Kind::Tunnel {
+            status: None,
+            answer: None,
+        };
+        ConnectError::new(kind, Some(error.into()))
     }
 
-    /// The proxy answered `CONNECT` with `status` (not 2xx).
-    pub(crate) fn tunnel_refused(status: u16) -> ConnectError {
-        ConnectError::new(
-            Kind::Tunnel {
-                status: Some(status),
-            },
-            None,
-        )
+    /// The proxy answered `CONNECT` with `status` (not 2xx); `answer` is the head it sent.
+    pub(crate) fn tunnel_refused(status: u16, answer: &[u8]) -> ConnectError {
+        let kind = Kind::Tunnel {
+            status: Some(status),
+            answer: Some(String::from_utf8_lossy(answer).into()),
+        };
+        ConnectError::new(kind, None)
     }
 
     /// Records that the failure happened on the way to (or through) `proxy`.
@@ -231,7 +236,18 @@ impl ConnectError {
     /// The status the proxy refused the tunnel with.
     pub fn proxy_status(&self) -> Option<u16> {
         match self.inner.kind {
-            Kind::Tunnel { status } => status,
+            Kind::Tunnel { status, .. } => status,
+            _ => None,
+        }
+    }
+
+    /// The head of the answer the proxy refused the tunnel with (status line, headers and the
+    /// blank line, as received; bytes that are not UTF-8 replaced), for diagnostics such as
+    /// `curl -v`. `None` unless [`proxy_status`](Self::proxy_status) is. The body, if any, is
+    /// not read.
+    pub fn proxy_response(&self) -> Option<&str> {
+        match &self.inner.kind {
+            Kind::Tunnel { answer, .. } => answer.as_deref(),
             _ => None,
         }
     }
@@ -273,7 +289,12 @@ impl fmt::Display for ConnectError {
         let target = self.inner.target.as_deref();
         let proxy = self.inner.proxy.as_deref();
         match (&self.inner.kind, target) {
-            (Kind::Tunnel { status: Some(407) }, _) => write!(
+            (
+                Kind::Tunnel {
+                    status: Some(407), ..
+                },
+                _,
+            ) => write!(
                 f,
                 "the proxy {} requires authentication (407)",
                 proxy.unwrap_or("-")
@@ -281,6 +302,7 @@ impl fmt::Display for ConnectError {
             (
                 Kind::Tunnel {
                     status: Some(status),
+                    ..
                 },
                 _,
             ) => write!(
@@ -288,7 +310,7 @@ impl fmt::Display for ConnectError {
                 "the proxy {} refused the CONNECT tunnel with status {status}",
                 proxy.unwrap_or("-")
             )?,
-            (Kind::Tunnel { status: None }, _) => write!(
+            (Kind::Tunnel { status: None, .. }, _) => write!(
                 f,
                 "CONNECT tunnel through {} failed",
                 proxy.unwrap_or("the proxy")

@@ -58,6 +58,8 @@ pub struct Proxy {
     credentials: Option<(String, String)>,
     /// Headers for the proxy alone ([`with_header`](Proxy::with_header)).
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The `User-Agent` of `CONNECT` requests ([`with_user_agent`](Proxy::with_user_agent)).
+    user_agent: Option<HeaderValue>,
 }
 
 impl Proxy {
@@ -84,6 +86,21 @@ impl Proxy {
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
         self
+    }
+
+    /// Sets the `User-Agent` of the `CONNECT` requests that open tunnels through this proxy, as
+    /// curl (its `-A`) and reqwest do, so a proxy's logs and rules can tell clients apart.
+    /// Requests through a forward proxy carry their own `User-Agent` and are not changed; a
+    /// [header](Self::with_header) named `User-Agent` replaces this one. Unset by default: the
+    /// pool's `CONNECT` then carries no `User-Agent`.
+    pub fn with_user_agent(mut self, value: HeaderValue) -> Self {
+        self.user_agent = Some(value);
+        self
+    }
+
+    /// The `User-Agent` of this proxy's `CONNECT` requests, if one is set.
+    pub fn user_agent(&self) -> Option<&HeaderValue> {
+        self.user_agent.as_ref()
     }
 
     /// The headers for the proxy alone, in the order they were added.
@@ -115,11 +132,16 @@ impl Proxy {
 
     /// The `CONNECT` request head the connector writes to this proxy to open a tunnel to
     /// `authority` (`host:port`), as written: the request line, `Host`, `Proxy-Authorization`
-    /// when the proxy has credentials, this proxy's [headers](Self::with_header) (one named
-    /// `Host` or `Proxy-Authorization` replacing the connector's), and the blank line. For
-    /// diagnostics such as `curl -v`; it carries the credentials in the clear.
+    /// when the proxy has credentials, the [`User-Agent`](Self::with_user_agent) when one is
+    /// set, this proxy's [headers](Self::with_header) (one named `Host`,
+    /// `Proxy-Authorization` or `User-Agent` replacing the connector's), and the blank line.
+    /// For diagnostics such as `curl -v`; it carries the credentials in the clear.
     pub fn connect_head(&self, authority: &str) -> Vec<u8> {
-        crate::tunnel::connect_head(authority, self.basic_auth().as_ref(), self.headers())
+        let own = crate::tunnel::ConnectHeaders {
+            authorization: self.basic_auth(),
+            user_agent: self.user_agent.clone(),
+        };
+        crate::tunnel::connect_head(authority, &own, self.headers())
     }
 
     /// The `Proxy-Authorization` value, `Basic base64(user:password)`, marked sensitive.
@@ -212,6 +234,7 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
         port,
         credentials,
         headers: Vec::new(),
+        user_agent: None,
     })
 }
 
@@ -437,6 +460,12 @@ impl ProxyConfig {
     /// [`Proxy::with_header`].
     pub fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
         self.each_proxy(|proxy| proxy.with_header(name.clone(), value.clone()))
+    }
+
+    /// Sets the `CONNECT` `User-Agent` of every configured proxy; see
+    /// [`Proxy::with_user_agent`].
+    pub fn with_user_agent(self, value: HeaderValue) -> Self {
+        self.each_proxy(|proxy| proxy.with_user_agent(value.clone()))
     }
 
     /// Replaces every configured proxy with `change(proxy)`.

@@ -17,7 +17,7 @@
 
 use std::io;
 
-use http::header::{HOST, PROXY_AUTHORIZATION};
+use http::header::{HOST, PROXY_AUTHORIZATION, USER_AGENT};
 use http::{HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -46,13 +46,22 @@ pub struct ProxyUse {
     pub connect_response: Option<String>,
 }
 
+/// The headers the connector writes on a `CONNECT` besides `Host`.
+#[derive(Debug, Default)]
+pub(crate) struct ConnectHeaders {
+    /// `Proxy-Authorization`, from the proxy's credentials.
+    pub(crate) authorization: Option<HeaderValue>,
+    /// `User-Agent` ([`Proxy::with_user_agent`](crate::Proxy::with_user_agent)).
+    pub(crate) user_agent: Option<HeaderValue>,
+}
+
 /// The `CONNECT` request head for a tunnel to `authority` (`host:port`): the request line,
-/// `Host`, `Proxy-Authorization` when there is `authorization`, then `headers` (the proxy's
-/// own, [`Proxy::with_header`](crate::Proxy::with_header); one named `Host` or
-/// `Proxy-Authorization` replaces the one written here), and the blank line.
+/// `Host`, then `own` (`Proxy-Authorization`, `User-Agent`, each when set), then `headers`
+/// (the proxy's own, [`Proxy::with_header`](crate::Proxy::with_header); one with the name of a
+/// header written here replaces it), and the blank line. The order is curl's.
 pub(crate) fn connect_head(
     authority: &str,
-    authorization: Option<&HeaderValue>,
+    own: &ConnectHeaders,
     headers: &[(HeaderName, HeaderValue)],
 ) -> Vec<u8> {
     let given = |name: &HeaderName| headers.iter().any(|(n, _)| n == name);
@@ -66,8 +75,15 @@ pub(crate) fn connect_head(
     if !given(&HOST) {
         line("Host", authority.as_bytes());
     }
-    if let Some(value) = authorization.filter(|_| !given(&PROXY_AUTHORIZATION)) {
+    if let Some(value) = own
+        .authorization
+        .as_ref()
+        .filter(|_| !given(&PROXY_AUTHORIZATION))
+    {
         line("Proxy-Authorization", value.as_bytes());
+    }
+    if let Some(value) = own.user_agent.as_ref().filter(|_| !given(&USER_AGENT)) {
+        line("User-Agent", value.as_bytes());
     }
     for (name, value) in headers {
         line(name.as_str(), value.as_bytes());
@@ -92,7 +108,7 @@ where
     let status = parse_status(&response)?;
     match status {
         200..=299 => Ok(response),
-        status => Err(ConnectError::tunnel_refused(status)),
+        status => Err(ConnectError::tunnel_refused(status, &response)),
     }
 }
 
@@ -152,7 +168,10 @@ mod tests {
         headers: &[(HeaderName, HeaderValue)],
     ) -> (Result<Vec<u8>, ConnectError>, String, Vec<u8>) {
         let (mut client, mut proxy) = tokio::io::duplex(4096);
-        let auth = HeaderValue::from_static("Basic dTpw");
+        let own = ConnectHeaders {
+            authorization: Some(HeaderValue::from_static("Basic dTpw")),
+            user_agent: None,
+        };
         let server = tokio::spawn(async move {
             let mut seen = Vec::new();
             let mut byte = [0u8; 1];
@@ -167,7 +186,7 @@ mod tests {
             }
             (String::from_utf8(seen).unwrap(), rest)
         });
-        let head = connect_head("origin.test:443", Some(&auth), headers);
+        let head = connect_head("origin.test:443", &own, headers);
         let result = connect_tunnel(&mut client, &head).await;
         if result.is_ok() {
             client.write_all(b"payload").await.unwrap();
@@ -208,6 +227,27 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_user_agent_follows_the_credentials_and_a_proxy_header_replaces_it() {
+        let own = ConnectHeaders {
+            authorization: Some(HeaderValue::from_static("Basic dTpw")),
+            user_agent: Some(HeaderValue::from_static("agent/1")),
+        };
+        let head = connect_head("origin.test:443", &own, &[]);
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\
+             Proxy-Authorization: Basic dTpw\r\nUser-Agent: agent/1\r\n\r\n"
+        );
+        let replaced = [(USER_AGENT, HeaderValue::from_static("other/2"))];
+        let head = connect_head("origin.test:443", &own, &replaced);
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\
+             Proxy-Authorization: Basic dTpw\r\nuser-agent: other/2\r\n\r\n"
+        );
+    }
+
     #[tokio::test]
     async fn refusals_say_their_status() {
         let (result, _, _) =
@@ -215,10 +255,18 @@ mod tests {
         let error = result.expect_err("refused");
         assert!(error.is_proxy() && error.is_proxy_auth(), "{error}");
         assert_eq!(error.proxy_status(), Some(407));
+        assert_eq!(
+            error.proxy_response(),
+            Some("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+        );
         let (result, _, _) = run(b"HTTP/1.1 403 Forbidden\r\n\r\n").await;
         let error = result.expect_err("refused");
         assert!(error.is_proxy() && !error.is_proxy_auth(), "{error}");
         assert_eq!(error.proxy_status(), Some(403));
+        assert_eq!(
+            error.proxy_response(),
+            Some("HTTP/1.1 403 Forbidden\r\n\r\n")
+        );
         assert!(error.to_string().contains("403"), "{error}");
     }
 
@@ -227,7 +275,7 @@ mod tests {
         let (result, _, _) = run(b"").await;
         let error = result.expect_err("closed");
         assert!(
-            error.is_proxy() && error.proxy_status().is_none(),
+            error.is_proxy() && error.proxy_status().is_none() && error.proxy_response().is_none(),
             "{error}"
         );
         let (result, _, _) = run(b"SSH-2.0-OpenSSH\r\n\r\n").await;

@@ -269,6 +269,12 @@ impl Error {
         self.connect_error().and_then(ConnectError::proxy_status)
     }
 
+    /// The head of the answer the proxy refused the tunnel with, as received (see
+    /// [`ConnectError::proxy_response`]).
+    pub fn proxy_response(&self) -> Option<&str> {
+        self.connect_error().and_then(ConnectError::proxy_response)
+    }
+
     /// The server's certificate was rejected.
     pub fn is_certificate(&self) -> bool {
         self.connect_error()

@@ -100,7 +100,8 @@ async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
 }
 
 /// Headers for the proxy alone (curl's `--proxy-header`) go on the `CONNECT` of a tunnel and
-/// on each request through a forward proxy, and never through a tunnel to the origin.
+/// on each request through a forward proxy, and never through a tunnel to the origin; the
+/// proxy's user agent goes on the `CONNECT` only.
 #[tokio::test]
 async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("origin"))).await;
@@ -110,7 +111,8 @@ async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
         .with_header(
             http::HeaderName::from_static("x-for-proxy"),
             http::HeaderValue::from_static("1"),
-        );
+        )
+        .with_user_agent(http::HeaderValue::from_static("connect-agent/1"));
     let forward = ConnectionPool::builder()
         .proxy(config.clone(), false)
         .build()
@@ -137,9 +139,21 @@ async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
             request.head
         );
     }
+    // The `CONNECT` carries the proxy's user agent; a forwarded request keeps its own (none).
+    assert!(
+        requests[1].head.contains("\r\nUser-Agent: connect-agent/1\r\n"),
+        "{}",
+        requests[1].head
+    );
+    assert!(
+        !requests[0].head.to_ascii_lowercase().contains("user-agent"),
+        "{}",
+        requests[0].head
+    );
     let at_origin = server.requests();
     assert_eq!(at_origin.len(), 1);
     assert!(at_origin[0].headers.get("x-for-proxy").is_none());
+    assert!(at_origin[0].headers.get("user-agent").is_none());
 }
 
 /// An `https` origin goes through one `CONNECT` tunnel with TLS and ALPN to the origin inside:
@@ -185,8 +199,8 @@ async fn https_origins_tunnel_with_http2_inside_one_tunnel_for_a_cold_burst() {
     );
 }
 
-/// A proxy that refuses the tunnel: the error says it was the proxy, with its status; `407`
-/// is an authentication failure. Nothing stays counted.
+/// A proxy that refuses the tunnel: the error says it was the proxy, with its status and its
+/// answer's head; `407` is an authentication failure. Nothing stays counted.
 #[tokio::test]
 async fn refused_tunnels_name_the_proxy_and_its_status() {
     for (status, auth) in [(403, false), (407, true)] {
@@ -195,6 +209,8 @@ async fn refused_tunnels_name_the_proxy_and_its_status() {
         assert!(error.is_connect() && error.is_proxy(), "{error}");
         assert!(error.is_proxy_tunnel(), "{error}");
         assert_eq!(error.proxy_status(), Some(status));
+        let answer = format!("HTTP/1.1 {status} Refused\r\ncontent-length: 0\r\n\r\n");
+        assert_eq!(error.proxy_response(), Some(answer.as_str()));
         assert_eq!(error.is_proxy_auth(), auth, "{error}");
         assert!(
             format!("{error:#}").contains(&status.to_string()),
