@@ -295,6 +295,84 @@ async fn verbose_shows_the_connect_exchange_of_a_new_tunnel() {
     );
 }
 
+/// A tunnel the proxy refuses: `-v` shows the `CONNECT` as the proxy read it (with `-A`'s
+/// user agent) and the proxy's answer before the error, as curl does.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_shows_a_refused_connect_before_the_error() {
+    let proxy = ScriptedProxy::start(ConnectScript::Refuse(407), None).await;
+    let run = poolcurl(&[
+        "-v",
+        "-x",
+        &proxy.url(),
+        "-A",
+        "agent/1",
+        "https://refused.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 56, "{}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .collect();
+    let connect: String = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("> CONNECT "))
+        .take_while(|l| l.starts_with("> "))
+        .map(|l| format!("{}\n", &l[2..]))
+        .collect();
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(connect, requests[0].head.replace("\r\n", "\n"));
+    assert!(connect.contains("\nUser-Agent: agent/1\n"), "{connect}");
+    let answer: Vec<&str> = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("< HTTP/1.1 407"))
+        .take(4)
+        .copied()
+        .collect();
+    assert_eq!(
+        answer,
+        [
+            "< HTTP/1.1 407 Refused",
+            "< content-length: 0",
+            "< ",
+            "* CONNECT tunnel failed, response 407",
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+/// Through a proxy, `-A` is a connection flag across `--next`: a tunnel's `CONNECT` carries
+/// it, so a group with another `-A` opens its own tunnel, and one with the same reuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn next_groups_with_another_agent_open_their_own_tunnel() {
+    let server = serving(Reply::ok("x")).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let url = server.url("/");
+    let proxy_url = proxy.url();
+    let group = |agent: &'static str| ["-p", "-x", proxy_url.as_str(), "-A", agent, url.as_str()];
+    let mut args = vec!["-s"];
+    args.extend(group("one/1"));
+    args.push("--next");
+    args.extend(group("one/1"));
+    args.push("--next");
+    args.extend(group("two/2"));
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "xxx");
+    let agents: Vec<String> = proxy
+        .requests()
+        .iter()
+        .map(|r| {
+            let line = r.head.lines().find(|l| l.starts_with("User-Agent: "));
+            line.unwrap_or_default().to_owned()
+        })
+        .collect();
+    assert_eq!(agents, ["User-Agent: one/1", "User-Agent: two/2"]);
+}
+
 /// `%{http_connect}`: the proxy's answer to the CONNECT this transfer opened; `000` for a
 /// transfer that reused the tunnel, and the refusal's status when the proxy refused.
 #[tokio::test(flavor = "multi_thread")]

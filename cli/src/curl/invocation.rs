@@ -107,7 +107,7 @@ fn no_url() {
 #[derive(Default)]
 pub(super) struct Shared {
     /// The clients built so far, with the connection flags each was built from.
-    clients: Vec<(args::ConnectArgs, args::NetArgs, pool::Client)>,
+    clients: Vec<Built>,
     /// The cookie engine.
     pub(super) cookies: cookies::Cookies,
 }
@@ -123,18 +123,34 @@ impl Shared {
         args: &CurlArgs,
         connect_to: &ConnectToArgs,
     ) -> Result<pool::Client, CurlError> {
-        let same = self
-            .clients
-            .iter()
-            .find(|(connect, net, _)| *connect == args.connect && *net == args.net);
-        if let Some((_, _, client)) = same {
-            return Ok(client.clone());
+        // A tunnel's `CONNECT` carries `-A`, so through a proxy it is a connection flag too.
+        let proxied = setup::proxy_config(&args.connect, None)?.is_some();
+        let agent = args.send.user_agent.clone().filter(|_| proxied);
+        let same = self.clients.iter().find(|built| {
+            built.connect == args.connect && built.net == args.net && built.connect_agent == agent
+        });
+        if let Some(built) = same {
+            return Ok(built.client.clone());
         }
         let client = setup::build_client(args, connect_to)?;
-        self.clients
-            .push((args.connect.clone(), args.net.clone(), client.clone()));
+        self.clients.push(Built {
+            connect: args.connect.clone(),
+            net: args.net.clone(),
+            connect_agent: agent,
+            client: client.clone(),
+        });
         Ok(client)
     }
+}
+
+/// A client and the connection flags of the group it was built for.
+#[derive(Debug)]
+struct Built {
+    connect: args::ConnectArgs,
+    net: args::NetArgs,
+    /// `-A` when the group goes through a proxy (its tunnels' `CONNECT` carries it).
+    connect_agent: Option<String>,
+    client: pool::Client,
 }
 
 /// Runs every transfer of every group, in order (or up to `--parallel-max` at once with `-Z`),

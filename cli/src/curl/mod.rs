@@ -184,7 +184,7 @@ impl Session {
         let client = shared.client_for(&args, &connect_to)?;
         // Only `-v` reads them (the pool has its own copy): no second parse without it.
         let proxies = if args.verbose {
-            setup::proxy_config(&args.connect)?
+            setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?
         } else {
             None
         };

@@ -23,6 +23,9 @@ use super::args::{DataArg, HeaderAction, RequestArgs};
 use super::data::read_data;
 use super::exit::CurlError;
 
+/// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
+
 /// Where a header of the template came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -140,11 +143,10 @@ impl RequestTemplate {
             (None, Payload::Data { .. }) => Method::POST,
             (None, Payload::Upload(_)) => Method::PUT,
         };
-        let user_agent = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
         let mut headers = vec![
             Entry {
                 name: USER_AGENT,
-                value: HeaderValue::from_static(user_agent),
+                value: HeaderValue::from_static(DEFAULT_USER_AGENT),
                 source: Source::Default,
             },
             Entry {

@@ -24,6 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::HeaderValue;
 use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
     ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver,
@@ -33,6 +34,7 @@ use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction};
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
+use super::request::DEFAULT_USER_AGENT;
 
 /// curl's connect timeout when `--connect-timeout` is not given (or is 0).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -63,6 +65,7 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
 pub(crate) fn pool_builder(
     args: &ConnectArgs,
     connect_to: &ConnectToArgs,
+    user_agent: Option<&str>,
 ) -> Result<Builder, CurlError> {
     let mut builder = ConnectionPool::builder()
         .protocol(protocol_policy(args))
@@ -75,7 +78,7 @@ pub(crate) fn pool_builder(
         let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
         builder = builder.add_root_certificates_pem(pem).native_roots(false);
     }
-    if let Some(config) = proxy_config(args)? {
+    if let Some(config) = proxy_config(args, user_agent)? {
         builder = builder.proxy(config, args.proxytunnel);
     }
     if let Some(resolver) = static_resolver(args)? {
@@ -155,7 +158,7 @@ impl Resolve for FamilyResolver {
 /// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
-    let mut builder = pool_builder(&args.connect, connect_to)?
+    let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
@@ -193,13 +196,18 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     Ok(builder)
 }
 
-/// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none.
+/// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none. A
+/// tunnel's `CONNECT` carries `user_agent` (`-A`, sent even when empty, as curl does; a value
+/// that is not a header value is `-A`'s usage error elsewhere) or poolcurl's own.
 ///
 /// # Errors
 ///
 /// Exit 5 for a proxy URL that cannot be used (curl's "Could not resolve proxy" class), exit 2
 /// for a `-U` without a colon.
-pub(crate) fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, CurlError> {
+pub(crate) fn proxy_config(
+    args: &ConnectArgs,
+    user_agent: Option<&str>,
+) -> Result<Option<ProxyConfig>, CurlError> {
     let mut config = match args.proxy.as_deref() {
         Some("") => return Ok(None),
         Some(url) => {
@@ -213,9 +221,15 @@ pub(crate) fn proxy_config(args: &ConnectArgs) -> Result<Option<ProxyConfig>, Cu
             .ok_or_else(|| CurlError::new(2, "--proxy-user needs USER:PASSWORD"))?;
         config = config.with_credentials(name, password);
     }
+    let agent = user_agent.map_or(Ok(HeaderValue::from_static(DEFAULT_USER_AGENT)), |agent| {
+        HeaderValue::from_str(agent)
+    });
+    if let Ok(agent) = agent {
+        config = config.with_user_agent(agent);
+    }
     for header in &args.proxy_headers {
         // "Name:" would remove one of curl's own CONNECT headers; poolcurl's CONNECT carries
-        // only Host and Proxy-Authorization, which a header of the same name replaces.
+        // Host, Proxy-Authorization and User-Agent, which a header of the same name replaces.
         if let HeaderAction::Set(value) = &header.action {
             config = config.with_header(header.name.clone(), value.clone());
         }

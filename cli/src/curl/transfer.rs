@@ -327,6 +327,11 @@ impl Session {
             Ok(response) => response,
             Err(error) => {
                 record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
+                if let Some(answer) = error.proxy_response() {
+                    let proxy = self.proxy_for(uri);
+                    self.verbose
+                        .refused_tunnel(proxy, &target.dial.authority, answer);
+                }
                 return Err(self.failed(&error, target, record, None));
             }
         };

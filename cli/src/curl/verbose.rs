@@ -21,9 +21,9 @@
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
 //! anonymous)` instead of the connection and TLS lines. A new connection through a `CONNECT`
 //! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
-//! does. Request headers print in the order they are sent, `Host` first, as curl sends them;
-//! response header names as the server wrote them (HTTP/1). As in curl, the `>` and `<` lines
-//! end in CRLF.
+//! does; so does a tunnel the proxy refused, before the error. Request headers print in the
+//! order they are sent, `Host` first, as curl sends them; response header names as the server
+//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
 
 use std::io::{self, Write};
 
@@ -203,6 +203,32 @@ impl Verbose {
         }
         line("> \r");
         head_lines(&mut line, '<', head);
+        let _ = io::stderr().lock().write_all(trace.as_bytes());
+    }
+
+    /// A tunnel the proxy refused: the `CONNECT` as the pool wrote it (when the proxy is
+    /// known), the proxy's answer head, and the status, as curl shows them before its error.
+    pub(crate) fn refused_tunnel(
+        &self,
+        proxy: Option<&pool::Proxy>,
+        authority: &str,
+        answer: &str,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let mut trace = String::new();
+        let mut line = |text: &str| {
+            trace.push_str(text);
+            trace.push('\n');
+        };
+        line(&format!("* Establish HTTP proxy tunnel to {authority}"));
+        if let Some(proxy) = proxy {
+            head_lines(&mut line, '>', &proxy.connect_head(authority));
+        }
+        head_lines(&mut line, '<', answer.as_bytes());
+        let status = answer.split(' ').nth(1).unwrap_or_default();
+        line(&format!("* CONNECT tunnel failed, response {status}"));
         let _ = io::stderr().lock().write_all(trace.as_bytes());
     }
 

@@ -334,7 +334,7 @@ fn build_pool(
 ) -> Result<ThreadPerCore, String> {
     let connect = &args.connect;
     let mut builder =
-        setup::pool_builder(connect, connect_to).map_err(|e| e.message().to_owned())?;
+        setup::pool_builder(connect, connect_to, None).map_err(|e| e.message().to_owned())?;
     if let Some(origin) = origin {
         builder = builder.add_root_certificates_pem(origin.ca_pem().as_bytes().to_vec());
         if connect.cacert.is_none() {
