@@ -19,6 +19,7 @@
 //!   time inputs.
 //! * [`spawn`]: the [`DriverSpawner`] a partition's connection work runs on.
 //! * [`sync`]: the `std`/`loom` facade every lock comes from.
+//! * [`target`]: [`RequestTarget`], a request's target on the wire in place of its URI's.
 //!
 //! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
 //! or assemble the pool users depend on (`pool`).
@@ -40,6 +41,7 @@ pub mod partition;
 pub mod spawn;
 pub mod stats;
 pub mod sync;
+pub mod target;
 pub mod time;
 pub mod waiter;
 
@@ -55,4 +57,5 @@ pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
 pub use spawn::{BoxFuture, DriverSpawner};
 pub use stats::{Gauge, Gauges, OriginStats, PartitionStats, Peaks};
+pub use target::RequestTarget;
 pub use time::{AsyncSleep, ConnectTimeout, Sleep, TimeSource};

@@ -3,17 +3,21 @@
 use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::uri::{PathAndQuery, Uri};
 use http::{HeaderName, HeaderValue, Request};
-use pool_core::OriginKey;
+use pool_core::{OriginKey, RequestTarget};
 
 /// Prepares `request` for the wire: sets `Host` from the origin unless the caller set one, and
 /// replaces the absolute URI with its origin form (`/path?query`), which is what an origin
-/// server expects on HTTP/1.1 (RFC 9112 section 3.2.1).
+/// server expects on HTTP/1.1 (RFC 9112 section 3.2.1), or with the request's
+/// [`RequestTarget`] when it carries one.
 ///
 /// `host` is the origin's `Host` value, computed once per origin so this costs no allocation
 /// beyond the header map's own.
 pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
     if !request.headers().contains_key(HOST) {
         request.headers_mut().insert(HOST, host.clone());
+    }
+    if override_target(request) {
+        return;
     }
     // Taken, not cloned: the absolute URI is not needed again (a request handed back unsent
     // gets it back from `restore_absolute_uri`).
@@ -43,8 +47,9 @@ pub struct ForwardProxy {
 }
 
 /// Shapes a request for a forward proxy: `Host` as for any HTTP/1.1 request, the absolute-form
-/// target kept, `Proxy-Authorization` unless the caller set one, and the proxy's headers
-/// appended (a request header of the same name stays; both go, as curl sends both lists).
+/// target kept (or the request's [`RequestTarget`], sent to the proxy as it is, as curl
+/// does), `Proxy-Authorization` unless the caller set one, and the proxy's headers appended (a
+/// request header of the same name stays; both go, as curl sends both lists).
 pub fn prepare_proxied_request<B>(
     request: &mut Request<B>,
     host: &HeaderValue,
@@ -53,6 +58,7 @@ pub fn prepare_proxied_request<B>(
     if !request.headers().contains_key(HOST) {
         request.headers_mut().insert(HOST, host.clone());
     }
+    override_target(request);
     if let Some(value) = &proxy.authorization {
         if !request.headers().contains_key(PROXY_AUTHORIZATION) {
             request
@@ -65,17 +71,30 @@ pub fn prepare_proxied_request<B>(
     }
 }
 
+/// Sets the request's URI to its [`RequestTarget`], if it carries one; whether it did.
+fn override_target<B>(request: &mut Request<B>) -> bool {
+    // One emptiness check for a request without extensions.
+    let Some(target) = request.extensions().get::<RequestTarget>() else {
+        return false;
+    };
+    *request.uri_mut() = Uri::from(target.path_and_query().clone());
+    true
+}
+
 /// Undoes [`prepare_request`]'s URI change for a request hyper handed back unsent, so it can be
-/// routed again: `origin` + the request's origin-form target.
+/// routed again: `origin` + the request's origin-form target (`origin/` for a request with a
+/// [`RequestTarget`], which the next attempt sends again).
 pub fn restore_absolute_uri<B>(request: &mut Request<B>, origin: &OriginKey) {
     if request.uri().scheme().is_some() {
         // Still absolute (a forward proxy's request).
         return;
     }
+    let overridden = request.extensions().get::<RequestTarget>().is_some();
     let path = request
         .uri()
         .path_and_query()
         .map(PathAndQuery::as_str)
+        .filter(|_| !overridden)
         .unwrap_or("/");
     let absolute = format!("{origin}{path}");
     if let Ok(uri) = absolute.parse() {
@@ -141,6 +160,34 @@ mod tests {
         assert_eq!(req.headers()[PROXY_AUTHORIZATION], "Basic dTpw");
         let values: Vec<_> = req.headers().get_all("x-proxy").iter().collect();
         assert_eq!(values, ["own", "p"]);
+    }
+
+    #[test]
+    fn a_request_target_replaces_the_uris_and_a_retry_restores_the_origin() {
+        let origin = OriginKey::from_uri(&"http://example.com/".parse().unwrap()).unwrap();
+        let mut req = Request::options("http://example.com/ignored?q")
+            .body(())
+            .unwrap();
+        req.extensions_mut().insert(RequestTarget::asterisk());
+        prepare_request(&mut req, &HeaderValue::from_static("example.com"));
+        assert_eq!(req.uri().to_string(), "*");
+        assert_eq!(req.headers()[HOST], "example.com");
+        restore_absolute_uri(&mut req, &origin);
+        assert_eq!(req.uri().to_string(), "http://example.com/");
+        prepare_request(&mut req, &HeaderValue::from_static("example.com"));
+        assert_eq!(req.uri().to_string(), "*");
+
+        let mut proxied = Request::get("http://example.com/a").body(()).unwrap();
+        proxied
+            .extensions_mut()
+            .insert("/b?c".parse::<RequestTarget>().unwrap());
+        let proxy = ForwardProxy::default();
+        prepare_proxied_request(
+            &mut proxied,
+            &HeaderValue::from_static("example.com"),
+            &proxy,
+        );
+        assert_eq!(proxied.uri().to_string(), "/b?c");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 
 use http::uri::Authority;
 use http::{Request, Uri, header::HOST};
+use pool_core::RequestTarget;
 
-/// Moves a `Host` header into the request's `:authority` (hyper derives it from the URI).
+/// Shapes `request` for HTTP/2: moves a `Host` header into the request's `:authority`, and a
+/// [`RequestTarget`] into its `:path` (hyper derives both from the URI).
 ///
 /// HTTP/2 carries the target's authority in `:authority`, and a client must not send a `Host`
 /// field that differs from it (RFC 9113 §8.3.1); servers such as nginx answer a request that
@@ -12,14 +14,22 @@ use http::{Request, Uri, header::HOST};
 /// URI's origin already; this changes what the request names, not where it goes. A `Host` value
 /// that is not a valid authority is dropped (hyper would reject the request otherwise).
 pub fn prepare_request<B>(request: &mut Request<B>) {
-    let Some(host) = request.headers_mut().remove(HOST) else {
+    let authority = request
+        .headers_mut()
+        .remove(HOST)
+        .and_then(|host| Authority::try_from(host.as_bytes()).ok());
+    // One emptiness check for a request without extensions.
+    let target = request.extensions().get::<RequestTarget>();
+    if authority.is_none() && target.is_none() {
         return;
-    };
-    let Ok(authority) = Authority::try_from(host.as_bytes()) else {
-        return;
-    };
+    }
     let mut parts = request.uri().clone().into_parts();
-    parts.authority = Some(authority);
+    if let Some(authority) = authority {
+        parts.authority = Some(authority);
+    }
+    if let Some(target) = target {
+        parts.path_and_query = Some(target.path_and_query().clone());
+    }
     if let Ok(uri) = Uri::from_parts(parts) {
         *request.uri_mut() = uri;
     }
@@ -42,5 +52,17 @@ mod tests {
         let mut plain = Request::get("http://origin.test/").body(()).unwrap();
         prepare_request(&mut plain);
         assert_eq!(plain.uri(), "http://origin.test/");
+    }
+
+    #[test]
+    fn a_request_target_becomes_the_path() {
+        let mut request = Request::options("https://origin.test/path?q=1")
+            .header("host", "other.test")
+            .body(())
+            .unwrap();
+        request.extensions_mut().insert(RequestTarget::asterisk());
+        prepare_request(&mut request);
+        assert_eq!(request.uri().authority().unwrap(), "other.test");
+        assert_eq!(request.uri().path_and_query().unwrap(), "*");
     }
 }

@@ -181,8 +181,10 @@ impl Client {
     /// Sends a request and returns the response once its head arrives.
     ///
     /// The URI must be absolute (`http://` or `https://`). For HTTP/1.1 the pool sends the
-    /// origin form of the target and sets `Host` unless the request has one; a request whose
-    /// version is `HTTP/2.0` is only ever served by an HTTP/2 connection.
+    /// origin form of the target and sets `Host` unless the request has one; a
+    /// [`RequestTarget`](crate::RequestTarget) extension sends another target (`OPTIONS *`)
+    /// while the URI still picks the connection. A request whose version is `HTTP/2.0` is only
+    /// ever served by an HTTP/2 connection.
     ///
     /// The response body describes the connection that served it ([`Body::connection`]); with
     /// [`Builder::connection_handle_extension`] the [`ConnectionHandle`](crate::ConnectionHandle) is also a response

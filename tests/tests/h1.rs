@@ -68,6 +68,31 @@ async fn requests_use_origin_form_and_host() {
     assert_eq!(requests[1].header("content-length"), Some("7"));
 }
 
+/// A [`pool::RequestTarget`] is the request line's target (`OPTIONS *`); `Host` and the
+/// connection are still the URI's, and the next request on that connection is unaffected.
+#[tokio::test]
+async fn a_request_target_extension_replaces_the_uris_target() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let mut options = Request::options(server.url("/ignored?q"))
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    options
+        .extensions_mut()
+        .insert(pool::RequestTarget::asterisk());
+    let response = client.request(options).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    fetch(&client, &server.url("/after")).await;
+
+    let requests = server.requests();
+    assert_eq!(requests[0].method, "OPTIONS");
+    assert_eq!(requests[0].target, "*");
+    assert_eq!(requests[0].host(), Some(server.authority().as_str()));
+    assert_eq!(requests[1].target, "/after");
+    assert_eq!(server.accepted(), 1);
+}
+
 #[tokio::test]
 async fn body_dropped_before_its_end_retires_the_connection() {
     let server =

@@ -468,6 +468,26 @@ async fn a_host_header_becomes_the_http2_authority() {
     assert_eq!(server.accepted(), 1);
 }
 
+/// A [`pool::RequestTarget`] is the HTTP/2 request's `:path`; `:authority` is the URI's.
+#[tokio::test]
+async fn a_request_target_extension_is_the_http2_path() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let mut request = Request::options(server.url("/ignored"))
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    request
+        .extensions_mut()
+        .insert(pool::RequestTarget::asterisk());
+    let response = client.request(request).await.expect("request succeeds");
+    response.into_body().collect().await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path(), "*");
+    assert_eq!(requests[0].authority(), Some(server.authority().as_str()));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Past the server's stream limit
 

@@ -141,7 +141,9 @@ async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
     }
     // The `CONNECT` carries the proxy's user agent; a forwarded request keeps its own (none).
     assert!(
-        requests[1].head.contains("\r\nUser-Agent: connect-agent/1\r\n"),
+        requests[1]
+            .head
+            .contains("\r\nUser-Agent: connect-agent/1\r\n"),
         "{}",
         requests[1].head
     );
