@@ -373,6 +373,30 @@ async fn next_groups_with_another_agent_open_their_own_tunnel() {
     assert_eq!(agents, ["User-Agent: one/1", "User-Agent: two/2"]);
 }
 
+/// `--request-target`: `-v` shows the target sent; one poolcurl cannot send (neither `*` nor
+/// starting with `/`, which curl would send as written) is a usage error before any transfer.
+#[tokio::test(flavor = "multi_thread")]
+async fn request_target_shows_in_verbose_and_a_target_it_cannot_send_is_refused() {
+    let server = serving(Reply::ok("x")).await;
+    let url = server.url("/ignored");
+    let run = poolcurl(&["-sv", "-X", "OPTIONS", "--request-target", "*", &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("> OPTIONS * HTTP/1.1\r\n"),
+        "{}",
+        run.stderr
+    );
+    let run = poolcurl(&["-sS", "--request-target", "no-slash", &url]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("option --request-target: \"no-slash\" cannot be sent"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.accepted(), 1, "the refused target sent nothing");
+}
+
 /// `%{http_connect}`: the proxy's answer to the CONNECT this transfer opened; `000` for a
 /// transfer that reused the tunnel, and the refusal's status when the proxy refused.
 #[tokio::test(flavor = "multi_thread")]

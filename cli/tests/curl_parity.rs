@@ -610,6 +610,38 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "request target instead of the URL's path",
+            &["--request-target", "/echo/t?q=1", "%BASE%/hello"],
+        ),
+        case(
+            "request target OPTIONS *",
+            &["-X", "OPTIONS", "--request-target", "*", "%BASE%/hello"],
+        ),
+        case(
+            "request target counted in size_request",
+            &[
+                "--request-target",
+                "/echo/longer/target",
+                "-o",
+                "%DIR%/out.txt",
+                "-w",
+                "%{size_request} %{url_effective}",
+                "-A",
+                "agent",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "request target through a forward proxy",
+            &[
+                "-x",
+                "%BASE%",
+                "--request-target",
+                "/echo/via",
+                "http://origin.test/hello",
+            ],
+        ),
+        case(
             "proxy header on a forward proxy's request",
             &[
                 "-x",
@@ -795,6 +827,8 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         }
         p if p.starts_with("/files/") => Reply::ok(format!("file {}\n", &p["/files/".len()..])),
         p if p.starts_with("/echo") => echo(req),
+        // `OPTIONS *` (--request-target '*').
+        "*" => echo(req),
         _ => Reply::new(404).body("no such route\n"),
     }
 }

@@ -118,6 +118,18 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         });
     }
     let mut template = RequestTemplate::with_payload(&request, args.head, payload, &defaults);
+    if let Some(text) = &send.request_target {
+        let target = text.parse::<pool::RequestTarget>().map_err(|_| {
+            CurlError::new(
+                2,
+                format!(
+                    "option --request-target: {text:?} cannot be sent: poolcurl sends * or a \
+                     target that starts with /"
+                ),
+            )
+        })?;
+        template.set_target(target);
+    }
     if let Some(agent) = &send.user_agent {
         let value = (!agent.is_empty())
             .then(|| header_value("-A", agent))

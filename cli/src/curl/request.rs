@@ -80,6 +80,8 @@ pub(crate) struct RequestTemplate {
     /// Whether requests carry their own `Host` header first (curl mode), rather than leaving
     /// it to the pool.
     host_first: bool,
+    /// `--request-target`: sent instead of each URL's path and query.
+    target: Option<pool::RequestTarget>,
 }
 
 /// How one request of a transfer is sent (the first, or one after a redirect).
@@ -168,6 +170,7 @@ impl RequestTemplate {
             has_data: false,
             version: Version::HTTP_11,
             host_first: false,
+            target: None,
         };
         for header in &args.headers {
             match &header.action {
@@ -292,6 +295,25 @@ impl RequestTemplate {
         self.host_first = true;
     }
 
+    /// Sends `target` instead of each URL's path and query (`--request-target`).
+    pub(crate) fn set_target(&mut self, target: pool::RequestTarget) {
+        self.target = Some(target);
+    }
+
+    /// The request target a request for `uri` sends: `--request-target`'s, or the URL's path
+    /// and query (`/` for none).
+    pub(crate) fn target_for<'a>(&'a self, uri: &'a Uri) -> &'a str {
+        match &self.target {
+            Some(target) => target.as_str(),
+            None => uri.path_and_query().map_or("/", |p| p.as_str()),
+        }
+    }
+
+    /// Whether `--request-target` replaces the URLs' targets.
+    pub(crate) fn has_target(&self) -> bool {
+        self.target.is_some()
+    }
+
     /// Whether `-H` set a header of this name (it then wins over curl mode's own).
     pub(crate) fn user_sets(&self, name: &HeaderName) -> bool {
         self.headers
@@ -390,6 +412,9 @@ impl RequestTemplate {
         }
         if !late_sent {
             builder = add_late(builder, &mut late, |n| self.overridden(n));
+        }
+        if let Some(target) = &self.target {
+            builder = builder.extension(target.clone());
         }
         builder
             .body(Full::new(self.body_for(hop)))

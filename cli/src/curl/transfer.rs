@@ -351,7 +351,8 @@ impl Session {
         } else {
             0
         };
-        record.size_request += request_size(&hop.method, uri, &sent_headers, http2, data);
+        let wire_target = template.target_for(uri);
+        record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
         let (parts, body) = response.into_parts();
         record.status = Some(parts.status);
         record.version = Some(parts.version);
@@ -368,6 +369,7 @@ impl Session {
             http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
             http1_0: self.args.net.http1_0,
             proxy: self.proxy_for(uri),
+            target: template.has_target().then_some(wire_target),
         };
         self.verbose.exchange(
             &context,

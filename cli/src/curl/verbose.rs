@@ -51,6 +51,8 @@ pub(crate) struct VerboseContext<'a> {
     /// the request line carries the whole URL, and the pool adds the proxy's credentials and
     /// headers after the request's own.
     pub(crate) proxy: Option<&'a pool::Proxy>,
+    /// `--request-target`: the request line's target whatever the route.
+    pub(crate) target: Option<&'a str>,
 }
 
 /// The `-v` trace on stderr.
@@ -165,9 +167,10 @@ impl Verbose {
         let forward = connection
             .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
             .and(cx.proxy);
-        let target = match forward {
-            Some(_) => uri.to_string(),
-            None => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+        let target = match (cx.target, forward) {
+            (Some(target), _) => target.to_owned(),
+            (None, Some(_)) => uri.to_string(),
+            (None, None) => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
         };
         let http2 = protocol == Some(pool::Protocol::Http2);
         let version = match (http2, cx.http1_0) {

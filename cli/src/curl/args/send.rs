@@ -12,6 +12,10 @@ pub(crate) struct SendArgs {
     #[arg(short = 'A', long = "user-agent", value_name = "NAME")]
     pub(crate) user_agent: Option<String>,
 
+    /// Send PATH as the request target instead of the URL's path and query (* or /...; the URL still says where to connect)
+    #[arg(long = "request-target", value_name = "PATH")]
+    pub(crate) request_target: Option<String>,
+
     /// Send Referer URL; "URL;auto" (or ";auto") also sets it when following redirects
     #[arg(short = 'e', long = "referer", value_name = "URL")]
     pub(crate) referer: Option<String>,

@@ -183,11 +183,6 @@ const FLAGS: &[Unsupported] = &[
         None,
         "no compressed transfer coding; use --compressed",
     ),
-    flag(
-        "--request-target",
-        None,
-        "the request target is the URL's path",
-    ),
     flag("--aws-sigv4", None, "no request signing"),
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
