@@ -4,9 +4,9 @@
 //! connection) and what it asks for (its path and query, the request target on the wire). A
 //! few requests need the second to be something a URL does not say: `OPTIONS *` (RFC 9110
 //! section 9.3.7), or a path other than the URL's for a server whose routing a test probes.
-//! curl calls this `--request-target`. The override travels as a
-//! request extension, so routing, reuse and re-sends still follow the URI, and a request
-//! without one pays a single emptiness check of its extensions.
+//! curl calls this `--request-target`. The override travels as a request extension, so
+//! routing, reuse and re-sends still follow the URI, and a request without one pays a single
+//! emptiness check of its extensions.
 //!
 //! What this module does not do: send a target [`PathAndQuery`] rejects (one that is neither
 //! `*` nor starts with `/`: hyper writes the request line from a URI), or change the origin

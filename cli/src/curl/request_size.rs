@@ -13,8 +13,9 @@
 use http::{HeaderMap, Method};
 
 /// The bytes curl counts for one request: `method` with request target `target` (the URL's
-/// path and query, or `--request-target`) and `headers` as the request carries them (curl mode's requests carry their own `Host`, as curl's do), and `data` bytes
-/// of request data sent with the head.
+/// path and query, or `--request-target`), `headers` as the request carries them (curl mode's
+/// requests carry their own `Host`, as curl's do), and `data` bytes of request data sent with
+/// the head.
 pub(crate) fn request_size(
     method: &Method,
     target: &str,

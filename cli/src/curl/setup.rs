@@ -56,8 +56,9 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
 
 /// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`
 /// and the `--connect-to` rules of `connect_to` (read once by the caller, which checks its
-/// requests against them too), and title-case HTTP/1 header names, as curl sends them.
-/// Partitions, bounds and timeouts are left to the caller.
+/// requests against them too), title-case HTTP/1 header names, as curl sends them, and
+/// `user_agent` (`-A`; `None`: poolcurl's own) on a tunnel's `CONNECT`. Partitions, bounds and
+/// timeouts are left to the caller.
 ///
 /// # Errors
 ///
