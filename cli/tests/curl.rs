@@ -258,17 +258,7 @@ async fn verbose_shows_the_connect_exchange_of_a_new_tunnel() {
     ])
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let lines: Vec<&str> = run
-        .stderr
-        .lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .collect();
-    let connect: String = lines
-        .iter()
-        .skip_while(|l| !l.starts_with("> CONNECT "))
-        .take_while(|l| l.starts_with("> "))
-        .map(|l| format!("{}\n", &l[2..]))
-        .collect();
+    let (lines, connect) = verbose_connect(&run.stderr);
     let requests = proxy.requests();
     assert_eq!(requests.len(), 1, "one tunnel for both transfers");
     assert_eq!(connect, requests[0].head.replace("\r\n", "\n"));
@@ -295,6 +285,19 @@ async fn verbose_shows_the_connect_exchange_of_a_new_tunnel() {
     );
 }
 
+/// `-v`'s stderr as lines without their CR, and the `CONNECT` request among them (the `>`
+/// lines from the first `> CONNECT`, without the `> `, each ending in `\n`).
+fn verbose_connect(stderr: &str) -> (Vec<&str>, String) {
+    let lines: Vec<&str> = stderr.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let connect = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("> CONNECT "))
+        .take_while(|l| l.starts_with("> "))
+        .map(|l| format!("{}\n", &l[2..]))
+        .collect();
+    (lines, connect)
+}
+
 /// A tunnel the proxy refuses: `-v` shows the `CONNECT` as the proxy read it (with `-A`'s
 /// user agent) and the proxy's answer before the error, as curl does.
 #[tokio::test(flavor = "multi_thread")]
@@ -310,17 +313,7 @@ async fn verbose_shows_a_refused_connect_before_the_error() {
     ])
     .await;
     assert_eq!(run.code, 56, "{}", run.stderr);
-    let lines: Vec<&str> = run
-        .stderr
-        .lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .collect();
-    let connect: String = lines
-        .iter()
-        .skip_while(|l| !l.starts_with("> CONNECT "))
-        .take_while(|l| l.starts_with("> "))
-        .map(|l| format!("{}\n", &l[2..]))
-        .collect();
+    let (lines, connect) = verbose_connect(&run.stderr);
     let requests = proxy.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(connect, requests[0].head.replace("\r\n", "\n"));

@@ -86,127 +86,19 @@ impl Verbose {
         if !self.enabled {
             return;
         }
-        let mut trace = String::new();
-        let mut line = |text: &str| {
-            trace.push_str(text);
-            trace.push('\n');
-        };
-        let protocol = connection.map(pool::ConnectionHandle::protocol);
-        if let Some(c) = connection {
-            let info = c.info();
-            if c.is_reused() {
-                line(&format!(
-                    "* Re-using existing connection {} with host {} (partition {})",
-                    c.id(),
-                    cx.host,
-                    info.partition()
-                ));
-            } else {
-                if cx.dial.names_host {
-                    line(&format!("* Connecting to hostname: {}", cx.dial.host));
-                }
-                if cx.dial.names_port {
-                    line(&format!("* Connecting to port: {}", cx.dial.port));
-                }
-                let (ip, port) = info
-                    .remote_addr()
-                    .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
-                match info.proxy() {
-                    None => line(&format!(
-                        "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
-                        cx.host,
-                        info.partition(),
-                        c.id()
-                    )),
-                    Some(route) => {
-                        line(&format!(
-                            "* Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
-                            route.proxy,
-                            info.partition(),
-                            c.id()
-                        ));
-                        if route.tunnel {
-                            // The tunnel goes where `--connect-to` sends the connection.
-                            line(&format!(
-                                "* Establish HTTP proxy tunnel to {}",
-                                cx.dial.authority
-                            ));
-                            // The `CONNECT` as the pool wrote it and as the proxy answered.
-                            if let Some(proxy) = cx.proxy {
-                                head_lines(&mut line, '>', &proxy.connect_head(&cx.dial.authority));
-                            }
-                            if let Some(answer) = &route.connect_response {
-                                head_lines(&mut line, '<', answer.as_bytes());
-                                let status = answer.split(' ').nth(1).unwrap_or_default();
-                                line("* CONNECT phase completed");
-                                line(&format!("* CONNECT tunnel established, response {status}"));
-                            }
-                        }
-                    }
-                }
-                if let Some(tls) = info.tls() {
-                    line(&format!("* ALPN: poolcurl offers {}", cx.alpn_offer));
-                    line(&format!(
-                        "* SSL connection using {} / {}",
-                        tls.version, tls.cipher_suite
-                    ));
-                    match tls.alpn {
-                        Some(accepted) => line(&format!("* ALPN: server accepted {accepted}")),
-                        None => line("* ALPN: server did not agree on a protocol. Uses default."),
-                    }
-                }
+        print_trace(|line| {
+            if let Some(c) = connection {
+                connection_lines(line, cx, c);
             }
-        }
-        if cx.http2_over_cleartext {
-            line(
-                "* --http2 over cleartext: HTTP/2 needs prior knowledge here \
-                 (--http2-prior-knowledge); using HTTP/1.1",
-            );
-        }
-        let (method, uri, headers) = request;
-        let forward = connection
-            .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
-            .and(cx.proxy);
-        let target = match (cx.target, forward) {
-            (Some(target), _) => target.to_owned(),
-            (None, Some(_)) => uri.to_string(),
-            (None, None) => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
-        };
-        let http2 = protocol == Some(pool::Protocol::Http2);
-        let version = match (http2, cx.http1_0) {
-            (true, _) => "HTTP/2",
-            (false, true) => "HTTP/1.0",
-            (false, false) => "HTTP/1.1",
-        };
-        // Header lines end in CRLF and the blank line after a head is `> ` / `< `, byte for
-        // byte as curl writes them (the head as sent and received).
-        line(&format!("> {method} {target} {version}\r"));
-        if !http2 && !headers.contains_key(HOST) {
-            let host = pool::OriginKey::from_uri(uri).map_or_else(
-                |_| uri.authority().map_or(String::new(), |a| a.to_string()),
-                |origin| origin.authority(),
-            );
-            line(&format!("> Host: {host}\r"));
-        }
-        // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
-        let authorization = forward
-            .and_then(pool::Proxy::basic_auth)
-            .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
-            .map(|value| (PROXY_AUTHORIZATION, value));
-        let for_proxy = authorization
-            .iter()
-            .chain(forward.map_or(&[][..], pool::Proxy::headers))
-            .map(|(name, value)| (name, value));
-        for (name, value) in headers.iter().chain(for_proxy) {
-            line(&format!(
-                "> {}: {}\r",
-                title_case(name.as_str()),
-                String::from_utf8_lossy(value.as_bytes())
-            ));
-        }
-        line("> \r");
-        head_lines(&mut line, '<', head);
-        let _ = io::stderr().lock().write_all(trace.as_bytes());
+            if cx.http2_over_cleartext {
+                line(
+                    "* --http2 over cleartext: HTTP/2 needs prior knowledge here \
+                     (--http2-prior-knowledge); using HTTP/1.1",
+                );
+            }
+            request_lines(line, cx, connection, request);
+            head_lines(line, '<', head);
+        });
     }
 
     /// A tunnel the proxy refused: the `CONNECT` as the pool wrote it (when the proxy is
@@ -220,19 +112,10 @@ impl Verbose {
         if !self.enabled {
             return;
         }
-        let mut trace = String::new();
-        let mut line = |text: &str| {
-            trace.push_str(text);
-            trace.push('\n');
-        };
-        line(&format!("* Establish HTTP proxy tunnel to {authority}"));
-        if let Some(proxy) = proxy {
-            head_lines(&mut line, '>', &proxy.connect_head(authority));
-        }
-        head_lines(&mut line, '<', answer.as_bytes());
-        let status = answer.split(' ').nth(1).unwrap_or_default();
-        line(&format!("* CONNECT tunnel failed, response {status}"));
-        let _ = io::stderr().lock().write_all(trace.as_bytes());
+        print_trace(|line| {
+            let status = tunnel_lines(line, proxy, authority, Some(answer)).unwrap_or_default();
+            line(&format!("* CONNECT tunnel failed, response {status}"));
+        });
     }
 
     /// The end of an exchange: the connection stays for reuse, or closes.
@@ -251,9 +134,156 @@ impl Verbose {
     }
 }
 
+/// How a request's connection came to be, as `-v` shows it: reused, or the new connection
+/// (with `--connect-to`, the proxy and its tunnel, and TLS).
+fn connection_lines(
+    line: &mut dyn FnMut(&str),
+    cx: &VerboseContext<'_>,
+    c: &pool::ConnectionHandle,
+) {
+    let info = c.info();
+    if c.is_reused() {
+        line(&format!(
+            "* Re-using existing connection {} with host {} (partition {})",
+            c.id(),
+            cx.host,
+            info.partition()
+        ));
+        return;
+    }
+    if cx.dial.names_host {
+        line(&format!("* Connecting to hostname: {}", cx.dial.host));
+    }
+    if cx.dial.names_port {
+        line(&format!("* Connecting to port: {}", cx.dial.port));
+    }
+    let (ip, port) = info
+        .remote_addr()
+        .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
+    match info.proxy() {
+        None => line(&format!(
+            "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
+            cx.host,
+            info.partition(),
+            c.id()
+        )),
+        Some(route) => {
+            line(&format!(
+                "* Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
+                route.proxy,
+                info.partition(),
+                c.id()
+            ));
+            if route.tunnel {
+                // The tunnel goes where `--connect-to` sends the connection.
+                let answer = route.connect_response.as_deref();
+                let authority = &cx.dial.authority;
+                if let Some(status) = tunnel_lines(line, cx.proxy, authority, answer) {
+                    line("* CONNECT phase completed");
+                    line(&format!("* CONNECT tunnel established, response {status}"));
+                }
+            }
+        }
+    }
+    if let Some(tls) = info.tls() {
+        line(&format!("* ALPN: poolcurl offers {}", cx.alpn_offer));
+        line(&format!(
+            "* SSL connection using {} / {}",
+            tls.version, tls.cipher_suite
+        ));
+        match tls.alpn {
+            Some(accepted) => line(&format!("* ALPN: server accepted {accepted}")),
+            None => line("* ALPN: server did not agree on a protocol. Uses default."),
+        }
+    }
+}
+
+/// The request head as it was sent, as `-v` shows it: the request line, `Host` first (the
+/// pool adds it last on HTTP/1 when the request has none), the request's headers, then what a
+/// forward proxy's requests carry.
+fn request_lines(
+    line: &mut dyn FnMut(&str),
+    cx: &VerboseContext<'_>,
+    connection: Option<&pool::ConnectionHandle>,
+    request: (&Method, &Uri, &HeaderMap),
+) {
+    let protocol = connection.map(pool::ConnectionHandle::protocol);
+    let (method, uri, headers) = request;
+    let forward = connection
+        .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
+        .and(cx.proxy);
+    let target = match (cx.target, forward) {
+        (Some(target), _) => target.to_owned(),
+        (None, Some(_)) => uri.to_string(),
+        (None, None) => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+    };
+    let http2 = protocol == Some(pool::Protocol::Http2);
+    let version = match (http2, cx.http1_0) {
+        (true, _) => "HTTP/2",
+        (false, true) => "HTTP/1.0",
+        (false, false) => "HTTP/1.1",
+    };
+    // Header lines end in CRLF and the blank line after a head is `> ` / `< `, byte for
+    // byte as curl writes them (the head as sent and received).
+    line(&format!("> {method} {target} {version}\r"));
+    if !http2 && !headers.contains_key(HOST) {
+        let host = pool::OriginKey::from_uri(uri).map_or_else(
+            |_| uri.authority().map_or(String::new(), |a| a.to_string()),
+            |origin| origin.authority(),
+        );
+        line(&format!("> Host: {host}\r"));
+    }
+    // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
+    let authorization = forward
+        .and_then(pool::Proxy::basic_auth)
+        .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
+        .map(|value| (PROXY_AUTHORIZATION, value));
+    let for_proxy = authorization
+        .iter()
+        .chain(forward.map_or(&[][..], pool::Proxy::headers))
+        .map(|(name, value)| (name, value));
+    for (name, value) in headers.iter().chain(for_proxy) {
+        line(&format!(
+            "> {}: {}\r",
+            title_case(name.as_str()),
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    line("> \r");
+}
+
+/// Builds a trace with `build`, which writes each line through the function it is given, and
+/// prints it on stderr in one write (so the lines of one trace stay together under `-Z`).
+fn print_trace(build: impl FnOnce(&mut dyn FnMut(&str))) {
+    let mut trace = String::new();
+    build(&mut |text: &str| {
+        trace.push_str(text);
+        trace.push('\n');
+    });
+    let _ = io::stderr().lock().write_all(trace.as_bytes());
+}
+
+/// A tunnel's `CONNECT` exchange as `-v` shows it: the request to `authority` as the pool
+/// wrote it (when `proxy` is known) and the proxy's `answer` head, as received; returns the
+/// answer's status.
+fn tunnel_lines<'a>(
+    line: &mut dyn FnMut(&str),
+    proxy: Option<&pool::Proxy>,
+    authority: &str,
+    answer: Option<&'a str>,
+) -> Option<&'a str> {
+    line(&format!("* Establish HTTP proxy tunnel to {authority}"));
+    if let Some(proxy) = proxy {
+        head_lines(line, '>', &proxy.connect_head(authority));
+    }
+    let answer = answer?;
+    head_lines(line, '<', answer.as_bytes());
+    answer.split(' ').nth(1)
+}
+
 /// The lines of a message head (up to its blank line) as `-v` shows them: each after `mark`
 /// and a space, ending in CRLF, then `mark` and a space alone for the blank line.
-fn head_lines(line: &mut impl FnMut(&str), mark: char, head: &[u8]) {
+fn head_lines(line: &mut dyn FnMut(&str), mark: char, head: &[u8]) {
     let head = String::from_utf8_lossy(head);
     for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
         line(&format!("{mark} {text}\r"));
