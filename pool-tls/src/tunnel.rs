@@ -58,7 +58,10 @@ pub(crate) struct ConnectHeaders {
 /// The `CONNECT` request head for a tunnel to `authority` (`host:port`): the request line,
 /// `Host`, then `own` (`Proxy-Authorization`, `User-Agent`, each when set), then `headers`
 /// (the proxy's own, [`Proxy::with_header`](crate::Proxy::with_header); one with the name of a
-/// header written here replaces it), and the blank line. The order is curl's.
+/// header written here replaces it), and the blank line. The order is curl's. Every name is
+/// written in title case (`X-Trace-Id`), as HTTP/1.1 heads conventionally are and as the
+/// pool's own names here are: `HeaderName` keeps no case, and some proxies match names
+/// case-sensitively.
 pub(crate) fn connect_head(
     authority: &str,
     own: &ConnectHeaders,
@@ -67,7 +70,15 @@ pub(crate) fn connect_head(
     let given = |name: &HeaderName| headers.iter().any(|(n, _)| n == name);
     let mut head = format!("CONNECT {authority} HTTP/1.1\r\n").into_bytes();
     let mut line = |name: &str, value: &[u8]| {
-        head.extend_from_slice(name.as_bytes());
+        let mut upper = true;
+        for byte in name.bytes() {
+            head.push(if upper {
+                byte.to_ascii_uppercase()
+            } else {
+                byte
+            });
+            upper = byte == b'-';
+        }
         head.extend_from_slice(b": ");
         head.extend_from_slice(value);
         head.extend_from_slice(b"\r\n");
@@ -223,7 +234,7 @@ mod tests {
         assert_eq!(
             seen,
             "CONNECT origin.test:443 HTTP/1.1\r\nProxy-Authorization: Basic dTpw\r\n\
-             x-proxy: 1\r\nhost: other.test\r\n\r\n"
+             X-Proxy: 1\r\nHost: other.test\r\n\r\n"
         );
     }
 
@@ -244,7 +255,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(head).unwrap(),
             "CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\
-             Proxy-Authorization: Basic dTpw\r\nuser-agent: other/2\r\n\r\n"
+             Proxy-Authorization: Basic dTpw\r\nUser-Agent: other/2\r\n\r\n"
         );
     }
 

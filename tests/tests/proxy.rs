@@ -134,11 +134,20 @@ async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
     assert!(requests[1].line.starts_with("CONNECT "));
     for request in &requests {
         assert!(
-            request.head.contains("\r\nx-for-proxy: 1\r\n"),
+            request
+                .head
+                .to_ascii_lowercase()
+                .contains("\r\nx-for-proxy: 1\r\n"),
             "{}",
             request.head
         );
     }
+    // The `CONNECT` head writes names in title case, its own and the proxy headers alike.
+    assert!(
+        requests[1].head.contains("\r\nX-For-Proxy: 1\r\n"),
+        "{}",
+        requests[1].head
+    );
     // The `CONNECT` carries the proxy's user agent; a forwarded request keeps its own (none).
     assert!(
         requests[1]
