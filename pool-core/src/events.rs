@@ -72,6 +72,37 @@ pub struct TlsDetails {
     /// The protocol ALPN selected (`"h2"`, `"http/1.1"`), or `None` when the server selected
     /// none.
     pub alpn: Option<&'static str>,
+    /// How many certificates the server presented: its own, then the intermediates it sent.
+    pub peer_certificates: usize,
+    /// What checking the server's certificate found: always [`CertificateCheck::Valid`] on a
+    /// connection whose handshake verified it; with certificate verification turned off
+    /// (`danger_accept_invalid_certs`, curl's `-k`), the result of checking it anyway against
+    /// the roots that would have been trusted, after the handshake (the connection is used
+    /// either way).
+    pub certificate: CertificateCheck,
+}
+
+/// What checking a server's certificate chain found (see [`TlsDetails::certificate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CertificateCheck {
+    /// It chains to a trusted root, is within its validity period and names the server.
+    Valid,
+    /// No trusted root issued it: self-signed, or from a private CA that is not trusted.
+    UnknownIssuer,
+    /// Its validity period has ended.
+    Expired,
+    /// Its validity period has not begun.
+    NotYetValid,
+    /// It does not name the host (or IP address) the connection was made for.
+    WrongName,
+    /// Its issuer revoked it.
+    Revoked,
+    /// A signature in the chain does not verify.
+    BadSignature,
+    /// Any other problem (a malformed certificate, an unsupported critical extension, no
+    /// certificate at all, ...).
+    Other,
 }
 
 /// How long establishing a connection took, each measured from the start of establishment.

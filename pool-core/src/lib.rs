@@ -50,8 +50,8 @@ mod loom_models;
 
 pub use close::CloseReason;
 pub use events::{
-    ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings, EventError,
-    OpenReason, Protocol, ProxyRoute, ResendReason, TlsDetails,
+    CertificateCheck, ConnectionEventListener, ConnectionId, ConnectionInfo, ConnectionTimings,
+    EventError, OpenReason, Protocol, ProxyRoute, ResendReason, TlsDetails,
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};

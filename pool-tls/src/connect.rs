@@ -134,6 +134,11 @@ pub struct TlsInfo {
     pub version: &'static str,
     /// The cipher suite's IANA name, for example `"TLS13_AES_256_GCM_SHA384"`.
     pub cipher_suite: &'static str,
+    /// How many certificates the server presented.
+    pub peer_certificates: usize,
+    /// What checking the server's certificate found (see
+    /// [`TlsDetails::certificate`](pool_core::TlsDetails::certificate)).
+    pub certificate: pool_core::CertificateCheck,
 }
 
 /// How long establishment took, each phase measured from the start of the connect.

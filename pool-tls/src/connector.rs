@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use pool_core::Sleep;
+use pool_core::{CertificateCheck, Sleep};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -176,7 +176,8 @@ impl Inner {
             .origin_tls(tcp, target)
             .await
             .map_err(|e| e.with_addr(remote_addr))?;
-        finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+        let check = self.certificate_check(stream.get_ref().1, target);
+        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
         Ok((Io::tls(stream), connected))
     }
 
@@ -227,7 +228,8 @@ impl Inner {
                     return Ok((Io::tcp(tcp), connected));
                 }
                 let stream = self.origin_tls(tcp, target).await?;
-                finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+                let check = self.certificate_check(stream.get_ref().1, target);
+                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
                 Ok((Io::tls(stream), connected))
             }
             ProxyScheme::Https => {
@@ -249,7 +251,8 @@ impl Inner {
                     return Ok((Io::tls(to_proxy), connected));
                 }
                 let stream = self.origin_tls(to_proxy, target).await?;
-                finish_tls(&mut connected, stream.get_ref().1, start.elapsed());
+                let check = self.certificate_check(stream.get_ref().1, target);
+                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
                 Ok((Io::custom(stream), connected))
             }
         }
@@ -282,6 +285,21 @@ impl Inner {
             tls: None,
         };
         Ok((tcp, connected))
+    }
+
+    /// What checking the origin's certificate on `session` found (`Valid` unless
+    /// certificate verification is off; see [`CertificateCheck`]).
+    fn certificate_check(
+        &self,
+        session: &rustls::ClientConnection,
+        target: &ConnectTarget,
+    ) -> CertificateCheck {
+        let origin = &target.origin;
+        match server_name(origin.host(), origin.ip()) {
+            Ok(name) => self.tls.certificate_check(session, &name),
+            // The handshake could not have started with such a name.
+            Err(_) => CertificateCheck::Other,
+        }
     }
 
     /// The TLS handshake with the target's origin over `stream` (a socket or a tunnel).
@@ -340,20 +358,13 @@ async fn handshake<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    // An IP-literal server name makes rustls send no SNI (RFC 6066 forbids literals there)
-    // and verify the certificate's IP address SAN instead of a DNS name.
-    let server_name = match ip {
-        Some(ip) => ServerName::from(ip),
-        None => ServerName::try_from(host.to_owned())
-            .map_err(|e| ConnectError::tls(e).with_target(host))?,
-    };
+    let server_name = server_name(host, ip).map_err(|e| ConnectError::tls(e).with_target(host))?;
     tokio_rustls::TlsConnector::from(config)
         .connect(server_name, stream)
         .await
         .map_err(|e| ConnectError::tls(e).with_target(host))
 }
 
-/// Records a finished TLS session with the origin.
 /// Records the proxy's answer to the tunnel's `CONNECT`.
 fn tunnel_opened(connected: &mut Connected, answer: &[u8]) {
     if let Some(route) = connected.proxy.as_mut() {
@@ -361,9 +372,28 @@ fn tunnel_opened(connected: &mut Connected, answer: &[u8]) {
     }
 }
 
-fn finish_tls(connected: &mut Connected, session: &rustls::ClientConnection, at: Duration) {
+/// The name a TLS handshake with `host` verifies (`ip` when it is an IP literal).
+fn server_name(
+    host: &str,
+    ip: Option<IpAddr>,
+) -> Result<ServerName<'static>, rustls::pki_types::InvalidDnsNameError> {
+    // An IP-literal server name makes rustls send no SNI (RFC 6066 forbids literals there)
+    // and verify the certificate's IP address SAN instead of a DNS name.
+    match ip {
+        Some(ip) => Ok(ServerName::from(ip)),
+        None => ServerName::try_from(host.to_owned()),
+    }
+}
+
+/// Records a finished TLS session with the origin, whose certificate check found `check`.
+fn finish_tls(
+    connected: &mut Connected,
+    session: &rustls::ClientConnection,
+    check: CertificateCheck,
+    at: Duration,
+) {
     connected.alpn = session.alpn_protocol().and_then(Negotiated::from_alpn);
-    connected.tls = Some(tls_info(session));
+    connected.tls = Some(tls_info(session, check));
     connected.timings.tls = Some(at);
 }
 
@@ -385,7 +415,7 @@ fn proxy_label(proxy: &Proxy) -> String {
     format!("{scheme}://{}", authority(proxy.host(), proxy.port()))
 }
 
-fn tls_info(session: &rustls::ClientConnection) -> TlsInfo {
+fn tls_info(session: &rustls::ClientConnection, certificate: CertificateCheck) -> TlsInfo {
     let version = match session.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
@@ -398,6 +428,8 @@ fn tls_info(session: &rustls::ClientConnection) -> TlsInfo {
     TlsInfo {
         version,
         cipher_suite,
+        peer_certificates: session.peer_certificates().map_or(0, <[_]>::len),
+        certificate,
     }
 }
 

@@ -233,6 +233,22 @@ impl ConnectError {
         matches!(self.inner.kind, Kind::Tunnel { .. })
     }
 
+    /// For a certificate rejection ([`is_certificate`](Self::is_certificate)), what was wrong
+    /// with the certificate.
+    pub fn certificate_check(&self) -> Option<pool_core::CertificateCheck> {
+        if !self.is_certificate() {
+            return None;
+        }
+        let check = match self.inner.source.as_deref() {
+            Some(source) => source.downcast_ref::<rustls::Error>().map_or(
+                pool_core::CertificateCheck::Other,
+                crate::verifier::classify,
+            ),
+            None => pool_core::CertificateCheck::Other,
+        };
+        Some(check)
+    }
+
     /// The status the proxy refused the tunnel with.
     pub fn proxy_status(&self) -> Option<u16> {
         match self.inner.kind {

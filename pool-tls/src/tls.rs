@@ -18,8 +18,11 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use pool_core::CertificateCheck;
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
-use rustls::{ClientConfig, RootCertStore};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 use crate::AlpnOffer;
 use crate::roots::{self, Identity};
@@ -104,6 +107,9 @@ struct Configs {
     http1_only: Arc<ClientConfig>,
     http2_only: Arc<ClientConfig>,
     both: Arc<ClientConfig>,
+    /// With `danger_accept_invalid_certs`: the verifier the handshakes would otherwise have
+    /// used, to say what verification would have found.
+    checker: Option<Arc<WebPkiServerVerifier>>,
 }
 
 impl Configs {
@@ -191,6 +197,23 @@ impl TlsConnector {
             .map(|configs| configs.get(alpn).clone())
     }
 
+    /// What checking the server certificate of `session`, a finished handshake with
+    /// `server_name`, finds: [`CertificateCheck::Valid`] when the handshake verified it (as it
+    /// always does unless `danger_accept_invalid_certs`); otherwise the result of verifying it
+    /// now against the roots the connector would have trusted.
+    pub(crate) fn certificate_check(
+        &self,
+        session: &ClientConnection,
+        server_name: &ServerName<'_>,
+    ) -> CertificateCheck {
+        if !self.inner.danger_accept_invalid_certs {
+            return CertificateCheck::Valid;
+        }
+        let checker = self.inner.configs.get().and_then(|c| c.checker.as_deref());
+        let chain = session.peer_certificates().unwrap_or_default();
+        crate::verifier::check(checker, chain, server_name)
+    }
+
     fn configs(&self) -> Result<&Configs, TlsConfigError> {
         if let Some(configs) = self.inner.configs.get() {
             return Ok(configs);
@@ -207,21 +230,31 @@ impl Inner {
         let builder = ClientConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(rejected)?;
+        let mut trusted = if self.native_roots {
+            roots::native_roots().clone()
+        } else {
+            RootCertStore::empty()
+        };
+        trusted.roots.extend(self.extra_roots.roots.iter().cloned());
+        let mut checker = None;
         let builder = if self.danger_accept_invalid_certs {
             tracing::warn!(
                 "TLS certificate verification is disabled (danger_accept_invalid_certs)"
             );
+            // What verification would have found, checked after each handshake (see
+            // `certificate_check`). No root at all: nothing can be verified, which
+            // `verifier::check` reports as an unknown issuer.
+            checker = WebPkiServerVerifier::builder_with_provider(
+                Arc::new(trusted),
+                self.provider.clone(),
+            )
+            .build()
+            .ok();
             let verifier = DangerousAcceptAnyServerCert::new(&self.provider);
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(verifier))
         } else {
-            let mut trusted = if self.native_roots {
-                roots::native_roots().clone()
-            } else {
-                RootCertStore::empty()
-            };
-            trusted.roots.extend(self.extra_roots.roots.iter().cloned());
             builder.with_root_certificates(trusted)
         };
         let base = match &self.identity {
@@ -240,6 +273,7 @@ impl Inner {
             http1_only: with_alpn(AlpnOffer::Http1Only),
             http2_only: with_alpn(AlpnOffer::Http2Only),
             both: with_alpn(AlpnOffer::Both),
+            checker,
         })
     }
 }

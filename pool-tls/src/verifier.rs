@@ -1,4 +1,5 @@
-//! The certificate verifier behind `danger_accept_invalid_certs` (curl's `-k`).
+//! The certificate verifier behind `danger_accept_invalid_certs` (curl's `-k`), and the check
+//! that says, after such a handshake, what verification would have found ([`check`]).
 //!
 //! The type is named for what it is so that it cannot be mistaken for anything else in a
 //! review or a stack trace. It skips *certificate* validation only: the handshake signatures
@@ -7,12 +8,14 @@
 //! is untouched. That defeats passive eavesdropping but not an active attacker presenting
 //! their own certificate.
 
+use pool_core::CertificateCheck;
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{
     CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature,
 };
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, Error, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
 
 /// Accepts any server certificate, valid or not, for any name.
 #[derive(Debug)]
@@ -61,5 +64,41 @@ impl ServerCertVerifier for DangerousAcceptAnyServerCert {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+/// Verifies `chain` (the server's certificate first) for `server_name` with `checker`, the
+/// verifier a handshake would have used (`None`: no trusted root at all), as of now.
+pub(crate) fn check(
+    checker: Option<&WebPkiServerVerifier>,
+    chain: &[CertificateDer<'_>],
+    server_name: &ServerName<'_>,
+) -> CertificateCheck {
+    let Some((end_entity, intermediates)) = chain.split_first() else {
+        return CertificateCheck::Other;
+    };
+    let Some(checker) = checker else {
+        return CertificateCheck::UnknownIssuer;
+    };
+    match checker.verify_server_cert(end_entity, intermediates, server_name, &[], UnixTime::now()) {
+        Ok(_) => CertificateCheck::Valid,
+        Err(error) => classify(&error),
+    }
+}
+
+/// The [`CertificateCheck`] a verification error means.
+pub(crate) fn classify(error: &Error) -> CertificateCheck {
+    use CertificateError as C;
+    let Error::InvalidCertificate(problem) = error else {
+        return CertificateCheck::Other;
+    };
+    match problem {
+        C::UnknownIssuer => CertificateCheck::UnknownIssuer,
+        C::Expired | C::ExpiredContext { .. } => CertificateCheck::Expired,
+        C::NotValidYet | C::NotValidYetContext { .. } => CertificateCheck::NotYetValid,
+        C::NotValidForName | C::NotValidForNameContext { .. } => CertificateCheck::WrongName,
+        C::Revoked => CertificateCheck::Revoked,
+        C::BadSignature => CertificateCheck::BadSignature,
+        _ => CertificateCheck::Other,
     }
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pool_core::{AsyncSleep, OriginKey, Scheme, Sleep};
+use pool_core::{AsyncSleep, CertificateCheck, OriginKey, Scheme, Sleep};
 use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectTarget, ConnectTo, Connected, DialOptions,
     HttpConnector, Io, Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector,
@@ -460,6 +460,10 @@ async fn untrusted_server_certificate_is_a_certificate_error() {
     .await
     .unwrap_err();
     assert!(err.is_certificate(), "{err}");
+    assert_eq!(
+        err.certificate_check(),
+        Some(CertificateCheck::UnknownIssuer)
+    );
     assert!(!err.is_tls());
     assert_eq!(err.addr(), Some(server.addr));
     assert_eq!(
@@ -483,6 +487,8 @@ async fn extra_root_makes_the_server_trusted_and_reports_tls_parameters() {
     assert!(connected.is_tls());
     let tls = connected.tls.as_ref().unwrap();
     assert_eq!(tls.version, "TLSv1.3");
+    assert_eq!(tls.peer_certificates, 1);
+    assert_eq!(tls.certificate, CertificateCheck::Valid);
     assert!(
         tls.cipher_suite.starts_with("TLS13_"),
         "{}",
@@ -550,6 +556,41 @@ async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
     .unwrap();
     assert!(connected.is_tls());
     assert_eq!(connected.alpn, Some(Negotiated::Http1));
+    // Accepted, and still checked: no root was trusted at all.
+    let tls = connected.tls.as_ref().unwrap();
+    assert_eq!(tls.certificate, CertificateCheck::UnknownIssuer);
+    assert_eq!(tls.peer_certificates, 1);
+}
+
+/// With verification off, the connection is made whatever the certificate, and what
+/// verification against the roots that would have been trusted finds is still reported.
+#[tokio::test]
+async fn an_unverified_connection_still_says_what_verification_would_have_found() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"http/1.1"], false).await;
+    let options = TlsOptions {
+        danger_accept_invalid_certs: true,
+        ..pki.trusting_options()
+    };
+    let port = server.addr.port();
+    let resolver = StaticResolver::new(Arc::new(NoResolver))
+        .with("localhost", port, vec![server.addr])
+        .with("other.test", port, vec![server.addr]);
+    let connector = HttpConnector::new(
+        Arc::new(resolver),
+        DialOptions::default(),
+        TlsConnector::new(options).unwrap(),
+    );
+    for (host, expected) in [
+        ("localhost", CertificateCheck::Valid),
+        ("127.0.0.1", CertificateCheck::Valid),
+        ("other.test", CertificateCheck::WrongName),
+    ] {
+        let (_io, connected) = connect(&connector, https(host, port, AlpnOffer::Both))
+            .await
+            .unwrap();
+        assert_eq!(connected.tls.unwrap().certificate, expected, "{host}");
+    }
 }
 
 #[tokio::test]

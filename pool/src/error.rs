@@ -275,6 +275,13 @@ impl Error {
         self.connect_error().and_then(ConnectError::proxy_response)
     }
 
+    /// For a rejected certificate ([`is_certificate`](Self::is_certificate)), what was wrong
+    /// with it.
+    pub fn certificate_check(&self) -> Option<crate::CertificateCheck> {
+        self.connect_error()
+            .and_then(ConnectError::certificate_check)
+    }
+
     /// The server's certificate was rejected.
     pub fn is_certificate(&self) -> bool {
         self.connect_error()

@@ -87,10 +87,10 @@ pub use shared::{PoolCounters, ResendCounts};
 pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{
-    AsyncSleep, BoxFuture, CloseReason, ConnectionEventListener, ConnectionId, ConnectionInfo,
-    ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OpenReason, OriginKey,
-    OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute, RequestTarget,
-    ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
+    AsyncSleep, BoxFuture, CertificateCheck, CloseReason, ConnectionEventListener, ConnectionId,
+    ConnectionInfo, ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OpenReason,
+    OriginKey, OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute,
+    RequestTarget, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
 pub use pool_h1::RawHeaderNames;

@@ -103,6 +103,8 @@ impl pool::Connect for GatedConnector {
                     connected.tls = Some(pool_tls::TlsInfo {
                         version: "TLSv1.3",
                         cipher_suite: "test",
+                        peer_certificates: 1,
+                        certificate: pool::CertificateCheck::Valid,
                     });
                     Ok((Io::custom(stream), connected))
                 }

@@ -126,6 +126,8 @@ pub(super) fn connection_info(
         version: t.version,
         cipher_suite: t.cipher_suite,
         alpn,
+        peer_certificates: t.peer_certificates,
+        certificate: t.certificate,
     });
     ConnectionInfo::new(id, entry.origin.clone(), entry.runtime.id, protocol)
         .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
