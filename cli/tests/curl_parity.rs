@@ -3,7 +3,8 @@
 //!
 //! Every case starts a fresh scripted HTTP/1.1 server for each of the two runs (so stateful
 //! routes, like one that fails once, see the same sequence) and a fresh directory (`%DIR%`) for
-//! output files; `%BASE%` is the server's `http://127.0.0.1:PORT`. Cases with `Extra` checks
+//! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%TLS%`,
+//! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%`). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -25,7 +26,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::refused::RefusedAddr;
-use pool_tests::tls::TempDir;
+use pool_tests::tls::{TempDir, TestPki};
 
 /// Upper bound for one run; runs take milliseconds (a `--retry` case about a second).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -55,6 +56,11 @@ enum Server {
     /// An HTTP/1.1 server that answers anything with `400` and closes, as nginx answers the
     /// HTTP/2 preface.
     Refuses,
+    /// The routes over TLS (ALPN http/1.1), with a certificate for `localhost` and
+    /// `127.0.0.1` from a CA of the run (`%CA%`, not trusted by the system).
+    Tls,
+    /// As [`Server::Tls`], with a certificate that has expired.
+    TlsExpired,
 }
 
 /// One command line to run through both programs.
@@ -124,6 +130,69 @@ fn cases() -> Vec<Case> {
             ..case(
                 "h2 prior knowledge to an answering http/1.1 server",
                 &["--http2-prior-knowledge", "%BASE%/hello"],
+            )
+        },
+        // TLS: what checking the server's certificate found, as OpenSSL's code, and how many
+        // certificates a new connection's server presented.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls verified, then reused",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    " %{num_certs} %{ssl_verify_result} %{proxy_ssl_verify_result}\\n",
+                    "%TLS%/hello",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls untrusted",
+                &["-w", "%{num_certs} %{ssl_verify_result}", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls untrusted with -k",
+                &[
+                    "-k",
+                    "-w",
+                    " %{num_certs} %{ssl_verify_result}",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls wrong name",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--resolve",
+                    "other.test:%PORT%:127.0.0.1",
+                    "-w",
+                    "%{ssl_verify_result}",
+                    "https://other.test:%PORT%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsExpired,
+            ..case(
+                "tls expired",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    "%{ssl_verify_result}",
+                    "%TLS%/hello",
+                ],
             )
         },
         // Issue 19: a malformed --resolve exits 49.
@@ -952,12 +1021,35 @@ enum Tool {
 /// Runs `case` with `tool` against a fresh server; `root` holds `upload.txt`.
 async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome {
     let flaky = Arc::new(AtomicUsize::new(0));
+    let dir = root.join(format!("{}-{:?}", case.name.replace(' ', "_"), tool));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = {
+        let flaky = flaky.clone();
+        ConnPlan::serve_with(move |req| routes(&flaky, req))
+    };
+    // Beside the case's directory, whose files are compared: each run has a CA of its own.
+    let ca = dir.with_extension("ca.pem");
+    let tls = |expired: bool| {
+        let pki = TestPki::new();
+        std::fs::write(&ca, pki.ca_pem()).unwrap();
+        match expired {
+            true => pki.expired_server_config(&[b"http/1.1"]),
+            false => pki.server_config(&[b"http/1.1"]),
+        }
+    };
     let (_server, port) = match case.server {
         Server::Routes => {
-            let flaky = flaky.clone();
-            let server =
-                ScriptedH1Server::start_with(ConnPlan::serve_with(move |req| routes(&flaky, req)))
-                    .await;
+            let server = ScriptedH1Server::start_with(plan).await;
+            let port = server.addr().port();
+            (Some(server), port)
+        }
+        Server::Tls | Server::TlsExpired => {
+            let config = tls(case.server == Server::TlsExpired);
+            let server = ScriptedH1Server::builder()
+                .tls(config)
+                .default_plan(plan)
+                .start()
+                .await;
             let port = server.addr().port();
             (Some(server), port)
         }
@@ -965,8 +1057,6 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     };
     let port = port.to_string();
     let base = format!("http://127.0.0.1:{port}");
-    let dir = root.join(format!("{}-{:?}", case.name.replace(' ', "_"), tool));
-    std::fs::create_dir_all(&dir).unwrap();
     let args: Vec<String> = case
         .args
         .iter()
@@ -975,6 +1065,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%PORT%", &port)
                 .replace("%CLOSED%", &format!("http://127.0.0.1:{closed_port}"))
                 .replace("%DIR%", &dir.to_string_lossy())
+                .replace("%TLS%", &format!("https://localhost:{port}"))
+                .replace("%CA%", &ca.to_string_lossy())
         })
         .collect();
     let mut command = match tool {
@@ -1094,12 +1186,15 @@ fn json_fields(stdout: &[u8]) -> Vec<(String, serde_json::Value)> {
         "exitcode",
         "http_code",
         "method",
+        "num_certs",
         "num_connects",
         "num_headers",
         "num_redirects",
+        "proxy_ssl_verify_result",
         "response_code",
         "scheme",
         "size_download",
+        "ssl_verify_result",
         "url_effective",
         "urlnum",
     ]

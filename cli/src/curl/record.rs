@@ -63,6 +63,18 @@ pub(crate) struct TransferRecord {
     pub(crate) exit_code: u8,
     /// The transfer's error message, if it failed.
     pub(crate) error: Option<String>,
+    /// What was wrong with the server's certificate, when the transfer failed on it (`through
+    /// proxy`: the proxy's certificate).
+    pub(crate) certificate_failure: Option<(pool::CertificateCheck, Through)>,
+}
+
+/// Whose TLS certificate a check is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Through {
+    /// The origin's (`%{ssl_verify_result}`).
+    Origin,
+    /// An `https://` proxy's (`%{proxy_ssl_verify_result}`).
+    Proxy,
 }
 
 impl TransferRecord {
@@ -94,6 +106,7 @@ impl TransferRecord {
             output_file: None,
             exit_code: 0,
             error: None,
+            certificate_failure: None,
         }
     }
 

@@ -25,7 +25,7 @@ use super::decode::Decoder;
 use super::exit::{self, Attempt, CurlError};
 use super::output;
 use super::progress::Progress;
-use super::record::TransferRecord;
+use super::record::{Through, TransferRecord};
 use super::redirect;
 use super::request::{Hop, PerRequest};
 use super::request_size::request_size;
@@ -327,6 +327,14 @@ impl Session {
             Ok(response) => response,
             Err(error) => {
                 record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
+                record.certificate_failure = error.certificate_check().map(|check| {
+                    let through = if error.is_proxy() {
+                        Through::Proxy
+                    } else {
+                        Through::Origin
+                    };
+                    (check, through)
+                });
                 if let Some(answer) = error.proxy_response() {
                     let proxy = self.proxy_for(uri);
                     self.verbose

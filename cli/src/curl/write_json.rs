@@ -6,7 +6,7 @@
 //! seconds, and `null` for what a transfer does not have (no error message, no redirect, no
 //! output file). `%{header_json}` is `{"name":["value",...],\n...\n}` with lower-case names in
 //! the order they arrived and every value of a repeated header; `{\n}` without headers.
-//! What this does not do: curl's TLS certificate variables (`certs`, `num_certs`).
+//! What this does not do: curl's `certs` (the certificate chain in text).
 
 use http::HeaderMap;
 use serde_json::Value;
@@ -44,10 +44,16 @@ const FIELDS: &[(&str, Var, Kind)] = &[
     ("local_ip", Var::LocalIp, Kind::Text),
     ("local_port", Var::LocalPort, Kind::Number),
     ("method", Var::Method, Kind::Text),
+    ("num_certs", Var::NumCerts, Kind::Number),
     ("num_connects", Var::NumConnects, Kind::Number),
     ("num_headers", Var::NumHeaders, Kind::Number),
     ("num_redirects", Var::NumRedirects, Kind::Number),
     ("partition", Var::Partition, Kind::TextOrNull),
+    (
+        "proxy_ssl_verify_result",
+        Var::ProxySslVerifyResult,
+        Kind::Number,
+    ),
     ("redirect_url", Var::RedirectUrl, Kind::TextOrNull),
     ("referer", Var::Referer, Kind::TextOrNull),
     ("remote_ip", Var::RemoteIp, Kind::Text),
@@ -60,6 +66,7 @@ const FIELDS: &[(&str, Var, Kind)] = &[
     ("size_upload", Var::SizeUpload, Kind::Number),
     ("speed_download", Var::SpeedDownload, Kind::Number),
     ("speed_upload", Var::SpeedUpload, Kind::Number),
+    ("ssl_verify_result", Var::SslVerifyResult, Kind::Number),
     ("time_appconnect", Var::TimeAppConnect, Kind::Number),
     ("time_connect", Var::TimeConnect, Kind::Number),
     ("time_namelookup", Var::TimeNameLookup, Kind::Number),

@@ -13,11 +13,18 @@
 //! addresses, and the establishment times: `%{time_namelookup}`, `%{time_connect}`,
 //! `%{time_appconnect}` (0 for cleartext) and `%{time_pretransfer}` are the connection's own
 //! timings, measured from the start of its establishment, and 0 for a reused connection.
+//! `%{num_certs}` counts the certificates the server presented on a connection the transfer
+//! opened; `%{ssl_verify_result}` is OpenSSL's code for what checking the server's
+//! certificate found (0: valid), from the connection's [`pool::CertificateCheck`] or the
+//! failure's. With `-k` the pool still checks the certificate against the roots it would have
+//! trusted (`--cacert` included), where curl skips loading them and reports 20 (unknown
+//! issuer) even for a certificate `--cacert` would have trusted. `%{certs}` (the chain in
+//! text) is not offered.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::record::TransferRecord;
+use super::record::{Through, TransferRecord};
 use super::write_json;
 
 /// A variable `-w` can expand.
@@ -36,6 +43,7 @@ pub(crate) enum Var {
     LocalIp,
     LocalPort,
     Method,
+    NumCerts,
     NumConnects,
     NumHeaders,
     NumRedirects,
@@ -61,6 +69,8 @@ pub(crate) enum Var {
     UrlEffective,
     UrlNum,
     Referer,
+    SslVerifyResult,
+    ProxySslVerifyResult,
 }
 
 /// Variable names, as curl spells them.
@@ -79,6 +89,7 @@ const VARIABLES: &[(&str, Var)] = &[
     ("local_ip", Var::LocalIp),
     ("local_port", Var::LocalPort),
     ("method", Var::Method),
+    ("num_certs", Var::NumCerts),
     ("num_connects", Var::NumConnects),
     ("num_headers", Var::NumHeaders),
     ("num_redirects", Var::NumRedirects),
@@ -104,6 +115,8 @@ const VARIABLES: &[(&str, Var)] = &[
     ("url_effective", Var::UrlEffective),
     ("urlnum", Var::UrlNum),
     ("referer", Var::Referer),
+    ("ssl_verify_result", Var::SslVerifyResult),
+    ("proxy_ssl_verify_result", Var::ProxySslVerifyResult),
 ];
 
 /// Which stream the format is printing to.
@@ -380,7 +393,49 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::UrlEffective => write!(out, "{}", record.url),
         Var::UrlNum => write!(out, "{}", record.url_num),
         Var::Referer => write!(out, "{}", record.referer.as_deref().unwrap_or("")),
+        // Certificates the server presented on a connection this transfer opened, as curl
+        // counts them (0 on a reused connection).
+        Var::NumCerts => write!(
+            out,
+            "{}",
+            record
+                .new_connection()
+                .and_then(|c| c.info().tls())
+                .map_or(0, |tls| tls.peer_certificates)
+        ),
+        Var::SslVerifyResult => {
+            let check = match record.certificate_failure {
+                Some((check, Through::Origin)) => Some(check),
+                Some((_, Through::Proxy)) => None,
+                None => info.and_then(|i| i.tls()).map(|tls| tls.certificate),
+            };
+            write!(out, "{}", check.map_or(0, verify_result))
+        }
+        Var::ProxySslVerifyResult => {
+            let check = match record.certificate_failure {
+                Some((check, Through::Proxy)) => Some(check),
+                _ => None,
+            };
+            write!(out, "{}", check.map_or(0, verify_result))
+        }
     };
+}
+
+/// The OpenSSL verification code curl prints for a certificate check (`X509_V_OK` is 0); curl
+/// itself reports 1 for a certificate that does not name the host, which it checks apart from
+/// OpenSSL.
+fn verify_result(check: pool::CertificateCheck) -> u32 {
+    use pool::CertificateCheck as C;
+    match check {
+        C::Valid => 0,
+        C::BadSignature => 7,
+        C::NotYetValid => 9,
+        C::Expired => 10,
+        C::UnknownIssuer => 20,
+        C::Revoked => 23,
+        // WrongName, Other, and anything a later pool adds.
+        _ => 1,
+    }
 }
 
 /// Seconds with six decimals, as curl prints times; `None` is 0.
