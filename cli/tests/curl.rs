@@ -390,6 +390,25 @@ async fn request_target_shows_in_verbose_and_a_target_it_cannot_send_is_refused(
     assert_eq!(server.accepted(), 1, "the refused target sent nothing");
 }
 
+/// An `https://` proxy whose certificate is not trusted: exit 60, and the problem is the
+/// proxy's (`%{proxy_ssl_verify_result}` 20, unknown issuer), not the origin's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_untrusted_https_proxy_is_the_proxys_certificate_problem() {
+    let pki = TestPki::new();
+    let proxy = ScriptedProxy::start_tls(ConnectScript::Tunnel, None, pki.server_config(&[])).await;
+    let run = poolcurl(&[
+        "-s",
+        "-x",
+        &proxy.url(),
+        "-w",
+        "%{proxy_ssl_verify_result} %{ssl_verify_result}",
+        "https://origin.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "20 0");
+}
+
 /// `%{http_connect}`: the proxy's answer to the CONNECT this transfer opened; `000` for a
 /// transfer that reused the tunnel, and the refusal's status when the proxy refused.
 #[tokio::test(flavor = "multi_thread")]

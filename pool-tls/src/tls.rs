@@ -45,7 +45,9 @@ pub struct TlsOptions {
     /// Accept any server certificate, trusted or not, for any name (curl's `-k`).
     ///
     /// Handshake signatures are still verified, but anyone on the path can impersonate the
-    /// server. For testing only.
+    /// server. For testing only. The certificate is still checked after each handshake,
+    /// against the roots that would have been trusted (so the platform's are loaded when
+    /// `native_roots` is set), and what that found is reported (`TlsDetails::certificate`).
     pub danger_accept_invalid_certs: bool,
 }
 

@@ -278,7 +278,10 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
             format!("Could not resolve proxy: {}", root_cause(error)),
         ));
     }
-    if error.is_connect() && !error.is_connect_timeout() && !error.is_tls() {
+    // A TLS failure with the proxy (its certificate included) is classified as any TLS
+    // failure is: curl's 35 or 60.
+    let tls = error.is_tls() || error.is_certificate();
+    if error.is_connect() && !error.is_connect_timeout() && !tls {
         return Some(CurlError::new(
             7,
             format!("Failed to connect to the proxy after {ms} ms: Couldn't connect to server"),

@@ -96,7 +96,10 @@ impl Builder {
     }
 
     /// Accepts any server certificate. This disables the protection TLS exists for; it is
-    /// curl's `-k` and meant for tests against self-signed servers.
+    /// curl's `-k` and meant for tests against self-signed servers. Each connection still
+    /// reports what verifying its certificate would have found
+    /// ([`TlsDetails::certificate`](crate::TlsDetails::certificate)), checked after the
+    /// handshake.
     pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
         self.tls.danger_accept_invalid_certs = accept;
         self
