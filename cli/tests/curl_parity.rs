@@ -519,6 +519,24 @@ fn cases() -> Vec<Case> {
                 "%BASE%/files/p2",
             ],
         ),
+        // -Z given in a later group still applies to the whole command line, and each group
+        // keeps its own options under it (output files keep the comparison independent of
+        // the order the transfers finish in; that they overlap is not visible here).
+        case(
+            "parallel with next",
+            &[
+                "-o",
+                "%DIR%/g1",
+                "%BASE%/files/g1",
+                "--next",
+                "-Z",
+                "-d",
+                "k=v",
+                "-o",
+                "%DIR%/g2",
+                "%BASE%/echo",
+            ],
+        ),
         case(
             "http 1.0",
             &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
