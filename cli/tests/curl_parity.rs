@@ -61,6 +61,9 @@ enum Server {
     Tls,
     /// As [`Server::Tls`], with a certificate that has expired.
     TlsExpired,
+    /// As [`Server::Tls`], requiring a client certificate from the run's CA (`%CERT%`,
+    /// `%KEY%`).
+    TlsClientAuth,
 }
 
 /// One command line to run through both programs.
@@ -193,6 +196,28 @@ fn cases() -> Vec<Case> {
                     "%{ssl_verify_result}",
                     "%TLS%/hello",
                 ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "tls client certificate",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--key",
+                    "%KEY%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "tls client certificate missing",
+                &["--cacert", "%CA%", "%TLS%/hello"],
             )
         },
         // Issue 19: a malformed --resolve exits 49.
@@ -1047,12 +1072,20 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     };
     // Beside the case's directory, whose files are compared: each run has a CA of its own.
     let ca = dir.with_extension("ca.pem");
-    let tls = |expired: bool| {
+    let (cert, key) = (
+        dir.with_extension("cert.pem"),
+        dir.with_extension("key.pem"),
+    );
+    let tls = |server: Server| {
         let pki = TestPki::new();
         std::fs::write(&ca, pki.ca_pem()).unwrap();
-        match expired {
-            true => pki.expired_server_config(&[b"http/1.1"]),
-            false => pki.server_config(&[b"http/1.1"]),
+        let (cert_pem, key_pem) = pki.client_identity_pem();
+        std::fs::write(&cert, cert_pem).unwrap();
+        std::fs::write(&key, key_pem).unwrap();
+        match server {
+            Server::TlsExpired => pki.expired_server_config(&[b"http/1.1"]),
+            Server::TlsClientAuth => pki.server_config_with_client_auth(&[b"http/1.1"]),
+            _ => pki.server_config(&[b"http/1.1"]),
         }
     };
     let (_server, port) = match case.server {
@@ -1061,8 +1094,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             let port = server.addr().port();
             (Some(server), port)
         }
-        Server::Tls | Server::TlsExpired => {
-            let config = tls(case.server == Server::TlsExpired);
+        Server::Tls | Server::TlsExpired | Server::TlsClientAuth => {
+            let config = tls(case.server);
             let server = ScriptedH1Server::builder()
                 .tls(config)
                 .default_plan(plan)
@@ -1085,6 +1118,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%DIR%", &dir.to_string_lossy())
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())
+                .replace("%CERT%", &cert.to_string_lossy())
+                .replace("%KEY%", &key.to_string_lossy())
         })
         .collect();
     let mut command = match tool {
