@@ -96,6 +96,6 @@ pub use io::Io;
 pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
 pub use service::{Connecting, Connection};
-pub use tls::{TlsConfigError, TlsConnector, TlsOptions};
+pub use tls::{TlsConfigError, TlsConnector, TlsOptions, TlsVersion};
 pub use tokio_io::TokioIo;
 pub use tunnel::ProxyUse;

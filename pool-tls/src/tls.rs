@@ -49,6 +49,29 @@ pub struct TlsOptions {
     /// against the roots that would have been trusted (so the platform's are loaded when
     /// `native_roots` is set), and what that found is reported (`TlsDetails::certificate`).
     pub danger_accept_invalid_certs: bool,
+    /// The oldest TLS version offered (curl's `--tlsv1.3`). Default TLS 1.2.
+    pub min_version: TlsVersion,
+    /// The newest TLS version offered (curl's `--tls-max`). Default TLS 1.3.
+    pub max_version: TlsVersion,
+}
+
+/// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
+/// insecure and not implemented).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246).
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    Tls13,
+}
+
+impl TlsVersion {
+    fn rustls(self) -> &'static rustls::SupportedProtocolVersion {
+        match self {
+            TlsVersion::Tls12 => &rustls::version::TLS12,
+            TlsVersion::Tls13 => &rustls::version::TLS13,
+        }
+    }
 }
 
 impl Default for TlsOptions {
@@ -58,6 +81,8 @@ impl Default for TlsOptions {
             extra_roots_pem: Vec::new(),
             client_identity_pem: None,
             danger_accept_invalid_certs: false,
+            min_version: TlsVersion::Tls12,
+            max_version: TlsVersion::Tls13,
         }
     }
 }
@@ -77,6 +102,8 @@ impl fmt::Debug for TlsOptions {
                 "danger_accept_invalid_certs",
                 &self.danger_accept_invalid_certs,
             )
+            .field("min_version", &self.min_version)
+            .field("max_version", &self.max_version)
             .finish()
     }
 }
@@ -100,6 +127,8 @@ struct Inner {
     identity: Option<Identity>,
     /// Skip certificate verification (see `DangerousAcceptAnyServerCert`).
     danger_accept_invalid_certs: bool,
+    /// The protocol versions offered, newest first (from `min_version` to `max_version`).
+    versions: Vec<&'static rustls::SupportedProtocolVersion>,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
@@ -138,6 +167,17 @@ impl TlsConnector {
     /// certificate.
     pub fn new(options: TlsOptions) -> Result<TlsConnector, TlsConfigError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        if options.min_version > options.max_version {
+            return Err(TlsConfigError::new(format!(
+                "the minimum TLS version ({:?}) is above the maximum ({:?})",
+                options.min_version, options.max_version
+            )));
+        }
+        let versions = [TlsVersion::Tls13, TlsVersion::Tls12]
+            .into_iter()
+            .filter(|v| (options.min_version..=options.max_version).contains(v))
+            .map(TlsVersion::rustls)
+            .collect();
         let extra_roots = roots::parse_extra_roots(&options.extra_roots_pem)?;
         let identity = match &options.client_identity_pem {
             Some((cert_pem, key_pem)) => Some(roots::parse_identity(cert_pem, key_pem, &provider)?),
@@ -150,6 +190,7 @@ impl TlsConnector {
                 extra_roots,
                 identity,
                 danger_accept_invalid_certs: options.danger_accept_invalid_certs,
+                versions,
                 configs: OnceLock::new(),
             }),
         })
@@ -230,7 +271,7 @@ impl Inner {
     fn build(&self) -> Result<Configs, TlsConfigError> {
         let rejected = |e| TlsConfigError::with_source("invalid TLS client configuration", e);
         let builder = ClientConfig::builder_with_provider(self.provider.clone())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(&self.versions)
             .map_err(rejected)?;
         let mut trusted = if self.native_roots {
             roots::native_roots().clone()

@@ -10,7 +10,7 @@ use pool_core::{AsyncSleep, CertificateCheck, OriginKey, Scheme, Sleep};
 use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectTarget, ConnectTo, Connected, DialOptions,
     HttpConnector, Io, Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector,
-    TlsOptions,
+    TlsOptions, TlsVersion,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::crypto::CryptoProvider;
@@ -109,6 +109,16 @@ struct TlsServer {
 
 impl TlsServer {
     async fn start(pki: &Pki, alpn: &[&[u8]], require_client_cert: bool) -> TlsServer {
+        TlsServer::start_speaking(pki, alpn, require_client_cert, rustls::DEFAULT_VERSIONS).await
+    }
+
+    /// A server that speaks only `versions`.
+    async fn start_speaking(
+        pki: &Pki,
+        alpn: &[&[u8]],
+        require_client_cert: bool,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> TlsServer {
         let key = CertifiedKey::from_der(
             pki.server_chain.clone(),
             pki.server_key.clone_key(),
@@ -121,7 +131,7 @@ impl TlsServer {
         });
 
         let builder = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .unwrap();
         let builder = if require_client_cert {
             let mut roots = RootCertStore::empty();
@@ -499,6 +509,55 @@ async fn extra_root_makes_the_server_trusted_and_reports_tls_parameters() {
     assert!(connected.timings.resolve <= connected.timings.connect);
     assert!(connected.timings.connect <= tls_time);
     assert!(server.accepted.recv().await.unwrap().is_ok());
+}
+
+/// The versions offered are the pool's to bound: a minimum of TLS 1.3 fails against a
+/// server that speaks only 1.2 (a TLS failure, not a certificate one), a maximum of 1.2 gets
+/// 1.2 from a server that prefers 1.3, and a minimum above the maximum is refused up front.
+#[tokio::test]
+async fn tls_versions_are_bounded_as_configured() {
+    let pki = Pki::new();
+    let old = TlsServer::start_speaking(&pki, &[], false, &[&rustls::version::TLS12]).await;
+    let options = TlsOptions {
+        min_version: TlsVersion::Tls13,
+        ..pki.trusting_options()
+    };
+    let connector = connector_to(old.addr, options);
+    let err = connect(
+        &connector,
+        https("localhost", old.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_tls() && !err.is_certificate(), "{err:#}");
+
+    let server = TlsServer::start(&pki, &[], false).await;
+    let options = TlsOptions {
+        max_version: TlsVersion::Tls12,
+        ..pki.trusting_options()
+    };
+    let connector = connector_to(server.addr, options);
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert_eq!(connected.tls.unwrap().version, "TLSv1.2");
+    let (_io, connected) = connect(
+        &connector_to(server.addr, pki.trusting_options()),
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert_eq!(connected.tls.unwrap().version, "TLSv1.3");
+
+    let upside_down = TlsOptions {
+        min_version: TlsVersion::Tls13,
+        max_version: TlsVersion::Tls12,
+        ..TlsOptions::default()
+    };
+    assert!(TlsConnector::new(upside_down).is_err());
 }
 
 #[tokio::test]

@@ -95,6 +95,22 @@ impl Builder {
         self
     }
 
+    /// The oldest TLS version to offer (default TLS 1.2; curl's `--tlsv1.3` is
+    /// `min_tls_version(TlsVersion::Tls13)`). A server that only speaks older versions fails
+    /// the handshake ([`Error::is_tls`](crate::Error::is_tls)). [`build`](Self::build) fails
+    /// when it is above [`max_tls_version`](Self::max_tls_version).
+    pub fn min_tls_version(mut self, version: crate::TlsVersion) -> Self {
+        self.tls.min_version = version;
+        self
+    }
+
+    /// The newest TLS version to offer (default TLS 1.3; curl's `--tls-max 1.2` is
+    /// `max_tls_version(TlsVersion::Tls12)`).
+    pub fn max_tls_version(mut self, version: crate::TlsVersion) -> Self {
+        self.tls.max_version = version;
+        self
+    }
+
     /// Accepts any server certificate. This disables the protection TLS exists for; it is
     /// curl's `-k` and meant for tests against self-signed servers. Each connection still
     /// reports what verifying its certificate would have found
