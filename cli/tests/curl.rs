@@ -625,6 +625,44 @@ async fn private_ca_needs_cacert_or_insecure() {
     assert_eq!(run.stdout, b"secret");
 }
 
+/// `--tls-max 1.2` and `--tlsv1.3` bound the TLS version the connection negotiates (as `-v`
+/// shows it); bounds no TLS connection can meet fail `https://` transfers with exit 35.
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_version_flags_bound_the_negotiated_version() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-tls-versions");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let ca = ca.to_str().unwrap();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("x")))
+        .start()
+        .await;
+    let url = server.url("/");
+    for (flags, version) in [
+        (&["--tls-max", "1.2"][..], "TLSv1.2"),
+        (&["--tlsv1.3"][..], "TLSv1.3"),
+    ] {
+        let mut args = vec!["-sv", "--cacert", ca, url.as_str()];
+        args.extend_from_slice(flags);
+        let run = poolcurl(&args).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let shown = format!("* SSL connection using {version} / ");
+        assert!(run.stderr.contains(&shown), "{flags:?}: {}", run.stderr);
+    }
+    let accepted = server.accepted();
+    for flags in [
+        &["--tls-max", "1.1"][..],
+        &["--tlsv1.3", "--tls-max", "1.2"][..],
+    ] {
+        let mut args = vec!["-sS", "--cacert", ca, url.as_str()];
+        args.extend_from_slice(flags);
+        let run = poolcurl(&args).await;
+        assert_eq!(run.code, 35, "{flags:?}: {}", run.stderr);
+    }
+    assert_eq!(server.accepted(), accepted, "nothing was dialed");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn http2_prior_knowledge_speaks_h2c() {
     let server = ScriptedH2Server::start_with(StreamPlan::status(200)).await;

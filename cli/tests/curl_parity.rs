@@ -220,6 +220,45 @@ fn cases() -> Vec<Case> {
                 &["--cacert", "%CA%", "%TLS%/hello"],
             )
         },
+        // TLS versions: bounds the server meets, bounds no TLS connection can meet (exit 35
+        // for https://), and the same bounds on an http:// URL, which they do not concern.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls max 1.2 and min 1.3",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--tls-max",
+                    "1.2",
+                    "%TLS%/hello",
+                    "--next",
+                    "--cacert",
+                    "%CA%",
+                    "--tlsv1.3",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls max below 1.2",
+                &["--cacert", "%CA%", "--tls-max", "1.1", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls min above max",
+                &["--tlsv1.3", "--tls-max", "1.2", "%TLS%/hello"],
+            )
+        },
+        case(
+            "tls bounds on http",
+            &["--tlsv1.3", "--tls-max", "1.0", "%BASE%/hello"],
+        ),
+        case("tls max bad value", &["--tls-max", "9", "%BASE%/hello"]),
         // Issue 19: a malformed --resolve exits 49.
         case("malformed resolve", &["--resolve", "bad", "%BASE%/hello"]),
         case(

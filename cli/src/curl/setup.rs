@@ -162,6 +162,10 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
+    // Conflicting or unspeakable versions fail each `https://` transfer instead (exit 35).
+    if let Ok((min, max)) = args.net.tls_versions() {
+        builder = builder.min_tls_version(min).max_tls_version(max);
+    }
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }

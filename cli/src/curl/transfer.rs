@@ -314,6 +314,13 @@ impl Session {
         target: &Target,
         record: &mut TransferRecord,
     ) -> Result<(Parts, pool::Body), CurlError> {
+        if uri.scheme_str() == Some("https") {
+            // As curl: TLS versions that cannot be met fail the TLS connections only.
+            self.args
+                .net
+                .tls_versions()
+                .map_err(|message| CurlError::new(35, message))?;
+        }
         let template = &self.composed.template;
         let request = template.build_for(uri, hop, extra)?;
         let sent_headers = request.headers().clone();

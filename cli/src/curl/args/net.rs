@@ -1,6 +1,6 @@
 //! The curl-mode connection flags that `poolcurl load` does not share ([`NetArgs`]): address
-//! family, the happy-eyeballs delay, HTTP/1.0, client certificates and minimum TLS versions. [`crate::curl::setup`]
-//! turns them into pool settings.
+//! family, the happy-eyeballs delay, HTTP/1.0, client certificates and TLS versions.
+//! [`crate::curl::setup`] turns them into pool settings.
 
 use std::path::PathBuf;
 
@@ -50,4 +50,34 @@ pub(crate) struct NetArgs {
     /// Use TLS 1.2 or later (always true: poolcurl speaks TLS 1.2 and 1.3)
     #[arg(long = "tlsv1.2")]
     pub(crate) tlsv1_2: bool,
+
+    /// Use TLS 1.3 or later
+    #[arg(long = "tlsv1.3")]
+    pub(crate) tlsv1_3: bool,
+
+    /// Use at most this TLS version (1.0, 1.1, 1.2, 1.3 or default); below 1.2 no TLS connection can be made (exit 35)
+    #[arg(long = "tls-max", value_name = "VERSION", value_parser = ["1.0", "1.1", "1.2", "1.3", "default"])]
+    pub(crate) tls_max: Option<String>,
+}
+
+impl NetArgs {
+    /// The TLS versions the flags allow, oldest and newest; or why no TLS connection can be
+    /// made with them (curl's exit 35 for an `https://` URL, while `http://` URLs still work).
+    pub(crate) fn tls_versions(&self) -> Result<(pool::TlsVersion, pool::TlsVersion), String> {
+        use pool::TlsVersion::{Tls12, Tls13};
+        let min = if self.tlsv1_3 { Tls13 } else { Tls12 };
+        let max = match self.tls_max.as_deref() {
+            Some(old @ ("1.0" | "1.1")) => {
+                return Err(format!(
+                    "TLS connect error: --tls-max {old}: poolcurl speaks TLS 1.2 and 1.3 only"
+                ));
+            }
+            Some("1.2") => Tls12,
+            _ => Tls13,
+        };
+        if min > max {
+            return Err("TLS connect error: --tls-max 1.2 is below --tlsv1.3".to_owned());
+        }
+        Ok((min, max))
+    }
 }

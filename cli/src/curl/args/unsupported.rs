@@ -24,16 +24,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--netrc-optional", None, "no .netrc; use -u"),
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
-    flag(
-        "--tlsv1.3",
-        None,
-        "no minimum TLS version setting in the pool",
-    ),
-    flag(
-        "--tls-max",
-        None,
-        "no maximum TLS version setting in the pool",
-    ),
     flag("--ciphers", None, "rustls chooses the cipher suites"),
     flag("--capath", None, "use --cacert with a PEM bundle"),
     flag("--pinnedpubkey", None, "no public key pinning"),
