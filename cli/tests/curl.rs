@@ -879,6 +879,50 @@ async fn connect_timeout_exits_28() {
     );
 }
 
+/// `--limit-rate` holds a body to its average rate: 2048 bytes at 4K take half a second at
+/// least (a lower bound only; a slow machine makes it longer, never shorter).
+#[tokio::test(flavor = "multi_thread")]
+async fn limit_rate_paces_the_body() {
+    let server = serving(Reply::ok(vec![b'x'; 2048])).await;
+    let started = std::time::Instant::now();
+    let run = poolcurl(&[
+        "-s",
+        "--limit-rate",
+        "4K",
+        "-w",
+        "%{size_download}",
+        &server.url("/"),
+    ])
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout_text().ends_with("2048"), "{}", run.stdout_text());
+    assert!(
+        elapsed >= std::time::Duration::from_millis(500),
+        "{elapsed:?}"
+    );
+}
+
+/// `-Y`/`-y`: a body that stalls, and a head that never comes, abort with curl's exit 28 once
+/// a window has brought less than the limit; what arrived stays written.
+#[tokio::test(flavor = "multi_thread")]
+async fn speed_limit_aborts_a_stalled_transfer() {
+    let never = Gate::new();
+    let stalls = serving(Reply::ok_split("begun", never.clone(), "never")).await;
+    let run = poolcurl(&["-sS", "-Y", "100", "-y", "1", &stalls.url("/")]).await;
+    assert_eq!(run.code, 28, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (28) Operation too slow. Less than 100 bytes/sec transferred the last 1 seconds\n"
+    );
+    assert_eq!(run.stdout_text(), "begun");
+    let silent = serving(Reply::ok("late").gate(never.clone())).await;
+    let run = poolcurl(&["-sS", "-y", "1", &silent.url("/")]).await;
+    assert_eq!(run.code, 28, "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    drop(never);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_time_bounds_the_whole_transfer() {
     let never = Gate::new();

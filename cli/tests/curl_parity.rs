@@ -259,6 +259,16 @@ fn cases() -> Vec<Case> {
             &["--tlsv1.3", "--tls-max", "1.0", "%BASE%/hello"],
         ),
         case("tls max bad value", &["--tls-max", "9", "%BASE%/hello"]),
+        // Pace flags on a transfer they do not hold back (their effect is timed in
+        // cli/tests/curl.rs).
+        case(
+            "limit rate and speed limit",
+            &["--limit-rate", "100K", "-Y", "1", "-y", "5", "%BASE%/hello"],
+        ),
+        case(
+            "limit rate bad value",
+            &["--limit-rate", "fast", "%BASE%/hello"],
+        ),
         // Issue 19: a malformed --resolve exits 49.
         case("malformed resolve", &["--resolve", "bad", "%BASE%/hello"]),
         case(

@@ -57,6 +57,7 @@ mod header_file;
 mod invocation;
 mod next;
 mod output;
+mod pace;
 mod plan;
 mod progress;
 mod proto;

@@ -11,19 +11,21 @@
 //!     │  the body written too, then 22)
 //!     ├─ -C / -r and no 206: exit 33
 //!     └─ head (-i/-I) and body (decoded) to the sink; a body of unannounced length stops
-//!        at --max-filesize (exit 63)
+//!        at --max-filesize (exit 63); --limit-rate paces it, -Y/-y abort a slow one (28)
 //! ```
+
+use std::time::Duration;
 
 use http::Uri;
 use http::header::{CONTENT_LENGTH, HeaderValue, LOCATION};
 use http::response::Parts;
-use http_body_util::BodyExt;
 
 use super::compose;
 use super::connect_to::{ConnectToArgs, Dial};
 use super::decode::Decoder;
 use super::exit::{self, Attempt, CurlError};
 use super::output;
+use super::pace::{Pace, PaceArgs};
 use super::progress::Progress;
 use super::record::{Through, TransferRecord};
 use super::redirect;
@@ -294,6 +296,16 @@ impl Session {
     }
 
     /// `--max-filesize`, if set to a limit (0 is none).
+    /// `--limit-rate`, `-Y` and `-y`.
+    fn pace_args(&self) -> PaceArgs {
+        let transfer = &self.args.transfer;
+        PaceArgs {
+            limit_rate: transfer.limit_rate,
+            speed_limit: transfer.speed_limit,
+            speed_time: transfer.speed_time.map(Duration::from_secs),
+        }
+    }
+
     fn max_filesize(&self) -> Option<u64> {
         self.args.transfer.max_filesize.filter(|&max| max > 0)
     }
@@ -330,7 +342,16 @@ impl Session {
             .get(http::header::REFERER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let response = match self.client.request(request).await {
+        // `-Y`/`-y`: a head that takes a whole window has brought 0 bytes in it.
+        let pace = self.pace_args();
+        let sent = self.client.request(request);
+        let answered = match pace.head_window() {
+            None => sent.await,
+            Some(window) => tokio::time::timeout(window, sent)
+                .await
+                .map_err(|_| pace.too_slow())?,
+        };
+        let response = match answered {
             Ok(response) => response,
             Err(error) => {
                 record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
@@ -411,7 +432,8 @@ impl Session {
             progress.set_total(length);
         }
         let mut decoder = Decoder::for_response(self.args.send.compressed, &parts.headers);
-        while let Some(frame) = body.frame().await {
+        let mut pace = Pace::start(&self.pace_args());
+        while let Some(frame) = pace.next_frame(body).await? {
             let remaining = length.map(|l| l.saturating_sub(record.size_download));
             let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
             if let Some(data) = frame.data_ref() {
@@ -428,6 +450,7 @@ impl Session {
                     sink.write(&decoder.push(data)?)?;
                     progress.update(record.size_download);
                 }
+                pace.received(data.len()).await?;
             }
         }
         if let Some(sink) = output {

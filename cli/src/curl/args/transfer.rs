@@ -111,6 +111,18 @@ pub(crate) struct TransferArgs {
     #[arg(long = "retry-connrefused")]
     pub(crate) retry_connrefused: bool,
 
+    /// Hold each response body to at most SPEED bytes per second, on average (k, M, G suffixes)
+    #[arg(long = "limit-rate", value_name = "SPEED", value_parser = parse_size)]
+    pub(crate) limit_rate: Option<u64>,
+
+    /// Abort a transfer slower than BYTES per second for --speed-time seconds (exit 28)
+    #[arg(short = 'Y', long = "speed-limit", value_name = "BYTES")]
+    pub(crate) speed_limit: Option<u64>,
+
+    /// The seconds --speed-limit is judged over (default 30)
+    #[arg(short = 'y', long = "speed-time", value_name = "SECONDS")]
+    pub(crate) speed_time: Option<u64>,
+
     /// Refuse a response body over SIZE bytes (k, M, G suffixes; 0: no limit): exit 63
     #[arg(long = "max-filesize", value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_filesize: Option<u64>,

@@ -1,0 +1,219 @@
+//! `--limit-rate` and `-Y`/`-y` (`--speed-limit`/`--speed-time`): the pace of a response body.
+//!
+//! `--limit-rate` holds the average download speed of a body to at most that many bytes per
+//! second: after each frame the transfer waits until the bytes received so far are due at the
+//! limit. Like curl's, the limit is an average from the body's start, so a pause earns a short
+//! burst afterwards. Request bodies are not paced: poolcurl hands them to the pool whole.
+//!
+//! `-Y BYTES` with `-y SECONDS` aborts a transfer that stays slower than `BYTES` per second for
+//! `SECONDS` (exit 28, curl's "Operation too slow"): each window of `SECONDS` must bring
+//! `BYTES × SECONDS` bytes, and a window in which the server sends nothing at all ends on time,
+//! not when the next byte arrives. Without `-y` the window is curl's 30 seconds; without `-Y`
+//! the limit is 1 byte per second. The wait for the response head counts as one such window
+//! (see [`Pace::head_window`]).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::BodyExt;
+use tokio::time::Instant;
+
+use super::exit::CurlError;
+
+/// curl's `--speed-time` when only `--speed-limit` is given.
+const DEFAULT_SPEED_TIME: Duration = Duration::from_secs(30);
+
+/// The pace flags of a transfer.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PaceArgs {
+    /// `--limit-rate`: bytes per second at most.
+    pub(crate) limit_rate: Option<u64>,
+    /// `-Y`: bytes per second at least.
+    pub(crate) speed_limit: Option<u64>,
+    /// `-y`: for how long a transfer may stay below `speed_limit`.
+    pub(crate) speed_time: Option<Duration>,
+}
+
+impl PaceArgs {
+    /// The low-speed rule, if `-Y` or `-y` asks for one (a zero in either turns it off).
+    fn low_speed(&self) -> Option<LowSpeed> {
+        if self.speed_limit.is_none() && self.speed_time.is_none() {
+            return None;
+        }
+        let limit = self.speed_limit.unwrap_or(1);
+        let time = self.speed_time.unwrap_or(DEFAULT_SPEED_TIME);
+        (limit > 0 && !time.is_zero()).then_some(LowSpeed { limit, time })
+    }
+
+    /// How long the response head may take before the transfer is too slow (`-y`, with `-Y`
+    /// or alone); `None` without a low-speed rule.
+    pub(crate) fn head_window(&self) -> Option<Duration> {
+        self.low_speed().map(|low| low.time)
+    }
+
+    /// The error of a transfer that stayed too slow.
+    pub(crate) fn too_slow(&self) -> CurlError {
+        let low = self.low_speed().unwrap_or(LowSpeed {
+            limit: 1,
+            time: DEFAULT_SPEED_TIME,
+        });
+        low.error()
+    }
+}
+
+/// `-Y`/`-y` in effect.
+#[derive(Debug, Clone, Copy)]
+struct LowSpeed {
+    limit: u64,
+    time: Duration,
+}
+
+impl LowSpeed {
+    fn error(&self) -> CurlError {
+        CurlError::new(
+            28,
+            format!(
+                "Operation too slow. Less than {} bytes/sec transferred the last {} seconds",
+                self.limit,
+                self.time.as_secs()
+            ),
+        )
+    }
+}
+
+/// The pace of one response body.
+#[derive(Debug)]
+pub(crate) struct Pace {
+    limit_rate: Option<u64>,
+    low_speed: Option<LowSpeed>,
+    /// When the body started.
+    start: Instant,
+    /// Bytes of the body so far.
+    bytes: u64,
+    /// When the current low-speed window started, and the bytes it has brought.
+    window: (Instant, u64),
+}
+
+impl Pace {
+    /// The pace of a body starting now.
+    pub(crate) fn start(args: &PaceArgs) -> Pace {
+        let now = Instant::now();
+        Pace {
+            limit_rate: args.limit_rate.filter(|&rate| rate > 0),
+            low_speed: args.low_speed(),
+            start: now,
+            bytes: 0,
+            window: (now, 0),
+        }
+    }
+
+    /// The body's next frame; `Err` when the transfer stayed too slow (exit 28), also while
+    /// the server sends nothing.
+    pub(crate) async fn next_frame(
+        &mut self,
+        body: &mut pool::Body,
+    ) -> Result<Option<Result<Frame<Bytes>, pool::Error>>, CurlError> {
+        let Some(low) = self.low_speed else {
+            return Ok(body.frame().await);
+        };
+        loop {
+            let window_end = self.window.0 + low.time;
+            match tokio::time::timeout_at(window_end, body.frame()).await {
+                Ok(frame) => return Ok(frame),
+                // The window ended in silence (or nearly): judge it, and wait on in the next.
+                Err(_) => self.judge(low, Instant::now())?,
+            }
+        }
+    }
+
+    /// Counts `bytes` received, then waits as long as `--limit-rate` needs; `Err` when the
+    /// window that just ended was too slow.
+    pub(crate) async fn received(&mut self, bytes: usize) -> Result<(), CurlError> {
+        self.bytes += bytes as u64;
+        self.window.1 += bytes as u64;
+        if let Some(low) = self.low_speed {
+            let now = Instant::now();
+            if now >= self.window.0 + low.time {
+                self.judge(low, now)?;
+            }
+        }
+        if let Some(rate) = self.limit_rate {
+            let due = self.start + Duration::from_secs_f64(self.bytes as f64 / rate as f64);
+            tokio::time::sleep_until(due).await;
+        }
+        Ok(())
+    }
+
+    /// Ends the current window at `now`: too slow is the error, anything else starts the next.
+    fn judge(&mut self, low: LowSpeed, now: Instant) -> Result<(), CurlError> {
+        let (started, bytes) = self.window;
+        let seconds = now.duration_since(started).as_secs_f64();
+        if (bytes as f64) < low.limit as f64 * seconds {
+            return Err(low.error());
+        }
+        self.window = (now, 0);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_low_speed_rule_takes_curls_defaults() {
+        let only_limit = PaceArgs {
+            speed_limit: Some(100),
+            ..PaceArgs::default()
+        };
+        assert_eq!(only_limit.head_window(), Some(Duration::from_secs(30)));
+        let only_time = PaceArgs {
+            speed_time: Some(Duration::from_secs(2)),
+            ..PaceArgs::default()
+        };
+        let low = only_time.low_speed().unwrap();
+        assert_eq!((low.limit, low.time), (1, Duration::from_secs(2)));
+        assert!(PaceArgs::default().low_speed().is_none());
+        let off = PaceArgs {
+            speed_limit: Some(0),
+            speed_time: Some(Duration::from_secs(5)),
+            ..PaceArgs::default()
+        };
+        assert!(off.low_speed().is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_limit_spaces_the_bytes_out() {
+        let args = PaceArgs {
+            limit_rate: Some(1000),
+            ..PaceArgs::default()
+        };
+        let mut pace = Pace::start(&args);
+        let start = Instant::now();
+        pace.received(500).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(500));
+        pace.received(1500).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_window_below_the_speed_limit_is_too_slow() {
+        let args = PaceArgs {
+            speed_limit: Some(100),
+            speed_time: Some(Duration::from_secs(2)),
+            ..PaceArgs::default()
+        };
+        let mut pace = Pace::start(&args);
+        // 300 bytes in the first 2 s: fast enough (200 needed); a new window starts.
+        pace.received(300).await.unwrap();
+        tokio::time::advance(Duration::from_secs(2)).await;
+        pace.received(0).await.unwrap();
+        // 150 bytes in the next 2 s: too slow.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        pace.received(150).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let error = pace.received(0).await.unwrap_err();
+        assert_eq!(error.code(), 28);
+    }
+}
