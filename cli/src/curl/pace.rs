@@ -10,7 +10,7 @@
 //! `BYTES × SECONDS` bytes, and a window in which the server sends nothing at all ends on time,
 //! not when the next byte arrives. Without `-y` the window is curl's 30 seconds; without `-Y`
 //! the limit is 1 byte per second. The wait for the response head counts as one such window
-//! (see [`Pace::head_window`]).
+//! (see [`PaceArgs::head_window`]).
 
 use std::time::Duration;
 
