@@ -65,6 +65,7 @@ pub(crate) fn next_hop(
         method,
         send_body,
         cross_host: hop.cross_host || other_host,
+        trusted: hop.trusted,
     }
 }
 
@@ -89,6 +90,7 @@ mod tests {
             method,
             send_body,
             cross_host: false,
+            trusted: false,
         }
     }
 

@@ -94,6 +94,16 @@ pub(crate) struct Hop {
     /// Whether credentials and a custom `Host` from `-H` are left out (the redirect went to
     /// another host).
     pub(crate) cross_host: bool,
+    /// `--location-trusted`: credentials go to other hosts too (a custom `Host` still does
+    /// not, as in curl).
+    pub(crate) trusted: bool,
+}
+
+impl Hop {
+    /// Whether this request leaves out credentials (`-u`, `-H Authorization`, `-H Cookie`).
+    pub(crate) fn drops_credentials(&self) -> bool {
+        self.cross_host && !self.trusted
+    }
 }
 
 /// Headers that differ per URL or per hop, in curl mode.
@@ -332,6 +342,7 @@ impl RequestTemplate {
             method: self.method.clone(),
             send_body: self.has_data,
             cross_host: false,
+            trusted: false,
         }
     }
 
@@ -374,10 +385,11 @@ impl RequestTemplate {
             .method(hop.method.clone())
             .uri(uri.clone())
             .version(self.version);
-        let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE, HOST].contains(name);
+        let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE].contains(name);
         let dropped = |e: &Entry| {
             (e.source == Source::Data && !hop.send_body)
-                || (e.source == Source::User && hop.cross_host && credential(&e.name))
+                || (e.source == Source::User && hop.cross_host && e.name == HOST)
+                || (e.source == Source::User && hop.drops_credentials() && credential(&e.name))
         };
         let user_host = self.headers.iter().find(|e| e.name == HOST && !dropped(e));
         if self.host_first {
@@ -569,10 +581,11 @@ mod tests {
     #[test]
     fn a_hop_without_data_drops_the_data_headers() {
         let t = template(&["-d", "x=1", "-H", "Authorization: secret", "http://a.test/"]);
-        let hop = Hop {
+        let mut hop = Hop {
             method: Method::GET,
             send_body: false,
             cross_host: true,
+            trusted: false,
         };
         let (method, headers, body) = sent(&t, &hop);
         assert_eq!(method, Method::GET);
@@ -582,6 +595,10 @@ mod tests {
                 .iter()
                 .all(|(n, _)| n != "content-length" && n != "content-type" && n != "authorization")
         );
+        // --location-trusted: the credentials go to the other host too.
+        hop.trusted = true;
+        let (_, headers, _) = sent(&t, &hop);
+        assert!(headers.iter().any(|(n, _)| n == "authorization"));
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
 //! | `--cert` / `--key` | `client_identity_pem` (curl mode; unusable files are exit 58) |
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
+//! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
+//! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
@@ -162,6 +164,7 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
+    builder = builder.tcp_keepalive(args.net.tcp_keepalive());
     // Conflicting or unspeakable versions fail each `https://` transfer instead (exit 35).
     if let Ok((min, max)) = args.net.tls_versions() {
         builder = builder.min_tls_version(min).max_tls_version(max);

@@ -103,6 +103,7 @@ impl Session {
         }
         record.url = uri.to_string();
         let mut hop = self.composed.template.first_hop();
+        hop.trusted = self.args.location_trusted;
         let mut state = HopState {
             credentials,
             referer: None,
@@ -137,7 +138,7 @@ impl Session {
                     state = HopState {
                         credentials: credentials
                             .or(state.credentials)
-                            .filter(|_| !hop.cross_host),
+                            .filter(|_| !hop.drops_credentials()),
                         referer: self
                             .composed
                             .auto_referer
@@ -159,7 +160,7 @@ impl Session {
         state: &HopState,
         resume: Option<u64>,
     ) -> PerRequest {
-        let authorization = if hop.cross_host {
+        let authorization = if hop.drops_credentials() {
             None
         } else {
             self.composed.authorization(state.credentials.as_ref())
@@ -242,7 +243,7 @@ impl Session {
             .filter(|_| redirect::is_followed(parts.status))
             .map(|value| url::resolve_location(uri, value.as_bytes()));
         if let Some(next) = location {
-            if self.args.location {
+            if self.args.location || self.args.location_trusted {
                 if include {
                     sink.write(&head)?;
                 }

@@ -26,10 +26,6 @@ pub(crate) struct CompatArgs {
     #[arg(long = "no-npn")]
     pub(crate) no_npn: bool,
 
-    /// Send no TCP keepalive probes (no effect: the pool sets none)
-    #[arg(long = "no-keepalive")]
-    pub(crate) no_keepalive: bool,
-
     /// Style -I/-i output on a terminal (no effect: poolcurl prints plain text)
     #[arg(long = "styled-output")]
     pub(crate) styled_output: bool,

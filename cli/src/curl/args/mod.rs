@@ -93,6 +93,10 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'L', long = "location")]
     pub(crate) location: bool,
 
+    /// Like -L, and -u, -H Authorization and -H Cookie go to every host redirected to
+    #[arg(long = "location-trusted")]
+    pub(crate) location_trusted: bool,
+
     /// With -L, keep a POST (and its data) after a 301 instead of turning it into a GET
     #[arg(long = "post301")]
     pub(crate) post301: bool,

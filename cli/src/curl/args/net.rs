@@ -51,6 +51,14 @@ pub(crate) struct NetArgs {
     #[arg(long = "tlsv1.2")]
     pub(crate) tlsv1_2: bool,
 
+    /// Idle SECONDS before TCP keepalive probes start (default 60, as curl)
+    #[arg(long = "keepalive-time", value_name = "SECONDS")]
+    pub(crate) keepalive_time: Option<u64>,
+
+    /// Send no TCP keepalive probes
+    #[arg(long = "no-keepalive")]
+    pub(crate) no_keepalive: bool,
+
     /// Use TLS 1.3 or later
     #[arg(long = "tlsv1.3")]
     pub(crate) tlsv1_3: bool,
@@ -60,7 +68,17 @@ pub(crate) struct NetArgs {
     pub(crate) tls_max: Option<String>,
 }
 
+/// curl's TCP keepalive idle time when `--keepalive-time` is not given.
+const DEFAULT_KEEPALIVE: u64 = 60;
+
 impl NetArgs {
+    /// The TCP keepalive idle time: curl sends probes after 60 s of silence unless told
+    /// otherwise (`--keepalive-time`), or not at all (`--no-keepalive`, or a time of 0).
+    pub(crate) fn tcp_keepalive(&self) -> Option<std::time::Duration> {
+        let seconds = self.keepalive_time.unwrap_or(DEFAULT_KEEPALIVE);
+        (!self.no_keepalive && seconds > 0).then(|| std::time::Duration::from_secs(seconds))
+    }
+
     /// The TLS versions the flags allow, oldest and newest; or why no TLS connection can be
     /// made with them (curl's exit 35 for an `https://` URL, while `http://` URLs still work).
     pub(crate) fn tls_versions(&self) -> Result<(pool::TlsVersion, pool::TlsVersion), String> {
@@ -79,5 +97,36 @@ impl NetArgs {
             return Err("TLS connect error: --tls-max 1.2 is below --tlsv1.3".to_owned());
         }
         Ok((min, max))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::curl::args::parse_test_args;
+
+    #[test]
+    fn tcp_keepalive_follows_curl() {
+        let keepalive = |argv: &[&str]| parse_test_args(argv).0.net.tcp_keepalive();
+        assert_eq!(keepalive(&["http://a/"]), Some(Duration::from_secs(60)));
+        let five = keepalive(&["--keepalive-time", "5", "http://a/"]);
+        assert_eq!(five, Some(Duration::from_secs(5)));
+        assert_eq!(keepalive(&["--no-keepalive", "http://a/"]), None);
+        assert_eq!(keepalive(&["--keepalive-time", "0", "http://a/"]), None);
+    }
+
+    #[test]
+    fn tls_versions_follow_curl() {
+        use pool::TlsVersion::{Tls12, Tls13};
+        let versions = |argv: &[&str]| parse_test_args(argv).0.net.tls_versions();
+        assert_eq!(versions(&["http://a/"]), Ok((Tls12, Tls13)));
+        assert_eq!(versions(&["--tlsv1.3", "http://a/"]), Ok((Tls13, Tls13)));
+        assert_eq!(
+            versions(&["--tls-max", "1.2", "http://a/"]),
+            Ok((Tls12, Tls12))
+        );
+        assert!(versions(&["--tls-max", "1.1", "http://a/"]).is_err());
+        assert!(versions(&["--tlsv1.3", "--tls-max", "1.2", "http://a/"]).is_err());
     }
 }

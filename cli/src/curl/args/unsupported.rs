@@ -45,11 +45,6 @@ const FLAGS: &[Unsupported] = &[
     ),
     flag("--time-cond", Some('z'), "no conditional requests; use -H"),
     flag(
-        "--location-trusted",
-        None,
-        "credentials never follow a redirect to another host",
-    ),
-    flag(
         "--junk-session-cookies",
         Some('j'),
         "session cookies are always kept",
@@ -176,11 +171,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--ntlm-wb", None, "only Basic authentication (-u)"),
     flag("--form-escape", None, "no backslash escaping of -F names"),
     flag("--haproxy-protocol", None, "no PROXY protocol header"),
-    flag(
-        "--keepalive-time",
-        None,
-        "the pool sends no TCP keepalive probes",
-    ),
     flag("--local-port", None, "no local port binding"),
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
