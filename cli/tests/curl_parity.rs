@@ -259,6 +259,44 @@ fn cases() -> Vec<Case> {
             &["--tlsv1.3", "--tls-max", "1.0", "%BASE%/hello"],
         ),
         case("tls max bad value", &["--tls-max", "9", "%BASE%/hello"]),
+        // -J: the file named after Content-Disposition, without directories, never over an
+        // existing file; -o still wins, and without a filename the URL names the file.
+        case(
+            "remote header name",
+            &["-OJ", "-w", "%{filename_effective}", "%BASE%/attachment"],
+        ),
+        case(
+            "remote header name in an output dir",
+            &[
+                "-OJ",
+                "--output-dir",
+                "%DIR%/d",
+                "--create-dirs",
+                "-w",
+                "%{filename_effective}",
+                "%BASE%/attachment-plain",
+            ],
+        ),
+        case(
+            "remote header name without directories",
+            &["-OJ", "%BASE%/attachment-path"],
+        ),
+        case(
+            "remote header name with -i",
+            &["-OJ", "-i", "%BASE%/attachment"],
+        ),
+        case(
+            "remote header name without a name",
+            &["-OJ", "%BASE%/hello"],
+        ),
+        case(
+            "remote header name never overwrites",
+            &["-OJ", "%BASE%/attachment", "-OJ", "%BASE%/attachment"],
+        ),
+        case(
+            "remote header name loses to -o",
+            &["-J", "-o", "given.txt", "%BASE%/attachment"],
+        ),
         // Credentials stay behind on a redirect to another host name; with --location-trusted
         // they follow (and -L is implied). (The route builds its Location from the Host the
         // request names, so no case here sets one.)
@@ -983,6 +1021,16 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("Location", "/mixed")
             .header("Content-Length", "0"),
         "/loop" => Reply::new(301).header("location", "/loop"),
+        "/attachment" => Reply::ok("attached\n")
+            .header("content-disposition", "attachment; filename=\"report.txt\""),
+        "/attachment-plain" => Reply::ok("plain\n").header(
+            "content-disposition",
+            "attachment; filename=plain.txt; size=6",
+        ),
+        "/attachment-path" => Reply::ok("contained\n").header(
+            "content-disposition",
+            "attachment; filename=\"../up/evil.txt\"",
+        ),
         // To the same server under another host name.
         "/to-localhost" => {
             let host = req.header("host").unwrap_or_default();

@@ -61,6 +61,13 @@ pub(crate) struct Composed {
 /// Exit 26 when a data, form or upload file cannot be read; exit 2 for a malformed `-F`, `-A`,
 /// `-e` or `-r` value.
 pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed, CurlError> {
+    if args.transfer.remote_header_name && (args.include || args.head) {
+        // curl's rule: the head would go into a file the head has not named yet.
+        return Err(CurlError::new(
+            2,
+            "showing headers and --remote-header-name cannot be combined",
+        ));
+    }
     let data = args.data_in_order(matches);
     let forms = forms_in_order(args, matches);
     let send = &args.send;

@@ -9,12 +9,16 @@
 //!   a 304 to a `--etag-compare` of the same file writes the tag back.
 //! * `-R` sets an output file's modification time to the last response's `Last-Modified`
 //!   once the transfer succeeded; a response without one, or stdout, leaves it alone.
+//! * `-J` with `-O` names the file after the `filename` parameter of the response's
+//!   `Content-Disposition` ([`disposition_filename`]), in the `-O` file's directory; a file of
+//!   that name that exists already is not overwritten (exit 23). Without the parameter the
+//!   URL's name stays.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use http::HeaderMap;
-use http::header::{ETAG, HeaderValue, LAST_MODIFIED};
+use http::header::{CONTENT_DISPOSITION, ETAG, HeaderValue, LAST_MODIFIED};
 
 use super::exit::CurlError;
 
@@ -102,6 +106,28 @@ pub(crate) fn set_remote_time(file: &Path, headers: &HeaderMap) {
     }
 }
 
+/// The file name `Content-Disposition` suggests, as curl 7.88's `-J` reads it: the value of
+/// the first `filename` parameter, quoted (up to its closing quote) or not (up to `;`), without
+/// any directory part (`/` or `\\`), so a server cannot write outside the output directory.
+/// `filename*` (RFC 6266's encoded form) is not read, as curl does not read it; `None` without
+/// a usable name.
+pub(crate) fn disposition_filename(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(CONTENT_DISPOSITION)?.to_str().ok()?;
+    // A parameter starts after a `;` and spaces; a quoted value may hold a `;` of its own.
+    let at = value.match_indices(';').find_map(|(semicolon, _)| {
+        let param = value[semicolon + 1..].trim_start();
+        let key = param.get(..9)?;
+        key.eq_ignore_ascii_case("filename=").then_some(param)
+    })?;
+    let raw = &at[9..];
+    let name = match raw.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+        None => raw.split(';').next().unwrap_or_default().trim_end(),
+    };
+    let name = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    (!name.is_empty() && name != "." && name != "..").then(|| name.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +180,38 @@ mod tests {
             modified,
             httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap()
         );
+    }
+
+    #[test]
+    fn disposition_names_lose_their_directories() {
+        let name = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_DISPOSITION, HeaderValue::from_static(value));
+            disposition_filename(&headers)
+        };
+        assert_eq!(
+            name("attachment; filename=\"report.txt\"").as_deref(),
+            Some("report.txt")
+        );
+        assert_eq!(
+            name("attachment; FileName=plain.txt; size=3").as_deref(),
+            Some("plain.txt")
+        );
+        assert_eq!(
+            name("attachment; filename=\"a;b.txt\"").as_deref(),
+            Some("a;b.txt")
+        );
+        assert_eq!(
+            name("attachment; filename=\"../../etc/x\"").as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            name("attachment; filename=dir\\\\win.txt").as_deref(),
+            Some("win.txt")
+        );
+        assert_eq!(name("attachment; filename*=UTF-8''enc.txt"), None);
+        assert_eq!(name("inline"), None);
+        assert_eq!(name("attachment; filename=\"\""), None);
+        assert_eq!(name("attachment; filename=\"..\""), None);
     }
 }

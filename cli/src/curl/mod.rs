@@ -270,8 +270,8 @@ impl Session {
             record.output_file = sink.path().map(|p| p.to_path_buf());
             let result = self.bounded_transfer(&url, &mut sink, &mut record).await;
             record.finished_at = Some(record.elapsed());
-            // --no-clobber may have taken another name.
-            record.output_file = sink.path().map(|p| p.to_path_buf());
+            // --no-clobber or -J may have taken another name.
+            record.output_file = sink.effective_name();
             let code = result.as_ref().err().map_or(0, CurlError::code);
             if let Some(again) = retry.next(&self.args.transfer, code, &record) {
                 self.report.warning_raw(&again.warning);
@@ -314,6 +314,7 @@ impl Session {
             create_dirs: transfer.create_dirs,
             no_clobber: transfer.no_clobber && !append,
             file_mode: transfer.create_file_mode,
+            must_be_new: false,
         };
         let sink = match &planned.output {
             Output::Stdout => Sink::stdout(),
@@ -323,6 +324,7 @@ impl Session {
                 let name = url::remote_name(&uri)
                     .ok_or_else(|| CurlError::new(23, "Remote file name has no length!"))?;
                 Sink::file(in_output_dir(&self.args, Path::new(&name)), mode)
+                    .named_by_server(transfer.remote_header_name)
             }
         };
         Ok(sink.flush_each_write(self.args.transfer.no_buffer))

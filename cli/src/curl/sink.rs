@@ -26,6 +26,8 @@ pub(crate) struct FileMode {
     pub(crate) no_clobber: bool,
     /// The permissions of a file this creates (`--create-file-mode`).
     pub(crate) file_mode: Option<u32>,
+    /// Create the file only if it does not exist yet (a name the server chose, `-J`).
+    pub(crate) must_be_new: bool,
 }
 
 /// How many numbered names `--no-clobber` tries after the name itself, as curl does.
@@ -42,6 +44,10 @@ pub(crate) struct Sink {
     file: Option<BufWriter<File>>,
     /// `-N`: flush stdout after every write.
     flush_each: bool,
+    /// `-O -J`: the response may rename the file ([`Sink::name_from_response`]).
+    server_named: bool,
+    /// Whether a response did rename it (then a retry's response does not again).
+    renamed: bool,
     /// Bytes written so far.
     written: u64,
 }
@@ -54,6 +60,8 @@ impl Sink {
             mode: FileMode::default(),
             file: None,
             flush_each: false,
+            server_named: false,
+            renamed: false,
             written: 0,
         }
     }
@@ -74,6 +82,40 @@ impl Sink {
     pub(crate) fn flush_each_write(mut self, enabled: bool) -> Sink {
         self.flush_each = enabled;
         self
+    }
+
+    /// Lets the response name the file (`-O -J`).
+    pub(crate) fn named_by_server(mut self, enabled: bool) -> Sink {
+        self.server_named = enabled && self.path.is_some();
+        self
+    }
+
+    /// `-O -J`: renames the file, in its directory, after the response's `Content-Disposition`
+    /// (see [`super::file_meta::disposition_filename`]) before anything is written to it. A
+    /// file of that name must not exist yet (exit 23 when the first write finds one).
+    pub(crate) fn name_from_response(&mut self, headers: &http::HeaderMap) {
+        if !self.server_named || self.renamed || self.file.is_some() {
+            return;
+        }
+        if let (Some(path), Some(name)) = (
+            self.path.as_mut(),
+            super::file_meta::disposition_filename(headers),
+        ) {
+            path.set_file_name(name);
+            self.renamed = true;
+            self.mode.must_be_new = true;
+            self.mode.no_clobber = false;
+        }
+    }
+
+    /// The file as `%{filename_effective}` names it: its path, or only its name when the
+    /// server chose it (`-J`), as curl 7.88 prints it even with `--output-dir`.
+    pub(crate) fn effective_name(&self) -> Option<PathBuf> {
+        let path = self.path.as_ref()?;
+        match (self.renamed, path.file_name()) {
+            (true, Some(name)) => Some(PathBuf::from(name)),
+            _ => Some(path.clone()),
+        }
     }
 
     /// The file, if any.
@@ -168,6 +210,11 @@ impl Sink {
             }
             let opened = if self.mode.append {
                 options.append(true).open(&path)
+            } else if self.mode.must_be_new {
+                // Created here, the file is this transfer's: a retry's reopen truncates it.
+                let created = options.write(true).create_new(true).open(&path);
+                self.mode.must_be_new = created.is_err();
+                created
             } else if self.mode.no_clobber {
                 self.open_unclobbered(&path, &mut options)
             } else {
@@ -287,6 +334,39 @@ mod tests {
         // --remove-on-error deletes what the transfer created, not what was there before.
         assert!(sink.remove());
         assert!(!numbered.exists() && path.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_name_from_the_response_never_replaces_a_file_and_survives_a_retry() {
+        let dir = std::env::temp_dir().join(format!("poolcurl-sink-j-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("taken.txt"), "mine").unwrap();
+        let named = |file: &str| {
+            let mut headers = http::HeaderMap::new();
+            let value = format!("attachment; filename=\"{file}\"");
+            headers.insert(
+                http::header::CONTENT_DISPOSITION,
+                http::HeaderValue::from_str(&value).unwrap(),
+            );
+            headers
+        };
+        let mut sink = Sink::file(dir.join("url-name"), FileMode::default()).named_by_server(true);
+        sink.name_from_response(&named("taken.txt"));
+        assert_eq!(sink.write(b"theirs").unwrap_err().code(), 23);
+        assert_eq!(std::fs::read(dir.join("taken.txt")).unwrap(), b"mine");
+
+        let mut sink = Sink::file(dir.join("url-name"), FileMode::default()).named_by_server(true);
+        sink.name_from_response(&named("fresh.txt"));
+        sink.write(b"first").unwrap();
+        sink.reset();
+        // The retry's response names it again; the file is this transfer's already.
+        sink.name_from_response(&named("fresh.txt"));
+        sink.write(b"second").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(std::fs::read(dir.join("fresh.txt")).unwrap(), b"second");
+        assert_eq!(sink.effective_name(), Some(PathBuf::from("fresh.txt")));
+        assert!(!dir.join("url-name").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -256,6 +256,8 @@ impl Session {
             record.redirect_url = next.ok().map(|u| u.to_string());
         }
 
+        // The response whose body is written may name the `-O -J` file.
+        sink.name_from_response(&parts.headers);
         let status = parts.status.as_u16();
         if self.args.fail && !self.args.transfer.fail_with_body && status >= 400 {
             // Nothing of the body is written (dropping it closes the connection); the head is,
@@ -296,7 +298,6 @@ impl Session {
         Ok(Next::Done)
     }
 
-    /// `--max-filesize`, if set to a limit (0 is none).
     /// `--limit-rate`, `-Y` and `-y`.
     fn pace_args(&self) -> PaceArgs {
         let transfer = &self.args.transfer;
@@ -307,6 +308,7 @@ impl Session {
         }
     }
 
+    /// `--max-filesize`, if set to a limit (0 is none).
     fn max_filesize(&self) -> Option<u64> {
         self.args.transfer.max_filesize.filter(|&max| max > 0)
     }

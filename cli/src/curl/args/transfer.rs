@@ -123,6 +123,10 @@ pub(crate) struct TransferArgs {
     #[arg(short = 'y', long = "speed-time", value_name = "SECONDS")]
     pub(crate) speed_time: Option<u64>,
 
+    /// With -O, name the file after the response's Content-Disposition filename (never overwriting one)
+    #[arg(short = 'J', long = "remote-header-name")]
+    pub(crate) remote_header_name: bool,
+
     /// Refuse a response body over SIZE bytes (k, M, G suffixes; 0: no limit): exit 63
     #[arg(long = "max-filesize", value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_filesize: Option<u64>,

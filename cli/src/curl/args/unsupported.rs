@@ -38,11 +38,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--trace", None, "use -v"),
     flag("--trace-ascii", None, "use -v"),
     flag("--manual", Some('M'), "see --help and the README"),
-    flag(
-        "--remote-header-name",
-        Some('J'),
-        "-O names files after the URL only",
-    ),
     flag("--time-cond", Some('z'), "no conditional requests; use -H"),
     flag(
         "--junk-session-cookies",
@@ -278,21 +273,21 @@ mod tests {
             Some("option --digest: is not supported by poolcurl (only Basic authentication (-u))")
         );
         assert_eq!(
-            find(&argv(&["-J", "http://a/"])).as_deref(),
-            Some("option -J: is not supported by poolcurl (-O names files after the URL only)")
+            find(&argv(&["-j", "http://a/"])).as_deref(),
+            Some("option -j: is not supported by poolcurl (session cookies are always kept)")
         );
         assert_eq!(find(&argv(&["-sSf", "http://a/"])), None);
         assert_eq!(find(&argv(&["--", "--digest"])), None);
         assert_eq!(
-            find(&argv(&["--proto", "-all,+https", "-d", "-J", "http://a/"])),
+            find(&argv(&["--proto", "-all,+https", "-d", "-j", "http://a/"])),
             None
         );
         // Every letter of a bundle counts; a bundle's value (`-sd VALUE`) never does.
         assert_eq!(
-            find(&argv(&["-sJ", "http://a/"])).as_deref(),
-            Some("option -J: is not supported by poolcurl (-O names files after the URL only)")
+            find(&argv(&["-sj", "http://a/"])).as_deref(),
+            Some("option -j: is not supported by poolcurl (session cookies are always kept)")
         );
-        assert_eq!(find(&argv(&["-sd", "-J", "http://a/"])), None);
+        assert_eq!(find(&argv(&["-sd", "-j", "http://a/"])), None);
     }
 
     /// Every option `curl --help all` lists in curl 7.88.1 (the curl the parity suite runs).
