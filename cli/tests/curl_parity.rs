@@ -259,6 +259,48 @@ fn cases() -> Vec<Case> {
             &["--tlsv1.3", "--tls-max", "1.0", "%BASE%/hello"],
         ),
         case("tls max bad value", &["--tls-max", "9", "%BASE%/hello"]),
+        // -z: the condition's header (a date in curl's manual spellings, a file's time, or
+        // "-" for unmodified), and curl's own 304 when the server answers 200 anyway.
+        case(
+            "time cond date",
+            &["-z", "20 Oct 2015", "-H", "X-After: 1", "%BASE%/echo"],
+        ),
+        case(
+            "time cond unmodified",
+            &["-z", "-Wed, 21 Oct 2015 07:28:00 GMT", "%BASE%/echo"],
+        ),
+        case(
+            "time cond from a file",
+            &["-z", "%DIR%/../stamp.txt", "%BASE%/echo"],
+        ),
+        case(
+            "time cond met",
+            &[
+                "-z",
+                "2015-10-20",
+                "-o",
+                "%DIR%/out",
+                "-w",
+                "%{http_code} %{size_download}",
+                "%BASE%/dated",
+            ],
+        ),
+        case(
+            "time cond not met is a simulated 304",
+            &[
+                "-z",
+                "22 Oct 2015",
+                "-o",
+                "%DIR%/out",
+                "-w",
+                "%{http_code} %{size_download}",
+                "%BASE%/dated",
+            ],
+        ),
+        case(
+            "time cond that is neither date nor file",
+            &["-z", "not a date", "-w", " %{http_code}", "%BASE%/hello"],
+        ),
         // -J: the file named after Content-Disposition, without directories, never over an
         // existing file; -o still wins, and without a filename the URL names the file.
         case(
@@ -1021,6 +1063,7 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("Location", "/mixed")
             .header("Content-Length", "0"),
         "/loop" => Reply::new(301).header("location", "/loop"),
+        "/dated" => Reply::ok("dated\n").header("last-modified", "Wed, 21 Oct 2015 07:28:00 GMT"),
         "/attachment" => Reply::ok("attached\n")
             .header("content-disposition", "attachment; filename=\"report.txt\""),
         "/attachment-plain" => Reply::ok("plain\n").header(
@@ -1086,6 +1129,8 @@ fn echo(req: &RecordedRequest) -> Reply {
         "accept-encoding",
         "referer",
         "cookie",
+        "if-modified-since",
+        "if-unmodified-since",
         "content-length",
         "content-type",
         "x-proxy-header",
@@ -1406,6 +1451,11 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
+    // -z FILE: a file modified at a known second (Wed, 21 Oct 2015 07:28:00 GMT).
+    let stamp = std::fs::File::create(root.path().join("stamp.txt")).unwrap();
+    stamp
+        .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480))
+        .unwrap();
     std::fs::write(
         root.path().join("headers.txt"),
         "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",

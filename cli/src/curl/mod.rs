@@ -68,6 +68,7 @@ mod request_size;
 mod retry;
 pub(crate) mod setup;
 mod sink;
+mod time_cond;
 mod transfer;
 pub(crate) mod url;
 pub(crate) mod usage;
@@ -89,6 +90,7 @@ use proto::Protocols;
 use record::TransferRecord;
 use retry::Retry;
 use sink::{FileMode, Sink};
+use time_cond::TimeCond;
 use verbose::Verbose;
 use write_out::{Stream, WriteOut};
 
@@ -150,7 +152,7 @@ impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
     fn new(
         args: CurlArgs,
-        composed: Composed,
+        mut composed: Composed,
         report: Report,
         shared: &mut Shared,
     ) -> Result<Session, CurlError> {
@@ -175,6 +177,16 @@ impl Session {
         let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
         if outputs > args.urls.len() + args.transfer.url.len() {
             report.warning("Got more output options than URLs");
+        }
+        if let Some(text) = &args.transfer.time_cond {
+            match TimeCond::parse(text) {
+                Some(cond) => composed.template.set_time_condition(cond),
+                None => {
+                    for line in time_cond::ILLEGAL {
+                        report.warning_raw(line);
+                    }
+                }
+            }
         }
         let cookies = CookieJar::new(
             &args.send.cookie,

@@ -13,8 +13,8 @@
 
 use bytes::Bytes;
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue, RANGE,
-    REFERER, USER_AGENT,
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue,
+    IF_MODIFIED_SINCE, RANGE, REFERER, USER_AGENT,
 };
 use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
@@ -22,6 +22,7 @@ use http_body_util::Full;
 use super::args::{DataArg, HeaderAction, RequestArgs};
 use super::data::read_data;
 use super::exit::CurlError;
+use super::time_cond::TimeCond;
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
@@ -82,6 +83,8 @@ pub(crate) struct RequestTemplate {
     host_first: bool,
     /// `--request-target`: sent instead of each URL's path and query.
     target: Option<pool::RequestTarget>,
+    /// `-z`: the condition's `If-Modified-Since` or `If-Unmodified-Since`, and the condition.
+    time_condition: Option<(HeaderName, Option<HeaderValue>, TimeCond)>,
 }
 
 /// How one request of a transfer is sent (the first, or one after a redirect).
@@ -181,6 +184,7 @@ impl RequestTemplate {
             version: Version::HTTP_11,
             host_first: false,
             target: None,
+            time_condition: None,
         };
         for header in &args.headers {
             match &header.action {
@@ -305,6 +309,17 @@ impl RequestTemplate {
         self.host_first = true;
     }
 
+    /// Makes every request carry `cond` (`-z`), after `Cookie`, as curl orders it.
+    pub(crate) fn set_time_condition(&mut self, cond: TimeCond) {
+        let (name, value) = cond.header();
+        self.time_condition = Some((name, Some(value), cond));
+    }
+
+    /// The `-z` condition, if any.
+    pub(crate) fn time_condition(&self) -> Option<&TimeCond> {
+        self.time_condition.as_ref().map(|(_, _, cond)| cond)
+    }
+
     /// Sends `target` instead of each URL's path and query (`--request-target`).
     pub(crate) fn set_target(&mut self, target: pool::RequestTarget) {
         self.target = Some(target);
@@ -407,7 +422,16 @@ impl RequestTemplate {
                 builder = builder.header(name.clone(), value.clone());
             }
         }
-        let mut late = [(REFERER, &extra.referer), (COOKIE, &extra.cookie)];
+        let none = None;
+        let (cond_name, cond_value) = match &self.time_condition {
+            Some((name, value, _)) => (name.clone(), value),
+            None => (IF_MODIFIED_SINCE, &none),
+        };
+        let mut late = [
+            (REFERER, &extra.referer),
+            (COOKIE, &extra.cookie),
+            (cond_name, cond_value),
+        ];
         let mut late_sent = false;
         for entry in &self.headers {
             if entry.source != Source::Default && !late_sent {
@@ -439,7 +463,7 @@ impl RequestTemplate {
     }
 }
 
-/// Adds the per-hop headers that go after the defaults (`Referer`, `Cookie`).
+/// Adds the per-hop headers that go after the defaults (`Referer`, `Cookie`, `-z`'s).
 fn add_late(
     mut builder: http::request::Builder,
     late: &mut [(HeaderName, &Option<HeaderValue>)],

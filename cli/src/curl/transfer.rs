@@ -283,6 +283,22 @@ impl Session {
         if include {
             sink.write(&head)?;
         }
+        let time_condition = self.composed.template.time_condition();
+        let body_comes = !self.args.head;
+        if let Some(cond) =
+            time_condition.filter(|c| body_comes && !ranged && !c.met_by(&parts.headers))
+        {
+            // curl's answer to a server that ignored the condition, when the body would start:
+            // a 304 of its own, no body written and no file made (the connection is not
+            // reused).
+            let age = if cond.unmodified { "old" } else { "new" };
+            self.verbose
+                .info(&format!("The requested document is not {age} enough"));
+            self.verbose.info("Simulate an HTTP 304 response");
+            record.status = Some(http::StatusCode::NOT_MODIFIED);
+            self.verbose.done(connection, &target.host, true);
+            return Ok(Next::Done);
+        }
         let output = if self.args.head {
             None
         } else {

@@ -123,6 +123,15 @@ pub(crate) struct TransferArgs {
     #[arg(short = 'y', long = "speed-time", value_name = "SECONDS")]
     pub(crate) speed_time: Option<u64>,
 
+    /// Send If-Modified-Since TIME (a date, or a file's modification time); -TIME sends If-Unmodified-Since
+    #[arg(
+        short = 'z',
+        long = "time-cond",
+        value_name = "TIME",
+        allow_hyphen_values = true
+    )]
+    pub(crate) time_cond: Option<String>,
+
     /// With -O, name the file after the response's Content-Disposition filename (never overwriting one)
     #[arg(short = 'J', long = "remote-header-name")]
     pub(crate) remote_header_name: bool,

@@ -38,7 +38,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--trace", None, "use -v"),
     flag("--trace-ascii", None, "use -v"),
     flag("--manual", Some('M'), "see --help and the README"),
-    flag("--time-cond", Some('z'), "no conditional requests; use -H"),
     flag(
         "--junk-session-cookies",
         Some('j'),
