@@ -83,8 +83,8 @@ pub(crate) struct RequestTemplate {
     host_first: bool,
     /// `--request-target`: sent instead of each URL's path and query.
     target: Option<pool::RequestTarget>,
-    /// `-z`: the condition's `If-Modified-Since` or `If-Unmodified-Since`, and the condition.
-    time_condition: Option<(HeaderName, Option<HeaderValue>, TimeCond)>,
+    /// `-z`: the condition, and its `If-Modified-Since` or `If-Unmodified-Since`.
+    time_condition: Option<(TimeCond, HeaderName, HeaderValue)>,
 }
 
 /// How one request of a transfer is sent (the first, or one after a redirect).
@@ -312,12 +312,12 @@ impl RequestTemplate {
     /// Makes every request carry `cond` (`-z`), after `Cookie`, as curl orders it.
     pub(crate) fn set_time_condition(&mut self, cond: TimeCond) {
         let (name, value) = cond.header();
-        self.time_condition = Some((name, Some(value), cond));
+        self.time_condition = Some((cond, name, value));
     }
 
     /// The `-z` condition, if any.
     pub(crate) fn time_condition(&self) -> Option<&TimeCond> {
-        self.time_condition.as_ref().map(|(_, _, cond)| cond)
+        self.time_condition.as_ref().map(|(cond, _, _)| cond)
     }
 
     /// Sends `target` instead of each URL's path and query (`--request-target`).
@@ -422,20 +422,22 @@ impl RequestTemplate {
                 builder = builder.header(name.clone(), value.clone());
             }
         }
-        let none = None;
-        let (cond_name, cond_value) = match &self.time_condition {
-            Some((name, value, _)) => (name.clone(), value),
-            None => (IF_MODIFIED_SINCE, &none),
-        };
-        let mut late = [
-            (REFERER, &extra.referer),
-            (COOKIE, &extra.cookie),
-            (cond_name, cond_value),
+        let condition = self
+            .time_condition
+            .as_ref()
+            .map(|(_, name, value)| (name, value));
+        let late = [
+            (&REFERER, extra.referer.as_ref()),
+            (&COOKIE, extra.cookie.as_ref()),
+            (
+                condition.map_or(&IF_MODIFIED_SINCE, |(name, _)| name),
+                condition.map(|(_, value)| value),
+            ),
         ];
         let mut late_sent = false;
         for entry in &self.headers {
             if entry.source != Source::Default && !late_sent {
-                builder = add_late(builder, &mut late, |n| self.overridden(n));
+                builder = add_late(builder, &late, |n| self.overridden(n));
                 late_sent = true;
             }
             if dropped(entry) || (self.host_first && entry.name == HOST) {
@@ -447,7 +449,7 @@ impl RequestTemplate {
             builder = builder.header(entry.name.clone(), entry.value.clone());
         }
         if !late_sent {
-            builder = add_late(builder, &mut late, |n| self.overridden(n));
+            builder = add_late(builder, &late, |n| self.overridden(n));
         }
         if let Some(target) = &self.target {
             builder = builder.extension(target.clone());
@@ -466,11 +468,11 @@ impl RequestTemplate {
 /// Adds the per-hop headers that go after the defaults (`Referer`, `Cookie`, `-z`'s).
 fn add_late(
     mut builder: http::request::Builder,
-    late: &mut [(HeaderName, &Option<HeaderValue>)],
+    late: &[(&HeaderName, Option<&HeaderValue>)],
     overridden: impl Fn(&HeaderName) -> bool,
 ) -> http::request::Builder {
-    for (name, value) in late.iter() {
-        if let Some(value) = value.as_ref().filter(|_| !overridden(name)) {
+    for &(name, value) in late {
+        if let Some(value) = value.filter(|_| !overridden(name)) {
             builder = builder.header(name.clone(), value.clone());
         }
     }
