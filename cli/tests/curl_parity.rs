@@ -259,6 +259,15 @@ fn cases() -> Vec<Case> {
             &["--tlsv1.3", "--tls-max", "1.0", "%BASE%/hello"],
         ),
         case("tls max bad value", &["--tls-max", "9", "%BASE%/hello"]),
+        // -j: the jar's session cookies stay behind.
+        case(
+            "cookie jar loaded",
+            &["-b", "%DIR%/../jar.txt", "%BASE%/echo"],
+        ),
+        case(
+            "cookie jar without session cookies",
+            &["-j", "-b", "%DIR%/../jar.txt", "%BASE%/echo"],
+        ),
         // -z: the condition's header (a date in curl's manual spellings, a file's time, or
         // "-" for unmodified), and curl's own 304 when the server answers 200 anyway.
         case(
@@ -1451,6 +1460,13 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
+    // -b FILE with -j: a session cookie (expiry 0) and one that lasts until 2100.
+    std::fs::write(
+        root.path().join("jar.txt"),
+        "127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\t1\n\
+         127.0.0.1\tFALSE\t/\tFALSE\t4102444800\tlasting\t2\n",
+    )
+    .unwrap();
     // -z FILE: a file modified at a known second (Wed, 21 Oct 2015 07:28:00 GMT).
     let stamp = std::fs::File::create(root.path().join("stamp.txt")).unwrap();
     stamp

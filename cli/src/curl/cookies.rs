@@ -15,8 +15,11 @@
 //! transfers share theirs: a cookie one group stores is sent by a later group whose engine is
 //! on, and every `-c` writes them all. `-b NAME=VALUE` strings stay with their group.
 //!
-//! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off),
-//! or `-j` (session cookies are kept).
+//! `-j` leaves out the session cookies of the `-b` files (a Netscape line with expiry 0, a
+//! `Set-Cookie:` line without `Expires` or `Max-Age`), as a new browser session would; session
+//! cookies that responses set during the run are kept.
+//!
+//! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -61,6 +64,7 @@ impl CookieJar {
     pub(crate) fn new(
         cookie: &[String],
         jar: Option<&Path>,
+        junk_session: bool,
         store: &Cookies,
     ) -> Result<Option<CookieJar>, CurlError> {
         if cookie.is_empty() && jar.is_none() {
@@ -82,18 +86,24 @@ impl CookieJar {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(CurlError::read_failed(arg, &e)),
             };
-            cookies.load(&text);
+            cookies.load(&text, junk_session);
         }
         Ok(Some(cookies))
     }
 
-    /// Adds the cookies of a jar file's text.
-    fn load(&mut self, text: &str) {
+    /// Adds the cookies of a jar file's text, without its session cookies when `junk_session`
+    /// (`-j`).
+    fn load(&mut self, text: &str, junk_session: bool) {
         let now = unix_now();
         let mut store = self.store.lock();
         for line in text.lines() {
             if let Some(set_cookie) = line.strip_prefix("Set-Cookie:") {
                 // A header dump: no URL to check the cookie against, so any host may set it.
+                let session = cookie_store::RawCookie::parse(set_cookie.trim())
+                    .is_ok_and(|c| c.expires().is_none() && c.max_age().is_none());
+                if junk_session && session {
+                    continue;
+                }
                 if let Some(url) = set_cookie_origin(set_cookie) {
                     let _ = store.parse(set_cookie.trim(), &url);
                 }
@@ -126,6 +136,7 @@ impl CookieJar {
                 text.push_str("; HttpOnly");
             }
             match expires.parse::<i64>() {
+                Ok(0) | Err(_) if junk_session => continue,
                 Ok(0) | Err(_) => {}
                 Ok(at) if at <= now => continue,
                 Ok(at) => {
@@ -271,6 +282,7 @@ mod tests {
         let jar = CookieJar::new(
             &["a=1; b=2".into()],
             Some(Path::new("-")),
+            false,
             &Cookies::default(),
         )
         .unwrap()
@@ -288,7 +300,7 @@ mod tests {
 
     #[test]
     fn netscape_files_round_trip() {
-        let jar = CookieJar::new(&[], Some(Path::new("-")), &Cookies::default())
+        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
             .unwrap()
             .unwrap();
         let uri: Uri = "http://example.test/".parse().unwrap();
@@ -309,29 +321,40 @@ mod tests {
             text.contains("#HttpOnly_.example.test\tTRUE\t/\tTRUE\t"),
             "{text}"
         );
-        let mut loaded = CookieJar::new(&[], Some(Path::new("-")), &Cookies::default())
+        let mut loaded = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
             .unwrap()
             .unwrap();
-        loaded.load(&text);
+        loaded.load(&text, false);
         let secure: Uri = "https://www.example.test/".parse().unwrap();
         assert_eq!(loaded.header_for(&secure).unwrap(), "wide=2");
         assert_eq!(loaded.header_for(&uri).unwrap(), "session=1");
+        // -j: the session cookie stays behind, the persistent one comes.
+        let mut fresh = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
+            .unwrap()
+            .unwrap();
+        fresh.load(&text, true);
+        assert_eq!(fresh.header_for(&secure).unwrap(), "wide=2");
+        assert_eq!(fresh.header_for(&uri), None);
+        fresh.load("Set-Cookie: dumped=1; Domain=example.test\n", true);
+        assert_eq!(fresh.header_for(&uri), None);
     }
 
     #[test]
     fn groups_share_the_engine_and_keep_their_own_strings() {
         let shared = Cookies::default();
         let uri: Uri = "http://example.test/".parse().unwrap();
-        let first = CookieJar::new(&[], Some(Path::new("-")), &shared)
+        let first = CookieJar::new(&[], Some(Path::new("-")), false, &shared)
             .unwrap()
             .unwrap();
         first.store_from(&uri, &headers(&["sid=abc"]));
         // `-b FILE` of a file that does not exist: the engine is on, with the shared cookies.
         let missing = "/nonexistent/poolcurl-cookies".to_owned();
-        let second = CookieJar::new(&[missing], None, &shared).unwrap().unwrap();
+        let second = CookieJar::new(&[missing], None, false, &shared)
+            .unwrap()
+            .unwrap();
         assert_eq!(second.header_for(&uri).unwrap(), "sid=abc");
         // `-b NAME=VALUE` alone leaves the engine off: its string only.
-        let third = CookieJar::new(&["x=1".into()], None, &shared)
+        let third = CookieJar::new(&["x=1".into()], None, false, &shared)
             .unwrap()
             .unwrap();
         assert_eq!(third.header_for(&uri).unwrap(), "x=1");

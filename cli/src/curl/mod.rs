@@ -191,6 +191,7 @@ impl Session {
         let cookies = CookieJar::new(
             &args.send.cookie,
             args.send.cookie_jar.as_deref(),
+            args.send.junk_session_cookies,
             &shared.cookies,
         )?;
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);

@@ -82,6 +82,10 @@ pub(crate) struct SendArgs {
     #[arg(short = 'b', long = "cookie", value_name = "DATA|FILE")]
     pub(crate) cookie: Vec<String>,
 
+    /// Leave out the session cookies of the -b files (a new session)
+    #[arg(short = 'j', long = "junk-session-cookies")]
+    pub(crate) junk_session_cookies: bool,
+
     /// Write all cookies to FILE (Netscape format) after the transfers ("-" is stdout)
     #[arg(short = 'c', long = "cookie-jar", value_name = "FILE")]
     pub(crate) cookie_jar: Option<PathBuf>,

@@ -38,11 +38,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--trace", None, "use -v"),
     flag("--trace-ascii", None, "use -v"),
     flag("--manual", Some('M'), "see --help and the README"),
-    flag(
-        "--junk-session-cookies",
-        Some('j'),
-        "session cookies are always kept",
-    ),
     flag("--alt-svc", None, "no Alt-Svc cache"),
     flag("--hsts", None, "no HSTS cache"),
     flag("--doh-url", None, "the system resolver or --resolve only"),
@@ -272,21 +267,21 @@ mod tests {
             Some("option --digest: is not supported by poolcurl (only Basic authentication (-u))")
         );
         assert_eq!(
-            find(&argv(&["-j", "http://a/"])).as_deref(),
-            Some("option -j: is not supported by poolcurl (session cookies are always kept)")
+            find(&argv(&["-M", "http://a/"])).as_deref(),
+            Some("option -M: is not supported by poolcurl (see --help and the README)")
         );
         assert_eq!(find(&argv(&["-sSf", "http://a/"])), None);
         assert_eq!(find(&argv(&["--", "--digest"])), None);
         assert_eq!(
-            find(&argv(&["--proto", "-all,+https", "-d", "-j", "http://a/"])),
+            find(&argv(&["--proto", "-all,+https", "-d", "-M", "http://a/"])),
             None
         );
         // Every letter of a bundle counts; a bundle's value (`-sd VALUE`) never does.
         assert_eq!(
-            find(&argv(&["-sj", "http://a/"])).as_deref(),
-            Some("option -j: is not supported by poolcurl (session cookies are always kept)")
+            find(&argv(&["-sM", "http://a/"])).as_deref(),
+            Some("option -M: is not supported by poolcurl (see --help and the README)")
         );
-        assert_eq!(find(&argv(&["-sd", "-j", "http://a/"])), None);
+        assert_eq!(find(&argv(&["-sd", "-M", "http://a/"])), None);
     }
 
     /// Every option `curl --help all` lists in curl 7.88.1 (the curl the parity suite runs).
