@@ -1460,11 +1460,13 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
-    // -b FILE with -j: a session cookie (expiry 0) and one that lasts until 2100.
+    // -b FILE with -j: a session cookie (expiry 0) and two that last until 2100, one with a
+    // longer path (curl sends it first, then the newer of equal paths).
     std::fs::write(
         root.path().join("jar.txt"),
         "127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\t1\n\
-         127.0.0.1\tFALSE\t/\tFALSE\t4102444800\tlasting\t2\n",
+         127.0.0.1\tFALSE\t/\tFALSE\t4102444800\tlasting\t2\n\
+         127.0.0.1\tFALSE\t/echo\tFALSE\t4102444800\tdeep\t3\n",
     )
     .unwrap();
     // -z FILE: a file modified at a known second (Wed, 21 Oct 2015 07:28:00 GMT).

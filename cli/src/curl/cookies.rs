@@ -21,6 +21,7 @@
 //!
 //! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -35,12 +36,69 @@ use super::exit::CurlError;
 
 /// The cookie engine's cookies, shared by every group of a command line.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Cookies(Arc<Mutex<CookieStore>>);
+pub(crate) struct Cookies(Arc<Mutex<Engine>>);
 
 impl Cookies {
-    fn lock(&self) -> MutexGuard<'_, CookieStore> {
+    fn lock(&self) -> MutexGuard<'_, Engine> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The store, and when each cookie was stored: `cookie_store` keeps cookies in hash maps, and
+/// a `Cookie` header must not change order from one run to the next.
+#[derive(Debug, Default)]
+struct Engine {
+    store: CookieStore,
+    /// (domain, path, name) → the order it was last stored in.
+    stored: HashMap<(String, String, String), u64>,
+    next: u64,
+}
+
+impl Engine {
+    /// Stores one `Set-Cookie` value received from `url` (or read from a jar as if it was).
+    fn add(&mut self, set_cookie: &str, url: &Url) {
+        let Ok(cookie) = cookie_store::Cookie::parse(set_cookie, url) else {
+            return;
+        };
+        let key = key_of(&cookie);
+        if self.store.insert(cookie.into_owned(), url).is_ok() {
+            self.next += 1;
+            self.stored.insert(key, self.next);
+        }
+    }
+
+    /// The `NAME=VALUE` pairs for a request to `url` in curl's order: longer paths first, then
+    /// longer domains, then longer names, then the most recently stored.
+    fn request_values(&self, url: &Url) -> Vec<String> {
+        let mut cookies = self.store.matches(url);
+        let created = |c: &cookie_store::Cookie<'_>| self.stored.get(&key_of(c)).copied();
+        let domain_len = |c: &cookie_store::Cookie<'_>| c.domain.as_cow().map_or(0, |d| d.len());
+        cookies.sort_by(|a, b| {
+            (b.path.len(), domain_len(b), b.name().len(), created(b)).cmp(&(
+                a.path.len(),
+                domain_len(a),
+                a.name().len(),
+                created(a),
+            ))
+        });
+        cookies
+            .iter()
+            .map(|c| {
+                let (name, value) = c.name_value();
+                format!("{name}={value}")
+            })
+            .collect()
+    }
+}
+
+/// What identifies a cookie in the store.
+fn key_of(cookie: &cookie_store::Cookie<'_>) -> (String, String, String) {
+    let domain = cookie.domain.as_cow().map(|d| d.into_owned());
+    (
+        domain.unwrap_or_default(),
+        cookie.path.as_ref().to_owned(),
+        cookie.name().to_owned(),
+    )
 }
 
 /// The cookies of one group of the command line: its `-b` strings and, with the engine on,
@@ -105,7 +163,7 @@ impl CookieJar {
                     continue;
                 }
                 if let Some(url) = set_cookie_origin(set_cookie) {
-                    let _ = store.parse(set_cookie.trim(), &url);
+                    store.add(set_cookie.trim(), &url);
                 }
                 continue;
             }
@@ -143,7 +201,7 @@ impl CookieJar {
                     let _ = write!(text, "; Max-Age={}", at - now);
                 }
             }
-            let _ = store.parse(&text, &url);
+            store.add(&text, &url);
         }
     }
 
@@ -152,12 +210,7 @@ impl CookieJar {
         let mut pairs: Vec<String> = self.literal.clone();
         // The shared engine's cookies go only with a group whose own engine is on.
         if let Some(url) = to_url(uri).filter(|_| self.engine) {
-            pairs.extend(
-                self.store
-                    .lock()
-                    .get_request_values(&url)
-                    .map(|(name, value)| format!("{name}={value}")),
-            );
+            pairs.extend(self.store.lock().request_values(&url));
         }
         if pairs.is_empty() {
             return None;
@@ -174,7 +227,7 @@ impl CookieJar {
         let mut store = self.store.lock();
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
-                let _ = store.parse(text, &url);
+                store.add(text, &url);
             }
         }
     }
@@ -182,7 +235,11 @@ impl CookieJar {
     /// The jar in curl's Netscape format.
     pub(crate) fn netscape(&self) -> String {
         let mut out = String::from("# Netscape HTTP Cookie File\n# Written by poolcurl.\n\n");
-        for cookie in self.store.lock().iter_unexpired() {
+        let engine = self.store.lock();
+        // In the order they were stored, so the file does not change from run to run.
+        let mut cookies: Vec<_> = engine.store.iter_unexpired().collect();
+        cookies.sort_by_key(|c| engine.stored.get(&key_of(c)).copied());
+        for cookie in cookies {
             let (domain, subdomains) = match &cookie.domain {
                 CookieDomain::HostOnly(host) => (host.clone(), "FALSE"),
                 CookieDomain::Suffix(suffix) => (format!(".{suffix}"), "TRUE"),
@@ -358,5 +415,27 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(third.header_for(&uri).unwrap(), "x=1");
+    }
+
+    /// curl's order, whatever the store's hash maps do: longer paths first, then the most
+    /// recently stored; and a jar file in the order the cookies were stored.
+    #[test]
+    fn cookies_go_out_in_curls_order_every_time() {
+        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
+            .unwrap()
+            .unwrap();
+        let uri: Uri = "http://example.test/app/x".parse().unwrap();
+        let names = ["b1", "a2", "c3", "d4", "e5", "f6"];
+        let mut set: Vec<String> = names.iter().map(|n| format!("{n}=v; Path=/")).collect();
+        set.push("deep=v; Path=/app".into());
+        let set: Vec<&str> = set.iter().map(String::as_str).collect();
+        jar.store_from(&uri, &headers(&set));
+        assert_eq!(
+            jar.header_for(&uri).unwrap(),
+            "deep=v; f6=v; e5=v; d4=v; c3=v; a2=v; b1=v"
+        );
+        let text = jar.netscape();
+        let order: Vec<&str> = text.lines().filter_map(|l| l.split('\t').nth(5)).collect();
+        assert_eq!(order, ["b1", "a2", "c3", "d4", "e5", "f6", "deep"]);
     }
 }
