@@ -663,6 +663,36 @@ async fn tls_version_flags_bound_the_negotiated_version() {
     assert_eq!(server.accepted(), accepted, "nothing was dialed");
 }
 
+/// `--capath`: the PEM certificates of a directory are trusted (other files are passed over);
+/// a file that looks like a certificate but is not one is curl's exit 77.
+#[tokio::test(flavor = "multi_thread")]
+async fn capath_trusts_the_certificates_of_a_directory() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-capath");
+    pki.write_ca_pem(dir.path()).unwrap();
+    std::fs::write(dir.path().join("README"), "not a certificate\n").unwrap();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("trusted")))
+        .start()
+        .await;
+    let url = server.url("/");
+    let capath = dir.path().to_str().unwrap();
+    let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "trusted");
+    let empty = TempDir::new("poolcurl-capath-empty");
+    let run = poolcurl(&["-sS", "--capath", empty.path().to_str().unwrap(), &url]).await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    std::fs::write(
+        dir.path().join("broken.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
+    assert_eq!(run.code, 77, "{}", run.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn http2_prior_knowledge_speaks_h2c() {
     let server = ScriptedH2Server::start_with(StreamPlan::status(200)).await;

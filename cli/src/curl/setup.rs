@@ -6,6 +6,7 @@
 //! | `--http1.1` / `--http2` / `--http2-prior-knowledge` | [`pool::ProtocolPolicy`] `Http1Only` / `Auto` / `Http2PriorKnowledge` (default `Auto`) |
 //! | `-k` | `danger_accept_invalid_certs(true)` |
 //! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
+//! | `--capath DIR[:DIR...]` | `add_root_certificates_pem` for each PEM certificate file of the directories, beside the platform's roots or `--cacert` |
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
@@ -80,6 +81,11 @@ pub(crate) fn pool_builder(
         let shown = path.display().to_string();
         let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
         builder = builder.add_root_certificates_pem(pem).native_roots(false);
+    }
+    if let Some(dirs) = &args.capath {
+        for pem in ca_directories(dirs) {
+            builder = builder.add_root_certificates_pem(pem);
+        }
     }
     if let Some(config) = proxy_config(args, user_agent)? {
         builder = builder.proxy(config, args.proxytunnel);
@@ -251,11 +257,47 @@ pub(crate) fn proxy_config(
 /// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable
 /// certificate is exit 77, anything else exit 2.
 pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
-    match (error.setting(), &args.cacert) {
-        ("tls", Some(path)) => CurlError::ca_file(&path.display().to_string(), error),
+    let named = match (&args.cacert, &args.capath) {
+        (Some(path), _) => Some(path.display().to_string()),
+        (None, Some(dirs)) => Some(dirs.clone()),
+        (None, None) => None,
+    };
+    match (error.setting(), named) {
+        ("tls", Some(named)) => CurlError::ca_file(&named, error),
         _ => CurlError::new(2, error.to_string()),
     }
 }
+
+/// `--capath DIR[:DIR...]`: the PEM files of each directory that hold a certificate, in name
+/// order (a `c_rehash` directory's hash links repeat some, which is harmless). A directory
+/// that cannot be read adds nothing, as with curl, whose handshake then fails verification
+/// (exit 60) if nothing else trusts the server; a file that looks like PEM but does not parse
+/// is exit 77 when the pool is built.
+fn ca_directories(dirs: &str) -> Vec<Vec<u8>> {
+    let mut pems = Vec::new();
+    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            if bytes
+                .windows(CERTIFICATE_MARK.len())
+                .any(|w| w == CERTIFICATE_MARK)
+            {
+                pems.push(bytes);
+            }
+        }
+    }
+    pems
+}
+
+/// What a PEM certificate starts with.
+const CERTIFICATE_MARK: &[u8] = b"-----BEGIN CERTIFICATE-----";
 
 /// `--connect-timeout`, or `default` when it is not given (or is 0).
 pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration {

@@ -202,6 +202,10 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "cacert", value_name = "FILE")]
     pub(crate) cacert: Option<PathBuf>,
 
+    /// Also trust the PEM certificates in these directories (DIR[:DIR...], a c_rehash directory too)
+    #[arg(long = "capath", value_name = "DIR")]
+    pub(crate) capath: Option<String>,
+
     /// Use HTTP/1.1 only
     #[arg(long = "http1.1", overrides_with_all = ["http2", "http2_prior_knowledge"])]
     pub(crate) http1_1: bool,

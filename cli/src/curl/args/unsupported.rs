@@ -25,7 +25,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
     flag("--ciphers", None, "rustls chooses the cipher suites"),
-    flag("--capath", None, "use --cacert with a PEM bundle"),
     flag("--pinnedpubkey", None, "no public key pinning"),
     flag("--socks4", None, "HTTP proxies only (-x)"),
     flag("--socks4a", None, "HTTP proxies only (-x)"),
