@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
 use crate::TlsConfigError;
@@ -64,6 +64,24 @@ pub(crate) fn parse_extra_roots(bundles: &[Vec<u8>]) -> Result<RootCertStore, Tl
         }
     }
     Ok(store)
+}
+
+/// Parses the certificate revocation lists of `bundles` (PEM, curl's `--crlfile`); each must
+/// hold at least one.
+pub(crate) fn parse_crls(
+    bundles: &[Vec<u8>],
+) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsConfigError> {
+    let mut crls = Vec::new();
+    for bundle in bundles {
+        let found: Vec<_> = CertificateRevocationListDer::pem_slice_iter(bundle)
+            .collect::<Result<_, _>>()
+            .map_err(|e| TlsConfigError::with_source("malformed CRL PEM", e))?;
+        if found.is_empty() {
+            return Err(TlsConfigError::new("no CRL found in the CRL PEM"));
+        }
+        crls.extend(found);
+    }
+    Ok(crls)
 }
 
 /// Names an extra-roots bundle in messages; the index only matters when there are several.

@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use pool_core::CertificateCheck;
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::ServerName;
+use rustls::pki_types::{CertificateRevocationListDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 use crate::AlpnOffer;
@@ -53,6 +53,10 @@ pub struct TlsOptions {
     pub min_version: TlsVersion,
     /// The newest TLS version offered (curl's `--tls-max`). Default TLS 1.3.
     pub max_version: TlsVersion,
+    /// PEM certificate revocation lists (curl's `--crlfile`): a server certificate they
+    /// revoke is rejected ([`CertificateCheck::Revoked`]). Certificates their issuers do not
+    /// cover are not checked for revocation. Each bundle must hold at least one CRL.
+    pub crls_pem: Vec<Vec<u8>>,
 }
 
 /// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
@@ -83,6 +87,7 @@ impl Default for TlsOptions {
             danger_accept_invalid_certs: false,
             min_version: TlsVersion::Tls12,
             max_version: TlsVersion::Tls13,
+            crls_pem: Vec::new(),
         }
     }
 }
@@ -104,6 +109,7 @@ impl fmt::Debug for TlsOptions {
             )
             .field("min_version", &self.min_version)
             .field("max_version", &self.max_version)
+            .field("crls_pem", &self.crls_pem.len())
             .finish()
     }
 }
@@ -129,6 +135,8 @@ struct Inner {
     danger_accept_invalid_certs: bool,
     /// The protocol versions offered, newest first (from `min_version` to `max_version`).
     versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    /// Parsed `TlsOptions::crls_pem`.
+    crls: Vec<CertificateRevocationListDer<'static>>,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
@@ -179,6 +187,7 @@ impl TlsConnector {
             .map(TlsVersion::rustls)
             .collect();
         let extra_roots = roots::parse_extra_roots(&options.extra_roots_pem)?;
+        let crls = roots::parse_crls(&options.crls_pem)?;
         let identity = match &options.client_identity_pem {
             Some((cert_pem, key_pem)) => Some(roots::parse_identity(cert_pem, key_pem, &provider)?),
             None => None,
@@ -191,6 +200,7 @@ impl TlsConnector {
                 identity,
                 danger_accept_invalid_certs: options.danger_accept_invalid_certs,
                 versions,
+                crls,
                 configs: OnceLock::new(),
             }),
         })
@@ -268,6 +278,19 @@ impl TlsConnector {
 }
 
 impl Inner {
+    /// rustls's verifier for `trusted`, with the CRLs if there are any; revocation is
+    /// checked only where a CRL covers the certificate's issuer (rustls's "unknown status
+    /// allowed"), as curl's `--crlfile` does.
+    fn webpki_verifier(
+        &self,
+        trusted: RootCertStore,
+    ) -> Result<Arc<WebPkiServerVerifier>, rustls::client::VerifierBuilderError> {
+        WebPkiServerVerifier::builder_with_provider(Arc::new(trusted), self.provider.clone())
+            .with_crls(self.crls.iter().cloned())
+            .allow_unknown_revocation_status()
+            .build()
+    }
+
     fn build(&self) -> Result<Configs, TlsConfigError> {
         let rejected = |e| TlsConfigError::with_source("invalid TLS client configuration", e);
         let builder = ClientConfig::builder_with_provider(self.provider.clone())
@@ -287,18 +310,18 @@ impl Inner {
             // What verification would have found, checked after each handshake (see
             // `certificate_check`). No root at all: nothing can be verified, which
             // `verifier::check` reports as an unknown issuer.
-            checker = WebPkiServerVerifier::builder_with_provider(
-                Arc::new(trusted),
-                self.provider.clone(),
-            )
-            .build()
-            .ok();
+            checker = self.webpki_verifier(trusted).ok();
             let verifier = DangerousAcceptAnyServerCert::new(&self.provider);
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(verifier))
-        } else {
+        } else if self.crls.is_empty() {
             builder.with_root_certificates(trusted)
+        } else {
+            let verifier = self.webpki_verifier(trusted).map_err(|e| {
+                TlsConfigError::with_source("invalid certificate revocation lists", e)
+            })?;
+            builder.with_webpki_verifier(verifier)
         };
         let base = match &self.identity {
             Some(identity) => builder

@@ -32,6 +32,8 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// A certificate and its PKCS#8 private key.
 #[derive(Debug, Clone)]
 struct Leaf {
+    /// The serial number, to revoke it by.
+    serial: rcgen::SerialNumber,
     cert: CertificateDer<'static>,
     cert_pem: String,
     key_der: Vec<u8>,
@@ -110,6 +112,34 @@ impl TestPki {
             server,
             client,
         }
+    }
+
+    /// A certificate revocation list from this CA, in PEM, that revokes the server leaf
+    /// (`revoke_server`) or nothing.
+    ///
+    /// # Panics
+    ///
+    /// If signing fails (it does not with the ring backend).
+    pub fn crl_pem(&self, revoke_server: bool) -> String {
+        let revoked = revoke_server.then(|| rcgen::RevokedCertParams {
+            serial_number: self.server.serial.clone(),
+            revocation_time: rcgen::date_time_ymd(2021, 1, 1),
+            reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+            invalidity_date: None,
+        });
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2021, 1, 1),
+            next_update: rcgen::date_time_ymd(2100, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked.into_iter().collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params
+            .signed_by(&self.issuer)
+            .expect("sign CRL")
+            .pem()
+            .expect("CRL PEM")
     }
 
     /// The CA certificate in PEM.
@@ -242,9 +272,13 @@ fn issue(
         params.not_before = rcgen::date_time_ymd(2000, 1, 1);
         params.not_after = rcgen::date_time_ymd(2001, 1, 1);
     }
+    static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+    let serial = rcgen::SerialNumber::from(NEXT_SERIAL.fetch_add(1, Ordering::Relaxed));
+    params.serial_number = Some(serial.clone());
     let key = KeyPair::generate().expect("leaf key");
     let cert = params.signed_by(&key, issuer).expect("sign leaf");
     Leaf {
+        serial,
         cert: cert.der().clone(),
         cert_pem: cert.pem(),
         key_der: key.serialize_der(),

@@ -748,3 +748,46 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
 
     assert_eq!(peer.connections(), 1, "the cap kept one connection");
 }
+
+/// A CRL of the server's CA that revokes its certificate makes the connection fail as a
+/// certificate rejection that says so, and leaves nothing counted; the CA's CRL that revokes
+/// nothing lets the same server through.
+#[tokio::test]
+async fn a_crl_rejects_the_certificate_it_revokes() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2"]))
+        .default_stream(StreamPlan::ok("x"))
+        .start()
+        .await;
+    let url = server.url("/");
+    let revoking = tls_pool(&pki)
+        .add_crl_pem(pki.crl_pem(true))
+        .build()
+        .unwrap();
+    let error = revoking
+        .client()
+        .unwrap()
+        .request(get(&url))
+        .await
+        .expect_err("revoked");
+    assert!(error.is_certificate(), "{error:#}");
+    assert_eq!(
+        error.certificate_check(),
+        Some(pool::CertificateCheck::Revoked)
+    );
+    assert_eq!(
+        revoking.stats(&origin(&url)).total(),
+        pool::PartitionStats::default()
+    );
+    let clean = tls_pool(&pki)
+        .add_crl_pem(pki.crl_pem(false))
+        .build()
+        .unwrap();
+    let (handle, body) = fetch(&clean.client().unwrap(), &url).await;
+    assert_eq!(body, "x");
+    assert_eq!(
+        handle.info().tls().map(|t| t.certificate),
+        Some(pool::CertificateCheck::Valid)
+    );
+}

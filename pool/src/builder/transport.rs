@@ -79,6 +79,17 @@ impl Builder {
         self
     }
 
+    /// Adds certificate revocation lists from a PEM bundle (curl's `--crlfile`): a server
+    /// certificate one of them revokes is rejected ([`Error::is_certificate`], with
+    /// [`CertificateCheck::Revoked`](crate::CertificateCheck::Revoked)). Certificates whose
+    /// issuer no list covers are not checked for revocation.
+    ///
+    /// [`Error::is_certificate`]: crate::Error::is_certificate
+    pub fn add_crl_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.crls_pem.push(pem.into());
+        self
+    }
+
     /// Whether to trust the platform's root certificates (on by default).
     pub fn native_roots(mut self, enabled: bool) -> Self {
         self.tls.native_roots = enabled;
