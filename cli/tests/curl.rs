@@ -693,6 +693,54 @@ async fn capath_trusts_the_certificates_of_a_directory() {
     assert_eq!(run.code, 77, "{}", run.stderr);
 }
 
+/// `--crlfile`: a CRL of the CA that revokes the server's certificate makes it exit 60 with
+/// `%{ssl_verify_result}` 23; one that revokes nothing changes nothing; an unusable file is
+/// curl's exit 82.
+#[tokio::test(flavor = "multi_thread")]
+async fn crlfile_rejects_a_revoked_server_certificate() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("poolcurl-crl");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let ca = ca.to_str().unwrap();
+    let revoking = dir.path().join("revoking.crl");
+    std::fs::write(&revoking, pki.crl_pem(true)).unwrap();
+    let empty = dir.path().join("empty.crl");
+    std::fs::write(&empty, pki.crl_pem(false)).unwrap();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("x")))
+        .start()
+        .await;
+    let url = server.url("/");
+    let with_crl = |crl: &std::path::Path| {
+        let crl = crl.to_str().unwrap().to_owned();
+        let url = url.clone();
+        let ca = ca.to_owned();
+        async move {
+            poolcurl(&[
+                "-sS",
+                "--cacert",
+                &ca,
+                "--crlfile",
+                &crl,
+                "-w",
+                " %{ssl_verify_result}",
+                &url,
+            ])
+            .await
+        }
+    };
+    let run = with_crl(&revoking).await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), " 23");
+    assert!(run.stderr.contains("certificate revoked"), "{}", run.stderr);
+    let run = with_crl(&empty).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "x 0");
+    let run = with_crl(std::path::Path::new(ca)).await;
+    assert_eq!(run.code, 82, "{}", run.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn http2_prior_knowledge_speaks_h2c() {
     let server = ScriptedH2Server::start_with(StreamPlan::status(200)).await;

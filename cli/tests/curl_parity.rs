@@ -4,7 +4,8 @@
 //! Every case starts a fresh scripted HTTP/1.1 server for each of the two runs (so stateful
 //! routes, like one that fails once, see the same sequence) and a fresh directory (`%DIR%`) for
 //! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%TLS%`,
-//! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%`). Cases with `Extra` checks
+//! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
+//! the server's certificate is `%CRL%`). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -182,6 +183,21 @@ fn cases() -> Vec<Case> {
                     "-w",
                     "%{ssl_verify_result}",
                     "https://other.test:%PORT%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls revoked by a crl",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--crlfile",
+                    "%CRL%",
+                    "-w",
+                    "%{ssl_verify_result}",
+                    "%TLS%/hello",
                 ],
             )
         },
@@ -1259,9 +1275,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         dir.with_extension("cert.pem"),
         dir.with_extension("key.pem"),
     );
+    let crl = dir.with_extension("crl.pem");
     let tls = |server: Server| {
         let pki = TestPki::new();
         std::fs::write(&ca, pki.ca_pem()).unwrap();
+        std::fs::write(&crl, pki.crl_pem(true)).unwrap();
         let (cert_pem, key_pem) = pki.client_identity_pem();
         std::fs::write(&cert, cert_pem).unwrap();
         std::fs::write(&key, key_pem).unwrap();
@@ -1302,6 +1320,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())
                 .replace("%CERT%", &cert.to_string_lossy())
+                .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())
         })
         .collect();

@@ -28,6 +28,7 @@
 //! | 61 | `--compressed`: the body did not decode |
 //! | 63 | `--max-filesize`: the response body is larger |
 //! | 77 | the `--cacert` file could not be read or used |
+//! | 82 | the `--crlfile` could not be read or used |
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -132,7 +133,13 @@ impl CurlError {
         CurlError::new(63, "Maximum file size exceeded")
     }
 
-    /// Exit 77: the `--cacert` file could not be read or holds no usable certificate.
+    /// Exit 82: the `--crlfile` could not be read or holds no usable CRL.
+    pub(crate) fn crl_file(path: &str, detail: impl fmt::Display) -> CurlError {
+        CurlError::new(82, format!("error loading CRL file: {path}: {detail}"))
+    }
+
+    /// Exit 77: the `--cacert` file (or a `--capath` file) could not be read or holds no
+    /// usable certificate.
     pub(crate) fn ca_file(path: &str, detail: impl fmt::Display) -> CurlError {
         CurlError::new(
             77,

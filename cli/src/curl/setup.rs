@@ -6,6 +6,7 @@
 //! | `--http1.1` / `--http2` / `--http2-prior-knowledge` | [`pool::ProtocolPolicy`] `Http1Only` / `Auto` / `Http2PriorKnowledge` (default `Auto`) |
 //! | `-k` | `danger_accept_invalid_certs(true)` |
 //! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
+//! | `--crlfile FILE` | `add_crl_pem` (an unreadable or malformed file is exit 82, curl's "could not load CRL file") |
 //! | `--capath DIR[:DIR...]` | `add_root_certificates_pem` for each PEM certificate file of the directories, beside the platform's roots or `--cacert` |
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
@@ -81,6 +82,11 @@ pub(crate) fn pool_builder(
         let shown = path.display().to_string();
         let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
         builder = builder.add_root_certificates_pem(pem).native_roots(false);
+    }
+    if let Some(path) = &args.crlfile {
+        let shown = path.display().to_string();
+        let pem = std::fs::read(path).map_err(|e| CurlError::crl_file(&shown, e))?;
+        builder = builder.add_crl_pem(pem);
     }
     if let Some(dirs) = &args.capath {
         for pem in ca_directories(dirs) {
@@ -257,6 +263,9 @@ pub(crate) fn proxy_config(
 /// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable
 /// certificate is exit 77, anything else exit 2.
 pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
+    if let (Some(path), true) = (&args.crlfile, error.to_string().contains("CRL")) {
+        return CurlError::crl_file(&path.display().to_string(), error);
+    }
     let named = match (&args.cacert, &args.capath) {
         (Some(path), _) => Some(path.display().to_string()),
         (None, Some(dirs)) => Some(dirs.clone()),

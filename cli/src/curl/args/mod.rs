@@ -202,6 +202,10 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "cacert", value_name = "FILE")]
     pub(crate) cacert: Option<PathBuf>,
 
+    /// Reject server certificates this PEM certificate revocation list revokes
+    #[arg(long = "crlfile", value_name = "FILE")]
+    pub(crate) crlfile: Option<PathBuf>,
+
     /// Also trust the PEM certificates in these directories (DIR[:DIR...], a c_rehash directory too)
     #[arg(long = "capath", value_name = "DIR")]
     pub(crate) capath: Option<String>,

@@ -81,7 +81,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--sslv2", Some('2'), "TLS 1.2 and 1.3 only"),
     flag("--sslv3", Some('3'), "TLS 1.2 and 1.3 only"),
     flag("--cert-status", None, TLS_SETTING),
-    flag("--crlfile", None, TLS_SETTING),
     flag("--curves", None, TLS_SETTING),
     flag("--tls13-ciphers", None, TLS_SETTING),
     flag("--ssl-allow-beast", None, TLS_SETTING),
