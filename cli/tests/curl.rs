@@ -51,6 +51,22 @@ async fn serving(reply: Reply) -> ScriptedH1Server {
     ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await
 }
 
+/// An HTTP/1.1 server over TLS (ALPN http/1.1) answering every request with `reply`, its
+/// certificate from a CA of its own, written to `ca.pem` in a new directory named after
+/// `prefix`: the PKI, the directory, the CA file's path and the server.
+async fn tls_serving(prefix: &str, reply: Reply) -> (TestPki, TempDir, String, ScriptedH1Server) {
+    let pki = TestPki::new();
+    let dir = TempDir::new(prefix);
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let ca = ca.to_str().unwrap().to_owned();
+    let server = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(reply))
+        .start()
+        .await;
+    (pki, dir, ca, server)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn body_bytes_are_written_unmodified() {
     let server = serving(Reply::ok("hello\n")).await;
@@ -581,15 +597,8 @@ async fn verbose_names_the_new_and_the_reused_connection() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn private_ca_needs_cacert_or_insecure() {
-    let pki = TestPki::new();
-    let dir = TempDir::new("poolcurl-ca");
-    let ca = pki.write_ca_pem(dir.path()).unwrap();
-    let ca = ca.to_str().unwrap();
-    let server = ScriptedH1Server::builder()
-        .tls(pki.server_config(&[b"http/1.1"]))
-        .default_plan(ConnPlan::serve_forever(Reply::ok("secret")))
-        .start()
-        .await;
+    let (_pki, _dir, ca, server) = tls_serving("poolcurl-ca", Reply::ok("secret")).await;
+    let ca = ca.as_str();
     let url = server.url("/");
     assert!(url.starts_with("https://localhost:"), "{url}");
 
@@ -629,15 +638,8 @@ async fn private_ca_needs_cacert_or_insecure() {
 /// shows it); bounds no TLS connection can meet fail `https://` transfers with exit 35.
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_version_flags_bound_the_negotiated_version() {
-    let pki = TestPki::new();
-    let dir = TempDir::new("poolcurl-tls-versions");
-    let ca = pki.write_ca_pem(dir.path()).unwrap();
-    let ca = ca.to_str().unwrap();
-    let server = ScriptedH1Server::builder()
-        .tls(pki.server_config(&[b"http/1.1"]))
-        .default_plan(ConnPlan::serve_forever(Reply::ok("x")))
-        .start()
-        .await;
+    let (_pki, _dir, ca, server) = tls_serving("poolcurl-tls-versions", Reply::ok("x")).await;
+    let ca = ca.as_str();
     let url = server.url("/");
     for (flags, version) in [
         (&["--tls-max", "1.2"][..], "TLSv1.2"),
@@ -667,15 +669,8 @@ async fn tls_version_flags_bound_the_negotiated_version() {
 /// a file that looks like a certificate but is not one is curl's exit 77.
 #[tokio::test(flavor = "multi_thread")]
 async fn capath_trusts_the_certificates_of_a_directory() {
-    let pki = TestPki::new();
-    let dir = TempDir::new("poolcurl-capath");
-    pki.write_ca_pem(dir.path()).unwrap();
+    let (_pki, dir, _ca, server) = tls_serving("poolcurl-capath", Reply::ok("trusted")).await;
     std::fs::write(dir.path().join("README"), "not a certificate\n").unwrap();
-    let server = ScriptedH1Server::builder()
-        .tls(pki.server_config(&[b"http/1.1"]))
-        .default_plan(ConnPlan::serve_forever(Reply::ok("trusted")))
-        .start()
-        .await;
     let url = server.url("/");
     let capath = dir.path().to_str().unwrap();
     let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
@@ -698,19 +693,12 @@ async fn capath_trusts_the_certificates_of_a_directory() {
 /// curl's exit 82.
 #[tokio::test(flavor = "multi_thread")]
 async fn crlfile_rejects_a_revoked_server_certificate() {
-    let pki = TestPki::new();
-    let dir = TempDir::new("poolcurl-crl");
-    let ca = pki.write_ca_pem(dir.path()).unwrap();
-    let ca = ca.to_str().unwrap();
+    let (pki, dir, ca, server) = tls_serving("poolcurl-crl", Reply::ok("x")).await;
+    let ca = ca.as_str();
     let revoking = dir.path().join("revoking.crl");
     std::fs::write(&revoking, pki.crl_pem(true)).unwrap();
     let empty = dir.path().join("empty.crl");
     std::fs::write(&empty, pki.crl_pem(false)).unwrap();
-    let server = ScriptedH1Server::builder()
-        .tls(pki.server_config(&[b"http/1.1"]))
-        .default_plan(ConnPlan::serve_forever(Reply::ok("x")))
-        .start()
-        .await;
     let url = server.url("/");
     let with_crl = |crl: &std::path::Path| {
         let crl = crl.to_str().unwrap().to_owned();
