@@ -250,18 +250,22 @@ impl TlsConnector {
             .map(|configs| configs.get(alpn).clone())
     }
 
-    /// What checking the server certificate of `session`, a finished handshake with
-    /// `server_name`, finds: [`CertificateCheck::Valid`] when the handshake verified it (as it
-    /// always does unless `danger_accept_invalid_certs`); otherwise the result of verifying it
-    /// now against the roots the connector would have trusted.
+    /// Whether handshakes verify the server's certificate (unless
+    /// `danger_accept_invalid_certs`): a finished handshake's certificate is then
+    /// [`CertificateCheck::Valid`] without [`certificate_check`](Self::certificate_check).
+    pub(crate) fn verifies_certificates(&self) -> bool {
+        !self.inner.danger_accept_invalid_certs
+    }
+
+    /// What verifying the server certificate of `session`, a finished handshake with
+    /// `server_name`, against the roots the connector would have trusted finds now: the
+    /// check behind an unverified handshake (see
+    /// [`verifies_certificates`](Self::verifies_certificates)).
     pub(crate) fn certificate_check(
         &self,
         session: &ClientConnection,
         server_name: &ServerName<'_>,
     ) -> CertificateCheck {
-        if !self.inner.danger_accept_invalid_certs {
-            return CertificateCheck::Valid;
-        }
         let checker = self.inner.configs.get().and_then(|c| c.checker.as_deref());
         let chain = session.peer_certificates().unwrap_or_default();
         crate::verifier::check(checker, chain, server_name)
