@@ -10,7 +10,7 @@
 //! `BYTES × SECONDS` bytes, and a window in which the server sends nothing at all ends on time,
 //! not when the next byte arrives. Without `-y` the window is curl's 30 seconds; without `-Y`
 //! the limit is 1 byte per second. The wait for the response head counts as one such window
-//! (see [`PaceArgs::head_window`]).
+//! ([`LowSpeed::time`]).
 
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub(crate) struct PaceArgs {
 
 impl PaceArgs {
     /// The low-speed rule, if `-Y` or `-y` asks for one (a zero in either turns it off).
-    fn low_speed(&self) -> Option<LowSpeed> {
+    pub(crate) fn low_speed(&self) -> Option<LowSpeed> {
         if self.speed_limit.is_none() && self.speed_time.is_none() {
             return None;
         }
@@ -45,32 +45,20 @@ impl PaceArgs {
         let time = self.speed_time.unwrap_or(DEFAULT_SPEED_TIME);
         (limit > 0 && !time.is_zero()).then_some(LowSpeed { limit, time })
     }
-
-    /// How long the response head may take before the transfer is too slow (`-y`, with `-Y`
-    /// or alone); `None` without a low-speed rule.
-    pub(crate) fn head_window(&self) -> Option<Duration> {
-        self.low_speed().map(|low| low.time)
-    }
-
-    /// The error of a transfer that stayed too slow.
-    pub(crate) fn too_slow(&self) -> CurlError {
-        let low = self.low_speed().unwrap_or(LowSpeed {
-            limit: 1,
-            time: DEFAULT_SPEED_TIME,
-        });
-        low.error()
-    }
 }
 
 /// `-Y`/`-y` in effect.
 #[derive(Debug, Clone, Copy)]
-struct LowSpeed {
+pub(crate) struct LowSpeed {
     limit: u64,
-    time: Duration,
+    /// How long a window lasts; also how long the response head may take (a head that takes
+    /// a whole window has brought 0 bytes in it).
+    pub(crate) time: Duration,
 }
 
 impl LowSpeed {
-    fn error(&self) -> CurlError {
+    /// The error of a transfer that stayed too slow.
+    pub(crate) fn error(&self) -> CurlError {
         CurlError::new(
             28,
             format!(
@@ -167,7 +155,8 @@ mod tests {
             speed_limit: Some(100),
             ..PaceArgs::default()
         };
-        assert_eq!(only_limit.head_window(), Some(Duration::from_secs(30)));
+        let low = only_limit.low_speed().unwrap();
+        assert_eq!((low.limit, low.time), (100, Duration::from_secs(30)));
         let only_time = PaceArgs {
             speed_time: Some(Duration::from_secs(2)),
             ..PaceArgs::default()

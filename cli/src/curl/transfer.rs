@@ -364,11 +364,11 @@ impl Session {
         // `-Y`/`-y`: a head that takes a whole window has brought 0 bytes in it.
         let pace = self.pace_args();
         let sent = self.client.request(request);
-        let answered = match pace.head_window() {
+        let answered = match pace.low_speed() {
             None => sent.await,
-            Some(window) => tokio::time::timeout(window, sent)
+            Some(low) => tokio::time::timeout(low.time, sent)
                 .await
-                .map_err(|_| pace.too_slow())?,
+                .map_err(|_| low.error())?,
         };
         let response = match answered {
             Ok(response) => response,
