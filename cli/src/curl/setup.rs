@@ -25,6 +25,7 @@
 //! [`pool_builder`] applies the flags every pool of this binary shares (protocol, TLS,
 //! `--resolve`); `poolcurl load` starts from it and adds its partitions and bounds.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
     ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver,
 };
+use rustls_pki_types::CertificateRevocationListDer;
+use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction};
@@ -84,9 +87,7 @@ pub(crate) fn pool_builder(
         builder = builder.add_root_certificates_pem(pem).native_roots(false);
     }
     if let Some(path) = &args.crlfile {
-        let shown = path.display().to_string();
-        let pem = std::fs::read(path).map_err(|e| CurlError::crl_file(&shown, e))?;
-        builder = builder.add_crl_pem(pem);
+        builder = builder.add_crl_pem(read_crl_file(path)?);
     }
     if let Some(dirs) = &args.capath {
         for pem in ca_directories(dirs) {
@@ -263,9 +264,6 @@ pub(crate) fn proxy_config(
 /// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable
 /// certificate is exit 77, anything else exit 2.
 pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
-    if let (Some(path), true) = (&args.crlfile, error.to_string().contains("CRL")) {
-        return CurlError::crl_file(&path.display().to_string(), error);
-    }
     let named = match (&args.cacert, &args.capath) {
         (Some(path), _) => Some(path.display().to_string()),
         (None, Some(dirs)) => Some(dirs.clone()),
@@ -275,6 +273,24 @@ pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
         ("tls", Some(named)) => CurlError::ca_file(&named, error),
         _ => CurlError::new(2, error.to_string()),
     }
+}
+
+/// `--crlfile FILE`, read and checked here so that a bad file is its own exit code (82)
+/// rather than one of the pool's TLS settings.
+///
+/// # Errors
+///
+/// Exit 82 when the file cannot be read or holds no CRL that parses.
+fn read_crl_file(path: &Path) -> Result<Vec<u8>, CurlError> {
+    let shown = path.display().to_string();
+    let pem = std::fs::read(path).map_err(|e| CurlError::crl_file(&shown, e))?;
+    let crls = CertificateRevocationListDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CurlError::crl_file(&shown, e))?;
+    if crls.is_empty() {
+        return Err(CurlError::crl_file(&shown, "no CRL in the file"));
+    }
+    Ok(pem)
 }
 
 /// `--capath DIR[:DIR...]`: the PEM files of each directory that hold a certificate, in name
