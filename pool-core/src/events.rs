@@ -162,6 +162,7 @@ pub struct ConnectionInfo {
     protocol: Protocol,
     local_addr: Option<SocketAddr>,
     remote_addr: Option<SocketAddr>,
+    unix_socket: Option<std::sync::Arc<std::path::Path>>,
     tls: Option<TlsDetails>,
     timings: ConnectionTimings,
     proxy: Option<ProxyRoute>,
@@ -197,6 +198,7 @@ impl ConnectionInfo {
             protocol,
             local_addr: None,
             remote_addr: None,
+            unix_socket: None,
             tls: None,
             timings: ConnectionTimings::default(),
             proxy: None,
@@ -251,6 +253,12 @@ impl ConnectionInfo {
         self
     }
 
+    /// Sets the Unix domain socket the connection goes through.
+    pub fn with_unix_socket(mut self, path: Option<std::sync::Arc<std::path::Path>>) -> Self {
+        self.unix_socket = path;
+        self
+    }
+
     /// Sets the TLS details.
     pub fn with_tls(mut self, tls: Option<TlsDetails>) -> Self {
         self.tls = tls;
@@ -291,6 +299,12 @@ impl ConnectionInfo {
     /// The peer's socket address, when the transport has one.
     pub fn remote_addr(&self) -> Option<SocketAddr> {
         self.remote_addr
+    }
+
+    /// The Unix domain socket the connection goes through, when it is one (the pool's
+    /// `unix_socket` setting); such a connection has no socket addresses.
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        self.unix_socket.as_deref()
     }
 
     /// What TLS negotiated, for TLS connections.

@@ -6,7 +6,8 @@
 
 use crate::tunnel::ProxyUse;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +100,10 @@ pub struct Connected {
     pub local_addr: SocketAddr,
     /// The address actually connected to (after resolution and happy eyeballs).
     pub remote_addr: SocketAddr,
+    /// The Unix domain socket the transport is connected to, when it is one. Such a transport
+    /// has no IP addresses: `local_addr` and `remote_addr` then hold the unspecified IPv4
+    /// address with port 0 and mean nothing.
+    pub unix_socket: Option<Arc<Path>>,
     /// TLS parameters; `Some` exactly when the transport is TLS.
     pub tls: Option<TlsInfo>,
     /// How long each establishment phase took.
@@ -120,9 +125,20 @@ impl Connected {
             alpn: None,
             local_addr: local,
             remote_addr: remote,
+            unix_socket: None,
             tls: None,
             timings: ConnectTimings::default(),
             proxy: None,
+        }
+    }
+
+    /// A cleartext connection over the Unix domain socket at `path`, with no ALPN result and
+    /// zero timings (see [`unix_socket`](Self::unix_socket)).
+    pub fn unix(path: Arc<Path>) -> Connected {
+        let none = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
+        Connected {
+            unix_socket: Some(path),
+            ..Connected::new(none, none)
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The default connector: resolve, dial (happy eyeballs), then TLS for `https` origins;
 //! through a proxy when the [`ProxyConfig`] routes the origin to one, and to another host and
-//! port than the origin's when a [`ConnectTo`] rule says so.
+//! port than the origin's when a [`ConnectTo`] rule says so. With a Unix socket set, every
+//! origin is dialed there instead, and only TLS remains of the steps.
 //!
 //! ```text
 //!  start ──resolve──▶ addresses ──dial──▶ TCP ──TLS (https only)──▶ (Io, Connected)
@@ -64,6 +65,9 @@ struct Inner {
     tunnel_http: bool,
     /// Where origins are dialed instead of their own host and port.
     connect_to: ConnectTo,
+    /// The Unix domain socket every origin is dialed through instead of the network.
+    #[cfg(unix)]
+    unix_socket: Option<Arc<std::path::Path>>,
 }
 
 impl HttpConnector {
@@ -78,6 +82,8 @@ impl HttpConnector {
                 proxy: ProxyConfig::default(),
                 tunnel_http: false,
                 connect_to: ConnectTo::default(),
+                #[cfg(unix)]
+                unix_socket: None,
             }),
         }
     }
@@ -103,6 +109,20 @@ impl HttpConnector {
     pub fn with_connect_to(self, rules: ConnectTo) -> HttpConnector {
         let mut inner = Inner::clone(&self.inner);
         inner.connect_to = rules;
+        HttpConnector {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Dials every origin through the Unix domain socket at `path` (curl's `--unix-socket`)
+    /// instead of resolving and dialing its host. TLS, requests and the pool's reuse keep the
+    /// origin; the proxy configuration and `connect_to` rules no longer apply. The connection
+    /// reports the path in [`Connected::unix_socket`]; a missing or refusing socket is a
+    /// [`ConnectError::is_connect`] failure.
+    #[cfg(unix)]
+    pub fn with_unix_socket(self, path: impl Into<std::path::PathBuf>) -> HttpConnector {
+        let mut inner = Inner::clone(&self.inner);
+        inner.unix_socket = Some(Arc::from(path.into()));
         HttpConnector {
             inner: Arc::new(inner),
         }
@@ -148,6 +168,10 @@ async fn race<T>(work: impl Future<Output = T>, mut timer: Sleep) -> Option<T> {
 
 impl Inner {
     async fn establish(&self, target: &ConnectTarget) -> Result<(Io, Connected), ConnectError> {
+        #[cfg(unix)]
+        if let Some(path) = &self.unix_socket {
+            return self.establish_unix(path, target).await;
+        }
         let origin = &target.origin;
         match self
             .proxy
@@ -179,6 +203,25 @@ impl Inner {
         let check = self.certificate_check(stream.get_ref().1, target);
         finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
         Ok((Io::tls(stream), connected))
+    }
+
+    /// Through the Unix domain socket at `path`, with TLS to the origin inside it for `https`.
+    #[cfg(unix)]
+    async fn establish_unix(
+        &self,
+        path: &Arc<std::path::Path>,
+        target: &ConnectTarget,
+    ) -> Result<(Io, Connected), ConnectError> {
+        let start = Instant::now();
+        let (stream, mut connected) = crate::unix::dial_unix(path, start).await?;
+        if !target.origin.is_tls() {
+            return Ok((Io::unix(stream), connected));
+        }
+        let stream = self.origin_tls(stream, target).await?;
+        let check = self.certificate_check(stream.get_ref().1, target);
+        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+        // TLS over a Unix socket is rare enough to go through the boxed variant.
+        Ok((Io::custom(stream), connected))
     }
 
     /// Through `proxy`: dial it (TLS to an `https://` proxy), then a `CONNECT` tunnel and the

@@ -341,7 +341,11 @@ impl fmt::Display for ConnectError {
                     write!(f, "failed to connect to proxy {proxy} ({addr})")?
                 }
                 (Some(addr), None) => write!(f, "failed to connect to {addr}")?,
-                (None, _) => f.write_str("failed to connect")?,
+                // A Unix socket's path, or the URI a `Service` call could not reach.
+                (None, _) => match target {
+                    Some(target) => write!(f, "failed to connect to {target}")?,
+                    None => f.write_str("failed to connect")?,
+                },
             },
             (
                 Kind::Interface {

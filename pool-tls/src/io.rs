@@ -1,8 +1,9 @@
 //! [`Io`]: the one transport type the pool speaks HTTP over.
 //!
 //! A closed enum rather than a generic parameter, so the pool's connection types stay
-//! non-generic: plain TCP, TLS over TCP, or anything a custom connector provides (boxed). The
-//! TCP and TLS variants are dispatched with a `match`, not a virtual call.
+//! non-generic: plain TCP, TLS over TCP, a Unix domain socket, or anything a custom connector
+//! provides (boxed, as is TLS over a Unix socket). The TCP, TLS and Unix variants are
+//! dispatched with a `match`, not a virtual call.
 //!
 //! What this type does not do: adapt to hyper's IO traits (wrap it in
 //! [`TokioIo`](crate::TokioIo)), buffer, or shut down on drop beyond closing the socket.
@@ -28,6 +29,8 @@ enum Kind {
     Tcp(TcpStream),
     // Boxed: a TLS stream carries rustls's connection state, far larger than a socket.
     Tls(Box<TlsStream<TcpStream>>),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
     Custom(Pin<Box<dyn AsyncIo>>),
 }
 
@@ -38,7 +41,7 @@ impl<T: AsyncRead + AsyncWrite + Send> AsyncIo for T {}
 
 impl Io {
     /// Wraps a custom transport, for connectors other than
-    /// [`HttpConnector`](crate::HttpConnector) (in-memory pipes in tests, Unix sockets,
+    /// [`HttpConnector`](crate::HttpConnector) (in-memory pipes in tests, other sockets,
     /// tunnels).
     pub fn custom<T: AsyncRead + AsyncWrite + Send + Unpin + 'static>(io: T) -> Io {
         Io {
@@ -57,6 +60,13 @@ impl Io {
             kind: Kind::Tls(Box::new(stream)),
         }
     }
+
+    #[cfg(unix)]
+    pub(crate) fn unix(stream: tokio::net::UnixStream) -> Io {
+        Io {
+            kind: Kind::Unix(stream),
+        }
+    }
 }
 
 /// Forwards a method call to whichever stream `self` holds, pinned.
@@ -65,6 +75,8 @@ macro_rules! dispatch {
         match &mut $self.get_mut().kind {
             Kind::Tcp(s) => Pin::new(s).$method($($arg),*),
             Kind::Tls(s) => Pin::new(&mut **s).$method($($arg),*),
+            #[cfg(unix)]
+            Kind::Unix(s) => Pin::new(s).$method($($arg),*),
             Kind::Custom(s) => s.as_mut().$method($($arg),*),
         }
     };
@@ -101,6 +113,8 @@ impl AsyncWrite for Io {
         match &self.kind {
             Kind::Tcp(s) => s.is_write_vectored(),
             Kind::Tls(s) => s.is_write_vectored(),
+            #[cfg(unix)]
+            Kind::Unix(s) => s.is_write_vectored(),
             Kind::Custom(s) => s.is_write_vectored(),
         }
     }
@@ -119,6 +133,8 @@ impl fmt::Debug for Io {
         match &self.kind {
             Kind::Tcp(s) => f.debug_tuple("Io::Tcp").field(s).finish(),
             Kind::Tls(s) => f.debug_tuple("Io::Tls").field(s.get_ref().0).finish(),
+            #[cfg(unix)]
+            Kind::Unix(s) => f.debug_tuple("Io::Unix").field(s).finish(),
             Kind::Custom(_) => f.write_str("Io::Custom(..)"),
         }
     }

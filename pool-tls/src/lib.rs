@@ -13,7 +13,8 @@
 //!   rustls for `https` ([`TlsConnector`]: native roots loaded once per process, extra roots,
 //!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
 //!   [`ConnectTo`] rules dial another host and port for chosen origins (curl's `--connect-to`)
-//!   while TLS and requests keep the origin.
+//!   while TLS and requests keep the origin; [`HttpConnector::with_unix_socket`] dials every
+//!   origin through a Unix domain socket instead (curl's `--unix-socket`).
 //! * [`TokioIo`] adapts tokio's IO traits to hyper's and back, replacing hyper-util's adapter.
 //! * [`HttpConnector`] is also a `tower_service::Service<Uri>`, the connector contract code
 //!   written against hyper plugs into; it yields a [`Connection`] (hyper's IO traits plus the
@@ -77,6 +78,8 @@ mod service;
 mod tls;
 mod tokio_io;
 mod tunnel;
+#[cfg(unix)]
+mod unix;
 mod verifier;
 
 pub use connect::{

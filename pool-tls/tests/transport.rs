@@ -700,6 +700,49 @@ async fn connect_to_dials_elsewhere_and_keeps_the_origin_for_tls() {
     assert_eq!(server.server_names(), vec![Some("localhost".to_owned())]);
 }
 
+/// A Unix socket replaces the network for every origin: nothing is resolved (the resolver
+/// here fails every lookup), the connection names the path and has no addresses, bytes flow,
+/// and a path nothing listens on is a connect error naming it.
+#[tokio::test]
+async fn a_unix_socket_is_dialed_instead_of_the_origin() {
+    let dir = std::env::temp_dir().join(format!("pool-tls-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("daemon.sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let connector = HttpConnector::new(
+        Arc::new(NoResolver),
+        DialOptions::default(),
+        TlsConnector::new(TlsOptions::default()).unwrap(),
+    )
+    .with_unix_socket(&path);
+
+    let (mut io, connected) = connect(&connector, target(Scheme::Http, "daemon.test", 80))
+        .await
+        .unwrap();
+    assert_eq!(connected.unix_socket.as_deref(), Some(path.as_path()));
+    assert!(!connected.is_tls() && connected.proxy.is_none());
+    assert!(connected.timings.tls.is_none());
+    assert!(format!("{io:?}").starts_with("Io::Unix"), "{io:?}");
+    let (mut server, _) = listener.accept().await.unwrap();
+    io.write_all(b"ping").await.unwrap();
+    let mut got = [0; 4];
+    server.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"ping");
+
+    drop(listener);
+    std::fs::remove_file(&path).unwrap();
+    let err = connect(&connector, target(Scheme::Http, "daemon.test", 80))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err:#}");
+    assert_eq!(
+        err.to_string(),
+        format!("failed to connect to {}", path.display())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A named dial target goes through the resolver (so `--resolve` overrides apply to it); an
 /// origin no rule matches dials itself.
 #[tokio::test]

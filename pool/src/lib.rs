@@ -45,7 +45,9 @@
 //! * [`Client::preconnect`] warms an origin before requests need it.
 //! * It talks to HTTP proxies ([`Builder::proxy`]) and can dial another host and port than an
 //!   origin's own while TLS and requests keep the origin ([`Builder::connect_to`], curl's
-//!   `--connect-to`); it does not follow redirects, decompress or manage cookies.
+//!   `--connect-to`), or dial every origin through a Unix domain socket
+//!   ([`Builder::unix_socket`], curl's `--unix-socket`); it does not follow redirects,
+//!   decompress or manage cookies.
 
 mod body;
 mod builder;

@@ -25,6 +25,7 @@
 //! * [`resolve`]: fixed-answer, switchable and never-answering resolvers.
 //! * [`refused`]: [`RefusedAddr`](refused::RefusedAddr), a loopback port that refuses
 //!   connections and that no parallel test can be given.
+//! * [`unix`]: [`UnixBridge`](unix::UnixBridge), a Unix socket path piped to a loopback server.
 //! * [`h2frames`] and [`h2settings`]: frame-level HTTP/2 peers for what no server library does
 //!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection).
 //!
@@ -52,5 +53,6 @@ pub mod proxy;
 pub mod refused;
 pub mod resolve;
 pub mod tls;
+pub mod unix;
 
 mod server;

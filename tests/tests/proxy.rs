@@ -1,7 +1,8 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, headers for the proxy alone, the no-proxy list, routes that never mix, and `connect_to` through a proxy. Against a scripted proxy; the
-//! interop suite runs the same against tinyproxy.
+//! the tunnel, headers for the proxy alone, the no-proxy list, routes that never mix,
+//! `connect_to` through a proxy, and a Unix socket that replaces both. Against a scripted
+//! proxy; the interop suite runs the same against tinyproxy.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::tls::TestPki;
+use pool_tests::unix::UnixBridge;
 use tokio::task::JoinSet;
 
 /// Real-time bound for tests that wait on other tasks; a hang fails instead of blocking CI.
@@ -366,4 +368,90 @@ async fn an_https_proxy_is_reached_over_tls() {
         route.proxy
     );
     assert_eq!(proxy.requests().len(), 1);
+}
+
+/// A Unix socket instead of the network: `http` and `https` origins are dialed through the
+/// path, keep their names (`Host`, and SNI with the certificate check over TLS), reuse one
+/// connection per origin, and bypass the configured proxy, as curl's `--unix-socket` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_carries_every_origin_under_its_own_name() {
+    let pki = TestPki::new();
+    let h1 = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("unix"))).await;
+    let h1_path = UnixBridge::start(h1.addr()).await;
+    let h2 = tls_h2_origin(&pki, "unix-tls").await;
+    let h2_path = UnixBridge::start(h2.addr()).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let events = EventLog::new();
+    let through = |path: &std::path::Path| {
+        ConnectionPool::builder()
+            .native_roots(false)
+            .add_root_certificates_pem(pki.ca_pem())
+            .proxy(via(&proxy), false)
+            .unix_socket(Some(path.to_owned()))
+            .event_listener(events.clone())
+            .build()
+            .unwrap()
+    };
+
+    let pool = through(h1_path.path());
+    let client = pool.client().unwrap();
+    let url = "http://daemon.test/containers";
+    let (first, body) = tokio::time::timeout(LIMIT, fetch(&client, url))
+        .await
+        .expect("in time");
+    assert_eq!(body, "unix");
+    let (second, _) = fetch(&client, url).await;
+    assert_eq!(first.id(), second.id(), "one connection, reused");
+    assert_eq!(h1_path.accepted(), 1);
+    let seen = h1.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|r| r.host() == Some("daemon.test")));
+    assert!(
+        seen.iter().all(|r| r.is_origin_form()),
+        "not sent as to a proxy"
+    );
+    let info = &events.created()[0];
+    assert_eq!(info.unix_socket(), Some(h1_path.path()));
+    assert_eq!((info.local_addr(), info.remote_addr()), (None, None));
+    assert!(info.proxy().is_none());
+
+    // TLS inside the socket still checks the origin's name, and ALPN still finds h2.
+    let pool = through(h2_path.path());
+    let client = pool.client().unwrap();
+    let (handle, body) = tokio::time::timeout(LIMIT, fetch(&client, "https://localhost/"))
+        .await
+        .expect("in time");
+    assert_eq!(body, "unix-tls");
+    assert_eq!(handle.protocol(), pool::Protocol::Http2);
+    let info = &events.created()[1];
+    assert_eq!(info.unix_socket(), Some(h2_path.path()));
+    assert!(info.tls().is_some());
+    assert_eq!(proxy.connections(), 0, "the proxy is never dialed");
+}
+
+/// A socket path nothing listens on fails the request as a connect error that names the
+/// path, and leaves nothing counted.
+#[tokio::test]
+async fn a_missing_unix_socket_is_a_connect_error() {
+    let dir = pool_tests::tls::TempDir::new("no-socket");
+    let path = dir.path().join("absent.sock");
+    let pool = ConnectionPool::builder()
+        .unix_socket(Some(path.clone()))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://daemon.test/";
+    let error = tokio::time::timeout(LIMIT, client.request(get(url)))
+        .await
+        .expect("in time")
+        .expect_err("nothing listens there");
+    assert!(error.is_connect(), "{error:#}");
+    assert!(
+        format!("{error:#}").contains(&path.display().to_string()),
+        "{error:#}"
+    );
+    assert_eq!(
+        pool.stats(&origin(url)).total(),
+        pool::PartitionStats::default()
+    );
 }

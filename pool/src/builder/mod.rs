@@ -89,6 +89,8 @@ pub struct Builder {
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
     connect_to: ConnectTo,
+    #[cfg(unix)]
+    unix_socket: Option<std::path::PathBuf>,
     #[cfg(feature = "metrics")]
     metrics: bool,
 }
@@ -122,6 +124,8 @@ impl Default for Builder {
             retry: RetryPolicy::default(),
             proxy: None,
             connect_to: ConnectTo::default(),
+            #[cfg(unix)]
+            unix_socket: None,
             #[cfg(feature = "metrics")]
             metrics: true,
         }
@@ -339,6 +343,10 @@ impl Builder {
                 }
                 if !self.connect_to.is_empty() {
                     connector = connector.with_connect_to(self.connect_to.clone());
+                }
+                #[cfg(unix)]
+                if let Some(path) = self.unix_socket.clone() {
+                    connector = connector.with_unix_socket(path);
                 }
                 (Arc::new(connector), Some(tls))
             }

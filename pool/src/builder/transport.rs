@@ -1,6 +1,6 @@
 //! The builder's transport settings: the connector or the default one's resolver, socket
-//! options, proxies, `connect_to` rules and TLS trust. They configure the default connector
-//! only; a connector set with [`Builder::connector`] replaces all of them.
+//! options, proxies, `connect_to` rules, a Unix socket and TLS trust. They configure the
+//! default connector only; a connector set with [`Builder::connector`] replaces all of them.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -70,6 +70,22 @@ impl Builder {
     /// only the socket goes elsewhere. Applies to the default connector only.
     pub fn connect_to(mut self, rules: ConnectTo) -> Self {
         self.connect_to = rules;
+        self
+    }
+
+    /// Dials every origin through the Unix domain socket at `path` instead of the network
+    /// (curl's `--unix-socket`), for servers that listen on a path: container engines, local
+    /// daemons, sidecars. A request keeps its origin for TLS (SNI and the certificate check),
+    /// for `Host` / `:authority` and for which connections it may reuse, and the per-origin
+    /// bound still counts by origin; nothing is resolved, and [`proxy`](Self::proxy) and
+    /// [`connect_to`](Self::connect_to) no longer apply. Connections report the path in
+    /// [`ConnectionInfo::unix_socket`](crate::ConnectionInfo::unix_socket) and have no socket
+    /// addresses. A missing or refusing socket fails with
+    /// [`Error::is_connect`](crate::Error::is_connect). `None` (the default) uses the network.
+    /// Applies to the default connector only.
+    #[cfg(unix)]
+    pub fn unix_socket(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.unix_socket = path;
         self
     }
 

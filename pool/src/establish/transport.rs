@@ -122,6 +122,11 @@ pub(super) fn connection_info(
         Negotiated::Http1 => "http/1.1",
         Negotiated::Http2 => "h2",
     });
+    // A Unix socket's transport has no socket addresses; `Connected` holds placeholders.
+    let addrs = connected
+        .unix_socket
+        .is_none()
+        .then_some((connected.local_addr, connected.remote_addr));
     let tls = connected.tls.as_ref().map(|t| TlsDetails {
         version: t.version,
         cipher_suite: t.cipher_suite,
@@ -130,7 +135,11 @@ pub(super) fn connection_info(
         certificate: t.certificate,
     });
     ConnectionInfo::new(id, entry.origin.clone(), entry.runtime.id, protocol)
-        .with_addrs(Some(connected.local_addr), Some(connected.remote_addr))
+        .with_addrs(
+            addrs.map(|(local, _)| local),
+            addrs.map(|(_, remote)| remote),
+        )
+        .with_unix_socket(connected.unix_socket.clone())
         .with_tls(tls)
         .with_timings(timings)
         .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
