@@ -15,6 +15,7 @@ use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::tls::{TempDir, TestPki};
+use pool_tests::unix::UnixBridge;
 
 /// Upper bound for one poolcurl run; runs take milliseconds.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -251,6 +252,30 @@ async fn verbose_shows_a_forward_proxied_request_as_sent() {
         sent.contains("X-For-Proxy: 1\n") || sent.contains("x-for-proxy: 1\n"),
         "{sent}"
     );
+}
+
+/// `--unix-socket`: `-v` and `%{remote_ip}` name the socket's path whole (curl 7.88 cuts it at
+/// 45 characters), with the URL's port; the request keeps the URL's host.
+#[tokio::test(flavor = "multi_thread")]
+async fn unix_socket_is_named_in_verbose_and_write_out() {
+    let server = serving(Reply::ok("over-unix")).await;
+    let bridge = UnixBridge::start(server.addr()).await;
+    let path = bridge.path().to_string_lossy().into_owned();
+    let run = poolcurl(&[
+        "-v",
+        "--unix-socket",
+        &path,
+        "-w",
+        "\n%{remote_ip} %{remote_port} [%{local_ip}] %{local_port}",
+        "http://daemon.test:8080/x",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), format!("over-unix\n{path} 8080 [] 0"));
+    let connected = format!("* Connected to daemon.test ({path}) port 8080 ");
+    assert!(run.stderr.contains(&connected), "{}", run.stderr);
+    assert_eq!(server.requests()[0].host(), Some("daemon.test:8080"));
+    assert_eq!(bridge.accepted(), 1);
 }
 
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,

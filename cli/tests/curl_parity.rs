@@ -5,7 +5,8 @@
 //! routes, like one that fails once, see the same sequence) and a fresh directory (`%DIR%`) for
 //! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
-//! the server's certificate is `%CRL%`). Cases with `Extra` checks
+//! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
+//! server). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -14,7 +15,8 @@
 //! HTTP/1 header names keep the case the server wrote them in (`/mixed` answers with
 //! `Content-Type`, `X-Request-ID`, `x-lower` and a repeated name spelled two ways) in `-i`, `-I`,
 //! `-D` and `-v`. Known differences not covered here: the times and ports in `-w` differ by
-//! nature.
+//! nature, and curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
+//! poolcurl prints it whole.
 
 mod common;
 
@@ -28,6 +30,7 @@ use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::tls::{TempDir, TestPki};
+use pool_tests::unix::UnixBridge;
 
 /// Upper bound for one run; runs take milliseconds (a `--retry` case about a second).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -467,6 +470,64 @@ fn cases() -> Vec<Case> {
                 "%BASE%/hello",
             ],
         ),
+        // --unix-socket: every URL goes through the path (`%UNIX%`, piped to the server);
+        // Host, TLS and reuse keep the URL's name, the proxy is ignored, --next resets it.
+        // (`%{remote_ip}` is the path; curl 7.88 cuts it at 45 characters, so it is checked
+        // in `curl.rs` instead.)
+        case(
+            "unix socket",
+            &[
+                "--unix-socket",
+                "%UNIX%",
+                "-w",
+                "%{remote_port} [%{local_ip}] %{local_port} %{num_connects}\\n",
+                "http://daemon.test/echo",
+                "http://daemon.test/hello",
+            ],
+        ),
+        case(
+            "unix socket ignores the proxy",
+            &[
+                "-x",
+                "http://127.0.0.1:1",
+                "--unix-socket",
+                "%UNIX%",
+                "http://daemon.test/echo",
+            ],
+        ),
+        case(
+            "unix socket for one group of --next",
+            &[
+                "--unix-socket",
+                "%UNIX%",
+                "http://daemon.test/hello",
+                "--next",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "unix socket missing",
+            &[
+                "--unix-socket",
+                "%DIR%/absent.sock",
+                "http://daemon.test/hello",
+            ],
+        ),
+        Case {
+            server: Server::Tls,
+            ..case(
+                "unix socket with tls inside",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--unix-socket",
+                    "%UNIX%",
+                    "-w",
+                    " %{ssl_verify_result} %{remote_port}",
+                    "https://localhost/hello",
+                ],
+            )
+        },
         case("port over 65535", &["http://127.0.0.1:99999/"]),
         case("port with a sign", &["http://127.0.0.1:+%PORT%/hello"]),
         case("unsupported scheme", &["nosuch://127.0.0.1/"]),
@@ -1307,6 +1368,14 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         }
         Server::Refuses => (None, refusing_server().await),
     };
+    // Started only for the cases that use it: a path piped to the case's server.
+    let unix = match (&_server, case.args.iter().any(|a| a.contains("%UNIX%"))) {
+        (Some(server), true) => Some(UnixBridge::start(server.addr()).await),
+        _ => None,
+    };
+    let unix_path = unix.as_ref().map_or(String::new(), |bridge| {
+        bridge.path().to_string_lossy().into_owned()
+    });
     let port = port.to_string();
     let base = format!("http://127.0.0.1:{port}");
     let args: Vec<String> = case
@@ -1322,6 +1391,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%CERT%", &cert.to_string_lossy())
                 .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())
+                .replace("%UNIX%", &unix_path)
         })
         .collect();
     let mut command = match tool {
@@ -1351,8 +1421,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     // The two runs differ in server port and directory by construction; nothing else may.
     let dir_text = dir.to_string_lossy().into_owned();
     let normalize = |bytes: Vec<u8>| {
-        let text = String::from_utf8_lossy(&bytes)
-            .replace(&dir_text, "%DIR%")
+        let mut text = String::from_utf8_lossy(&bytes).replace(&dir_text, "%DIR%");
+        if !unix_path.is_empty() {
+            text = text.replace(&unix_path, "%UNIX%");
+        }
+        let text = text
             .replace(&format!("127.0.0.1:{port}"), "127.0.0.1:%PORT%")
             .replace(&format!("parity.test:{port}"), "parity.test:%PORT%")
             .replace(&format!("localhost:{port}"), "localhost:%PORT%");

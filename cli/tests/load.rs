@@ -235,6 +235,37 @@ async fn h1_connections_opened_equal_the_servers_accepts() {
     assert!(server.errors().is_empty(), "{:?}", server.errors());
 }
 
+/// `load --unix-socket`: the run goes through the path, each connection one the socket
+/// accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_load_through_a_unix_socket_opens_its_connections_there() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
+    let bridge = pool_tests::unix::UnixBridge::start(server.addr()).await;
+    let path = bridge.path().to_string_lossy().into_owned();
+    let args = [
+        "--unix-socket",
+        &path,
+        "http://daemon.test/",
+        "-n",
+        "200",
+        "-c",
+        "4",
+    ];
+    let (run, json) = load_json(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    let opened = u(&json["connections"]["opened"]);
+    assert!((1..=4).contains(&opened), "{opened}");
+    assert_eq!(bridge.accepted() as u64, opened);
+    assert_eq!(u(&json["bytes"]), 200 * 5);
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.host() == Some("daemon.test"))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn h2c_connections_opened_equal_the_servers_accepts() {
     let server = ScriptedH2Server::start_with(StreamPlan::ok("hello")).await;
@@ -631,8 +662,9 @@ async fn text_and_json_report_the_same_numbers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn serve_prints_urls_that_curl_mode_can_fetch() {
+async fn serve_prints_urls_and_a_socket_that_curl_mode_can_fetch() {
     let dir = TempDir::new("serve");
+    let socket = dir.path().join("serve.sock");
     let mut child = common::poolcurl_command()
         .args([
             "serve",
@@ -640,6 +672,8 @@ async fn serve_prints_urls_that_curl_mode_can_fetch() {
             "1",
             "--ca-dir",
             dir.path().to_str().unwrap(),
+            "--unix-socket",
+            socket.to_str().unwrap(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -649,7 +683,7 @@ async fn serve_prints_urls_that_curl_mode_can_fetch() {
     let mut lines = BufReader::new(stdout).lines();
     let mut printed = std::collections::HashMap::new();
     let read = async {
-        while printed.len() < 4 {
+        while printed.len() < 5 {
             let line = lines
                 .next_line()
                 .await
@@ -686,6 +720,12 @@ async fn serve_prints_urls_that_curl_mode_can_fetch() {
     .await;
     assert_eq!(fetched.code, 0, "{}", fetched.stderr);
     assert_eq!(fetched.stdout, "201\n2");
+
+    let unix = &printed["unix"];
+    assert_eq!(unix, socket.to_str().unwrap());
+    let fetched = poolcurl(&["--unix-socket", unix, "http://localhost/bytes/3"]).await;
+    assert_eq!(fetched.code, 0, "{}", fetched.stderr);
+    assert_eq!(fetched.stdout, "xxx");
 
     child.kill().await.expect("serve killed");
 }

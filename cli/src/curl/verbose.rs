@@ -157,9 +157,12 @@ fn connection_lines(
     if cx.dial.names_port {
         line(&format!("* Connecting to port: {}", cx.dial.port));
     }
-    let (ip, port) = info
-        .remote_addr()
-        .map_or((String::from("?"), 0), |a| (a.ip().to_string(), a.port()));
+    // curl names a Unix socket where the address would be, with the URL's port.
+    let (ip, port) = match (info.unix_socket(), info.remote_addr()) {
+        (Some(path), _) => (path.display().to_string(), info.origin().port()),
+        (None, Some(addr)) => (addr.ip().to_string(), addr.port()),
+        (None, None) => (String::from("?"), 0),
+    };
     match info.proxy() {
         None => line(&format!(
             "* Connected to {} ({ip}) port {port} (partition {}, connection {})",

@@ -355,15 +355,24 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
             None => Ok(()),
         },
         Var::RedirectUrl => write!(out, "{}", record.redirect_url.as_deref().unwrap_or("")),
-        Var::RemoteIp => match info.and_then(|i| i.remote_addr()) {
-            Some(addr) => write!(out, "{}", addr.ip()),
+        // Over a Unix socket, curl's remote address is the socket's path and its port the
+        // URL's.
+        Var::RemoteIp => match info {
+            Some(info) => match (info.unix_socket(), info.remote_addr()) {
+                (Some(path), _) => write!(out, "{}", path.display()),
+                (None, Some(addr)) => write!(out, "{}", addr.ip()),
+                (None, None) => Ok(()),
+            },
             None => Ok(()),
         },
-        Var::RemotePort => write!(
-            out,
-            "{}",
-            info.and_then(|i| i.remote_addr()).map_or(0, |a| a.port())
-        ),
+        Var::RemotePort => match info {
+            Some(info) if info.unix_socket().is_some() => write!(out, "{}", info.origin().port()),
+            _ => write!(
+                out,
+                "{}",
+                info.and_then(|i| i.remote_addr()).map_or(0, |a| a.port())
+            ),
+        },
         Var::Scheme => write!(
             out,
             "{}",

@@ -175,6 +175,26 @@ impl LocalOrigin {
     pub(crate) fn accepted(&self, flavor: Flavor) -> u64 {
         self.accepted[flavor.index()].load(Ordering::Relaxed)
     }
+
+    /// Also serves HTTP/1.1 on a Unix domain socket at `path`, for `--unix-socket` clients.
+    /// The caller removes the socket file when done.
+    ///
+    /// # Errors
+    ///
+    /// When the socket cannot be bound (a file already there, a missing directory).
+    #[cfg(unix)]
+    pub(crate) fn serve_unix(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let runtime = self.runtime.as_ref().expect("running");
+        let _entered = runtime.enter();
+        let listener = tokio::net::UnixListener::bind(path)
+            .with_context(|| format!("binding the Unix socket {}", path.display()))?;
+        runtime.spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve_http1(stream));
+            }
+        });
+        Ok(())
+    }
 }
 
 impl Drop for LocalOrigin {

@@ -14,7 +14,9 @@
 //! `--port`, `--h2c-port` and `--tls-port` fix the listeners' ports (0, the default, picks a
 //! free one) and `--bind` their address (default 127.0.0.1), so documented commands such as
 //! `poolcurl serve --port 8080 --tls-port 8443` can be followed by curl-mode examples as
-//! written. The TLS certificate names `localhost`, `127.0.0.1` and `::1`.
+//! written. The TLS certificate names `localhost`, `127.0.0.1` and `::1`. `--unix-socket PATH`
+//! adds an HTTP/1.1 listener on that path (a `unix` line), for `--unix-socket` examples; the
+//! socket file is removed on Ctrl-C or SIGTERM.
 //!
 //! The CA certificate is written to `--ca-dir` (created if needed), or to a fresh directory
 //! under the system's temporary directory, which is removed again on Ctrl-C or SIGTERM. A
@@ -37,7 +39,8 @@ use super::{Flavor, LocalOrigin};
         cleartext, h2c (HTTP/2 with prior knowledge) and TLS with ALPN h2/http1.1, on ephemeral \
         loopback ports (or the --port, --h2c-port, --tls-port and --bind you give), with a CA \
         made at start. Prints the three URLs and the CA file.\n\n\
-        Paths: / (small body), /bytes/N, /delay/MS, /status/CODE, /close (Connection: close).",
+        Paths: / (small body), /bytes/N, /delay/MS, /status/CODE, /close (Connection: close). \
+        --unix-socket PATH also serves HTTP/1.1 on a Unix domain socket.",
     args_override_self = true
 )]
 pub(crate) struct ServeArgs {
@@ -69,6 +72,10 @@ pub(crate) struct ServeArgs {
     /// Address the listeners bind to (0.0.0.0 or :: for every interface)
     #[arg(long = "bind", value_name = "ADDR", default_value = "127.0.0.1")]
     pub(crate) bind: IpAddr,
+
+    /// Also serve HTTP/1.1 on a Unix domain socket at this path (removed on exit)
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub(crate) unix_socket: Option<PathBuf>,
 }
 
 /// Runs `poolcurl serve`; returns when interrupted.
@@ -101,9 +108,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::write(&ca_path, origin.ca_pem())
         .with_context(|| format!("writing {}", ca_path.display()))?;
 
+    if let Some(path) = &args.unix_socket {
+        origin.serve_unix(path)?;
+    }
     let mut out = std::io::stdout().lock();
     for flavor in Flavor::ALL {
         writeln!(out, "{:<6} {}", flavor.label(), origin.url(flavor, "/"))?;
+    }
+    if let Some(path) = &args.unix_socket {
+        writeln!(out, "{:<6} {}", "unix", path.display())?;
     }
     writeln!(out, "{:<6} {}", "ca", ca_path.display())?;
     writeln!(
@@ -122,6 +135,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     waiter.block_on(interrupted())?;
 
     drop(origin);
+    if let Some(path) = &args.unix_socket {
+        let _ = std::fs::remove_file(path);
+    }
     if remove_dir {
         let _ = std::fs::remove_dir_all(&dir);
     }

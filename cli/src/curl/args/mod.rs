@@ -10,7 +10,7 @@
 //! | group | flags |
 //! |-------|-------|
 //! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
-//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, proxies |
+//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies |
 //! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
@@ -257,6 +257,10 @@ pub(crate) struct ConnectArgs {
     /// Tunnel http:// URLs through the proxy with CONNECT too (https:// always are)
     #[arg(short = 'p', long = "proxytunnel")]
     pub(crate) proxytunnel: bool,
+
+    /// Connect through this Unix domain socket instead of the network (no proxy applies)
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub(crate) unix_socket: Option<PathBuf>,
 }
 
 /// One `-H` argument.
