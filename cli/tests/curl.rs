@@ -278,6 +278,34 @@ async fn unix_socket_is_named_in_verbose_and_write_out() {
     assert_eq!(bridge.accepted(), 1);
 }
 
+/// `--abstract-unix-socket`: a name in Linux's abstract namespace, shown as nothing (as curl
+/// shows it), and one connection for both URLs (curl 7.88 opens one per URL there).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_abstract_unix_socket_is_reused() {
+    let server = serving(Reply::ok("abstract")).await;
+    let bridge = UnixBridge::start_abstract(server.addr()).await;
+    let name = bridge.name().expect("an abstract name");
+    let run = poolcurl(&[
+        "-v",
+        "--abstract-unix-socket",
+        name,
+        "-w",
+        " [%{remote_ip}] %{num_connects}",
+        "http://daemon.test/a",
+        "http://daemon.test/b",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "abstract [] 1abstract [] 0");
+    assert!(
+        run.stderr
+            .contains("* Connected to daemon.test () port 80 "),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(bridge.accepted(), 1);
+}
+
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,
 /// and the proxy's answer, before the request inside the tunnel; a reused tunnel shows none.
 #[tokio::test(flavor = "multi_thread")]

@@ -6,7 +6,7 @@
 //! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
-//! server). Cases with `Extra` checks
+//! server, `%ABSTRACT%` a name in the abstract namespace). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -15,8 +15,9 @@
 //! HTTP/1 header names keep the case the server wrote them in (`/mixed` answers with
 //! `Content-Type`, `X-Request-ID`, `x-lower` and a repeated name spelled two ways) in `-i`, `-I`,
 //! `-D` and `-v`. Known differences not covered here: the times and ports in `-w` differ by
-//! nature, and curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
-//! poolcurl prints it whole.
+//! nature; curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
+//! poolcurl prints it whole; and curl 7.88 opens a new connection for every URL through an
+//! abstract Unix socket, where poolcurl reuses one as it does for a socket path.
 
 mod common;
 
@@ -510,6 +511,26 @@ fn cases() -> Vec<Case> {
             &[
                 "--unix-socket",
                 "%DIR%/absent.sock",
+                "http://daemon.test/hello",
+            ],
+        ),
+        case(
+            "abstract unix socket",
+            &[
+                "--abstract-unix-socket",
+                "%ABSTRACT%",
+                "-w",
+                "[%{remote_ip}] %{remote_port} %{num_connects}\\n",
+                "http://daemon.test/echo",
+            ],
+        ),
+        case(
+            "abstract unix socket, the later flag wins",
+            &[
+                "--unix-socket",
+                "%DIR%/absent.sock",
+                "--abstract-unix-socket",
+                "%ABSTRACT%",
                 "http://daemon.test/hello",
             ],
         ),
@@ -1368,14 +1389,25 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         }
         Server::Refuses => (None, refusing_server().await),
     };
-    // Started only for the cases that use it: a path piped to the case's server.
-    let unix = match (&_server, case.args.iter().any(|a| a.contains("%UNIX%"))) {
-        (Some(server), true) => Some(UnixBridge::start(server.addr()).await),
+    // Started only for the cases that use one: a path, or an abstract name, piped to the
+    // case's server.
+    let uses = |placeholder: &str| case.args.iter().any(|a| a.contains(placeholder));
+    let unix = match &_server {
+        Some(server) if uses("%UNIX%") => Some(UnixBridge::start(server.addr()).await),
+        Some(server) if uses("%ABSTRACT%") => Some(UnixBridge::start_abstract(server.addr()).await),
         _ => None,
     };
-    let unix_path = unix.as_ref().map_or(String::new(), |bridge| {
-        bridge.path().to_string_lossy().into_owned()
-    });
+    let unix_path = unix
+        .as_ref()
+        .filter(|bridge| bridge.name().is_none())
+        .map_or(String::new(), |bridge| {
+            bridge.path().to_string_lossy().into_owned()
+        });
+    let abstract_name = unix
+        .as_ref()
+        .and_then(UnixBridge::name)
+        .unwrap_or_default()
+        .to_owned();
     let port = port.to_string();
     let base = format!("http://127.0.0.1:{port}");
     let args: Vec<String> = case
@@ -1392,6 +1424,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())
                 .replace("%UNIX%", &unix_path)
+                .replace("%ABSTRACT%", &abstract_name)
         })
         .collect();
     let mut command = match tool {

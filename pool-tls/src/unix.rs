@@ -6,7 +6,11 @@
 //! check), requests still carry it in `Host` / `:authority`, and the pool still keys reuse by
 //! it. Nothing is resolved, and no proxy or `--connect-to` rule applies, as with curl.
 //!
-//! What this module does not do: listen, or reach Linux's abstract socket namespace.
+//! On Linux a path that starts with a NUL byte names a socket in the abstract namespace, which
+//! tokio connects to as such (curl's `--abstract-unix-socket`).
+//!
+//! What this module does not do: listen, or check the path before dialing (a missing socket is
+//! the connect error the dial returns).
 
 use std::path::Path;
 use std::sync::Arc;

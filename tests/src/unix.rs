@@ -18,14 +18,16 @@ use crate::tls::TempDir;
 ///
 /// # Drop behavior
 ///
-/// Dropping it stops accepting, aborts every pipe and removes the socket's directory.
+/// Dropping it stops accepting, aborts every pipe and removes the socket's directory (an
+/// abstract name goes with its listener).
 #[derive(Debug)]
 pub struct UnixBridge {
     path: PathBuf,
     accepted: Arc<AtomicUsize>,
     task: JoinHandle<()>,
-    // Declared last: the directory goes after the listener has been dropped.
-    _dir: TempDir,
+    // Declared last: the directory goes after the listener has been dropped. An abstract
+    // name has none.
+    _dir: Option<TempDir>,
 }
 
 impl UnixBridge {
@@ -44,13 +46,43 @@ impl UnixBridge {
             path,
             accepted,
             task,
-            _dir: dir,
+            _dir: Some(dir),
+        }
+    }
+
+    /// Listens on a fresh name in Linux's abstract socket namespace (no file) and pipes each
+    /// connection to `to`. [`path`](Self::path) is the name with its leading NUL byte, as
+    /// tokio reads such a path; [`name`](Self::name) is the name alone.
+    ///
+    /// # Panics
+    ///
+    /// If the name cannot be bound.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub async fn start_abstract(to: SocketAddr) -> UnixBridge {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("pool-tests-{}-{n}", std::process::id());
+        let path = PathBuf::from(format!("\0{name}"));
+        let listener = UnixListener::bind(&path).expect("bind the abstract socket");
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(accept_loop(listener, to, accepted.clone()));
+        UnixBridge {
+            path,
+            accepted,
+            task,
+            _dir: None,
         }
     }
 
     /// The socket's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The abstract name of a bridge from [`start_abstract`](Self::start_abstract) (the path
+    /// without its NUL byte); `None` for a bridge on a file path.
+    pub fn name(&self) -> Option<&str> {
+        self.path.to_str()?.strip_prefix('\0')
     }
 
     /// Connections accepted on the path so far.

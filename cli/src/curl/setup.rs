@@ -17,7 +17,7 @@
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
-//! | `--unix-socket PATH` | `unix_socket`: every URL is dialed through `PATH` and no proxy applies (curl ignores `-x` and the environment then) |
+//! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
 //!
@@ -104,8 +104,8 @@ pub(crate) fn pool_builder(
     if !connect_to.rules().is_empty() {
         builder = builder.connect_to(connect_to.rules().clone());
     }
-    if let Some(path) = &args.unix_socket {
-        builder = builder.unix_socket(Some(path.clone()));
+    if let Some(path) = args.unix_socket() {
+        builder = builder.unix_socket(Some(path));
     }
     Ok(builder)
 }
@@ -235,7 +235,7 @@ pub(crate) fn proxy_config(
 ) -> Result<Option<ProxyConfig>, CurlError> {
     let mut config = match args.proxy.as_deref() {
         // A Unix socket replaces the network, proxies included, as in curl.
-        _ if args.unix_socket.is_some() => return Ok(None),
+        _ if args.unix_socket().is_some() => return Ok(None),
         Some("") => return Ok(None),
         Some(url) => {
             ProxyConfig::new().all(Proxy::parse(url).map_err(|e| CurlError::new(5, e.to_string()))?)

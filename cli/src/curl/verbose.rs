@@ -159,7 +159,7 @@ fn connection_lines(
     }
     // curl names a Unix socket where the address would be, with the URL's port.
     let (ip, port) = match (info.unix_socket(), info.remote_addr()) {
-        (Some(path), _) => (path.display().to_string(), info.origin().port()),
+        (Some(path), _) => (super::write_out::socket_shown(path), info.origin().port()),
         (None, Some(addr)) => (addr.ip().to_string(), addr.port()),
         (None, None) => (String::from("?"), 0),
     };

@@ -359,7 +359,7 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         // URL's.
         Var::RemoteIp => match info {
             Some(info) => match (info.unix_socket(), info.remote_addr()) {
-                (Some(path), _) => write!(out, "{}", path.display()),
+                (Some(path), _) => out.write_str(&socket_shown(path)),
                 (None, Some(addr)) => write!(out, "{}", addr.ip()),
                 (None, None) => Ok(()),
             },
@@ -450,6 +450,17 @@ fn verify_result(check: pool::CertificateCheck) -> u32 {
 /// Seconds with six decimals, as curl prints times; `None` is 0.
 fn seconds(out: &mut String, time: Option<Duration>) -> std::fmt::Result {
     write!(out, "{:.6}", time.unwrap_or_default().as_secs_f64())
+}
+
+/// A Unix socket as curl shows it for `%{remote_ip}` and in `-v`: its path, or nothing for
+/// a name in the abstract namespace (a path starting with a NUL byte).
+pub(crate) fn socket_shown(path: &std::path::Path) -> String {
+    let shown = path.to_string_lossy();
+    if shown.starts_with('\0') {
+        String::new()
+    } else {
+        shown.into_owned()
+    }
 }
 
 #[cfg(test)]

@@ -81,8 +81,9 @@ impl Builder {
     /// [`connect_to`](Self::connect_to) no longer apply. Connections report the path in
     /// [`ConnectionInfo::unix_socket`](crate::ConnectionInfo::unix_socket) and have no socket
     /// addresses. A missing or refusing socket fails with
-    /// [`Error::is_connect`](crate::Error::is_connect). `None` (the default) uses the network.
-    /// Applies to the default connector only.
+    /// [`Error::is_connect`](crate::Error::is_connect). On Linux, a path that starts with a
+    /// NUL byte names a socket in the abstract namespace (curl's `--abstract-unix-socket`).
+    /// `None` (the default) uses the network. Applies to the default connector only.
     #[cfg(unix)]
     pub fn unix_socket(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.unix_socket = path;

@@ -259,8 +259,32 @@ pub(crate) struct ConnectArgs {
     pub(crate) proxytunnel: bool,
 
     /// Connect through this Unix domain socket instead of the network (no proxy applies)
-    #[arg(long = "unix-socket", value_name = "PATH")]
+    #[arg(
+        long = "unix-socket",
+        value_name = "PATH",
+        overrides_with = "abstract_unix_socket"
+    )]
     pub(crate) unix_socket: Option<PathBuf>,
+
+    /// As --unix-socket, with a name in Linux's abstract socket namespace
+    #[arg(
+        long = "abstract-unix-socket",
+        value_name = "NAME",
+        overrides_with = "unix_socket"
+    )]
+    pub(crate) abstract_unix_socket: Option<String>,
+}
+
+impl ConnectArgs {
+    /// The Unix socket `--unix-socket` or `--abstract-unix-socket` names, whichever came last;
+    /// an abstract name is a path starting with a NUL byte, as tokio reads it.
+    pub(crate) fn unix_socket(&self) -> Option<PathBuf> {
+        match (&self.unix_socket, &self.abstract_unix_socket) {
+            (Some(path), _) => Some(path.clone()),
+            (None, Some(name)) => Some(PathBuf::from(format!("\0{name}"))),
+            (None, None) => None,
+        }
+    }
 }
 
 /// One `-H` argument.

@@ -31,11 +31,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--socks5", None, "HTTP proxies only (-x)"),
     flag("--socks5-hostname", None, "HTTP proxies only (-x)"),
     flag("--preproxy", None, "HTTP proxies only (-x)"),
-    flag(
-        "--abstract-unix-socket",
-        None,
-        "Unix sockets by path only (--unix-socket)",
-    ),
     flag("--libcurl", None, "poolcurl is not libcurl"),
     flag("--trace", None, "use -v"),
     flag("--trace-ascii", None, "use -v"),

@@ -18,7 +18,10 @@
 //!   `-c 64` and a cold burst of 200 (exactly one connection).
 //! * **tinyproxy in front of that nginx** (after the reloads): forward proxy, CONNECT tunnels
 //!   with HTTP/2 inside, BasicAuth accepted and refused, `http_proxy`/`NO_PROXY`, and curl side
-//!   by side (`-x`, and `--connect-to` to nginx directly and through a tunnel); see `proxy.rs`. Without tinyproxy these checks are one "skip" row.
+//!   by side (`-x`, and `--connect-to` to nginx directly and through a tunnel); see
+//!   `proxy.rs`. Without tinyproxy these checks are one "skip" row.
+//! * **nginx on a Unix socket**, beside curl: `--unix-socket` with two URLs, the second on the
+//!   reused connection.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -128,6 +131,7 @@ fn main() -> ExitCode {
             origin,
             &tmp.path().join("tinyproxy"),
         ));
+        rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         (rows, comparison)
     };
     print_table(&rows);
@@ -210,6 +214,33 @@ fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     rows
 }
 
+/// curl and poolcurl through nginx's Unix socket listener (`--unix-socket`) with two URLs:
+/// the same bytes (nginx's body, the status and `%{num_connects}`, 1 then 0 as the connection
+/// is reused) and the same exit code.
+fn nginx_unix_socket(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
+    let check = "curl vs poolcurl --unix-socket to nginx, 2 URLs".to_string();
+    eprintln!("interop: {check} ...");
+    if let Err(e) = started {
+        return Row::broken(check, e);
+    }
+    let Some(curl) = find_binary("curl") else {
+        let mut row = Row::new(format!("skipped: curl not found ({check})"), None);
+        row.cells[RESULT] = "skip".into();
+        return row;
+    };
+    let socket = dir.join("nginx.sock").display().to_string();
+    let args = [
+        "-s",
+        "--unix-socket",
+        &socket,
+        "-w",
+        " %{http_code} %{num_connects}",
+        "http://localhost/",
+        "http://localhost/",
+    ];
+    beside_curl(check, &curl, poolcurl, &args)
+}
+
 /// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`. The
 /// sleeps only place them in time; no result depends on their exact moment. Returns failures.
 fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
@@ -288,6 +319,8 @@ http {{
     # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
     # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY.
     server {{ listen 127.0.0.1:{p4}; keepalive_requests 1000000; {ok} }}
+    # For `--unix-socket` beside curl.
+    server {{ listen unix:{d}/nginx.sock; {ok} }}
     server {{
         listen 127.0.0.1:{p5} ssl{listen_h2}; {h2_on}
         keepalive_requests 1000000;

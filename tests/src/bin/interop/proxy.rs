@@ -456,7 +456,7 @@ fn judge_cli(
 
 /// The same arguments to curl and to poolcurl (curl mode): identical stdout bytes and exit
 /// codes, and curl itself succeeded (else nothing was compared).
-fn beside_curl(check: String, curl: &Path, poolcurl: &Path, args: &[&str]) -> Row {
+pub(crate) fn beside_curl(check: String, curl: &Path, poolcurl: &Path, args: &[&str]) -> Row {
     let runs = run_cli(curl, args, &[]).and_then(|c| Ok((c, run_cli(poolcurl, args, &[])?)));
     let (curl, ours) = match runs {
         Ok(runs) => runs,
