@@ -306,6 +306,46 @@ async fn an_abstract_unix_socket_is_reused() {
     assert_eq!(bridge.accepted(), 1);
 }
 
+/// `--stderr FILE`: the `-v` trace and the error go to the file and nothing to stderr but
+/// `%{stderr}`, which curl keeps there; a usage error after the option goes to the file too.
+#[tokio::test(flavor = "multi_thread")]
+async fn stderr_sends_the_trace_and_errors_to_a_file() {
+    let server = serving(Reply::ok("body")).await;
+    let dir = TempDir::new("stderr-file");
+    let file = dir.path().join("err.txt");
+    let file_arg = file.to_str().unwrap();
+    let closed = RefusedAddr::new();
+    let run = poolcurl(&[
+        "-v",
+        "--stderr",
+        file_arg,
+        "-w",
+        "%{stderr}[w]",
+        &server.url("/"),
+        &format!("http://{}/", closed.addr()),
+    ])
+    .await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "body");
+    assert_eq!(run.stderr, "[w][w]", "only write-out's %{{stderr}} stays");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("> GET / HTTP/1.1"), "{written}");
+    assert!(written.contains("< HTTP/1.1 200"), "{written}");
+    assert!(
+        written.contains("poolcurl: (7) Failed to connect"),
+        "{written}"
+    );
+
+    let run = poolcurl(&["--stderr", file_arg, "--bogus"]).await;
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, "");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.starts_with("poolcurl: option --bogus: is unknown\n"),
+        "{written}"
+    );
+}
+
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,
 /// and the proxy's answer, before the request inside the tunnel; a reused tunnel shows none.
 #[tokio::test(flavor = "multi_thread")]
@@ -849,7 +889,7 @@ async fn url_errors_exit_3_and_1() {
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert_eq!(
         run.stderr,
-        "poolcurl: (3) URL rejected: Malformed input to a URL function\n"
+        "poolcurl: (3) URL using bad/illegal format or missing URL\n"
     );
     let run = poolcurl(&["ftp://x/"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);

@@ -14,7 +14,8 @@
 //!
 //! HTTP/1 header names keep the case the server wrote them in (`/mixed` answers with
 //! `Content-Type`, `X-Request-ID`, `x-lower` and a repeated name spelled two ways) in `-i`, `-I`,
-//! `-D` and `-v`. Known differences not covered here: the times and ports in `-w` differ by
+//! `-D` and `-v`. A message `--stderr` sends to stdout or a file is compared with its
+//! `poolcurl: ` prefix read as `curl: `. Known differences not covered here: the times and ports in `-w` differ by
 //! nature; curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
 //! poolcurl prints it whole; and curl 7.88 opens a new connection for every URL through an
 //! abstract Unix socket, where poolcurl reuses one as it does for a socket path.
@@ -550,6 +551,38 @@ fn cases() -> Vec<Case> {
             )
         },
         case("port over 65535", &["http://127.0.0.1:99999/"]),
+        // --stderr: the messages go to the file (or stdout with "-"); %{stderr} and the
+        // unknown-variable warning stay on the process's stderr, as in curl 7.88.
+        case(
+            "stderr to a file",
+            &["-sS", "--stderr", "%DIR%/err.txt", "http://exa mple/"],
+        ),
+        case(
+            "stderr to stdout",
+            &["-sS", "--stderr", "-", "http://exa mple/"],
+        ),
+        case(
+            "stderr keeps write-out's stderr",
+            &[
+                "-s",
+                "--stderr",
+                "-",
+                "-w",
+                "%{stderr}not here%{bogus}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "stderr, the last one wins",
+            &[
+                "--stderr",
+                "%DIR%/first.txt",
+                "-sS",
+                "http://exa mple/",
+                "--stderr",
+                "%DIR%/second.txt",
+            ],
+        ),
         case("port with a sign", &["http://127.0.0.1:+%PORT%/hello"]),
         case("unsupported scheme", &["nosuch://127.0.0.1/"]),
         // curl takes one to three slashes after the scheme's colon; four are malformed.
@@ -1458,7 +1491,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         if !unix_path.is_empty() {
             text = text.replace(&unix_path, "%UNIX%");
         }
-        let text = text
+        let text = program_named_curl(&text)
             .replace(&format!("127.0.0.1:{port}"), "127.0.0.1:%PORT%")
             .replace(&format!("parity.test:{port}"), "parity.test:%PORT%")
             .replace(&format!("localhost:{port}"), "localhost:%PORT%");
@@ -1479,6 +1512,17 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             .collect(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// `text` with each line's `poolcurl: ` prefix (a message `--stderr` sent to stdout or a file)
+/// spelled as curl's, the one difference such a message has by nature.
+fn program_named_curl(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_prefix("poolcurl: ") {
+            Some(rest) => format!("curl: {rest}"),
+            None => line.to_owned(),
+        })
+        .collect()
 }
 
 /// Every file under `dir` (relative name, contents), sorted; cookie jars without comments.

@@ -65,9 +65,9 @@ impl CurlError {
         CurlError::new(1, format!("Protocol \"{scheme}\" not supported"))
     }
 
-    /// Exit 3: a URL that does not parse.
+    /// Exit 3: a URL that does not parse (or has no host), in curl 7.88's words.
     pub(crate) fn malformed_url() -> CurlError {
-        CurlError::new(3, "URL rejected: Malformed input to a URL function")
+        CurlError::new(3, "URL using bad/illegal format or missing URL")
     }
 
     /// Exit 22: `-f` and a status of 400 or more.

@@ -98,8 +98,8 @@ pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
 /// curl's message for a command line (or a last `--next` group) without a URL; printed even
 /// with `-s`, as curl prints it.
 fn no_url() {
-    eprintln!("poolcurl: no URL specified!");
-    eprintln!("{}", usage::TRY_HELP);
+    super::errout::line("poolcurl: no URL specified!");
+    super::errout::line(usage::TRY_HELP);
 }
 
 /// What the groups of one command line share: a pool for equal connection flags, and the

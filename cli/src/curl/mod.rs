@@ -49,6 +49,7 @@ pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
+mod errout;
 pub(crate) mod exit;
 mod file_meta;
 mod form;
@@ -350,8 +351,8 @@ impl Session {
         };
         let (pieces, unknown) = write_out.render_streams(record);
         for name in unknown {
-            // curl warns even with -s.
-            output::stderr_line(&format!("poolcurl: unknown --write-out variable: '{name}'"));
+            // curl warns even with -s, and on the process's stderr even under `--stderr`.
+            eprintln!("poolcurl: unknown --write-out variable: '{name}'");
         }
         for (stream, text) in pieces {
             match stream {
@@ -360,6 +361,7 @@ impl Session {
                     stdout.write(text.as_bytes())?;
                     stdout.finish()?;
                 }
+                // The process's stderr even under `--stderr`, as curl 7.88 writes it.
                 Stream::Stderr => {
                     use std::io::Write as _;
                     let _ = std::io::stderr().lock().write_all(text.as_bytes());

@@ -2,8 +2,6 @@
 //! error and warning messages (as `-s`/`-S` allow). The body's destination is
 //! [`super::sink`], the `-v` trace [`super::verbose`].
 
-use std::io::{self, Write};
-
 use http::Version;
 use http::header::CONNECTION;
 use http::response::Parts;
@@ -112,9 +110,10 @@ impl Report {
     }
 }
 
-/// Writes one line to stderr; a closed stderr is not worth failing a transfer for.
+/// Writes one line where diagnostics go (stderr, or `--stderr`'s file); a closed stream is
+/// not worth failing a transfer for.
 pub(crate) fn stderr_line(line: &str) {
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    super::errout::line(line);
 }
 
 #[cfg(test)]

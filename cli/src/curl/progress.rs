@@ -5,8 +5,6 @@
 //! What this does not do: curl's default progress meter (the table curl prints when stdout is
 //! not a terminal); poolcurl prints no meter unless `-#` asks for a bar.
 
-use std::io::Write;
-
 /// The width of the bar in `#`s.
 const WIDTH: u64 = 72;
 
@@ -52,7 +50,7 @@ impl Progress {
             self.draw(1000);
         }
         if self.shown.is_some() {
-            let _ = writeln!(std::io::stderr().lock());
+            super::errout::write(b"\n");
         }
         self.shown = None;
     }
@@ -69,6 +67,6 @@ impl Progress {
             "#".repeat(hashes),
             permille as f64 / 10.0
         );
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        super::errout::write(line.as_bytes());
     }
 }

@@ -53,10 +53,9 @@ fn has_dot_segment(path: &str) -> bool {
 
 /// [`parse_url`] without the path's resolution.
 fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
-    let no_host = || CurlError::new(3, "URL rejected: No host part in the URL");
     let text = match split_scheme(text) {
         Some((_, slashes, _)) if slashes > 3 => return Err(CurlError::malformed_url()),
-        Some((_, _, "")) => return Err(no_host()),
+        Some((_, _, "")) => return Err(CurlError::malformed_url()),
         Some((scheme, _, _))
             if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") =>
         {
@@ -68,7 +67,7 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
-        _ => Err(no_host()),
+        _ => Err(CurlError::malformed_url()),
     }
 }
 

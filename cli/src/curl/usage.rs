@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::{config, header_file, next};
+use super::{config, errout, header_file, next};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -54,9 +54,11 @@ pub(crate) fn prepare(
             return Err(ExitCode::from(error.code()));
         }
     };
+    // Before anything else is reported: what follows goes where `--stderr` says.
+    errout::redirect_from(&rest, takes_value);
     if let Some(message) = unsupported::find(&rest, takes_value) {
-        eprintln!("poolcurl: {message}");
-        eprintln!("{TRY_HELP}");
+        errout::line(&format!("poolcurl: {message}"));
+        errout::line(TRY_HELP);
         return Err(ExitCode::from(2));
     }
     let rest = header_file::expand(rest, takes_value);
@@ -79,13 +81,13 @@ pub(crate) fn clap_error(error: &clap::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("{TRY_HELP}");
+            errout::line(TRY_HELP);
             return ExitCode::from(2);
         }
         _ => {}
     }
-    eprintln!("poolcurl: {}", describe(error));
-    eprintln!("{TRY_HELP}");
+    errout::line(&format!("poolcurl: {}", describe(error)));
+    errout::line(TRY_HELP);
     ExitCode::from(2)
 }
 

@@ -25,8 +25,6 @@
 //! order they are sent, `Host` first, as curl sends them; response header names as the server
 //! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
 
-use std::io::{self, Write};
-
 use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Uri};
 
@@ -263,7 +261,7 @@ fn print_trace(build: impl FnOnce(&mut dyn FnMut(&str))) {
         trace.push_str(text);
         trace.push('\n');
     });
-    let _ = io::stderr().lock().write_all(trace.as_bytes());
+    super::errout::write(trace.as_bytes());
 }
 
 /// A tunnel's `CONNECT` exchange as `-v` shows it: the request to `authority` as the pool

@@ -85,6 +85,10 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'S', long = "show-error")]
     pub(crate) show_error: bool,
 
+    /// Write what goes to stderr (-v, errors, warnings, the -# bar) to FILE instead ("-": stdout)
+    #[arg(long = "stderr", value_name = "FILE")]
+    pub(crate) stderr: Option<String>,
+
     /// Fail on HTTP errors (status >= 400) without output, exit code 22
     #[arg(short = 'f', long = "fail")]
     pub(crate) fail: bool,

@@ -38,7 +38,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--alt-svc", None, "no Alt-Svc cache"),
     flag("--hsts", None, "no HSTS cache"),
     flag("--doh-url", None, "the system resolver or --resolve only"),
-    flag("--stderr", None, "errors always go to stderr"),
     // Options of curl's other protocols.
     flag("--append", Some('a'), OTHER_PROTOCOLS),
     flag("--list-only", Some('l'), OTHER_PROTOCOLS),
