@@ -346,6 +346,34 @@ async fn stderr_sends_the_trace_and_errors_to_a_file() {
     );
 }
 
+/// `--trace-time`: every `-v` line starts with `HH:MM:SS.micros `; without `-v` nothing prints.
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_time_stamps_every_verbose_line() {
+    let server = serving(Reply::ok("t")).await;
+    let url = server.url("/");
+    let run = poolcurl(&["-v", "--trace-time", &url, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stamped = |line: &str| {
+        let b = line.as_bytes();
+        b.len() > 16
+            && [0, 1, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14]
+                .iter()
+                .all(|&i| b[i].is_ascii_digit())
+            && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
+            && matches!(b[16], b'*' | b'>' | b'<')
+    };
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(lines.len() > 10, "{}", run.stderr);
+    assert!(lines.iter().all(|l| stamped(l)), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("* Re-using existing connection"),
+        "{}",
+        run.stderr
+    );
+    let quiet = poolcurl(&["--trace-time", &url]).await;
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+}
+
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,
 /// and the proxy's answer, before the request inside the tunnel; a reused tunnel shows none.
 #[tokio::test(flavor = "multi_thread")]

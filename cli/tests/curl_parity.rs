@@ -561,6 +561,7 @@ fn cases() -> Vec<Case> {
             "stderr to stdout",
             &["-sS", "--stderr", "-", "http://exa mple/"],
         ),
+        case("trace-time without -v", &["--trace-time", "%BASE%/hello"]),
         case(
             "stderr keeps write-out's stderr",
             &[

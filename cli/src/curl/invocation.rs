@@ -27,6 +27,10 @@ pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
     };
     // The global options are the same in every group (`next::split` copied them).
     let report = Report::new(first.silent, first.show_error);
+    if first.trace_time {
+        // While this process has one thread: the offset cannot be read safely later.
+        super::verbose::capture_local_offset();
+    }
     let mut prepared = Vec::with_capacity(groups.len());
     let mut transfers = 0;
     for (args, matches) in groups {

@@ -220,7 +220,7 @@ impl Session {
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
             proxies,
-            verbose: Verbose::new(args.verbose),
+            verbose: Verbose::new(args.verbose, args.trace_time),
             args,
             client,
             composed,

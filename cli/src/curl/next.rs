@@ -30,6 +30,8 @@ const GLOBAL_LONG: &[&str] = &[
     "parallel-immediate",
     "fail-early",
     "styled-output",
+    "stderr",
+    "trace-time",
 ];
 
 /// The short forms of curl's global options.
@@ -124,7 +126,7 @@ mod tests {
     fn takes_value(name: &str) -> bool {
         matches!(
             name,
-            "-o" | "--output" | "-d" | "--data" | "-w" | "--url" | "--rate"
+            "-o" | "--output" | "-d" | "--data" | "-w" | "--url" | "--rate" | "--stderr"
         )
     }
 
@@ -154,6 +156,24 @@ mod tests {
             [
                 vec!["-s", "--rate", "2/s", "--url", "http://a/"],
                 vec!["-s", "--rate", "2/s", "-oout", "http://b/"],
+            ]
+        );
+    }
+
+    #[test]
+    fn stderr_and_trace_time_apply_to_every_group_wherever_they_stand() {
+        assert_eq!(
+            split_strs(&[
+                "http://a/",
+                "--next",
+                "--stderr",
+                "e.txt",
+                "--trace-time",
+                "http://b/"
+            ]),
+            [
+                vec!["--stderr", "e.txt", "--trace-time", "http://a/"],
+                vec!["--stderr", "e.txt", "--trace-time", "http://b/"],
             ]
         );
     }

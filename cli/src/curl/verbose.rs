@@ -23,10 +23,14 @@
 //! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
 //! does; so does a tunnel the proxy refused, before the error. Request headers print in the
 //! order they are sent, `Host` first, as curl sends them; response header names as the server
-//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF.
+//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF. `--trace-time` starts
+//! each line with the local time, `HH:MM:SS.micros`, as curl does.
+
+use std::sync::OnceLock;
 
 use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::{HeaderMap, Method, Uri};
+use time::{OffsetDateTime, UtcOffset};
 
 use super::connect_to::Dial;
 use super::output::stderr_line;
@@ -53,23 +57,37 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) target: Option<&'a str>,
 }
 
+/// The local time zone's offset for `--trace-time`, read once while the process has one
+/// thread (reading it later is unsound on Unix, and the `time` crate refuses).
+static LOCAL_OFFSET: OnceLock<UtcOffset> = OnceLock::new();
+
+/// Reads the local offset for `--trace-time` (UTC when it cannot be known). Call before any
+/// other thread starts.
+pub(crate) fn capture_local_offset() {
+    LOCAL_OFFSET.get_or_init(|| UtcOffset::current_local_offset().unwrap_or(UtcOffset::UTC));
+}
+
 /// The `-v` trace on stderr.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Verbose {
     /// Whether `-v` was given.
     enabled: bool,
+    /// `--trace-time`: the offset each line's local time is shown in.
+    clock: Option<UtcOffset>,
 }
 
 impl Verbose {
-    /// A trace that prints only if `enabled`.
-    pub(crate) fn new(enabled: bool) -> Verbose {
-        Verbose { enabled }
+    /// A trace that prints only if `enabled`, each line stamped with the local time when
+    /// `trace_time` is set.
+    pub(crate) fn new(enabled: bool, trace_time: bool) -> Verbose {
+        let clock = trace_time.then(|| LOCAL_OFFSET.get().copied().unwrap_or(UtcOffset::UTC));
+        Verbose { enabled, clock }
     }
 
     /// `* message`.
     pub(crate) fn info(&self, message: &str) {
         if self.enabled {
-            stderr_line(&format!("* {message}"));
+            stderr_line(&format!("{}* {message}", stamp(self.clock)));
         }
     }
 
@@ -84,7 +102,7 @@ impl Verbose {
         if !self.enabled {
             return;
         }
-        print_trace(|line| {
+        print_trace(self.clock, |line| {
             if let Some(c) = connection {
                 connection_lines(line, cx, c);
             }
@@ -110,7 +128,7 @@ impl Verbose {
         if !self.enabled {
             return;
         }
-        print_trace(|line| {
+        print_trace(self.clock, |line| {
             let status = tunnel_lines(line, proxy, authority, Some(answer)).unwrap_or_default();
             line(&format!("* CONNECT tunnel failed, response {status}"));
         });
@@ -254,14 +272,33 @@ fn request_lines(
 }
 
 /// Builds a trace with `build`, which writes each line through the function it is given, and
-/// prints it on stderr in one write (so the lines of one trace stay together under `-Z`).
-fn print_trace(build: impl FnOnce(&mut dyn FnMut(&str))) {
+/// prints it on stderr in one write (so the lines of one trace stay together under `-Z`);
+/// with a `clock`, each line starts with the time.
+fn print_trace(clock: Option<UtcOffset>, build: impl FnOnce(&mut dyn FnMut(&str))) {
+    let stamp = stamp(clock);
     let mut trace = String::new();
     build(&mut |text: &str| {
+        trace.push_str(&stamp);
         trace.push_str(text);
         trace.push('\n');
     });
     super::errout::write(trace.as_bytes());
+}
+
+/// `--trace-time`'s prefix, the local time as curl prints it (`HH:MM:SS.micros `); empty
+/// without a `clock`.
+fn stamp(clock: Option<UtcOffset>) -> String {
+    let Some(offset) = clock else {
+        return String::new();
+    };
+    let now = OffsetDateTime::now_utc().to_offset(offset);
+    format!(
+        "{:02}:{:02}:{:02}.{:06} ",
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.microsecond()
+    )
 }
 
 /// A tunnel's `CONNECT` exchange as `-v` shows it: the request to `authority` as the pool

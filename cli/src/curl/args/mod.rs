@@ -85,6 +85,10 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'S', long = "show-error")]
     pub(crate) show_error: bool,
 
+    /// Start each -v line with the local time (HH:MM:SS.micros)
+    #[arg(long = "trace-time")]
+    pub(crate) trace_time: bool,
+
     /// Write what goes to stderr (-v, errors, warnings, the -# bar) to FILE instead ("-": stdout)
     #[arg(long = "stderr", value_name = "FILE")]
     pub(crate) stderr: Option<String>,

@@ -159,7 +159,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
     flag("--xattr", None, "no extended attributes"),
-    flag("--trace-time", None, "use -v"),
 ];
 
 /// The reason of every option that belongs to curl's other protocols.
