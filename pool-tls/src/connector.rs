@@ -68,6 +68,8 @@ struct Inner {
     /// The Unix domain socket every origin is dialed through instead of the network.
     #[cfg(unix)]
     unix_socket: Option<Arc<std::path::Path>>,
+    /// TLS for the connection to an `https://` proxy; `None`: `tls`, as for origins.
+    proxy_tls: Option<TlsConnector>,
 }
 
 impl HttpConnector {
@@ -84,6 +86,7 @@ impl HttpConnector {
                 connect_to: ConnectTo::default(),
                 #[cfg(unix)]
                 unix_socket: None,
+                proxy_tls: None,
             }),
         }
     }
@@ -123,6 +126,18 @@ impl HttpConnector {
     pub fn with_unix_socket(self, path: impl Into<std::path::PathBuf>) -> HttpConnector {
         let mut inner = Inner::clone(&self.inner);
         inner.unix_socket = Some(Arc::from(path.into()));
+        HttpConnector {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Uses `tls` for the connection to an `https://` proxy instead of the origins' TLS
+    /// configuration (curl's `--proxy-cacert`, `--proxy-insecure` and the like, which leave
+    /// the origin's trust alone, as the origin's leave the proxy's). TLS to the origin inside
+    /// the tunnel keeps [`tls`](Self::tls).
+    pub fn with_proxy_tls(self, tls: TlsConnector) -> HttpConnector {
+        let mut inner = Inner::clone(&self.inner);
+        inner.proxy_tls = Some(tls);
         HttpConnector {
             inner: Arc::new(inner),
         }
@@ -276,8 +291,8 @@ impl Inner {
                 Ok((Io::tls(stream), connected))
             }
             ProxyScheme::Https => {
-                let config = self
-                    .tls_config(AlpnOffer::Http1Only, proxy.host())
+                let proxy_tls = self.proxy_tls.as_ref().unwrap_or(&self.tls);
+                let config = tls_config(proxy_tls, AlpnOffer::Http1Only, proxy.host())
                     .await
                     .map_err(|e| e.via_proxy(&label))?;
                 let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
@@ -359,7 +374,7 @@ impl Inner {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let origin = &target.origin;
-        let config = self.tls_config(target.alpn, origin.host()).await?;
+        let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
         handshake(config, stream, origin.host(), origin.ip()).await
     }
 
@@ -374,25 +389,25 @@ impl Inner {
         }
         Ok(addrs)
     }
+}
 
-    /// The client configuration for `alpn`. The first TLS connection of a connector builds it
-    /// on the blocking pool, because that may read the platform's trust store.
-    async fn tls_config(
-        &self,
-        alpn: AlpnOffer,
-        host: &str,
-    ) -> Result<Arc<ClientConfig>, ConnectError> {
-        if let Some(config) = self.tls.cached_config(alpn) {
-            return Ok(config);
-        }
-        let tls = self.tls.clone();
-        let built = match tokio::task::spawn_blocking(move || tls.client_config(alpn)).await {
-            Ok(built) => built.map_err(ConnectError::tls),
-            // The runtime is shutting down, or building panicked; either way, no config.
-            Err(join) => Err(ConnectError::tls(std::io::Error::other(join))),
-        };
-        built.map_err(|e| e.with_target(host))
+/// `tls`'s client configuration for `alpn`. The first TLS connection of a connector builds it
+/// on the blocking pool, because that may read the platform's trust store.
+async fn tls_config(
+    tls: &TlsConnector,
+    alpn: AlpnOffer,
+    host: &str,
+) -> Result<Arc<ClientConfig>, ConnectError> {
+    if let Some(config) = tls.cached_config(alpn) {
+        return Ok(config);
     }
+    let tls = tls.clone();
+    let built = match tokio::task::spawn_blocking(move || tls.client_config(alpn)).await {
+        Ok(built) => built.map_err(ConnectError::tls),
+        // The runtime is shutting down, or building panicked; either way, no config.
+        Err(join) => Err(ConnectError::tls(std::io::Error::other(join))),
+    };
+    built.map_err(|e| e.with_target(host))
 }
 
 /// Runs a TLS handshake over `stream` with `host` (`ip` when it is an IP literal).

@@ -99,7 +99,7 @@ pub use pool_h1::RawHeaderNames;
 pub use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTo, Connected,
     DialTarget, Io, Negotiated, NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse,
-    Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsVersion, TokioIo,
+    Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions, TlsVersion, TokioIo,
 };
 #[cfg(feature = "hickory")]
 pub use pool_tls::{HickoryResolver, hickory_resolver};

@@ -455,3 +455,80 @@ async fn a_missing_unix_socket_is_a_connect_error() {
         pool::PartitionStats::default()
     );
 }
+
+/// `proxy_tls`: the proxy and the origin each trusted by their own CA, as curl's
+/// `--proxy-cacert` and `--cacert` keep them apart; without it the proxy is checked with the
+/// origin's trust (and fails here), and the origin's `danger_accept_invalid_certs` does not
+/// reach a proxy that has TLS settings of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_with_tls_settings_of_its_own_is_trusted_apart_from_origins() {
+    let (origin_pki, proxy_pki) = (TestPki::new(), TestPki::new());
+    let server = tls_h2_origin(&origin_pki, "inside").await;
+    let proxy = ScriptedProxy::start_tls(
+        ConnectScript::Tunnel,
+        None,
+        proxy_pki.server_config(&[b"http/1.1"]),
+    )
+    .await;
+    let proxy_roots = pool::TlsOptions {
+        native_roots: false,
+        extra_roots_pem: vec![proxy_pki.ca_pem().into_bytes()],
+        ..pool::TlsOptions::default()
+    };
+    let origin_trust = || {
+        ConnectionPool::builder()
+            .native_roots(false)
+            .add_root_certificates_pem(origin_pki.ca_pem())
+            .proxy(via(&proxy), false)
+    };
+    let url = server.url("/");
+
+    let pool = origin_trust()
+        .proxy_tls(proxy_roots.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+        .await
+        .expect("in time");
+    assert_eq!(body, "inside");
+
+    let refused = |pool: ConnectionPool| {
+        let url = url.clone();
+        async move {
+            let client = pool.client().unwrap();
+            let error = tokio::time::timeout(LIMIT, client.request(get(&url)))
+                .await
+                .expect("in time")
+                .expect_err("the proxy is not trusted");
+            assert!(error.is_certificate() && error.is_proxy(), "{error:#}");
+            assert_eq!(
+                pool.stats(&origin(&url)).total(),
+                pool::PartitionStats::default()
+            );
+        }
+    };
+    refused(origin_trust().build().unwrap()).await;
+    let insecure_origins = origin_trust()
+        .danger_accept_invalid_certs(true)
+        .proxy_tls(pool::TlsOptions::default())
+        .build()
+        .unwrap();
+    refused(insecure_origins).await;
+}
+
+/// Unusable proxy TLS settings fail `build`, naming the setting.
+#[test]
+fn unusable_proxy_tls_settings_fail_the_build() {
+    let proxy = ProxyConfig::new().all(Proxy::parse("https://proxy.test:3129").unwrap());
+    let options = pool::TlsOptions {
+        extra_roots_pem: vec![b"not a certificate".to_vec()],
+        ..pool::TlsOptions::default()
+    };
+    let error = ConnectionPool::builder()
+        .proxy(proxy, false)
+        .proxy_tls(options)
+        .build()
+        .expect_err("no certificate in the bundle");
+    assert_eq!(error.setting(), "proxy_tls");
+}

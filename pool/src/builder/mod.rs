@@ -21,10 +21,7 @@ use pool_core::{
     TimeSource,
 };
 use pool_h2::H2Settings;
-use pool_tls::{
-    Connect, ConnectTo, DialOptions, HttpConnector, Resolve, SystemResolver, TlsConnector,
-    TlsOptions,
-};
+use pool_tls::{Connect, ConnectTo, DialOptions, Resolve, TlsOptions};
 
 use crate::partition::{CapturingSpawner, Partition, PartitionRuntime};
 use crate::pool::{ConnectionPool, PartitionState, PoolInner};
@@ -91,6 +88,7 @@ pub struct Builder {
     connect_to: ConnectTo,
     #[cfg(unix)]
     unix_socket: Option<std::path::PathBuf>,
+    proxy_tls: Option<TlsOptions>,
     #[cfg(feature = "metrics")]
     metrics: bool,
 }
@@ -126,6 +124,7 @@ impl Default for Builder {
             connect_to: ConnectTo::default(),
             #[cfg(unix)]
             unix_socket: None,
+            proxy_tls: None,
             #[cfg(feature = "metrics")]
             metrics: true,
         }
@@ -324,33 +323,13 @@ impl Builder {
     /// # Errors
     ///
     /// A [`BuildError`] naming the first invalid setting and its value.
-    pub fn build(self) -> Result<ConnectionPool, BuildError> {
+    pub fn build(mut self) -> Result<ConnectionPool, BuildError> {
         self.validate_h2()?;
         let partitions = self.validate_partitions()?;
         let bound = self.validate_bound(partitions.as_deref())?;
         let lifetime = self.validate_lifetime()?;
         let explicit = partitions.is_some();
-        let (connector, tls): (Arc<dyn Connect>, Option<TlsConnector>) = match self.connector {
-            Some(connector) => (connector, None),
-            None => {
-                let tls = TlsConnector::new(self.tls.clone()).map_err(|e| {
-                    BuildError::new("tls", "(configured certificates)", format!("{e:#}"))
-                })?;
-                let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
-                let mut connector = HttpConnector::new(resolver, self.dial.clone(), tls.clone());
-                if let Some((proxy, tunnel_http)) = self.proxy.clone() {
-                    connector = connector.with_proxy(proxy, tunnel_http);
-                }
-                if !self.connect_to.is_empty() {
-                    connector = connector.with_connect_to(self.connect_to.clone());
-                }
-                #[cfg(unix)]
-                if let Some(path) = self.unix_socket.clone() {
-                    connector = connector.with_unix_socket(path);
-                }
-                (Arc::new(connector), Some(tls))
-            }
-        };
+        let (connector, tls) = self.take_connector()?;
         let idle_timeout = self.idle_timeout.unwrap_or(Some(DEFAULT_IDLE_TIMEOUT));
         #[cfg(feature = "metrics")]
         let listener = crate::listener::with_metrics(self.listener, self.metrics);

@@ -6,9 +6,12 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use pool_core::sync::Arc;
-use pool_tls::{Connect, ConnectTo, ProxyConfig, Resolve};
+use pool_tls::{
+    Connect, ConnectTo, HttpConnector, ProxyConfig, Resolve, SystemResolver, TlsConnector,
+    TlsOptions,
+};
 
-use super::Builder;
+use super::{BuildError, Builder};
 
 impl Builder {
     /// Replaces the default connector (resolve, dial, TLS). Dial, resolver and TLS settings of
@@ -90,6 +93,18 @@ impl Builder {
         self
     }
 
+    /// TLS settings for the connection to an `https://` proxy, in place of this builder's own
+    /// (curl's `--proxy-cacert`, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure`,
+    /// `--proxy-cert` / `--proxy-key`). Unset (the default), a proxy is trusted as origins
+    /// are, with this builder's TLS settings. Once set, those settings apply to origins alone
+    /// (TLS inside a tunnel included) and these to the proxy alone, as curl keeps `--cacert`
+    /// and `-k` off the proxy. [`build`](Self::build) fails when they are unusable (a PEM
+    /// bundle without a certificate, say). Applies to the default connector only.
+    pub fn proxy_tls(mut self, options: TlsOptions) -> Self {
+        self.proxy_tls = Some(options);
+        self
+    }
+
     /// Adds trust anchors from a PEM bundle (curl's `--cacert`).
     pub fn add_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls.extra_roots_pem.push(pem.into());
@@ -147,5 +162,44 @@ impl Builder {
     pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
         self.tls.danger_accept_invalid_certs = accept;
         self
+    }
+}
+
+impl Builder {
+    /// The connector [`build`](Self::build) uses: the one [`connector`](Self::connector) set,
+    /// or the default one made from these settings, with its TLS configuration (which the
+    /// pool checks at start-up).
+    pub(super) fn take_connector(
+        &mut self,
+    ) -> Result<(Arc<dyn Connect>, Option<TlsConnector>), BuildError> {
+        if let Some(connector) = self.connector.take() {
+            return Ok((connector, None));
+        }
+        let unusable = |setting: &'static str| {
+            move |e: pool_tls::TlsConfigError| {
+                BuildError::new(setting, "(configured certificates)", format!("{e:#}"))
+            }
+        };
+        let tls = TlsConnector::new(self.tls.clone()).map_err(unusable("tls"))?;
+        let resolver = self
+            .resolver
+            .take()
+            .unwrap_or_else(|| Arc::new(SystemResolver));
+        let mut connector = HttpConnector::new(resolver, self.dial.clone(), tls.clone());
+        if let Some((proxy, tunnel_http)) = self.proxy.clone() {
+            connector = connector.with_proxy(proxy, tunnel_http);
+            if let Some(options) = self.proxy_tls.clone() {
+                let proxy_tls = TlsConnector::new(options).map_err(unusable("proxy_tls"))?;
+                connector = connector.with_proxy_tls(proxy_tls);
+            }
+        }
+        if !self.connect_to.is_empty() {
+            connector = connector.with_connect_to(self.connect_to.clone());
+        }
+        #[cfg(unix)]
+        if let Some(path) = self.unix_socket.clone() {
+            connector = connector.with_unix_socket(path);
+        }
+        Ok((Arc::new(connector), Some(tls)))
     }
 }
