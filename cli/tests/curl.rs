@@ -529,6 +529,84 @@ async fn request_target_shows_in_verbose_and_a_target_it_cannot_send_is_refused(
 
 /// An `https://` proxy whose certificate is not trusted: exit 60, and the problem is the
 /// proxy's (`%{proxy_ssl_verify_result}` 20, unknown issuer), not the origin's.
+/// An `https://` proxy is trusted by its own flags, as in curl: `--proxy-cacert` and
+/// `--proxy-insecure` reach it, `--cacert` and `-k` (the origin's) do not; an unreadable
+/// `--proxy-cacert` is exit 77 before anything is dialed.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_proxy_takes_its_own_tls_flags_and_not_the_origins() {
+    let (pki, dir, ca, _server) = tls_serving("proxy-tls", Reply::ok("unused")).await;
+    let proxy = ScriptedProxy::start_tls(ConnectScript::Tunnel, None, pki.server_config(&[])).await;
+    let url = proxy.url();
+    let through = |flags: &'static [&'static str]| {
+        let (url, ca) = (url.clone(), ca.clone());
+        async move {
+            let mut args: Vec<&str> = flags
+                .iter()
+                .map(|f| if *f == "CA" { ca.as_str() } else { f })
+                .collect();
+            args.extend([
+                "-s",
+                "-x",
+                &url,
+                "-w",
+                " %{proxy_ssl_verify_result}",
+                "http://origin.test/",
+            ]);
+            poolcurl(&args).await
+        }
+    };
+    for flags in [&["--proxy-cacert", "CA"][..], &["--proxy-insecure"][..]] {
+        let run = through(flags).await;
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        assert_eq!(run.stdout_text(), "via-proxy 0", "{flags:?}");
+    }
+    for flags in [&["--cacert", "CA"][..], &["-k"][..]] {
+        let run = through(flags).await;
+        assert_eq!(run.code, 60, "{flags:?}: {}", run.stderr);
+        assert_eq!(run.stdout_text(), " 20", "{flags:?}");
+    }
+    let missing = dir.path().join("absent.pem");
+    let run = poolcurl(&[
+        "-x",
+        &url,
+        "--proxy-cacert",
+        missing.to_str().unwrap(),
+        "http://origin.test/",
+    ])
+    .await;
+    assert_eq!(run.code, 77, "{}", run.stderr);
+    assert_eq!(
+        proxy.requests().len(),
+        2,
+        "only the trusted runs reached the proxy"
+    );
+
+    // A proxy that asks for a client certificate gets `--proxy-cert`'s, never `--cert`'s.
+    let (cert_pem, key_pem) = pki.client_identity_pem();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, cert_pem).unwrap();
+    std::fs::write(&key, key_pem).unwrap();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let asking = ScriptedProxy::start_tls(
+        ConnectScript::Tunnel,
+        None,
+        pki.server_config_with_client_auth(&[]),
+    )
+    .await;
+    let url = asking.url();
+    let with = |identity: [&'static str; 2]| {
+        let mut args = vec!["-s", "--proxy-cacert", &ca, "-x", &url];
+        args.extend([identity[0], cert, identity[1], key, "http://origin.test/"]);
+        args
+    };
+    let run = poolcurl(&with(["--proxy-cert", "--proxy-key"])).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "via-proxy");
+    let run = poolcurl(&with(["--cert", "--key"])).await;
+    assert_ne!(run.code, 0, "the origin's certificate is not the proxy's");
+    assert_eq!(asking.requests().len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_untrusted_https_proxy_is_the_proxys_certificate_problem() {
     let pki = TestPki::new();

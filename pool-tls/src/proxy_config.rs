@@ -484,6 +484,15 @@ impl ProxyConfig {
         self.http.is_none() && self.https.is_none() && self.all.is_none()
     }
 
+    /// Whether any of its proxies is reached over TLS (an `https://` proxy), so that TLS
+    /// settings for the proxy hop can matter.
+    pub fn uses_tls(&self) -> bool {
+        [&self.http, &self.https, &self.all]
+            .into_iter()
+            .flatten()
+            .any(|proxy| proxy.scheme() == ProxyScheme::Https)
+    }
+
     /// The proxy for a request to `host:port`, or `None` to connect directly.
     ///
     /// Picks the `https` proxy for TLS origins and the `http` proxy otherwise, falling back to
@@ -573,6 +582,17 @@ mod tests {
             );
             assert_eq!(x.credentials(), None);
         }
+    }
+
+    #[test]
+    fn uses_tls_when_any_proxy_is_https() {
+        assert!(!ProxyConfig::new().uses_tls());
+        assert!(!ProxyConfig::new().all(p("http://a:1")).uses_tls());
+        let mixed = ProxyConfig::new()
+            .http(p("http://a:1"))
+            .https(p("https://b:2"));
+        assert!(mixed.uses_tls());
+        assert!(ProxyConfig::new().all(p("https://c")).uses_tls());
     }
 
     #[test]

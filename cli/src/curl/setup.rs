@@ -20,6 +20,7 @@
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
+//! | `--proxy-cacert`, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure`, `--proxy-cert` / `--proxy-key` | `proxy_tls`, set whenever an `https://` proxy is configured, so that `--cacert`, `-k` and the rest stay the origins' (curl's rule); the platform's roots unless `--proxy-cacert` replaces them |
 //!
 //! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
 //!
@@ -33,13 +34,13 @@ use std::time::Duration;
 use http::HeaderValue;
 use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
-    ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver,
+    ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions,
 };
 use rustls_pki_types::CertificateRevocationListDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
-use super::args::{ConnectArgs, CurlArgs, HeaderAction};
+use super::args::{ConnectArgs, CurlArgs, HeaderAction, ProxyTlsArgs};
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 use super::request::DEFAULT_USER_AGENT;
@@ -96,6 +97,10 @@ pub(crate) fn pool_builder(
         }
     }
     if let Some(config) = proxy_config(args, user_agent)? {
+        // The proxy's own TLS flags, and never the origin's, as in curl.
+        if config.uses_tls() {
+            builder = builder.proxy_tls(proxy_tls_options(&args.proxy_tls)?);
+        }
         builder = builder.proxy(config, args.proxytunnel);
     }
     if let Some(resolver) = static_resolver(args)? {
@@ -200,25 +205,67 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         });
     }
     if let Some(cert) = &args.net.cert {
-        let read = |path: &std::path::Path| {
-            std::fs::read(path).map_err(|e| {
-                CurlError::new(
-                    58,
-                    format!(
-                        "could not load PEM client certificate from {}: {e}",
-                        path.display()
-                    ),
-                )
-            })
-        };
-        let chain = read(cert)?;
-        let key = match &args.net.key {
-            Some(key) => read(key)?,
-            None => chain.clone(),
-        };
+        let (chain, key) = read_client_identity(cert, args.net.key.as_deref())?;
         builder = builder.client_identity_pem(chain, key);
     }
     Ok(builder)
+}
+
+/// `--cert` (or `--proxy-cert`) and its key: the key file, or the certificate's file when
+/// no key is named (curl's "the key may be in the same file").
+///
+/// # Errors
+///
+/// Exit 58 when a file cannot be read.
+fn read_client_identity(cert: &Path, key: Option<&Path>) -> Result<(Vec<u8>, Vec<u8>), CurlError> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| {
+            CurlError::new(
+                58,
+                format!(
+                    "could not load PEM client certificate from {}: {e}",
+                    path.display()
+                ),
+            )
+        })
+    };
+    let chain = read(cert)?;
+    let key = match key {
+        Some(key) => read(key)?,
+        None => chain.clone(),
+    };
+    Ok((chain, key))
+}
+
+/// An `https://` proxy's TLS settings, from its own flags alone: the platform's roots unless
+/// `--proxy-cacert` replaces them, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure` and
+/// `--proxy-cert`/`--proxy-key`.
+///
+/// # Errors
+///
+/// Exit 77 for an unreadable `--proxy-cacert`, 82 for an unusable `--proxy-crlfile`, 58 for
+/// unreadable `--proxy-cert`/`--proxy-key` files.
+fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
+    let mut options = TlsOptions {
+        danger_accept_invalid_certs: args.proxy_insecure,
+        ..TlsOptions::default()
+    };
+    if let Some(path) = &args.proxy_cacert {
+        let shown = path.display().to_string();
+        let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
+        options.extra_roots_pem.push(pem);
+        options.native_roots = false;
+    }
+    if let Some(dirs) = &args.proxy_capath {
+        options.extra_roots_pem.extend(ca_directories(dirs));
+    }
+    if let Some(path) = &args.proxy_crlfile {
+        options.crls_pem.push(read_crl_file(path)?);
+    }
+    if let Some(cert) = &args.proxy_cert {
+        options.client_identity_pem = Some(read_client_identity(cert, args.proxy_key.as_deref())?);
+    }
+    Ok(options)
 }
 
 /// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none. A
@@ -267,16 +314,36 @@ pub(crate) fn proxy_config(
     Ok((!config.is_empty()).then_some(config))
 }
 
-/// Maps a setting the pool rejected to curl's error: a `--cacert` file without a usable
-/// certificate is exit 77, anything else exit 2.
+/// Maps a setting the pool rejected to curl's error: a `--cacert` (or `--proxy-cacert`) file
+/// without a usable certificate is exit 77, an unusable `--proxy-cert` 58, anything else
+/// exit 2.
 pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
-    let named = match (&args.cacert, &args.capath) {
-        (Some(path), _) => Some(path.display().to_string()),
-        (None, Some(dirs)) => Some(dirs.clone()),
-        (None, None) => None,
-    };
-    match (error.setting(), named) {
-        ("tls", Some(named)) => CurlError::ca_file(&named, error),
+    let named =
+        |cacert: &Option<std::path::PathBuf>, capath: &Option<String>| match (cacert, capath) {
+            (Some(path), _) => Some(path.display().to_string()),
+            (None, Some(dirs)) => Some(dirs.clone()),
+            (None, None) => None,
+        };
+    let proxy = &args.proxy_tls;
+    match error.setting() {
+        "tls" => match named(&args.cacert, &args.capath) {
+            Some(named) => CurlError::ca_file(&named, error),
+            None => CurlError::new(2, error.to_string()),
+        },
+        "proxy_tls" => match (
+            named(&proxy.proxy_cacert, &proxy.proxy_capath),
+            &proxy.proxy_cert,
+        ) {
+            (Some(named), _) => CurlError::ca_file(&named, error),
+            (None, Some(cert)) => CurlError::new(
+                58,
+                format!(
+                    "unable to use client certificate {}: {error}",
+                    cert.display()
+                ),
+            ),
+            (None, None) => CurlError::new(2, error.to_string()),
+        },
         _ => CurlError::new(2, error.to_string()),
     }
 }

@@ -10,7 +10,7 @@
 //! | group | flags |
 //! |-------|-------|
 //! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
-//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies |
+//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies and their TLS ([`ProxyTlsArgs`]) |
 //! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
@@ -30,6 +30,7 @@ use http::header::{HeaderName, HeaderValue};
 mod compat;
 mod net;
 pub(crate) mod parse;
+mod proxy_tls;
 mod send;
 mod transfer;
 pub(crate) mod unsupported;
@@ -37,6 +38,7 @@ pub(crate) mod unsupported;
 pub(crate) use compat::CompatArgs;
 pub(crate) use net::NetArgs;
 pub(crate) use parse::parse_seconds;
+pub(crate) use proxy_tls::ProxyTlsArgs;
 pub(crate) use send::SendArgs;
 pub(crate) use transfer::TransferArgs;
 
@@ -265,6 +267,10 @@ pub(crate) struct ConnectArgs {
     /// Tunnel http:// URLs through the proxy with CONNECT too (https:// always are)
     #[arg(short = 'p', long = "proxytunnel")]
     pub(crate) proxytunnel: bool,
+
+    /// An https:// proxy's own TLS settings (`--proxy-cacert`, `--proxy-insecure`, ...).
+    #[command(flatten)]
+    pub(crate) proxy_tls: ProxyTlsArgs,
 
     /// Connect through this Unix domain socket instead of the network (no proxy applies)
     #[arg(

@@ -103,14 +103,8 @@ const FLAGS: &[Unsupported] = &[
     flag("--proxy-negotiate", None, PROXY_AUTH),
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
-    flag("--proxy-cacert", None, PROXY_TLS),
-    flag("--proxy-capath", None, PROXY_TLS),
-    flag("--proxy-cert", None, PROXY_TLS),
     flag("--proxy-cert-type", None, PROXY_TLS),
     flag("--proxy-ciphers", None, PROXY_TLS),
-    flag("--proxy-crlfile", None, PROXY_TLS),
-    flag("--proxy-insecure", None, PROXY_TLS),
-    flag("--proxy-key", None, PROXY_TLS),
     flag("--proxy-key-type", None, PROXY_TLS),
     flag("--proxy-pass", None, PROXY_TLS),
     flag("--proxy-pinnedpubkey", None, PROXY_TLS),
@@ -170,7 +164,7 @@ const PEM_ONLY: &str = "unencrypted PEM certificates and keys only";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str = "only Basic proxy authentication (-U)";
 /// The reason of the HTTPS proxy's own TLS options.
-const PROXY_TLS: &str = "no separate TLS settings for the proxy";
+const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key";
 /// The reason of resolver options.
 const RESOLVER: &str = "the system resolver or --resolve only";
 
