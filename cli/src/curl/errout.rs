@@ -2,7 +2,7 @@
 //! (`-`: stdout), as curl redirects "all writes to stderr".
 //!
 //! The redirection is process-wide, as curl's is: `-v` traces, warnings, error messages,
-//! usage errors found after the option and the `-#` bar all go through [`write`]. `-w`'s
+//! usage errors found after the option and the `-#` bar all go through [`write()`]. `-w`'s
 //! `%{stderr}` and its warning about an unknown variable do not: curl 7.88 writes those to the
 //! process's stderr whatever `--stderr` says. It is set while the command line is prepared ([`redirect_from`]), before
 //! anything is printed that it should catch. A file that cannot be created leaves stderr in
