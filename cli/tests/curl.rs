@@ -1243,13 +1243,64 @@ async fn an_unknown_flag_is_a_usage_error() {
     );
 }
 
+/// `--digest`: the first request carries no credentials and no data (`Content-Length: 0`),
+/// the challenge is answered on the same connection with the data, and `-v` says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn digest_answers_the_challenge_once_on_the_same_connection() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_with(|req| {
+        common::digest_reply(req, Reply::ok("in"))
+    }))
+    .await;
+    let credentials = format!("alice:{}", common::DIGEST_PASSWORD);
+    let run = poolcurl(&[
+        "-v",
+        "--digest",
+        "-u",
+        &credentials,
+        "-d",
+        "hello",
+        &server.url("/secret"),
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "in");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        (
+            seen[0].header("authorization"),
+            seen[0].header("content-length")
+        ),
+        (None, Some("0"))
+    );
+    assert!(seen[0].body.is_empty());
+    assert!(
+        seen[1]
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("Digest username=\"alice\""))
+    );
+    assert_eq!(&seen[1].body[..], b"hello");
+    assert_eq!(
+        seen[0].conn_id, seen[1].conn_id,
+        "the challenge's connection is reused"
+    );
+    for line in [
+        "* Server auth using Digest with user 'alice'",
+        "* Ignoring the response-body",
+        "* Issue another request to this URL: '",
+    ] {
+        assert!(run.stderr.contains(line), "{line}: {}", run.stderr);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn deliberately_unsupported_flags_say_why() {
-    let run = poolcurl(&["--digest", "-u", "a:b", "http://127.0.0.1/"]).await;
+    let run = poolcurl(&["--ntlm", "-u", "a:b", "http://127.0.0.1/"]).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(
         run.stderr,
-        "poolcurl: option --digest: is not supported by poolcurl (only Basic authentication (-u))\n\
+        "poolcurl: option --ntlm: is not supported by poolcurl (Basic (-u) and Digest (--digest) \
+         authentication only)\n\
          poolcurl: try 'poolcurl --help' for more information\n"
     );
     let help = poolcurl(&["--help"]).await;

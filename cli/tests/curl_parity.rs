@@ -551,6 +551,62 @@ fn cases() -> Vec<Case> {
             )
         },
         case("port over 65535", &["http://127.0.0.1:99999/"]),
+        // --digest: a challenge answered once, the data sent with the answer only (the
+        // server recomputes each answer from the password).
+        case(
+            "digest",
+            &["--digest", "-u", "alice:s3cret", "%BASE%/digest?x=1"],
+        ),
+        case(
+            "digest with -i",
+            &["-i", "--digest", "-u", "alice:s3cret", "%BASE%/digest"],
+        ),
+        case(
+            "digest with data",
+            &[
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-d",
+                "hello",
+                "-w",
+                "%{http_code} %{size_upload} %{num_connects}\\n",
+                "%BASE%/digest",
+            ],
+        ),
+        case(
+            "digest, wrong password",
+            &[
+                "--digest",
+                "-u",
+                "alice:wrong",
+                "-w",
+                "%{http_code} %{num_connects}\\n",
+                "%BASE%/digest",
+            ],
+        ),
+        case(
+            "digest, wrong password with -f",
+            &["-f", "--digest", "-u", "alice:wrong", "%BASE%/digest"],
+        ),
+        case("digest without a user", &["--digest", "%BASE%/digest"]),
+        case(
+            "digest with the url's user",
+            &["--digest", "http://alice:s3cret@127.0.0.1:%PORT%/digest"],
+        ),
+        case(
+            "digest with -X PUT",
+            &[
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-X",
+                "PUT",
+                "-d",
+                "zz",
+                "%BASE%/digest",
+            ],
+        ),
         // --stderr: the messages go to the file (or stdout with "-"); %{stderr} and the
         // unknown-variable warning stay on the process's stderr, as in curl 7.88.
         case(
@@ -1190,6 +1246,10 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "a")
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
+        "/digest" => {
+            let ok = Reply::ok(format!("ok {} {}\n", req.method, req.body.len()));
+            common::digest_reply(req, ok)
+        }
         "/etag" if req.header("if-none-match") == Some("\"v1\"") => Reply::new(304),
         "/etag" => Reply::ok("tagged\n").header("etag", "\"v1\""),
         "/mixed" => Reply::ok("mixed\n")

@@ -42,8 +42,11 @@ pub(crate) struct Composed {
     pub(crate) query: Option<String>,
     /// `-T`: the upload's file name, appended to a URL that ends in `/`.
     pub(crate) upload_name: Option<String>,
-    /// `-u`: the `Authorization` value.
+    /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
+    /// `--digest`: `-u`'s user and password, to answer a `Digest` challenge with (`Some`
+    /// exactly when `--digest` is given without `--oauth2-bearer`).
+    pub(crate) digest: Option<Option<(String, String)>>,
     /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
     pub(crate) auto_referer: bool,
     /// `-r`: the `Range` value.
@@ -153,12 +156,23 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         Version::HTTP_11
     };
     template.curl_mode(version);
-    let user = match &send.oauth2_bearer {
-        Some(token) => Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
-        None => send.user.as_deref().map(|user| {
-            let (name, password) = user.split_once(':').unwrap_or((user, ""));
-            basic(name, password)
-        }),
+    let split = |user: &str| {
+        let (name, password) = user.split_once(':').unwrap_or((user, ""));
+        (name.to_owned(), password.to_owned())
+    };
+    let (user, digest) = match (&send.oauth2_bearer, send.digest) {
+        (Some(token), _) => (
+            Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
+            None,
+        ),
+        (None, true) => (None, Some(send.user.as_deref().map(split))),
+        (None, false) => (
+            send.user
+                .as_deref()
+                .map(split)
+                .map(|(name, password)| basic(&name, &password)),
+            None,
+        ),
     };
     let range = send
         .range
@@ -170,6 +184,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         query,
         upload_name,
         user,
+        digest,
         auto_referer,
         range,
         inline_data,
@@ -207,13 +222,27 @@ impl Composed {
     }
 
     /// The `Authorization` for a request to `uri` whose URL carried `credentials`: `-u` wins.
+    /// With `--digest` there is none until a challenge is answered.
     pub(crate) fn authorization(
         &self,
         credentials: Option<&(String, String)>,
     ) -> Option<HeaderValue> {
+        if self.digest.is_some() {
+            return None;
+        }
         self.user
             .clone()
             .or_else(|| credentials.map(|(user, password)| basic(user, password)))
+    }
+
+    /// With `--digest`, the user and password a challenge is answered with: `-u`'s, else the
+    /// URL's `credentials`; `None` without `--digest` or without either.
+    pub(crate) fn digest_credentials<'a>(
+        &'a self,
+        credentials: Option<&'a (String, String)>,
+    ) -> Option<(&'a str, &'a str)> {
+        let given = self.digest.as_ref()?.as_ref().or(credentials)?;
+        Some((given.0.as_str(), given.1.as_str()))
     }
 }
 

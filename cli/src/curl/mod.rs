@@ -49,6 +49,7 @@ pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
+mod digest;
 mod errout;
 pub(crate) mod exit;
 mod file_meta;

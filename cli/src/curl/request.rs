@@ -120,6 +120,9 @@ pub(crate) struct PerRequest {
     pub(crate) referer: Option<HeaderValue>,
     /// `Cookie` from `-b` and the cookie engine.
     pub(crate) cookie: Option<HeaderValue>,
+    /// `--digest`'s first request, which leaves its data for the answer to the challenge:
+    /// `Content-Length: 0`, as curl sends it (a server may refuse a `POST` without a length).
+    pub(crate) empty_length: bool,
 }
 
 impl RequestTemplate {
@@ -451,6 +454,9 @@ impl RequestTemplate {
         if !late_sent {
             builder = add_late(builder, &late, |n| self.overridden(n));
         }
+        if extra.empty_length && !self.overridden(&CONTENT_LENGTH) {
+            builder = builder.header(CONTENT_LENGTH, HeaderValue::from_static("0"));
+        }
         if let Some(target) = &self.target {
             builder = builder.extension(target.clone());
         }
@@ -660,6 +666,7 @@ mod tests {
             range: Some(HeaderValue::from_static("bytes=0-1")),
             referer: Some(HeaderValue::from_static("http://r/")),
             cookie: Some(HeaderValue::from_static("c=1")),
+            empty_length: false,
         };
         let request = t
             .build_for(

@@ -16,13 +16,14 @@
 
 use std::time::Duration;
 
-use http::Uri;
 use http::header::{CONTENT_LENGTH, HeaderValue, LOCATION};
 use http::response::Parts;
+use http::{StatusCode, Uri};
 
 use super::compose;
 use super::connect_to::{ConnectToArgs, Dial};
 use super::decode::Decoder;
+use super::digest;
 use super::exit::{self, Attempt, CurlError};
 use super::output;
 use super::pace::{Pace, PaceArgs};
@@ -43,6 +44,8 @@ enum Next {
     Done,
     /// `-L` follows a redirect to this URL.
     Redirect(Uri),
+    /// `--digest`: the same request again, with this `Authorization`.
+    Authenticate(HeaderValue),
 }
 
 /// What one hop of a transfer sends besides the template.
@@ -52,6 +55,8 @@ struct HopState {
     credentials: Option<(String, String)>,
     /// `-e ";auto"`: the URL the redirect came from.
     referer: Option<HeaderValue>,
+    /// `--digest`: the answer to this URL's challenge, once there was one.
+    digest: Option<HeaderValue>,
 }
 
 impl Session {
@@ -107,6 +112,7 @@ impl Session {
         let mut state = HopState {
             credentials,
             referer: None,
+            digest: None,
         };
         loop {
             match self
@@ -114,6 +120,11 @@ impl Session {
                 .await?
             {
                 Next::Done => return Ok(()),
+                Next::Authenticate(answer) => {
+                    self.verbose
+                        .info(&format!("Issue another request to this URL: '{uri}'"));
+                    state.digest = Some(answer);
+                }
                 Next::Redirect(next) => {
                     redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
                     self.protocols
@@ -144,6 +155,7 @@ impl Session {
                             .auto_referer
                             .then(|| compose::auto_referer(&uri))
                             .flatten(),
+                        digest: None,
                     };
                     uri = next;
                     record.url = uri.to_string();
@@ -163,7 +175,10 @@ impl Session {
         let authorization = if hop.drops_credentials() {
             None
         } else {
-            self.composed.authorization(state.credentials.as_ref())
+            state
+                .digest
+                .clone()
+                .or_else(|| self.composed.authorization(state.credentials.as_ref()))
         };
         let range = match resume {
             Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
@@ -175,6 +190,7 @@ impl Session {
             range,
             referer: state.referer.clone(),
             cookie,
+            empty_length: false,
         }
     }
 
@@ -202,9 +218,20 @@ impl Session {
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
         let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to)?;
+        // `--digest`, before this URL's challenge: the user to answer it as. The request that
+        // draws the challenge carries no data, which curl does not send twice.
+        let digest_user = (state.digest.is_none() && !hop.drops_credentials())
+            .then(|| self.composed.digest_credentials(state.credentials.as_ref()))
+            .flatten();
+        let probe = digest_user.filter(|_| hop.send_body).map(|_| Hop {
+            send_body: false,
+            ..hop.clone()
+        });
+        let (answered_hop, hop) = (hop, probe.as_ref().unwrap_or(hop));
         // Read once: the request's `Range` and the check of a whole response both need it.
         let resume = self.resume_offset(sink);
-        let extra = self.per_request(uri, hop, state, resume);
+        let mut extra = self.per_request(uri, hop, state, resume);
+        extra.empty_length = probe.is_some();
         let ranged = extra.range.is_some();
         let (parts, mut body) = self.send(uri, hop, &extra, &target, record).await?;
         let head = output::response_head(&parts);
@@ -235,6 +262,22 @@ impl Session {
         }
         if let Some(dump) = &self.dump_header {
             lock(dump).write(&head)?;
+        }
+        if let Some(user) = digest_user.filter(|_| parts.status == StatusCode::UNAUTHORIZED) {
+            let data = self.composed.template.body_for(answered_hop);
+            let method = &answered_hop.method;
+            if let Some(answer) = digest::answer(&parts.headers, method, uri, &data, user) {
+                if include {
+                    sink.write(&head)?;
+                }
+                self.verbose
+                    .info(&format!("Server auth using Digest with user '{}'", user.0));
+                self.verbose.info("Ignoring the response-body");
+                self.read_body(&mut body, &parts, &target, record, None, progress)
+                    .await?;
+                self.verbose.done(connection, &target.host, closes);
+                return Ok(Next::Authenticate(answer));
+            }
         }
 
         let location = parts

@@ -19,3 +19,44 @@ pub(crate) fn poolcurl_command() -> tokio::process::Command {
         .kill_on_drop(true);
     command
 }
+
+/// The password of the Digest routes' user.
+#[allow(dead_code)] // Each test binary compiles this module; not each uses it.
+pub(crate) const DIGEST_PASSWORD: &str = "s3cret";
+
+/// A Digest-protected reply, as a server checks it: `ok` when `request` carries a Digest
+/// `Authorization` whose response the server recomputes from the user's password (the method,
+/// the `uri` it names and, for `auth-int`, the body), else `401` with a challenge. The
+/// `digest_auth` crate computes the server's side too; the challenge is fixed, so the two runs
+/// of a parity case see the same one.
+#[allow(dead_code)]
+pub(crate) fn digest_reply(
+    request: &pool_tests::h1::RecordedRequest,
+    ok: pool_tests::h1::Reply,
+) -> pool_tests::h1::Reply {
+    let verified = request
+        .header("authorization")
+        .filter(|value| value.starts_with("Digest "))
+        .and_then(|value| digest_auth::AuthorizationHeader::parse(value).ok())
+        .is_some_and(|mut answer| {
+            let claimed = answer.response.clone();
+            let context = digest_auth::AuthContext::new_with_method(
+                answer.username.clone(),
+                DIGEST_PASSWORD,
+                answer.uri.clone(),
+                Some(&request.body[..]),
+                digest_auth::HttpMethod::from(request.method.as_str()),
+            );
+            answer.digest(&context);
+            answer.response == claimed && answer.username == "alice"
+        });
+    if verified {
+        return ok;
+    }
+    pool_tests::h1::Reply::new(401)
+        .header(
+            "WWW-Authenticate",
+            "Digest realm=\"parity\", nonce=\"bm9uY2U\", qop=\"auth\", algorithm=MD5, opaque=\"op\"",
+        )
+        .body(format!("denied {}\n", request.body.len()))
+}

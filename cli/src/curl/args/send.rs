@@ -24,6 +24,10 @@ pub(crate) struct SendArgs {
     #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
     pub(crate) user: Option<String>,
 
+    /// Use HTTP Digest authentication with -u's (or the URL's) user and password
+    #[arg(long = "digest")]
+    pub(crate) digest: bool,
+
     /// Send "Authorization: Bearer TOKEN" (wins over -u)
     #[arg(long = "oauth2-bearer", value_name = "TOKEN")]
     pub(crate) oauth2_bearer: Option<String>,

@@ -15,10 +15,9 @@ struct Unsupported {
 
 /// The deliberately unsupported flags.
 const FLAGS: &[Unsupported] = &[
-    flag("--anyauth", None, "only Basic authentication (-u)"),
-    flag("--digest", None, "only Basic authentication (-u)"),
-    flag("--ntlm", None, "only Basic authentication (-u)"),
-    flag("--negotiate", None, "only Basic authentication (-u)"),
+    flag("--anyauth", None, HTTP_AUTH),
+    flag("--ntlm", None, HTTP_AUTH),
+    flag("--negotiate", None, HTTP_AUTH),
     flag("--netrc", Some('n'), "no .netrc; use -u"),
     flag("--netrc-file", None, "no .netrc; use -u"),
     flag("--netrc-optional", None, "no .netrc; use -u"),
@@ -146,7 +145,7 @@ const FLAGS: &[Unsupported] = &[
     flag("--aws-sigv4", None, "no request signing"),
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
-    flag("--ntlm-wb", None, "only Basic authentication (-u)"),
+    flag("--ntlm-wb", None, HTTP_AUTH),
     flag("--form-escape", None, "no backslash escaping of -F names"),
     flag("--haproxy-protocol", None, "no PROXY protocol header"),
     flag("--local-port", None, "no local port binding"),
@@ -163,6 +162,8 @@ const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 const PEM_ONLY: &str = "unencrypted PEM certificates and keys only";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str = "only Basic proxy authentication (-U)";
+/// The reason of authentication schemes other than Basic and Digest.
+const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key";
 /// The reason of resolver options.
@@ -251,15 +252,17 @@ mod tests {
     #[test]
     fn unsupported_flags_are_named_with_the_reason() {
         assert_eq!(
-            find(&argv(&["-s", "--digest", "http://a/"])).as_deref(),
-            Some("option --digest: is not supported by poolcurl (only Basic authentication (-u))")
+            find(&argv(&["-s", "--ntlm", "http://a/"])).as_deref(),
+            Some(
+                "option --ntlm: is not supported by poolcurl (Basic (-u) and Digest (--digest) authentication only)"
+            )
         );
         assert_eq!(
             find(&argv(&["-M", "http://a/"])).as_deref(),
             Some("option -M: is not supported by poolcurl (see --help and the README)")
         );
         assert_eq!(find(&argv(&["-sSf", "http://a/"])), None);
-        assert_eq!(find(&argv(&["--", "--digest"])), None);
+        assert_eq!(find(&argv(&["--", "--ntlm"])), None);
         assert_eq!(
             find(&argv(&["--proto", "-all,+https", "-d", "-M", "http://a/"])),
             None
