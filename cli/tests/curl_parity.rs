@@ -551,6 +551,57 @@ fn cases() -> Vec<Case> {
             )
         },
         case("port over 65535", &["http://127.0.0.1:99999/"]),
+        // An https:// proxy (the TLS server, which answers absolute-form requests as a
+        // forward proxy) is trusted by its own flags; --cacert and -k are the origin's.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-cacert",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-cacert",
+                    "%CA%",
+                    "-w",
+                    " %{proxy_ssl_verify_result}",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-insecure",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-insecure",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy, --cacert is the origin's",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    "%{proxy_ssl_verify_result}",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy, -k is the origin's",
+                &["-x", "%TLS%", "-k", "http://origin.test/hello"],
+            )
+        },
         // --digest: a challenge answered once, the data sent with the answer only (the
         // server recomputes each answer from the password).
         case(
