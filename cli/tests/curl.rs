@@ -1293,6 +1293,37 @@ async fn digest_answers_the_challenge_once_on_the_same_connection() {
     }
 }
 
+/// `--local-port`: the connection's local port comes from the range; a range whose only port
+/// is taken is exit 45 with the bind's error, and a malformed range exit 2.
+#[tokio::test(flavor = "multi_thread")]
+async fn local_port_binds_within_the_range_or_exits_45() {
+    let server = serving(Reply::ok("p")).await;
+    let url = server.url("/");
+    let run = poolcurl(&["--local-port", "43000-43999", "-w", " %{local_port}", &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let port: u16 = run.stdout_text()[2..].parse().unwrap();
+    assert!((43000..=43999).contains(&port), "{port}");
+
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = held.local_addr().unwrap().port().to_string();
+    let run = poolcurl(&["-sS", "--local-port", &taken, &url]).await;
+    assert_eq!(run.code, 45, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "poolcurl: (45) binding to local port {taken} failed"
+        )),
+        "{}",
+        run.stderr
+    );
+    let run = poolcurl(&["--local-port", "9-3", &url]).await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "only the first run reached the server"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn deliberately_unsupported_flags_say_why() {
     let run = poolcurl(&["--ntlm", "-u", "a:b", "http://127.0.0.1/"]).await;

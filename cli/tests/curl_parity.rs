@@ -3,7 +3,8 @@
 //!
 //! Every case starts a fresh scripted HTTP/1.1 server for each of the two runs (so stateful
 //! routes, like one that fails once, see the same sequence) and a fresh directory (`%DIR%`) for
-//! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%TLS%`,
+//! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%CLOSED%` a URL whose
+//! port refuses connections, `%CLOSEDPORT%` that port; `%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace). Cases with `Extra` checks
@@ -602,6 +603,20 @@ fn cases() -> Vec<Case> {
                 &["-x", "%TLS%", "-k", "http://origin.test/hello"],
             )
         },
+        // --local-port: badly used ranges are exit 2; a port that is taken (the refusing
+        // address's, bound by this test) is 45.
+        case(
+            "local port over 65535",
+            &["--local-port", "70000", "%BASE%/hello"],
+        ),
+        case(
+            "local port reversed range",
+            &["--local-port", "5-3", "%BASE%/hello"],
+        ),
+        case(
+            "local port taken",
+            &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
+        ),
         // --digest: a challenge answered once, the data sent with the answer only (the
         // server recomputes each answer from the password).
         case(
@@ -1562,6 +1577,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             a.replace("%BASE%", &base)
                 .replace("%PORT%", &port)
                 .replace("%CLOSED%", &format!("http://127.0.0.1:{closed_port}"))
+                .replace("%CLOSEDPORT%", &closed_port.to_string())
                 .replace("%DIR%", &dir.to_string_lossy())
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())

@@ -1,14 +1,15 @@
 //! TCP dialing: one configured socket per address, raced with happy eyeballs.
 //!
 //! Each attempt builds its socket with socket2 so options that must be set *before* `connect`
-//! (interface binding, local address) can be, then hands it to tokio for the non-blocking
-//! connect. Addresses are ordered and raced by [`happy_eyeballs`].
+//! (interface binding, local address and port) can be, then hands it to tokio for the
+//! non-blocking connect. Addresses are ordered and raced by [`happy_eyeballs`].
 //!
 //! What this layer does not do: resolve names, apply the connect timeout (the connector wraps
 //! resolution, TCP and TLS in one deadline), or speak TLS.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, TcpKeepalive, Type};
@@ -37,6 +38,11 @@ pub struct DialOptions {
     /// Bind the socket to this local address (port chosen by the OS) before connecting. Only
     /// applied to destination addresses of the same family; others are dialed unbound.
     pub local_address: Option<IpAddr>,
+    /// Bind the socket to the first free local port of this range (curl's `--local-port`),
+    /// with `local_address` or the unspecified address of the destination's family. When none
+    /// is free the attempt fails with [`ConnectError::is_local_port`]. Default `None`: the OS
+    /// picks a port.
+    pub local_ports: Option<RangeInclusive<u16>>,
     /// Happy-eyeballs "connection attempt delay": how long an attempt may run before the next
     /// address is tried in parallel. Default 250 ms (RFC 8305 recommends 250 ms). `None` or
     /// zero tries addresses one at a time, in order.
@@ -49,6 +55,7 @@ impl Default for DialOptions {
             nodelay: true,
             keepalive: None,
             local_address: None,
+            local_ports: None,
             happy_eyeballs_delay: Some(Duration::from_millis(250)),
         }
     }
@@ -118,17 +125,42 @@ pub(crate) fn build_socket(
     if let Some(name) = interface {
         bind_interface(&socket, name).map_err(|e| e.with_addr(addr))?;
     }
-    if let Some(local) = options
+    let local = options
         .local_address
-        .filter(|ip| ip.is_ipv4() == addr.is_ipv4())
-    {
-        socket
-            .bind(&SocketAddr::new(local, 0).into())
-            .map_err(failed)?;
+        .filter(|ip| ip.is_ipv4() == addr.is_ipv4());
+    match (&options.local_ports, local) {
+        (Some(ports), _) => {
+            let ip = local.unwrap_or(match addr {
+                SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            });
+            bind_port_in(&socket, ip, ports).map_err(|e| e.with_addr(addr))?;
+        }
+        (None, Some(ip)) => socket
+            .bind(&SocketAddr::new(ip, 0).into())
+            .map_err(failed)?,
+        (None, None) => {}
     }
     // tokio requires a non-blocking socket; connect then completes through the reactor.
     socket.set_nonblocking(true).map_err(failed)?;
     Ok(socket)
+}
+
+/// Binds `socket` to `ip` and the first port of `ports` that is free, in order, as curl's
+/// `--local-port` does.
+fn bind_port_in(
+    socket: &Socket,
+    ip: IpAddr,
+    ports: &RangeInclusive<u16>,
+) -> Result<(), ConnectError> {
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "an empty port range");
+    for port in ports.clone() {
+        match socket.bind(&SocketAddr::new(ip, port).into()) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(ConnectError::local_port(ports, last))
 }
 
 /// Binds `socket` to the interface called `name` (`SO_BINDTODEVICE`).
@@ -210,6 +242,29 @@ mod tests {
             let local = socket.local_addr().unwrap().as_socket().unwrap();
             assert!(local.ip().is_unspecified());
         }
+    }
+
+    #[test]
+    fn socket_builder_binds_a_port_of_the_range_or_says_none_was_free() {
+        let options = DialOptions {
+            local_address: Some("127.0.0.1".parse().unwrap()),
+            local_ports: Some(40000..=40999),
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        let local = socket.local_addr().unwrap().as_socket().unwrap();
+        assert!((40000..=40999).contains(&local.port()), "{local}");
+
+        // A range whose one port this test holds: nothing to bind.
+        let (_held, taken) = refusing();
+        let options = DialOptions {
+            local_ports: Some(taken.port()..=taken.port()),
+            ..options
+        };
+        let err = build_socket(loopback(), &options, None).unwrap_err();
+        assert!(err.is_local_port() && err.is_connect(), "{err:#}");
+        let message = format!("binding to local port {} failed", taken.port());
+        assert_eq!(err.to_string(), message);
     }
 
     #[tokio::test]

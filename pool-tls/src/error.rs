@@ -59,6 +59,13 @@ enum Kind {
         /// The platform has no way to bind a socket to an interface by name.
         unsupported: bool,
     },
+    /// No local port of the requested range could be bound; also a connect failure.
+    LocalPort {
+        /// The range's first port.
+        first: u16,
+        /// The range's last port.
+        last: u16,
+    },
     /// The connect timeout elapsed before the transport was ready.
     Timeout(Duration),
     /// The TLS handshake failed for a reason other than the server certificate.
@@ -128,6 +135,18 @@ impl ConnectError {
         ConnectError::new(kind, Some(error.into()))
     }
 
+    /// No port of `ports` could be bound; `error` is the last attempt's.
+    pub(crate) fn local_port(
+        ports: &std::ops::RangeInclusive<u16>,
+        error: io::Error,
+    ) -> ConnectError {
+        let kind = Kind::LocalPort {
+            first: *ports.start(),
+            last: *ports.end(),
+        };
+        ConnectError::new(kind, Some(error.into()))
+    }
+
     /// This platform cannot bind a socket to an interface by name.
     #[cfg_attr(
         any(target_os = "android", target_os = "fuchsia", target_os = "linux"),
@@ -186,9 +205,19 @@ impl ConnectError {
     }
 
     /// Whether the TCP connection could not be established: refused, unreachable, or any other
-    /// dial failure, including failing to bind the socket to the requested interface.
+    /// dial failure, including failing to bind the socket to the requested interface or to a
+    /// local port of the requested range.
     pub fn is_connect(&self) -> bool {
-        matches!(self.inner.kind, Kind::Connect | Kind::Interface { .. })
+        matches!(
+            self.inner.kind,
+            Kind::Connect | Kind::Interface { .. } | Kind::LocalPort { .. }
+        )
+    }
+
+    /// Whether no local port of the requested range (`DialOptions::local_ports`) could be
+    /// bound. Such an error is also [`is_connect`](Self::is_connect).
+    pub fn is_local_port(&self) -> bool {
+        matches!(self.inner.kind, Kind::LocalPort { .. })
     }
 
     /// Whether binding the socket to the requested network interface failed, or is not
@@ -367,6 +396,12 @@ impl fmt::Display for ConnectError {
                 _,
             ) => {
                 write!(f, "binding to interface {name} failed")?;
+            }
+            (Kind::LocalPort { first, last }, _) if first == last => {
+                write!(f, "binding to local port {first} failed")?;
+            }
+            (Kind::LocalPort { first, last }, _) => {
+                write!(f, "binding to a local port in {first}-{last} failed")?;
             }
             (Kind::Timeout(after), Some(origin)) => {
                 return write!(f, "connection to {origin} timed out after {after:?}");

@@ -18,7 +18,7 @@
 //! | 28 | connect timeout, read timeout or `-m` |
 //! | 33 | `-C` / `-r`: the server ignored the range |
 //! | 35 | TLS handshake failed |
-//! | 45 | binding to `--interface` failed |
+//! | 45 | binding to `--interface`, or to a `--local-port`, failed |
 //! | 47 | too many redirects |
 //! | 49 | a malformed `--resolve` entry |
 //! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
@@ -197,6 +197,10 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     }
     if error.is_tls() {
         return CurlError::new(35, format!("TLS connect error: {}", root_cause(error)));
+    }
+    if let Some(bind) = find::<pool::ConnectError>(error).filter(|e| e.is_local_port()) {
+        // "binding to local port 41020 failed: Address in use (os error 98)"
+        return CurlError::new(45, format!("{bind:#}"));
     }
     if error.is_interface() {
         // "binding to interface eth9 failed: No such device (os error 19)"

@@ -16,6 +16,7 @@
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
+//! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
@@ -186,7 +187,9 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true);
-    builder = builder.tcp_keepalive(args.net.tcp_keepalive());
+    builder = builder
+        .tcp_keepalive(args.net.tcp_keepalive())
+        .local_ports(args.net.local_port.clone());
     // Conflicting or unspeakable versions fail each `https://` transfer instead (exit 35).
     if let Ok((min, max)) = args.net.tls_versions() {
         builder = builder.min_tls_version(min).max_tls_version(max);

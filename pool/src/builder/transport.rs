@@ -45,6 +45,19 @@ impl Builder {
         self
     }
 
+    /// Binds new sockets to the first free local port of `ports` (curl's `--local-port`), with
+    /// the [`local_address`](Self::local_address) or the unspecified address. A connection
+    /// for which no port of the range is free fails with [`Error::is_connect`]; its
+    /// [`ConnectError`](crate::ConnectError) says
+    /// [`is_local_port`](crate::ConnectError::is_local_port). A short range bounds how many
+    /// connections can be open at once. `None` (the default) lets the OS pick.
+    ///
+    /// [`Error::is_connect`]: crate::Error::is_connect
+    pub fn local_ports(mut self, ports: Option<std::ops::RangeInclusive<u16>>) -> Self {
+        self.dial.local_ports = ports;
+        self
+    }
+
     /// The happy-eyeballs delay between connection attempts to successive addresses (RFC 8305,
     /// 250 ms by default). `None` or zero tries one address at a time.
     pub fn happy_eyeballs_delay(mut self, delay: Option<Duration>) -> Self {

@@ -2,6 +2,7 @@
 //! family, the happy-eyeballs delay, HTTP/1.0, client certificates and TLS versions.
 //! [`crate::curl::setup`] turns them into pool settings.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
 /// Address family, HTTP/1.0 and TLS details of curl mode.
@@ -26,6 +27,10 @@ pub(crate) struct NetArgs {
         overrides_with_all = ["http1_1", "http2", "http2_prior_knowledge"]
     )]
     pub(crate) http1_0: bool,
+
+    /// Bind connections to a local port of this range (NUM or FROM-TO), the first that is free
+    #[arg(long = "local-port", value_name = "RANGE", value_parser = parse_local_port)]
+    pub(crate) local_port: Option<RangeInclusive<u16>>,
 
     /// Client certificate chain (PEM) to present when a server asks; the key may be in the same file
     #[arg(short = 'E', long = "cert", value_name = "FILE")]
@@ -100,6 +105,29 @@ impl NetArgs {
     }
 }
 
+/// `--local-port NUM` or `FROM-TO`: ports 1 to 65535, the range not reversed (curl refuses
+/// anything else as badly used).
+fn parse_local_port(text: &str) -> Result<RangeInclusive<u16>, String> {
+    let port = |part: &str| {
+        part.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("{text:?} is not a port or FROM-TO range"))
+    };
+    let (first, last) = match text.split_once('-') {
+        Some((first, last)) => (port(first)?, port(last)?),
+        None => {
+            let only = port(text)?;
+            (only, only)
+        }
+    };
+    if first > last {
+        return Err(format!("{text:?} is a reversed range"));
+    }
+    Ok(first..=last)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -114,6 +142,15 @@ mod tests {
         assert_eq!(five, Some(Duration::from_secs(5)));
         assert_eq!(keepalive(&["--no-keepalive", "http://a/"]), None);
         assert_eq!(keepalive(&["--keepalive-time", "0", "http://a/"]), None);
+    }
+
+    #[test]
+    fn local_ports_are_a_port_or_a_range() {
+        assert_eq!(super::parse_local_port("41000"), Ok(41000..=41000));
+        assert_eq!(super::parse_local_port("41000-41010"), Ok(41000..=41010));
+        for bad in ["abc", "70000", "0", "5-3", "1-", "-2", ""] {
+            assert!(super::parse_local_port(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

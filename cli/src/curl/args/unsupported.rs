@@ -148,7 +148,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--ntlm-wb", None, HTTP_AUTH),
     flag("--form-escape", None, "no backslash escaping of -F names"),
     flag("--haproxy-protocol", None, "no PROXY protocol header"),
-    flag("--local-port", None, "no local port binding"),
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
     flag("--xattr", None, "no extended attributes"),
