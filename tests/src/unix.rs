@@ -39,15 +39,7 @@ impl UnixBridge {
     pub async fn start(to: SocketAddr) -> UnixBridge {
         let dir = TempDir::new("unix");
         let path = dir.path().join("server.sock");
-        let listener = UnixListener::bind(&path).expect("bind the Unix socket");
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let task = tokio::spawn(accept_loop(listener, to, accepted.clone()));
-        UnixBridge {
-            path,
-            accepted,
-            task,
-            _dir: Some(dir),
-        }
+        UnixBridge::listen(path, Some(dir), to)
     }
 
     /// Listens on a fresh name in Linux's abstract socket namespace (no file) and pipes each
@@ -62,15 +54,19 @@ impl UnixBridge {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("pool-tests-{}-{n}", std::process::id());
-        let path = PathBuf::from(format!("\0{name}"));
-        let listener = UnixListener::bind(&path).expect("bind the abstract socket");
+        UnixBridge::listen(PathBuf::from(format!("\0{name}")), None, to)
+    }
+
+    /// Binds `path` (in `dir`, which goes with the bridge) and pipes each connection to `to`.
+    fn listen(path: PathBuf, dir: Option<TempDir>, to: SocketAddr) -> UnixBridge {
+        let listener = UnixListener::bind(&path).expect("bind the Unix socket");
         let accepted = Arc::new(AtomicUsize::new(0));
         let task = tokio::spawn(accept_loop(listener, to, accepted.clone()));
         UnixBridge {
             path,
             accepted,
             task,
-            _dir: None,
+            _dir: dir,
         }
     }
 

@@ -4,9 +4,10 @@
 //! The redirection is process-wide, as curl's is: `-v` traces, warnings, error messages,
 //! usage errors found after the option and the `-#` bar all go through [`write()`]. `-w`'s
 //! `%{stderr}` and its warning about an unknown variable do not: curl 7.88 writes those to the
-//! process's stderr whatever `--stderr` says. It is set while the command line is prepared ([`redirect_from`]), before
-//! anything is printed that it should catch. A file that cannot be created leaves stderr in
-//! place, as with curl. The file is created (or emptied) once, when the option is read.
+//! process's stderr whatever `--stderr` says. The redirection is set while the command line is
+//! prepared ([`redirect_from`]), before anything is printed that it should catch. Each file
+//! named is created (or emptied) when the option is read and the last one is used; one that
+//! cannot be created leaves stderr in place, as with curl.
 //!
 //! What this module does not do: catch panics' messages (those are Rust's, on stderr) or the
 //! output of `poolcurl load` and `serve`, which are not curl.

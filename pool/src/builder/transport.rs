@@ -93,8 +93,9 @@ impl Builder {
     /// (curl's `--unix-socket`), for servers that listen on a path: container engines, local
     /// daemons, sidecars. A request keeps its origin for TLS (SNI and the certificate check),
     /// for `Host` / `:authority` and for which connections it may reuse, and the per-origin
-    /// bound still counts by origin; nothing is resolved, and [`proxy`](Self::proxy) and
-    /// [`connect_to`](Self::connect_to) no longer apply. Connections report the path in
+    /// bound still counts by origin; nothing is resolved, and [`proxy`](Self::proxy),
+    /// [`connect_to`](Self::connect_to) and the TCP settings (a partition's interface, the
+    /// local address and ports, keepalive) no longer apply. Connections report the path in
     /// [`ConnectionInfo::unix_socket`](crate::ConnectionInfo::unix_socket) and have no socket
     /// addresses. A missing or refusing socket fails with
     /// [`Error::is_connect`](crate::Error::is_connect). On Linux, a path that starts with a
