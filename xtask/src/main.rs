@@ -7,8 +7,9 @@
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //! * `cargo xtask stress [--rounds N] [--only NAME] [--load]` runs every test binary again and
 //!   again to find rare failures, keeping each failure's whole output (see `stress.rs`).
-//! * `cargo xtask interop` runs poolcurl against nginx, nghttpd and tinyproxy (release mode); it is also
-//!   the last step of `ci` when both are installed, and skipped there with one line when not.
+//! * `cargo xtask interop` runs poolcurl against nginx, nghttpd, tinyproxy and Apache httpd
+//!   (release mode); it is also the last step of `ci` when nginx and nghttpd are installed,
+//!   and skipped there with one line when not.
 //!   It first installs oha ([`OHA_VERSION`], `cargo install --locked` into `target/tools`) for
 //!   the `poolcurl load` vs oha comparison; when that fails, the comparison is skipped with one
 //!   line.
@@ -318,7 +319,8 @@ commands:
                    leaked permits (must be 0) and memory
   interop          poolcurl load against nginx (HTTP/1.1, h2c, TLS; graceful reloads under
                    load), nghttpd (h2c, 10 streams per connection) and tinyproxy (forward,
-                   CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), and
+                   CONNECT with h2 inside, credentials, NO_PROXY, curl side by side), curl
+                   side by side on nginx's Unix socket and Apache httpd's Digest auth, and
                    poolcurl load vs oha (installed into target/tools) on nginx, in release
                    mode; a table of results, exit 1 if any check fails
   stress [--rounds N] [--only NAME] [--load]

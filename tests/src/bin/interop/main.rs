@@ -22,6 +22,8 @@
 //!   `proxy.rs`. Without tinyproxy these checks are one "skip" row.
 //! * **nginx on a Unix socket**, beside curl: `--unix-socket` with two URLs, the second on the
 //!   reused connection.
+//! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
+//!   wrong password (`apache.rs`); one "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -45,6 +47,7 @@
 //! temp dir removed however the program ends, except when it is killed by a signal (a Ctrl-C
 //! reaches the servers too: same process group).
 
+mod apache;
 mod lifetime;
 mod oha;
 mod process;
@@ -65,6 +68,7 @@ use std::time::{Duration, Instant};
 use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
+use apache::*;
 use lifetime::*;
 use oha::*;
 use process::*;
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
             &tmp.path().join("tinyproxy"),
         ));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
+        rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
     };
     print_table(&rows);
