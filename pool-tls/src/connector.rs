@@ -229,13 +229,13 @@ impl Inner {
     ) -> Result<(Io, Connected), ConnectError> {
         let start = Instant::now();
         let (stream, mut connected) = crate::unix::dial_unix(path, start).await?;
+        // A Unix socket, with TLS or without, takes `Io`'s boxed variant (see its docs).
         if !target.origin.is_tls() {
-            return Ok((Io::unix(stream), connected));
+            return Ok((Io::custom(stream), connected));
         }
         let stream = self.origin_tls(stream, target).await?;
         let check = self.certificate_check(stream.get_ref().1, target);
         finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
-        // TLS over a Unix socket is rare enough to go through the boxed variant.
         Ok((Io::custom(stream), connected))
     }
 
