@@ -656,6 +656,49 @@ fn cases() -> Vec<Case> {
             &["-f", "--digest", "-u", "alice:wrong", "%BASE%/digest"],
         ),
         case("digest without a user", &["--digest", "%BASE%/digest"]),
+        // --anyauth: Digest where offered, Basic where only Basic is; --basic, --digest and
+        // --anyauth: the last one given wins.
+        case(
+            "anyauth to digest",
+            &[
+                "--anyauth",
+                "-u",
+                "alice:s3cret",
+                "-d",
+                "x",
+                "%BASE%/digest",
+            ],
+        ),
+        case(
+            "anyauth to basic",
+            &[
+                "--anyauth",
+                "-u",
+                "alice:s3cret",
+                "-w",
+                " %{num_connects}",
+                "%BASE%/basic",
+            ],
+        ),
+        case(
+            "digest to a basic-only server",
+            &[
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-w",
+                " %{http_code}",
+                "%BASE%/basic",
+            ],
+        ),
+        case(
+            "basic after digest wins",
+            &["--digest", "--basic", "-u", "alice:s3cret", "%BASE%/basic"],
+        ),
+        case(
+            "digest after basic wins",
+            &["--basic", "--digest", "-u", "alice:s3cret", "%BASE%/digest"],
+        ),
         case(
             "digest with the url's user",
             &["--digest", "http://alice:s3cret@127.0.0.1:%PORT%/digest"],
@@ -1312,6 +1355,12 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "a")
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
+        "/basic" if req.header("authorization") == Some("Basic YWxpY2U6czNjcmV0") => {
+            Reply::ok("ok basic\n")
+        }
+        "/basic" => Reply::new(401)
+            .header("WWW-Authenticate", "Basic realm=\"parity\"")
+            .body("denied\n"),
         "/digest" => {
             let ok = Reply::ok(format!("ok {} {}\n", req.method, req.body.len()));
             common::digest_reply(req, ok)

@@ -44,9 +44,11 @@ pub(crate) struct Composed {
     pub(crate) upload_name: Option<String>,
     /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
-    /// `--digest`: `-u`'s user and password, to answer a `Digest` challenge with (`Some`
-    /// exactly when `--digest` is given without `--oauth2-bearer`).
+    /// `--digest` or `--anyauth`: `-u`'s user and password, to answer a challenge with
+    /// (`Some` exactly when one of them is given without `--oauth2-bearer`).
     pub(crate) digest: Option<Option<(String, String)>>,
+    /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
+    pub(crate) anyauth: bool,
     /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
     pub(crate) auto_referer: bool,
     /// `-r`: the `Range` value.
@@ -160,7 +162,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         let (name, password) = user.split_once(':').unwrap_or((user, ""));
         (name.to_owned(), password.to_owned())
     };
-    let (user, digest) = match (&send.oauth2_bearer, send.digest) {
+    let (user, digest) = match (&send.oauth2_bearer, send.digest || send.anyauth) {
         (Some(token), _) => (
             Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
             None,
@@ -185,6 +187,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         upload_name,
         user,
         digest,
+        anyauth: send.anyauth,
         auto_referer,
         range,
         inline_data,
@@ -268,7 +271,7 @@ fn join_queries(first: Option<String>, second: Option<String>) -> Option<String>
 }
 
 /// `Basic base64(user:password)`.
-fn basic(user: &str, password: &str) -> HeaderValue {
+pub(crate) fn basic(user: &str, password: &str) -> HeaderValue {
     let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
     HeaderValue::from_str(&format!("Basic {token}")).expect("base64 is a valid header value")
 }

@@ -1,9 +1,12 @@
-//! `--digest`: HTTP Digest authentication (RFC 7616), as curl does it.
+//! `--digest` and `--anyauth`: HTTP authentication that answers the server's challenge, as
+//! curl does it: Digest (RFC 7616), and with `--anyauth` Basic when the server offers only
+//! Basic.
 //!
 //! The first request of a URL goes out without credentials (and without its request data: a
 //! body that a challenge is sure to refuse is not sent twice). A `401` whose
-//! `WWW-Authenticate` offers `Digest` is answered once: its body is read and dropped, and the
-//! same request goes again with `Authorization: Digest ...` and its data. Whatever that second
+//! `WWW-Authenticate` offers `Digest` (or, with `--anyauth`, only `Basic`) is answered once:
+//! its body is read and dropped, and the same request goes again with the `Authorization` and
+//! its data. `--basic`, `--digest` and `--anyauth` override each other: the last one wins. Whatever that second
 //! request gets is the transfer's response, a second `401` included. A redirect (`-L`) starts
 //! over at the new URL. The challenge is parsed and the response computed by the
 //! `digest_auth` crate (MD5, SHA-256 and SHA-512-256, `qop=auth` and `auth-int`).
@@ -15,9 +18,27 @@ use http::header::WWW_AUTHENTICATE;
 use http::{HeaderMap, HeaderValue, Method, Uri};
 
 /// The `Authorization` answering the `Digest` challenge among `headers` for a `method` request
-/// to `uri` with `body`, as `user` with `password`; `None` when no challenge offers `Digest`
-/// or none can be parsed.
+/// to `uri` with `body`, as `user` with `password`, with the scheme's name; with `any`
+/// (`--anyauth`), a `Basic` one when no challenge offers Digest but one offers Basic. `None`
+/// when nothing offered can be answered.
 pub(crate) fn answer(
+    headers: &HeaderMap,
+    method: &Method,
+    uri: &Uri,
+    body: &[u8],
+    (user, password): (&str, &str),
+    any: bool,
+) -> Option<(HeaderValue, &'static str)> {
+    digest(headers, method, uri, body, (user, password))
+        .map(|value| (value, "Digest"))
+        .or_else(|| {
+            let offered = challenges(headers).any(|value| is_scheme(value, "basic"));
+            (any && offered).then(|| (super::compose::basic(user, password), "Basic"))
+        })
+}
+
+/// The `Digest` answer of [`answer`].
+fn digest(
     headers: &HeaderMap,
     method: &Method,
     uri: &Uri,
@@ -32,11 +53,8 @@ pub(crate) fn answer(
         Some(body),
         digest_auth::HttpMethod::from(method.as_str()),
     );
-    headers
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .filter(|value| is_digest(value))
+    challenges(headers)
+        .filter(|value| is_scheme(value, "digest"))
         .find_map(|value| {
             let mut challenge = digest_auth::parse(value).ok()?;
             let answer = challenge.respond(&context).ok()?;
@@ -44,12 +62,21 @@ pub(crate) fn answer(
         })
 }
 
-/// Whether a `WWW-Authenticate` value is a `Digest` challenge.
-fn is_digest(value: &str) -> bool {
+/// The `WWW-Authenticate` values of a response, as text.
+fn challenges(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+}
+
+/// Whether a `WWW-Authenticate` value is a challenge of `scheme` (lower case).
+fn is_scheme(value: &str, scheme: &str) -> bool {
+    let value = value.trim_start();
     value
-        .trim_start()
-        .get(..6)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("digest"))
+        .get(..scheme.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+        && value[scheme.len()..].starts_with([' ', '\t'])
 }
 
 #[cfg(test)]
@@ -74,14 +101,16 @@ mod tests {
             ),
         );
         let uri: Uri = "http://www.example.org/dir/index.html".parse().unwrap();
-        let header = answer(
+        let (header, scheme) = answer(
             &headers,
             &Method::GET,
             &uri,
             b"",
             ("Mufasa", "Circle of Life"),
+            false,
         )
         .expect("a digest answer");
+        assert_eq!(scheme, "Digest");
         let text = header.to_str().unwrap();
         assert!(text.starts_with("Digest "), "{text}");
         for part in [
@@ -98,6 +127,12 @@ mod tests {
             WWW_AUTHENTICATE,
             HeaderValue::from_static("Basic realm=\"x\""),
         );
-        assert_eq!(answer(&headers, &Method::GET, &uri, b"", ("a", "b")), None);
+        assert_eq!(
+            answer(&headers, &Method::GET, &uri, b"", ("a", "b"), false),
+            None
+        );
+        // `--anyauth` answers Basic when Basic is all there is.
+        let (basic, scheme) = answer(&headers, &Method::GET, &uri, b"", ("a", "b"), true).unwrap();
+        assert_eq!((basic.to_str().unwrap(), scheme), ("Basic YTpi", "Basic"));
     }
 }

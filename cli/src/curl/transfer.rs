@@ -266,12 +266,17 @@ impl Session {
         if let Some(user) = digest_user.filter(|_| parts.status == StatusCode::UNAUTHORIZED) {
             let data = self.composed.template.body_for(answered_hop);
             let method = &answered_hop.method;
-            if let Some(answer) = digest::answer(&parts.headers, method, uri, &data, user) {
+            let any = self.composed.anyauth;
+            if let Some((answer, scheme)) =
+                digest::answer(&parts.headers, method, uri, &data, user, any)
+            {
                 if include {
                     sink.write(&head)?;
                 }
-                self.verbose
-                    .info(&format!("Server auth using Digest with user '{}'", user.0));
+                self.verbose.info(&format!(
+                    "Server auth using {scheme} with user '{}'",
+                    user.0
+                ));
                 self.verbose.info("Ignoring the response-body");
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;

@@ -10,10 +10,6 @@ use super::parse::parse_seconds;
 /// Accepted for compatibility; none changes what poolcurl does.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CompatArgs {
-    /// Use Basic authentication (no effect: -u always sends Basic)
-    #[arg(long = "basic")]
-    pub(crate) basic: bool,
-
     /// Use Basic authentication with the proxy (no effect: proxy credentials are always Basic)
     #[arg(long = "proxy-basic")]
     pub(crate) proxy_basic: bool,

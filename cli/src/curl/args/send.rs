@@ -25,8 +25,16 @@ pub(crate) struct SendArgs {
     pub(crate) user: Option<String>,
 
     /// Use HTTP Digest authentication with -u's (or the URL's) user and password
-    #[arg(long = "digest")]
+    #[arg(long = "digest", overrides_with_all = ["basic", "anyauth"])]
     pub(crate) digest: bool,
+
+    /// Answer the server's challenge with Digest, or Basic when it offers only Basic
+    #[arg(long = "anyauth", overrides_with_all = ["basic", "digest"])]
+    pub(crate) anyauth: bool,
+
+    /// Use Basic authentication (the default; cancels an earlier --digest or --anyauth)
+    #[arg(long = "basic", overrides_with_all = ["digest", "anyauth"])]
+    pub(crate) basic: bool,
 
     /// Send "Authorization: Bearer TOKEN" (wins over -u)
     #[arg(long = "oauth2-bearer", value_name = "TOKEN")]

@@ -15,7 +15,6 @@ struct Unsupported {
 
 /// The deliberately unsupported flags.
 const FLAGS: &[Unsupported] = &[
-    flag("--anyauth", None, HTTP_AUTH),
     flag("--ntlm", None, HTTP_AUTH),
     flag("--negotiate", None, HTTP_AUTH),
     flag("--netrc", Some('n'), "no .netrc; use -u"),
