@@ -1274,6 +1274,14 @@ async fn digest_answers_the_challenge_once_on_the_same_connection() {
         (None, Some("0"))
     );
     assert!(seen[0].body.is_empty());
+    let form = Some("application/x-www-form-urlencoded");
+    assert_eq!(
+        (
+            seen[0].header("content-type"),
+            seen[1].header("content-type")
+        ),
+        (form, form)
+    );
     assert!(
         seen[1]
             .header("authorization")

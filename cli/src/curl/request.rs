@@ -121,7 +121,8 @@ pub(crate) struct PerRequest {
     /// `Cookie` from `-b` and the cookie engine.
     pub(crate) cookie: Option<HeaderValue>,
     /// `--digest`'s first request, which leaves its data for the answer to the challenge:
-    /// `Content-Length: 0`, as curl sends it (a server may refuse a `POST` without a length).
+    /// `Content-Length: 0`, as curl sends it (a server may refuse a `POST` without a length),
+    /// and the data's own headers (`Content-Type`) kept, as curl keeps them.
     pub(crate) empty_length: bool,
 }
 
@@ -404,8 +405,12 @@ impl RequestTemplate {
             .uri(uri.clone())
             .version(self.version);
         let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE].contains(name);
+        // Without the data, its headers go too; `--digest`'s first request keeps them but
+        // its length, which is 0 there.
+        let data_dropped =
+            |e: &Entry| !hop.send_body && (!extra.empty_length || e.name == CONTENT_LENGTH);
         let dropped = |e: &Entry| {
-            (e.source == Source::Data && !hop.send_body)
+            (e.source == Source::Data && data_dropped(e))
                 || (e.source == Source::User && hop.cross_host && e.name == HOST)
                 || (e.source == Source::User && hop.drops_credentials() && credential(&e.name))
         };
