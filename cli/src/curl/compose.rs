@@ -44,11 +44,8 @@ pub(crate) struct Composed {
     pub(crate) upload_name: Option<String>,
     /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
-    /// `--digest` or `--anyauth`: `-u`'s user and password, to answer a challenge with
-    /// (`Some` exactly when one of them is given without `--oauth2-bearer`).
-    pub(crate) digest: Option<Option<(String, String)>>,
-    /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
-    pub(crate) anyauth: bool,
+    /// `--digest` or `--anyauth` without `--oauth2-bearer`: requests wait for a challenge.
+    pub(crate) challenged: Option<Challenged>,
     /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
     pub(crate) auto_referer: bool,
     /// `-r`: the `Range` value.
@@ -162,12 +159,18 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         let (name, password) = user.split_once(':').unwrap_or((user, ""));
         (name.to_owned(), password.to_owned())
     };
-    let (user, digest) = match (&send.oauth2_bearer, send.digest || send.anyauth) {
+    let (user, challenged) = match (&send.oauth2_bearer, send.digest || send.anyauth) {
         (Some(token), _) => (
             Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
             None,
         ),
-        (None, true) => (None, Some(send.user.as_deref().map(split))),
+        (None, true) => (
+            None,
+            Some(Challenged {
+                user: send.user.as_deref().map(split),
+                any: send.anyauth,
+            }),
+        ),
         (None, false) => (
             send.user
                 .as_deref()
@@ -186,8 +189,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         query,
         upload_name,
         user,
-        digest,
-        anyauth: send.anyauth,
+        challenged,
         auto_referer,
         range,
         inline_data,
@@ -230,7 +232,7 @@ impl Composed {
         &self,
         credentials: Option<&(String, String)>,
     ) -> Option<HeaderValue> {
-        if self.digest.is_some() {
+        if self.challenged.is_some() {
             return None;
         }
         self.user
@@ -238,15 +240,24 @@ impl Composed {
             .or_else(|| credentials.map(|(user, password)| basic(user, password)))
     }
 
-    /// With `--digest`, the user and password a challenge is answered with: `-u`'s, else the
-    /// URL's `credentials`; `None` without `--digest` or without either.
+    /// With `--digest` or `--anyauth`, the user and password a challenge is answered with:
+    /// `-u`'s, else the URL's `credentials`; `None` without either flag or either user.
     pub(crate) fn digest_credentials<'a>(
         &'a self,
         credentials: Option<&'a (String, String)>,
     ) -> Option<(&'a str, &'a str)> {
-        let given = self.digest.as_ref()?.as_ref().or(credentials)?;
+        let given = self.challenged.as_ref()?.user.as_ref().or(credentials)?;
         Some((given.0.as_str(), given.1.as_str()))
     }
+}
+
+/// How `--digest` and `--anyauth` answer a server's challenge.
+#[derive(Debug, Clone)]
+pub(crate) struct Challenged {
+    /// `-u`'s user and password, if given.
+    pub(crate) user: Option<(String, String)>,
+    /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
+    pub(crate) any: bool,
 }
 
 /// The `--url-query` pieces joined with `&`: each encoded as a `--data-urlencode` piece, or

@@ -6,10 +6,11 @@
 //! body that a challenge is sure to refuse is not sent twice). A `401` whose
 //! `WWW-Authenticate` offers `Digest` (or, with `--anyauth`, only `Basic`) is answered once:
 //! its body is read and dropped, and the same request goes again with the `Authorization` and
-//! its data. `--basic`, `--digest` and `--anyauth` override each other: the last one wins. Whatever that second
-//! request gets is the transfer's response, a second `401` included. A redirect (`-L`) starts
-//! over at the new URL. The challenge is parsed and the response computed by the
-//! `digest_auth` crate (MD5, SHA-256 and SHA-512-256, `qop=auth` and `auth-int`).
+//! its data. `--basic`, `--digest` and `--anyauth` override each other: the last one wins.
+//! Whatever that second request gets is the transfer's response, a second `401` included. A
+//! redirect (`-L`) starts over at the new URL. The challenge is parsed and the response
+//! computed by the `digest_auth` crate (MD5, SHA-256 and SHA-512-256, `qop=auth` and
+//! `auth-int`).
 //!
 //! What this module does not do: keep a nonce for later URLs (each URL is challenged anew, as
 //! with curl's command line across transfers) or answer a proxy's challenge.

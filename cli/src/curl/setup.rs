@@ -85,9 +85,9 @@ pub(crate) fn pool_builder(
         builder = builder.danger_accept_invalid_certs(true);
     }
     if let Some(path) = &args.cacert {
-        let shown = path.display().to_string();
-        let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
-        builder = builder.add_root_certificates_pem(pem).native_roots(false);
+        builder = builder
+            .add_root_certificates_pem(read_ca_file(path)?)
+            .native_roots(false);
     }
     if let Some(path) = &args.crlfile {
         builder = builder.add_crl_pem(read_crl_file(path)?);
@@ -254,9 +254,7 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
         ..TlsOptions::default()
     };
     if let Some(path) = &args.proxy_cacert {
-        let shown = path.display().to_string();
-        let pem = std::fs::read(path).map_err(|e| CurlError::ca_file(&shown, e))?;
-        options.extra_roots_pem.push(pem);
+        options.extra_roots_pem.push(read_ca_file(path)?);
         options.native_roots = false;
     }
     if let Some(dirs) = &args.proxy_capath {
@@ -349,6 +347,15 @@ pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
         },
         _ => CurlError::new(2, error.to_string()),
     }
+}
+
+/// `--cacert FILE` (or `--proxy-cacert`), read.
+///
+/// # Errors
+///
+/// Exit 77 when the file cannot be read.
+fn read_ca_file(path: &Path) -> Result<Vec<u8>, CurlError> {
+    std::fs::read(path).map_err(|e| CurlError::ca_file(&path.display().to_string(), e))
 }
 
 /// `--crlfile FILE`, read and checked here so that a bad file is its own exit code (82)

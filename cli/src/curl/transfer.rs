@@ -266,7 +266,7 @@ impl Session {
         if let Some(user) = digest_user.filter(|_| parts.status == StatusCode::UNAUTHORIZED) {
             let data = self.composed.template.body_for(answered_hop);
             let method = &answered_hop.method;
-            let any = self.composed.anyauth;
+            let any = self.composed.challenged.as_ref().is_some_and(|c| c.any);
             if let Some((answer, scheme)) =
                 digest::answer(&parts.headers, method, uri, &data, user, any)
             {
