@@ -14,28 +14,26 @@
 //!        at --max-filesize (exit 63); --limit-rate paces it, -Y/-y abort a slow one (28)
 //! ```
 
+mod send;
+
 use std::time::Duration;
 
-use http::header::{CONTENT_LENGTH, HeaderValue, LOCATION};
-use http::response::Parts;
+use http::header::{HeaderValue, LOCATION};
 use http::{StatusCode, Uri};
 
 use super::compose;
-use super::connect_to::{ConnectToArgs, Dial};
-use super::decode::Decoder;
 use super::digest;
-use super::exit::{self, Attempt, CurlError};
+use super::exit::CurlError;
 use super::output;
-use super::pace::{Pace, PaceArgs};
+use super::pace::PaceArgs;
 use super::progress::Progress;
-use super::record::{Through, TransferRecord};
+use super::record::TransferRecord;
 use super::redirect;
 use super::request::{Hop, PerRequest};
-use super::request_size::request_size;
 use super::sink::Sink;
 use super::url;
-use super::verbose::VerboseContext;
 use super::{Session, lock};
+use send::{Target, content_length};
 
 /// What follows an exchange.
 #[derive(Debug)]
@@ -383,217 +381,4 @@ impl Session {
             && !self.args.net.http1_0
             && uri.scheme_str() == Some("http")
     }
-
-    /// Sends one request and waits for the response head, recording and tracing it.
-    async fn send(
-        &self,
-        uri: &Uri,
-        hop: &Hop,
-        extra: &PerRequest,
-        target: &Target,
-        record: &mut TransferRecord,
-    ) -> Result<(Parts, pool::Body), CurlError> {
-        if uri.scheme_str() == Some("https") {
-            // As curl: TLS versions that cannot be met fail the TLS connections only.
-            self.args
-                .net
-                .tls_versions()
-                .map_err(|message| CurlError::new(35, message))?;
-        }
-        let template = &self.composed.template;
-        let request = template.build_for(uri, hop, extra)?;
-        let sent_headers = request.headers().clone();
-        record.method = hop.method.clone();
-        record.size_upload = template.body_len(hop) as u64;
-        record.referer = sent_headers
-            .get(http::header::REFERER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        // `-Y`/`-y`: a head that takes a whole window has brought 0 bytes in it.
-        let pace = self.pace_args();
-        let sent = self.client.request(request);
-        let answered = match pace.low_speed() {
-            None => sent.await,
-            Some(low) => tokio::time::timeout(low.time, sent)
-                .await
-                .map_err(|_| low.error())?,
-        };
-        let response = match answered {
-            Ok(response) => response,
-            Err(error) => {
-                record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
-                record.certificate_failure = error.certificate_check().map(|check| {
-                    let through = if error.is_proxy() {
-                        Through::Proxy
-                    } else {
-                        Through::Origin
-                    };
-                    (check, through)
-                });
-                if let Some(answer) = error.proxy_response() {
-                    let proxy = self.proxy_for(uri);
-                    self.verbose
-                        .refused_tunnel(proxy, &target.dial.authority, answer);
-                }
-                return Err(self.failed(&error, target, record, None));
-            }
-        };
-        record.head_at = Some(record.elapsed());
-        let connection = Some(response.body().connection().clone());
-        if let Some(new) = connection.as_ref().filter(|c| !c.is_reused()) {
-            record.num_connects += 1;
-            if new.info().proxy().is_some_and(|route| route.tunnel) {
-                // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
-                record.http_connect = 200;
-            }
-        }
-        let http2 = response.version() == http::Version::HTTP_2;
-        // The body bytes of this request, counted above as its upload.
-        let data = if self.composed.inline_data {
-            record.size_upload as usize
-        } else {
-            0
-        };
-        let wire_target = template.target_for(uri);
-        record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
-        let (parts, body) = response.into_parts();
-        record.status = Some(parts.status);
-        record.version = Some(parts.version);
-        record.headers = parts.headers.clone();
-        if let Some(file) = &self.args.transfer.etag_save {
-            super::file_meta::save_etags(file, &parts.headers)?;
-        }
-        record.size_download = 0;
-        record.redirect_url = None;
-        let context = VerboseContext {
-            host: &target.host,
-            dial: &target.dial,
-            alpn_offer: self.alpn_offer,
-            http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
-            http1_0: self.args.net.http1_0,
-            proxy: self.proxy_for(uri),
-            target: template.has_target().then_some(wire_target),
-        };
-        self.verbose.exchange(
-            &context,
-            connection.as_ref(),
-            (&hop.method, uri, &sent_headers),
-            &output::response_head(&parts),
-        );
-        record.connection = connection;
-        Ok((parts, body))
-    }
-
-    /// Reads `body` to its end, decoding it (`--compressed`) into `output` if given.
-    async fn read_body(
-        &self,
-        body: &mut pool::Body,
-        parts: &Parts,
-        target: &Target,
-        record: &mut TransferRecord,
-        mut output: Option<&mut Sink>,
-        progress: &mut Progress,
-    ) -> Result<(), CurlError> {
-        let length = content_length(parts);
-        if output.is_some() {
-            progress.set_total(length);
-        }
-        let mut decoder = Decoder::for_response(self.args.send.compressed, &parts.headers);
-        let mut pace = Pace::start(&self.pace_args());
-        while let Some(frame) = pace.next_frame(body).await? {
-            let remaining = length.map(|l| l.saturating_sub(record.size_download));
-            let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
-            if let Some(data) = frame.data_ref() {
-                // A body of unannounced length stops at the limit, as curl 8.4 and later do.
-                if self
-                    .max_filesize()
-                    .is_some_and(|max| record.size_download + data.len() as u64 > max)
-                {
-                    return Err(CurlError::file_too_large());
-                }
-                record.size_download += data.len() as u64;
-                record.received += data.len() as u64;
-                if let Some(sink) = output.as_deref_mut() {
-                    sink.write(&decoder.push(data)?)?;
-                    progress.update(record.size_download);
-                }
-                pace.received(data.len()).await?;
-            }
-        }
-        if let Some(sink) = output {
-            sink.write(&decoder.finish()?)?;
-        }
-        Ok(())
-    }
-
-    /// Traces a pool error with `-v` and maps it to curl's code and message.
-    fn failed(
-        &self,
-        error: &pool::Error,
-        target: &Target,
-        record: &TransferRecord,
-        remaining: Option<u64>,
-    ) -> CurlError {
-        self.verbose.info(&format!("{error:#}"));
-        exit::classify(
-            error,
-            &Attempt {
-                host: &target.host,
-                dial_host: &target.dial.host,
-                dial_port: target.dial.port,
-                elapsed: record.elapsed(),
-                received: record.received,
-                remaining,
-                prior_knowledge: target.prior_knowledge,
-            },
-        )
-    }
-}
-
-/// The host and port a request goes to, as messages name them.
-#[derive(Debug)]
-struct Target {
-    /// The URL's host without IPv6 brackets.
-    host: String,
-    /// Where its connection is dialed (`--connect-to`).
-    dial: Dial,
-    /// Whether the request speaks HTTP/2 with prior knowledge.
-    prior_knowledge: bool,
-}
-
-impl Target {
-    /// Where a request for `uri` goes.
-    ///
-    /// # Errors
-    ///
-    /// Exit 49 when the `--connect-to` entry it matches has a bad port.
-    fn of(
-        uri: &Uri,
-        prior_knowledge: bool,
-        connect_to: &ConnectToArgs,
-    ) -> Result<Target, CurlError> {
-        let host = uri.host().unwrap_or_default();
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
-        Ok(Target {
-            dial: connect_to.check(host, port)?,
-            host: host.to_owned(),
-            prior_knowledge,
-        })
-    }
-}
-
-/// The body length the response announces, if it announces one.
-fn content_length(parts: &Parts) -> Option<u64> {
-    parts
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
 }
