@@ -360,7 +360,7 @@ async fn trace_time_stamps_every_verbose_line() {
                 .iter()
                 .all(|&i| b[i].is_ascii_digit())
             && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
-            && matches!(b[16], b'*' | b'>' | b'<')
+            && matches!(b[16], b'*' | b'>' | b'<' | b'{')
     };
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert!(lines.len() > 10, "{}", run.stderr);
@@ -372,6 +372,150 @@ async fn trace_time_stamps_every_verbose_line() {
     );
     let quiet = poolcurl(&["--trace-time", &url]).await;
     assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+}
+
+/// `--trace-ascii FILE`: every block in the file (the request head, its data, each response
+/// header line, the body), nothing on stderr; `--trace-time` stamps each block's title and
+/// not its dump lines.
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_ascii_writes_every_block_to_its_file() {
+    let server = serving(Reply::ok("body")).await;
+    let url = server.url("/");
+    let dir = TempDir::new("trace-file");
+    let file = dir.path().join("trace.txt");
+    let file_arg = file.to_str().unwrap();
+    let run = poolcurl(&[
+        "--trace-ascii",
+        file_arg,
+        "--trace-time",
+        "-d",
+        "a=b",
+        &url,
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "bodybody");
+    assert_eq!(run.stderr, "", "the trace replaces -v's lines");
+    let trace = std::fs::read_to_string(&file).unwrap();
+    let stamped = |l: &str| {
+        let b = l.as_bytes();
+        b.len() > 16 && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
+    };
+    let mut unstamped = String::new();
+    for line in trace.lines() {
+        let rest = if stamped(line) { &line[16..] } else { line };
+        let title = ["== ", "=> ", "<= "].iter().any(|t| rest.starts_with(t));
+        assert_eq!(stamped(line), title, "only titles are stamped: {line:?}");
+        unstamped.push_str(rest);
+        unstamped.push('\n');
+    }
+    for block in [
+        "=> Send header, ",
+        "0000: POST / HTTP/1.1\n",
+        "=> Send data, 3 bytes (0x3)\n0000: a=b\n",
+        "<= Recv header, 17 bytes (0x11)\n0000: HTTP/1.1 200 OK\n",
+        "<= Recv data, 4 bytes (0x4)\n0000: body\n",
+        "== Info: Re-using existing connection",
+        "== Info: Connection #1 to host 127.0.0.1 left intact\n",
+    ] {
+        assert!(unstamped.contains(block), "{block:?} in\n{trace}");
+    }
+}
+
+/// `--trace %` and a trace file that cannot be made both send the trace to stderr, as curl
+/// does; a connection that fails still has its `Info` lines.
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_goes_to_stderr_with_percent_or_an_unusable_file() {
+    let server = serving(Reply::ok("x")).await;
+    let url = server.url("/");
+    for target in ["%", "/nonexistent-poolcurl-dir/trace.txt"] {
+        let run = poolcurl(&["--trace", target, &url]).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stdout_text(), "x");
+        assert!(
+            run.stderr
+                .contains("<= Recv data, 1 bytes (0x1)\n0000: 78 "),
+            "{target}: {}",
+            run.stderr
+        );
+    }
+    let closed = RefusedAddr::new();
+    let dir = TempDir::new("trace-refused");
+    let file = dir.path().join("t.txt");
+    let run = poolcurl(&[
+        "-s",
+        "--trace-ascii",
+        file.to_str().unwrap(),
+        &format!("http://{}/", closed.addr()),
+    ])
+    .await;
+    assert_eq!(run.code, 7);
+    let trace = std::fs::read_to_string(&file).unwrap();
+    assert!(trace.starts_with("== Info: "), "{trace}");
+    assert!(!trace.contains("=> Send"), "{trace}");
+}
+
+/// Over HTTP/2 the trace shows the request head as curl does (`HTTP/2`, `Host` from
+/// `:authority`) and each response header line.
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_shows_an_http2_exchange() {
+    let pki = TestPki::new();
+    let dir = TempDir::new("trace-h2");
+    let ca = pki.write_ca_pem(dir.path()).unwrap();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2"]))
+        .default_stream(StreamPlan::status(200))
+        .start()
+        .await;
+    let run = poolcurl(&[
+        "--trace-ascii",
+        "-",
+        "--cacert",
+        ca.to_str().unwrap(),
+        &server.url("/"),
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let trace = run.stdout_text();
+    assert!(trace.contains("0000: GET / HTTP/2\n"), "{trace}");
+    assert!(
+        trace.contains("== Info: ALPN: server accepted h2\n"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains("<= Recv header, 13 bytes (0xd)\n0000: HTTP/2 200 \n"),
+        "{trace}"
+    );
+}
+
+/// `-v` notes request data and the body's first block (`} [N bytes data]`, `{ [...]`) where
+/// the body does not go to a terminal, and says a `-T` upload is complete.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_notes_the_data_and_a_complete_upload() {
+    let server = serving(Reply::ok("done")).await;
+    let dir = TempDir::new("verbose-upload");
+    let file = dir.path().join("up.txt");
+    std::fs::write(&file, "12345").unwrap();
+    let run = poolcurl(&["-v", "-T", file.to_str().unwrap(), &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let at = |text: &str| {
+        lines
+            .iter()
+            .position(|l| *l == text)
+            .unwrap_or_else(|| panic!("{text:?} in\n{}", run.stderr))
+    };
+    let (sent, uploaded) = (
+        at("} [5 bytes data]"),
+        at("* We are completely uploaded and fine"),
+    );
+    let (status, received) = (at("< HTTP/1.1 200 OK"), at("{ [4 bytes data]"));
+    assert!(
+        sent < uploaded && uploaded < status && status < received,
+        "{}",
+        run.stderr
+    );
 }
 
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,

@@ -53,6 +53,11 @@ enum Extra {
     JsonFields,
     /// The response head lines `-v` shows (`< ...`), byte for byte.
     VerboseResponseHead,
+    /// `-v`'s notes of the data sent and received (`} [N bytes data]`, `{ [...]`).
+    VerboseDataNotes,
+    /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
+    /// `Trying`, poolcurl's partition and connection), byte for byte.
+    TraceWithoutInfo,
 }
 
 /// Which server a case runs against.
@@ -977,6 +982,87 @@ fn cases() -> Vec<Case> {
             "mixed case verbose",
             &["-v", "-o", "/dev/null", "%BASE%/mixed"],
         ),
+        // --trace and --trace-ascii: the same blocks, bytes and layout as curl's.
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii to stdout",
+            &["--trace-ascii", "-", "-A", "parity", "%BASE%/hello"],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace in hex with data",
+            // The hex shows the port's digits: a fixed Host keeps them out.
+            &[
+                "--trace",
+                "-",
+                "-A",
+                "parity",
+                "-H",
+                "Host: parity.test",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii of an upload",
+            // curl 7.88 sends `Expect: 100-continue` with any `-T` upload; poolcurl does not.
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-H",
+                "Expect:",
+                "-T",
+                "%DIR%/../headers.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii through a redirect",
+            // Without -i: with the trace on stdout too, curl writes each header line after its
+            // block, poolcurl the head after the last block.
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-L",
+                "%BASE%/redirect",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii after -v wins",
+            &["-v", "--trace-ascii", "-", "-A", "parity", "%BASE%/mixed"],
+        ),
+        case(
+            "-v after trace-ascii wins",
+            &["--trace-ascii", "-", "-v", "%BASE%/hello"],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii is global across --next",
+            &[
+                "-A",
+                "parity",
+                "%BASE%/hello",
+                "--next",
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "%BASE%/mixed",
+            ],
+        ),
+        with(
+            Extra::VerboseDataNotes,
+            "verbose data notes",
+            &["-v", "-d", "a=b", "-o", "/dev/null", "%BASE%/echo"],
+        ),
         case("glob braces", &["%BASE%/files/{a,b}"]),
         case(
             "glob range to files",
@@ -1755,6 +1841,15 @@ fn verbose_response_lines(stderr: &str) -> Vec<String> {
         .collect()
 }
 
+/// A trace on stdout without its `== Info:` lines (one may follow a body that does not end
+/// in a newline on the same line).
+fn without_info(stdout: &[u8]) -> String {
+    String::from_utf8_lossy(stdout)
+        .split_inclusive('\n')
+        .map(|l| l.find("== Info: ").map_or(l, |at| &l[..at]))
+        .collect()
+}
+
 /// The `%{json}` fields both programs must agree on.
 fn json_fields(stdout: &[u8]) -> Vec<(String, serde_json::Value)> {
     let value: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
@@ -1840,7 +1935,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 curl.code, ours.code
             ));
         }
-        let stdout_compared = case.extra != Extra::JsonFields;
+        let stdout_compared = ![Extra::JsonFields, Extra::TraceWithoutInfo].contains(&case.extra);
         if stdout_compared && curl.stdout != ours.stdout {
             problems.push(format!(
                 "stdout:\n  curl     {:?}\n  poolcurl {:?}",
@@ -1883,6 +1978,27 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 );
                 if a != b {
                     problems.push(format!("-v response head: curl {a:?} poolcurl {b:?}"));
+                }
+            }
+            Extra::VerboseDataNotes => {
+                let notes = |stderr: &str| -> Vec<String> {
+                    stderr
+                        .split('\n')
+                        .filter(|l| l.starts_with("} [") || l.starts_with("{ ["))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let (a, b) = (notes(&curl.stderr), notes(&ours.stderr));
+                if a != b || a.is_empty() {
+                    problems.push(format!("-v data notes: curl {a:?} poolcurl {b:?}"));
+                }
+            }
+            Extra::TraceWithoutInfo => {
+                let (a, b) = (without_info(&curl.stdout), without_info(&ours.stdout));
+                if a != b || !a.contains("<= Recv header") {
+                    problems.push(format!(
+                        "trace without Info lines:\n  curl     {a:?}\n  poolcurl {b:?}"
+                    ));
                 }
             }
             Extra::JsonFields => {

@@ -27,6 +27,9 @@ pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
     };
     // The global options are the same in every group (`next::split` copied them).
     let report = Report::new(first.silent, first.show_error);
+    if let Some((style, path)) = first.trace() {
+        super::trace::configure(style, path);
+    }
     if first.trace_time {
         // While this process has one thread: the offset cannot be read safely later.
         super::verbose::capture_local_offset();

@@ -71,6 +71,7 @@ mod retry;
 pub(crate) mod setup;
 mod sink;
 mod time_cond;
+mod trace;
 mod transfer;
 pub(crate) mod url;
 pub(crate) mod usage;
@@ -171,7 +172,8 @@ impl Session {
         if args.custom_head() {
             report.warning_raw(CUSTOM_HEAD_WARNING);
         }
-        if let Some(method) = args.unnecessary_method().filter(|_| args.verbose) {
+        let verbose = Verbose::new(args.verbose, args.trace_time);
+        if let Some(method) = args.unnecessary_method().filter(|_| verbose.enabled()) {
             report.warning_raw(&format!(
                 "Note: Unnecessary use of -X or --request, {method} is already inferred."
             ));
@@ -199,7 +201,7 @@ impl Session {
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = shared.client_for(&args, &connect_to)?;
         // Only `-v` reads them (the pool has its own copy): no second parse without it.
-        let proxies = if args.verbose {
+        let proxies = if verbose.enabled() {
             setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?
         } else {
             None
@@ -221,7 +223,7 @@ impl Session {
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
             proxies,
-            verbose: Verbose::new(args.verbose, args.trace_time),
+            verbose,
             args,
             client,
             composed,

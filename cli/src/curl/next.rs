@@ -7,8 +7,9 @@
 //!   any URL of its group starts nothing, so the options around it stay together.
 //! * Global options apply to every group wherever they stand: `-s`, `-S`, `-v`, `-#`,
 //!   `--no-progress-meter`, `--rate`, `-Z`, `--parallel-max`, `--parallel-immediate`,
-//!   `--fail-early` and `--styled-output`. [`split`] copies them to the front of every group
-//!   (in the order written, so the last of a repeated one still wins).
+//!   `--fail-early`, `--styled-output`, `--stderr`, `--trace`, `--trace-ascii` and
+//!   `--trace-time`. [`split`] copies them to the front of every group (in the order
+//!   written, so the last of a repeated one still wins).
 //! * A last group without a URL (`URL --next -o x`) is an error, but only when its turn comes:
 //!   the groups before it run first.
 //!
@@ -32,6 +33,8 @@ const GLOBAL_LONG: &[&str] = &[
     "styled-output",
     "stderr",
     "trace-time",
+    "trace",
+    "trace-ascii",
 ];
 
 /// The short forms of curl's global options.

@@ -15,6 +15,7 @@
 //! < HTTP/2 200
 //! < content-length: 5
 //! <
+//! { [5 bytes data]
 //! * Connection #1 to host localhost left intact
 //! ```
 //!
@@ -23,8 +24,14 @@
 //! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
 //! does; so does a tunnel the proxy refused, before the error. Request headers print in the
 //! order they are sent, `Host` first, as curl sends them; response header names as the server
-//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF. `--trace-time` starts
-//! each line with the local time, `HH:MM:SS.micros`, as curl does.
+//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF. Request data and the
+//! first block of a response body are noted (`} [N bytes data]`, `{ [N bytes data]`), except
+//! where the body goes to a terminal. `--trace-time` starts each line with the local time,
+//! `HH:MM:SS.micros`, as curl does.
+//!
+//! With `--trace` or `--trace-ascii` ([`super::trace`]) the same lines go to the trace file as
+//! curl lays them out there (`== Info:` for `*`, a dump of the bytes for `>` and `<`), with
+//! every block of the body dumped.
 
 use std::sync::OnceLock;
 
@@ -33,8 +40,8 @@ use http::{HeaderMap, Method, Uri};
 use time::{OffsetDateTime, UtcOffset};
 
 use super::connect_to::Dial;
-use super::output::stderr_line;
 use super::request::title_case;
+use super::trace::{self, Style, Trace};
 
 /// What `-v` needs to know about a request beyond the request itself.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +62,12 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) proxy: Option<&'a pool::Proxy>,
     /// `--request-target`: the request line's target whatever the route.
     pub(crate) target: Option<&'a str>,
+    /// Whether `-v` leaves out its `[N bytes data]` notes: the body goes to a terminal,
+    /// where it shows itself (curl's rule).
+    pub(crate) quiet_data: bool,
+    /// Whether the request's data is an upload (`-T`, `-F`) rather than `-d`'s data: curl
+    /// then says it is "completely uploaded".
+    pub(crate) upload: bool,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -67,54 +80,89 @@ pub(crate) fn capture_local_offset() {
     LOCAL_OFFSET.get_or_init(|| UtcOffset::current_local_offset().unwrap_or(UtcOffset::UTC));
 }
 
-/// The `-v` trace on stderr.
+/// The `-v` trace on stderr, or `--trace`/`--trace-ascii`'s.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Verbose {
-    /// Whether `-v` was given.
-    enabled: bool,
+    /// What is traced, and how.
+    mode: Mode,
     /// `--trace-time`: the offset each line's local time is shown in.
     clock: Option<UtcOffset>,
 }
 
+/// What a [`Verbose`] writes.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// Nothing.
+    Off,
+    /// `-v`'s lines, where diagnostics go.
+    Plain,
+    /// A `--trace` or `--trace-ascii` dump.
+    Dump(&'static Trace),
+}
+
 impl Verbose {
-    /// A trace that prints only if `enabled`, each line stamped with the local time when
-    /// `trace_time` is set.
+    /// A trace: the process's `--trace` if one is set, else `-v`'s lines if `enabled`; each
+    /// line stamped with the local time when `trace_time` is set.
     pub(crate) fn new(enabled: bool, trace_time: bool) -> Verbose {
         let clock = trace_time.then(|| LOCAL_OFFSET.get().copied().unwrap_or(UtcOffset::UTC));
-        Verbose { enabled, clock }
+        let mode = match (trace::get(), enabled) {
+            (Some(dump), _) => Mode::Dump(dump),
+            (None, true) => Mode::Plain,
+            (None, false) => Mode::Off,
+        };
+        Verbose { mode, clock }
+    }
+
+    /// Whether anything is traced (`-v`, `--trace`, `--trace-ascii`).
+    pub(crate) fn enabled(&self) -> bool {
+        !matches!(self.mode, Mode::Off)
     }
 
     /// `* message`.
     pub(crate) fn info(&self, message: &str) {
-        if self.enabled {
-            stderr_line(&format!("{}* {message}", stamp(self.clock)));
-        }
+        self.print(|lines| lines.info(message));
     }
 
-    /// The connection, request and response lines of one exchange.
+    /// The connection, request and response lines of one exchange, with the request's data
+    /// (`body`) between the request head and the response's.
     pub(crate) fn exchange(
         &self,
         cx: &VerboseContext<'_>,
         connection: Option<&pool::ConnectionHandle>,
         request: (&Method, &Uri, &HeaderMap),
+        body: &[u8],
         head: &[u8],
     ) {
-        if !self.enabled {
-            return;
-        }
-        print_trace(self.clock, |line| {
+        self.print(|lines| {
             if let Some(c) = connection {
-                connection_lines(line, cx, c);
+                connection_lines(lines, cx, c);
             }
             if cx.http2_over_cleartext {
-                line(
-                    "* --http2 over cleartext: HTTP/2 needs prior knowledge here \
+                lines.info(
+                    "--http2 over cleartext: HTTP/2 needs prior knowledge here \
                      (--http2-prior-knowledge); using HTTP/1.1",
                 );
             }
-            request_lines(line, cx, connection, request);
-            head_lines(line, '<', head);
+            request_lines(lines, cx, connection, request);
+            if !body.is_empty() {
+                // curl hands an upload over in blocks of its upload buffer's size.
+                for (i, block) in body.chunks(UPLOAD_BLOCK).enumerate() {
+                    lines.data(Direction::Sent, block, i == 0, cx.quiet_data);
+                }
+                if cx.upload {
+                    lines.info("We are completely uploaded and fine");
+                }
+            }
+            head_lines(lines, Direction::Received, head);
         });
+    }
+
+    /// A block of the response body as read (`first` of its body or not); see
+    /// [`Lines::data`].
+    pub(crate) fn received_data(&self, data: &[u8], first: bool, quiet: bool) {
+        if first || matches!(self.mode, Mode::Dump(_)) {
+            self.print(|lines| lines.data(Direction::Received, data, first, quiet));
+        }
     }
 
     /// A tunnel the proxy refused: the `CONNECT` as the pool wrote it (when the proxy is
@@ -125,12 +173,9 @@ impl Verbose {
         authority: &str,
         answer: &str,
     ) {
-        if !self.enabled {
-            return;
-        }
-        print_trace(self.clock, |line| {
-            let status = tunnel_lines(line, proxy, authority, Some(answer)).unwrap_or_default();
-            line(&format!("* CONNECT tunnel failed, response {status}"));
+        self.print(|lines| {
+            let status = tunnel_lines(lines, proxy, authority, Some(answer)).unwrap_or_default();
+            lines.info(&format!("CONNECT tunnel failed, response {status}"));
         });
     }
 
@@ -148,19 +193,134 @@ impl Verbose {
             self.info(&format!("Connection {} to host {host} left intact", c.id()));
         }
     }
+
+    /// Builds a trace with `build` and writes it in one write (so the lines of one trace stay
+    /// together under `-Z`).
+    fn print(&self, build: impl FnOnce(&mut Lines)) {
+        let style = match self.mode {
+            Mode::Off => return,
+            Mode::Plain => None,
+            Mode::Dump(trace) => Some(trace.style),
+        };
+        let mut lines = Lines {
+            text: String::new(),
+            stamp: stamp(self.clock),
+            style,
+            head: Vec::new(),
+        };
+        build(&mut lines);
+        let text = lines.finish();
+        match self.mode {
+            Mode::Dump(trace) => trace.write(&text),
+            _ => super::errout::write(text.as_bytes()),
+        }
+    }
+}
+
+/// The size of the blocks an upload is shown in: curl's upload buffer, 64 KiB.
+const UPLOAD_BLOCK: usize = 64 * 1024;
+
+/// Which way bytes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Sent,
+    Received,
+}
+
+/// A trace being built, line by line, as `-v` shows it or as a `--trace` dump.
+struct Lines {
+    text: String,
+    /// `--trace-time`'s prefix (empty without it).
+    stamp: String,
+    /// The dump's style; `None` for `-v`.
+    style: Option<Style>,
+    /// A dump's request head so far: its lines go out as one block, as curl sends them.
+    head: Vec<u8>,
+}
+
+impl Lines {
+    /// `* text`, or `== Info: text`.
+    fn info(&mut self, text: &str) {
+        self.end_head();
+        let mark = if self.style.is_some() {
+            "== Info: "
+        } else {
+            "* "
+        };
+        self.line(mark, text);
+    }
+
+    /// One line of a message head, without its CRLF: `> line` or `< line` with the CRLF, or
+    /// a dump's block (the request's lines gathered into one).
+    fn head_line(&mut self, direction: Direction, text: &str) {
+        match (self.style, direction) {
+            (None, Direction::Sent) => self.line("> ", &format!("{text}\r")),
+            (None, Direction::Received) => self.line("< ", &format!("{text}\r")),
+            (Some(_), Direction::Sent) => {
+                self.head.extend_from_slice(text.as_bytes());
+                self.head.extend_from_slice(b"\r\n");
+            }
+            (Some(style), Direction::Received) => {
+                self.end_head();
+                let line = format!("{text}\r\n");
+                trace::dump(
+                    &mut self.text,
+                    style,
+                    &self.stamp,
+                    "<= Recv header",
+                    line.as_bytes(),
+                );
+            }
+        }
+    }
+
+    /// A block of a body: dumped, or `-v`'s `} [N bytes data]` / `{ [N bytes data]` for the
+    /// `first` block of a run (curl notes one per run), unless `quiet`.
+    fn data(&mut self, direction: Direction, bytes: &[u8], first: bool, quiet: bool) {
+        self.end_head();
+        match (self.style, direction) {
+            (None, _) if quiet || !first => {}
+            (None, Direction::Sent) => self.line("} ", &format!("[{} bytes data]", bytes.len())),
+            (None, Direction::Received) => {
+                self.line("{ ", &format!("[{} bytes data]", bytes.len()));
+            }
+            (Some(style), Direction::Sent) => {
+                trace::dump(&mut self.text, style, &self.stamp, "=> Send data", bytes);
+            }
+            (Some(style), Direction::Received) => {
+                trace::dump(&mut self.text, style, &self.stamp, "<= Recv data", bytes);
+            }
+        }
+    }
+
+    fn line(&mut self, mark: &str, text: &str) {
+        self.text.push_str(&self.stamp);
+        self.text.push_str(mark);
+        self.text.push_str(text);
+        self.text.push('\n');
+    }
+
+    /// Writes a dump's gathered request head as its block.
+    fn end_head(&mut self) {
+        if let (Some(style), false) = (self.style, self.head.is_empty()) {
+            let head = std::mem::take(&mut self.head);
+            trace::dump(&mut self.text, style, &self.stamp, "=> Send header", &head);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        self.end_head();
+        self.text
+    }
 }
 
 /// How a request's connection came to be, as `-v` shows it: reused, or the new connection
 /// (with `--connect-to`, the proxy and its tunnel, and TLS).
-fn connection_lines(
-    line: &mut dyn FnMut(&str),
-    cx: &VerboseContext<'_>,
-    c: &pool::ConnectionHandle,
-) {
+fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::ConnectionHandle) {
     let info = c.info();
     if c.is_reused() {
-        line(&format!(
-            "* Re-using existing connection {} with host {} (partition {})",
+        lines.info(&format!(
+            "Re-using existing connection {} with host {} (partition {})",
             c.id(),
             cx.host,
             info.partition()
@@ -168,10 +328,10 @@ fn connection_lines(
         return;
     }
     if cx.dial.names_host {
-        line(&format!("* Connecting to hostname: {}", cx.dial.host));
+        lines.info(&format!("Connecting to hostname: {}", cx.dial.host));
     }
     if cx.dial.names_port {
-        line(&format!("* Connecting to port: {}", cx.dial.port));
+        lines.info(&format!("Connecting to port: {}", cx.dial.port));
     }
     // curl names a Unix socket where the address would be, with the URL's port.
     let (ip, port) = match (info.unix_socket(), info.remote_addr()) {
@@ -180,15 +340,15 @@ fn connection_lines(
         (None, None) => (String::from("?"), 0),
     };
     match info.proxy() {
-        None => line(&format!(
-            "* Connected to {} ({ip}) port {port} (partition {}, connection {})",
+        None => lines.info(&format!(
+            "Connected to {} ({ip}) port {port} (partition {}, connection {})",
             cx.host,
             info.partition(),
             c.id()
         )),
         Some(route) => {
-            line(&format!(
-                "* Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
+            lines.info(&format!(
+                "Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
                 route.proxy,
                 info.partition(),
                 c.id()
@@ -197,22 +357,22 @@ fn connection_lines(
                 // The tunnel goes where `--connect-to` sends the connection.
                 let answer = route.connect_response.as_deref();
                 let authority = &cx.dial.authority;
-                if let Some(status) = tunnel_lines(line, cx.proxy, authority, answer) {
-                    line("* CONNECT phase completed");
-                    line(&format!("* CONNECT tunnel established, response {status}"));
+                if let Some(status) = tunnel_lines(lines, cx.proxy, authority, answer) {
+                    lines.info("CONNECT phase completed");
+                    lines.info(&format!("CONNECT tunnel established, response {status}"));
                 }
             }
         }
     }
     if let Some(tls) = info.tls() {
-        line(&format!("* ALPN: poolcurl offers {}", cx.alpn_offer));
-        line(&format!(
-            "* SSL connection using {} / {}",
+        lines.info(&format!("ALPN: poolcurl offers {}", cx.alpn_offer));
+        lines.info(&format!(
+            "SSL connection using {} / {}",
             tls.version, tls.cipher_suite
         ));
         match tls.alpn {
-            Some(accepted) => line(&format!("* ALPN: server accepted {accepted}")),
-            None => line("* ALPN: server did not agree on a protocol. Uses default."),
+            Some(accepted) => lines.info(&format!("ALPN: server accepted {accepted}")),
+            None => lines.info("ALPN: server did not agree on a protocol. Uses default."),
         }
     }
 }
@@ -221,7 +381,7 @@ fn connection_lines(
 /// pool adds it last on HTTP/1 when the request has none), the request's headers, then what a
 /// forward proxy's requests carry.
 fn request_lines(
-    line: &mut dyn FnMut(&str),
+    lines: &mut Lines,
     cx: &VerboseContext<'_>,
     connection: Option<&pool::ConnectionHandle>,
     request: (&Method, &Uri, &HeaderMap),
@@ -244,13 +404,13 @@ fn request_lines(
     };
     // Header lines end in CRLF and the blank line after a head is `> ` / `< `, byte for
     // byte as curl writes them (the head as sent and received).
-    line(&format!("> {method} {target} {version}\r"));
+    lines.head_line(Direction::Sent, &format!("{method} {target} {version}"));
     if !http2 && !headers.contains_key(HOST) {
         let host = pool::OriginKey::from_uri(uri).map_or_else(
             |_| uri.authority().map_or(String::new(), |a| a.to_string()),
             |origin| origin.authority(),
         );
-        line(&format!("> Host: {host}\r"));
+        lines.head_line(Direction::Sent, &format!("Host: {host}"));
     }
     // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
     let authorization = forward
@@ -262,27 +422,16 @@ fn request_lines(
         .chain(forward.map_or(&[][..], pool::Proxy::headers))
         .map(|(name, value)| (name, value));
     for (name, value) in headers.iter().chain(for_proxy) {
-        line(&format!(
-            "> {}: {}\r",
-            title_case(name.as_str()),
-            String::from_utf8_lossy(value.as_bytes())
-        ));
+        lines.head_line(
+            Direction::Sent,
+            &format!(
+                "{}: {}",
+                title_case(name.as_str()),
+                String::from_utf8_lossy(value.as_bytes())
+            ),
+        );
     }
-    line("> \r");
-}
-
-/// Builds a trace with `build`, which writes each line through the function it is given, and
-/// prints it on stderr in one write (so the lines of one trace stay together under `-Z`);
-/// with a `clock`, each line starts with the time.
-fn print_trace(clock: Option<UtcOffset>, build: impl FnOnce(&mut dyn FnMut(&str))) {
-    let stamp = stamp(clock);
-    let mut trace = String::new();
-    build(&mut |text: &str| {
-        trace.push_str(&stamp);
-        trace.push_str(text);
-        trace.push('\n');
-    });
-    super::errout::write(trace.as_bytes());
+    lines.head_line(Direction::Sent, "");
 }
 
 /// `--trace-time`'s prefix, the local time as curl prints it (`HH:MM:SS.micros `); empty
@@ -305,26 +454,25 @@ fn stamp(clock: Option<UtcOffset>) -> String {
 /// wrote it (when `proxy` is known) and the proxy's `answer` head, as received; returns the
 /// answer's status.
 fn tunnel_lines<'a>(
-    line: &mut dyn FnMut(&str),
+    lines: &mut Lines,
     proxy: Option<&pool::Proxy>,
     authority: &str,
     answer: Option<&'a str>,
 ) -> Option<&'a str> {
-    line(&format!("* Establish HTTP proxy tunnel to {authority}"));
+    lines.info(&format!("Establish HTTP proxy tunnel to {authority}"));
     if let Some(proxy) = proxy {
-        head_lines(line, '>', &proxy.connect_head(authority));
+        head_lines(lines, Direction::Sent, &proxy.connect_head(authority));
     }
     let answer = answer?;
-    head_lines(line, '<', answer.as_bytes());
+    head_lines(lines, Direction::Received, answer.as_bytes());
     answer.split(' ').nth(1)
 }
 
-/// The lines of a message head (up to its blank line) as `-v` shows them: each after `mark`
-/// and a space, ending in CRLF, then `mark` and a space alone for the blank line.
-fn head_lines(line: &mut dyn FnMut(&str), mark: char, head: &[u8]) {
+/// The lines of a message head, up to and with its blank line, sent or received.
+fn head_lines(lines: &mut Lines, direction: Direction, head: &[u8]) {
     let head = String::from_utf8_lossy(head);
     for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
-        line(&format!("{mark} {text}\r"));
+        lines.head_line(direction, text);
     }
-    line(&format!("{mark} \r"));
+    lines.head_line(direction, "");
 }

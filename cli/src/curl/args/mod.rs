@@ -27,6 +27,8 @@ use clap::ArgMatches;
 use http::Method;
 use http::header::{HeaderName, HeaderValue};
 
+use super::trace::Style;
+
 mod compat;
 mod net;
 pub(crate) mod parse;
@@ -76,8 +78,17 @@ pub(crate) struct CurlArgs {
     pub(crate) head: bool,
 
     /// Show the connection, the request and response heads on stderr
-    #[arg(short = 'v', long = "verbose")]
+    #[arg(short = 'v', long = "verbose", overrides_with_all = ["trace", "trace_ascii"])]
     pub(crate) verbose: bool,
+
+    /// Write -v's trace with every byte sent and received, in hex, to FILE ("-": stdout,
+    /// "%": stderr)
+    #[arg(long = "trace", value_name = "FILE", overrides_with_all = ["verbose", "trace_ascii"])]
+    pub(crate) trace: Option<String>,
+
+    /// As --trace, the bytes as text (64 a line, a line per CRLF)
+    #[arg(long = "trace-ascii", value_name = "FILE", overrides_with_all = ["verbose", "trace"])]
+    pub(crate) trace_ascii: Option<String>,
 
     /// Silent mode: no error messages and no progress bar
     #[arg(short = 's', long = "silent")]
@@ -87,7 +98,7 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'S', long = "show-error")]
     pub(crate) show_error: bool,
 
-    /// Start each -v line with the local time (HH:MM:SS.micros)
+    /// Start each -v (or --trace) line with the local time (HH:MM:SS.micros)
     #[arg(long = "trace-time")]
     pub(crate) trace_time: bool,
 
@@ -393,6 +404,16 @@ impl DataOrder {
 }
 
 impl CurlArgs {
+    /// `--trace` or `--trace-ascii`, whichever came last (clap keeps only the last of the
+    /// two and `-v`): the style and the file.
+    pub(crate) fn trace(&self) -> Option<(Style, &str)> {
+        match (&self.trace, &self.trace_ascii) {
+            (Some(path), _) => Some((Style::Hex, path)),
+            (None, Some(path)) => Some((Style::Ascii, path)),
+            (None, None) => None,
+        }
+    }
+
     /// Whether `-X` names HEAD (in any case, as curl compares it) without `-I`: curl warns
     /// that this may not do what the user wants.
     pub(crate) fn custom_head(&self) -> bool {

@@ -30,8 +30,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--socks5-hostname", None, "HTTP proxies only (-x)"),
     flag("--preproxy", None, "HTTP proxies only (-x)"),
     flag("--libcurl", None, "poolcurl is not libcurl"),
-    flag("--trace", None, "use -v"),
-    flag("--trace-ascii", None, "use -v"),
     flag("--manual", Some('M'), "see --help and the README"),
     flag("--alt-svc", None, "no Alt-Svc cache"),
     flag("--hsts", None, "no HSTS cache"),

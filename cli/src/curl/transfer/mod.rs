@@ -215,7 +215,7 @@ impl Session {
         record: &mut TransferRecord,
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
-        let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to)?;
+        let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to, sink)?;
         // `--digest`, before this URL's challenge: the user to answer it as. The request that
         // draws the challenge carries no data, which curl does not send twice.
         let digest_user = (state.digest.is_none() && !hop.drops_credentials())

@@ -2,6 +2,8 @@
 //! the response body (decoded, paced, bounded); with the target a request goes to and how a
 //! pool error becomes curl's exit code.
 
+use std::io::IsTerminal as _;
+
 use http::Uri;
 use http::header::CONTENT_LENGTH;
 use http::response::Parts;
@@ -109,11 +111,14 @@ impl Session {
             http1_0: self.args.net.http1_0,
             proxy: self.proxy_for(uri),
             target: template.has_target().then_some(wire_target),
+            quiet_data: target.quiet_data,
+            upload: !self.composed.inline_data,
         };
         self.verbose.exchange(
             &context,
             connection.as_ref(),
             (&hop.method, uri, &sent_headers),
+            &template.body_for(hop),
             &output::response_head(&parts),
         );
         record.connection = connection;
@@ -136,10 +141,13 @@ impl Session {
         }
         let mut decoder = Decoder::for_response(self.args.send.compressed, &parts.headers);
         let mut pace = Pace::start(&self.pace_args());
+        let mut first = true;
         while let Some(frame) = pace.next_frame(body).await? {
             let remaining = length.map(|l| l.saturating_sub(record.size_download));
             let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
             if let Some(data) = frame.data_ref() {
+                self.verbose.received_data(data, first, target.quiet_data);
+                first = false;
                 // A body of unannounced length stops at the limit, as curl 8.4 and later do.
                 if self
                     .max_filesize()
@@ -195,6 +203,9 @@ pub(super) struct Target {
     pub(super) dial: Dial,
     /// Whether the request speaks HTTP/2 with prior knowledge.
     pub(super) prior_knowledge: bool,
+    /// Whether `-v` leaves out its `[N bytes data]` notes: the body goes to a terminal, where
+    /// it shows itself.
+    pub(super) quiet_data: bool,
 }
 
 impl Target {
@@ -207,6 +218,7 @@ impl Target {
         uri: &Uri,
         prior_knowledge: bool,
         connect_to: &ConnectToArgs,
+        sink: &Sink,
     ) -> Result<Target, CurlError> {
         let host = uri.host().unwrap_or_default();
         let host = host
@@ -221,6 +233,7 @@ impl Target {
             dial: connect_to.check(host, port)?,
             host: host.to_owned(),
             prior_knowledge,
+            quiet_data: sink.path().is_none() && std::io::stdout().is_terminal(),
         })
     }
 }
