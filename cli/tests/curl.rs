@@ -1561,6 +1561,74 @@ async fn location_follows_a_302_to_another_path() {
     assert_eq!(run.stdout_text(), format!("302 {}", server.url("/new")));
 }
 
+/// `-n` reads `$HOME/.netrc` and looks up each request's host: a redirect to another host
+/// sends that host's entry, not the first host's; a host the file does not name is said so
+/// under `-v` and goes without credentials.
+#[tokio::test(flavor = "multi_thread")]
+async fn netrc_gives_each_host_of_a_transfer_its_own_entry() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
+            "/first" => {
+                let port = req.header("host").and_then(|h| h.rsplit(':').next());
+                let location = format!("http://localhost:{}/second", port.unwrap_or_default());
+                Reply::new(302).header("location", &location)
+            }
+            _ => Reply::ok("here"),
+        }))
+        .await;
+    let port = server.addr().port();
+    let home = TempDir::new("netrc-home");
+    std::fs::write(
+        home.path().join(".netrc"),
+        "machine 127.0.0.1 login alice password one\nmachine localhost login lh password two\n",
+    )
+    .unwrap();
+    let run = |args: Vec<String>| {
+        let mut command = common::poolcurl_command();
+        command.env("HOME", home.path()).args(args);
+        async move { command.output().await.expect("poolcurl ran") }
+    };
+    let out = run(vec![
+        "-n".into(),
+        "-L".into(),
+        "--resolve".into(),
+        format!("localhost:{port}:127.0.0.1"),
+        server.url("/first"),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"here");
+    let sent: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    // `alice:one` and `lh:two` in base64.
+    let basic = |token: &str| Some(format!("Basic {token}"));
+    assert_eq!(sent, [basic("YWxpY2U6b25l"), basic("bGg6dHdv")]);
+
+    let out = run(vec![
+        "-n".into(),
+        "-v".into(),
+        format!("http://127.0.0.2:{port}/x"),
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let netrc = home.path().join(".netrc");
+    assert!(
+        stderr.contains(&format!(
+            "* Couldn't find host 127.0.0.2 in the {} file; using defaults",
+            netrc.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("> Authorization"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn too_many_redirects_exit_47() {
     let server = serving(Reply::new(301).header("location", "/again")).await;

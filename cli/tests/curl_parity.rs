@@ -622,6 +622,79 @@ fn cases() -> Vec<Case> {
             "local port taken",
             &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
         ),
+        // .netrc: the host's first entry, the URL's user's own, the default; -u and
+        // --netrc-optional's URL password win; curl's dialect (quotes, comments, keywords in
+        // any case); a quote left open exits 26.
+        case(
+            "netrc first entry",
+            &["--netrc-file", "%DIR%/../netrc.txt", "%BASE%/echo"],
+        ),
+        case(
+            "netrc entry of the url's user",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "http://bob@127.0.0.1:%PORT%/echo",
+            ],
+        ),
+        case(
+            "netrc password over the url's",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "http://bob:pw@127.0.0.1:%PORT%/echo",
+            ],
+        ),
+        case(
+            "netrc optional keeps the url's password",
+            &[
+                "--netrc-optional",
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "http://bob:pw@127.0.0.1:%PORT%/echo",
+            ],
+        ),
+        case(
+            "netrc under -u",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "-u",
+                "x:y",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "netrc default entry",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "--connect-to",
+                "parity.test:80:127.0.0.1:%PORT%",
+                "http://parity.test/echo",
+            ],
+        ),
+        case(
+            "netrc file missing",
+            &["--netrc-file", "%DIR%/../no-netrc.txt", "%BASE%/echo"],
+        ),
+        case(
+            "netrc dialect",
+            &["--netrc-file", "%DIR%/../netrc-dialect.txt", "%BASE%/echo"],
+        ),
+        case(
+            "netrc open quote",
+            &["--netrc-file", "%DIR%/../netrc-bad.txt", "%BASE%/echo"],
+        ),
+        case(
+            "netrc with digest",
+            &[
+                "--digest",
+                "--netrc-file",
+                "%DIR%/../netrc-digest.txt",
+                "%BASE%/digest",
+            ],
+        ),
         // --digest: a challenge answered once, the data sent with the answer only (the
         // server recomputes each answer from the password).
         case(
@@ -1915,6 +1988,34 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     stamp
         .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480))
         .unwrap();
+    for (name, text) in [
+        (
+            "netrc.txt",
+            "machine 127.0.0.1 login alice password one\n\
+             machine 127.0.0.1 login bob password two\n\
+             default login dflt password three\n",
+        ),
+        (
+            "netrc-dialect.txt",
+            "# machine 127.0.0.1 login no password no\n\
+             macdef init\n\
+             machine 127.0.0.1 login inside password macro\n\
+             \n\
+             MACHINE 127.0.0.1 # login no\n\
+             Login \"al ice\"\n\
+             account acc PASSWORD \"o\\\"ne\" unknown token\n",
+        ),
+        (
+            "netrc-bad.txt",
+            "machine 127.0.0.1 login a password \"open\n",
+        ),
+        (
+            "netrc-digest.txt",
+            "machine 127.0.0.1 login alice password s3cret\n",
+        ),
+    ] {
+        std::fs::write(root.path().join(name), text).unwrap();
+    }
     std::fs::write(
         root.path().join("headers.txt"),
         "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",

@@ -240,6 +240,12 @@ impl Composed {
             .or_else(|| credentials.map(|(user, password)| basic(user, password)))
     }
 
+    /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
+    /// neither the URL nor a `.netrc` does.
+    pub(crate) fn names_user(&self) -> bool {
+        self.user.is_some() || self.challenged.as_ref().is_some_and(|c| c.user.is_some())
+    }
+
     /// With `--digest` or `--anyauth`, the user and password a challenge is answered with:
     /// `-u`'s, else the URL's `credentials`; `None` without either flag or either user.
     pub(crate) fn digest_credentials<'a>(

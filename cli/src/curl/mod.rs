@@ -57,6 +57,7 @@ mod form;
 mod glob;
 mod header_file;
 mod invocation;
+mod netrc;
 mod next;
 mod output;
 mod pace;
@@ -87,6 +88,7 @@ use compose::Composed;
 use connect_to::ConnectToArgs;
 use cookies::CookieJar;
 use exit::CurlError;
+use netrc::Netrc;
 use output::Report;
 use plan::{Output, Planned};
 use proto::Protocols;
@@ -142,6 +144,8 @@ pub(crate) struct Session {
     protocols: Protocols,
     /// The proxies the pool routes through (`-x` or the environment), kept with `-v` only.
     proxies: Option<pool::ProxyConfig>,
+    /// `-n`, `--netrc-file`, `--netrc-optional`: the file credentials come from.
+    netrc: Option<Netrc>,
 }
 
 /// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
@@ -198,6 +202,8 @@ impl Session {
             args.send.junk_session_cookies,
             &shared.cookies,
         )?;
+        let send = &args.send;
+        let netrc = Netrc::load(send.netrc, send.netrc_file.as_deref(), send.netrc_optional);
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = shared.client_for(&args, &connect_to)?;
         // Only `-v` reads them (the pool has its own copy): no second parse without it.
@@ -232,6 +238,7 @@ impl Session {
             report,
             cookies,
             dump_header,
+            netrc,
         })
     }
 

@@ -24,6 +24,18 @@ pub(crate) struct SendArgs {
     #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
     pub(crate) user: Option<String>,
 
+    /// Take the user and password for each host from ~/.netrc (they win over the URL's)
+    #[arg(short = 'n', long = "netrc")]
+    pub(crate) netrc: bool,
+
+    /// As -n, from FILE instead of ~/.netrc
+    #[arg(long = "netrc-file", value_name = "FILE")]
+    pub(crate) netrc_file: Option<String>,
+
+    /// As -n, but a password in the URL wins over the file's
+    #[arg(long = "netrc-optional")]
+    pub(crate) netrc_optional: bool,
+
     /// Use HTTP Digest authentication with -u's (or the URL's) user and password
     #[arg(long = "digest", overrides_with_all = ["basic", "anyauth"])]
     pub(crate) digest: bool,

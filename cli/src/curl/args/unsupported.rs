@@ -17,9 +17,6 @@ struct Unsupported {
 const FLAGS: &[Unsupported] = &[
     flag("--ntlm", None, HTTP_AUTH),
     flag("--negotiate", None, HTTP_AUTH),
-    flag("--netrc", Some('n'), "no .netrc; use -u"),
-    flag("--netrc-file", None, "no .netrc; use -u"),
-    flag("--netrc-optional", None, "no .netrc; use -u"),
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
     flag("--ciphers", None, "rustls chooses the cipher suites"),

@@ -24,6 +24,7 @@ use http::{StatusCode, Uri};
 use super::compose;
 use super::digest;
 use super::exit::CurlError;
+use super::netrc::Mode;
 use super::output;
 use super::pace::PaceArgs;
 use super::progress::Progress;
@@ -51,6 +52,9 @@ enum Next {
 struct HopState {
     /// Credentials from the URL of this hop.
     credentials: Option<(String, String)>,
+    /// Whether `credentials` are the `.netrc` entry of this hop's own host: a redirect from
+    /// another host does not drop them.
+    own: bool,
     /// `-e ";auto"`: the URL the redirect came from.
     referer: Option<HeaderValue>,
     /// `--digest`: the answer to this URL's challenge, once there was one.
@@ -104,11 +108,13 @@ impl Session {
                 "Option --disallow-username-in-url given but URL contains a username",
             ));
         }
+        let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = uri.to_string();
         let mut hop = self.composed.template.first_hop();
         hop.trusted = self.args.location_trusted;
         let mut state = HopState {
             credentials,
+            own,
             referer: None,
             digest: None,
         };
@@ -144,10 +150,14 @@ impl Session {
                         keep_post,
                     );
                     let (next, credentials) = url::take_credentials(&next);
+                    let credentials = credentials
+                        .or(state.credentials)
+                        .filter(|_| !hop.drops_credentials());
+                    // The new host's own entry, if the file has one.
+                    let (credentials, own) = self.netrc_credentials(&next, credentials)?;
                     state = HopState {
-                        credentials: credentials
-                            .or(state.credentials)
-                            .filter(|_| !hop.drops_credentials()),
+                        credentials,
+                        own,
                         referer: self
                             .composed
                             .auto_referer
@@ -162,6 +172,38 @@ impl Session {
         }
     }
 
+    /// The credentials a request to `uri` carries: the URL's (`url`), or the `.netrc` entry of
+    /// its host unless `-u` (or `--oauth2-bearer`) says who the user is, or `--netrc-optional`
+    /// finds a password in the URL; and whether they are the entry.
+    fn netrc_credentials(
+        &self,
+        uri: &Uri,
+        url: Option<(String, String)>,
+    ) -> Result<(Option<(String, String)>, bool), CurlError> {
+        let Some(netrc) = &self.netrc else {
+            return Ok((url, false));
+        };
+        let url_password = url.as_ref().is_some_and(|(_, p)| !p.is_empty());
+        if self.composed.names_user() || (netrc.mode == Mode::Optional && url_password) {
+            return Ok((url, false));
+        }
+        let host = Target::host_of(uri);
+        let user = url.as_ref().map(|(user, _)| user.as_str());
+        let found = netrc.lookup(host, user).inspect_err(|e| {
+            self.verbose.info(e.message());
+        })?;
+        match found {
+            Some(found) => Ok((Some(found), true)),
+            None => {
+                self.verbose.info(&format!(
+                    "Couldn't find host {host} in the {} file; using defaults",
+                    netrc.path.display()
+                ));
+                Ok((url, false))
+            }
+        }
+    }
+
     /// The headers of this hop that the template does not hold.
     fn per_request(
         &self,
@@ -170,7 +212,7 @@ impl Session {
         state: &HopState,
         resume: Option<u64>,
     ) -> PerRequest {
-        let authorization = if hop.drops_credentials() {
+        let authorization = if hop.drops_credentials() && !state.own {
             None
         } else {
             state
@@ -218,7 +260,7 @@ impl Session {
         let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to, sink)?;
         // `--digest`, before this URL's challenge: the user to answer it as. The request that
         // draws the challenge carries no data, which curl does not send twice.
-        let digest_user = (state.digest.is_none() && !hop.drops_credentials())
+        let digest_user = (state.digest.is_none() && (!hop.drops_credentials() || state.own))
             .then(|| self.composed.digest_credentials(state.credentials.as_ref()))
             .flatten();
         let probe = digest_user.filter(|_| hop.send_body).map(|_| Hop {

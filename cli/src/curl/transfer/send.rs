@@ -209,6 +209,14 @@ pub(super) struct Target {
 }
 
 impl Target {
+    /// The URL's host without IPv6 brackets.
+    pub(super) fn host_of(uri: &Uri) -> &str {
+        let host = uri.host().unwrap_or_default();
+        host.strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+    }
+
     /// Where a request for `uri` goes.
     ///
     /// # Errors
@@ -220,11 +228,7 @@ impl Target {
         connect_to: &ConnectToArgs,
         sink: &Sink,
     ) -> Result<Target, CurlError> {
-        let host = uri.host().unwrap_or_default();
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
+        let host = Target::host_of(uri);
         let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
             Some("https") => 443,
             _ => 80,
