@@ -1312,6 +1312,36 @@ async fn limit_rate_paces_the_body() {
     );
 }
 
+/// `--limit-rate` paces a `-T` upload too: 2048 bytes at 4K, in blocks of 409, go out over
+/// 0.4 s at least (the last block once 1,636 bytes are due); the server gets every byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn limit_rate_paces_an_upload() {
+    let server = serving(Reply::ok("stored")).await;
+    let dir = TempDir::new("limit-upload");
+    let file = dir.path().join("up.bin");
+    std::fs::write(&file, vec![b'u'; 2048]).unwrap();
+    let started = std::time::Instant::now();
+    let run = poolcurl(&[
+        "-s",
+        "--limit-rate",
+        "4K",
+        "-T",
+        file.to_str().unwrap(),
+        &server.url("/"),
+    ])
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "stored");
+    let received = server.requests();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].body.len(), 2048);
+    assert!(
+        elapsed >= std::time::Duration::from_millis(399),
+        "{elapsed:?}"
+    );
+}
+
 /// `-Y`/`-y`: a body that stalls, and a head that never comes, abort with curl's exit 28 once
 /// a window has brought less than the limit; what arrived stays written.
 #[tokio::test(flavor = "multi_thread")]

@@ -3,7 +3,9 @@
 //! `--limit-rate` holds the average download speed of a body to at most that many bytes per
 //! second: after each frame the transfer waits until the bytes received so far are due at the
 //! limit. Like curl's, the limit is an average from the body's start, so a pause earns a short
-//! burst afterwards. Request bodies are not paced: poolcurl hands them to the pool whole.
+//! burst afterwards. An upload (`-T`, `-F`) is paced too ([`PacedUpload`]): each block of it
+//! goes once the bytes before it are due. `-d`'s data is not, as curl sends it with the
+//! request's head in one go.
 //!
 //! `-Y BYTES` with `-y SECONDS` aborts a transfer that stays slower than `BYTES` per second for
 //! `SECONDS` (exit 28, curl's "Operation too slow"): each window of `SECONDS` must bring
@@ -12,12 +14,16 @@
 //! the limit is 1 byte per second. The wait for the response head counts as one such window
 //! ([`LowSpeed::time`]).
 
+use std::convert::Infallible;
+use std::future::Future as _;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::Frame;
+use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::exit::CurlError;
 
@@ -145,8 +151,75 @@ impl Pace {
     }
 }
 
+/// `--limit-rate` for an upload: its bytes in blocks of a tenth of a second's worth (at most
+/// 16 KiB), each handed over once the bytes before it are due at the limit, counted from the
+/// first poll (when the request goes out).
+#[derive(Debug)]
+pub(crate) struct PacedUpload {
+    rest: Bytes,
+    limit: u64,
+    block: usize,
+    /// When the first block went, and the bytes handed over since.
+    start: Option<Instant>,
+    sent: u64,
+    /// The wait for the next block to be due.
+    wait: Option<Pin<Box<Sleep>>>,
+}
+
+impl PacedUpload {
+    /// `body` paced at `limit` bytes per second (more than 0).
+    pub(crate) fn new(body: Bytes, limit: u64) -> PacedUpload {
+        let block = usize::try_from(limit / 10).unwrap_or(usize::MAX);
+        PacedUpload {
+            rest: body,
+            limit,
+            block: block.clamp(1, 16 * 1024),
+            start: None,
+            sent: 0,
+            wait: None,
+        }
+    }
+}
+
+impl http_body::Body for PacedUpload {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if this.rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let start = *this.start.get_or_insert_with(Instant::now);
+        let due = start + Duration::from_secs_f64(this.sent as f64 / this.limit as f64);
+        if Instant::now() < due {
+            let wait = this
+                .wait
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+            ready!(wait.as_mut().poll(cx));
+        }
+        this.wait = None;
+        let block = this.rest.split_to(this.block.min(this.rest.len()));
+        this.sent += block.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(block))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.rest.len() as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use http_body::Body as _;
+
     use super::*;
 
     #[test]
@@ -184,6 +257,29 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_millis(500));
         pace.received(1500).await.unwrap();
         assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_upload_goes_in_blocks_each_when_the_bytes_before_it_are_due() {
+        let mut body = PacedUpload::new(Bytes::from(vec![7u8; 2500]), 1000);
+        assert_eq!(body.size_hint().exact(), Some(2500));
+        let start = Instant::now();
+        let mut sent = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.unwrap().into_data().unwrap();
+            sent.push((start.elapsed(), data.len()));
+        }
+        // Blocks of 100 bytes: the last one goes once 2,400 bytes are due, at 2.4 s.
+        assert_eq!(sent.len(), 25);
+        assert!(sent.iter().all(|&(_, len)| len == 100));
+        assert_eq!(sent[0].0, Duration::ZERO);
+        assert_eq!(sent[10].0, Duration::from_secs(1));
+        assert_eq!(sent[24].0, Duration::from_millis(2400));
+        assert!(body.is_end_stream());
+        // A high limit sends blocks of 16 KiB at most.
+        let mut fast = PacedUpload::new(Bytes::from(vec![0u8; 40_000]), 10_000_000);
+        let first = fast.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first.len(), 16 * 1024);
     }
 
     #[tokio::test(start_paused = true)]

@@ -4,16 +4,16 @@
 
 use std::io::IsTerminal as _;
 
-use http::Uri;
 use http::header::CONTENT_LENGTH;
 use http::response::Parts;
+use http::{Request, Uri};
 
 use crate::curl::Session;
 use crate::curl::connect_to::{ConnectToArgs, Dial};
 use crate::curl::decode::Decoder;
 use crate::curl::exit::{self, Attempt, CurlError};
 use crate::curl::output;
-use crate::curl::pace::Pace;
+use crate::curl::pace::{Pace, PacedUpload};
 use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
 use crate::curl::request::{Hop, PerRequest};
@@ -49,6 +49,16 @@ impl Session {
             .map(str::to_owned);
         // `-Y`/`-y`: a head that takes a whole window has brought 0 bytes in it.
         let pace = self.pace_args();
+        // `--limit-rate` paces an upload, as curl does (`-d`'s data goes with the head).
+        let upload = template.body_for(hop);
+        let request = match pace.limit_rate.filter(|&rate| rate > 0) {
+            Some(rate) if !upload.is_empty() && !self.composed.inline_data => {
+                let (parts, _) = request.into_parts();
+                let paced = PacedUpload::new(upload.clone(), rate);
+                Request::from_parts(parts, pool::RequestBody::new(paced))
+            }
+            _ => request.map(pool::RequestBody::new),
+        };
         let sent = self.client.request(request);
         let answered = match pace.low_speed() {
             None => sent.await,
@@ -118,7 +128,7 @@ impl Session {
             &context,
             connection.as_ref(),
             (&hop.method, uri, &sent_headers),
-            &template.body_for(hop),
+            &upload,
             &output::response_head(&parts),
         );
         record.connection = connection;
