@@ -346,6 +346,16 @@ async fn stderr_sends_the_trace_and_errors_to_a_file() {
     );
 }
 
+/// Whether `line` starts with `--trace-time`'s `HH:MM:SS.micros ` and has more after it.
+fn time_stamped(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 16
+        && [0, 1, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
+        && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
+}
+
 /// `--trace-time`: every `-v` line starts with `HH:MM:SS.micros `; without `-v` nothing prints.
 #[tokio::test(flavor = "multi_thread")]
 async fn trace_time_stamps_every_verbose_line() {
@@ -353,15 +363,8 @@ async fn trace_time_stamps_every_verbose_line() {
     let url = server.url("/");
     let run = poolcurl(&["-v", "--trace-time", &url, &url]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let stamped = |line: &str| {
-        let b = line.as_bytes();
-        b.len() > 16
-            && [0, 1, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14]
-                .iter()
-                .all(|&i| b[i].is_ascii_digit())
-            && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
-            && matches!(b[16], b'*' | b'>' | b'<' | b'{')
-    };
+    let stamped =
+        |line: &str| time_stamped(line) && matches!(line.as_bytes()[16], b'*' | b'>' | b'<' | b'{');
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert!(lines.len() > 10, "{}", run.stderr);
     assert!(lines.iter().all(|l| stamped(l)), "{}", run.stderr);
@@ -398,15 +401,19 @@ async fn trace_ascii_writes_every_block_to_its_file() {
     assert_eq!(run.stdout_text(), "bodybody");
     assert_eq!(run.stderr, "", "the trace replaces -v's lines");
     let trace = std::fs::read_to_string(&file).unwrap();
-    let stamped = |l: &str| {
-        let b = l.as_bytes();
-        b.len() > 16 && (b[2], b[5], b[8], b[15]) == (b':', b':', b'.', b' ')
-    };
     let mut unstamped = String::new();
     for line in trace.lines() {
-        let rest = if stamped(line) { &line[16..] } else { line };
+        let rest = if time_stamped(line) {
+            &line[16..]
+        } else {
+            line
+        };
         let title = ["== ", "=> ", "<= "].iter().any(|t| rest.starts_with(t));
-        assert_eq!(stamped(line), title, "only titles are stamped: {line:?}");
+        assert_eq!(
+            time_stamped(line),
+            title,
+            "only titles are stamped: {line:?}"
+        );
         unstamped.push_str(rest);
         unstamped.push('\n');
     }
