@@ -178,9 +178,12 @@ pub struct ProxyRoute {
     /// `true` for a `CONNECT` tunnel; `false` for a forward proxy (absolute-form requests).
     pub tunnel: bool,
     /// The head of the proxy's answer to the tunnel's `CONNECT` (status line, headers and
-    /// the blank line, as received), for diagnostics; `None` for a forward proxy. The request
-    /// it answered is `pool_tls::Proxy::connect_head`.
+    /// the blank line, as received), for diagnostics; `None` for a forward proxy and a SOCKS5
+    /// tunnel. The request it answered is `pool_tls::Proxy::connect_head`.
     pub connect_response: Option<String>,
+    /// Through a SOCKS5 proxy (a tunnel without `CONNECT`): the target it was asked for, as
+    /// sent (`ADDR:PORT`, or `NAME:PORT` for the proxy to resolve); `None` otherwise.
+    pub socks_target: Option<String>,
 }
 
 impl ConnectionInfo {

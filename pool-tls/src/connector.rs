@@ -31,6 +31,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::dial::dial;
+use crate::socks::{self, SocksTarget};
 use crate::tunnel::{ProxyUse, connect_tunnel};
 use crate::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTimings, ConnectTo,
@@ -254,7 +255,10 @@ impl Inner {
             .dial_host(proxy.host(), proxy_ip, proxy.port(), target, start)
             .await
             .map_err(|e| e.via_proxy(&label))?;
-        let tunnel = origin.is_tls() || self.tunnel_http || target.alpn == AlpnOffer::Http2Only;
+        let tunnel = origin.is_tls()
+            || self.tunnel_http
+            || target.alpn == AlpnOffer::Http2Only
+            || proxy.scheme().is_socks();
         connected.proxy = Some(ProxyUse {
             proxy: label.clone(),
             tunnel,
@@ -265,14 +269,42 @@ impl Inner {
                 proxy.headers().to_vec()
             },
             connect_response: None,
+            socks_target: None,
         });
         // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
-        let authority = self
-            .connect_to
-            .dial_target(origin.host(), origin.port())
-            .to_string();
+        let dial_target = self.connect_to.dial_target(origin.host(), origin.port());
+        let authority = dial_target.to_string();
         let remote_addr = connected.remote_addr;
         match proxy.scheme() {
+            scheme @ (ProxyScheme::Socks5 | ProxyScheme::Socks5h) => {
+                let (host, port) = (dial_target.host(), dial_target.port());
+                let socks_target = match (scheme, dial_target.ip()) {
+                    (_, Some(ip)) => SocksTarget::Addr(SocketAddr::new(ip, port)),
+                    (ProxyScheme::Socks5h, None) => SocksTarget::Name(host, port),
+                    (_, None) => {
+                        // The first address, as curl asks for it.
+                        let addrs = self.resolve(host, port).await?;
+                        let first = addrs
+                            .first()
+                            .copied()
+                            .ok_or_else(|| ConnectError::resolve("no address").with_target(host))?;
+                        SocksTarget::Addr(first)
+                    }
+                };
+                let tcp = socks::open(tcp, &socks_target, proxy.credentials())
+                    .await
+                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
+                if let Some(route) = connected.proxy.as_mut() {
+                    route.socks_target = Some(socks_target.shown());
+                }
+                if !origin.is_tls() {
+                    return Ok((Io::tcp(tcp), connected));
+                }
+                let stream = self.origin_tls(tcp, target).await?;
+                let check = self.certificate_check(stream.get_ref().1, target);
+                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+                Ok((Io::tls(stream), connected))
+            }
             ProxyScheme::Http => {
                 let mut tcp = tcp;
                 if !tunnel {
@@ -470,10 +502,7 @@ fn authority(host: &str, port: u16) -> String {
 
 /// The proxy as `scheme://host:port`, without credentials.
 fn proxy_label(proxy: &Proxy) -> String {
-    let scheme = match proxy.scheme() {
-        ProxyScheme::Http => "http",
-        ProxyScheme::Https => "https",
-    };
+    let scheme = proxy.scheme().as_str();
     format!("{scheme}://{}", authority(proxy.host(), proxy.port()))
 }
 

@@ -72,6 +72,9 @@ enum Kind {
     Tls,
     /// The server's certificate was rejected.
     Certificate,
+    /// The SOCKS5 handshake with the proxy failed: the proxy refused the target or the
+    /// credentials, or the exchange broke.
+    Socks,
     /// The proxy's `CONNECT` tunnel failed: refused with `status`, or the exchange broke
     /// (`None`: closed early, not HTTP).
     Tunnel {
@@ -172,6 +175,11 @@ impl ConnectError {
         ConnectError::new(kind, Some(error.into()))
     }
 
+    /// The SOCKS5 handshake with the proxy failed, caused by `error`.
+    pub(crate) fn socks<E: Into<BoxError>>(error: E) -> ConnectError {
+        ConnectError::new(Kind::Socks, Some(error.into()))
+    }
+
     /// The proxy answered `CONNECT` with `status` (not 2xx); `answer` is the head it sent.
     pub(crate) fn tunnel_refused(status: u16, answer: &[u8]) -> ConnectError {
         let kind = Kind::Tunnel {
@@ -254,6 +262,12 @@ impl ConnectError {
     /// Authentication Required`.
     pub fn is_proxy_auth(&self) -> bool {
         self.proxy_status() == Some(407)
+    }
+
+    /// Whether the SOCKS5 handshake with the proxy failed (it refused the target or the
+    /// credentials, or the exchange broke), as opposed to reaching the proxy.
+    pub fn is_socks(&self) -> bool {
+        matches!(self.inner.kind, Kind::Socks)
     }
 
     /// Whether the proxy's `CONNECT` tunnel failed (refused, or the exchange broke), as
@@ -358,6 +372,11 @@ impl fmt::Display for ConnectError {
             (Kind::Tunnel { status: None, .. }, _) => write!(
                 f,
                 "CONNECT tunnel through {} failed",
+                proxy.unwrap_or("the proxy")
+            )?,
+            (Kind::Socks, _) => write!(
+                f,
+                "SOCKS5 handshake with {} failed",
                 proxy.unwrap_or("the proxy")
             )?,
             (Kind::Resolve, Some(host)) if proxy.is_some() => {

@@ -20,11 +20,12 @@
 //!   written against hyper plugs into; it yields a [`Connection`] (hyper's IO traits plus the
 //!   [`Connected`] facts).
 //!
-//! * Proxies: [`ProxyConfig`] says which origins go through which HTTP proxy (per scheme, a
+//! * Proxies: [`ProxyConfig`] says which origins go through which proxy (per scheme, a
 //!   catch-all, a no-proxy list, or the environment's variables as curl reads them); the
 //!   connector dials the proxy (over TLS for an `https://` proxy) and opens a `CONNECT` tunnel
 //!   for `https` origins (and for `http` ones when asked or for h2c), or hands the proxy
-//!   connection back for absolute-form requests, saying so in [`Connected::proxy`].
+//!   connection back for absolute-form requests; a SOCKS5 proxy (`socks5://`, `socks5h://`)
+//!   tunnels every origin. It says which in [`Connected::proxy`].
 //!
 //! # Standalone use
 //!
@@ -75,6 +76,7 @@ mod proxy_config;
 mod resolve;
 mod roots;
 mod service;
+mod socks;
 mod tls;
 mod tokio_io;
 mod tunnel;

@@ -6,8 +6,9 @@
 //! `no_proxy`.
 //!
 //! What this module does not do: open connections, send `CONNECT`, or talk to a proxy in any
-//! way; it only decides and formats (including the `Proxy-Authorization` value). SOCKS proxies
-//! are rejected at parse time. Unlike Go, `localhost` and loopback addresses are not bypassed
+//! way; it only decides and formats (including the `Proxy-Authorization` value). SOCKS5
+//! proxies (`socks5://`, `socks5h://`) parse here and are spoken to by the connector; SOCKS4 is
+//! rejected at parse time. Unlike Go, `localhost` and loopback addresses are not bypassed
 //! implicitly; list them in `no_proxy` to bypass them.
 
 use std::fmt;
@@ -24,24 +25,35 @@ pub enum ProxyScheme {
     Http,
     /// TLS to the proxy, then HTTP inside it.
     Https,
+    /// SOCKS5 (RFC 1928), asking for the origin by the address the connector resolved.
+    Socks5,
+    /// SOCKS5, asking for the origin by name: the proxy resolves it (curl's `socks5h://`).
+    Socks5h,
 }
 
 impl ProxyScheme {
-    /// The URL scheme, `"http"` or `"https"`.
+    /// The URL scheme: `"http"`, `"https"`, `"socks5"` or `"socks5h"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ProxyScheme::Http => "http",
             ProxyScheme::Https => "https",
+            ProxyScheme::Socks5 => "socks5",
+            ProxyScheme::Socks5h => "socks5h",
         }
     }
 
-    /// The port used when the proxy URL has none: 1080 for `http` (curl's default), 443 for
-    /// `https`.
+    /// The port used when the proxy URL has none: 1080 for `http` (curl's default) and the
+    /// SOCKS schemes, 443 for `https`.
     pub fn default_port(self) -> u16 {
         match self {
-            ProxyScheme::Http => 1080,
+            ProxyScheme::Http | ProxyScheme::Socks5 | ProxyScheme::Socks5h => 1080,
             ProxyScheme::Https => 443,
         }
+    }
+
+    /// Whether the proxy speaks SOCKS5: every origin goes through a tunnel, with no `CONNECT`.
+    pub fn is_socks(self) -> bool {
+        matches!(self, ProxyScheme::Socks5 | ProxyScheme::Socks5h)
     }
 }
 
@@ -65,8 +77,9 @@ pub struct Proxy {
 impl Proxy {
     /// Parses a proxy URL: `[scheme://][user[:password]@]host[:port][/]`.
     ///
-    /// The scheme is `http` (the default when absent, as in curl) or `https`; anything else,
-    /// SOCKS included, is an error. The user name and password are percent-decoded, so a `:`,
+    /// The scheme is `http` (the default when absent, as in curl), `https`, `socks5` or
+    /// `socks5h` (the proxy resolves the origin's name); anything else, SOCKS4 included, is
+    /// an error. The user name and password are percent-decoded, so a `:`,
     /// `@`, `/`, `?` or `#` inside them must be written `%3A`, `%40`, `%2F`, `%3F`, `%23`. An
     /// IPv6 host must be bracketed (`http://[::1]:3128`). A path, query or fragment is ignored.
     pub fn parse(input: &str) -> Result<Proxy, ProxyError> {
@@ -185,8 +198,12 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
         Some((s, rest)) => match s.to_ascii_lowercase().as_str() {
             "http" => (ProxyScheme::Http, rest),
             "https" => (ProxyScheme::Https, rest),
-            s if s.starts_with("socks") => return Err("SOCKS proxies are not supported"),
-            _ => return Err("unsupported proxy scheme (expected http or https)"),
+            "socks5" => (ProxyScheme::Socks5, rest),
+            "socks5h" => (ProxyScheme::Socks5h, rest),
+            s if s.starts_with("socks") => {
+                return Err("SOCKS4 proxies are not supported (socks5:// or socks5h://)");
+            }
+            _ => return Err("unsupported proxy scheme (expected http, https, socks5 or socks5h)"),
         },
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -615,8 +632,18 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        let err = Proxy::parse("socks5h://proxy:1080").unwrap_err();
-        assert!(err.to_string().contains("SOCKS"), "{err}");
+        let err = Proxy::parse("socks4a://proxy:1080").unwrap_err();
+        assert!(err.to_string().contains("SOCKS4"), "{err}");
+        let socks = Proxy::parse("socks5h://u:p@proxy").unwrap();
+        assert_eq!(
+            (socks.scheme(), socks.port(), socks.credentials()),
+            (ProxyScheme::Socks5h, 1080, Some(("u", "p")))
+        );
+        assert!(socks.scheme().is_socks() && !ProxyScheme::Https.is_socks());
+        assert_eq!(
+            Proxy::parse("SOCKS5://p:9").unwrap().to_string(),
+            "socks5://p:9"
+        );
         let bad = "|ftp://p|http://|http://p:0|http://p:99999|http://p:+80|http://p q|p:80:80\
                    |http://::1:3128|http://[::1|http://[nope]:1|http://[::1]x|u:%zz@p|u:%ff@p";
         for input in bad.split('|') {
@@ -763,7 +790,7 @@ mod tests {
 
     #[test]
     fn from_vars_invalid_value_names_variable() {
-        let err = from(&[("ALL_PROXY", "socks5://u:pw@h")])
+        let err = from(&[("ALL_PROXY", "socks4://u:pw@h")])
             .unwrap_err()
             .to_string();
         assert!(err.contains("ALL_PROXY") && err.contains("SOCKS"), "{err}");

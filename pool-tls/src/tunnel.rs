@@ -42,8 +42,11 @@ pub struct ProxyUse {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The head of the proxy's answer to the tunnel's `CONNECT`, as received (status line,
     /// headers and the blank line; bytes that are not UTF-8 replaced), for diagnostics such as
-    /// `curl -v`; `None` for a forward proxy.
+    /// `curl -v`; `None` for a forward proxy and a SOCKS5 tunnel.
     pub connect_response: Option<String>,
+    /// Through a SOCKS5 proxy: the target the tunnel was asked for, as sent (`ADDR:PORT` the
+    /// connector resolved, or `NAME:PORT` for the proxy to resolve); `None` otherwise.
+    pub socks_target: Option<String>,
 }
 
 /// The headers the connector writes on a `CONNECT` besides `Host`.

@@ -264,6 +264,12 @@ impl Error {
         self.connect_error().is_some_and(ConnectError::is_tunnel)
     }
 
+    /// The SOCKS5 handshake with the proxy failed: it refused the target or the credentials,
+    /// or the exchange broke.
+    pub fn is_proxy_socks(&self) -> bool {
+        self.connect_error().is_some_and(ConnectError::is_socks)
+    }
+
     /// The status the proxy refused the tunnel with.
     pub fn proxy_status(&self) -> Option<u16> {
         self.connect_error().and_then(ConnectError::proxy_status)

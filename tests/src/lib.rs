@@ -52,6 +52,7 @@ pub mod io;
 pub mod proxy;
 pub mod refused;
 pub mod resolve;
+pub mod socks;
 pub mod tls;
 pub mod unix;
 

@@ -4,6 +4,7 @@
 //! `connect_to` through a proxy, and a Unix socket that replaces both. Against a scripted
 //! proxy; the interop suite runs the same against tinyproxy.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use pool::{ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig};
@@ -12,6 +13,8 @@ use pool_tests::events::EventLog;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
+use pool_tests::resolve::FixedResolver;
+use pool_tests::socks::ScriptedSocks5;
 use pool_tests::tls::TestPki;
 use pool_tests::unix::UnixBridge;
 use tokio::task::JoinSet;
@@ -534,4 +537,102 @@ fn unusable_proxy_tls_settings_fail_the_build() {
         .build()
         .expect_err("no certificate in the bundle");
     assert_eq!(error.setting(), "proxy_tls");
+}
+
+/// A pool through the SOCKS5 proxy at `url`, resolving `socks.test` to `origin` itself (any
+/// other name it would have to resolve fails), trusting `pki`'s CA, with an event log.
+fn socks_pool(url: &str, origin: SocketAddr, pki: &TestPki) -> (ConnectionPool, EventLog) {
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .resolver(FixedResolver::new([("socks.test", vec![origin])]))
+        .proxy(ProxyConfig::new().all(Proxy::parse(url).unwrap()), false)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    (pool, events)
+}
+
+/// `socks5://` asks the proxy for the address the pool resolved, `socks5h://` for the name
+/// (the pool never resolves it); either way the tunnel carries origin-form requests, is reused,
+/// and the connection's route names what was asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks5_asks_for_the_resolved_address_and_socks5h_for_the_name() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("via socks"))).await;
+    let port = server.addr().port();
+    let pki = TestPki::new();
+    for (scheme, host, asked, by_name) in [
+        ("socks5", "socks.test", format!("127.0.0.1:{port}"), false),
+        ("socks5h", "localhost", format!("localhost:{port}"), true),
+    ] {
+        let proxy = ScriptedSocks5::start().await;
+        let (pool, events) =
+            socks_pool(&format!("{scheme}://{}", proxy.addr()), server.addr(), &pki);
+        let client = pool.client().unwrap();
+        let url = format!("http://{host}:{port}/x");
+        for _ in 0..2 {
+            let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+                .await
+                .expect("in time");
+            assert_eq!(body, "via socks");
+            settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+        }
+        let requests = proxy.requests();
+        assert_eq!(requests.len(), 1, "one tunnel, reused");
+        assert_eq!(
+            (requests[0].target.as_str(), requests[0].by_name),
+            (asked.as_str(), by_name)
+        );
+        let route = events.created()[0].proxy().expect("proxied").clone();
+        assert!(route.tunnel && route.connect_response.is_none());
+        assert_eq!(route.socks_target.as_deref(), Some(asked.as_str()));
+    }
+    let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(targets, ["/x"; 4], "origin-form inside the tunnel");
+}
+
+/// Credentials in the proxy URL go to the proxy (RFC 1929), TLS and ALPN h2 run inside the
+/// tunnel; a refused target and refused credentials are SOCKS failures of the proxy, and
+/// nothing stays counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks5_credentials_tls_inside_and_refusals() {
+    let pki = TestPki::new();
+    let server = tls_h2_origin(&pki, "secret place").await;
+    let proxy = ScriptedSocks5::with_credentials("alice", "s3cret").await;
+    let good = format!("socks5h://alice:s3cret@{}", proxy.addr());
+    let (pool, events) = socks_pool(&good, server.addr(), &pki);
+    let client = pool.client().unwrap();
+    let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &server.url("/")))
+        .await
+        .expect("in time");
+    assert_eq!(body, "secret place");
+    assert_eq!(proxy.requests()[0].user.as_deref(), Some("alice"));
+    assert_eq!(events.created()[0].tls().and_then(|t| t.alpn), Some("h2"));
+
+    let refusing = ScriptedSocks5::refusing(5).await;
+    let wrong = format!("socks5h://alice:nope@{}", proxy.addr());
+    for url in [wrong, format!("socks5://{}", refusing.addr())] {
+        let (pool, _) = socks_pool(&url, server.addr(), &pki);
+        let client = pool.client().unwrap();
+        let target = "https://socks.test/";
+        let error = tokio::time::timeout(LIMIT, client.request(get(target)))
+            .await
+            .expect("in time")
+            .expect_err("refused");
+        assert!(error.is_proxy() && error.is_proxy_socks(), "{error:#}");
+        assert!(
+            !error.is_proxy_tunnel(),
+            "no CONNECT was involved: {error:#}"
+        );
+        assert!(
+            format!("{error:#}").contains("SOCKS5 handshake with socks5"),
+            "{error:#}"
+        );
+        assert_eq!(
+            pool.stats(&origin(target)).total(),
+            pool::PartitionStats::default()
+        );
+    }
 }

@@ -146,6 +146,7 @@ pub(super) fn connection_info(
             proxy: p.proxy.clone(),
             tunnel: p.tunnel,
             connect_response: p.connect_response.clone(),
+            socks_target: p.socks_target.clone(),
         }))
         .with_open_reason(reason)
         .with_retirement(retires_at)
