@@ -14,6 +14,7 @@ use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
+use pool_tests::socks::ScriptedSocks5;
 use pool_tests::tls::{TempDir, TestPki};
 use pool_tests::unix::UnixBridge;
 
@@ -523,6 +524,62 @@ async fn verbose_notes_the_data_and_a_complete_upload() {
         "{}",
         run.stderr
     );
+}
+
+/// `-v` through a SOCKS5 proxy names the proxy and what it was asked for (the resolved address
+/// with `--socks5`); `load` goes through it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_and_load_go_through_a_socks5_proxy() {
+    let server = serving(Reply::ok("s")).await;
+    let proxy = ScriptedSocks5::start().await;
+    let socks = proxy.addr().to_string();
+    let port = server.addr().port();
+    let run = poolcurl(&["-v", "--socks5", &socks, &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for line in [
+        format!(
+            "* Connected to proxy socks5://{socks} (127.0.0.1) port {}",
+            proxy.addr().port()
+        ),
+        format!(
+            "* SOCKS5 connect to 127.0.0.1:{port}\n* SOCKS5 request granted.\n> GET / HTTP/1.1"
+        ),
+    ] {
+        assert!(run.stderr.contains(&line), "{line:?} in\n{}", run.stderr);
+    }
+    let mut load = common::poolcurl_command();
+    load.args([
+        "load",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--no-progress",
+        "-x",
+        &format!("socks5h://{socks}"),
+        &format!("http://localhost:{port}/"),
+    ]);
+    let out = tokio::time::timeout(LIMIT, load.output())
+        .await
+        .expect("in time")
+        .expect("ran");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let asked: Vec<String> = proxy
+        .requests()
+        .into_iter()
+        .skip(1)
+        .map(|r| r.target)
+        .collect();
+    assert!(!asked.is_empty());
+    assert!(
+        asked.iter().all(|t| *t == format!("localhost:{port}")),
+        "{asked:?}"
+    );
+    assert_eq!(server.requests().len(), 21);
 }
 
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,

@@ -7,7 +7,8 @@
 //! port refuses connections, `%CLOSEDPORT%` that port; `%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
-//! server, `%ABSTRACT%` a name in the abstract namespace). Cases with `Extra` checks
+//! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
+//! SOCKS5 proxy started for the run). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -32,6 +33,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::refused::RefusedAddr;
+use pool_tests::socks::ScriptedSocks5;
 use pool_tests::tls::{TempDir, TestPki};
 use pool_tests::unix::UnixBridge;
 
@@ -621,6 +623,45 @@ fn cases() -> Vec<Case> {
         case(
             "local port taken",
             &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
+        ),
+        // SOCKS5: -x socks5:// and socks5h://, --socks5 and --socks5-hostname (the last of
+        // them and -x wins), no CONNECT (%{http_connect} 0), a target the proxy cannot reach
+        // exits 97.
+        case(
+            "socks5h proxy",
+            &[
+                "-x",
+                "socks5h://%SOCKS%",
+                "-w",
+                " %{http_connect}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "socks5 flag",
+            &["--socks5", "%SOCKS%", "-w", " %{http_code}", "%BASE%/hello"],
+        ),
+        case(
+            "socks5-hostname resolves at the proxy",
+            &[
+                "--socks5-hostname",
+                "%SOCKS%",
+                "http://localhost:%PORT%/hello",
+            ],
+        ),
+        case(
+            "-x after --socks5 wins",
+            &[
+                "--socks5",
+                "127.0.0.1:1",
+                "-x",
+                "socks5://%SOCKS%",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "socks5 target refused",
+            &["-x", "socks5://%SOCKS%", "%CLOSED%/"],
         ),
         // .netrc: the host's first entry, the URL's user's own, the default; -u and
         // --netrc-optional's URL password win; curl's dialect (quotes, comments, keywords in
@@ -1760,6 +1801,14 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     // Started only for the cases that use one: a path, or an abstract name, piped to the
     // case's server.
     let uses = |placeholder: &str| case.args.iter().any(|a| a.contains(placeholder));
+    // A SOCKS5 proxy for the cases that name one (`%SOCKS%` is its HOST:PORT).
+    let socks = match uses("%SOCKS%") {
+        true => Some(ScriptedSocks5::start().await),
+        false => None,
+    };
+    let socks_addr = socks
+        .as_ref()
+        .map_or(String::new(), |p| p.addr().to_string());
     let unix = match &_server {
         Some(server) if uses("%UNIX%") => Some(UnixBridge::start(server.addr()).await),
         Some(server) if uses("%ABSTRACT%") => Some(UnixBridge::start_abstract(server.addr()).await),
@@ -1794,6 +1843,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%KEY%", &key.to_string_lossy())
                 .replace("%UNIX%", &unix_path)
                 .replace("%ABSTRACT%", &abstract_name)
+                .replace("%SOCKS%", &socks_addr)
         })
         .collect();
     let mut command = match tool {

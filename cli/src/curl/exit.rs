@@ -273,10 +273,21 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
 }
 
 /// curl's codes for a failure on the way to or through a proxy: 5 the proxy's name did not
-/// resolve, 7 the proxy could not be reached, 56 the `CONNECT` tunnel was refused or broke.
-/// `None` lets the general rules apply (a TLS failure with the proxy, a timeout).
+/// resolve, 7 the proxy could not be reached, 56 the `CONNECT` tunnel was refused or broke,
+/// 97 the SOCKS5 handshake failed. `None` lets the general rules apply (a TLS failure with the
+/// proxy, a timeout).
 fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> {
     let ms = attempt.elapsed.as_millis();
+    if error.is_proxy_socks() {
+        return Some(CurlError::new(
+            97,
+            format!(
+                "Can't complete SOCKS5 connection to {}. ({})",
+                attempt.dial_host,
+                root_cause(error)
+            ),
+        ));
+    }
     if error.is_proxy_tunnel() {
         return Some(match error.proxy_status() {
             Some(status) => CurlError::new(56, format!("CONNECT tunnel failed, response {status}")),

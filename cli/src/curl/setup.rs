@@ -281,7 +281,7 @@ pub(crate) fn proxy_config(
     args: &ConnectArgs,
     user_agent: Option<&str>,
 ) -> Result<Option<ProxyConfig>, CurlError> {
-    let mut config = match args.proxy.as_deref() {
+    let mut config = match args.proxy_url().as_deref() {
         // A Unix socket replaces the network, proxies included, as in curl.
         _ if args.unix_socket().is_some() => return Ok(None),
         Some("") => return Ok(None),

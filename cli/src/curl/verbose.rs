@@ -353,7 +353,10 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
                 info.partition(),
                 c.id()
             ));
-            if route.tunnel {
+            if let Some(target) = &route.socks_target {
+                lines.info(&format!("SOCKS5 connect to {target}"));
+                lines.info("SOCKS5 request granted.");
+            } else if route.tunnel {
                 // The tunnel goes where `--connect-to` sends the connection.
                 let answer = route.connect_response.as_deref();
                 let authority = &cx.dial.authority;

@@ -3,7 +3,7 @@
 //! body decoded (`--compressed`) and written to the sink.
 //!
 //! ```text
-//! bounded_transfer (-m) ── transfer: URL credentials out ── loop: exchange
+//! bounded_transfer (-m) ── transfer: URL credentials out (.netrc's in) ── loop: exchange
 //!   exchange: per-request headers (auth, range, referer, cookies) ── send ── head
 //!     ├─ Content-Length over --max-filesize: exit 63, the head's lines written, no body
 //!     ├─ 3xx + -L: drain the body, next hop (redirect rules in super::redirect)
@@ -50,7 +50,7 @@ enum Next {
 /// What one hop of a transfer sends besides the template.
 #[derive(Debug, Default)]
 struct HopState {
-    /// Credentials from the URL of this hop.
+    /// Credentials from the URL of this hop, or its host's `.netrc` entry.
     credentials: Option<(String, String)>,
     /// Whether `credentials` are the `.netrc` entry of this hop's own host: a redirect from
     /// another host does not drop them.

@@ -90,7 +90,8 @@ impl Session {
         let connection = Some(response.body().connection().clone());
         if let Some(new) = connection.as_ref().filter(|c| !c.is_reused()) {
             record.num_connects += 1;
-            if new.info().proxy().is_some_and(|route| route.tunnel) {
+            let connect = |route: &pool::ProxyRoute| route.tunnel && route.socks_target.is_none();
+            if new.info().proxy().is_some_and(connect) {
                 // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
                 record.http_connect = 200;
             }

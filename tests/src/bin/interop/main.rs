@@ -22,6 +22,8 @@
 //!   `proxy.rs`. Without tinyproxy these checks are one "skip" row.
 //! * **nginx on a Unix socket**, beside curl: `--unix-socket` with two URLs, the second on the
 //!   reused connection.
+//! * **microsocks** (SOCKS5) in front of that nginx, beside curl: `socks5h://` with a user
+//!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
 //!   wrong password (`apache.rs`); one "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
@@ -53,6 +55,7 @@ mod oha;
 mod process;
 mod proxy;
 mod report;
+mod socks;
 mod streams;
 
 use std::fmt::Write as _;
@@ -74,6 +77,7 @@ use oha::*;
 use process::*;
 use proxy::*;
 use report::*;
+use socks::*;
 use streams::*;
 
 /// Graceful reloads sent during each nginx run.
@@ -132,9 +136,10 @@ fn main() -> ExitCode {
             });
         rows.extend(proxy_checks(
             &poolcurl,
-            origin,
+            origin.clone(),
             &tmp.path().join("tinyproxy"),
         ));
+        rows.extend(socks_checks(&poolcurl, origin, &tmp.path().join("socks")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)

@@ -60,6 +60,7 @@ const CHECKS: [&str; 12] = [
 
 /// The origin the proxy checks reach: nginx's HTTP/1.1 and TLS ports and the CA that signed its
 /// certificate (for `localhost`).
+#[derive(Debug, Clone)]
 pub(crate) struct Origin {
     pub(crate) http: u16,
     pub(crate) tls: u16,
@@ -457,14 +458,29 @@ fn judge_cli(
 /// The same arguments to curl and to poolcurl (curl mode): identical stdout bytes and exit
 /// codes, and curl itself succeeded (else nothing was compared).
 pub(crate) fn beside_curl(check: String, curl: &Path, poolcurl: &Path, args: &[&str]) -> Row {
+    beside_curl_exiting(check, curl, poolcurl, args, 0)
+}
+
+/// As [`beside_curl`], for a command line curl ends with exit code `expected` (a failure the
+/// check is about).
+pub(crate) fn beside_curl_exiting(
+    check: String,
+    curl: &Path,
+    poolcurl: &Path,
+    args: &[&str],
+    expected: i32,
+) -> Row {
     let runs = run_cli(curl, args, &[]).and_then(|c| Ok((c, run_cli(poolcurl, args, &[])?)));
     let (curl, ours) = match runs {
         Ok(runs) => runs,
         Err(e) => return Row::broken(check, &e),
     };
     let mut problems = Vec::new();
-    if curl.status.is_none_or(|s| !s.success()) {
-        problems.push(format!("curl itself failed: {}", describe(curl.status)));
+    if curl.status.and_then(|s| s.code()) != Some(expected) {
+        problems.push(format!(
+            "curl itself did not exit {expected}: {}",
+            describe(curl.status)
+        ));
     }
     if curl.status.map(|s| s.code()) != ours.status.map(|s| s.code()) {
         problems.push(format!(
