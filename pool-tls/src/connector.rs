@@ -297,13 +297,7 @@ impl Inner {
                 if let Some(route) = connected.proxy.as_mut() {
                     route.socks_target = Some(socks_target.shown());
                 }
-                if !origin.is_tls() {
-                    return Ok((Io::tcp(tcp), connected));
-                }
-                let stream = self.origin_tls(tcp, target).await?;
-                let check = self.certificate_check(stream.get_ref().1, target);
-                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
-                Ok((Io::tls(stream), connected))
+                self.inside_tunnel(tcp, connected, target, start).await
             }
             ProxyScheme::Http => {
                 let mut tcp = tcp;
@@ -314,13 +308,7 @@ impl Inner {
                     .await
                     .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
                 tunnel_opened(&mut connected, &answer);
-                if !origin.is_tls() {
-                    return Ok((Io::tcp(tcp), connected));
-                }
-                let stream = self.origin_tls(tcp, target).await?;
-                let check = self.certificate_check(stream.get_ref().1, target);
-                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
-                Ok((Io::tls(stream), connected))
+                self.inside_tunnel(tcp, connected, target, start).await
             }
             ProxyScheme::Https => {
                 let proxy_tls = self.proxy_tls.as_ref().unwrap_or(&self.tls);
@@ -346,6 +334,24 @@ impl Inner {
                 Ok((Io::custom(stream), connected))
             }
         }
+    }
+
+    /// The origin's side of a tunnel over a plain socket (`CONNECT` or SOCKS5): TLS to the
+    /// origin inside it when the origin is `https`, else the socket as it is.
+    async fn inside_tunnel(
+        &self,
+        tcp: TcpStream,
+        mut connected: Connected,
+        target: &ConnectTarget,
+        start: Instant,
+    ) -> Result<(Io, Connected), ConnectError> {
+        if !target.origin.is_tls() {
+            return Ok((Io::tcp(tcp), connected));
+        }
+        let stream = self.origin_tls(tcp, target).await?;
+        let check = self.certificate_check(stream.get_ref().1, target);
+        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+        Ok((Io::tls(stream), connected))
     }
 
     /// Resolves `host` (unless `ip` is its literal) and dials `port`, bound to the target's
