@@ -34,14 +34,10 @@ pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         .map(PathBuf::from)
         .find(|d| d.join("mod_auth_digest.so").is_file());
     let (Some(httpd), Some(modules), Some(curl)) = (httpd, modules, find_binary("curl")) else {
-        let mut row = Row::new(
+        return vec![Row::skipped(
             "skipped: Apache httpd with mod_auth_digest, or curl".into(),
-            None,
-        );
-        row.cells[RESULT] = "skip".into();
-        row.details
-            .push("the Digest checks need apache2 (or httpd) and curl".into());
-        return vec![row];
+            Some("the Digest checks need apache2 (or httpd) and curl"),
+        )];
     };
     let names = CHECKS.map(|c| {
         eprintln!("interop: {c} ...");

@@ -234,9 +234,7 @@ fn nginx_unix_socket(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
         return Row::broken(check, e);
     }
     let Some(curl) = find_binary("curl") else {
-        let mut row = Row::new(format!("skipped: curl not found ({check})"), None);
-        row.cells[RESULT] = "skip".into();
-        return row;
+        return Row::skipped(format!("skipped: curl not found ({check})"), None);
     };
     let socket = dir.join("nginx.sock").display().to_string();
     let args = [

@@ -79,11 +79,10 @@ pub(crate) fn proxy_checks(
     dir: &Path,
 ) -> Vec<Row> {
     let Some(binary) = find_binary("tinyproxy") else {
-        let mut row = Row::new("skipped: tinyproxy not found".into(), None);
-        row.cells[RESULT] = "skip".into();
-        row.details
-            .push("the proxy checks need tinyproxy on PATH, /usr/sbin or /usr/bin".into());
-        return vec![row];
+        return vec![Row::skipped(
+            "skipped: tinyproxy not found".into(),
+            Some("the proxy checks need tinyproxy on PATH, /usr/sbin or /usr/bin"),
+        )];
     };
     let started = origin.and_then(|origin| {
         let open = Tinyproxy::start(&binary, &dir.join("open"), "tinyproxy", false)?;
@@ -192,9 +191,10 @@ pub(crate) fn proxy_checks(
     ];
     let Some(curl) = find_binary("curl") else {
         for check in [c10, c11, c12] {
-            let mut row = Row::new(format!("skipped: curl not found ({check})"), None);
-            row.cells[RESULT] = "skip".into();
-            rows.push(row);
+            rows.push(Row::skipped(
+                format!("skipped: curl not found ({check})"),
+                None,
+            ));
         }
         return rows;
     };

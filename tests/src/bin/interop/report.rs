@@ -33,6 +33,15 @@ impl Row {
         }
     }
 
+    /// A row saying which checks were skipped (`label`) and why (`why`, under the table when
+    /// given): a server or curl is not installed. It neither passes nor fails.
+    pub(crate) fn skipped(label: String, why: Option<&str>) -> Row {
+        let mut row = Row::new(label, None);
+        row.cells[RESULT] = "skip".into();
+        row.details.extend(why.map(str::to_owned));
+        row
+    }
+
     /// A check that could not run.
     pub(crate) fn broken(check: String, why: &str) -> Row {
         let mut row = Row::new(check, Some(false));

@@ -22,11 +22,10 @@ pub(crate) fn socks_checks(
     dir: &Path,
 ) -> Vec<Row> {
     let (Some(microsocks), Some(curl)) = (find_binary("microsocks"), find_binary("curl")) else {
-        let mut row = Row::new("skipped: microsocks or curl".into(), None);
-        row.cells[RESULT] = "skip".into();
-        row.details
-            .push("the SOCKS5 checks need microsocks and curl".into());
-        return vec![row];
+        return vec![Row::skipped(
+            "skipped: microsocks or curl".into(),
+            Some("the SOCKS5 checks need microsocks and curl"),
+        )];
     };
     let names = CHECKS.map(|c| {
         eprintln!("interop: {c} ...");
