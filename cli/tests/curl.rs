@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -46,6 +47,15 @@ async fn poolcurl(args: &[&str]) -> Run {
         stdout: out.stdout,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// A file `name` holding `contents` in a new temporary directory named after `prefix`: the
+/// directory (removed when dropped) and the file's path.
+fn temp_file(prefix: &str, name: &str, contents: impl AsRef<[u8]>) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(prefix);
+    let file = dir.path().join(name);
+    std::fs::write(&file, contents).unwrap();
+    (dir, file)
 }
 
 /// An H1 server answering every request with `reply` on kept-alive connections.
@@ -502,9 +512,7 @@ async fn trace_shows_an_http2_exchange() {
 #[tokio::test(flavor = "multi_thread")]
 async fn verbose_notes_the_data_and_a_complete_upload() {
     let server = serving(Reply::ok("done")).await;
-    let dir = TempDir::new("verbose-upload");
-    let file = dir.path().join("up.txt");
-    std::fs::write(&file, "12345").unwrap();
+    let (_dir, file) = temp_file("verbose-upload", "up.txt", "12345");
     let run = poolcurl(&["-v", "-T", file.to_str().unwrap(), &server.url("/")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().collect();
@@ -1381,9 +1389,7 @@ async fn limit_rate_paces_the_body() {
 #[tokio::test(flavor = "multi_thread")]
 async fn limit_rate_paces_an_upload() {
     let server = serving(Reply::ok("stored")).await;
-    let dir = TempDir::new("limit-upload");
-    let file = dir.path().join("up.bin");
-    std::fs::write(&file, vec![b'u'; 2048]).unwrap();
+    let (_dir, file) = temp_file("limit-upload", "up.bin", vec![b'u'; 2048]);
     let started = std::time::Instant::now();
     let run = poolcurl(&[
         "-s",
@@ -1748,9 +1754,7 @@ async fn data_sends_a_form_post() {
     );
     assert_eq!(request.body, "a=1&b=2");
 
-    let dir = TempDir::new("poolcurl-data");
-    let file = dir.path().join("payload.bin");
-    std::fs::write(&file, b"line1\r\nline2\n\x00\xff").unwrap();
+    let (dir, file) = temp_file("poolcurl-data", "payload.bin", b"line1\r\nline2\n\x00\xff");
     let at_file = format!("@{}", file.display());
     let run = poolcurl(&["--data-binary", &at_file, &server.url("/raw")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
