@@ -3,6 +3,7 @@
 //! pool error becomes curl's exit code.
 
 use std::io::IsTerminal as _;
+use std::sync::OnceLock;
 
 use http::header::CONTENT_LENGTH;
 use http::response::Parts;
@@ -248,9 +249,15 @@ impl Target {
             dial: connect_to.check(host, port)?,
             host: host.to_owned(),
             prior_knowledge,
-            quiet_data: sink.path().is_none() && std::io::stdout().is_terminal(),
+            quiet_data: sink.path().is_none() && stdout_is_terminal(),
         })
     }
+}
+
+/// Whether stdout is a terminal, asked once per process rather than on every exchange.
+fn stdout_is_terminal() -> bool {
+    static TERMINAL: OnceLock<bool> = OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stdout().is_terminal())
 }
 
 /// The body length the response announces, if it announces one.
