@@ -178,10 +178,10 @@ pub struct ProxyRoute {
     /// `true` for a `CONNECT` tunnel; `false` for a forward proxy (absolute-form requests).
     pub tunnel: bool,
     /// The head of the proxy's answer to the tunnel's `CONNECT` (status line, headers and
-    /// the blank line, as received), for diagnostics; `None` for a forward proxy and a SOCKS5
+    /// the blank line, as received), for diagnostics; `None` for a forward proxy and a SOCKS
     /// tunnel. The request it answered is `pool_tls::Proxy::connect_head`.
     pub connect_response: Option<String>,
-    /// Through a SOCKS5 proxy (a tunnel without `CONNECT`): the target it was asked for, as
+    /// Through a SOCKS proxy (a tunnel without `CONNECT`): the target it was asked for, as
     /// sent (`ADDR:PORT`, or `NAME:PORT` for the proxy to resolve); `None` otherwise.
     pub socks_target: Option<String>,
 }

@@ -276,22 +276,27 @@ impl Inner {
         let authority = dial_target.to_string();
         let remote_addr = connected.remote_addr;
         match proxy.scheme() {
-            scheme @ (ProxyScheme::Socks5 | ProxyScheme::Socks5h) => {
-                let (host, port) = (dial_target.host(), dial_target.port());
-                let socks_target = match (scheme, dial_target.ip()) {
-                    (_, Some(ip)) => SocksTarget::Addr(SocketAddr::new(ip, port)),
-                    (ProxyScheme::Socks5h, None) => SocksTarget::Name(host, port),
-                    (_, None) => {
-                        // The first address, as curl asks for it.
-                        let addrs = self.resolve(host, port).await?;
-                        let first = addrs
-                            .first()
-                            .copied()
-                            .ok_or_else(|| ConnectError::resolve("no address").with_target(host))?;
-                        SocksTarget::Addr(first)
-                    }
+            ProxyScheme::Socks5
+            | ProxyScheme::Socks5h
+            | ProxyScheme::Socks4
+            | ProxyScheme::Socks4a => {
+                let scheme = proxy.scheme();
+                let version = match scheme {
+                    ProxyScheme::Socks4 | ProxyScheme::Socks4a => socks::Version::V4,
+                    _ => socks::Version::V5,
                 };
-                let tcp = socks::open(tcp, &socks_target, proxy.credentials())
+                let (host, port) = (dial_target.host(), dial_target.port());
+                let socks_target = match dial_target.ip() {
+                    // SOCKS4a sends even a literal as a name, as curl does.
+                    _ if scheme == ProxyScheme::Socks4a => SocksTarget::Name(host, port),
+                    Some(ip) => SocksTarget::Addr(SocketAddr::new(ip, port)),
+                    None if scheme.resolves_names() => SocksTarget::Name(host, port),
+                    None => self
+                        .socks_address(host, port, version)
+                        .await
+                        .map_err(|e| e.via_proxy(&label))?,
+                };
+                let tcp = socks::open(tcp, version, &socks_target, proxy.credentials())
                     .await
                     .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
                 if let Some(route) = connected.proxy.as_mut() {
@@ -414,6 +419,28 @@ impl Inner {
         let origin = &target.origin;
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
         handshake(config, stream, origin.host(), origin.ip()).await
+    }
+
+    /// The address a SOCKS proxy that is sent addresses is asked for: the first of the
+    /// origin's, the first IPv4 one for SOCKS4 (as curl picks them). A failure is the
+    /// handshake's ([`ConnectError::socks_resolve`]).
+    async fn socks_address(
+        &self,
+        host: &'_ str,
+        port: u16,
+        version: socks::Version,
+    ) -> Result<SocksTarget<'static>, ConnectError> {
+        let addrs = self
+            .resolve(host, port)
+            .await
+            .map_err(|e| ConnectError::socks_resolve(e, host))?;
+        let first = match version {
+            socks::Version::V5 => addrs.first(),
+            socks::Version::V4 => addrs.iter().find(|addr| addr.is_ipv4()).or(addrs.first()),
+        };
+        first.map(|addr| SocksTarget::Addr(*addr)).ok_or_else(|| {
+            ConnectError::socks_resolve(ConnectError::resolve("no address").with_target(host), host)
+        })
     }
 
     async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ConnectError> {

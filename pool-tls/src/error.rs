@@ -72,9 +72,13 @@ enum Kind {
     Tls,
     /// The server's certificate was rejected.
     Certificate,
-    /// The SOCKS5 handshake with the proxy failed: the proxy refused the target or the
-    /// credentials, or the exchange broke.
-    Socks,
+    /// The SOCKS handshake with the proxy failed: the proxy refused the target or the
+    /// credentials, or the exchange broke; or, `resolving`, the origin's name did not resolve
+    /// here for a proxy that is sent addresses (`socks5://`, `socks4://`).
+    Socks {
+        /// The failure was the origin's name resolution, a step of the handshake.
+        resolving: bool,
+    },
     /// The proxy's `CONNECT` tunnel failed: refused with `status`, or the exchange broke
     /// (`None`: closed early, not HTTP).
     Tunnel {
@@ -175,9 +179,17 @@ impl ConnectError {
         ConnectError::new(kind, Some(error.into()))
     }
 
-    /// The SOCKS5 handshake with the proxy failed, caused by `error`.
+    /// The SOCKS handshake with the proxy failed, caused by `error`.
     pub(crate) fn socks<E: Into<BoxError>>(error: E) -> ConnectError {
-        ConnectError::new(Kind::Socks, Some(error.into()))
+        ConnectError::new(Kind::Socks { resolving: false }, Some(error.into()))
+    }
+
+    /// The origin's name, `host`, did not resolve for a SOCKS proxy that is sent addresses;
+    /// `error` is the resolution's failure. Both [`is_socks`](Self::is_socks) and
+    /// [`is_resolve`](Self::is_resolve) hold: the resolution is a step of the handshake (curl
+    /// reports it as a proxy failure), and what failed was resolving a name.
+    pub(crate) fn socks_resolve(error: ConnectError, host: &str) -> ConnectError {
+        ConnectError::new(Kind::Socks { resolving: true }, Some(Box::new(error))).with_target(host)
     }
 
     /// The proxy answered `CONNECT` with `status` (not 2xx); `answer` is the head it sent.
@@ -207,9 +219,13 @@ impl ConnectError {
         self
     }
 
-    /// Whether name resolution failed or returned no address.
+    /// Whether name resolution failed or returned no address: the origin's, or the proxy's
+    /// when [`is_proxy`](Self::is_proxy) holds too (see also [`is_socks`](Self::is_socks)).
     pub fn is_resolve(&self) -> bool {
-        matches!(self.inner.kind, Kind::Resolve)
+        matches!(
+            self.inner.kind,
+            Kind::Resolve | Kind::Socks { resolving: true }
+        )
     }
 
     /// Whether the TCP connection could not be established: refused, unreachable, or any other
@@ -264,10 +280,12 @@ impl ConnectError {
         self.proxy_status() == Some(407)
     }
 
-    /// Whether the SOCKS5 handshake with the proxy failed (it refused the target or the
-    /// credentials, or the exchange broke), as opposed to reaching the proxy.
+    /// Whether the SOCKS handshake with the proxy failed (it refused the target or the
+    /// credentials, or the exchange broke), as opposed to reaching the proxy. With a proxy that
+    /// is sent addresses (`socks5://`, `socks4://`), the origin's name failing to resolve here
+    /// is such a failure too, and [`is_resolve`](Self::is_resolve) as well.
     pub fn is_socks(&self) -> bool {
-        matches!(self.inner.kind, Kind::Socks)
+        matches!(self.inner.kind, Kind::Socks { .. })
     }
 
     /// Whether the proxy's `CONNECT` tunnel failed (refused, or the exchange broke), as
@@ -309,6 +327,13 @@ impl ConnectError {
             Kind::Tunnel { answer, .. } => answer.as_deref(),
             _ => None,
         }
+    }
+
+    /// The proxy the failure happened with or through, as `scheme://host:port` (never with
+    /// credentials), when the transport went through one: says, for example, which SOCKS
+    /// version a failed handshake spoke.
+    pub fn proxy(&self) -> Option<&str> {
+        self.inner.proxy.as_deref()
     }
 
     /// The address the failing attempt dialed, when known.
@@ -374,9 +399,14 @@ impl fmt::Display for ConnectError {
                 "CONNECT tunnel through {} failed",
                 proxy.unwrap_or("the proxy")
             )?,
-            (Kind::Socks, _) => write!(
+            (Kind::Socks { resolving: true }, Some(host)) => write!(
                 f,
-                "SOCKS5 handshake with {} failed",
+                "failed to resolve {host} for the SOCKS proxy {}",
+                proxy.unwrap_or("-")
+            )?,
+            (Kind::Socks { .. }, _) => write!(
+                f,
+                "SOCKS handshake with {} failed",
                 proxy.unwrap_or("the proxy")
             )?,
             (Kind::Resolve, Some(host)) if proxy.is_some() => {

@@ -24,8 +24,8 @@
 //!   catch-all, a no-proxy list, or the environment's variables as curl reads them); the
 //!   connector dials the proxy (over TLS for an `https://` proxy) and opens a `CONNECT` tunnel
 //!   for `https` origins (and for `http` ones when asked or for h2c), or hands the proxy
-//!   connection back for absolute-form requests; a SOCKS5 proxy (`socks5://`, `socks5h://`)
-//!   tunnels every origin. It says which in [`Connected::proxy`].
+//!   connection back for absolute-form requests; a SOCKS proxy (`socks5://`, `socks5h://`,
+//!   `socks4://`, `socks4a://`) tunnels every origin. It says which in [`Connected::proxy`].
 //!
 //! # Standalone use
 //!

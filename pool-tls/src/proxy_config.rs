@@ -6,9 +6,9 @@
 //! `no_proxy`.
 //!
 //! What this module does not do: open connections, send `CONNECT`, or talk to a proxy in any
-//! way; it only decides and formats (including the `Proxy-Authorization` value). SOCKS5
-//! proxies (`socks5://`, `socks5h://`) parse here and are spoken to by the connector; SOCKS4 is
-//! rejected at parse time. Unlike Go, `localhost` and loopback addresses are not bypassed
+//! way; it only decides and formats (including the `Proxy-Authorization` value). SOCKS
+//! proxies (`socks5://`, `socks5h://`, `socks4://`, `socks4a://`) parse here and are spoken to
+//! by the connector. Unlike Go, `localhost` and loopback addresses are not bypassed
 //! implicitly; list them in `no_proxy` to bypass them.
 
 use std::fmt;
@@ -29,16 +29,24 @@ pub enum ProxyScheme {
     Socks5,
     /// SOCKS5, asking for the origin by name: the proxy resolves it (curl's `socks5h://`).
     Socks5h,
+    /// SOCKS4, asking for the origin by the IPv4 address the connector resolved (`socks4://`,
+    /// and curl's `socks://`).
+    Socks4,
+    /// SOCKS4a, asking for the origin by name: the proxy resolves it (`socks4a://`).
+    Socks4a,
 }
 
 impl ProxyScheme {
-    /// The URL scheme: `"http"`, `"https"`, `"socks5"` or `"socks5h"`.
+    /// The URL scheme: `"http"`, `"https"`, `"socks5"`, `"socks5h"`, `"socks4"` or
+    /// `"socks4a"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ProxyScheme::Http => "http",
             ProxyScheme::Https => "https",
             ProxyScheme::Socks5 => "socks5",
             ProxyScheme::Socks5h => "socks5h",
+            ProxyScheme::Socks4 => "socks4",
+            ProxyScheme::Socks4a => "socks4a",
         }
     }
 
@@ -46,14 +54,21 @@ impl ProxyScheme {
     /// SOCKS schemes, 443 for `https`.
     pub fn default_port(self) -> u16 {
         match self {
-            ProxyScheme::Http | ProxyScheme::Socks5 | ProxyScheme::Socks5h => 1080,
             ProxyScheme::Https => 443,
+            _ => 1080,
         }
     }
 
-    /// Whether the proxy speaks SOCKS5: every origin goes through a tunnel, with no `CONNECT`.
+    /// Whether the proxy speaks SOCKS (4, 4a or 5): every origin goes through a tunnel, with
+    /// no `CONNECT`.
     pub fn is_socks(self) -> bool {
-        matches!(self, ProxyScheme::Socks5 | ProxyScheme::Socks5h)
+        !matches!(self, ProxyScheme::Http | ProxyScheme::Https)
+    }
+
+    /// Whether the proxy is sent the origin's name to resolve (`socks5h://`, `socks4a://`)
+    /// rather than an address the connector resolved.
+    pub fn resolves_names(self) -> bool {
+        matches!(self, ProxyScheme::Socks5h | ProxyScheme::Socks4a)
     }
 }
 
@@ -77,9 +92,9 @@ pub struct Proxy {
 impl Proxy {
     /// Parses a proxy URL: `[scheme://][user[:password]@]host[:port][/]`.
     ///
-    /// The scheme is `http` (the default when absent, as in curl), `https`, `socks5` or
-    /// `socks5h` (the proxy resolves the origin's name); anything else, SOCKS4 included, is
-    /// an error. The user name and password are percent-decoded, so a `:`,
+    /// The scheme is `http` (the default when absent, as in curl), `https`, `socks5`,
+    /// `socks5h` (the proxy resolves the origin's name), `socks4` (`socks` too, as curl reads
+    /// it) or `socks4a` (the proxy resolves the name); anything else is an error. The user name and password are percent-decoded, so a `:`,
     /// `@`, `/`, `?` or `#` inside them must be written `%3A`, `%40`, `%2F`, `%3F`, `%23`. An
     /// IPv6 host must be bracketed (`http://[::1]:3128`). A path, query or fragment is ignored.
     pub fn parse(input: &str) -> Result<Proxy, ProxyError> {
@@ -200,10 +215,14 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
             "https" => (ProxyScheme::Https, rest),
             "socks5" => (ProxyScheme::Socks5, rest),
             "socks5h" => (ProxyScheme::Socks5h, rest),
-            s if s.starts_with("socks") => {
-                return Err("SOCKS4 proxies are not supported (socks5:// or socks5h://)");
+            // curl reads a bare `socks://` as SOCKS4.
+            "socks4" | "socks" => (ProxyScheme::Socks4, rest),
+            "socks4a" => (ProxyScheme::Socks4a, rest),
+            _ => {
+                return Err(
+                    "unsupported proxy scheme (expected http, https, socks4, socks4a, socks5 or socks5h)",
+                );
             }
-            _ => return Err("unsupported proxy scheme (expected http, https, socks5 or socks5h)"),
         },
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -632,14 +651,24 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        let err = Proxy::parse("socks4a://proxy:1080").unwrap_err();
-        assert!(err.to_string().contains("SOCKS4"), "{err}");
+        let err = Proxy::parse("socks6://proxy:1080").unwrap_err();
+        assert!(err.to_string().contains("socks4a"), "{err}");
         let socks = Proxy::parse("socks5h://u:p@proxy").unwrap();
         assert_eq!(
             (socks.scheme(), socks.port(), socks.credentials()),
             (ProxyScheme::Socks5h, 1080, Some(("u", "p")))
         );
         assert!(socks.scheme().is_socks() && !ProxyScheme::Https.is_socks());
+        let scheme = |s| Proxy::parse(s).unwrap().scheme();
+        assert_eq!(
+            ["socks4://p", "socks://p", "SOCKS4A://p"].map(scheme),
+            [
+                ProxyScheme::Socks4,
+                ProxyScheme::Socks4,
+                ProxyScheme::Socks4a
+            ]
+        );
+        assert!(ProxyScheme::Socks4a.resolves_names() && !ProxyScheme::Socks4.resolves_names());
         assert_eq!(
             Proxy::parse("SOCKS5://p:9").unwrap().to_string(),
             "socks5://p:9"
@@ -790,10 +819,10 @@ mod tests {
 
     #[test]
     fn from_vars_invalid_value_names_variable() {
-        let err = from(&[("ALL_PROXY", "socks4://u:pw@h")])
+        let err = from(&[("ALL_PROXY", "ftp://u:pw@h")])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("ALL_PROXY") && err.contains("SOCKS"), "{err}");
+        assert!(err.contains("ALL_PROXY") && err.contains("scheme"), "{err}");
         assert!(!err.contains("pw"), "{err}");
     }
 

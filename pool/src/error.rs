@@ -264,10 +264,18 @@ impl Error {
         self.connect_error().is_some_and(ConnectError::is_tunnel)
     }
 
-    /// The SOCKS5 handshake with the proxy failed: it refused the target or the credentials,
-    /// or the exchange broke.
+    /// The SOCKS handshake with the proxy failed: it refused the target or the credentials,
+    /// or the exchange broke. With a proxy that is sent addresses (`socks5://`,
+    /// `socks4://`), the origin's name failing to resolve here is such a failure too, and
+    /// [`is_resolve`](Self::is_resolve) as well.
     pub fn is_proxy_socks(&self) -> bool {
         self.connect_error().is_some_and(ConnectError::is_socks)
+    }
+
+    /// The proxy the connection failed with or through, as `scheme://host:port` (never with
+    /// credentials; see [`ConnectError::proxy`]).
+    pub fn proxy(&self) -> Option<&str> {
+        self.connect_error().and_then(ConnectError::proxy)
     }
 
     /// The status the proxy refused the tunnel with.

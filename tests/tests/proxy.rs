@@ -14,7 +14,7 @@ use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::resolve::FixedResolver;
-use pool_tests::socks::ScriptedSocks5;
+use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::TestPki;
 use pool_tests::unix::UnixBridge;
 use tokio::task::JoinSet;
@@ -543,10 +543,15 @@ fn unusable_proxy_tls_settings_fail_the_build() {
 /// other name it would have to resolve fails), trusting `pki`'s CA, with an event log.
 fn socks_pool(url: &str, origin: SocketAddr, pki: &TestPki) -> (ConnectionPool, EventLog) {
     let events = EventLog::new();
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, origin.port()));
     let pool = ConnectionPool::builder()
         .native_roots(false)
         .add_root_certificates_pem(pki.ca_pem())
-        .resolver(FixedResolver::new([("socks.test", vec![origin])]))
+        .resolver(FixedResolver::new([
+            ("socks.test", vec![origin]),
+            ("v6.test", vec![v6]),
+            ("mixed.test", vec![v6, origin]),
+        ]))
         .proxy(ProxyConfig::new().all(Proxy::parse(url).unwrap()), false)
         .event_listener(events.clone())
         .build()
@@ -554,20 +559,38 @@ fn socks_pool(url: &str, origin: SocketAddr, pki: &TestPki) -> (ConnectionPool, 
     (pool, events)
 }
 
-/// `socks5://` asks the proxy for the address the pool resolved, `socks5h://` for the name
-/// (the pool never resolves it); either way the tunnel carries origin-form requests, is reused,
-/// and the connection's route names what was asked for.
+/// `socks5://` and `socks4://` ask the proxy for the address the pool resolved (SOCKS4 the
+/// first IPv4 one), `socks5h://` and `socks4a://` for the name (the pool never resolves it;
+/// SOCKS4a sends even an address literal as a name, as curl does); either way the tunnel
+/// carries origin-form requests, is reused, and the connection's route names what was asked
+/// for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn socks5_asks_for_the_resolved_address_and_socks5h_for_the_name() {
+async fn socks_asks_for_the_resolved_address_or_for_the_name() {
     let server =
         ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("via socks"))).await;
     let port = server.addr().port();
     let pki = TestPki::new();
-    for (scheme, host, asked, by_name) in [
-        ("socks5", "socks.test", format!("127.0.0.1:{port}"), false),
-        ("socks5h", "localhost", format!("localhost:{port}"), true),
-    ] {
-        let proxy = ScriptedSocks5::start().await;
+    let cases = [
+        (
+            "socks5",
+            "socks.test",
+            format!("127.0.0.1:{port}"),
+            false,
+            5,
+        ),
+        ("socks5h", "localhost", format!("localhost:{port}"), true, 5),
+        (
+            "socks4",
+            "mixed.test",
+            format!("127.0.0.1:{port}"),
+            false,
+            4,
+        ),
+        ("socks4a", "localhost", format!("localhost:{port}"), true, 4),
+        ("socks4a", "127.0.0.1", format!("127.0.0.1:{port}"), true, 4),
+    ];
+    for (scheme, host, asked, by_name, version) in &cases {
+        let proxy = ScriptedSocks::start().await;
         let (pool, events) =
             socks_pool(&format!("{scheme}://{}", proxy.addr()), server.addr(), &pki);
         let client = pool.client().unwrap();
@@ -580,27 +603,34 @@ async fn socks5_asks_for_the_resolved_address_and_socks5h_for_the_name() {
             settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
         }
         let requests = proxy.requests();
-        assert_eq!(requests.len(), 1, "one tunnel, reused");
+        assert_eq!(requests.len(), 1, "{scheme}: one tunnel, reused");
+        let request = &requests[0];
         assert_eq!(
-            (requests[0].target.as_str(), requests[0].by_name),
-            (asked.as_str(), by_name)
+            (request.target.as_str(), request.by_name, request.version),
+            (asked.as_str(), *by_name, *version),
+            "{scheme} to {host}"
         );
         let route = events.created()[0].proxy().expect("proxied").clone();
         assert!(route.tunnel && route.connect_response.is_none());
         assert_eq!(route.socks_target.as_deref(), Some(asked.as_str()));
     }
     let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
-    assert_eq!(targets, ["/x"; 4], "origin-form inside the tunnel");
+    assert_eq!(
+        targets,
+        vec!["/x"; 2 * cases.len()],
+        "origin-form inside the tunnel"
+    );
 }
 
-/// Credentials in the proxy URL go to the proxy (RFC 1929), TLS and ALPN h2 run inside the
-/// tunnel; a refused target and refused credentials are SOCKS failures of the proxy, and
-/// nothing stays counted.
+/// Credentials in the proxy URL go to the proxy (RFC 1929; SOCKS4's user id), TLS and ALPN
+/// h2 run inside the tunnel; a refused target, refused credentials, an IPv6 address for SOCKS4
+/// and an origin name that does not resolve for `socks5://` are SOCKS failures of the proxy,
+/// and nothing stays counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn socks5_credentials_tls_inside_and_refusals() {
+async fn socks_credentials_tls_inside_and_refusals() {
     let pki = TestPki::new();
     let server = tls_h2_origin(&pki, "secret place").await;
-    let proxy = ScriptedSocks5::with_credentials("alice", "s3cret").await;
+    let proxy = ScriptedSocks::with_credentials("alice", "s3cret").await;
     let good = format!("socks5h://alice:s3cret@{}", proxy.addr());
     let (pool, events) = socks_pool(&good, server.addr(), &pki);
     let client = pool.client().unwrap();
@@ -611,13 +641,41 @@ async fn socks5_credentials_tls_inside_and_refusals() {
     assert_eq!(proxy.requests()[0].user.as_deref(), Some("alice"));
     assert_eq!(events.created()[0].tls().and_then(|t| t.alpn), Some("h2"));
 
-    let refusing = ScriptedSocks5::refusing(5).await;
+    let refusing = ScriptedSocks::refusing(5).await;
     let wrong = format!("socks5h://alice:nope@{}", proxy.addr());
-    for url in [wrong, format!("socks5://{}", refusing.addr())] {
+    let refused = [
+        (wrong, "socks.test", "SOCKS handshake with socks5h"),
+        (
+            format!("socks5://{}", refusing.addr()),
+            "socks.test",
+            "SOCKS handshake with socks5",
+        ),
+        (
+            format!("socks4://{}", refusing.addr()),
+            "socks.test",
+            "SOCKS handshake with socks4",
+        ),
+        (
+            format!("socks4://{}", proxy.addr()),
+            "socks.test",
+            "SOCKS handshake with socks4",
+        ),
+        (
+            format!("socks4://{}", refusing.addr()),
+            "v6.test",
+            "IPv6 address (::1)",
+        ),
+        (
+            format!("socks5://{}", refusing.addr()),
+            "nowhere.test",
+            "failed to resolve nowhere.test",
+        ),
+    ];
+    for (url, host, says) in refused {
         let (pool, _) = socks_pool(&url, server.addr(), &pki);
         let client = pool.client().unwrap();
-        let target = "https://socks.test/";
-        let error = tokio::time::timeout(LIMIT, client.request(get(target)))
+        let target = format!("https://{host}/");
+        let error = tokio::time::timeout(LIMIT, client.request(get(&target)))
             .await
             .expect("in time")
             .expect_err("refused");
@@ -626,13 +684,35 @@ async fn socks5_credentials_tls_inside_and_refusals() {
             !error.is_proxy_tunnel(),
             "no CONNECT was involved: {error:#}"
         );
-        assert!(
-            format!("{error:#}").contains("SOCKS5 handshake with socks5"),
-            "{error:#}"
+        assert_eq!(error.is_resolve(), host == "nowhere.test", "{error:#}");
+        assert!(format!("{error:#}").contains(says), "{says}: {error:#}");
+        let label = match url.split_once('@') {
+            Some((userinfo, addr)) => {
+                format!("{}://{addr}", &userinfo[..userinfo.find("://").unwrap()])
+            }
+            None => url.clone(),
+        };
+        assert_eq!(
+            error.proxy(),
+            Some(label.as_str()),
+            "never with credentials"
         );
         assert_eq!(
-            pool.stats(&origin(target)).total(),
+            pool.stats(&origin(&target)).total(),
             pool::PartitionStats::default()
         );
     }
+    // A SOCKS4 user id is the URL's user name (the password is not sent); the proxy above
+    // checks it.
+    let (pool, _) = socks_pool(
+        &format!("socks4a://alice:x@{}", proxy.addr()),
+        server.addr(),
+        &pki,
+    );
+    let (_, body) = tokio::time::timeout(LIMIT, fetch(&pool.client().unwrap(), &server.url("/")))
+        .await
+        .expect("in time");
+    assert_eq!(body, "secret place");
+    let last = proxy.requests().pop().expect("asked");
+    assert_eq!((last.version, last.user.as_deref()), (4, Some("alice")));
 }
