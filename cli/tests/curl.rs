@@ -15,7 +15,7 @@ use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
-use pool_tests::socks::ScriptedSocks5;
+use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
 use pool_tests::unix::UnixBridge;
 
@@ -534,12 +534,13 @@ async fn verbose_notes_the_data_and_a_complete_upload() {
     );
 }
 
-/// `-v` through a SOCKS5 proxy names the proxy and what it was asked for (the resolved address
-/// with `--socks5`); `load` goes through it too.
+/// `-v` through a SOCKS proxy names the proxy and what it was asked for, as curl words it (the
+/// resolved address with `--socks5` and `--socks4`, the name with `--socks4a`); `load` goes
+/// through it too; an origin name that does not resolve for `socks5://` is curl's 97.
 #[tokio::test(flavor = "multi_thread")]
-async fn verbose_and_load_go_through_a_socks5_proxy() {
+async fn verbose_and_load_go_through_a_socks_proxy() {
     let server = serving(Reply::ok("s")).await;
-    let proxy = ScriptedSocks5::start().await;
+    let proxy = ScriptedSocks::start().await;
     let socks = proxy.addr().to_string();
     let port = server.addr().port();
     let run = poolcurl(&["-v", "--socks5", &socks, &server.url("/")]).await;
@@ -550,11 +551,39 @@ async fn verbose_and_load_go_through_a_socks5_proxy() {
             proxy.addr().port()
         ),
         format!(
-            "* SOCKS5 connect to 127.0.0.1:{port}\n* SOCKS5 request granted.\n> GET / HTTP/1.1"
+            "* SOCKS5 connect to IPv4 127.0.0.1:{port} (locally resolved)\n\
+             * SOCKS5 request granted.\n> GET / HTTP/1.1"
         ),
     ] {
         assert!(run.stderr.contains(&line), "{line:?} in\n{}", run.stderr);
     }
+    for (flag, host, lines) in [
+        (
+            "--socks4",
+            "127.0.0.1",
+            "* SOCKS4 connect to IPv4 127.0.0.1 (locally resolved)\n* SOCKS4 request granted.",
+        ),
+        ("--socks4a", "localhost", "* SOCKS4a request granted."),
+    ] {
+        let url = format!("http://{host}:{port}/");
+        let run = poolcurl(&["-v", flag, &socks, &url]).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let line = format!("* SOCKS4 communication to {host}:{port}\n{lines}\n> GET / HTTP/1.1");
+        assert!(run.stderr.contains(&line), "{line:?} in\n{}", run.stderr);
+    }
+    let run = poolcurl(&[
+        "-x",
+        &format!("socks5://{socks}"),
+        "http://nonexistent.invalid/",
+    ])
+    .await;
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            97,
+            "poolcurl: (97) Could not resolve host: nonexistent.invalid\n"
+        )
+    );
     let mut load = common::poolcurl_command();
     load.args([
         "load",
@@ -579,7 +608,7 @@ async fn verbose_and_load_go_through_a_socks5_proxy() {
     let asked: Vec<String> = proxy
         .requests()
         .into_iter()
-        .skip(1)
+        .skip(3)
         .map(|r| r.target)
         .collect();
     assert!(!asked.is_empty());
@@ -587,7 +616,11 @@ async fn verbose_and_load_go_through_a_socks5_proxy() {
         asked.iter().all(|t| *t == format!("localhost:{port}")),
         "{asked:?}"
     );
-    assert_eq!(server.requests().len(), 21);
+    assert_eq!(
+        server.requests().len(),
+        23,
+        "three runs of one request, then 20"
+    );
 }
 
 /// `-v` through a `CONNECT` tunnel shows the `CONNECT` as the proxy read it, byte for byte,

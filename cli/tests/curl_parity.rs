@@ -8,7 +8,7 @@
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
-//! SOCKS5 proxy started for the run). Cases with `Extra` checks
+//! SOCKS proxy (SOCKS5 and SOCKS4) started for the run). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -33,7 +33,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::refused::RefusedAddr;
-use pool_tests::socks::ScriptedSocks5;
+use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
 use pool_tests::unix::UnixBridge;
 
@@ -662,6 +662,50 @@ fn cases() -> Vec<Case> {
         case(
             "socks5 target refused",
             &["-x", "socks5://%SOCKS%", "%CLOSED%/"],
+        ),
+        case(
+            "socks5 origin name does not resolve",
+            &["-x", "socks5://%SOCKS%", "http://nonexistent.invalid/"],
+        ),
+        // SOCKS4 and 4a: -x socks4:// (socks:// too) and socks4a://, --socks4 and --socks4a,
+        // the user id from -U, an IPv6 target SOCKS4 cannot carry, a refusal.
+        case(
+            "socks4 proxy",
+            &[
+                "-x",
+                "socks4://%SOCKS%",
+                "-w",
+                " %{http_connect}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "socks:// is socks4",
+            &["-x", "socks://%SOCKS%", "%BASE%/hello"],
+        ),
+        case(
+            "socks4a flag resolves at the proxy",
+            &["--socks4a", "%SOCKS%", "http://localhost:%PORT%/hello"],
+        ),
+        case(
+            "socks4 flag with a user id, after -x",
+            &[
+                "-x",
+                "socks5://127.0.0.1:1",
+                "--socks4",
+                "%SOCKS%",
+                "-U",
+                "bob:pw",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "socks4 cannot carry IPv6",
+            &["--socks4", "%SOCKS%", "http://[::1]:1/"],
+        ),
+        case(
+            "socks4 target refused",
+            &["-x", "socks4://%SOCKS%", "%CLOSED%/"],
         ),
         // .netrc: the host's first entry, the URL's user's own, the default; -u and
         // --netrc-optional's URL password win; curl's dialect (quotes, comments, keywords in
@@ -1801,9 +1845,9 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     // Started only for the cases that use one: a path, or an abstract name, piped to the
     // case's server.
     let uses = |placeholder: &str| case.args.iter().any(|a| a.contains(placeholder));
-    // A SOCKS5 proxy for the cases that name one (`%SOCKS%` is its HOST:PORT).
+    // A SOCKS proxy for the cases that name one (`%SOCKS%` is its HOST:PORT).
     let socks = match uses("%SOCKS%") {
-        true => Some(ScriptedSocks5::start().await),
+        true => Some(ScriptedSocks::start().await),
         false => None,
     };
     let socks_addr = socks

@@ -7,9 +7,9 @@
 //! * `cargo xtask soak [--secs N]` runs the long mixed-fault soak (release mode; not in `ci`).
 //! * `cargo xtask stress [--rounds N] [--only NAME] [--load]` runs every test binary again and
 //!   again to find rare failures, keeping each failure's whole output (see `stress.rs`).
-//! * `cargo xtask interop` runs poolcurl against nginx, nghttpd, tinyproxy and Apache httpd
-//!   (release mode); it is also the last step of `ci` when nginx and nghttpd are installed,
-//!   and skipped there with one line when not.
+//! * `cargo xtask interop` runs poolcurl against nginx, nghttpd, tinyproxy, microsocks, Dante
+//!   and Apache httpd (release mode); it is also the last step of `ci` when nginx and nghttpd
+//!   are installed, and skipped there with one line when not.
 //!   It first installs oha ([`OHA_VERSION`], `cargo install --locked` into `target/tools`) for
 //!   the `poolcurl load` vs oha comparison; when that fails, the comparison is skipped with one
 //!   line.

@@ -354,8 +354,7 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
                 c.id()
             ));
             if let Some(target) = &route.socks_target {
-                lines.info(&format!("SOCKS5 connect to {target}"));
-                lines.info("SOCKS5 request granted.");
+                socks_lines(lines, &route.proxy, target, cx.dial);
             } else if route.tunnel {
                 // The tunnel goes where `--connect-to` sends the connection.
                 let answer = route.connect_response.as_deref();
@@ -451,6 +450,41 @@ fn stamp(clock: Option<UtcOffset>) -> String {
         now.second(),
         now.microsecond()
     )
+}
+
+/// A granted SOCKS handshake as curl 7.88's `-v` shows it, from what the proxy (`proxy`,
+/// `scheme://host:port`) was asked for (`target`, an address or a name with the port) on the
+/// way to `dial`.
+fn socks_lines(lines: &mut Lines, proxy: &str, target: &str, dial: &Dial) {
+    let addr = target.parse::<std::net::SocketAddr>().ok();
+    if proxy.starts_with("socks4") {
+        lines.info(&format!(
+            "SOCKS4 communication to {}:{}",
+            dial.host, dial.port
+        ));
+        match addr {
+            // SOCKS4a sends even an address literal as a name.
+            Some(addr) if !proxy.starts_with("socks4a") => {
+                let ip = addr.ip();
+                lines.info(&format!("SOCKS4 connect to IPv4 {ip} (locally resolved)"));
+                lines.info("SOCKS4 request granted.");
+            }
+            _ => lines.info("SOCKS4a request granted."),
+        }
+        return;
+    }
+    lines.info(&match addr {
+        Some(std::net::SocketAddr::V4(addr)) => {
+            format!("SOCKS5 connect to IPv4 {addr} (locally resolved)")
+        }
+        Some(std::net::SocketAddr::V6(addr)) => format!(
+            "SOCKS5 connect to IPv6 {}:{} (locally resolved)",
+            addr.ip(),
+            addr.port()
+        ),
+        None => format!("SOCKS5 connect to {target} (remotely resolved)"),
+    });
+    lines.info("SOCKS5 request granted.");
 }
 
 /// A tunnel's `CONNECT` exchange as `-v` shows it: the request to `authority` as the pool

@@ -14,6 +14,10 @@ pub(crate) struct CompatArgs {
     #[arg(long = "proxy-basic")]
     pub(crate) proxy_basic: bool,
 
+    /// SOCKS5 authentication by user and password only (no effect: poolcurl never offers GSSAPI)
+    #[arg(long = "socks5-basic")]
+    pub(crate) socks5_basic: bool,
+
     /// Set TCP_NODELAY (no effect: the pool always sets it)
     #[arg(long = "tcp-nodelay")]
     pub(crate) tcp_nodelay: bool,

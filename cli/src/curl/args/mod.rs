@@ -259,22 +259,30 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2")]
     pub(crate) connect_to: Vec<String>,
 
-    /// Use this proxy, as http://USER:PASSWORD@HOST:PORT, https://..., socks5://... or socks5h://... (scheme, credentials and port optional; "" for none, ignoring the environment)
+    /// Use this proxy, as http://USER:PASSWORD@HOST:PORT, https://..., socks5://..., socks5h://..., socks4://... or socks4a://... (scheme, credentials and port optional; "" for none, ignoring the environment)
     #[arg(
         short = 'x',
         long = "proxy",
         value_name = "URL",
-        overrides_with_all = ["socks5", "socks5_hostname"]
+        overrides_with_all = ["socks5", "socks5_hostname", "socks4", "socks4a"]
     )]
     pub(crate) proxy: Option<String>,
 
     /// Use this SOCKS5 proxy (HOST or HOST:PORT, port 1080 by default), resolving names here; replaces -x
-    #[arg(long = "socks5", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5_hostname"])]
+    #[arg(long = "socks5", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5_hostname", "socks4", "socks4a"])]
     pub(crate) socks5: Option<String>,
 
     /// Use this SOCKS5 proxy, letting it resolve names; replaces -x
-    #[arg(long = "socks5-hostname", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5"])]
+    #[arg(long = "socks5-hostname", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks4", "socks4a"])]
     pub(crate) socks5_hostname: Option<String>,
+
+    /// Use this SOCKS4 proxy, resolving names here (IPv4 only); replaces -x
+    #[arg(long = "socks4", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks5_hostname", "socks4a"])]
+    pub(crate) socks4: Option<String>,
+
+    /// Use this SOCKS4a proxy, letting it resolve names; replaces -x
+    #[arg(long = "socks4a", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks5_hostname", "socks4"])]
+    pub(crate) socks4a: Option<String>,
 
     /// Hosts to reach without the proxy (comma-separated; "*" for all), instead of NO_PROXY
     #[arg(long = "noproxy", value_name = "LIST")]
@@ -314,19 +322,26 @@ pub(crate) struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    /// The proxy URL of `-x`, `--socks5` or `--socks5-hostname`, whichever came last (clap keeps
-    /// only that one); a bare `HOST[:PORT]` of the SOCKS flags takes their scheme.
+    /// The proxy URL of `-x`, `--socks5`, `--socks5-hostname`, `--socks4` or `--socks4a`,
+    /// whichever came last (clap keeps only that one); a bare `HOST[:PORT]` of the SOCKS flags
+    /// takes their scheme.
     pub(crate) fn proxy_url(&self) -> Option<String> {
-        let socks = |scheme: &str, value: &str| match value.contains("://") {
+        if let Some(url) = &self.proxy {
+            return Some(url.clone());
+        }
+        let socks = [
+            ("socks5", &self.socks5),
+            ("socks5h", &self.socks5_hostname),
+            ("socks4", &self.socks4),
+            ("socks4a", &self.socks4a),
+        ];
+        let (scheme, value) = socks
+            .into_iter()
+            .find_map(|(scheme, value)| Some((scheme, value.as_deref()?)))?;
+        Some(match value.contains("://") {
             true => value.to_owned(),
             false => format!("{scheme}://{value}"),
-        };
-        match (&self.proxy, &self.socks5, &self.socks5_hostname) {
-            (Some(url), _, _) => Some(url.clone()),
-            (None, Some(value), _) => Some(socks("socks5", value)),
-            (None, None, Some(value)) => Some(socks("socks5h", value)),
-            (None, None, None) => None,
-        }
+        })
     }
 
     /// The Unix socket `--unix-socket` or `--abstract-unix-socket` names, whichever came last;

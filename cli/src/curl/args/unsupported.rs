@@ -21,9 +21,11 @@ const FLAGS: &[Unsupported] = &[
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
     flag("--ciphers", None, "rustls chooses the cipher suites"),
     flag("--pinnedpubkey", None, "no public key pinning"),
-    flag("--socks4", None, "HTTP and SOCKS5 proxies only (-x)"),
-    flag("--socks4a", None, "HTTP and SOCKS5 proxies only (-x)"),
-    flag("--preproxy", None, "HTTP and SOCKS5 proxies only (-x)"),
+    flag(
+        "--preproxy",
+        None,
+        "one proxy per connection, no chains (-x)",
+    ),
     flag("--libcurl", None, "poolcurl is not libcurl"),
     flag("--manual", Some('M'), "see --help and the README"),
     flag("--alt-svc", None, "no Alt-Svc cache"),
@@ -106,18 +108,9 @@ const FLAGS: &[Unsupported] = &[
     flag("--proxy-tlspassword", None, PROXY_TLS),
     flag("--proxy-tlsuser", None, PROXY_TLS),
     flag("--proxy-tlsv1", None, PROXY_TLS),
-    flag("--socks5-basic", None, "HTTP and SOCKS5 proxies only (-x)"),
-    flag("--socks5-gssapi", None, "HTTP and SOCKS5 proxies only (-x)"),
-    flag(
-        "--socks5-gssapi-nec",
-        None,
-        "HTTP and SOCKS5 proxies only (-x)",
-    ),
-    flag(
-        "--socks5-gssapi-service",
-        None,
-        "HTTP and SOCKS5 proxies only (-x)",
-    ),
+    flag("--socks5-gssapi", None, SOCKS_GSSAPI),
+    flag("--socks5-gssapi-nec", None, SOCKS_GSSAPI),
+    flag("--socks5-gssapi-service", None, SOCKS_GSSAPI),
     // Name resolution.
     flag("--dns-interface", None, RESOLVER),
     flag("--dns-ipv4-addr", None, RESOLVER),
@@ -167,6 +160,8 @@ const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key";
 /// The reason of resolver options.
 const RESOLVER: &str = "the system resolver or --resolve only";
+/// SOCKS5 authentication other than user name and password.
+const SOCKS_GSSAPI: &str = "SOCKS5 with no authentication or a user and password only";
 
 const fn flag(long: &'static str, short: Option<char>, why: &'static str) -> Unsupported {
     Unsupported { long, short, why }

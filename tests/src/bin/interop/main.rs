@@ -24,6 +24,8 @@
 //!   reused connection.
 //! * **microsocks** (SOCKS5) in front of that nginx, beside curl: `socks5h://` with a user
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
+//! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
+//!   `--socks4` to HTTP/1.1 and TLS h2, `socks5://`, and a refused target (`socks.rs`).
 //! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
 //!   wrong password (`apache.rs`); one "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
@@ -139,7 +141,12 @@ fn main() -> ExitCode {
             origin.clone(),
             &tmp.path().join("tinyproxy"),
         ));
-        rows.extend(socks_checks(&poolcurl, origin, &tmp.path().join("socks")));
+        rows.extend(socks_checks(
+            &poolcurl,
+            origin.clone(),
+            &tmp.path().join("socks"),
+        ));
+        rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
