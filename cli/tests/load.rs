@@ -407,6 +407,40 @@ async fn connection_close_opens_a_connection_per_request() {
     assert_eq!(u(&json["local_origin"]["accepted"]), 100);
 }
 
+/// `--max-idle-per-host 0`: a connection nobody waits for when it comes back closes
+/// (`idle_limit`), so the run opens more than `-c` connections and ends with none idle; the
+/// setting is in the summary's config.
+#[tokio::test(flavor = "multi_thread")]
+async fn max_idle_per_host_closes_connections_nobody_waits_for() {
+    let args = [
+        "--local",
+        "/",
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--max-idle-per-host",
+        "0",
+    ];
+    let (run, json) = load_json(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(json["config"]["max_idle_per_host"], 0);
+    let connections = &json["connections"];
+    let limited = u(&connections["closed"]["idle_limit"]);
+    assert!(limited >= 1, "{connections}");
+    assert!(u(&connections["opened"]) > 4, "{connections}");
+    assert_eq!(
+        u(&connections["opened"]),
+        u(&connections["closed_total"]),
+        "{connections}"
+    );
+    assert_eq!(
+        u(&json["local_origin"]["accepted"]),
+        u(&connections["opened"])
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn in_flight_requests_at_the_deadline_finish_and_count() {
     let (run, json) = load_json(&["--local", "/delay/200", "-z", "300ms", "-c", "4"]).await;

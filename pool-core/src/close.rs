@@ -39,11 +39,14 @@ pub enum CloseReason {
     /// A response body sent nothing for the client's body idle timeout: the exchange failed
     /// and the connection was retired (an HTTP/2 generation drains its other streams).
     BodyIdleTimeout,
+    /// An HTTP/1 connection with nobody waiting for it found its partition's idle set for the
+    /// origin full (the pool's maximum of idle connections per host).
+    IdleLimit,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 11] = [
+    pub const ALL: [CloseReason; 12] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -55,6 +58,7 @@ impl CloseReason {
         CloseReason::RequestCanceled,
         CloseReason::MaxLifetime,
         CloseReason::BodyIdleTimeout,
+        CloseReason::IdleLimit,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -71,6 +75,7 @@ impl CloseReason {
             CloseReason::RequestCanceled => "request_canceled",
             CloseReason::MaxLifetime => "max_lifetime",
             CloseReason::BodyIdleTimeout => "body_idle_timeout",
+            CloseReason::IdleLimit => "idle_limit",
         }
     }
 }

@@ -101,7 +101,8 @@ impl CellEntry {
                     hooks,
                     bound,
                 )
-                .with_h2_connection_cap(shared.h2_connections),
+                .with_h2_connection_cap(shared.h2_connections)
+                .with_max_idle(shared.max_idle),
             );
             CellEntry {
                 cell,

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) time: Arc<dyn TimeSource>,
     pub(crate) sleep: Arc<dyn AsyncSleep>,
     pub(crate) idle_timeout: Option<Duration>,
+    /// Idle HTTP/1 connections each cell keeps at most.
+    pub(crate) max_idle: usize,
     /// The maximum connection lifetime, if any.
     pub(crate) lifetime: Option<Lifetime>,
     /// HTTP/2 connections per (partition, origin) of an unbounded origin.
@@ -140,6 +142,7 @@ impl Shared {
             time,
             sleep,
             idle_timeout,
+            max_idle: usize::MAX,
             lifetime,
             h2_connections,
             connect_timeout,
@@ -151,6 +154,12 @@ impl Shared {
             #[cfg(feature = "metrics")]
             metrics: false,
         }
+    }
+
+    /// Keeps at most `max` idle HTTP/1 connections per cell.
+    pub(crate) fn with_max_idle(mut self, max: usize) -> Shared {
+        self.max_idle = max;
+        self
     }
 
     /// Publishes waits through the `metrics` facade when `enabled`.

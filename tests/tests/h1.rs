@@ -864,3 +864,47 @@ async fn a_body_that_ends_before_hyper_is_ready_parks_until_the_driver_runs() {
     );
     drop(server.await.unwrap());
 }
+
+/// `max_idle_per_host` keeps that many idle connections and closes the rest as they come
+/// back (`IdleLimit`); the kept one is reused. With 0, every connection closes once its
+/// response is read, as `pool_max_idle_per_host(0)` does in hyper-util and reqwest.
+#[tokio::test]
+async fn max_idle_per_host_closes_returning_connections_beyond_it() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("kept"))).await;
+    let url = server.url("/");
+    for max in [1, 0] {
+        let events = EventLog::new();
+        let pool = ConnectionPool::builder()
+            .max_idle_per_host(max)
+            .event_listener(events.clone())
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        // Three response heads with their bodies unread hold three connections.
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(client.request(get(&url)).await.unwrap());
+        }
+        for response in held {
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "kept");
+        }
+        settle(&pool, &origin(&url), |s| {
+            s.h1_idle == max && s.h1_active == 0
+        })
+        .await;
+        assert_eq!(events.created().len(), 3);
+        assert_eq!(events.closed_with(CloseReason::IdleLimit), 3 - max);
+        let (again, _) = fetch(&client, &url).await;
+        assert_eq!(
+            again.is_reused(),
+            max == 1,
+            "the kept connection serves the next request"
+        );
+    }
+    assert_eq!(
+        server.accepted(),
+        3 + 4,
+        "three, then three and one more with max 0"
+    );
+}

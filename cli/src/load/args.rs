@@ -171,6 +171,15 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) idle_timeout: Option<IdleTimeout>,
 
+    /// Keep at most N idle HTTP/1 connections per origin in each partition; more close as they come back (0: keep none) [default: no limit]
+    #[arg(
+        long = "max-idle-per-host",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64),
+        help_heading = "Pool"
+    )]
+    pub(crate) max_idle_per_host: Option<u64>,
+
     /// Retire connections older than this (30s, 2m); HTTP/2 is renewed before it drains
     #[arg(
         long = "max-connection-lifetime",

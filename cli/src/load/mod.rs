@@ -370,6 +370,9 @@ fn build_pool(
     if let Some(idle) = args.idle_timeout {
         builder = builder.idle_timeout(idle.0);
     }
+    if let Some(max) = args.max_idle_per_host {
+        builder = builder.max_idle_per_host(usize::try_from(max).unwrap_or(usize::MAX));
+    }
     builder = builder
         .max_connection_lifetime(args.max_connection_lifetime)
         .pool_timeout(args.pool_timeout);
@@ -417,6 +420,7 @@ fn run_config(args: &LoadArgs, urls: &[Uri], partitions: usize) -> RunConfig {
             Some(idle) => idle.0,
             None => Some(pool::DEFAULT_IDLE_TIMEOUT),
         },
+        max_idle_per_host: args.max_idle_per_host,
         connect_timeout: setup::connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT),
         max_connection_lifetime: args.max_connection_lifetime,
         pool_timeout: args.pool_timeout,

@@ -164,10 +164,11 @@ pub(crate) fn recording_cell(
         launched,
         armed,
         std::sync::Arc::new(FixedTime::new()),
+        usize::MAX,
     )
 }
 
-/// [`recording_cell`] reading `clock`.
+/// [`recording_cell`] reading `clock`, keeping at most `max_idle` idle connections.
 pub(crate) fn recording_cell_with_clock(
     mode: EstablishMode,
     idle: Option<Duration>,
@@ -175,6 +176,7 @@ pub(crate) fn recording_cell_with_clock(
     launched: &Launched,
     armed: Option<std::sync::Arc<StdMutex<Vec<Instant>>>>,
     clock: std::sync::Arc<FixedTime>,
+    max_idle: usize,
 ) -> Arc<Cell<Fake>> {
     let log = launched.clone();
     let hooks = CellHooks {
@@ -185,13 +187,10 @@ pub(crate) fn recording_cell_with_clock(
         time: clock,
     };
     let bounded = admission.clone();
-    let cell = Arc::new(Cell::new(
-        mode,
-        idle,
-        Arc::new(Gauges::default()),
-        hooks,
-        admission,
-    ));
+    let cell = Arc::new(
+        Cell::new(mode, idle, Arc::new(Gauges::default()), hooks, admission)
+            .with_max_idle(max_idle),
+    );
     if let Some((admission, partition)) = bounded {
         admission.register(partition, cell.clone());
     }
@@ -222,6 +221,16 @@ impl Rig {
         idle: Option<Duration>,
         admission: Option<(CellAdmission<Fake>, usize)>,
     ) -> Rig {
+        Rig::keeping(mode, idle, admission, usize::MAX)
+    }
+
+    /// [`Rig::with`], keeping at most `max_idle` idle HTTP/1 connections.
+    pub(crate) fn keeping(
+        mode: EstablishMode,
+        idle: Option<Duration>,
+        admission: Option<(CellAdmission<Fake>, usize)>,
+        max_idle: usize,
+    ) -> Rig {
         let launched = Launched::default();
         let armed: std::sync::Arc<StdMutex<Vec<Instant>>> = std::sync::Arc::default();
         let clock = std::sync::Arc::new(FixedTime::new());
@@ -232,6 +241,7 @@ impl Rig {
             &launched,
             Some(armed.clone()),
             clock.clone(),
+            max_idle,
         );
         Rig {
             cell,

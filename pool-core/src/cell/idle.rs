@@ -39,6 +39,17 @@ impl<H: PooledH1> IdleSet<H> {
         self.entries.len()
     }
 
+    /// Whether at least `max` of the entries are still open. The closed ones not yet skipped
+    /// do not count, so a connection that closed while idle never holds a place a returning
+    /// one could take. The common answer (fewer entries than `max`) costs one comparison.
+    fn holds(&self, max: usize) -> bool {
+        if self.entries.len() < max {
+            return false;
+        }
+        let open = self.entries.iter().filter(|e| !e.conn.record().is_closed());
+        open.take(max).count() == max
+    }
+
     /// Adds a connection (checked in) idle since `since` that expires at `deadline`.
     pub(super) fn push(&mut self, conn: H, since: Instant, deadline: Option<Instant>) {
         self.entries.push_back(IdleEntry {
@@ -213,6 +224,9 @@ impl<T: CellTypes> Cell<T> {
     /// happen outside the lock (closing a connection that could not be checked in, arming the
     /// expiry timer) is left to [`after_idle`](Self::after_idle).
     fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
+        if st.idle.holds(self.max_idle) {
+            return Idled::Refused(conn, CloseReason::IdleLimit);
+        }
         if !conn.record().checkin() {
             let reason = if conn.record().is_poisoned() {
                 CloseReason::Poisoned

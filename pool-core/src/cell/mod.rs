@@ -138,6 +138,8 @@ pub struct Cell<T: CellTypes> {
     /// How many HTTP/2 generations an unbounded cell may hold (a bounded one is capped by its
     /// permits).
     h2_cap: usize,
+    /// How many HTTP/1 connections the idle set keeps; one returning to a full set closes.
+    max_idle: usize,
     /// Everything the cell coordinates, under its one lock.
     state: Mutex<State<T>>,
 }
@@ -166,6 +168,7 @@ impl<T: CellTypes> Cell<T> {
                 partition,
             }),
             h2_cap: DEFAULT_H2_CONNECTIONS,
+            max_idle: usize::MAX,
             state: Mutex::new(State {
                 waiters: WaitQueues::new(),
                 idle: IdleSet::new(),
@@ -183,6 +186,15 @@ impl<T: CellTypes> Cell<T> {
     /// [`DEFAULT_H2_CONNECTIONS`]). Beyond it requests wait for a free stream.
     pub fn with_h2_connection_cap(mut self, cap: usize) -> Cell<T> {
         self.h2_cap = cap.max(1);
+        self
+    }
+
+    /// Keeps at most `max` idle HTTP/1 connections (the default: no limit). A connection that
+    /// finishes an exchange with nobody waiting for it, or is established for a request that
+    /// no longer waits, closes ([`CloseReason::IdleLimit`]) when `max` usable connections are
+    /// idle already; 0 keeps none.
+    pub fn with_max_idle(mut self, max: usize) -> Cell<T> {
+        self.max_idle = max;
         self
     }
 

@@ -18,6 +18,24 @@ impl Builder {
         self
     }
 
+    /// Keeps at most `max` idle HTTP/1 connections per origin in each partition, as
+    /// hyper-util's and reqwest's `pool_max_idle_per_host` do in their one pool. A connection
+    /// that finishes an exchange with nobody waiting for it closes
+    /// ([`CloseReason::IdleLimit`](crate::CloseReason::IdleLimit)) when `max` are idle already;
+    /// a waiting request still takes it. `0` keeps none: a connection serves requests already
+    /// waiting when it comes back, and closes otherwise. The default keeps every one, until
+    /// the [`idle_timeout`](Self::idle_timeout).
+    ///
+    /// HTTP/2 connections are not counted: a partition keeps one per origin (or as many as
+    /// its stream limit needs) until the idle timeout. [`Client::preconnect`] warms no more
+    /// than this many per partition for long: its connections go to the idle set like any.
+    ///
+    /// [`Client::preconnect`]: crate::Client::preconnect
+    pub fn max_idle_per_host(mut self, max: usize) -> Self {
+        self.max_idle_per_host = max;
+        self
+    }
+
     /// The mutable form of [`idle_timeout`](Self::idle_timeout), keeping all three states:
     /// `None` restores the default, `Some(None)` disables the timeout, `Some(Some(d))` sets it.
     pub fn set_idle_timeout(&mut self, timeout: Option<Option<Duration>>) -> &mut Self {

@@ -61,6 +61,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// are the pool's: they close connections and never fail a request.
 pub struct Builder {
     idle_timeout: Option<Option<Duration>>,
+    max_idle_per_host: usize,
     protocol: ProtocolPolicy,
     connector: Option<Arc<dyn Connect>>,
     resolver: Option<Arc<dyn Resolve>>,
@@ -97,6 +98,7 @@ impl Default for Builder {
     fn default() -> Self {
         Builder {
             idle_timeout: None,
+            max_idle_per_host: usize::MAX,
             protocol: ProtocolPolicy::default(),
             connector: None,
             resolver: None,
@@ -348,6 +350,7 @@ impl Builder {
             self.connect_timeout,
             bound,
         );
+        let shared = shared.with_max_idle(self.max_idle_per_host);
         #[cfg(feature = "metrics")]
         let shared = shared.with_metrics(self.metrics);
         let shared = Arc::new(shared);
@@ -455,6 +458,7 @@ impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("idle_timeout", &self.idle_timeout)
+            .field("max_idle_per_host", &self.max_idle_per_host)
             .field("protocol", &self.protocol)
             .field("dial", &self.dial)
             .field("tls", &self.tls)

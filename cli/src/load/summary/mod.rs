@@ -66,6 +66,8 @@ pub(crate) struct RunConfig {
     pub(crate) reuse_scope: &'static str,
     /// The effective idle timeout; `None` when disabled.
     pub(crate) idle_timeout: Option<Duration>,
+    /// `--max-idle-per-host`.
+    pub(crate) max_idle_per_host: Option<u64>,
     /// The effective connect timeout.
     pub(crate) connect_timeout: Duration,
     /// `--max-connection-lifetime`.

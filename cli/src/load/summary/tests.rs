@@ -38,6 +38,7 @@ fn config(urls: &[&str]) -> RunConfig {
         max_pending_per_host: None,
         reuse_scope: "interface",
         idle_timeout: Some(pool::DEFAULT_IDLE_TIMEOUT),
+        max_idle_per_host: None,
         connect_timeout: Duration::from_secs(10),
         max_connection_lifetime: None,
         pool_timeout: None,

@@ -206,3 +206,46 @@ fn http1_mode_refuses_http2_requirement() {
         Acquire::Unsupported
     ));
 }
+
+/// With a maximum of idle connections, a connection returning to a full idle set closes
+/// (`IdleLimit`) while one a request waits for is still served; closed entries not yet skipped
+/// hold no place; 0 keeps none.
+#[test]
+fn the_idle_set_keeps_at_most_its_maximum() {
+    let t0 = Instant::now();
+    let rig = Rig::keeping(EstablishMode::Http1, Some(Duration::from_secs(90)), None, 2);
+    let c = &rig.cell;
+    let (a, b, extra) = (h1(c), h1(c), h1(c));
+    let extra_record = extra.record.clone();
+    assert_eq!(c.release_h1(a, t0), Released::Idle);
+    assert_eq!(c.release_h1(b, t0), Released::Idle);
+    assert_eq!(c.release_h1(extra, t0), Released::Closed);
+    assert_eq!(extra_record.close_reason(), Some(CloseReason::IdleLimit));
+    assert_eq!(c.gauges().snapshot().h1_idle, 2);
+
+    // A waiting request takes a returning connection whatever the idle set holds.
+    let Acquire::H1(taken) = c.acquire(Requirement::Any, None, || 1, || t0) else {
+        panic!("reuse hit")
+    };
+    let Acquire::H1(second) = c.acquire(Requirement::Any, None, || 2, || t0) else {
+        panic!("reuse hit")
+    };
+    let w = rig.wait(Requirement::Any, 3, t0);
+    assert_eq!(c.release_h1(taken, t0), Released::Delivered);
+    assert!(matches!(take(&w), Some(Grant::H1(_))));
+    assert_eq!(c.release_h1(second, t0), Released::Idle);
+
+    // An idle connection that closed (the peer hung up) frees its place at once.
+    let (late, gone) = (h1(c), h1(c));
+    let gone_record = gone.record.clone();
+    assert_eq!(c.release_h1(gone, t0), Released::Idle);
+    gone_record.close(CloseReason::ProtocolClosed, None);
+    assert_eq!(c.release_h1(late, t0), Released::Idle);
+
+    let none = Rig::keeping(EstablishMode::Http1, None, None, 0);
+    let conn = h1(&none.cell);
+    let record = conn.record.clone();
+    assert_eq!(none.cell.release_h1(conn, t0), Released::Closed);
+    assert_eq!(record.close_reason(), Some(CloseReason::IdleLimit));
+    assert_eq!(none.cell.gauges().snapshot().h1_idle, 0);
+}
