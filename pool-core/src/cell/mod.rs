@@ -191,8 +191,8 @@ impl<T: CellTypes> Cell<T> {
 
     /// Keeps at most `max` idle HTTP/1 connections (the default: no limit). A connection that
     /// finishes an exchange with nobody waiting for it, or is established for a request that
-    /// no longer waits, closes ([`CloseReason::IdleLimit`]) when `max` usable connections are
-    /// idle already; 0 keeps none.
+    /// no longer waits, closes ([`CloseReason::IdleLimit`](crate::CloseReason::IdleLimit))
+    /// when `max` usable connections are idle already; 0 keeps none.
     pub fn with_max_idle(mut self, max: usize) -> Cell<T> {
         self.max_idle = max;
         self
