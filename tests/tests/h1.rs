@@ -908,3 +908,107 @@ async fn max_idle_per_host_closes_returning_connections_beyond_it() {
         "three, then three and one more with max 0"
     );
 }
+
+/// hyper's HTTP/1 parser settings, under hyper-util's names: each tolerance turns a response
+/// hyper refuses by default into one the caller reads; a head with more lines than
+/// `http1_max_headers` or more bytes than `http1_max_buf_size` fails; buffer settings hyper
+/// would panic on are a `BuildError`.
+#[tokio::test]
+async fn http1_parser_settings_are_hypers() {
+    type Configure = fn(pool::Builder) -> pool::Builder;
+    /// A name, the response, the setting, and a header the response keeps (name, start).
+    type Case = (&'static str, String, Configure, Option<(&'static str, &'static str)>);
+    let big = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Big: {}\r\n\r\nok",
+        "b".repeat(20_000)
+    );
+    let cases: [Case; 6] = [
+        (
+            "folded header",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Folded: a\r\n b\r\n\r\nok".into(),
+            |b| b.http1_allow_obsolete_multiline_headers_in_responses(true),
+            Some(("x-folded", "a")),
+        ),
+        (
+            "invalid header line",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nBad Name: x\r\n\r\nok".into(),
+            |b| b.http1_ignore_invalid_headers_in_responses(true),
+            None,
+        ),
+        (
+            "space before the colon",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Spaced : v\r\n\r\nok".into(),
+            |b| b.http1_allow_spaces_after_header_name_in_responses(true),
+            Some(("x-spaced", "v")),
+        ),
+        ("HTTP/0.9", "ok".into(), |b| b.http09_responses(true), None),
+        // The last two turn a response hyper reads by default into a failure.
+        (
+            "more header lines than the maximum",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\nX-B: 2\r\n\r\nok".into(),
+            |b| b.http1_max_headers(2),
+            None,
+        ),
+        (
+            "a head over the read buffer",
+            big,
+            |b| b.http1_max_buf_size(8192),
+            None,
+        ),
+    ];
+    for (index, (name, response, configure, header)) in cases.into_iter().enumerate() {
+        let tolerant = index < 4;
+        // One connection each for the default pool and the configured one; the response is
+        // followed by a close (HTTP/0.9's body ends there).
+        let plan = ConnPlan::new()
+            .read_request()
+            .write_raw(response.into_bytes())
+            .close();
+        let server = ScriptedH1Server::builder()
+            .plans([plan.clone(), plan])
+            .start()
+            .await;
+        let url = server.url("/");
+        for configured in [false, true] {
+            let builder = ConnectionPool::builder();
+            let pool = match configured {
+                true => configure(builder),
+                false => builder,
+            }
+            .build()
+            .unwrap();
+            let client = pool.client().unwrap();
+            let outcome = client.request(get(&url)).await;
+            if configured != tolerant {
+                let error = outcome.expect_err(name);
+                assert!(!error.is_connect(), "{name}: a response error: {error:#}");
+                continue;
+            }
+            let response = outcome.unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(response.status(), StatusCode::OK, "{name}");
+            if let Some((header, starts)) = header {
+                let value = response.headers()[header].to_str().unwrap().to_owned();
+                assert!(value.starts_with(starts), "{name}: {value:?}");
+            }
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "ok", "{name}");
+        }
+    }
+    for (builder, says) in [
+        (ConnectionPool::builder().http1_max_buf_size(100), "8192"),
+        (
+            ConnectionPool::builder()
+                .http1_max_buf_size(65_536)
+                .http1_read_buf_exact_size(Some(4096)),
+            "not both",
+        ),
+    ] {
+        let error = builder.build().expect_err("refused");
+        assert_eq!(error.setting(), "http1_max_buf_size");
+        assert!(error.to_string().contains(says), "{error}");
+    }
+    ConnectionPool::builder()
+        .http1_read_buf_exact_size(Some(4096))
+        .build()
+        .expect("an exact read buffer alone is fine");
+}

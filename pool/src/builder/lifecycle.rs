@@ -1,4 +1,4 @@
-//! The builder's lifecycle settings: timeouts and connection lifetime.
+//! The builder's lifecycle settings: timeouts, connection lifetime and the idle cap.
 //!
 //! How they fit together is documented on [`Builder`] itself ("Timeouts and lifetimes"), where
 //! users read it.

@@ -7,6 +7,7 @@
 //! `transport`.
 
 mod bounded;
+mod http1;
 mod http2;
 mod lifecycle;
 mod transport;
@@ -76,6 +77,7 @@ pub struct Builder {
     reuse_scope: ConnectionReuseScope,
     placement_tolerance: Duration,
     h1: pool_h1::H1Settings,
+    h1_buffer: http1::H1Buffer,
     h2: H2Settings,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -113,6 +115,7 @@ impl Default for Builder {
             reuse_scope: ConnectionReuseScope::default(),
             placement_tolerance: pool_core::admission::DEFAULT_TOLERANCE,
             h1: hyper::client::conn::http1::Builder::new().into(),
+            h1_buffer: http1::H1Buffer::default(),
             h2: H2Settings::default(),
             connect_timeout: None,
             read_timeout: None,
@@ -246,21 +249,6 @@ impl Builder {
         self
     }
 
-    /// Writes HTTP/1 header names in title case (`Content-Type`) instead of lower case.
-    pub fn http1_title_case_headers(mut self, enabled: bool) -> Self {
-        self.h1.title_case_headers(enabled);
-        self
-    }
-
-    /// Keeps each HTTP/1 response's header names as the server wrote them (`Content-Type`),
-    /// in order, as a [`RawHeaderNames`](crate::RawHeaderNames) response extension; the
-    /// `HeaderMap` stays lower-case. Off by default, and then costs nothing: the head is parsed
-    /// a second time (by `httparse`, as its bytes pass) only on pools that turn this on.
-    pub fn http1_preserve_header_case(mut self, enabled: bool) -> Self {
-        self.h1.record_raw_header_names(enabled);
-        self
-    }
-
     /// Sends HTTP/2 PINGs at this interval to detect dead connections.
     pub fn http2_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
         self.h2.keep_alive_interval = interval;
@@ -326,6 +314,7 @@ impl Builder {
     ///
     /// A [`BuildError`] naming the first invalid setting and its value.
     pub fn build(mut self) -> Result<ConnectionPool, BuildError> {
+        self.validate_h1()?;
         self.validate_h2()?;
         let partitions = self.validate_partitions()?;
         let bound = self.validate_bound(partitions.as_deref())?;
