@@ -33,6 +33,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::time::Duration;
 
 use crate::close::CloseReason;
 use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
@@ -70,11 +71,15 @@ pub struct ConnectionRecord {
     served: AtomicU64,
     /// The reason of the winning close, readable after it (index into `CloseReason::ALL`).
     reason: AtomicU8,
+    /// How long the connection may stay idle before the server closes it, in milliseconds
+    /// (`NO_IDLE_LIMIT`: the server never said; see [`set_idle_limit`](Self::set_idle_limit)).
+    idle_limit_ms: AtomicU64,
     /// The capacity permit this connection holds (bounded origins), released at logical close.
     permit: Mutex<Option<Box<dyn Releasable>>>,
 }
 
 const NO_REASON: u8 = u8::MAX;
+const NO_IDLE_LIMIT: u64 = u64::MAX;
 
 impl ConnectionRecord {
     /// Installs a new connection in the `ACTIVE` phase: moves one unit of `establishing` to the
@@ -93,6 +98,7 @@ impl ConnectionRecord {
             state: AtomicU8::new(ACTIVE),
             served: AtomicU64::new(0),
             reason: AtomicU8::new(NO_REASON),
+            idle_limit_ms: AtomicU64::new(NO_IDLE_LIMIT),
             permit: Mutex::new(permit),
         });
         record
@@ -210,6 +216,26 @@ impl ConnectionRecord {
     /// Requests dispatched on this connection so far.
     pub fn requests_served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// Records how long this connection may stay idle before the server closes it (an HTTP/1
+    /// response's `Keep-Alive: timeout`, less a margin), so that its cell retires it first
+    /// instead of sending a request into the server's close.
+    pub fn set_idle_limit(&self, limit: Duration) {
+        let ms = u64::try_from(limit.as_millis()).unwrap_or(NO_IDLE_LIMIT - 1);
+        // Nearly every response repeats the last value: read first, so the record's line is
+        // not written on every response.
+        if self.idle_limit_ms.load(Ordering::Relaxed) != ms {
+            self.idle_limit_ms.store(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// The limit [`set_idle_limit`](Self::set_idle_limit) recorded, if any.
+    pub fn idle_limit(&self) -> Option<Duration> {
+        match self.idle_limit_ms.load(Ordering::Relaxed) {
+            NO_IDLE_LIMIT => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     /// Whether it was logically closed.

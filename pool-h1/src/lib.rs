@@ -49,6 +49,7 @@
 mod connection;
 mod exchange;
 mod handshake;
+mod keep_alive;
 #[cfg(all(test, pool_loom))]
 mod loom_models;
 mod parking;

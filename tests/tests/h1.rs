@@ -178,6 +178,47 @@ async fn idle_connection_expires_at_the_idle_timeout() {
     assert_eq!(server.accepted(), 2);
 }
 
+/// A server's `Keep-Alive: timeout=N` shortens the idle time to N less a second (the pool
+/// retires the connection before the server closes it under a request); the pool's own idle
+/// timeout still wins when it is shorter; `timeout=0` keeps nothing idle.
+#[tokio::test(start_paused = true)]
+async fn a_servers_keep_alive_timeout_retires_idle_connections_before_it() {
+    for (hint, pool_timeout, kept_ms) in [("5", 90, 4_000), ("60", 5, 5_000), ("0", 90, 0)] {
+        let reply = Reply::ok("x").header("Keep-Alive", &format!("timeout={hint}, max=100"));
+        let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
+        let events = EventLog::new();
+        let pool = ConnectionPool::builder()
+            .idle_timeout(Some(Duration::from_secs(pool_timeout)))
+            .event_listener(events.clone())
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let url = server.url("/");
+        let key = origin(&url);
+        let (first, _) = fetch(&client, &url).await;
+        if kept_ms > 0 {
+            settle(&pool, &key, |s| s.h1_idle == 1).await;
+            tokio::time::advance(Duration::from_millis(kept_ms - 100)).await;
+            settle(&pool, &key, |s| s.h1_idle == 1).await;
+            assert!(
+                events.closed().is_empty(),
+                "timeout={hint}: kept until then"
+            );
+            tokio::time::advance(Duration::from_millis(200)).await;
+        }
+        events.wait_for_closed(1).await;
+        assert_eq!(
+            events.closed(),
+            vec![(first.id(), CloseReason::IdleTimeout)],
+            "timeout={hint}"
+        );
+        settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+        let (second, _) = fetch(&client, &url).await;
+        assert_ne!(second.id(), first.id());
+        assert_eq!(server.accepted(), 2);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn disabled_idle_timeout_never_expires() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
@@ -917,7 +958,12 @@ async fn max_idle_per_host_closes_returning_connections_beyond_it() {
 async fn http1_parser_settings_are_hypers() {
     type Configure = fn(pool::Builder) -> pool::Builder;
     /// A name, the response, the setting, and a header the response keeps (name, start).
-    type Case = (&'static str, String, Configure, Option<(&'static str, &'static str)>);
+    type Case = (
+        &'static str,
+        String,
+        Configure,
+        Option<(&'static str, &'static str)>,
+    );
     let big = format!(
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Big: {}\r\n\r\nok",
         "b".repeat(20_000)

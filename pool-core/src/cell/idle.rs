@@ -6,7 +6,7 @@
 //! are skipped then.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::actions::close_all;
 use super::{Actions, Cell, CellTypes, CellWaiter, Grant, PooledH1, Released, State};
@@ -227,6 +227,12 @@ impl<T: CellTypes> Cell<T> {
         if st.idle.holds(self.max_idle) {
             return Idled::Refused(conn, CloseReason::IdleLimit);
         }
+        let server = conn.record().idle_limit();
+        if server.is_some_and(|limit| limit.is_zero()) {
+            // The server closes it as soon as it is idle: keeping it would only race the close.
+            return Idled::Refused(conn, CloseReason::IdleTimeout);
+        }
+        let deadline = self.idle_deadline(server, now);
         if !conn.record().checkin() {
             let reason = if conn.record().is_poisoned() {
                 CloseReason::Poisoned
@@ -235,10 +241,20 @@ impl<T: CellTypes> Cell<T> {
             };
             return Idled::Refused(conn, reason);
         }
-        let deadline = self.idle_timeout.map(|t| now + t);
         let due = earliest(deadline, conn.record().info().retires_at());
         st.idle.push(conn, now, deadline);
         Idled::Idle(due.and_then(|at| st.arm(at)))
+    }
+
+    /// When a connection that becomes idle at `now` expires: at the pool's idle timeout, or
+    /// earlier when the server said it closes idle connections sooner (`server`, the
+    /// connection's [`idle_limit`](crate::connection::ConnectionRecord::idle_limit)).
+    pub(super) fn idle_deadline(&self, server: Option<Duration>, now: Instant) -> Option<Instant> {
+        let idle = match (self.idle_timeout, server) {
+            (Some(pool), Some(server)) => Some(pool.min(server)),
+            (pool, server) => pool.or(server),
+        };
+        idle.map(|idle| now + idle)
     }
 
     /// Finishes [`idle_locked`](Self::idle_locked) outside the lock.

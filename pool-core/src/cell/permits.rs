@@ -68,7 +68,8 @@ impl<T: CellTypes> Bounded<'_, T> {
                         // Nobody can use it: it stays idle (its deadline restarts).
                         if conn.record().checkin() {
                             let now = cell.hooks.time.now();
-                            let deadline = cell.idle_timeout.map(|t| now + t);
+                            let server = conn.record().idle_limit();
+                            let deadline = cell.idle_deadline(server, now);
                             st.idle.push(conn, now, deadline);
                         } else {
                             actions.close.push((conn, CloseReason::ProtocolClosed));

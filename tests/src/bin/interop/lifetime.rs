@@ -67,3 +67,58 @@ pub(crate) fn nginx_lifetime(poolcurl: &Path, started: &Nginx) -> Vec<Row> {
     }
     rows
 }
+
+/// nginx announcing its keep-alive timeout (`keepalive_timeout 2s 2s`: it closes a connection
+/// idle for 2 s and says `Keep-Alive: timeout=2`), with one request every 1.5 s (`-c 1 --rate
+/// 0.667 -z 6s`). The pool keeps a connection idle for 1 s (the hint less its margin), so each
+/// request after the first finds the last connection retired (`idle_timeout`) instead of
+/// reusing one nginx is about to close. Check: every request succeeded on a connection of its
+/// own, and the connections before it were retired for being idle.
+pub(crate) fn nginx_keep_alive_hint(poolcurl: &Path, started: &Nginx) -> Row {
+    let name = "nginx http1.1 with Keep-Alive: timeout=2, a request every 1.5 s".to_string();
+    let ports = match started {
+        Ok((_, _, ports)) => ports,
+        Err(e) => return Row::broken(name, e),
+    };
+    eprintln!("interop: {name} ...");
+    let args = [
+        "-z",
+        "6s",
+        "-c",
+        "1",
+        "--rate",
+        "0.667",
+        "--http1.1",
+        &format!("http://127.0.0.1:{}/", ports[5]),
+    ]
+    .map(String::from);
+    let finished = Running::spawn(poolcurl, &args).map(Running::finish);
+    let mut problems = Vec::new();
+    if let Ok(run) = &finished {
+        let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+        let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+        let counts = (
+            count("/requests"),
+            count("/connections/opened"),
+            count("/connections/closed/idle_timeout"),
+        );
+        match counts {
+            (Some(requests), Some(opened), Some(retired)) => {
+                if requests < 3 || opened != requests {
+                    problems.push(format!(
+                        "{requests} requests opened {opened} connections: each should have its own"
+                    ));
+                }
+                if retired + 1 < requests {
+                    problems.push(format!(
+                        "only {retired} of {requests} connections retired for being idle"
+                    ));
+                }
+            }
+            other => problems.push(format!(
+                "no requests/opened/idle_timeout counts in the summary: {other:?}"
+            )),
+        }
+    }
+    Row::judge(name, finished, None, "h1", problems)
+}

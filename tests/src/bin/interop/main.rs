@@ -8,7 +8,8 @@
 //!   five seconds. Check: every request succeeded, none aborted, and nginx logged six reloads.
 //! * **nginx with a maximum connection lifetime** (`lifetime.rs`): HTTP/1.1 and h2c runs with
 //!   `--max-connection-lifetime 1s` succeed entirely while connections are retired for their
-//!   age about once a second each.
+//!   age about once a second each; and a listener announcing `Keep-Alive: timeout=2`, whose
+//!   idle connections the pool retires before nginx closes them.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -121,6 +122,7 @@ fn main() -> ExitCode {
         let (mut rows, comparison) = oha_comparison(&poolcurl, oha.as_deref(), &nginx, &nginx_dir);
         rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
+        rows.push(nginx_keep_alive_hint(&poolcurl, &nginx));
         rows.extend(nginx_one_h2_connection(
             &poolcurl,
             &nginx,
@@ -187,7 +189,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 5]), String>;
+type Nginx = Result<(PathBuf, Server, [u16; 6]), String>;
 
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
@@ -282,8 +284,8 @@ fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
 
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
-/// h2c, TLS, and HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
-/// the oha comparison).
+/// h2c, TLS, HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
+/// the oha comparison), and HTTP/1.1 announcing a 2 s keep-alive timeout.
 fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -294,7 +296,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("ca.pem", pki.ca_pem())?;
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
-    let ports = free_ports::<5>()?;
+    let ports = free_ports::<6>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -307,7 +309,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let user = if running_as_root() { "user root;" } else { "" };
     let d = dir.display();
     let ok = r#"location / { return 200 "ok\n"; }"#;
-    let [p1, p2, p3, p4, p5] = ports;
+    let [p1, p2, p3, p4, p5, p6] = ports;
     let conf = format!(
         "worker_processes 2;
 {user}
@@ -343,6 +345,8 @@ http {{
         ssl_certificate_key {d}/server.key;
         {ok}
     }}
+    # Closes idle connections after 2 s and says so (`Keep-Alive: timeout=2`).
+    server {{ listen 127.0.0.1:{p6}; keepalive_timeout 2s 2s; {ok} }}
 }}
 "
     );
