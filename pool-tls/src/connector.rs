@@ -276,11 +276,10 @@ impl Inner {
         let authority = dial_target.to_string();
         let remote_addr = connected.remote_addr;
         match proxy.scheme() {
-            ProxyScheme::Socks5
+            scheme @ (ProxyScheme::Socks5
             | ProxyScheme::Socks5h
             | ProxyScheme::Socks4
-            | ProxyScheme::Socks4a => {
-                let scheme = proxy.scheme();
+            | ProxyScheme::Socks4a) => {
                 let version = match scheme {
                     ProxyScheme::Socks4 | ProxyScheme::Socks4a => socks::Version::V4,
                     _ => socks::Version::V5,
@@ -426,7 +425,7 @@ impl Inner {
     /// handshake's ([`ConnectError::socks_resolve`]).
     async fn socks_address(
         &self,
-        host: &'_ str,
+        host: &str,
         port: u16,
         version: socks::Version,
     ) -> Result<SocksTarget<'static>, ConnectError> {

@@ -145,46 +145,23 @@ async fn connection_close_response_is_not_reused() {
     assert!(server.errors().is_empty(), "{:?}", server.errors());
 }
 
+/// An idle connection expires at the pool's idle timeout, or earlier when its server's
+/// `Keep-Alive: timeout=N` says so: at N less a second (the pool retires the connection before
+/// the server closes it under a request); the pool's own timeout wins when it is shorter;
+/// `timeout=0` keeps nothing idle. The next request opens a new connection.
 #[tokio::test(start_paused = true)]
-async fn idle_connection_expires_at_the_idle_timeout() {
-    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .idle_timeout(Some(Duration::from_secs(5)))
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
-    let url = server.url("/");
-    let key = origin(&url);
-
-    let (first, _) = fetch(&client, &url).await;
-    settle(&pool, &key, |s| s.h1_idle == 1).await;
-
-    tokio::time::advance(Duration::from_millis(4_900)).await;
-    settle(&pool, &key, |s| s.h1_idle == 1).await;
-    assert!(events.closed().is_empty(), "not expired before the timeout");
-
-    tokio::time::advance(Duration::from_millis(200)).await;
-    events.wait_for_closed(1).await;
-    assert_eq!(
-        events.closed(),
-        vec![(first.id(), CloseReason::IdleTimeout)]
-    );
-    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
-
-    let (second, _) = fetch(&client, &url).await;
-    assert_ne!(second.id(), first.id());
-    assert_eq!(server.accepted(), 2);
-}
-
-/// A server's `Keep-Alive: timeout=N` shortens the idle time to N less a second (the pool
-/// retires the connection before the server closes it under a request); the pool's own idle
-/// timeout still wins when it is shorter; `timeout=0` keeps nothing idle.
-#[tokio::test(start_paused = true)]
-async fn a_servers_keep_alive_timeout_retires_idle_connections_before_it() {
-    for (hint, pool_timeout, kept_ms) in [("5", 90, 4_000), ("60", 5, 5_000), ("0", 90, 0)] {
-        let reply = Reply::ok("x").header("Keep-Alive", &format!("timeout={hint}, max=100"));
+async fn idle_connections_expire_at_the_pools_or_the_servers_idle_timeout() {
+    let cases = [
+        (None, 5, 5_000),
+        (Some("5"), 90, 4_000),
+        (Some("60"), 5, 5_000),
+        (Some("0"), 90, 0),
+    ];
+    for (hint, pool_timeout, kept_ms) in cases {
+        let reply = match hint {
+            Some(hint) => Reply::ok("x").header("Keep-Alive", &format!("timeout={hint}, max=100")),
+            None => Reply::ok("x"),
+        };
         let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
         let events = EventLog::new();
         let pool = ConnectionPool::builder()
@@ -200,17 +177,14 @@ async fn a_servers_keep_alive_timeout_retires_idle_connections_before_it() {
             settle(&pool, &key, |s| s.h1_idle == 1).await;
             tokio::time::advance(Duration::from_millis(kept_ms - 100)).await;
             settle(&pool, &key, |s| s.h1_idle == 1).await;
-            assert!(
-                events.closed().is_empty(),
-                "timeout={hint}: kept until then"
-            );
+            assert!(events.closed().is_empty(), "{hint:?}: kept until then");
             tokio::time::advance(Duration::from_millis(200)).await;
         }
         events.wait_for_closed(1).await;
         assert_eq!(
             events.closed(),
             vec![(first.id(), CloseReason::IdleTimeout)],
-            "timeout={hint}"
+            "{hint:?}"
         );
         settle(&pool, &key, |s| *s == PartitionStats::default()).await;
         let (second, _) = fetch(&client, &url).await;

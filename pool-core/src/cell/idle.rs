@@ -224,13 +224,24 @@ impl<T: CellTypes> Cell<T> {
     /// happen outside the lock (closing a connection that could not be checked in, arming the
     /// expiry timer) is left to [`after_idle`](Self::after_idle).
     fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
-        if st.idle.holds(self.max_idle) {
-            return Idled::Refused(conn, CloseReason::IdleLimit);
-        }
         let server = conn.record().idle_limit();
-        if server.is_some_and(|limit| limit.is_zero()) {
+        let refused = if st.idle.holds(self.max_idle) {
+            Some(CloseReason::IdleLimit)
+        } else if server.is_some_and(|limit| limit.is_zero()) {
             // The server closes it as soon as it is idle: keeping it would only race the close.
-            return Idled::Refused(conn, CloseReason::IdleTimeout);
+            Some(CloseReason::IdleTimeout)
+        } else {
+            None
+        };
+        if let Some(reason) = refused {
+            // A poisoned connection says so, as it would had it been checked in.
+            let poisoned = conn.record().is_poisoned();
+            let reason = if poisoned {
+                CloseReason::Poisoned
+            } else {
+                reason
+            };
+            return Idled::Refused(conn, reason);
         }
         let deadline = self.idle_deadline(server, now);
         if !conn.record().checkin() {

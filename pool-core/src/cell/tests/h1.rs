@@ -248,4 +248,10 @@ fn the_idle_set_keeps_at_most_its_maximum() {
     assert_eq!(none.cell.release_h1(conn, t0), Released::Closed);
     assert_eq!(record.close_reason(), Some(CloseReason::IdleLimit));
     assert_eq!(none.cell.gauges().snapshot().h1_idle, 0);
+    // A poisoned connection closes as poisoned, whatever else refuses it.
+    let poisoned = h1(&none.cell);
+    let record = poisoned.record.clone();
+    record.poison();
+    assert_eq!(none.cell.release_h1(poisoned, t0), Released::Closed);
+    assert_eq!(record.close_reason(), Some(CloseReason::Poisoned));
 }
