@@ -275,8 +275,8 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
 /// curl's codes for a failure on the way to or through a proxy: 5 the proxy's name did not
 /// resolve, 7 the proxy could not be reached, 56 the `CONNECT` tunnel was refused or broke,
 /// 97 the SOCKS handshake failed (the origin's name not resolving for a SOCKS proxy that is
-/// sent addresses included, as curl counts it). `None` lets the general rules apply (a TLS failure with the
-/// proxy, a timeout).
+/// sent addresses included, as curl counts it). `None` lets the general rules apply (a TLS
+/// failure with the proxy, a timeout).
 fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> {
     let ms = attempt.elapsed.as_millis();
     if error.is_proxy_socks() {
