@@ -664,6 +664,10 @@ fn cases() -> Vec<Case> {
             &["-x", "socks5://%SOCKS%", "%CLOSED%/"],
         ),
         case(
+            "socks5 user without a password",
+            &["-x", "socks5h://bob@%SOCKS%", "%BASE%/hello"],
+        ),
+        case(
             "socks5 origin name does not resolve",
             &["-x", "socks5://%SOCKS%", "http://nonexistent.invalid/"],
         ),

@@ -74,11 +74,18 @@ pub(crate) async fn open(
     }
 }
 
+/// SOCKS5, offering RFC 1929's user name and password when `credentials` has both.
+/// `tokio-socks` refuses an empty password (RFC 1929 allows one), so a user name alone offers
+/// no authentication: a proxy that needs none still serves the request, where sending the
+/// name would fail every time. curl sends the name with an empty password; a proxy that
+/// insists on that is the one difference.
 async fn open_v5(
     tcp: TcpStream,
     target: &SocksTarget<'_>,
     credentials: Option<(&str, &str)>,
 ) -> Result<TcpStream, ConnectError> {
+    let credentials =
+        credentials.filter(|(user, password)| !user.is_empty() && !password.is_empty());
     let stream = match (target, credentials) {
         (SocksTarget::Addr(addr), None) => Socks5Stream::connect_with_socket(tcp, *addr).await,
         (SocksTarget::Name(name, port), None) => {

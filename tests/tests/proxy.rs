@@ -702,6 +702,19 @@ async fn socks_credentials_tls_inside_and_refusals() {
             pool::PartitionStats::default()
         );
     }
+    // A SOCKS5 user name without a password offers no authentication (tokio-socks cannot send
+    // an empty password), so a proxy that needs none still serves it.
+    let open = ScriptedSocks::start().await;
+    let (pool, _) = socks_pool(
+        &format!("socks5h://bob@{}", open.addr()),
+        server.addr(),
+        &pki,
+    );
+    let (_, body) = tokio::time::timeout(LIMIT, fetch(&pool.client().unwrap(), &server.url("/")))
+        .await
+        .expect("in time");
+    assert_eq!(body, "secret place");
+    assert_eq!(open.requests()[0].user, None);
     // A SOCKS4 user id is the URL's user name (the password is not sent); the proxy above
     // checks it.
     let (pool, _) = socks_pool(
