@@ -286,8 +286,11 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
                 format!("Could not resolve host: {}", attempt.dial_host),
             ));
         }
-        let version = match error.proxy() {
-            Some(proxy) if proxy.starts_with("socks4") => "SOCKS4",
+        let scheme = error
+            .proxy()
+            .and_then(|label| pool::Proxy::parse(label).ok());
+        let version = match scheme.map(|proxy| proxy.scheme()) {
+            Some(pool::ProxyScheme::Socks4 | pool::ProxyScheme::Socks4a) => "SOCKS4",
             _ => "SOCKS5",
         };
         return Some(CurlError::new(

@@ -456,15 +456,17 @@ fn stamp(clock: Option<UtcOffset>) -> String {
 /// `scheme://host:port`) was asked for (`target`, an address or a name with the port) on the
 /// way to `dial`.
 fn socks_lines(lines: &mut Lines, proxy: &str, target: &str, dial: &Dial) {
+    use pool::ProxyScheme::{Socks4, Socks4a};
     let addr = target.parse::<std::net::SocketAddr>().ok();
-    if proxy.starts_with("socks4") {
+    let scheme = pool::Proxy::parse(proxy).ok().map(|proxy| proxy.scheme());
+    if let Some(scheme @ (Socks4 | Socks4a)) = scheme {
         lines.info(&format!(
             "SOCKS4 communication to {}:{}",
             dial.host, dial.port
         ));
         match addr {
             // SOCKS4a sends even an address literal as a name.
-            Some(addr) if !proxy.starts_with("socks4a") => {
+            Some(addr) if scheme == Socks4 => {
                 let ip = addr.ip();
                 lines.info(&format!("SOCKS4 connect to IPv4 {ip} (locally resolved)"));
                 lines.info("SOCKS4 request granted.");

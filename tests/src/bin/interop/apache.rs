@@ -39,10 +39,7 @@ pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
             Some("the Digest checks need apache2 (or httpd) and curl"),
         )];
     };
-    let names = CHECKS.map(|c| {
-        eprintln!("interop: {c} ...");
-        c.to_string()
-    });
+    let names = announce(CHECKS);
     let [right, wrong] = names;
     let (_server, port) = match start_httpd(&httpd, &modules, dir) {
         Ok(started) => started,

@@ -93,10 +93,7 @@ pub(crate) fn proxy_checks(
         Ok(started) => started,
         Err(e) => return CHECKS.map(|c| Row::broken(c.into(), &e)).into(),
     };
-    let names = CHECKS.map(|c| {
-        eprintln!("interop: {c} ...");
-        c.to_string()
-    });
+    let names = announce(CHECKS);
     let [c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12] = names;
     let http = format!("http://127.0.0.1:{}/", origin.http);
     let https = format!("https://localhost:{}/", origin.tls);

@@ -85,6 +85,15 @@ impl Row {
 
 /// The table cells of a poolcurl JSON summary (requests ... resends). Adds to `problems`
 /// what fails the check and to `info` what happened to connections.
+/// The names of a group's checks, each announced on stderr as it starts (the group runs them
+/// one after the other).
+pub(crate) fn announce<const N: usize>(checks: [&str; N]) -> [String; N] {
+    checks.map(|check| {
+        eprintln!("interop: {check} ...");
+        check.to_string()
+    })
+}
+
 pub(crate) fn summarize(
     json: &Value,
     expect: Option<u64>,

@@ -34,12 +34,8 @@ pub(crate) fn socks_checks(
             Some("the SOCKS5 checks need microsocks and curl"),
         )];
     };
-    let names = CHECKS.map(|c| {
-        eprintln!("interop: {c} ...");
-        c.to_string()
-    });
+    let names = announce(CHECKS);
     let started = origin.and_then(|origin| {
-        std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let [port] = free_ports::<1>()?;
         let mut cmd = Command::new(&microsocks);
         cmd.args([
@@ -52,9 +48,7 @@ pub(crate) fn socks_checks(
             "-P",
             "s3cret",
         ]);
-        let log = dir.join("microsocks.log");
-        let mut server = Server::start("microsocks", cmd, log.clone(), &log)?;
-        server.wait_ready(&[port])?;
+        let server = start_in(dir, "microsocks", cmd, port)?;
         Ok((server, port, origin))
     });
     let (_server, port, origin) = match started {
@@ -142,10 +136,7 @@ pub(crate) fn dante_checks(
             Some("the Dante SOCKS4 checks need danted (dante-server) and curl"),
         )];
     };
-    let names = DANTE_CHECKS.map(|c| {
-        eprintln!("interop: {c} ...");
-        c.to_string()
-    });
+    let names = announce(DANTE_CHECKS);
     let started = origin.and_then(|origin| {
         std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         // `closed` is never bound: the target that refuses connections.
@@ -155,9 +146,7 @@ pub(crate) fn dante_checks(
             .map_err(|e| format!("write {}: {e}", conf.display()))?;
         let mut cmd = Command::new(&danted);
         cmd.arg("-f").arg(&conf).args(["-N", "1"]);
-        let log = dir.join("danted.log");
-        let mut server = Server::start("danted", cmd, log.clone(), &log)?;
-        server.wait_ready(&[port])?;
+        let server = start_in(dir, "danted", cmd, port)?;
         Ok((server, port, closed, origin))
     });
     let (_server, port, closed, origin) = match started {
@@ -207,4 +196,14 @@ pub(crate) fn dante_checks(
             97,
         ),
     ]
+}
+
+/// Starts a SOCKS server (`cmd`, listening on `port`) with its output in `dir/NAME.log`, and
+/// waits until it listens.
+fn start_in(dir: &Path, name: &'static str, cmd: Command, port: u16) -> Result<Server, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let log = dir.join(format!("{name}.log"));
+    let mut server = Server::start(name, cmd, log.clone(), &log)?;
+    server.wait_ready(&[port])?;
+    Ok(server)
 }
