@@ -365,6 +365,20 @@ impl Error {
         self.inner.kind == Kind::BodyIdleTimeout
     }
 
+    /// The server's HTTP/1 response head could not be read as HTTP (hyper's `is_parse`): see
+    /// [`malformed`](Self::malformed) for the part at fault. The request was sent, so the pool
+    /// does not send it again; the connection was closed.
+    pub fn is_malformed_response(&self) -> bool {
+        self.malformed().is_some()
+    }
+
+    /// Which part of a malformed HTTP/1 response head was at fault (a status line that is not
+    /// HTTP/1, a header line without a colon, ...); `None` when the failure was something
+    /// else.
+    pub fn malformed(&self) -> Option<crate::Malformed> {
+        self.hyper_error().and_then(crate::malformed::of)
+    }
+
     /// The connection ended before a complete message was received (hyper's
     /// `is_incomplete_message`).
     pub fn is_incomplete_message(&self) -> bool {

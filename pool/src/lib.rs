@@ -61,6 +61,7 @@ mod io;
 mod lifetime;
 mod listener;
 mod maintenance;
+mod malformed;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod partition;
@@ -79,6 +80,7 @@ pub use client::Client;
 pub use connection::ConnectionHandle;
 pub use error::Error;
 pub use listener::CountingListener;
+pub use malformed::Malformed;
 pub use partition::{Partition, TokioDriverSpawner};
 pub use pool::{ClientBuildError, ConnectionPool, ToOrigin};
 pub use preconnect::Preconnected;

@@ -1032,3 +1032,104 @@ async fn http1_parser_settings_are_hypers() {
         .build()
         .expect("an exact read buffer alone is fine");
 }
+
+/// Each way a response head can break HTTP/1 is named by `Error::malformed`, on an error that
+/// is not a connect failure and not retryable (the request was sent), and the connection it
+/// came on leaves the pool's gauges at zero. One response per hyper parse kind (or per cause
+/// of it), so a hyper release that rewords a kind's description fails here.
+#[tokio::test]
+async fn malformed_responses_name_the_part_at_fault() {
+    use pool::Malformed;
+    let many_headers: String = (0..101).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases: [(&str, String, Malformed); 10] = [
+        (
+            "an HTTP/0.9 reply",
+            "just a body\n".into(),
+            Malformed::Version,
+        ),
+        (
+            "HTTP/1.2",
+            "HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok".into(),
+            Malformed::Version,
+        ),
+        (
+            "letters for a status code",
+            "HTTP/1.1 abc OK\r\nContent-Length: 2\r\n\r\nok".into(),
+            Malformed::StatusCode,
+        ),
+        (
+            "a status code under 100",
+            "HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok".into(),
+            Malformed::StatusCode,
+        ),
+        (
+            "a header line without a colon",
+            "HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 2\r\n\r\nok".into(),
+            Malformed::Header,
+        ),
+        (
+            "a NUL in a header value",
+            "HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 2\r\n\r\nok".into(),
+            Malformed::Header,
+        ),
+        (
+            "a Content-Length that is not a number",
+            "HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\nok".into(),
+            Malformed::ContentLength,
+        ),
+        (
+            "two different Content-Lengths",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nokk".into(),
+            Malformed::ContentLength,
+        ),
+        (
+            "Transfer-Encoding in an HTTP/1.0 response",
+            "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n".into(),
+            Malformed::TransferEncoding,
+        ),
+        (
+            "more than 100 headers",
+            format!("HTTP/1.1 200 OK\r\n{many_headers}Content-Length: 2\r\n\r\nok"),
+            Malformed::TooLarge,
+        ),
+    ];
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    for (name, response, part) in cases {
+        let server = ScriptedH1Server::builder()
+            .plans([ConnPlan::new()
+                .read_request()
+                .write_raw(response.into_bytes())
+                .close()])
+            .start()
+            .await;
+        let url = server.url("/");
+        let error = client.request(get(&url)).await.expect_err(name);
+        assert_eq!(error.malformed(), Some(part), "{name}: {error:#}");
+        assert!(
+            error.is_malformed_response() && error.is_request(),
+            "{name}: {error:#}"
+        );
+        assert!(
+            !error.is_connect() && !error.is_retryable(),
+            "{name}: {error:#}"
+        );
+        settle(&pool, &origin(&url), |s| *s == PartitionStats::default()).await;
+    }
+    // Not every failure is a malformed response.
+    let server = ScriptedH1Server::builder()
+        .plans([ConnPlan::new()
+            .read_request()
+            .write_raw(Bytes::from_static(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok",
+            ))
+            .close()])
+        .start()
+        .await;
+    let response = client.request(get(&server.url("/"))).await.unwrap();
+    let error = response.into_body().collect().await.expect_err("cut short");
+    assert!(
+        error.is_body() && !error.is_malformed_response(),
+        "{error:#}"
+    );
+}
