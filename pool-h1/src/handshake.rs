@@ -54,7 +54,7 @@ where
         });
     }
     let slot = std::sync::Arc::new(NamesSlot::default());
-    let io = NamesIo::new(io, slot.clone());
+    let io = NamesIo::new(io, slot.clone(), settings.names_parser());
     let (sender, conn) = settings.handshake::<NamesIo<I>, B>(io).await?;
     Ok(Handshaken {
         sender,

@@ -11,8 +11,10 @@
 //! a request is written up to the end of the final, non-1xx head); body bytes pass straight
 //! through. What it does not do: change what hyper parses or what the `HeaderMap` holds, or
 //! cost anything on a connection of a pool that did not ask for it (the transport is not
-//! wrapped at all). A head that `httparse` cannot read, or one over [`MAX_HEAD`] bytes, just
-//! gets no extension.
+//! wrapped at all). The second reading is as tolerant as hyper's was told to be ([`NamesParser`]:
+//! spaces before a colon, folded lines, invalid lines skipped, the header count), so a head
+//! hyper reads gets its names. A head that `httparse` cannot read, or one over [`MAX_HEAD`]
+//! bytes, just gets no extension.
 //!
 //! [`H1Connection::send`]: crate::H1Connection::send
 
@@ -27,8 +29,25 @@ use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
 /// Largest response head looked at; a longer one gets no [`RawHeaderNames`].
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
-/// Most header fields in one head (hyper's own default limit).
+/// Most header fields in one head, unless the pool allows more (hyper's own default limit).
 const MAX_FIELDS: usize = 100;
+
+/// How the second reading parses a head: the tolerances and header count the pool gave hyper,
+/// so that both readings accept the same heads (see the module docs).
+#[derive(Clone, Debug)]
+pub(crate) struct NamesParser {
+    pub(crate) config: httparse::ParserConfig,
+    pub(crate) max_fields: usize,
+}
+
+impl Default for NamesParser {
+    fn default() -> Self {
+        NamesParser {
+            config: httparse::ParserConfig::default(),
+            max_fields: MAX_FIELDS,
+        }
+    }
+}
 
 /// How much one read of a head may take (the copy buffer; body reads are not copied).
 const SCRATCH: usize = 8 * 1024;
@@ -156,6 +175,7 @@ enum Phase {
 pub(crate) struct NamesIo<I> {
     inner: I,
     slot: Arc<NamesSlot>,
+    parser: NamesParser,
     phase: Phase,
     /// Head bytes received so far when a head spans several reads.
     partial: Vec<u8>,
@@ -164,10 +184,11 @@ pub(crate) struct NamesIo<I> {
 }
 
 impl<I> NamesIo<I> {
-    pub(crate) fn new(inner: I, slot: Arc<NamesSlot>) -> NamesIo<I> {
+    pub(crate) fn new(inner: I, slot: Arc<NamesSlot>, parser: NamesParser) -> NamesIo<I> {
         NamesIo {
             inner,
             slot,
+            parser,
             phase: Phase::Between,
             partial: Vec::new(),
             scratch: vec![0; SCRATCH].into_boxed_slice(),
@@ -208,10 +229,22 @@ impl<I> NamesIo<I> {
     /// [`Phase::Head`]).
     fn parse_heads(&mut self, bytes: &[u8]) -> usize {
         let mut used = 0;
+        // Room for more fields than hyper's default only when the pool allows more.
+        let mut stack = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut heap = Vec::new();
+        let fields: &mut [httparse::Header<'_>] = if self.parser.max_fields > MAX_FIELDS {
+            heap.resize(self.parser.max_fields, httparse::EMPTY_HEADER);
+            &mut heap
+        } else {
+            &mut stack[..self.parser.max_fields]
+        };
         while self.phase == Phase::Head {
-            let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-            let mut response = httparse::Response::new(&mut fields);
-            match response.parse(&bytes[used..]) {
+            let mut response = httparse::Response::new(&mut *fields);
+            let parsed = self
+                .parser
+                .config
+                .parse_response(&mut response, &bytes[used..]);
+            match parsed {
                 Ok(httparse::Status::Complete(len)) => {
                     let informational = response
                         .code
@@ -322,7 +355,7 @@ mod tests {
     use super::*;
 
     fn io() -> NamesIo<()> {
-        NamesIo::new((), Arc::new(NamesSlot::default()))
+        NamesIo::new((), Arc::new(NamesSlot::default()), NamesParser::default())
     }
 
     fn names(io: &NamesIo<()>) -> Option<Vec<String>> {
