@@ -19,7 +19,10 @@
 //! `-D` and `-v`. A message `--stderr` sends to stdout or a file is compared with its
 //! `poolcurl: ` prefix read as `curl: `. Known differences not covered here: the times and ports in `-w` differ by
 //! nature; curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
-//! poolcurl prints it whole; and curl 7.88 opens a new connection for every URL through an
+//! poolcurl prints it whole; a response head that breaks HTTP/1 after its status line (a bad
+//! header) gives the same exit code, but curl's `%{http_code}` is the status it read and
+//! poolcurl's 000 (hyper refuses the head whole), and curl's `-i` prints a folded header's lines
+//! or a space before a colon as sent where poolcurl prints the header as read; and curl 7.88 opens a new connection for every URL through an
 //! abstract Unix socket, where poolcurl reuses one as it does for a socket path.
 
 mod common;
@@ -1583,7 +1586,61 @@ fn cases() -> Vec<Case> {
                 "%BASE%/hello",
             ],
         ),
+        // Servers that lie: curl's code for each part of a head that breaks HTTP/1 (the routes
+        // under /lie/), and what curl reads though hyper would not by default.
+        case("http/0.9 reply refused", &["%BASE%/lie/h09"]),
+        case(
+            "http/0.9 reply allowed",
+            &[
+                "--http0.9",
+                "-i",
+                "-w",
+                "%{http_code} %{http_version} %{num_headers}",
+                "%BASE%/lie/h09",
+            ],
+        ),
+        with(
+            Extra::VerboseResponseHead,
+            "http/0.9 reply verbose",
+            &["-v", "--http0.9", "%BASE%/lie/h09"],
+        ),
+        case("http/1.2 status line", &["%BASE%/lie/http12"]),
+        case("letters for a status code", &["%BASE%/lie/status-letters"]),
+        case("status code under 100", &["%BASE%/lie/status-099"]),
+        case("header without colon", &["%BASE%/lie/no-colon"]),
+        case("nul byte in a header", &["%BASE%/lie/nul"]),
+        case("content-length not a number", &["%BASE%/lie/length"]),
+        case("space before a header colon", &["%BASE%/lie/space-colon"]),
+        case("folded header line", &["%BASE%/lie/folded"]),
+        case("150 headers", &["-i", "%BASE%/lie/many"]),
+        case("a head over 300 kB", &["%BASE%/lie/huge"]),
     ]
+}
+
+/// A reply to `/lie/NAME` that breaks HTTP/1 (or bends it), then the close.
+fn lie(name: &str) -> Reply {
+    let ok = "Content-Length: 2\r\n\r\nok";
+    let head = match name {
+        "h09" => "a body without a head\n".to_owned(),
+        "http12" => format!("HTTP/1.2 200 OK\r\n{ok}"),
+        "status-letters" => format!("HTTP/1.1 abc OK\r\n{ok}"),
+        "status-099" => format!("HTTP/1.1 099 Low\r\n{ok}"),
+        "no-colon" => format!("HTTP/1.1 200 OK\r\nno colon here\r\n{ok}"),
+        "nul" => format!("HTTP/1.1 200 OK\r\nX-A: a\0b\r\n{ok}"),
+        "length" => "HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\nok".to_owned(),
+        "space-colon" => format!("HTTP/1.1 200 OK\r\nX-Spaced : v\r\n{ok}"),
+        "folded" => format!("HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\n{ok}"),
+        "many" => {
+            let lines: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
+            format!("HTTP/1.1 200 OK\r\n{lines}{ok}")
+        }
+        "huge" => {
+            let line = format!("X-Pad: {}\r\n", "p".repeat(100));
+            format!("HTTP/1.1 200 OK\r\n{}{ok}", line.repeat(4000))
+        }
+        _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_owned(),
+    };
+    Reply::raw(Bytes::from(head)).then_close()
 }
 
 /// The routes every case's server answers.
@@ -1651,6 +1708,7 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .unterminated()
             .then_close(),
         "/empty" => Reply::raw(Bytes::new()).then_close(),
+        p if p.starts_with("/lie/") => lie(&p["/lie/".len()..]),
         "/setcookie" => Reply::new(302)
             .header("set-cookie", "session=abc; Path=/")
             .header("location", "/echo"),

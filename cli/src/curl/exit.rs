@@ -7,10 +7,11 @@
 //!
 //! | code | meaning |
 //! |------|---------|
-//! | 1  | unsupported protocol (`ftp://`) |
+//! | 1  | unsupported protocol (`ftp://`); a reply that is not HTTP/1 (HTTP/0.9 without `--http0.9`) or has no valid status code |
 //! | 3  | malformed URL |
 //! | 6  | could not resolve the host |
 //! | 7  | could not connect |
+//! | 8  | a response header line, `Content-Length` or `Transfer-Encoding` that breaks HTTP/1 |
 //! | 18 | the body ended before its announced length |
 //! | 22 | HTTP status >= 400 with `-f` / `--fail-with-body` |
 //! | 23 | writing the output failed |
@@ -23,7 +24,7 @@
 //! | 49 | a malformed `--resolve` entry |
 //! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
 //! | 58 | the `--cert` / `--key` files could not be used |
-//! | 56 | receiving failed (reset, broken body, HTTP/2 error) |
+//! | 56 | receiving failed (reset, broken body, HTTP/2 error, a response head over the size limit) |
 //! | 60 | the server's certificate was rejected |
 //! | 61 | `--compressed`: the body did not decode |
 //! | 63 | `--max-filesize`: the response body is larger |
@@ -244,6 +245,9 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_unsupported_version() {
         return CurlError::new(1, format!("Unsupported protocol: {}", root_cause(error)));
     }
+    if let Some(part) = error.malformed() {
+        return malformed_reply(part);
+    }
     let body_cut_short = error.is_body()
         && find::<std::io::Error>(error)
             .is_some_and(|e| e.kind() == std::io::ErrorKind::UnexpectedEof);
@@ -270,6 +274,24 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             root_cause(error)
         ),
     )
+}
+
+/// curl's code and message for a response head the pool could not read as HTTP/1. curl tells
+/// some of these apart further (a header without a colon from one with a NUL byte), which the
+/// pool does not; the codes are the same.
+fn malformed_reply(part: pool::Malformed) -> CurlError {
+    use pool::Malformed;
+    match part {
+        Malformed::Version => CurlError::new(1, "Received HTTP/0.9 when not allowed"),
+        Malformed::StatusCode => CurlError::new(1, "Unsupported response code in HTTP response"),
+        Malformed::Header => CurlError::new(8, "Weird server reply: malformed header line"),
+        Malformed::ContentLength => CurlError::new(8, "Invalid Content-Length: value"),
+        Malformed::TransferEncoding => {
+            CurlError::new(8, "Weird server reply: unexpected Transfer-Encoding")
+        }
+        Malformed::TooLarge => CurlError::new(56, "Too large response headers"),
+        _ => CurlError::new(8, "Weird server reply"),
+    }
 }
 
 /// curl's codes for a failure on the way to or through a proxy: 5 the proxy's name did not

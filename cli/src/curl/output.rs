@@ -10,8 +10,11 @@ use super::exit::CurlError;
 
 /// The response head as curl's `-i` writes it: status line, `name: value` lines (HTTP/1 names
 /// as the server wrote them), blank line, all ending in CRLF. HTTP/2 has no reason phrase
-/// (`HTTP/2 200 `).
+/// (`HTTP/2 200 `). An HTTP/0.9 reply (`--http0.9`) has no head, so nothing.
 pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
+    if parts.version == Version::HTTP_09 {
+        return Vec::new();
+    }
     let status = parts.status;
     let mut head = match parts.version {
         Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),

@@ -180,13 +180,24 @@ impl Resolve for FamilyResolver {
     }
 }
 
+/// The most header lines curl mode reads in one response head. hyper sets aside room for this
+/// many on every response it parses (64 bytes each), so it is a bound rather than curl's
+/// byte limit alone; a head with more is a 56, as a head over hyper's buffer is.
+const MAX_RESPONSE_HEADERS: usize = 1000;
+
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
-/// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`.
+/// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of response heads.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
-        .http1_preserve_header_case(true);
+        .http1_preserve_header_case(true)
+        // What curl reads and hyper refuses unless told: a space before a header's colon,
+        // folded header lines, and more than 100 headers (curl counts bytes instead: 300 KB).
+        .http1_allow_spaces_after_header_name_in_responses(true)
+        .http1_allow_obsolete_multiline_headers_in_responses(true)
+        .http1_max_headers(MAX_RESPONSE_HEADERS)
+        .http09_responses(args.net.http0_9);
     builder = builder
         .tcp_keepalive(args.net.tcp_keepalive())
         .local_ports(args.net.local_port.clone());

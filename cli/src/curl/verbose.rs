@@ -153,7 +153,10 @@ impl Verbose {
                     lines.info("We are completely uploaded and fine");
                 }
             }
-            head_lines(lines, Direction::Received, head);
+            // An HTTP/0.9 reply has no head to show.
+            if !head.is_empty() {
+                head_lines(lines, Direction::Received, head);
+            }
         });
     }
 

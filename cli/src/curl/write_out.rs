@@ -331,6 +331,7 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
             out,
             "{}",
             match record.version {
+                Some(http::Version::HTTP_09) => "0",
                 Some(http::Version::HTTP_10) => "1",
                 Some(http::Version::HTTP_11) => "1.1",
                 Some(http::Version::HTTP_2) => "2",

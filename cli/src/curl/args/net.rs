@@ -28,6 +28,10 @@ pub(crate) struct NetArgs {
     )]
     pub(crate) http1_0: bool,
 
+    /// Accept an HTTP/0.9 reply (a body without a status line or headers), read to the close
+    #[arg(long = "http0.9")]
+    pub(crate) http0_9: bool,
+
     /// Bind connections to a local port of this range (NUM or FROM-TO), the first that is free
     #[arg(long = "local-port", value_name = "RANGE", value_parser = parse_local_port)]
     pub(crate) local_port: Option<RangeInclusive<u16>>,

@@ -119,7 +119,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--doh-cert-status", None, RESOLVER),
     flag("--doh-insecure", None, RESOLVER),
     // HTTP and transfer features poolcurl does not have.
-    flag("--http0.9", None, "HTTP/1.0 and later only"),
     flag(
         "--ignore-content-length",
         None,

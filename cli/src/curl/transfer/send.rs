@@ -107,7 +107,8 @@ impl Session {
         let wire_target = template.target_for(uri);
         record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
         let (parts, body) = response.into_parts();
-        record.status = Some(parts.status);
+        // An HTTP/0.9 reply has no status line: curl's `%{http_code}` is 000 for it.
+        record.status = (parts.version != http::Version::HTTP_09).then_some(parts.status);
         record.version = Some(parts.version);
         record.headers = parts.headers.clone();
         if let Some(file) = &self.args.transfer.etag_save {
