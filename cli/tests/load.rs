@@ -90,6 +90,7 @@ fn assert_consistent(json: &Value) {
         "saturated",
         "reset",
         "goaway",
+        "malformed",
         "io",
         "canceled",
     ] {
@@ -511,6 +512,23 @@ async fn an_unreachable_url_is_a_summary_of_connect_errors() {
         text.contains("none measured: no request received a complete response"),
         "{text}"
     );
+}
+
+/// A server whose replies break HTTP/1 (a header line without a colon): every request fails as
+/// `malformed`, on a connection of its own (each failure closes one), none is sent again, and
+/// the example says what was wrong.
+#[tokio::test(flavor = "multi_thread")]
+async fn replies_that_break_http1_are_malformed_failures() {
+    let reply = Reply::raw(&b"HTTP/1.1 200 OK\r\nno colon\r\nContent-Length: 2\r\n\r\nok"[..]);
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
+    let (run, json) = load_json(&[&server.url("/"), "-n", "20", "-c", "2"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["errors"]["malformed"]), 20, "{}", json["errors"]);
+    assert_eq!(u(&json["errors"]["io"]), 0, "{}", json["errors"]);
+    assert_eq!(u(&json["connections"]["opened"]), 20);
+    let example = json["error_examples"]["malformed"].as_str().unwrap();
+    assert!(example.contains("invalid HTTP header"), "{example}");
 }
 
 /// `--urls-file` adds URLs; requests go round-robin over them, and the summary counts each

@@ -40,6 +40,8 @@ pub(crate) enum ErrorClass {
     Reset,
     /// The peer sent GOAWAY or refused the stream.
     GoAway,
+    /// The response head broke HTTP/1 ([`pool::Error::malformed`]).
+    Malformed,
     /// Anything else while sending or receiving.
     Io,
     /// Work the request depended on was dropped (its runtime shut down).
@@ -50,7 +52,7 @@ pub(crate) enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in report order.
-    pub(crate) const ALL: [ErrorClass; 10] = [
+    pub(crate) const ALL: [ErrorClass; 11] = [
         ErrorClass::Resolve,
         ErrorClass::Connect,
         ErrorClass::Tls,
@@ -58,6 +60,7 @@ impl ErrorClass {
         ErrorClass::Saturated,
         ErrorClass::Reset,
         ErrorClass::GoAway,
+        ErrorClass::Malformed,
         ErrorClass::Io,
         ErrorClass::Canceled,
         ErrorClass::Http,
@@ -73,6 +76,7 @@ impl ErrorClass {
             ErrorClass::Saturated => "saturated",
             ErrorClass::Reset => "reset",
             ErrorClass::GoAway => "goaway",
+            ErrorClass::Malformed => "malformed",
             ErrorClass::Io => "io",
             ErrorClass::Canceled => "canceled",
             ErrorClass::Http => "http",
@@ -103,6 +107,8 @@ impl ErrorClass {
             ErrorClass::Reset
         } else if error.is_canceled() {
             ErrorClass::Canceled
+        } else if error.is_malformed_response() {
+            ErrorClass::Malformed
         } else {
             ErrorClass::Io
         }
