@@ -416,6 +416,16 @@ impl Error {
         })
     }
 
+    /// The HTTP/2 error code (RFC 9113 §7) of the `RST_STREAM` or `GOAWAY` this failure came
+    /// from, the peer's or this side's: `0x2` `INTERNAL_ERROR`, `0x7` `REFUSED_STREAM`, `0x8`
+    /// `CANCEL`, ... `None` when no HTTP/2 frame was involved (an HTTP/1 failure, a TCP reset,
+    /// a timeout).
+    pub fn http2_error_code(&self) -> Option<u32> {
+        self.h2_error()
+            .and_then(h2_reason::H2Error::reason)
+            .map(u32::from)
+    }
+
     /// The server provably did not process the request, so sending it again cannot repeat
     /// its effects: hyper handed it back unsent, an HTTP/2 `GOAWAY` covered its stream, the
     /// stream was refused, or (for an idempotent request, which is safe to repeat) a reused

@@ -273,7 +273,25 @@ async fn a_stream_reset_fails_only_that_request() {
         .await
         .expect_err("the stream is reset");
     assert!(error.is_reset(), "{error:?}");
+    assert_eq!(
+        error.http2_error_code(),
+        Some(0x2),
+        "INTERNAL_ERROR: {error:?}"
+    );
+    assert!(
+        !error.is_go_away() && !error.is_refused_stream(),
+        "{error:?}"
+    );
     let (after, body) = fetch(&client, &server.url("/ok")).await;
+    // An HTTP/1 failure or a success carries no HTTP/2 code.
+    assert_eq!(
+        client
+            .request(get("http://127.0.0.1:1/"))
+            .await
+            .expect_err("nothing listens on port 1")
+            .http2_error_code(),
+        None
+    );
     assert_eq!(body, "fine");
     assert_eq!(
         after.id(),

@@ -436,6 +436,11 @@ async fn a_refused_stream_the_policy_does_not_re_send_says_so() {
         .expect("in time")
         .expect_err("refused");
     assert!(error.is_refused_stream(), "{error}");
+    assert_eq!(
+        error.http2_error_code(),
+        Some(0x7),
+        "REFUSED_STREAM: {error}"
+    );
     assert!(!error.is_go_away(), "{error}");
     assert!(error.is_retryable(), "{error}");
     assert_eq!(pool.counters().transparent_retries, 0);
@@ -716,6 +721,7 @@ async fn streaming_posts_caught_by_goaway_are_not_sent_twice() {
                 Err(error) => {
                     assert!(error.is_retryable(), "{error}");
                     assert!(error.is_go_away() && !error.is_refused_stream(), "{error}");
+                    assert_eq!(error.http2_error_code(), Some(0x0), "NO_ERROR: {error}");
                     let text = error.to_string();
                     assert!(text.contains("closed the connection gracefully"), "{text}");
                     assert!(!text.contains("not a result of an error"), "{text}");
