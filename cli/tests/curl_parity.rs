@@ -8,7 +8,8 @@
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
-//! SOCKS proxy (SOCKS5 and SOCKS4) started for the run). Cases with `Extra` checks
+//! SOCKS proxy (SOCKS5 and SOCKS4) started for the run; the `h2c` cases run against an HTTP/2
+//! server, `%BASE%` naming it). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
+use pool_tests::h2::{H2Request, Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
@@ -81,6 +83,8 @@ enum Server {
     /// As [`Server::Tls`], requiring a client certificate from the run's CA (`%CERT%`,
     /// `%KEY%`).
     TlsClientAuth,
+    /// HTTP/2 over cleartext (prior knowledge), answering by [`h2_routes`].
+    H2c,
 }
 
 /// One command line to run through both programs.
@@ -98,6 +102,13 @@ fn case(name: &'static str, args: &[&'static str]) -> Case {
         args: args.to_vec(),
         extra: Extra::None,
         server: Server::Routes,
+    }
+}
+
+fn h2c(name: &'static str, args: &[&'static str]) -> Case {
+    Case {
+        server: Server::H2c,
+        ..case(name, args)
     }
 }
 
@@ -1614,7 +1625,32 @@ fn cases() -> Vec<Case> {
         case("folded header line", &["%BASE%/lie/folded"]),
         case("150 headers", &["-i", "%BASE%/lie/many"]),
         case("a head over 300 kB", &["%BASE%/lie/huge"]),
+        h2c("h2c response", &["--http2-prior-knowledge", "%BASE%/hello"]),
+        h2c(
+            "h2c stream reset",
+            &["--http2-prior-knowledge", "%BASE%/reset"],
+        ),
+        h2c(
+            "h2c stream reset mid body",
+            &["--http2-prior-knowledge", "%BASE%/reset-mid"],
+        ),
+        h2c(
+            "h2c stream refused",
+            &["--http2-prior-knowledge", "%BASE%/refused"],
+        ),
     ]
+}
+
+/// The routes of the HTTP/2 server: a response, and streams the server resets before or
+/// after the response began.
+fn h2_routes(req: &H2Request) -> StreamPlan {
+    match req.path() {
+        "/hello" => StreamPlan::ok("hello\n"),
+        "/reset" => StreamPlan::reset(Reason::INTERNAL_ERROR),
+        "/reset-mid" => StreamPlan::new().head(200).data("part").rst(Reason::CANCEL),
+        "/refused" => StreamPlan::reset(Reason::REFUSED_STREAM),
+        _ => StreamPlan::status(404),
+    }
 }
 
 /// A reply to `/lie/NAME` that breaks HTTP/1 (or bends it), then the close.
@@ -1886,6 +1922,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             _ => pki.server_config(&[b"http/1.1"]),
         }
     };
+    // The HTTP/2 server, for the h2c cases, lives as long as the run.
+    let h2_server = match case.server {
+        Server::H2c => Some(ScriptedH2Server::builder().handler(h2_routes).start().await),
+        _ => None,
+    };
     let (_server, port) = match case.server {
         Server::Routes => {
             let server = ScriptedH1Server::start_with(plan).await;
@@ -1903,6 +1944,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             (Some(server), port)
         }
         Server::Refuses => (None, refusing_server().await),
+        Server::H2c => (None, h2_server.as_ref().unwrap().addr().port()),
     };
     // Started only for the cases that use one: a path, or an abstract name, piped to the
     // case's server.
@@ -2187,9 +2229,20 @@ async fn poolcurl_matches_curl_byte_for_byte() {
         let ours = run(Tool::Poolcurl, case, root.path(), closed_port).await;
         let mut problems = Vec::new();
         if curl.code != ours.code {
+            // The end of each stderr: the message that goes with the code.
+            let tail = |text: &str| {
+                let start = text.len().saturating_sub(300);
+                let start = (start..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(start);
+                text[start..].to_owned()
+            };
             problems.push(format!(
-                "exit code: curl {} poolcurl {}",
-                curl.code, ours.code
+                "exit code: curl {} poolcurl {}\n  curl stderr     {:?}\n  poolcurl stderr {:?}",
+                curl.code,
+                ours.code,
+                tail(&curl.stderr),
+                tail(&ours.stderr)
             ));
         }
         let stdout_compared = ![Extra::JsonFields, Extra::TraceWithoutInfo].contains(&case.extra);

@@ -24,12 +24,13 @@
 //! | 49 | a malformed `--resolve` entry |
 //! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
 //! | 58 | the `--cert` / `--key` files could not be used |
-//! | 56 | receiving failed (reset, broken body, HTTP/2 error, a response head over the size limit) |
+//! | 56 | receiving failed (reset, broken body, HTTP/2 error, a refused HTTP/2 stream, a response head over the size limit) |
 //! | 60 | the server's certificate was rejected |
 //! | 61 | `--compressed`: the body did not decode |
 //! | 63 | `--max-filesize`: the response body is larger |
 //! | 77 | the `--cacert` file could not be read or used |
 //! | 82 | the `--crlfile` could not be read or used |
+//! | 92 | the server reset the HTTP/2 stream (`RST_STREAM`) |
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -212,6 +213,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if attempt.prior_knowledge
         && !error.is_body()
         && !error.is_timeout()
+        && !error.is_reset()
         && find::<pool::ConnectError>(error).is_none()
     {
         // HTTP/2 failed on an open connection before any response: the server does not speak
@@ -264,6 +266,24 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             CurlError::new(52, "Empty reply from server")
         };
     }
+    if error.is_refused_stream() {
+        // curl retries a refused stream on fresh connections and then gives up with this; the
+        // pool re-sent it within its budget before the error came here.
+        return CurlError::new(
+            56,
+            "Connection died: the server refused the HTTP/2 stream (REFUSED_STREAM)",
+        );
+    }
+    if let Some(code) = error.http2_error_code().filter(|_| error.is_reset()) {
+        // curl names the stream too; hyper does not say which it was.
+        return CurlError::new(
+            92,
+            format!(
+                "HTTP/2 stream was not closed cleanly: {} (err {code})",
+                http2_error_name(code)
+            ),
+        );
+    }
     if error.is_reset() {
         return CurlError::new(56, "Recv failure: Connection reset by peer");
     }
@@ -274,6 +294,31 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             root_cause(error)
         ),
     )
+}
+
+/// The name RFC 9113 §7 gives an HTTP/2 error code, as curl prints it.
+fn http2_error_name(code: u32) -> &'static str {
+    const NAMES: [&str; 14] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+    ];
+    usize::try_from(code)
+        .ok()
+        .and_then(|at| NAMES.get(at))
+        .copied()
+        .unwrap_or("unknown")
 }
 
 /// curl's code and message for a response head the pool could not read as HTTP/1. curl tells
