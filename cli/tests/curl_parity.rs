@@ -1625,6 +1625,16 @@ fn cases() -> Vec<Case> {
         case("folded header line", &["%BASE%/lie/folded"]),
         case("150 headers", &["-i", "%BASE%/lie/many"]),
         case("a head over 300 kB", &["%BASE%/lie/huge"]),
+        case("1xx before the response", &["-i", "%BASE%/lie/continue"]),
+        case(
+            "two 1xx heads dumped",
+            &["-D", "-", "-w", "%{size_header}", "%BASE%/lie/early-hints"],
+        ),
+        with(
+            Extra::VerboseResponseHead,
+            "1xx heads verbose",
+            &["-v", "%BASE%/lie/early-hints"],
+        ),
         h2c("h2c response", &["--http2-prior-knowledge", "%BASE%/hello"]),
         h2c(
             "h2c stream reset",
@@ -1670,6 +1680,13 @@ fn lie(name: &str) -> Reply {
             let lines: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
             format!("HTTP/1.1 200 OK\r\n{lines}{ok}")
         }
+        // 1xx heads before the response (the name in lower case: poolcurl prints a 1xx head's
+        // names as hyper's `HeaderMap` holds them).
+        "continue" => format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ok}"),
+        "early-hints" => format!(
+            "HTTP/1.1 103 Early Hints\r\nlink: </s.css>; rel=preload\r\n\r\n\
+             HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Final: 1\r\n{ok}"
+        ),
         "huge" => {
             let line = format!("X-Pad: {}\r\n", "p".repeat(100));
             format!("HTTP/1.1 200 OK\r\n{}{ok}", line.repeat(4000))

@@ -1140,3 +1140,35 @@ async fn malformed_responses_name_the_part_at_fault() {
         "{error:#}"
     );
 }
+
+/// A request's extensions reach hyper: a callback registered with
+/// `hyper::ext::on_informational` hears the 1xx heads before the response, through the pool.
+#[tokio::test]
+async fn informational_heads_reach_a_callback_registered_on_the_request() {
+    let server = ScriptedH1Server::builder()
+        .plans(
+            [ConnPlan::new().read_request().write_raw(Bytes::from_static(
+                b"HTTP/1.1 103 Early Hints\r\nlink: </s.css>\r\n\r\n\
+              HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            ))],
+        )
+        .start()
+        .await;
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut request = get(&server.url("/"));
+    let log = heard.clone();
+    hyper::ext::on_informational(&mut request, move |response| {
+        let link = response.headers()["link"].to_str().unwrap().to_owned();
+        log.lock().unwrap().push((response.status(), link));
+    });
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ok");
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [(StatusCode::EARLY_HINTS, "</s.css>".to_owned())]
+    );
+}

@@ -2,21 +2,28 @@
 //! error and warning messages (as `-s`/`-S` allow). The body's destination is
 //! [`super::sink`], the `-v` trace [`super::verbose`].
 
-use http::Version;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use http::header::CONNECTION;
 use http::response::Parts;
+use http::{HeaderMap, Request, StatusCode, Version};
 
 use super::exit::CurlError;
 
 /// The response head as curl's `-i` writes it: status line, `name: value` lines (HTTP/1 names
 /// as the server wrote them), blank line, all ending in CRLF. HTTP/2 has no reason phrase
-/// (`HTTP/2 200 `). An HTTP/0.9 reply (`--http0.9`) has no head, so nothing.
+/// (`HTTP/2 200 `). An HTTP/0.9 reply (`--http0.9`) has no head, so nothing. The 1xx heads
+/// that came before it ([`Informational`]) go first, as curl prints them.
 pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
     if parts.version == Version::HTTP_09 {
         return Vec::new();
     }
     let status = parts.status;
-    let mut head = match parts.version {
+    let mut head = parts
+        .extensions
+        .get::<InformationalHeads>()
+        .map_or_else(Vec::new, |early| early.0.clone());
+    head.extend_from_slice(&match parts.version {
         Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),
         version => {
             let reason = parts
@@ -32,7 +39,7 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             };
             format!("{version} {} {reason}\r\n", status.as_u16()).into_bytes()
         }
-    };
+    });
     let mut field = |name: &str, value: &http::HeaderValue| {
         head.extend_from_slice(name.as_bytes());
         head.extend_from_slice(b": ");
@@ -52,6 +59,65 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
     }
     head.extend_from_slice(b"\r\n");
     head
+}
+
+/// Collects the 1xx heads (`100 Continue`, `103 Early Hints`) an HTTP/1 server sends before
+/// its response, which hyper reads past unless a request asks for them
+/// (`hyper::ext::on_informational`; HTTP/2's are not passed on). Their header names are the
+/// lower-case ones of a `HeaderMap` (the pool keeps the server's spelling for the final head
+/// only) and their reason phrase the status's usual one.
+#[derive(Clone, Default)]
+pub(crate) struct Informational(Arc<Mutex<Vec<u8>>>);
+
+/// The 1xx heads of a response as they print, a response extension for [`response_head`].
+#[derive(Clone)]
+struct InformationalHeads(Vec<u8>);
+
+impl Informational {
+    /// Asks hyper for the 1xx heads of `request`'s response.
+    pub(crate) fn listen<B>(&self, request: &mut Request<B>) {
+        let heads = self.0.clone();
+        hyper::ext::on_informational(request, move |response| {
+            let mut heads = heads.lock().unwrap_or_else(PoisonError::into_inner);
+            write_informational(
+                &mut heads,
+                response.version(),
+                response.status(),
+                response.headers(),
+            );
+        });
+    }
+
+    /// Moves the heads received into `parts`, for [`response_head`].
+    pub(crate) fn attach(&self, parts: &mut Parts) {
+        let heads = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        if !heads.is_empty() {
+            parts.extensions.insert(InformationalHeads(heads));
+        }
+    }
+}
+
+/// One 1xx head as curl prints it.
+fn write_informational(
+    out: &mut Vec<u8>,
+    version: Version,
+    status: StatusCode,
+    headers: &HeaderMap,
+) {
+    let version = if version == Version::HTTP_10 {
+        "HTTP/1.0"
+    } else {
+        "HTTP/1.1"
+    };
+    let reason = status.canonical_reason().unwrap_or_default();
+    out.extend_from_slice(format!("{version} {} {reason}\r\n", status.as_u16()).as_bytes());
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Whether the server said it closes the connection after this response.

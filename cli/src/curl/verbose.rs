@@ -513,8 +513,20 @@ fn tunnel_lines<'a>(
 /// The lines of a message head, up to and with its blank line, sent or received.
 fn head_lines(lines: &mut Lines, direction: Direction, head: &[u8]) {
     let head = String::from_utf8_lossy(head);
-    for text in head.split("\r\n").take_while(|l| !l.is_empty()) {
-        lines.head_line(direction, text);
+    // A response's 1xx heads come before it; curl's trace shows their lines but not the blank
+    // line after each (which `-i` does print).
+    let mut rest = &head[..];
+    while !rest.is_empty() {
+        let (one, after) = match rest.find("\r\n\r\n") {
+            Some(end) => (&rest[..end], &rest[end + 4..]),
+            None => (rest.trim_end_matches("\r\n"), ""),
+        };
+        for text in one.split("\r\n") {
+            lines.head_line(direction, text);
+        }
+        rest = after;
+        if rest.is_empty() {
+            lines.head_line(direction, "");
+        }
     }
-    lines.head_line(direction, "");
 }

@@ -13,7 +13,7 @@ use crate::curl::Session;
 use crate::curl::connect_to::{ConnectToArgs, Dial};
 use crate::curl::decode::Decoder;
 use crate::curl::exit::{self, Attempt, CurlError};
-use crate::curl::output;
+use crate::curl::output::{self, Informational};
 use crate::curl::pace::{Pace, PacedUpload};
 use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
@@ -40,7 +40,9 @@ impl Session {
                 .map_err(|message| CurlError::new(35, message))?;
         }
         let template = &self.composed.template;
-        let request = template.build_for(uri, hop, extra)?;
+        let mut request = template.build_for(uri, hop, extra)?;
+        let informational = Informational::default();
+        informational.listen(&mut request);
         let sent_headers = request.headers().clone();
         record.method = hop.method.clone();
         record.size_upload = template.body_len(hop) as u64;
@@ -106,7 +108,8 @@ impl Session {
         };
         let wire_target = template.target_for(uri);
         record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
-        let (parts, body) = response.into_parts();
+        let (mut parts, body) = response.into_parts();
+        informational.attach(&mut parts);
         // An HTTP/0.9 reply has no status line: curl's `%{http_code}` is 000 for it.
         record.status = (parts.version != http::Version::HTTP_09).then_some(parts.status);
         record.version = Some(parts.version);
