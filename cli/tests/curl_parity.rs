@@ -35,9 +35,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
-use pool_tests::h2::{H2ConnPlan, H2Request, Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::h2::{H2Request, Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
@@ -86,11 +85,6 @@ enum Server {
     TlsClientAuth,
     /// HTTP/2 over cleartext (prior knowledge), answering by [`h2_routes`].
     H2c,
-    /// HTTP/2 over cleartext that ends every connection with `GOAWAY(PROTOCOL_ERROR)` right
-    /// after accepting `after` streams (0: before any), never answering a stream. (After a
-    /// stream, the close races the client's next frame: curl sees the end of the stream or a
-    /// reset depending on which comes first, so no case compares that.)
-    H2cGoAway { after: usize },
 }
 
 /// One command line to run through both programs.
@@ -1654,13 +1648,6 @@ fn cases() -> Vec<Case> {
             "h2c stream refused",
             &["--http2-prior-knowledge", "%BASE%/refused"],
         ),
-        Case {
-            server: Server::H2cGoAway { after: 0 },
-            ..case(
-                "h2c goaway before the stream",
-                &["--http2-prior-knowledge", "%BASE%/hello"],
-            )
-        },
     ]
 }
 
@@ -1955,18 +1942,6 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     // The HTTP/2 server, for the h2c cases, lives as long as the run.
     let h2_server = match case.server {
         Server::H2c => Some(ScriptedH2Server::builder().handler(h2_routes).start().await),
-        Server::H2cGoAway { after } => {
-            // A gate nobody opens: the stream waits until the GOAWAY ends its connection.
-            let never = Gate::new();
-            let server = ScriptedH2Server::builder()
-                .default_conn_plan(
-                    H2ConnPlan::new().abrupt_goaway_after(after, Reason::PROTOCOL_ERROR),
-                )
-                .handler(move |_| StreamPlan::new().gate(never.clone()).head(200).end())
-                .start()
-                .await;
-            Some(server)
-        }
         _ => None,
     };
     let (_server, port) = match case.server {
@@ -1986,7 +1961,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             (Some(server), port)
         }
         Server::Refuses => (None, refusing_server().await),
-        Server::H2c | Server::H2cGoAway { .. } => (None, h2_server.as_ref().unwrap().addr().port()),
+        Server::H2c => (None, h2_server.as_ref().unwrap().addr().port()),
     };
     // Started only for the cases that use one: a path, or an abstract name, piped to the
     // case's server.

@@ -12,7 +12,6 @@
 //! | 6  | could not resolve the host |
 //! | 7  | could not connect |
 //! | 8  | a response header line, `Content-Length` or `Transfer-Encoding` that breaks HTTP/1 |
-//! | 16 | the HTTP/2 server ended the connection (`GOAWAY`) before processing the request |
 //! | 18 | the body ended before its announced length |
 //! | 22 | HTTP status >= 400 with `-f` / `--fail-with-body` |
 //! | 23 | writing the output failed |
@@ -210,18 +209,6 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         let detail = find::<pool::ConnectError>(error)
             .map_or_else(|| root_cause(error), |e| format!("{e:#}"));
         return CurlError::new(45, detail);
-    }
-    if error.is_go_away() && error.is_retryable() {
-        // The server ended the connection with GOAWAY before it processed the request, each
-        // time the pool sent it.
-        let code = error.http2_error_code().unwrap_or_default();
-        return CurlError::new(
-            16,
-            format!(
-                "Error in the HTTP2 framing layer: GOAWAY ({}) before the request was processed",
-                http2_error_name(code)
-            ),
-        );
     }
     if attempt.prior_knowledge
         && !error.is_body()
