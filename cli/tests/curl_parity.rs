@@ -1627,6 +1627,14 @@ fn cases() -> Vec<Case> {
         case("a head over 300 kB", &["%BASE%/lie/huge"]),
         case("1xx before the response", &["-i", "%BASE%/lie/continue"]),
         case(
+            "trailers included",
+            &["-i", "-w", "%{size_header}", "%BASE%/lie/trailers"],
+        ),
+        case(
+            "trailers dumped",
+            &["-D", "%DIR%/h.txt", "%BASE%/lie/trailers"],
+        ),
+        case(
             "two 1xx heads dumped",
             &["-D", "-", "-w", "%{size_header}", "%BASE%/lie/early-hints"],
         ),
@@ -1687,6 +1695,10 @@ fn lie(name: &str) -> Reply {
             "HTTP/1.1 103 Early Hints\r\nlink: </s.css>; rel=preload\r\n\r\n\
              HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Final: 1\r\n{ok}"
         ),
+        // Trailers after a chunked body (in lower case, as poolcurl prints them).
+        "trailers" => "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                       2\r\nok\r\n0\r\nx-checksum: 42\r\nx-more: yes\r\n\r\n"
+            .to_owned(),
         "huge" => {
             let line = format!("X-Pad: {}\r\n", "p".repeat(100));
             format!("HTTP/1.1 200 OK\r\n{}{ok}", line.repeat(4000))

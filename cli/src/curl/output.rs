@@ -111,13 +111,18 @@ fn write_informational(
     };
     let reason = status.canonical_reason().unwrap_or_default();
     out.extend_from_slice(format!("{version} {} {reason}\r\n", status.as_u16()).as_bytes());
-    for (name, value) in headers {
+    write_fields(out, headers);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `name: value` lines, as a `HeaderMap` holds them (names in lower case).
+pub(crate) fn write_fields(out: &mut Vec<u8>, fields: &HeaderMap) {
+    for (name, value) in fields {
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Whether the server said it closes the connection after this response.

@@ -141,7 +141,11 @@ impl Session {
         Ok((parts, body))
     }
 
-    /// Reads `body` to its end, decoding it (`--compressed`) into `output` if given.
+    /// Reads `body` to its end, decoding it (`--compressed`) into `output` if given. Trailers
+    /// (after a chunked HTTP/1 body, or HTTP/2's) follow the body as header lines in `-D`'s
+    /// file and, with `-i`, in the output, as curl writes them (names in lower case: the pool
+    /// keeps the server's spelling for the head only); `%{size_header}` leaves them out, as
+    /// curl's does.
     pub(super) async fn read_body(
         &self,
         body: &mut pool::Body,
@@ -158,9 +162,13 @@ impl Session {
         let mut decoder = Decoder::for_response(self.args.send.compressed, &parts.headers);
         let mut pace = Pace::start(&self.pace_args());
         let mut first = true;
+        let mut trailers = Vec::new();
         while let Some(frame) = pace.next_frame(body).await? {
             let remaining = length.map(|l| l.saturating_sub(record.size_download));
             let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
+            if let Some(fields) = frame.trailers_ref() {
+                output::write_fields(&mut trailers, fields);
+            }
             if let Some(data) = frame.data_ref() {
                 self.verbose.received_data(data, first, target.quiet_data);
                 first = false;
@@ -182,6 +190,12 @@ impl Session {
         }
         if let Some(sink) = output {
             sink.write(&decoder.finish()?)?;
+            if self.args.include && !trailers.is_empty() {
+                sink.write(&trailers)?;
+            }
+        }
+        if let Some(dump) = self.dump_header.as_ref().filter(|_| !trailers.is_empty()) {
+            crate::curl::lock(dump).write(&trailers)?;
         }
         Ok(())
     }
