@@ -1,7 +1,9 @@
 //! Which part of an HTTP/1 response the client could not read.
 //!
 //! hyper refuses a response that is not HTTP/1 as it is written (RFC 9112) and says so with one
-//! error kind, `is_parse`, plus two finer predicates (`is_parse_status`, `is_parse_too_large`).
+//! error kind, `is_parse`, plus one finer predicate a client build has (`is_parse_status`;
+//! `is_parse_too_large` exists only with hyper's `server` feature, which this crate does not
+//! ask for).
 //! A caller that reports the failure (curl's exit codes tell a status line it cannot read from a
 //! header without a colon) needs the part at fault, so [`Malformed`] names it. hyper exposes the
 //! rest of its classification only through each kind's fixed description, so that is what
@@ -52,13 +54,11 @@ pub(crate) fn of(error: &hyper::Error) -> Option<Malformed> {
     if error.is_parse_status() {
         return Some(Malformed::StatusCode);
     }
-    if error.is_parse_too_large() {
-        return Some(Malformed::TooLarge);
-    }
     // hyper's descriptions of its other parse kinds (`hyper::error::Parse`); its `Display`
     // writes the description alone.
     let part = match error.to_string().as_str() {
         "invalid HTTP version parsed" => Malformed::Version,
+        "message head is too large" => Malformed::TooLarge,
         "invalid HTTP header parsed" => Malformed::Header,
         "invalid content-length parsed" => Malformed::ContentLength,
         "invalid transfer-encoding parsed" | "unexpected transfer-encoding parsed" => {

@@ -92,6 +92,18 @@ impl Step {
 /// Optional features every step builds, so their code is linted, tested and documented too.
 const FEATURES: &str = "pool/hickory,pool/metrics";
 
+/// The library crates users depend on. `ci` checks each alone, with only the features it asks of
+/// its dependencies: the workspace build unifies features (tests turn on hyper's `server`), so
+/// code that needs more than the crate asks for builds there and fails for a user.
+const PRODUCT_CRATES: [&str; 6] = [
+    "pool-core",
+    "pool-tls",
+    "pool-h1",
+    "pool-h2",
+    "pool",
+    "pool-smithy",
+];
+
 /// The examples `ci` builds and runs (`examples/`, package `pool-examples`): each starts its own
 /// local origin and stops by itself.
 const EXAMPLES: [&str; 4] = ["quick_start", "tower_stack", "gateway", "connector"];
@@ -101,82 +113,86 @@ fn ci_steps() -> Vec<Step> {
     // CARGO_TARGET_DIR is honoured): its cfg flag would otherwise invalidate the main cache.
     let loom_dir = std::env::var("CARGO_TARGET_DIR")
         .map_or_else(|_| "target/loom".to_owned(), |dir| format!("{dir}/loom"));
-    vec![
-        Step::cargo("fmt", &["fmt", "--all", "--check"]),
-        Step::cargo(
-            "clippy",
-            &[
+    vec![Step::cargo("fmt", &["fmt", "--all", "--check"])]
+        .into_iter()
+        .chain(
+            PRODUCT_CRATES
+                .map(|krate| Step::cargo("alone", &["check", "-p", krate, "--lib", "--locked"])),
+        )
+        .chain([
+            Step::cargo(
                 "clippy",
-                "--workspace",
-                "--all-targets",
-                "--features",
-                FEATURES,
-                "--locked",
-                "--",
-                "-D",
-                "warnings",
-            ],
-        ),
-        Step::cargo(
-            "test",
-            &["test", "--workspace", "--features", FEATURES, "--locked"],
-        ),
-        Step::cargo(
-            "doc",
-            &[
-                "doc",
-                "--workspace",
-                "--no-deps",
-                "--features",
-                FEATURES,
-                "--locked",
-            ],
-        )
-        .env("RUSTDOCFLAGS", "-D warnings"),
-        // Every example, built and run against its local origin.
-        Step::cargo(
-            "examples-build",
-            &["build", "-p", "pool-examples", "--examples", "--locked"],
-        ),
-    ]
-    .into_iter()
-    .chain(EXAMPLES.map(|example| {
-        Step::cargo(
-            "example",
-            &[
-                "run",
-                "--quiet",
-                "-p",
-                "pool-examples",
-                "--locked",
-                "--example",
-                example,
-            ],
-        )
-    }))
-    .chain([
-        // The coordination code of pool-core, and pool-h1's parking spot, under loom's model
-        // checker.
-        Step::cargo(
-            "loom",
-            &[
+                &[
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--features",
+                    FEATURES,
+                    "--locked",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
+            ),
+            Step::cargo(
                 "test",
-                "-p",
-                "pool-core",
-                "-p",
-                "pool-h1",
-                "--release",
-                "--lib",
-                "--locked",
-                "--target-dir",
-                &loom_dir,
+                &["test", "--workspace", "--features", FEATURES, "--locked"],
+            ),
+            Step::cargo(
+                "doc",
+                &[
+                    "doc",
+                    "--workspace",
+                    "--no-deps",
+                    "--features",
+                    FEATURES,
+                    "--locked",
+                ],
+            )
+            .env("RUSTDOCFLAGS", "-D warnings"),
+            // Every example, built and run against its local origin.
+            Step::cargo(
+                "examples-build",
+                &["build", "-p", "pool-examples", "--examples", "--locked"],
+            ),
+        ])
+        .chain(EXAMPLES.map(|example| {
+            Step::cargo(
+                "example",
+                &[
+                    "run",
+                    "--quiet",
+                    "-p",
+                    "pool-examples",
+                    "--locked",
+                    "--example",
+                    example,
+                ],
+            )
+        }))
+        .chain([
+            // The coordination code of pool-core, and pool-h1's parking spot, under loom's model
+            // checker.
+            Step::cargo(
                 "loom",
-            ],
-        )
-        .env("RUSTFLAGS", "--cfg pool_loom")
-        .env("LOOM_MAX_PREEMPTIONS", "2"),
-    ])
-    .collect()
+                &[
+                    "test",
+                    "-p",
+                    "pool-core",
+                    "-p",
+                    "pool-h1",
+                    "--release",
+                    "--lib",
+                    "--locked",
+                    "--target-dir",
+                    &loom_dir,
+                    "loom",
+                ],
+            )
+            .env("RUSTFLAGS", "--cfg pool_loom")
+            .env("LOOM_MAX_PREEMPTIONS", "2"),
+        ])
+        .collect()
 }
 
 /// The oha release the interop suite compares `poolcurl load` with (the load tool of issue 19's
