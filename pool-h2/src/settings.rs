@@ -27,6 +27,19 @@ pub struct H2Settings {
     /// How many streams to open before the peer's first SETTINGS frame says how many it allows
     /// (hyper's default is 100).
     pub initial_max_send_streams: Option<usize>,
+    /// `SETTINGS_HEADER_TABLE_SIZE`.
+    pub header_table_size: Option<u32>,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` as this side announces it (server push).
+    pub max_concurrent_streams: Option<u32>,
+    /// Locally reset streams h2 remembers at once.
+    pub max_concurrent_reset_streams: Option<usize>,
+    /// Streams the peer may reset before they are accepted, pending at once.
+    pub max_pending_accept_reset_streams: Option<usize>,
+    /// Local resets caused by the peer's protocol errors before `GOAWAY` (`Some(None)`: no
+    /// limit).
+    pub max_local_error_reset_streams: Option<Option<usize>>,
+    /// Request body bytes buffered per stream (at most `u32::MAX`: hyper asserts it).
+    pub max_send_buf_size: Option<usize>,
     /// How many HTTP/2 connections an unbounded origin may have in one partition when every
     /// one is at the peer's stream limit (the pool's setting, not hyper's; `None`: the pool's
     /// default).
@@ -58,6 +71,24 @@ impl H2Settings {
         }
         if let Some(max) = self.max_header_list_size {
             builder.max_header_list_size(max);
+        }
+        if let Some(size) = self.header_table_size {
+            builder.header_table_size(size);
+        }
+        if let Some(max) = self.max_concurrent_streams {
+            builder.max_concurrent_streams(max);
+        }
+        if let Some(max) = self.max_concurrent_reset_streams {
+            builder.max_concurrent_reset_streams(max);
+        }
+        if let Some(max) = self.max_pending_accept_reset_streams {
+            builder.max_pending_accept_reset_streams(max);
+        }
+        if let Some(max) = self.max_local_error_reset_streams {
+            builder.max_local_error_reset_streams(max);
+        }
+        if let Some(max) = self.max_send_buf_size {
+            builder.max_send_buf_size(max);
         }
     }
 }

@@ -5,7 +5,8 @@
 //! (it answers none) until the test tells it to: [`SettingsPeer::announce`] sends a new
 //! SETTINGS frame with another limit, [`SettingsPeer::answer_all`] answers every request that
 //! has ended with `200` (and every later one at once, until [`SettingsPeer::hold`]). It counts the streams open at once, so
-//! a test can see the client follow the new limit without any stream ending.
+//! a test can see the client follow the new limit without any stream ending. It also keeps the
+//! parameters of the client's first SETTINGS frame ([`SettingsPeer::client_settings`]).
 //!
 //! What it does not do: enforce the limit (a client that exceeds it is caught by the count,
 //! not refused), HPACK-decode requests, flow control (responses are empty).
@@ -40,6 +41,8 @@ struct Counts {
     max_open: usize,
     /// Connections accepted.
     connections: usize,
+    /// The parameters (identifier, value) of the first SETTINGS frame a client sent.
+    client_settings: Option<Vec<(u16, u32)>>,
 }
 
 /// A listening peer; see the module docs.
@@ -93,6 +96,17 @@ impl SettingsPeer {
     /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// The parameters (identifier, value) of the first SETTINGS frame a client sent, in its
+    /// order; empty before one arrived.
+    pub fn client_settings(&self) -> Vec<(u16, u32)> {
+        self.counts
+            .lock()
+            .unwrap()
+            .client_settings
+            .clone()
+            .unwrap_or_default()
     }
 
     /// Connections accepted so far.
@@ -183,8 +197,24 @@ impl Conn {
         }
         // Frames are read on a task of their own: `read_exact` cannot be raced in a select.
         let (frames_tx, mut frames) = mpsc::unbounded_channel();
+        let counts = self.counts.clone();
         tokio::spawn(async move {
             while let Some(f) = read_frame(&mut reader).await {
+                if f.kind == SETTINGS && f.flags & ACK == 0 {
+                    let parameters = f
+                        .payload
+                        .chunks_exact(6)
+                        .map(|p| {
+                            let id = u16::from_be_bytes([p[0], p[1]]);
+                            (id, u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
+                        })
+                        .collect();
+                    counts
+                        .lock()
+                        .unwrap()
+                        .client_settings
+                        .get_or_insert(parameters);
+                }
                 if frames_tx.send((f.kind, f.flags, f.stream)).is_err() {
                     return;
                 }

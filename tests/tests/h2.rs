@@ -720,6 +720,47 @@ async fn a_surplus_connection_expires_once_the_load_falls() {
     );
 }
 
+/// hyper's HTTP/2 settings, set under hyper-util's names, reach the SETTINGS frame the pool
+/// sends; without them that frame carries h2's defaults. (The buffer and reset-stream bounds
+/// never reach the wire; a pool built with them serves as any other.)
+#[tokio::test]
+async fn http2_settings_reach_the_clients_settings_frame() {
+    let configured = h2c_pool()
+        .http2_header_table_size(Some(8192))
+        .http2_max_concurrent_streams(Some(0))
+        .http2_max_header_list_size(32_768)
+        .http2_initial_stream_window_size(Some(1 << 20))
+        .http2_max_concurrent_reset_streams(5)
+        .http2_max_pending_accept_reset_streams(Some(5))
+        .http2_max_local_error_reset_streams(None)
+        .http2_max_send_buf_size(64 * 1024);
+    let mut sent = Vec::new();
+    for builder in [configured, h2c_pool()] {
+        let peer = pool_tests::h2settings::SettingsPeer::start(10).await;
+        peer.answer_all();
+        let pool = builder.build().unwrap();
+        let client = pool.client().unwrap();
+        tokio::time::timeout(LIMIT, fetch(&client, &peer.url("/")))
+            .await
+            .unwrap();
+        sent.push(peer.client_settings());
+    }
+    // HEADER_TABLE_SIZE, MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE, MAX_HEADER_LIST_SIZE.
+    let wanted = [(0x1, 8192), (0x3, 0), (0x4, 1 << 20), (0x6, 32_768)];
+    for parameter in wanted {
+        assert!(
+            sent[0].contains(&parameter),
+            "{parameter:?} in {:?}",
+            sent[0]
+        );
+        assert!(
+            !sent[1].contains(&parameter),
+            "{parameter:?} in {:?}",
+            sent[1]
+        );
+    }
+}
+
 /// The server raises its stream limit mid-connection (a new SETTINGS frame): requests that
 /// waited in the pool at the old limit are sent as soon as the pool next hears from the
 /// connection. (A lowered limit is followed the same way, at the next poll of the connection's

@@ -1,8 +1,114 @@
-//! The builder's HTTP/2 scale-out setting.
+//! The builder's HTTP/2 settings: hyper's, under the names hyper-util's legacy client gives
+//! them, and the pool's own scale-out. Values hyper would panic on, or that the protocol
+//! forbids, are checked in [`build`](Builder::build) instead.
 
-use super::Builder;
+use std::time::Duration;
+
+use super::{BuildError, Builder};
 
 impl Builder {
+    /// Sends HTTP/2 PINGs at this interval to detect dead connections.
+    pub fn http2_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
+        self.h2.keep_alive_interval = interval;
+        self
+    }
+
+    /// Closes an HTTP/2 connection whose PING is not acknowledged within this time.
+    pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.h2.keep_alive_timeout = Some(timeout);
+        self
+    }
+
+    /// Sends keep-alive PINGs even while no stream is open.
+    pub fn http2_keep_alive_while_idle(mut self, enabled: bool) -> Self {
+        self.h2.keep_alive_while_idle = enabled;
+        self
+    }
+
+    /// The initial HTTP/2 stream flow-control window.
+    pub fn http2_initial_stream_window_size(mut self, size: Option<u32>) -> Self {
+        self.h2.initial_stream_window_size = size;
+        self
+    }
+
+    /// The initial HTTP/2 connection flow-control window.
+    pub fn http2_initial_connection_window_size(mut self, size: Option<u32>) -> Self {
+        self.h2.initial_connection_window_size = size;
+        self
+    }
+
+    /// Lets hyper size HTTP/2 windows from the measured bandwidth-delay product.
+    pub fn http2_adaptive_window(mut self, enabled: bool) -> Self {
+        self.h2.adaptive_window = enabled;
+        self
+    }
+
+    /// The largest HTTP/2 frame payload the pool accepts (16 KiB to 16 MiB − 1).
+    pub fn http2_max_frame_size(mut self, size: Option<u32>) -> Self {
+        self.h2.max_frame_size = size;
+        self
+    }
+
+    /// How many HTTP/2 streams to open on a new connection before the server's first SETTINGS
+    /// frame announces its limit (hyper's default: 100). A server with a lower
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` refuses the excess of a cold burst with
+    /// `REFUSED_STREAM` (the pool sends those again); once the limit is known, requests beyond
+    /// it wait in the pool or go to a further connection (see
+    /// [`http2_max_connections_per_origin`](Self::http2_max_connections_per_origin)).
+    pub fn http2_initial_max_send_streams(mut self, streams: Option<usize>) -> Self {
+        self.h2.initial_max_send_streams = streams;
+        self
+    }
+
+    /// The largest header list the pool accepts in an HTTP/2 response.
+    pub fn http2_max_header_list_size(mut self, size: u32) -> Self {
+        self.h2.max_header_list_size = Some(size);
+        self
+    }
+
+    /// `SETTINGS_HEADER_TABLE_SIZE`: the HPACK table the server may use to compress the
+    /// headers it sends (h2's default: 4096 bytes).
+    pub fn http2_header_table_size(mut self, size: Option<u32>) -> Self {
+        self.h2.header_table_size = size;
+        self
+    }
+
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` as this side announces it: how many streams the
+    /// server may open (server push). No limit unless set.
+    pub fn http2_max_concurrent_streams(mut self, max: Option<u32>) -> Self {
+        self.h2.max_concurrent_streams = max;
+        self
+    }
+
+    /// How many locally reset HTTP/2 streams h2 remembers at once (it ignores late frames for
+    /// them for a while); h2's default unless set.
+    pub fn http2_max_concurrent_reset_streams(mut self, max: usize) -> Self {
+        self.h2.max_concurrent_reset_streams = Some(max);
+        self
+    }
+
+    /// How many streams the server may reset before they are accepted, pending at once, before
+    /// the connection is ended with `GOAWAY` (h2's default: 20).
+    pub fn http2_max_pending_accept_reset_streams(mut self, max: Option<usize>) -> Self {
+        self.h2.max_pending_accept_reset_streams = max;
+        self
+    }
+
+    /// How many streams this side may reset because of the server's protocol errors before it
+    /// ends the connection with `GOAWAY` (h2's default: 1024; `None` for no limit).
+    pub fn http2_max_local_error_reset_streams(mut self, max: Option<usize>) -> Self {
+        self.h2.max_local_error_reset_streams = Some(max);
+        self
+    }
+
+    /// The most request body bytes buffered for each HTTP/2 stream while the server's flow
+    /// control holds them back (hyper's default: 1 MiB). At most `u32::MAX`, checked by
+    /// [`build`](Self::build).
+    pub fn http2_max_send_buf_size(mut self, max: usize) -> Self {
+        self.h2.max_send_buf_size = Some(max);
+        self
+    }
+
     /// How many HTTP/2 connections an unbounded origin may have in each partition (at least
     /// one; default [`DEFAULT_H2_CONNECTIONS`](pool_core::cell::DEFAULT_H2_CONNECTIONS), 16).
     ///
@@ -16,5 +122,53 @@ impl Builder {
     pub fn http2_max_connections_per_origin(mut self, connections: usize) -> Self {
         self.h2.max_connections = Some(connections.max(1));
         self
+    }
+
+    pub(super) fn validate_h2(&self) -> Result<(), BuildError> {
+        const MAX_WINDOW: u32 = (1 << 31) - 1;
+        if let Some(size) = self.h2.max_frame_size {
+            if !(16_384..=16_777_215).contains(&size) {
+                return Err(BuildError::new(
+                    "http2_max_frame_size",
+                    size,
+                    "must be between 16384 and 16777215",
+                ));
+            }
+        }
+        for (setting, value) in [
+            (
+                "http2_initial_stream_window_size",
+                self.h2.initial_stream_window_size,
+            ),
+            (
+                "http2_initial_connection_window_size",
+                self.h2.initial_connection_window_size,
+            ),
+        ] {
+            if let Some(size) = value {
+                if size > MAX_WINDOW {
+                    return Err(BuildError::new(setting, size, "must be at most 2^31 - 1"));
+                }
+            }
+        }
+        if let Some(max) = self
+            .h2
+            .max_send_buf_size
+            .filter(|&max| u32::try_from(max).is_err())
+        {
+            return Err(BuildError::new(
+                "http2_max_send_buf_size",
+                max,
+                "must be at most u32::MAX",
+            ));
+        }
+        if self.h2.keep_alive_timeout == Some(Duration::ZERO) {
+            return Err(BuildError::new(
+                "http2_keep_alive_timeout",
+                "0s",
+                "must be positive",
+            ));
+        }
+        Ok(())
     }
 }

@@ -249,65 +249,6 @@ impl Builder {
         self
     }
 
-    /// Sends HTTP/2 PINGs at this interval to detect dead connections.
-    pub fn http2_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
-        self.h2.keep_alive_interval = interval;
-        self
-    }
-
-    /// Closes an HTTP/2 connection whose PING is not acknowledged within this time.
-    pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
-        self.h2.keep_alive_timeout = Some(timeout);
-        self
-    }
-
-    /// Sends keep-alive PINGs even while no stream is open.
-    pub fn http2_keep_alive_while_idle(mut self, enabled: bool) -> Self {
-        self.h2.keep_alive_while_idle = enabled;
-        self
-    }
-
-    /// The initial HTTP/2 stream flow-control window.
-    pub fn http2_initial_stream_window_size(mut self, size: Option<u32>) -> Self {
-        self.h2.initial_stream_window_size = size;
-        self
-    }
-
-    /// The initial HTTP/2 connection flow-control window.
-    pub fn http2_initial_connection_window_size(mut self, size: Option<u32>) -> Self {
-        self.h2.initial_connection_window_size = size;
-        self
-    }
-
-    /// Lets hyper size HTTP/2 windows from the measured bandwidth-delay product.
-    pub fn http2_adaptive_window(mut self, enabled: bool) -> Self {
-        self.h2.adaptive_window = enabled;
-        self
-    }
-
-    /// The largest HTTP/2 frame payload the pool accepts (16 KiB to 16 MiB − 1).
-    pub fn http2_max_frame_size(mut self, size: Option<u32>) -> Self {
-        self.h2.max_frame_size = size;
-        self
-    }
-
-    /// How many HTTP/2 streams to open on a new connection before the server's first SETTINGS
-    /// frame announces its limit (hyper's default: 100). A server with a lower
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` refuses the excess of a cold burst with
-    /// `REFUSED_STREAM` (the pool sends those again); once the limit is known, requests beyond
-    /// it wait in the pool or go to a further connection (see
-    /// [`http2_max_connections_per_origin`](Self::http2_max_connections_per_origin)).
-    pub fn http2_initial_max_send_streams(mut self, streams: Option<usize>) -> Self {
-        self.h2.initial_max_send_streams = streams;
-        self
-    }
-
-    /// The largest header list the pool accepts in an HTTP/2 response.
-    pub fn http2_max_header_list_size(mut self, size: u32) -> Self {
-        self.h2.max_header_list_size = Some(size);
-        self
-    }
-
     /// Validates the settings and assembles the pool. Opens no socket.
     ///
     /// # Errors
@@ -403,43 +344,6 @@ impl Builder {
             }
         }
         Ok(Some(partitions.clone()))
-    }
-
-    fn validate_h2(&self) -> Result<(), BuildError> {
-        const MAX_WINDOW: u32 = (1 << 31) - 1;
-        if let Some(size) = self.h2.max_frame_size {
-            if !(16_384..=16_777_215).contains(&size) {
-                return Err(BuildError::new(
-                    "http2_max_frame_size",
-                    size,
-                    "must be between 16384 and 16777215",
-                ));
-            }
-        }
-        for (setting, value) in [
-            (
-                "http2_initial_stream_window_size",
-                self.h2.initial_stream_window_size,
-            ),
-            (
-                "http2_initial_connection_window_size",
-                self.h2.initial_connection_window_size,
-            ),
-        ] {
-            if let Some(size) = value {
-                if size > MAX_WINDOW {
-                    return Err(BuildError::new(setting, size, "must be at most 2^31 - 1"));
-                }
-            }
-        }
-        if self.h2.keep_alive_timeout == Some(Duration::ZERO) {
-            return Err(BuildError::new(
-                "http2_keep_alive_timeout",
-                "0s",
-                "must be positive",
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -574,6 +478,17 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.setting(), "http2_initial_stream_window_size");
+        // hyper asserts this one; the pool refuses it before hyper sees it.
+        if let Some(over) = usize::try_from(u32::MAX)
+            .ok()
+            .and_then(|max| max.checked_add(1))
+        {
+            let err = ConnectionPool::builder()
+                .http2_max_send_buf_size(over)
+                .build()
+                .unwrap_err();
+            assert_eq!(err.setting(), "http2_max_send_buf_size");
+        }
         let err = ConnectionPool::builder()
             .add_root_certificates_pem("not pem")
             .build()
