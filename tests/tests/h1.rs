@@ -1172,3 +1172,46 @@ async fn informational_heads_reach_a_callback_registered_on_the_request() {
         [(StatusCode::EARLY_HINTS, "</s.css>".to_owned())]
     );
 }
+
+/// A server that ends an idle keep-alive connection with an unsolicited `408 Request Timeout`
+/// before closing it (a habit Go's transport and browsers know): the pool retires the
+/// connection when the 408 arrives, and the next request goes on a new connection and gets its
+/// own response, not the stale 408.
+#[tokio::test]
+async fn an_unsolicited_408_on_an_idle_connection_retires_it() {
+    let timeout = Gate::new();
+    let server = ScriptedH1Server::builder()
+        .plans([
+            ConnPlan::new()
+                .respond(Reply::ok("first"))
+                .gate(timeout.clone())
+                .write_raw(Bytes::from_static(
+                    b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                ))
+                .close(),
+            ConnPlan::new().respond(Reply::ok("second")),
+        ])
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let key = origin(&url);
+
+    let (first, body) = fetch(&client, &url).await;
+    assert_eq!(body, "first");
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+    timeout.open();
+    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+    let (second, body) = fetch(&client, &url).await;
+    assert_eq!(body, "second");
+    assert_ne!(first.id(), second.id());
+    assert_eq!(
+        events.closed()[0],
+        (first.id(), CloseReason::ProtocolClosed)
+    );
+}
