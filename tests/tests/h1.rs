@@ -1215,3 +1215,77 @@ async fn an_unsolicited_408_on_an_idle_connection_retires_it() {
         (first.id(), CloseReason::ProtocolClosed)
     );
 }
+
+/// A request body that sends one chunk, then waits at a gate the test never opens.
+struct StalledBody(
+    Option<Bytes>,
+    std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+);
+
+impl http_body::Body for StalledBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if let Some(chunk) = self.0.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(chunk))));
+        }
+        self.1.as_mut().poll(cx).map(|()| None)
+    }
+}
+
+/// A server that answers a request before its body has arrived (`413` and a close, as nginx
+/// does over `client_max_body_size`): the caller gets that response, not an error, though its
+/// body never finished, and the connection is retired.
+#[tokio::test]
+async fn an_answer_before_the_request_body_ended_reaches_the_caller() {
+    // A peer of its own: the scripted server reads whole requests, and this one must answer
+    // after the head alone.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/upload", listener.local_addr().unwrap());
+    let peer = tokio::spawn(async move {
+        let (mut io, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut buf = [0u8; 4096];
+            let n = io.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the head arrives");
+            head.extend_from_slice(&buf[..n]);
+        }
+        io.write_all(
+            b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 10\r\n\r\ntoo large\n",
+        )
+        .await
+        .unwrap();
+        io.shutdown().await.unwrap();
+        // Keep reading what the client still sends until it gives up on the connection.
+        let mut rest = Vec::new();
+        let _ = io.read_to_end(&mut rest).await;
+    });
+    let never = Gate::new();
+    let pool = ConnectionPool::builder().build().unwrap();
+    let client = pool.client().unwrap();
+    let body = StalledBody(
+        Some(Bytes::from(vec![b'x'; 1024])),
+        Box::pin({
+            let never = never.clone();
+            async move { never.wait().await }
+        }),
+    );
+    let request = Request::post(&url)
+        .header("content-length", "1000000")
+        .body(pool::RequestBody::new(body))
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(10), client.request(request))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "too large\n");
+    settle(&pool, &origin(&url), |s| *s == PartitionStats::default()).await;
+    peer.await.unwrap();
+}
