@@ -70,3 +70,43 @@ impl http_body::Body for Chunks {
         std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
     }
 }
+
+/// A streaming request body that sends one chunk, then waits at a gate before it ends (a gate
+/// the test never opens makes a body that never ends: an upload the server answers early).
+pub struct Stalled {
+    first: Option<Bytes>,
+    wait: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+impl Stalled {
+    /// `first`, then the end once `gate` opens.
+    pub fn new(first: impl Into<Bytes>, gate: crate::gate::Gate) -> Stalled {
+        Stalled {
+            first: Some(first.into()),
+            wait: Box::pin(async move { gate.wait().await }),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stalled")
+            .field("first_sent", &self.first.is_none())
+            .finish()
+    }
+}
+
+impl http_body::Body for Stalled {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        if let Some(chunk) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(chunk))));
+        }
+        self.wait.as_mut().poll(cx).map(|()| None)
+    }
+}

@@ -45,6 +45,7 @@ pub mod gate;
 pub mod gated;
 pub mod h1;
 pub mod h2;
+pub mod h2early;
 pub mod h2frames;
 pub mod h2settings;
 mod h2wire;

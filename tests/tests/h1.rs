@@ -1216,27 +1216,6 @@ async fn an_unsolicited_408_on_an_idle_connection_retires_it() {
     );
 }
 
-/// A request body that sends one chunk, then waits at a gate the test never opens.
-struct StalledBody(
-    Option<Bytes>,
-    std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-);
-
-impl http_body::Body for StalledBody {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        if let Some(chunk) = self.0.take() {
-            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(chunk))));
-        }
-        self.1.as_mut().poll(cx).map(|()| None)
-    }
-}
-
 /// A server that answers a request before its body has arrived (`413` and a close, as nginx
 /// does over `client_max_body_size`): the caller gets that response, not an error, though its
 /// body never finished, and the connection is retired.
@@ -1265,16 +1244,9 @@ async fn an_answer_before_the_request_body_ended_reaches_the_caller() {
         let mut rest = Vec::new();
         let _ = io.read_to_end(&mut rest).await;
     });
-    let never = Gate::new();
     let pool = ConnectionPool::builder().build().unwrap();
     let client = pool.client().unwrap();
-    let body = StalledBody(
-        Some(Bytes::from(vec![b'x'; 1024])),
-        Box::pin({
-            let never = never.clone();
-            async move { never.wait().await }
-        }),
-    );
+    let body = pool_tests::client::Stalled::new(vec![b'x'; 1024], Gate::new());
     let request = Request::post(&url)
         .header("content-length", "1000000")
         .body(pool::RequestBody::new(body))

@@ -850,3 +850,39 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
         Some(pool::CertificateCheck::Valid)
     );
 }
+
+/// An HTTP/2 server that answers before the request body ended and then resets the stream with
+/// `NO_ERROR` (RFC 9113 §8.1: "stop sending, the response is complete"): the caller gets the
+/// response and its whole body, not an error, and the connection stays in the pool for the
+/// next request.
+#[tokio::test]
+async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the_caller() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::start().await;
+    let url = peer.url("/upload");
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let body = pool_tests::client::Stalled::new(vec![b'x'; 1024], Gate::new());
+    let request = Request::post(&url)
+        .body(pool::RequestBody::new(body))
+        .unwrap();
+    let response = tokio::time::timeout(LIMIT, client.request(request))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(response.status(), 413);
+    let first = response.body().connection().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "too large\n");
+    let (next, body) =
+        tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
+            .await
+            .unwrap();
+    assert_eq!(body, "next");
+    assert_eq!(next.id(), first.id(), "the connection served on");
+    assert_eq!(peer.streams(), 2);
+    // The early-answered stream is no longer counted; the connection stays, accepting.
+    settle(&pool, &origin(&url), |s| {
+        s.h2_active_streams == 0 && s.h2_accepting == 1
+    })
+    .await;
+}
