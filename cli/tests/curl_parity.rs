@@ -1626,6 +1626,32 @@ fn cases() -> Vec<Case> {
         case("150 headers", &["-i", "%BASE%/lie/many"]),
         case("a head over 300 kB", &["%BASE%/lie/huge"]),
         case("1xx before the response", &["-i", "%BASE%/lie/continue"]),
+        // curl's Proxy-Connection on a forwarded request, and a --proxy-header that removes or
+        // replaces it.
+        case(
+            "forward proxy request headers",
+            &["-x", "%BASE%", "http://origin.test/echo"],
+        ),
+        case(
+            "forward proxy without proxy-connection",
+            &[
+                "-x",
+                "%BASE%",
+                "--proxy-header",
+                "Proxy-Connection:",
+                "http://origin.test/echo",
+            ],
+        ),
+        case(
+            "forward proxy with proxy-connection close",
+            &[
+                "-x",
+                "%BASE%",
+                "--proxy-header",
+                "Proxy-Connection: close",
+                "http://origin.test/echo",
+            ],
+        ),
         case(
             "trailers included",
             &["-i", "-w", "%{size_header}", "%BASE%/lie/trailers"],
@@ -1821,6 +1847,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "content-length",
         "content-type",
         "x-proxy-header",
+        "proxy-connection",
     ] {
         for value in req.headers.get_all(name) {
             text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderValue;
+use http::header::HeaderName;
 use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
     ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions,
@@ -41,7 +42,7 @@ use rustls_pki_types::CertificateRevocationListDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
-use super::args::{ConnectArgs, CurlArgs, HeaderAction, ProxyTlsArgs};
+use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 use super::request::DEFAULT_USER_AGENT;
@@ -312,6 +313,17 @@ pub(crate) fn proxy_config(
     });
     if let Ok(agent) = agent {
         config = config.with_user_agent(agent);
+    }
+    // curl's own header on everything it sends an HTTP proxy (a `CONNECT` and each forwarded
+    // request), for HTTP/1.0 proxies that close otherwise; a `--proxy-header` of that name
+    // replaces or ("Proxy-Connection:") removes it.
+    let proxy_connection = HeaderName::from_static("proxy-connection");
+    if !args
+        .proxy_headers
+        .iter()
+        .any(|h: &HeaderArg| h.name == proxy_connection)
+    {
+        config = config.with_header(proxy_connection, HeaderValue::from_static("Keep-Alive"));
     }
     for header in &args.proxy_headers {
         // "Name:" would remove one of curl's own CONNECT headers; poolcurl's CONNECT carries
