@@ -17,14 +17,16 @@
 //!
 //! HTTP/1 header names keep the case the server wrote them in (`/mixed` answers with
 //! `Content-Type`, `X-Request-ID`, `x-lower` and a repeated name spelled two ways) in `-i`, `-I`,
-//! `-D` and `-v`. A message `--stderr` sends to stdout or a file is compared with its
-//! `poolcurl: ` prefix read as `curl: `. Known differences not covered here: the times and ports in `-w` differ by
-//! nature; curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where
-//! poolcurl prints it whole; a response head that breaks HTTP/1 after its status line (a bad
-//! header) gives the same exit code, but curl's `%{http_code}` is the status it read and
-//! poolcurl's 000 (hyper refuses the head whole), and curl's `-i` prints a folded header's lines
-//! or a space before a colon as sent where poolcurl prints the header as read; and curl 7.88 opens a new connection for every URL through an
-//! abstract Unix socket, where poolcurl reuses one as it does for a socket path.
+//! `-D` and `-v`. A message `--stderr` sends to stdout or a file is compared with its `poolcurl: `
+//! prefix read as `curl: `. Known differences not covered here: the times and ports in `-w` differ
+//! by nature; curl 7.88 cuts a Unix socket's path in `%{remote_ip}` at 45 characters where poolcurl
+//! prints it whole; a response head that breaks HTTP/1 after its status line (a bad header) gives
+//! the same exit code, but curl's `%{http_code}` is the status it read and poolcurl's 000 (hyper
+//! refuses the head whole), and curl's `-i` prints a folded header's lines or a space before a
+//! colon as sent where poolcurl prints the header as read, and 1xx heads' and trailers' names as
+//! sent where poolcurl prints them in lower case (the cases here send lower-case ones); and curl
+//! 7.88 opens a new connection for every URL through an abstract Unix socket, where poolcurl reuses
+//! one as it does for a socket path.
 
 mod common;
 

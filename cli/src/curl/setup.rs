@@ -187,7 +187,8 @@ impl Resolve for FamilyResolver {
 const MAX_RESPONSE_HEADERS: usize = 1000;
 
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
-/// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of response heads.
+/// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of
+/// response heads.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?

@@ -153,10 +153,8 @@ impl Verbose {
                     lines.info("We are completely uploaded and fine");
                 }
             }
-            // An HTTP/0.9 reply has no head to show.
-            if !head.is_empty() {
-                head_lines(lines, Direction::Received, head);
-            }
+            // An HTTP/0.9 reply has no head: nothing to show.
+            head_lines(lines, Direction::Received, head);
         });
     }
 
@@ -510,7 +508,8 @@ fn tunnel_lines<'a>(
     answer.split(' ').nth(1)
 }
 
-/// The lines of a message head, up to and with its blank line, sent or received.
+/// The lines of a message head, up to and with its blank line, sent or received; nothing for an
+/// empty head.
 fn head_lines(lines: &mut Lines, direction: Direction, head: &[u8]) {
     let head = String::from_utf8_lossy(head);
     // A response's 1xx heads come before it; curl's trace shows their lines but not the blank
