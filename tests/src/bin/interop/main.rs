@@ -27,6 +27,9 @@
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
 //!   `--socks4` to HTTP/1.1 and TLS h2, `socks5://`, and a refused target (`socks.rs`).
+//! * **nginx refusing an upload before its body arrived** (`413` from the head): beside curl over
+//!   HTTP/1.1 and TLS http/1.1, poolcurl alone over h2c and TLS h2, where curl 7.88 fails
+//!   (`early.rs`).
 //! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
 //!   wrong password (`apache.rs`); one "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
@@ -53,6 +56,7 @@
 //! reaches the servers too: same process group).
 
 mod apache;
+mod early;
 mod lifetime;
 mod oha;
 mod process;
@@ -75,6 +79,7 @@ use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
 use apache::*;
+use early::*;
 use lifetime::*;
 use oha::*;
 use process::*;
@@ -150,6 +155,7 @@ fn main() -> ExitCode {
         ));
         rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
+        rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
     };
@@ -309,6 +315,8 @@ fn start_nginx(dir: &Path) -> Nginx {
     let user = if running_as_root() { "user root;" } else { "" };
     let d = dir.display();
     let ok = r#"location / { return 200 "ok\n"; }"#;
+    // For the early-answer checks: an upload over 1 KiB is refused with 413 from its head.
+    let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     let [p1, p2, p3, p4, p5, p6] = ports;
     let conf = format!(
         "worker_processes 2;
@@ -325,13 +333,13 @@ http {{
     fastcgi_temp_path {d}/fastcgi;
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
-    server {{ listen 127.0.0.1:{p1}; {ok} }}
-    server {{ listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} }}
+    server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
+    server {{ listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small} }}
     server {{
         listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
-        {ok}
+        {ok} {small}
     }}
     # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
     # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY.

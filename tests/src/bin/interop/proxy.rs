@@ -347,7 +347,11 @@ fn load_through(
 
 /// Runs `program ARGS` (poolcurl in curl mode, or curl) without the machine's proxy variables,
 /// with `env` set.
-fn run_cli(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Finished, String> {
+pub(crate) fn run_cli(
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Finished, String> {
     let mut cmd = without_proxy_env(Command::new(program));
     cmd.args(args).envs(env.iter().copied());
     Running::start(cmd).map(Running::finish)

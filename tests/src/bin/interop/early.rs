@@ -1,0 +1,109 @@
+//! nginx refusing an upload before its body has arrived: `/small` takes at most 1 KiB
+//! (`client_max_body_size 1k`), and a 1 MiB `--data-binary` upload to it is answered `413` as
+//! soon as nginx has the head, while the client is still sending. A second URL follows on the
+//! same command line.
+//!
+//! Over HTTP/1.1 (cleartext, and TLS with ALPN `http/1.1`) curl and poolcurl print the same
+//! bytes: the 413, then the second URL on a new connection (nginx closes after the 413). Over
+//! HTTP/2 curl 7.88 is no oracle: with h2c it exits 16 ("Error in the HTTP2 framing layer"),
+//! and over TLS, tried by hand, it ran at full CPU for ten minutes until killed. So poolcurl
+//! alone is checked there: the 413, then the second URL's `200` on the same connection
+//! (`%{num_connects}` 0), exit 0.
+
+use super::*;
+
+/// What `-w` prints after each URL.
+const WRITE_OUT: &str = "%{http_code} %{http_version} %{num_connects} ";
+
+/// What poolcurl must print over HTTP/2: the 413 (its page goes to `-o /dev/null`), then the
+/// second URL's body and figures, on the connection the first opened.
+const H2_EXPECTED: &str = "413 2 1 ok\n200 2 0 ";
+
+pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
+    let names = announce([
+        "curl vs poolcurl: nginx 413 before a 1 MiB upload ends, http1.1, 2 URLs",
+        "curl vs poolcurl: nginx 413 before a 1 MiB upload ends, TLS http/1.1, 2 URLs",
+        "poolcurl: nginx 413 before a 1 MiB upload ends, h2c, 2 URLs on one connection",
+        "poolcurl: nginx 413 before a 1 MiB upload ends, TLS h2, 2 URLs on one connection",
+    ]);
+    let ports = match started {
+        Ok((_, _, ports)) => *ports,
+        Err(e) => return names.map(|n| Row::broken(n, e)).into(),
+    };
+    let upload = dir.join("upload.bin");
+    if let Err(e) = std::fs::write(&upload, vec![b'u'; 1 << 20]) {
+        let why = format!("write {}: {e}", upload.display());
+        return names.map(|n| Row::broken(n, &why)).into();
+    }
+    let data = format!("@{}", upload.display());
+    let ca = dir.join("ca.pem").display().to_string();
+    let http = |port: u16, path: &str| format!("http://127.0.0.1:{port}{path}");
+    let https = |path: &str| format!("https://localhost:{}{path}", ports[2]);
+    let common = [
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        WRITE_OUT,
+        "--data-binary",
+        &data,
+    ];
+    let with = |extra: &[&str], urls: [String; 2]| -> Vec<String> {
+        let mut args: Vec<String> = common.iter().map(|a| (*a).to_owned()).collect();
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args.extend(urls);
+        args
+    };
+    let cases = [
+        with(&[], [http(ports[0], "/small"), http(ports[0], "/")]),
+        with(
+            &["--cacert", &ca, "--http1.1"],
+            [https("/small"), https("/")],
+        ),
+        with(
+            &["--http2-prior-knowledge"],
+            [http(ports[1], "/small"), http(ports[1], "/")],
+        ),
+        with(&["--cacert", &ca, "--http2"], [https("/small"), https("/")]),
+    ];
+    let curl = find_binary("curl");
+    names
+        .into_iter()
+        .zip(cases)
+        .enumerate()
+        .map(|(index, (name, args))| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            match (index, &curl) {
+                (0 | 1, Some(curl)) => beside_curl(name, curl, poolcurl, &args),
+                (0 | 1, None) => Row::skipped(format!("skipped: curl not found ({name})"), None),
+                _ => poolcurl_prints(name, poolcurl, &args, H2_EXPECTED),
+            }
+        })
+        .collect()
+}
+
+/// poolcurl (curl mode) with `args` exits 0 and prints `expected`.
+fn poolcurl_prints(check: String, poolcurl: &Path, args: &[&str], expected: &str) -> Row {
+    let run = match run_cli(poolcurl, args, &[]) {
+        Ok(run) => run,
+        Err(e) => return Row::broken(check, &e),
+    };
+    let mut problems = Vec::new();
+    if run.status.and_then(|s| s.code()) != Some(0) {
+        problems.push(format!("poolcurl exited {:?}", run.status));
+    }
+    if run.stdout != expected {
+        problems.push(format!("printed {:?}, not {expected:?}", run.stdout));
+    }
+    let mut row = Row::new(check, Some(problems.is_empty()));
+    if problems.is_empty() {
+        row.details.push(format!("printed {expected:?}"));
+    } else {
+        row.details = problems;
+        row.details.push(format!(
+            "stderr: {}",
+            run.stderr.trim().replace('\n', " | ")
+        ));
+    }
+    row
+}
