@@ -1677,6 +1677,10 @@ fn cases() -> Vec<Case> {
             &["--http2-prior-knowledge", "%BASE%/reset"],
         ),
         h2c(
+            "h2c trailers included",
+            &["-i", "--http2-prior-knowledge", "%BASE%/trailers"],
+        ),
+        h2c(
             "h2c stream reset mid body",
             &["--http2-prior-knowledge", "%BASE%/reset-mid"],
         ),
@@ -1695,6 +1699,14 @@ fn h2_routes(req: &H2Request) -> StreamPlan {
         "/reset" => StreamPlan::reset(Reason::INTERNAL_ERROR),
         "/reset-mid" => StreamPlan::new().head(200).data("part").rst(Reason::CANCEL),
         "/refused" => StreamPlan::reset(Reason::REFUSED_STREAM),
+        "/trailers" => {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("x-checksum", http::HeaderValue::from_static("42"));
+            StreamPlan::new()
+                .head(200)
+                .data("body\n")
+                .trailers(trailers)
+        }
         _ => StreamPlan::status(404),
     }
 }
