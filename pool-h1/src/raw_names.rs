@@ -229,33 +229,27 @@ impl<I> NamesIo<I> {
     /// [`Phase::Head`]).
     fn parse_heads(&mut self, bytes: &[u8]) -> usize {
         let mut used = 0;
-        // Room for more fields than hyper's default only when the pool allows more.
-        let mut stack = [httparse::EMPTY_HEADER; MAX_FIELDS];
-        let mut heap = Vec::new();
-        let fields: &mut [httparse::Header<'_>] = if self.parser.max_fields > MAX_FIELDS {
-            heap.resize(self.parser.max_fields, httparse::EMPTY_HEADER);
-            &mut heap
-        } else {
-            &mut stack[..self.parser.max_fields]
-        };
         while self.phase == Phase::Head {
-            let mut response = httparse::Response::new(&mut *fields);
-            let parsed = self
-                .parser
-                .config
-                .parse_response(&mut response, &bytes[used..]);
+            let rest = &bytes[used..];
+            let max = self.parser.max_fields;
+            // hyper's default room on the stack; more on the heap only for a head that needs
+            // it, on a pool that allows it.
+            let mut stack = [httparse::EMPTY_HEADER; MAX_FIELDS];
+            let parsed =
+                match parse_one(&self.parser.config, rest, &mut stack[..max.min(MAX_FIELDS)]) {
+                    Err(httparse::Error::TooManyHeaders) if max > MAX_FIELDS => {
+                        let mut heap = vec![httparse::EMPTY_HEADER; max];
+                        parse_one(&self.parser.config, rest, &mut heap)
+                    }
+                    parsed => parsed,
+                };
             match parsed {
-                Ok(httparse::Status::Complete(len)) => {
-                    let informational = response
-                        .code
-                        .is_some_and(|code| (100..200).contains(&code) && code != 101);
+                Ok(httparse::Status::Complete((len, code, names))) => {
+                    let informational =
+                        code.is_some_and(|code| (100..200).contains(&code) && code != 101);
                     if informational {
                         used += len;
                         continue;
-                    }
-                    let mut names = RawHeaderNames::default();
-                    for field in response.headers.iter() {
-                        names.push(field.name);
                     }
                     self.slot.put(names);
                     self.phase = Phase::Between;
@@ -280,6 +274,26 @@ impl<I> NamesIo<I> {
         self.phase = Phase::Between;
         self.partial = Vec::new();
     }
+}
+
+/// One response head from the start of `bytes`, read into `fields`: its length, status code and
+/// header names when it is complete.
+fn parse_one<'b>(
+    config: &httparse::ParserConfig,
+    bytes: &'b [u8],
+    fields: &mut [httparse::Header<'b>],
+) -> httparse::Result<(usize, Option<u16>, RawHeaderNames)> {
+    let mut response = httparse::Response::new(fields);
+    Ok(match config.parse_response(&mut response, bytes)? {
+        httparse::Status::Complete(len) => {
+            let mut names = RawHeaderNames::default();
+            for field in response.headers.iter() {
+                names.push(field.name);
+            }
+            httparse::Status::Complete((len, response.code, names))
+        }
+        httparse::Status::Partial => httparse::Status::Partial,
+    })
 }
 
 impl<I: Read + Unpin> Read for NamesIo<I> {
@@ -398,6 +412,27 @@ mod tests {
         io.request_written();
         io.observe(b"HTTP/1.1 204 No Content\r\nB-b: 2\r\n\r\n");
         assert_eq!(names(&io).unwrap(), ["B-b"]);
+    }
+
+    /// More header lines than hyper's default 100 keep their names only when the pool allows
+    /// that many (as hyper then reads them).
+    #[test]
+    fn more_headers_than_the_default_when_allowed() {
+        let head: String = (0..120).map(|i| format!("X-H{i}: v\r\n")).collect();
+        let head = format!("HTTP/1.1 200 OK\r\n{head}\r\n");
+        let mut strict = io();
+        strict.request_written();
+        strict.observe(head.as_bytes());
+        assert!(names(&strict).is_none(), "over the default maximum");
+        let allowing = NamesParser {
+            max_fields: 150,
+            ..NamesParser::default()
+        };
+        let mut io = NamesIo::new((), Arc::new(NamesSlot::default()), allowing);
+        io.request_written();
+        io.observe(head.as_bytes());
+        let names = names(&io).unwrap();
+        assert_eq!((names.len(), &names[119][..]), (120, "X-H119"));
     }
 
     #[test]
