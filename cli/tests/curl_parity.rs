@@ -23,8 +23,8 @@
 //! prints it whole; a response head that breaks HTTP/1 after its status line (a bad header) gives
 //! the same exit code, but curl's `%{http_code}` is the status it read and poolcurl's 000 (hyper
 //! refuses the head whole), and curl's `-i` prints a folded header's lines or a space before a
-//! colon as sent where poolcurl prints the header as read, and 1xx heads' and trailers' names as
-//! sent where poolcurl prints them in lower case (the cases here send lower-case ones); and curl
+//! colon as sent where poolcurl prints the header as read, and trailers' names as sent where
+//! poolcurl prints them in lower case (the cases here send lower-case ones); and curl
 //! 7.88 opens a new connection for every URL through an abstract Unix socket, where poolcurl reuses
 //! one as it does for a socket path.
 
@@ -1728,11 +1728,10 @@ fn lie(name: &str) -> Reply {
             let lines: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
             format!("HTTP/1.1 200 OK\r\n{lines}{ok}")
         }
-        // 1xx heads before the response (the name in lower case: poolcurl prints a 1xx head's
-        // names as hyper's `HeaderMap` holds them).
+        // 1xx heads before the response, their names as written.
         "continue" => format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ok}"),
         "early-hints" => format!(
-            "HTTP/1.1 103 Early Hints\r\nlink: </s.css>; rel=preload\r\n\r\n\
+            "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n\
              HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Final: 1\r\n{ok}"
         ),
         // Trailers after a chunked body (in lower case, as poolcurl prints them).

@@ -57,13 +57,18 @@ const SCRATCH: usize = 8 * 1024;
 /// present only when the pool was built with `http1_preserve_header_case(true)`.
 ///
 /// The values stay in the response's `HeaderMap`; [`in_wire_order`](Self::in_wire_order)
-/// pairs each written name with its value.
+/// pairs each written name with its value. The 1xx heads that came before the response
+/// (`100 Continue`, `103 Early Hints`; hyper hands them to a request's
+/// `hyper::ext::on_informational` callback, lower-cased) have theirs in
+/// [`informational`](Self::informational).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawHeaderNames {
     /// The names one after the other.
     text: String,
     /// Where each name ends in `text`.
     ends: Vec<usize>,
+    /// The names of the 1xx heads before this one, in order.
+    informational: Vec<RawHeaderNames>,
 }
 
 impl RawHeaderNames {
@@ -75,6 +80,12 @@ impl RawHeaderNames {
             start = end;
             name
         })
+    }
+
+    /// The names of each 1xx head the server sent before the response, in the order they
+    /// came (the order in which hyper calls a request's `on_informational` callback).
+    pub fn informational(&self) -> &[RawHeaderNames] {
+        &self.informational
     }
 
     /// How many header fields the head had.
@@ -176,6 +187,8 @@ pub(crate) struct NamesIo<I> {
     inner: I,
     slot: Arc<NamesSlot>,
     parser: NamesParser,
+    /// The names of the 1xx heads read since the request was written.
+    informational: Vec<RawHeaderNames>,
     phase: Phase,
     /// Head bytes received so far when a head spans several reads.
     partial: Vec<u8>,
@@ -189,6 +202,7 @@ impl<I> NamesIo<I> {
             inner,
             slot,
             parser,
+            informational: Vec::new(),
             phase: Phase::Between,
             partial: Vec::new(),
             scratch: vec![0; SCRATCH].into_boxed_slice(),
@@ -200,6 +214,7 @@ impl<I> NamesIo<I> {
         if self.phase == Phase::Between {
             self.phase = Phase::Head;
             self.partial.clear();
+            self.informational.clear();
         }
     }
 
@@ -244,13 +259,15 @@ impl<I> NamesIo<I> {
                     parsed => parsed,
                 };
             match parsed {
-                Ok(httparse::Status::Complete((len, code, names))) => {
+                Ok(httparse::Status::Complete((len, code, mut names))) => {
                     let informational =
                         code.is_some_and(|code| (100..200).contains(&code) && code != 101);
                     if informational {
+                        self.informational.push(names);
                         used += len;
                         continue;
                     }
+                    names.informational = std::mem::take(&mut self.informational);
                     self.slot.put(names);
                     self.phase = Phase::Between;
                 }
@@ -399,7 +416,14 @@ mod tests {
         io.observe(b"ated\r\nLocation: /a\r\n");
         assert!(names(&io).is_none());
         io.observe(b"ETag: \"x\"\r\n\r\nbody");
-        assert_eq!(names(&io).unwrap(), ["Location", "ETag"]);
+        let raw = io.slot.take().unwrap();
+        assert_eq!(raw.iter().collect::<Vec<_>>(), ["Location", "ETag"]);
+        let early: Vec<Vec<&str>> = raw
+            .informational()
+            .iter()
+            .map(|h| h.iter().collect())
+            .collect();
+        assert_eq!(early, [vec!["X-Early"]]);
     }
 
     #[test]

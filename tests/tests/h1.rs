@@ -1142,19 +1142,23 @@ async fn malformed_responses_name_the_part_at_fault() {
 }
 
 /// A request's extensions reach hyper: a callback registered with
-/// `hyper::ext::on_informational` hears the 1xx heads before the response, through the pool.
+/// `hyper::ext::on_informational` hears the 1xx heads before the response, through the pool,
+/// whose header names as written are kept with the response's when the pool keeps names.
 #[tokio::test]
 async fn informational_heads_reach_a_callback_registered_on_the_request() {
     let server = ScriptedH1Server::builder()
         .plans(
             [ConnPlan::new().read_request().write_raw(Bytes::from_static(
-                b"HTTP/1.1 103 Early Hints\r\nlink: </s.css>\r\n\r\n\
+                b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n\
               HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             ))],
         )
         .start()
         .await;
-    let pool = ConnectionPool::builder().build().unwrap();
+    let pool = ConnectionPool::builder()
+        .http1_preserve_header_case(true)
+        .build()
+        .unwrap();
     let client = pool.client().unwrap();
     let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut request = get(&server.url("/"));
@@ -1165,6 +1169,13 @@ async fn informational_heads_reach_a_callback_registered_on_the_request() {
     });
     let response = client.request(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
+    let written = response.extensions().get::<pool::RawHeaderNames>().unwrap();
+    let early: Vec<Vec<&str>> = written
+        .informational()
+        .iter()
+        .map(|names| names.iter().collect())
+        .collect();
+    assert_eq!(early, [vec!["Link"]]);
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "ok");
     assert_eq!(

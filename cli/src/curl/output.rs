@@ -19,10 +19,17 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
         return Vec::new();
     }
     let status = parts.status;
-    let mut head = parts
-        .extensions
-        .get::<InformationalHeads>()
-        .map_or_else(Vec::new, |early| early.0.clone());
+    let raw = parts.extensions.get::<pool::RawHeaderNames>();
+    let mut head = Vec::new();
+    if let Some(early) = parts.extensions.get::<InformationalHeads>() {
+        // The names as written, when the pool read as many 1xx heads as hyper reported.
+        let written = raw
+            .map(pool::RawHeaderNames::informational)
+            .filter(|names| names.len() == early.0.len());
+        for (at, one) in early.0.iter().enumerate() {
+            write_informational(&mut head, one, written.map(|names| &names[at]));
+        }
+    }
     head.extend_from_slice(&match parts.version {
         Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),
         version => {
@@ -40,15 +47,10 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             format!("{version} {} {reason}\r\n", status.as_u16()).into_bytes()
         }
     });
-    let mut field = |name: &str, value: &http::HeaderValue| {
-        head.extend_from_slice(name.as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    };
+    let mut field = |name: &str, value: &http::HeaderValue| write_field(&mut head, name, value);
     // HTTP/1: the names as the server wrote them, in its order (the pool keeps them when built
     // with `http1_preserve_header_case`); HTTP/2 names are lower case on the wire.
-    match parts.extensions.get::<pool::RawHeaderNames>() {
+    match raw {
         Some(raw) => raw
             .in_wire_order(&parts.headers)
             .for_each(|(name, value)| field(name, value)),
@@ -63,15 +65,23 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
 
 /// Collects the 1xx heads (`100 Continue`, `103 Early Hints`) an HTTP/1 server sends before
 /// its response, which hyper reads past unless a request asks for them
-/// (`hyper::ext::on_informational`; HTTP/2's are not passed on). Their header names are the
-/// lower-case ones of a `HeaderMap` (the pool keeps the server's spelling for the final head
-/// only) and their reason phrase the status's usual one.
+/// (`hyper::ext::on_informational`; HTTP/2's are not passed on). Their header names print as
+/// the server wrote them (the pool's `RawHeaderNames::informational`), their reason phrase as
+/// the status's usual one (hyper does not pass the written one on).
 #[derive(Clone, Default)]
-pub(crate) struct Informational(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Informational(Arc<Mutex<Vec<EarlyHead>>>);
 
-/// The 1xx heads of a response as they print, a response extension for [`response_head`].
+/// One 1xx head as hyper reported it.
 #[derive(Clone)]
-struct InformationalHeads(Vec<u8>);
+struct EarlyHead {
+    version: Version,
+    status: StatusCode,
+    headers: HeaderMap,
+}
+
+/// The 1xx heads of a response, in order: a response extension for [`response_head`].
+#[derive(Clone)]
+struct InformationalHeads(Vec<EarlyHead>);
 
 impl Informational {
     /// Asks hyper for the 1xx heads of `request`'s response.
@@ -79,12 +89,11 @@ impl Informational {
         let heads = self.0.clone();
         hyper::ext::on_informational(request, move |response| {
             let mut heads = heads.lock().unwrap_or_else(PoisonError::into_inner);
-            write_informational(
-                &mut heads,
-                response.version(),
-                response.status(),
-                response.headers(),
-            );
+            heads.push(EarlyHead {
+                version: response.version(),
+                status: response.status(),
+                headers: response.headers().clone(),
+            });
         });
     }
 
@@ -97,32 +106,42 @@ impl Informational {
     }
 }
 
-/// One 1xx head as curl prints it.
+/// One 1xx head as curl prints it, with the header names as written when `written` has them.
 fn write_informational(
     out: &mut Vec<u8>,
-    version: Version,
-    status: StatusCode,
-    headers: &HeaderMap,
+    head: &EarlyHead,
+    written: Option<&pool::RawHeaderNames>,
 ) {
-    let version = if version == Version::HTTP_10 {
+    let version = if head.version == Version::HTTP_10 {
         "HTTP/1.0"
     } else {
         "HTTP/1.1"
     };
+    let status = head.status;
     let reason = status.canonical_reason().unwrap_or_default();
     out.extend_from_slice(format!("{version} {} {reason}\r\n", status.as_u16()).as_bytes());
-    write_fields(out, headers);
+    match written {
+        Some(names) => names
+            .in_wire_order(&head.headers)
+            .for_each(|(name, value)| write_field(out, name, value)),
+        None => write_fields(out, &head.headers),
+    }
     out.extend_from_slice(b"\r\n");
 }
 
 /// `name: value` lines, as a `HeaderMap` holds them (names in lower case).
 pub(crate) fn write_fields(out: &mut Vec<u8>, fields: &HeaderMap) {
     for (name, value) in fields {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        write_field(out, name.as_str(), value);
     }
+}
+
+/// One `name: value` line.
+fn write_field(out: &mut Vec<u8>, name: &str, value: &http::HeaderValue) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Whether the server said it closes the connection after this response.
