@@ -223,11 +223,7 @@ impl ConnectionRecord {
     /// instead of sending a request into the server's close.
     pub fn set_idle_limit(&self, limit: Duration) {
         let ms = u64::try_from(limit.as_millis()).unwrap_or(NO_IDLE_LIMIT - 1);
-        // Nearly every response repeats the last value: read first, so the record's line is
-        // not written on every response.
-        if self.idle_limit_ms.load(Ordering::Relaxed) != ms {
-            self.idle_limit_ms.store(ms, Ordering::Relaxed);
-        }
+        self.idle_limit_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The limit [`set_idle_limit`](Self::set_idle_limit) recorded, if any.

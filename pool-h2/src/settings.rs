@@ -65,24 +65,19 @@ impl H2Settings {
             .initial_connection_window_size(self.initial_connection_window_size)
             .adaptive_window(self.adaptive_window)
             .max_frame_size(self.max_frame_size)
-            .initial_max_send_streams(self.initial_max_send_streams);
+            .initial_max_send_streams(self.initial_max_send_streams)
+            // hyper's own defaults for these three are `None` too.
+            .header_table_size(self.header_table_size)
+            .max_concurrent_streams(self.max_concurrent_streams)
+            .max_pending_accept_reset_streams(self.max_pending_accept_reset_streams);
         if let Some(timeout) = self.keep_alive_timeout {
             builder.keep_alive_timeout(timeout);
         }
         if let Some(max) = self.max_header_list_size {
             builder.max_header_list_size(max);
         }
-        if let Some(size) = self.header_table_size {
-            builder.header_table_size(size);
-        }
-        if let Some(max) = self.max_concurrent_streams {
-            builder.max_concurrent_streams(max);
-        }
         if let Some(max) = self.max_concurrent_reset_streams {
             builder.max_concurrent_reset_streams(max);
-        }
-        if let Some(max) = self.max_pending_accept_reset_streams {
-            builder.max_pending_accept_reset_streams(max);
         }
         if let Some(max) = self.max_local_error_reset_streams {
             builder.max_local_error_reset_streams(max);

@@ -369,7 +369,8 @@ impl Error {
     /// [`malformed`](Self::malformed) for the part at fault. The request was sent, so the pool
     /// does not send it again; the connection was closed.
     pub fn is_malformed_response(&self) -> bool {
-        self.malformed().is_some()
+        // Without `malformed`'s reading of hyper's description: a class, not the part.
+        self.hyper_error().is_some_and(hyper::Error::is_parse)
     }
 
     /// Which part of a malformed HTTP/1 response head was at fault (a status line that is not

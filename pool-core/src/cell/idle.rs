@@ -230,13 +230,14 @@ impl<T: CellTypes> Cell<T> {
         } else if server.is_some_and(|limit| limit.is_zero()) {
             // The server closes it as soon as it is idle: keeping it would only race the close.
             Some(CloseReason::IdleTimeout)
+        } else if !conn.record().checkin() {
+            Some(CloseReason::ProtocolClosed)
         } else {
             None
         };
         if let Some(reason) = refused {
-            // A poisoned connection says so, as it would had it been checked in.
-            let poisoned = conn.record().is_poisoned();
-            let reason = if poisoned {
+            // A poisoned connection says so, whatever else refused it.
+            let reason = if conn.record().is_poisoned() {
                 CloseReason::Poisoned
             } else {
                 reason
@@ -244,14 +245,6 @@ impl<T: CellTypes> Cell<T> {
             return Idled::Refused(conn, reason);
         }
         let deadline = self.idle_deadline(server, now);
-        if !conn.record().checkin() {
-            let reason = if conn.record().is_poisoned() {
-                CloseReason::Poisoned
-            } else {
-                CloseReason::ProtocolClosed
-            };
-            return Idled::Refused(conn, reason);
-        }
         let due = earliest(deadline, conn.record().info().retires_at());
         st.idle.push(conn, now, deadline);
         Idled::Idle(due.and_then(|at| st.arm(at)))
