@@ -184,6 +184,12 @@ pub struct ProxyRoute {
     /// Through a SOCKS proxy (a tunnel without `CONNECT`): the target it was asked for, as
     /// sent (`ADDR:PORT`, or `NAME:PORT` for the proxy to resolve); `None` otherwise.
     pub socks_target: Option<String>,
+    /// The head of the proxy's `407` to the tunnel's first `CONNECT`, when its challenge was
+    /// answered (Digest proxy authentication); `None` otherwise.
+    pub connect_challenge: Option<String>,
+    /// The `Proxy-Authorization` that answered [`connect_challenge`](Self::connect_challenge),
+    /// marked sensitive (its `Debug` shows none of it).
+    pub connect_authorization: Option<http::HeaderValue>,
 }
 
 impl ConnectionInfo {

@@ -26,6 +26,9 @@
 //!   for `https` origins (and for `http` ones when asked or for h2c), or hands the proxy
 //!   connection back for absolute-form requests; a SOCKS proxy (`socks5://`, `socks5h://`,
 //!   `socks4://`, `socks4a://`) tunnels every origin. It says which in [`Connected::proxy`].
+//!   A proxy's credentials go up front as Basic, or ([`AuthScheme`]) wait for its challenge
+//!   and answer it with Digest: the connector answers a tunnel's, a caller a forward proxy's
+//!   ([`Proxy::answer_challenge`]).
 //!
 //! # Standalone use
 //!
@@ -63,6 +66,7 @@
 //! through an `unsafe` method. The one function allowed to do so is in `tokio_io.rs`, with its
 //! safety argument, the same adaptation hyper-util performs.
 
+mod auth;
 mod connect;
 mod connect_to;
 mod connector;
@@ -84,6 +88,7 @@ mod tunnel;
 mod unix;
 mod verifier;
 
+pub use auth::{AuthAnswer, AuthScheme, Challenged};
 pub use connect::{
     AlpnOffer, Connect, ConnectFuture, ConnectTarget, ConnectTimings, Connected, Negotiated,
     TlsInfo,

@@ -14,8 +14,10 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
-use http::{HeaderName, HeaderValue};
+use http::header::PROXY_AUTHENTICATE;
+use http::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::auth::{AuthAnswer, AuthScheme, Challenged};
 use crate::resolve::unbracket;
 
 /// The protocol spoken to the proxy itself (not to the origin behind it).
@@ -87,6 +89,8 @@ pub struct Proxy {
     headers: Vec<(HeaderName, HeaderValue)>,
     /// The `User-Agent` of `CONNECT` requests ([`with_user_agent`](Proxy::with_user_agent)).
     user_agent: Option<HeaderValue>,
+    /// How the credentials are presented ([`with_auth`](Proxy::with_auth)).
+    auth: AuthScheme,
 }
 
 impl Proxy {
@@ -124,6 +128,52 @@ impl Proxy {
     pub fn with_user_agent(mut self, value: HeaderValue) -> Self {
         self.user_agent = Some(value);
         self
+    }
+
+    /// Sets how the credentials are presented: [`AuthScheme::Basic`] (the default) sends them
+    /// with every `CONNECT` and forwarded request, unasked; [`AuthScheme::Digest`] and
+    /// [`AuthScheme::Any`] send nothing until the proxy answers `407` with a challenge.
+    ///
+    /// A tunnel's challenge is answered by the connector: the same `CONNECT` again with the
+    /// answer, on the same connection when the proxy keeps it open (its `407` has a
+    /// `Content-Length` of at most 64 KiB and no `Connection: close`), else on a new one. A
+    /// forward proxy's `407` is the request's response: answer it with
+    /// [`answer_challenge`](Self::answer_challenge) and send the request again with that
+    /// `Proxy-Authorization`, which the pool does not replace. Without credentials this
+    /// setting changes nothing.
+    pub fn with_auth(mut self, auth: AuthScheme) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// How the credentials are presented ([`with_auth`](Self::with_auth)).
+    pub fn auth(&self) -> AuthScheme {
+        self.auth
+    }
+
+    /// The `Proxy-Authorization` answering the challenge of a proxy's `407` whose headers are
+    /// `response`, for `request`, with this proxy's credentials and [scheme](Self::with_auth);
+    /// `None` without credentials or when no challenge offered can be answered. For a forward
+    /// proxy's `407`, the `target` is the request's path and query, as curl sends it.
+    pub fn answer_challenge(
+        &self,
+        response: &HeaderMap,
+        request: Challenged<'_>,
+    ) -> Option<AuthAnswer> {
+        let credentials = self.credentials()?;
+        self.auth
+            .answer(response.get_all(PROXY_AUTHENTICATE), request, credentials)
+    }
+
+    /// The `Proxy-Authorization` a `CONNECT` or forwarded request carries before any
+    /// challenge: Basic when the proxy has credentials and [`AuthScheme::Basic`] presents
+    /// them, else none.
+    pub fn upfront_authorization(&self) -> Option<HeaderValue> {
+        if self.auth.waits_for_challenge() {
+            None
+        } else {
+            self.basic_auth()
+        }
     }
 
     /// The `User-Agent` of this proxy's `CONNECT` requests, if one is set.
@@ -165,8 +215,19 @@ impl Proxy {
     /// `Proxy-Authorization` or `User-Agent` replacing the connector's), and the blank line.
     /// For diagnostics such as `curl -v`; it carries the credentials in the clear.
     pub fn connect_head(&self, authority: &str) -> Vec<u8> {
+        self.connect_head_with(authority, self.upfront_authorization())
+    }
+
+    /// [`connect_head`](Self::connect_head) with `authorization` as its
+    /// `Proxy-Authorization` (none when `None`): the `CONNECT` that answered a challenge
+    /// ([`ProxyUse::connect_authorization`](crate::ProxyUse::connect_authorization)).
+    pub fn connect_head_with(
+        &self,
+        authority: &str,
+        authorization: Option<HeaderValue>,
+    ) -> Vec<u8> {
         let own = crate::tunnel::ConnectHeaders {
-            authorization: self.basic_auth(),
+            authorization,
             user_agent: self.user_agent.clone(),
         };
         crate::tunnel::connect_head(authority, &own, self.headers())
@@ -177,10 +238,7 @@ impl Proxy {
     /// RFC 7617 forbids `:` in a user name; one is encoded as is, and the proxy will split at it.
     pub fn basic_auth(&self) -> Option<HeaderValue> {
         let (user, password) = self.credentials()?;
-        let token = base64_encode(format!("{user}:{password}").as_bytes());
-        let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
-        value.set_sensitive(true);
-        Some(value)
+        Some(crate::auth::basic(user, password))
     }
 }
 
@@ -271,6 +329,7 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
         credentials,
         headers: Vec::new(),
         user_agent: None,
+        auth: AuthScheme::Basic,
     })
 }
 
@@ -289,23 +348,6 @@ fn percent_decode(s: &str) -> Result<String, &'static str> {
         }
     }
     String::from_utf8(out).map_err(|_| "credentials are not UTF-8 after percent-decoding")
-}
-
-/// Standard base64 (RFC 4648 section 4) with `=` padding.
-fn base64_encode(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let group = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(group >> (18 - 6 * i)) as usize & 63] as char);
-        }
-        for _ in chunk.len()..3 {
-            out.push('=');
-        }
-    }
-    out
 }
 
 /// A bypass list in `no_proxy` syntax: hosts that must be reached directly.
@@ -498,6 +540,12 @@ impl ProxyConfig {
         self.each_proxy(|proxy| proxy.with_header(name.clone(), value.clone()))
     }
 
+    /// Sets how every configured proxy's credentials are presented; see
+    /// [`Proxy::with_auth`].
+    pub fn with_auth(self, auth: AuthScheme) -> Self {
+        self.each_proxy(|proxy| proxy.with_auth(auth))
+    }
+
     /// Sets the `CONNECT` `User-Agent` of every configured proxy; see
     /// [`Proxy::with_user_agent`].
     pub fn with_user_agent(self, value: HeaderValue) -> Self {
@@ -594,6 +642,7 @@ impl std::error::Error for ProxyError {}
 mod tests {
     use super::ProxyScheme::{Http, Https};
     use super::*;
+    use crate::auth::base64_encode;
 
     fn p(s: &str) -> Proxy {
         Proxy::parse(s).unwrap()

@@ -1,6 +1,7 @@
 //! A scripted HTTP proxy on loopback: `CONNECT` tunnels (accepted, refused with a status, or
 //! closed right after accepting) and forward requests (answered by the proxy itself, as the
-//! origin would be), with an optional credential requirement. It records what it received.
+//! origin would be), with an optional credential requirement: an exact `Proxy-Authorization`
+//! (Basic), or a Digest answer to its own challenge, checked. It records what it received.
 //!
 //! What it does not do: forward absolute-form requests to a real origin, cache, or speak
 //! HTTP/2 to clients.
@@ -37,6 +38,29 @@ pub struct ProxyRequest {
     pub head: String,
 }
 
+/// What the proxy asks of a request's `Proxy-Authorization`.
+#[derive(Clone, Debug)]
+enum Guard {
+    /// Nothing.
+    Open,
+    /// Exactly this value (`Basic …`); a `407` offering Basic otherwise, and the connection
+    /// closes.
+    Exact(Arc<str>),
+    /// A Digest answer (MD5, `qop=auth`) for this user and password to the proxy's own
+    /// challenge ([`DIGEST_REALM`], [`DIGEST_NONCE`]); a `407` with that challenge otherwise,
+    /// after which the connection stays open when `keep_open` is set.
+    Digest {
+        user: Arc<str>,
+        password: Arc<str>,
+        keep_open: bool,
+    },
+}
+
+/// The realm of the proxy's Digest challenge.
+pub const DIGEST_REALM: &str = "scripted";
+/// The nonce of the proxy's Digest challenge.
+pub const DIGEST_NONCE: &str = "dcd98b7102dd2f0e8b11d0f600bfb0c093";
+
 #[derive(Default)]
 struct Seen {
     connections: usize,
@@ -66,7 +90,25 @@ impl ScriptedProxy {
     /// `200 via-proxy`. With `credentials` (`Basic …`), a request without exactly that
     /// `Proxy-Authorization` gets `407`.
     pub async fn start(script: ConnectScript, credentials: Option<&str>) -> ScriptedProxy {
-        ScriptedProxy::start_with(script, credentials, None).await
+        let guard = credentials.map_or(Guard::Open, |c| Guard::Exact(c.into()));
+        ScriptedProxy::start_with(script, guard, None).await
+    }
+
+    /// Like [`start`](Self::start), but requests must carry a Digest answer to the proxy's
+    /// challenge for `user` with `password` (checked: MD5, `qop=auth`, the request's method
+    /// and target). A `407` keeps its connection open when `keep_open` is set; otherwise it
+    /// closes, as a proxy that does not keep connections after a refusal does.
+    pub async fn start_digest(
+        script: ConnectScript,
+        (user, password): (&str, &str),
+        keep_open: bool,
+    ) -> ScriptedProxy {
+        let guard = Guard::Digest {
+            user: user.into(),
+            password: password.into(),
+            keep_open,
+        };
+        ScriptedProxy::start_with(script, guard, None).await
     }
 
     /// Like [`start`](Self::start), but clients reach the proxy over TLS with `config` (an
@@ -76,18 +118,18 @@ impl ScriptedProxy {
         credentials: Option<&str>,
         config: Arc<rustls::ServerConfig>,
     ) -> ScriptedProxy {
-        ScriptedProxy::start_with(script, credentials, Some(config)).await
+        let guard = credentials.map_or(Guard::Open, |c| Guard::Exact(c.into()));
+        ScriptedProxy::start_with(script, guard, Some(config)).await
     }
 
     async fn start_with(
         script: ConnectScript,
-        credentials: Option<&str>,
+        credentials: Guard,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> ScriptedProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let credentials: Option<Arc<str>> = credentials.map(Into::into);
         let tls_flag = tls.is_some();
         let task = tokio::spawn({
             let seen = seen.clone();
@@ -175,7 +217,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut io: S,
     conn: usize,
     script: ConnectScript,
-    credentials: Option<Arc<str>>,
+    credentials: Guard,
     seen: Arc<Mutex<Seen>>,
 ) {
     while let Some(head) = read_head(&mut io).await {
@@ -187,16 +229,41 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             host: header(&head, "host"),
             head: head.clone(),
         };
+        let mut parts = line.split(' ');
+        let (method, target) = (
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+        );
         let authorized = match &credentials {
-            None => true,
-            Some(expected) => request.proxy_authorization.as_deref() == Some(&**expected),
+            Guard::Open => true,
+            Guard::Exact(expected) => request.proxy_authorization.as_deref() == Some(&**expected),
+            Guard::Digest { user, password, .. } => request
+                .proxy_authorization
+                .as_deref()
+                .is_some_and(|answer| digest_matches(answer, method, target, user, password)),
         };
         seen.lock().unwrap().requests.push(request);
         if !authorized {
-            let _ = io
-                .write_all(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\ncontent-length: 0\r\n\r\n")
-                .await;
-            return;
+            let (challenge, keep_open) = match &credentials {
+                Guard::Digest { keep_open, .. } => (
+                    format!(
+                        "Digest realm=\"{DIGEST_REALM}\", nonce=\"{DIGEST_NONCE}\", \
+                         algorithm=MD5, qop=\"auth\""
+                    ),
+                    *keep_open,
+                ),
+                _ => ("Basic realm=\"test\"".to_owned(), false),
+            };
+            let body = "authenticate first";
+            let answer = format!(
+                "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: {challenge}\r\n\
+                 content-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if io.write_all(answer.as_bytes()).await.is_err() || !keep_open {
+                return;
+            }
+            continue;
         }
         let Some(authority) = line
             .strip_prefix("CONNECT ")
@@ -235,4 +302,45 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         }
         return;
     }
+}
+
+/// Whether `answer` (a `Proxy-Authorization` value) is the Digest answer (MD5, `qop=auth`,
+/// RFC 7616 section 3.4.1) of `user` with `password` to the proxy's challenge, for a `method`
+/// request to `target`. For a forward request the answer's `uri` is the path (as curl sends
+/// it) and `target` the absolute form: their paths must agree.
+fn digest_matches(answer: &str, method: &str, target: &str, user: &str, password: &str) -> bool {
+    use md5::{Digest, Md5};
+    let Some(params) = answer.strip_prefix("Digest ") else {
+        return false;
+    };
+    let param = |name: &str| {
+        params.split(',').find_map(|part| {
+            let (key, value) = part.trim().split_once('=')?;
+            (key == name).then(|| value.trim_matches('"').to_owned())
+        })
+    };
+    let hex = |text: String| {
+        Md5::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let (Some(uri), Some(cnonce), Some(nc), Some(response)) = (
+        param("uri"),
+        param("cnonce"),
+        param("nc"),
+        param("response"),
+    ) else {
+        return false;
+    };
+    let path = target
+        .strip_prefix("http://")
+        .and_then(|rest| rest.find('/').map(|at| &rest[at..]))
+        .unwrap_or(target);
+    let ha1 = hex(format!("{user}:{DIGEST_REALM}:{password}"));
+    let ha2 = hex(format!("{method}:{uri}"));
+    param("username").as_deref() == Some(user)
+        && param("nonce").as_deref() == Some(DIGEST_NONCE)
+        && uri == path
+        && response == hex(format!("{ha1}:{DIGEST_NONCE}:{nc}:{cnonce}:auth:{ha2}"))
 }

@@ -1,13 +1,13 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, headers for the proxy alone, the no-proxy list, routes that never mix,
+//! the tunnel, Digest proxy authentication, headers for the proxy alone, the no-proxy list, routes that never mix,
 //! `connect_to` through a proxy, and a Unix socket that replaces both. Against a scripted
 //! proxy; the interop suite runs the same against tinyproxy.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use pool::{ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig};
+use pool::{AuthScheme, Challenged, ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
@@ -260,6 +260,132 @@ async fn wrong_credentials_get_407_from_the_proxy() {
     assert!(error.is_proxy_auth(), "{error}");
     let sent = proxy.requests()[0].proxy_authorization.clone();
     assert!(sent.is_some_and(|v| v.starts_with("Basic ")));
+}
+
+/// A proxy that answers Digest (`AuthScheme::Digest`): the tunnel's first `CONNECT` goes
+/// without credentials, its `407` is answered once, on the same connection when the proxy
+/// keeps it open and on a new one when it closes it. The connection's record keeps the
+/// challenge; a wrong password ends in the proxy's second `407`, with nothing left counted.
+#[tokio::test]
+async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new_connection() {
+    let pki = TestPki::new();
+    let server = tls_h2_origin(&pki, "tunnelled").await;
+    let url = server.url("/");
+    for keep_open in [true, false] {
+        let proxy =
+            ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), keep_open).await;
+        let events = EventLog::new();
+        let config = ProxyConfig::new()
+            .all(Proxy::parse(&proxy.url()).unwrap())
+            .with_credentials("u", "secret")
+            .with_auth(AuthScheme::Digest);
+        let pool = ConnectionPool::builder()
+            .native_roots(false)
+            .add_root_certificates_pem(pki.ca_pem())
+            .proxy(config, false)
+            .event_listener(events.clone())
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+            .await
+            .expect("in time");
+        assert_eq!(body, "tunnelled");
+        let requests = proxy.requests();
+        assert_eq!(requests.len(), 2, "keep_open {keep_open}");
+        assert_eq!(requests[0].proxy_authorization, None, "nothing up front");
+        let answer = requests[1].proxy_authorization.clone().unwrap_or_default();
+        assert!(answer.starts_with("Digest username=\"u\""), "{answer}");
+        let connect = format!("CONNECT {} HTTP/1.1", server.authority());
+        assert!(requests.iter().all(|r| r.line == connect));
+        let expected_connections = if keep_open { 1 } else { 2 };
+        assert_eq!(proxy.connections(), expected_connections);
+        assert_eq!(requests[1].conn, expected_connections - 1);
+        let created = events.created();
+        let route = created[0].proxy().expect("proxied");
+        let challenge = route.connect_challenge.as_deref().unwrap_or_default();
+        assert!(challenge.starts_with("HTTP/1.1 407 "), "{challenge}");
+        assert!(
+            route
+                .connect_authorization
+                .as_ref()
+                .is_some_and(|v| v.is_sensitive())
+        );
+        assert!(
+            !format!("{route:?}").contains("Digest username"),
+            "{route:?}"
+        );
+        drop(pool);
+
+        // A wrong password: the answer is refused and not tried again.
+        let proxy =
+            ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), keep_open).await;
+        let config = ProxyConfig::new()
+            .all(Proxy::parse(&proxy.url()).unwrap())
+            .with_credentials("u", "wrong")
+            .with_auth(AuthScheme::Any);
+        let pool = ConnectionPool::builder()
+            .proxy(config, false)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let error = tokio::time::timeout(LIMIT, client.request(get(&url)))
+            .await
+            .expect("in time")
+            .expect_err("refused");
+        assert!(error.is_proxy_auth(), "{error}");
+        assert_eq!(error.proxy_status(), Some(407));
+        assert_eq!(proxy.requests().len(), 2);
+        assert_eq!(
+            pool.stats(&origin(&url)).total(),
+            pool::PartitionStats::default()
+        );
+    }
+}
+
+/// Through a forward proxy that answers Digest, the pool sends no credentials and the `407` is
+/// the request's response; `Proxy::answer_challenge` answers it and the same request, sent
+/// again with that `Proxy-Authorization`, passes (the pool does not replace it).
+#[tokio::test]
+async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
+    let proxy = ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), true).await;
+    let chosen = Proxy::parse(&proxy.url())
+        .unwrap()
+        .with_credentials("u", "secret")
+        .with_auth(AuthScheme::Digest);
+    let pool = ConnectionPool::builder()
+        .proxy(ProxyConfig::new().http(chosen.clone()), false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://origin.test:8080/a?b=1";
+    let challenged = client.request(get(url)).await.expect("a response");
+    assert_eq!(challenged.status(), 407);
+    let request = Challenged {
+        method: "GET",
+        target: "/a?b=1",
+        body: b"",
+    };
+    let answer = chosen
+        .answer_challenge(challenged.headers(), request)
+        .expect("a Digest challenge");
+    assert_eq!(answer.scheme, "Digest");
+    drop(challenged);
+    let mut again = get(url);
+    again
+        .headers_mut()
+        .insert(http::header::PROXY_AUTHORIZATION, answer.value);
+    let response = client.request(again).await.expect("a response");
+    assert_eq!(response.status(), 200);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].proxy_authorization, None);
+    assert!(
+        requests[1]
+            .proxy_authorization
+            .as_deref()
+            .is_some_and(|v| v.contains("uri=\"/a?b=1\""))
+    );
 }
 
 /// A proxy that accepts the tunnel and then closes it: the origin's TLS handshake fails, the

@@ -147,6 +147,8 @@ pub(super) fn connection_info(
             tunnel: p.tunnel,
             connect_response: p.connect_response.clone(),
             socks_target: p.socks_target.clone(),
+            connect_challenge: p.connect_challenge.clone(),
+            connect_authorization: p.connect_authorization.clone(),
         }))
         .with_open_reason(reason)
         .with_retirement(retires_at)

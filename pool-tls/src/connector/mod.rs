@@ -31,13 +31,12 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::dial::dial;
-use crate::socks::{self, SocksTarget};
-use crate::tunnel::{ProxyUse, connect_tunnel};
 use crate::{
     AlpnOffer, Connect, ConnectError, ConnectFuture, ConnectTarget, ConnectTimings, ConnectTo,
-    Connected, DialOptions, Io, Negotiated, Proxy, ProxyConfig, ProxyScheme, Resolve, TlsConnector,
-    TlsInfo,
+    Connected, DialOptions, Io, Negotiated, ProxyConfig, Resolve, TlsConnector, TlsInfo,
 };
+
+mod via;
 
 /// The default connector: resolve -> socket2 dial (happy eyeballs) -> rustls for https.
 ///
@@ -240,124 +239,6 @@ impl Inner {
         Ok((Io::custom(stream), connected))
     }
 
-    /// Through `proxy`: dial it (TLS to an `https://` proxy), then a `CONNECT` tunnel and the
-    /// origin's TLS inside it, or (forward proxy) the proxy connection as it is.
-    async fn establish_via(
-        &self,
-        proxy: &Proxy,
-        target: &ConnectTarget,
-    ) -> Result<(Io, Connected), ConnectError> {
-        let origin = &target.origin;
-        let start = Instant::now();
-        let label = proxy_label(proxy);
-        let proxy_ip = proxy.host().parse::<IpAddr>().ok();
-        let (tcp, mut connected) = self
-            .dial_host(proxy.host(), proxy_ip, proxy.port(), target, start)
-            .await
-            .map_err(|e| e.via_proxy(&label))?;
-        let tunnel = origin.is_tls()
-            || self.tunnel_http
-            || target.alpn == AlpnOffer::Http2Only
-            || proxy.scheme().is_socks();
-        connected.proxy = Some(ProxyUse {
-            proxy: label.clone(),
-            tunnel,
-            authorization: (!tunnel).then(|| proxy.basic_auth()).flatten(),
-            headers: if tunnel {
-                Vec::new()
-            } else {
-                proxy.headers().to_vec()
-            },
-            connect_response: None,
-            socks_target: None,
-        });
-        // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
-        let dial_target = self.connect_to.dial_target(origin.host(), origin.port());
-        let authority = dial_target.to_string();
-        let remote_addr = connected.remote_addr;
-        match proxy.scheme() {
-            scheme @ (ProxyScheme::Socks5
-            | ProxyScheme::Socks5h
-            | ProxyScheme::Socks4
-            | ProxyScheme::Socks4a) => {
-                let version = match scheme {
-                    ProxyScheme::Socks4 | ProxyScheme::Socks4a => socks::Version::V4,
-                    _ => socks::Version::V5,
-                };
-                let (host, port) = (dial_target.host(), dial_target.port());
-                let socks_target = match dial_target.ip() {
-                    // SOCKS4a sends even a literal as a name, as curl does.
-                    _ if scheme == ProxyScheme::Socks4a => SocksTarget::Name(host, port),
-                    Some(ip) => SocksTarget::Addr(SocketAddr::new(ip, port)),
-                    None if scheme.resolves_names() => SocksTarget::Name(host, port),
-                    None => self
-                        .socks_address(host, port, version)
-                        .await
-                        .map_err(|e| e.via_proxy(&label))?,
-                };
-                let tcp = socks::open(tcp, version, &socks_target, proxy.credentials())
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
-                if let Some(route) = connected.proxy.as_mut() {
-                    route.socks_target = Some(socks_target.shown());
-                }
-                self.inside_tunnel(tcp, connected, target, start).await
-            }
-            ProxyScheme::Http => {
-                let mut tcp = tcp;
-                if !tunnel {
-                    return Ok((Io::tcp(tcp), connected));
-                }
-                let answer = connect_tunnel(&mut tcp, &proxy.connect_head(&authority))
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
-                tunnel_opened(&mut connected, &answer);
-                self.inside_tunnel(tcp, connected, target, start).await
-            }
-            ProxyScheme::Https => {
-                let proxy_tls = self.proxy_tls.as_ref().unwrap_or(&self.tls);
-                let config = tls_config(proxy_tls, AlpnOffer::Http1Only, proxy.host())
-                    .await
-                    .map_err(|e| e.via_proxy(&label))?;
-                let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
-                if !tunnel {
-                    return Ok((Io::tls(to_proxy), connected));
-                }
-                let answer = connect_tunnel(&mut to_proxy, &proxy.connect_head(&authority))
-                    .await
-                    .map_err(|e| e.via_proxy(&label).with_addr(remote_addr))?;
-                tunnel_opened(&mut connected, &answer);
-                if !origin.is_tls() {
-                    return Ok((Io::tls(to_proxy), connected));
-                }
-                let stream = self.origin_tls(to_proxy, target).await?;
-                let check = self.certificate_check(stream.get_ref().1, target);
-                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
-                Ok((Io::custom(stream), connected))
-            }
-        }
-    }
-
-    /// The origin's side of a tunnel over a plain socket (`CONNECT` or SOCKS5): TLS to the
-    /// origin inside it when the origin is `https`, else the socket as it is.
-    async fn inside_tunnel(
-        &self,
-        tcp: TcpStream,
-        mut connected: Connected,
-        target: &ConnectTarget,
-        start: Instant,
-    ) -> Result<(Io, Connected), ConnectError> {
-        if !target.origin.is_tls() {
-            return Ok((Io::tcp(tcp), connected));
-        }
-        let stream = self.origin_tls(tcp, target).await?;
-        let check = self.certificate_check(stream.get_ref().1, target);
-        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
-        Ok((Io::tls(stream), connected))
-    }
-
     /// Resolves `host` (unless `ip` is its literal) and dials `port`, bound to the target's
     /// interface; the `Connected` describes the TCP connection.
     async fn dial_host(
@@ -420,28 +301,6 @@ impl Inner {
         handshake(config, stream, origin.host(), origin.ip()).await
     }
 
-    /// The address a SOCKS proxy that is sent addresses is asked for: the first of the
-    /// origin's, the first IPv4 one for SOCKS4 (as curl picks them). A failure is the
-    /// handshake's ([`ConnectError::socks_resolve`]).
-    async fn socks_address(
-        &self,
-        host: &str,
-        port: u16,
-        version: socks::Version,
-    ) -> Result<SocksTarget<'static>, ConnectError> {
-        let addrs = self
-            .resolve(host, port)
-            .await
-            .map_err(|e| ConnectError::socks_resolve(e, host))?;
-        let first = match version {
-            socks::Version::V5 => addrs.first(),
-            socks::Version::V4 => addrs.iter().find(|addr| addr.is_ipv4()).or(addrs.first()),
-        };
-        first.map(|addr| SocksTarget::Addr(*addr)).ok_or_else(|| {
-            ConnectError::socks_resolve(ConnectError::resolve("no address").with_target(host), host)
-        })
-    }
-
     async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ConnectError> {
         let addrs = self
             .resolver
@@ -491,13 +350,6 @@ where
         .map_err(|e| ConnectError::tls(e).with_target(host))
 }
 
-/// Records the proxy's answer to the tunnel's `CONNECT`.
-fn tunnel_opened(connected: &mut Connected, answer: &[u8]) {
-    if let Some(route) = connected.proxy.as_mut() {
-        route.connect_response = Some(String::from_utf8_lossy(answer).into_owned());
-    }
-}
-
 /// The name a TLS handshake with `host` verifies (`ip` when it is an IP literal).
 fn server_name(
     host: &str,
@@ -530,12 +382,6 @@ fn authority(host: &str, port: u16) -> String {
     } else {
         format!("{host}:{port}")
     }
-}
-
-/// The proxy as `scheme://host:port`, without credentials.
-fn proxy_label(proxy: &Proxy) -> String {
-    let scheme = proxy.scheme().as_str();
-    format!("{scheme}://{}", authority(proxy.host(), proxy.port()))
 }
 
 fn tls_info(session: &rustls::ClientConnection, certificate: CertificateCheck) -> TlsInfo {
