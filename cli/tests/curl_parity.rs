@@ -8,7 +8,9 @@
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
 //! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
-//! SOCKS proxy (SOCKS5 and SOCKS4) started for the run; the `h2c` cases run against an HTTP/2
+//! SOCKS proxy (SOCKS5 and SOCKS4) started for the run, `%DPROXY%` and `%DPROXYC%` the URL of
+//! a Digest proxy started for the run (keeping its connection after a `407`, or saying
+//! `Connection: close` and closing it); the `h2c` cases run against an HTTP/2
 //! server, `%BASE%` naming it). Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
@@ -39,6 +41,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2Request, Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
@@ -839,6 +842,151 @@ fn cases() -> Vec<Case> {
             &["-f", "--digest", "-u", "alice:wrong", "%BASE%/digest"],
         ),
         case("digest without a user", &["--digest", "%BASE%/digest"]),
+        // --proxy-digest and --proxy-anyauth: a forward proxy's 407 (this server, with -x)
+        // answered once, the data sent with the answer only; a tunnel's answered by the pool
+        // before the request, through a Digest proxy that keeps its connection after the 407
+        // (%DPROXY%) and one that says `Connection: close` and closes it (%DPROXYC%). Unlike the
+        // server's flags, the proxy's do not override by order: curl ranks them.
+        case(
+            "proxy digest, forward proxy, 2 URLs",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code} %{num_connects}\\n",
+                "http://origin.test/proxy-digest?x=1",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy digest with -i and data",
+            &[
+                "-i",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-d",
+                "hello",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy digest, wrong password",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy anyauth to a basic-only proxy",
+            &[
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy digest to a basic-only proxy",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy-digest wins over a later proxy-basic",
+            &[
+                "--proxy-digest",
+                "--proxy-basic",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy digest and server digest",
+            &[
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-d",
+                "abc",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-and-server",
+            ],
+        ),
+        case(
+            "proxy digest through a tunnel",
+            &[
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXY%",
+                "-w",
+                " %{http_code} %{http_connect} %{num_connects}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy anyauth through a tunnel the proxy closes after its 407",
+            &[
+                "-p",
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXYC%",
+                "-w",
+                " %{http_code} %{http_connect}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy digest through a tunnel, wrong password",
+            &[
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%DPROXY%",
+                "-w",
+                "%{http_code} %{http_connect}",
+                "%BASE%/hello",
+            ],
+        ),
         // --anyauth: Digest where offered, Basic where only Basic is; --basic, --digest and
         // --anyauth: the last one given wins.
         case(
@@ -1774,6 +1922,22 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             let ok = Reply::ok(format!("ok {} {}\n", req.method, req.body.len()));
             common::digest_reply(req, ok)
         }
+        // As a forward proxy (-x): a Digest proxy, a Basic-only one, and a Digest proxy in
+        // front of a Digest server.
+        "/proxy-digest" => {
+            let ok = Reply::ok(format!("ok {} {}\n", req.method, req.body.len()));
+            common::proxy_digest_reply(req, ok)
+        }
+        "/proxy-basic" if req.header("proxy-authorization") == Some("Basic YWxpY2U6czNjcmV0") => {
+            Reply::ok("ok proxy basic\n")
+        }
+        "/proxy-basic" => Reply::new(407)
+            .header("Proxy-Authenticate", "Basic realm=\"parity\"")
+            .body("denied\n"),
+        "/proxy-and-server" => {
+            let ok = Reply::ok(format!("ok {} {}\n", req.method, req.body.len()));
+            common::proxy_digest_reply(req, common::digest_reply(req, ok))
+        }
         "/etag" if req.header("if-none-match") == Some("\"v1\"") => Reply::new(304),
         "/etag" => Reply::ok("tagged\n").header("etag", "\"v1\""),
         "/mixed" => Reply::ok("mixed\n")
@@ -2026,6 +2190,21 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     let socks_addr = socks
         .as_ref()
         .map_or(String::new(), |p| p.addr().to_string());
+    // Digest proxies for the cases that name one: `%DPROXY%` keeps its connection after a
+    // 407, `%DPROXYC%` closes it without saying so.
+    let digest_proxy = |keep_open| {
+        ScriptedProxy::start_digest(
+            ConnectScript::Tunnel,
+            ("alice", common::DIGEST_PASSWORD),
+            keep_open,
+        )
+    };
+    let dproxy = match (uses("%DPROXY%"), uses("%DPROXYC%")) {
+        (true, _) => Some(digest_proxy(true).await),
+        (_, true) => Some(digest_proxy(false).await),
+        _ => None,
+    };
+    let dproxy_url = dproxy.as_ref().map_or(String::new(), ScriptedProxy::url);
     let unix = match &_server {
         Some(server) if uses("%UNIX%") => Some(UnixBridge::start(server.addr()).await),
         Some(server) if uses("%ABSTRACT%") => Some(UnixBridge::start_abstract(server.addr()).await),
@@ -2061,6 +2240,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%UNIX%", &unix_path)
                 .replace("%ABSTRACT%", &abstract_name)
                 .replace("%SOCKS%", &socks_addr)
+                .replace("%DPROXYC%", &dproxy_url)
+                .replace("%DPROXY%", &dproxy_url)
         })
         .collect();
     let mut command = match tool {

@@ -532,6 +532,21 @@ mod tests {
         }
     }
 
+    /// A proxy that keeps nothing after its `407` but does not say so: the answer sent on the
+    /// closed connection draws no byte, and goes on a new one instead of failing.
+    #[tokio::test]
+    async fn a_connection_closed_unannounced_after_a_challenge_is_dialed_again() {
+        let proxy = Proxy::parse("http://u:p@proxy.test:3128")
+            .unwrap()
+            .with_auth(AuthScheme::Digest);
+        let (result, heads, _) = run_through(&proxy, vec![DIGEST_407, b""]).await;
+        let Ok(Opened::Redial { challenge, .. }) = result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(challenge, &DIGEST_407[..DIGEST_407.len() - 5]);
+        assert_eq!(heads.len(), 2, "the answer went on the first connection");
+    }
+
     #[tokio::test]
     async fn a_challenge_is_answered_once_and_only_with_what_the_scheme_allows() {
         let basic_407: &'static [u8] =

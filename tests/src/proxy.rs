@@ -48,7 +48,8 @@ enum Guard {
     Exact(Arc<str>),
     /// A Digest answer (MD5, `qop=auth`) for this user and password to the proxy's own
     /// challenge ([`DIGEST_REALM`], [`DIGEST_NONCE`]); a `407` with that challenge otherwise,
-    /// after which the connection stays open when `keep_open` is set.
+    /// after which the connection stays open when `keep_open` is set (else the `407` says
+    /// `Connection: close` and the proxy closes).
     Digest {
         user: Arc<str>,
         password: Arc<str>,
@@ -97,7 +98,8 @@ impl ScriptedProxy {
     /// Like [`start`](Self::start), but requests must carry a Digest answer to the proxy's
     /// challenge for `user` with `password` (checked: MD5, `qop=auth`, the request's method
     /// and target). A `407` keeps its connection open when `keep_open` is set; otherwise it
-    /// closes, as a proxy that does not keep connections after a refusal does.
+    /// says `Connection: close` and closes, as a proxy that does not keep connections after a
+    /// refusal does.
     pub async fn start_digest(
         script: ConnectScript,
         (user, password): (&str, &str),
@@ -255,9 +257,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 _ => ("Basic realm=\"test\"".to_owned(), false),
             };
             let body = "authenticate first";
+            let close = if keep_open {
+                ""
+            } else {
+                "connection: close\r\n"
+            };
             let answer = format!(
                 "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: {challenge}\r\n\
-                 content-length: {}\r\n\r\n{body}",
+                 {close}content-length: {}\r\n\r\n{body}",
                 body.len()
             );
             if io.write_all(answer.as_bytes()).await.is_err() || !keep_open {

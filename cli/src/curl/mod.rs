@@ -49,7 +49,6 @@ pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
-mod digest;
 mod errout;
 pub(crate) mod exit;
 mod file_meta;
@@ -142,7 +141,8 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
     /// The schemes `--proto` and `--proto-redir` allow.
     protocols: Protocols,
-    /// The proxies the pool routes through (`-x` or the environment), kept with `-v` only.
+    /// The proxies the pool routes through (`-x` or the environment), kept with `-v` or
+    /// `--proxy-digest`/`--proxy-anyauth` only.
     proxies: Option<pool::ProxyConfig>,
     /// `-n`, `--netrc-file`, `--netrc-optional`: the file credentials come from.
     netrc: Option<Netrc>,
@@ -206,8 +206,10 @@ impl Session {
         let netrc = Netrc::load(send.netrc, send.netrc_file.as_deref(), send.netrc_optional);
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = shared.client_for(&args, &connect_to)?;
-        // Only `-v` reads them (the pool has its own copy): no second parse without it.
-        let proxies = if verbose.enabled() {
+        // Only `-v` and a forward proxy's challenge (`--proxy-digest`) read them (the pool has
+        // its own copy): no second parse without either.
+        let proxies = if verbose.enabled() || args.connect.proxy_auth.scheme().waits_for_challenge()
+        {
             setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?
         } else {
             None
@@ -385,7 +387,7 @@ impl Session {
 impl Session {
     /// The proxy the pool routes a request to `uri` through, if any (as
     /// [`pool::ProxyConfig::route`] decides, by the URL's own host and port).
-    /// Always `None` without `-v`.
+    /// Always `None` without `-v`, `--proxy-digest` or `--proxy-anyauth`.
     pub(crate) fn proxy_for(&self, uri: &http::Uri) -> Option<&pool::Proxy> {
         let proxies = self.proxies.as_ref()?;
         let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');

@@ -14,7 +14,7 @@
 use bytes::Bytes;
 use http::header::{
     AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue,
-    IF_MODIFIED_SINCE, RANGE, REFERER, USER_AGENT,
+    IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, USER_AGENT,
 };
 use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
@@ -112,6 +112,8 @@ impl Hop {
 /// Headers that differ per URL or per hop, in curl mode.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PerRequest {
+    /// `Proxy-Authorization`: the answer to a forward proxy's challenge (`--proxy-digest`).
+    pub(crate) proxy_authorization: Option<HeaderValue>,
     /// `Authorization` (from `-u` or the URL's credentials).
     pub(crate) authorization: Option<HeaderValue>,
     /// `Range` (`-r`, `-C`).
@@ -424,7 +426,12 @@ impl RequestTemplate {
                 }
             }
         }
-        let mut per_hop = [(AUTHORIZATION, &extra.authorization), (RANGE, &extra.range)];
+        // The proxy's answer before the server's credentials, in curl's order.
+        let mut per_hop = [
+            (PROXY_AUTHORIZATION, &extra.proxy_authorization),
+            (AUTHORIZATION, &extra.authorization),
+            (RANGE, &extra.range),
+        ];
         for (name, value) in &mut per_hop {
             if let Some(value) = value.as_ref().filter(|_| !self.overridden(name)) {
                 builder = builder.header(name.clone(), value.clone());
@@ -667,6 +674,7 @@ mod tests {
         let mut t = RequestTemplate::new(&args.request, false, &data).unwrap();
         t.curl_mode(Version::HTTP_11);
         let extra = PerRequest {
+            proxy_authorization: Some(HeaderValue::from_static("Digest username=\"p\"")),
             authorization: Some(HeaderValue::from_static("Basic YTpi")),
             range: Some(HeaderValue::from_static("bytes=0-1")),
             referer: Some(HeaderValue::from_static("http://r/")),
@@ -685,6 +693,7 @@ mod tests {
             names,
             [
                 "host",
+                "proxy-authorization",
                 "authorization",
                 "range",
                 "user-agent",

@@ -307,7 +307,9 @@ pub(crate) fn proxy_config(
         let (name, password) = user
             .split_once(':')
             .ok_or_else(|| CurlError::new(2, "--proxy-user needs USER:PASSWORD"))?;
-        config = config.with_credentials(name, password);
+        config = config
+            .with_credentials(name, password)
+            .with_auth(args.proxy_auth.scheme());
     }
     let agent = user_agent.map_or(Ok(HeaderValue::from_static(DEFAULT_USER_AGENT)), |agent| {
         HeaderValue::from_str(agent)

@@ -175,7 +175,9 @@ impl Verbose {
         answer: &str,
     ) {
         self.print(|lines| {
-            let status = tunnel_lines(lines, proxy, authority, Some(answer)).unwrap_or_default();
+            let sent = proxy.map(|proxy| proxy.connect_head(authority));
+            let status =
+                tunnel_lines(lines, sent.as_deref(), authority, Some(answer)).unwrap_or_default();
             lines.info(&format!("CONNECT tunnel failed, response {status}"));
         });
     }
@@ -360,7 +362,15 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
                 // The tunnel goes where `--connect-to` sends the connection.
                 let answer = route.connect_response.as_deref();
                 let authority = &cx.dial.authority;
-                if let Some(status) = tunnel_lines(lines, cx.proxy, authority, answer) {
+                let answered = route.connect_authorization.as_ref();
+                if let (Some(challenge), Some(answered)) = (&route.connect_challenge, answered) {
+                    challenge_lines(lines, cx.proxy, authority, (challenge, answered));
+                }
+                let sent = cx.proxy.map(|proxy| {
+                    let authorization = answered.cloned().or_else(|| proxy.upfront_authorization());
+                    proxy.connect_head_with(authority, authorization)
+                });
+                if let Some(status) = tunnel_lines(lines, sent.as_deref(), authority, answer) {
                     lines.info("CONNECT phase completed");
                     lines.info(&format!("CONNECT tunnel established, response {status}"));
                 }
@@ -417,7 +427,7 @@ fn request_lines(
     }
     // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
     let authorization = forward
-        .and_then(pool::Proxy::basic_auth)
+        .and_then(pool::Proxy::upfront_authorization)
         .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
         .map(|value| (PROXY_AUTHORIZATION, value));
     let for_proxy = authorization
@@ -495,17 +505,38 @@ fn socks_lines(lines: &mut Lines, proxy: &str, target: &str, dial: &Dial) {
 /// answer's status.
 fn tunnel_lines<'a>(
     lines: &mut Lines,
-    proxy: Option<&pool::Proxy>,
+    sent: Option<&[u8]>,
     authority: &str,
     answer: Option<&'a str>,
 ) -> Option<&'a str> {
     lines.info(&format!("Establish HTTP proxy tunnel to {authority}"));
-    if let Some(proxy) = proxy {
-        head_lines(lines, Direction::Sent, &proxy.connect_head(authority));
+    if let Some(sent) = sent {
+        head_lines(lines, Direction::Sent, sent);
     }
     let answer = answer?;
     head_lines(lines, Direction::Received, answer.as_bytes());
     answer.split(' ').nth(1)
+}
+
+/// A tunnel's first `CONNECT` and the proxy's challenge (its `407` head), as `-v` shows them
+/// before the `CONNECT` that carried `answered`.
+fn challenge_lines(
+    lines: &mut Lines,
+    proxy: Option<&pool::Proxy>,
+    authority: &str,
+    (challenge, answered): (&str, &http::HeaderValue),
+) {
+    let sent = proxy.map(|proxy| proxy.connect_head(authority));
+    tunnel_lines(lines, sent.as_deref(), authority, Some(challenge));
+    if let Some((user, _)) = proxy.and_then(pool::Proxy::credentials) {
+        let scheme = answered
+            .as_bytes()
+            .split(|&b| b == b' ')
+            .next()
+            .unwrap_or_default();
+        let scheme = String::from_utf8_lossy(scheme);
+        lines.info(&format!("Proxy auth using {scheme} with user '{user}'"));
+    }
 }
 
 /// The lines of a message head, up to and with its blank line, sent or received; nothing for an

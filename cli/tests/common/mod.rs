@@ -34,8 +34,37 @@ pub(crate) fn digest_reply(
     request: &pool_tests::h1::RecordedRequest,
     ok: pool_tests::h1::Reply,
 ) -> pool_tests::h1::Reply {
+    guarded_reply(request, ok, Guard::Server)
+}
+
+/// [`digest_reply`] as a forward proxy checks it: `Proxy-Authorization`, and `407` with a
+/// `Proxy-Authenticate` challenge.
+#[allow(dead_code)]
+pub(crate) fn proxy_digest_reply(
+    request: &pool_tests::h1::RecordedRequest,
+    ok: pool_tests::h1::Reply,
+) -> pool_tests::h1::Reply {
+    guarded_reply(request, ok, Guard::Proxy)
+}
+
+/// Who asks for the credentials of [`guarded_reply`].
+#[derive(Clone, Copy)]
+enum Guard {
+    Server,
+    Proxy,
+}
+
+fn guarded_reply(
+    request: &pool_tests::h1::RecordedRequest,
+    ok: pool_tests::h1::Reply,
+    guard: Guard,
+) -> pool_tests::h1::Reply {
+    let (asked, status, challenge) = match guard {
+        Guard::Server => ("authorization", 401, "WWW-Authenticate"),
+        Guard::Proxy => ("proxy-authorization", 407, "Proxy-Authenticate"),
+    };
     let verified = request
-        .header("authorization")
+        .header(asked)
         .filter(|value| value.starts_with("Digest "))
         .and_then(|value| digest_auth::AuthorizationHeader::parse(value).ok())
         .is_some_and(|mut answer| {
@@ -53,9 +82,9 @@ pub(crate) fn digest_reply(
     if verified {
         return ok;
     }
-    pool_tests::h1::Reply::new(401)
+    pool_tests::h1::Reply::new(status)
         .header(
-            "WWW-Authenticate",
+            challenge,
             "Digest realm=\"parity\", nonce=\"bm9uY2U\", qop=\"auth\", algorithm=MD5, opaque=\"op\"",
         )
         .body(format!("denied {}\n", request.body.len()))

@@ -10,10 +10,6 @@ use super::parse::parse_seconds;
 /// Accepted for compatibility; none changes what poolcurl does.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CompatArgs {
-    /// Use Basic authentication with the proxy (no effect: proxy credentials are always Basic)
-    #[arg(long = "proxy-basic")]
-    pub(crate) proxy_basic: bool,
-
     /// SOCKS5 authentication by user and password only (no effect: poolcurl never offers GSSAPI)
     #[arg(long = "socks5-basic")]
     pub(crate) socks5_basic: bool,

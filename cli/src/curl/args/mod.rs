@@ -10,7 +10,7 @@
 //! | group | flags |
 //! |-------|-------|
 //! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
-//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies and their TLS ([`ProxyTlsArgs`]) |
+//! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies, their authentication ([`ProxyAuthArgs`]) and TLS ([`ProxyTlsArgs`]) |
 //! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
@@ -32,6 +32,7 @@ use super::trace::Style;
 mod compat;
 mod net;
 pub(crate) mod parse;
+mod proxy_auth;
 mod proxy_tls;
 mod send;
 mod transfer;
@@ -40,6 +41,7 @@ pub(crate) mod unsupported;
 pub(crate) use compat::CompatArgs;
 pub(crate) use net::NetArgs;
 pub(crate) use parse::parse_seconds;
+pub(crate) use proxy_auth::ProxyAuthArgs;
 pub(crate) use proxy_tls::ProxyTlsArgs;
 pub(crate) use send::SendArgs;
 pub(crate) use transfer::TransferArgs;
@@ -291,6 +293,11 @@ pub(crate) struct ConnectArgs {
     /// The proxy's user and password (USER:PASSWORD)
     #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
     pub(crate) proxy_user: Option<String>,
+
+    /// How -U's credentials are presented (`--proxy-basic`, `--proxy-digest`,
+    /// `--proxy-anyauth`).
+    #[command(flatten)]
+    pub(crate) proxy_auth: ProxyAuthArgs,
 
     /// Extra header for the proxy alone (repeatable; @FILE reads one per line): on CONNECT, and on requests through a forward proxy
     #[arg(long = "proxy-header", value_name = "HEADER", value_parser = parse_header)]

@@ -91,8 +91,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--pass", None, PEM_ONLY),
     // Proxies.
     flag("--proxy1.0", None, "proxies are spoken to in HTTP/1.1"),
-    flag("--proxy-anyauth", None, PROXY_AUTH),
-    flag("--proxy-digest", None, PROXY_AUTH),
     flag("--proxy-negotiate", None, PROXY_AUTH),
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
@@ -152,7 +150,7 @@ const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 /// The reason of key and certificate format options.
 const PEM_ONLY: &str = "unencrypted PEM certificates and keys only";
 /// The reason of proxy authentication options.
-const PROXY_AUTH: &str = "only Basic proxy authentication (-U)";
+const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --proxy-digest)";
 /// The reason of authentication schemes other than Basic and Digest.
 const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.

@@ -14,15 +14,15 @@
 //!        at --max-filesize (exit 63); --limit-rate paces it, -Y/-y abort a slow one (28)
 //! ```
 
+mod challenge;
 mod send;
 
 use std::time::Duration;
 
+use http::Uri;
 use http::header::{HeaderValue, LOCATION};
-use http::{StatusCode, Uri};
 
 use super::compose;
-use super::digest;
 use super::exit::CurlError;
 use super::netrc::Mode;
 use super::output;
@@ -45,6 +45,8 @@ enum Next {
     Redirect(Uri),
     /// `--digest`: the same request again, with this `Authorization`.
     Authenticate(HeaderValue),
+    /// `--proxy-digest`: the same request again, with this `Proxy-Authorization`.
+    ProxyAuthenticate(HeaderValue),
 }
 
 /// What one hop of a transfer sends besides the template.
@@ -59,6 +61,8 @@ struct HopState {
     referer: Option<HeaderValue>,
     /// `--digest`: the answer to this URL's challenge, once there was one.
     digest: Option<HeaderValue>,
+    /// `--proxy-digest`: the answer to the forward proxy's challenge, once there was one.
+    proxy_digest: Option<HeaderValue>,
 }
 
 impl Session {
@@ -115,8 +119,7 @@ impl Session {
         let mut state = HopState {
             credentials,
             own,
-            referer: None,
-            digest: None,
+            ..HopState::default()
         };
         loop {
             match self
@@ -128,6 +131,11 @@ impl Session {
                     self.verbose
                         .info(&format!("Issue another request to this URL: '{uri}'"));
                     state.digest = Some(answer);
+                }
+                Next::ProxyAuthenticate(answer) => {
+                    self.verbose
+                        .info(&format!("Issue another request to this URL: '{uri}'"));
+                    state.proxy_digest = Some(answer);
                 }
                 Next::Redirect(next) => {
                     redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
@@ -163,7 +171,7 @@ impl Session {
                             .auto_referer
                             .then(|| compose::auto_referer(&uri))
                             .flatten(),
-                        digest: None,
+                        ..HopState::default()
                     };
                     uri = next;
                     record.url = uri.to_string();
@@ -226,6 +234,7 @@ impl Session {
         };
         let cookie = self.cookies.as_ref().and_then(|jar| jar.header_for(uri));
         PerRequest {
+            proxy_authorization: state.proxy_digest.clone(),
             authorization,
             range,
             referer: state.referer.clone(),
@@ -258,12 +267,10 @@ impl Session {
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
         let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to, sink)?;
-        // `--digest`, before this URL's challenge: the user to answer it as. The request that
-        // draws the challenge carries no data, which curl does not send twice.
-        let digest_user = (state.digest.is_none() && (!hop.drops_credentials() || state.own))
-            .then(|| self.composed.digest_credentials(state.credentials.as_ref()))
-            .flatten();
-        let probe = digest_user.filter(|_| hop.send_body).map(|_| Hop {
+        // `--digest` or `--proxy-digest`, before this URL's challenge: the request that draws
+        // it carries no data, which curl does not send twice.
+        let pending = self.pending_challenges(uri, hop, state);
+        let probe = (pending.awaited() && hop.send_body).then(|| Hop {
             send_body: false,
             ..hop.clone()
         });
@@ -303,26 +310,17 @@ impl Session {
         if let Some(dump) = &self.dump_header {
             lock(dump).write(&head)?;
         }
-        if let Some(user) = digest_user.filter(|_| parts.status == StatusCode::UNAUTHORIZED) {
-            let data = self.composed.template.body_for(answered_hop);
-            let method = &answered_hop.method;
-            let any = self.composed.challenged.as_ref().is_some_and(|c| c.any);
-            if let Some((answer, scheme)) =
-                digest::answer(&parts.headers, method, uri, &data, user, any)
-            {
-                if include {
-                    sink.write(&head)?;
-                }
-                self.verbose.info(&format!(
-                    "Server auth using {scheme} with user '{}'",
-                    user.0
-                ));
-                self.verbose.info("Ignoring the response-body");
-                self.read_body(&mut body, &parts, &target, record, None, progress)
-                    .await?;
-                self.verbose.done(connection, &target.host, closes);
-                return Ok(Next::Authenticate(answer));
+        let challenge = (parts.status, &parts.headers);
+        if let Some(answered) = self.answer_challenge(&pending, challenge, uri, answered_hop) {
+            if include {
+                sink.write(&head)?;
             }
+            self.verbose.info(&answered.info);
+            self.verbose.info("Ignoring the response-body");
+            self.read_body(&mut body, &parts, &target, record, None, progress)
+                .await?;
+            self.verbose.done(connection, &target.host, closes);
+            return Ok(answered.next);
         }
 
         let location = parts
