@@ -1,14 +1,20 @@
-//! `--digest` beside curl against Apache httpd with `mod_auth_digest`: HTTP Digest
-//! authentication checked by a server nobody here wrote.
+//! `--digest` and `--proxy-digest` beside curl against Apache httpd with `mod_auth_digest`:
+//! HTTP Digest authentication checked by a server nobody here wrote, as the origin and as a
+//! proxy.
 //!
 //! One httpd in the foreground (`apache2 -f CONF -DFOREGROUND`), its config, log, password
-//! file and document in the temp dir: `/secret/` is protected by Digest for the user `alice`.
-//! Two rows, each curl and poolcurl on the same command line with the same stdout and exit
-//! code: the right password on two URLs (the second challenged anew on the reused
-//! connection, as curl does), and a wrong one (httpd's `401`).
+//! file and documents in the temp dir, on two ports: the first serves `/secret/`, protected by
+//! Digest for the user `alice`, and `/open.txt`; the second is a forward and `CONNECT` proxy
+//! (`mod_proxy`, `mod_proxy_http`, `mod_proxy_connect`) that asks the same user for Digest
+//! proxy authentication, in front of the first. Each row runs curl and poolcurl on the same
+//! command line and wants the same stdout and exit code: the right password on two URLs (the
+//! second challenged anew on the reused connection, as curl does) and a wrong one (httpd's
+//! `401`); through the proxy, two URLs forwarded and two through a `CONNECT` tunnel (`-p`,
+//! `--proxy-anyauth`), and a wrong password, forwarded (the `407` is the response) and
+//! tunnelled (exit 56).
 //!
-//! Without httpd (`apache2` or `httpd`) with `mod_auth_digest`, or without curl, the checks are
-//! one "skip" row. `.ci/run` installs Debian's `apache2-bin`.
+//! Without httpd (`apache2` or `httpd`) with `mod_auth_digest` and the proxy modules, or
+//! without curl, the checks are one "skip" row. `.ci/run` installs Debian's `apache2-bin`.
 
 use super::*;
 
@@ -22,29 +28,47 @@ const HTDIGEST: &str = "alice:interop:8dec95327f9b9f2bb41f27f5190f1816\n";
 const MODULE_DIRS: [&str; 2] = ["/usr/lib/apache2/modules", "/usr/lib64/httpd/modules"];
 
 /// The checks, in table order.
-const CHECKS: [&str; 2] = [
+const CHECKS: [&str; 6] = [
     "curl vs poolcurl --digest to Apache httpd, 2 URLs",
     "curl vs poolcurl --digest to Apache httpd, wrong password",
+    "curl vs poolcurl --proxy-digest, httpd forward proxy, 2 URLs",
+    "curl vs poolcurl -p --proxy-anyauth, httpd CONNECT, 2 URLs",
+    "curl vs poolcurl --proxy-digest, httpd forward proxy, wrong password",
+    "curl vs poolcurl -p --proxy-digest, httpd CONNECT, wrong password",
+];
+
+/// The modules httpd loads, with their files.
+const MODULES: [(&str, &str); 9] = [
+    ("mpm_event", "mod_mpm_event"),
+    ("authz_core", "mod_authz_core"),
+    ("authz_user", "mod_authz_user"),
+    ("authn_core", "mod_authn_core"),
+    ("authn_file", "mod_authn_file"),
+    ("auth_digest", "mod_auth_digest"),
+    ("proxy", "mod_proxy"),
+    ("proxy_http", "mod_proxy_http"),
+    ("proxy_connect", "mod_proxy_connect"),
 ];
 
 pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
     let httpd = find_binary("apache2").or_else(|| find_binary("httpd"));
-    let modules = MODULE_DIRS
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| d.join("mod_auth_digest.so").is_file());
+    let modules = MODULE_DIRS.iter().map(PathBuf::from).find(|d| {
+        MODULES
+            .iter()
+            .all(|(_, file)| d.join(format!("{file}.so")).is_file())
+    });
     let (Some(httpd), Some(modules), Some(curl)) = (httpd, modules, find_binary("curl")) else {
         return vec![Row::skipped(
             "skipped: Apache httpd with mod_auth_digest, or curl".into(),
-            Some("the Digest checks need apache2 (or httpd) and curl"),
+            Some("the Digest checks need apache2 (or httpd) with its proxy modules, and curl"),
         )];
     };
     let names = announce(CHECKS);
-    let [right, wrong] = names;
-    let (_server, port) = match start_httpd(&httpd, &modules, dir) {
+    let (_server, port, proxy_port) = match start_httpd(&httpd, &modules, dir) {
         Ok(started) => started,
-        Err(e) => return vec![Row::broken(right, &e), Row::broken(wrong, &e)],
+        Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
+    let [right, wrong, forward, tunnel, forward_wrong, tunnel_wrong] = names;
     let url = format!("http://127.0.0.1:{port}/secret/index.txt");
     let two = [
         "-s",
@@ -67,24 +91,56 @@ pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         "%{http_code}",
         &url,
     ];
+    let open = format!("http://127.0.0.1:{port}/open.txt");
+    let proxy = format!("http://127.0.0.1:{proxy_port}");
+    let through = |flags: &[&'static str], user: &'static str, write: &'static str| {
+        let mut args: Vec<&str> = vec!["-s", "-x", &proxy, "-U", user, "-w", write];
+        args.extend_from_slice(flags);
+        args
+    };
+    let mut forwarded = through(
+        &["--proxy-digest"],
+        "alice:s3cret",
+        " %{http_code} %{num_connects}",
+    );
+    forwarded.extend([open.as_str(), &open]);
+    let mut tunnelled = through(
+        &["-p", "--proxy-anyauth"],
+        "alice:s3cret",
+        " %{http_code} %{http_connect} %{num_connects}",
+    );
+    tunnelled.extend([open.as_str(), &open]);
+    let mut forwarded_wrong = through(
+        &["--proxy-digest", "-o", "/dev/null"],
+        "alice:wrong",
+        "%{http_code}",
+    );
+    forwarded_wrong.push(&open);
+    let mut tunnelled_wrong = through(&["-p", "--proxy-digest"], "alice:wrong", "%{http_connect}");
+    tunnelled_wrong.push(&open);
     vec![
         beside_curl(right, &curl, poolcurl, &two),
         beside_curl(wrong, &curl, poolcurl, &refused),
+        beside_curl(forward, &curl, poolcurl, &forwarded),
+        beside_curl(tunnel, &curl, poolcurl, &tunnelled),
+        beside_curl(forward_wrong, &curl, poolcurl, &forwarded_wrong),
+        beside_curl_exiting(tunnel_wrong, &curl, poolcurl, &tunnelled_wrong, 56),
     ]
 }
 
-/// Writes the document, the password file and `httpd.conf` into `dir`, starts httpd in the
+/// Writes the documents, the password file and `httpd.conf` into `dir`, starts httpd in the
 /// foreground and waits until it listens. Returns the server (stopped on drop with `-k stop`,
-/// so its workers go too) and its port.
-fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16), String> {
+/// so its workers go too), its port and its proxy's port.
+fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16, u16), String> {
     let docs = dir.join("htdocs/secret");
     std::fs::create_dir_all(&docs).map_err(|e| format!("create {}: {e}", docs.display()))?;
     let write = |path: PathBuf, text: &str| {
         std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))
     };
     write(docs.join("index.txt"), "digest ok\n")?;
+    write(dir.join("htdocs/open.txt"), "open ok\n")?;
     write(dir.join("htdigest"), HTDIGEST)?;
-    let [port] = free_ports::<1>()?;
+    let [port, proxy_port] = free_ports::<2>()?;
     // As root httpd hands its workers to `User`; `nobody` can read the temp dir's files.
     let user = if running_as_root() {
         "User nobody\nGroup nogroup\n"
@@ -92,22 +148,25 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16)
         ""
     };
     let (d, m) = (dir.display(), modules.display());
-    let load: String = [
-        ("mpm_event", "mod_mpm_event"),
-        ("authz_core", "mod_authz_core"),
-        ("authz_user", "mod_authz_user"),
-        ("authn_core", "mod_authn_core"),
-        ("authn_file", "mod_authn_file"),
-        ("auth_digest", "mod_auth_digest"),
-    ]
-    .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
-    .concat();
+    let load: String = MODULES
+        .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
+        .concat();
+    // The proxy asks for the same user with Digest, and may open tunnels to the first port only.
+    let guard = format!(
+        "AuthType Digest\n    AuthName \"{REALM}\"\n    AuthDigestProvider file\n    \
+         AuthUserFile {d}/htdigest\n    Require valid-user\n"
+    );
+    let proxy = format!(
+        "<VirtualHost 127.0.0.1:{proxy_port}>\n  ProxyRequests On\n  AllowCONNECT {port}\n  \
+         <Proxy \"*\">\n    {guard}  </Proxy>\n</VirtualHost>\n"
+    );
     let conf = format!(
-        "ServerRoot {d}\nServerName localhost\nListen 127.0.0.1:{port}\nPidFile {d}/httpd.pid\n\
+        "ServerRoot {d}\nServerName localhost\nListen 127.0.0.1:{port}\n\
+         Listen 127.0.0.1:{proxy_port}\nPidFile {d}/httpd.pid\n\
          ErrorLog {d}/error.log\n{user}{load}DocumentRoot {d}/htdocs\n\
          <Location /secret>\n  AuthType Digest\n  AuthName \"{REALM}\"\n\
          AuthDigestProvider file\n  AuthUserFile {d}/htdigest\n  Require valid-user\n\
-         </Location>\n"
+         </Location>\n{proxy}"
     );
     let conf_path = dir.join("httpd.conf");
     write(conf_path.clone(), &conf)?;
@@ -117,6 +176,6 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16)
     let mut stop = Command::new(httpd);
     stop.arg("-f").arg(&conf_path).args(["-k", "stop"]);
     server.stop = Some(stop);
-    server.wait_ready(&[port])?;
-    Ok((server, port))
+    server.wait_ready(&[port, proxy_port])?;
+    Ok((server, port, proxy_port))
 }

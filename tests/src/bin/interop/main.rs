@@ -31,7 +31,9 @@
 //!   HTTP/1.1 and TLS http/1.1, poolcurl alone over h2c and TLS h2, where curl 7.88 fails
 //!   (`early.rs`).
 //! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
-//!   wrong password (`apache.rs`); one "skip" row without httpd.
+//!   wrong password, and httpd as a Digest proxy (`mod_proxy`): `--proxy-digest` forwarded,
+//!   `-p --proxy-anyauth` through `CONNECT`, and wrong passwords both ways (`apache.rs`); one
+//!   "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
