@@ -86,6 +86,8 @@ enum Kind {
         status: Option<u16>,
         /// The head of that answer as received (bytes that are not UTF-8 replaced).
         answer: Option<Box<str>>,
+        /// The head of the `407` whose challenge the refused `CONNECT` answered, if it did.
+        challenge: Option<Box<str>>,
     },
 }
 
@@ -175,6 +177,7 @@ impl ConnectError {
         let kind = Kind::Tunnel {
             status: None,
             answer: None,
+            challenge: None,
         };
         ConnectError::new(kind, Some(error.into()))
     }
@@ -197,8 +200,23 @@ impl ConnectError {
         let kind = Kind::Tunnel {
             status: Some(status),
             answer: Some(String::from_utf8_lossy(answer).into()),
+            challenge: None,
         };
         ConnectError::new(kind, None)
+    }
+
+    /// Records that the refused `CONNECT` answered the challenge of the `407` whose head is
+    /// `head`; a failure that is not a refusal is returned as it is.
+    pub(crate) fn after_challenge(mut self, head: &[u8]) -> ConnectError {
+        if let Kind::Tunnel {
+            status: Some(_),
+            challenge,
+            ..
+        } = &mut self.inner.kind
+        {
+            *challenge = Some(String::from_utf8_lossy(head).into());
+        }
+        self
     }
 
     /// Records that the failure happened on the way to (or through) `proxy`.
@@ -325,6 +343,15 @@ impl ConnectError {
     pub fn proxy_response(&self) -> Option<&str> {
         match &self.inner.kind {
             Kind::Tunnel { answer, .. } => answer.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// When the refused `CONNECT` answered a challenge (Digest proxy authentication), the head
+    /// of the proxy's `407` that made it, before [`proxy_response`](Self::proxy_response).
+    pub fn proxy_challenge(&self) -> Option<&str> {
+        match &self.inner.kind {
+            Kind::Tunnel { challenge, .. } => challenge.as_deref(),
             _ => None,
         }
     }

@@ -205,7 +205,7 @@ where
     };
     let status = Head::parse(&second)?.status;
     if !(200..300).contains(&status) {
-        return Err(ConnectError::tunnel_refused(status, &second));
+        return Err(ConnectError::tunnel_refused(status, &second).after_challenge(&response));
     }
     Ok(Opened::Tunnel {
         answer: second,
@@ -566,6 +566,10 @@ mod tests {
         let (result, heads, _) = run_through(&any, vec![basic_407, basic_407]).await;
         let error = result.expect_err("the answer was refused");
         assert_eq!(error.proxy_status(), Some(407), "{error}");
+        assert_eq!(
+            error.proxy_challenge(),
+            Some(std::str::from_utf8(basic_407).unwrap())
+        );
         assert_eq!(heads.len(), 2);
         assert!(
             heads[1].contains("Proxy-Authorization: Basic dTpw\r\n"),

@@ -289,6 +289,12 @@ impl Error {
         self.connect_error().and_then(ConnectError::proxy_response)
     }
 
+    /// When the refused tunnel's `CONNECT` answered a challenge (Digest proxy authentication),
+    /// the head of the proxy's `407` that made it; see [`ConnectError::proxy_challenge`].
+    pub fn proxy_challenge(&self) -> Option<&str> {
+        self.connect_error().and_then(ConnectError::proxy_challenge)
+    }
+
     /// For a rejected certificate ([`is_certificate`](Self::is_certificate)), what was wrong
     /// with it.
     pub fn certificate_check(&self) -> Option<crate::CertificateCheck> {

@@ -336,6 +336,17 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
         assert!(error.is_proxy_auth(), "{error}");
         assert_eq!(error.proxy_status(), Some(407));
         assert_eq!(proxy.requests().len(), 2);
+        // The refusal answered a challenge: both 407s are kept, the first as the challenge.
+        let challenge = error.proxy_challenge().unwrap_or_default();
+        assert!(
+            challenge.starts_with("HTTP/1.1 407 ") && challenge.contains("Digest"),
+            "{challenge}"
+        );
+        assert!(
+            error
+                .proxy_response()
+                .is_some_and(|r| r.starts_with("HTTP/1.1 407 "))
+        );
         assert_eq!(
             pool.stats(&origin(&url)).total(),
             pool::PartitionStats::default()

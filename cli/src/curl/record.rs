@@ -55,6 +55,10 @@ pub(crate) struct TransferRecord {
     /// The proxy's answer to this transfer's `CONNECT` (200, or a refusal's status); 0 when
     /// no tunnel was opened for it (none needed, or a reused connection).
     pub(crate) http_connect: u16,
+    /// The heads of the proxy's answers to the `CONNECT` of a tunnel opened (or refused) for
+    /// the last request: a challenge's `407` when there was one, then the answer. Taken by
+    /// the exchange, which writes them before the response's head as curl does.
+    pub(crate) tunnel_heads: Vec<u8>,
     /// The `Location` of a redirect that was not followed.
     pub(crate) redirect_url: Option<String>,
     /// The `-o` file of this transfer.
@@ -102,6 +106,7 @@ impl TransferRecord {
             size_upload: 0,
             size_request: 0,
             http_connect: 0,
+            tunnel_heads: Vec::new(),
             redirect_url: None,
             output_file: None,
             exit_code: 0,

@@ -172,10 +172,20 @@ impl Verbose {
         &self,
         proxy: Option<&pool::Proxy>,
         authority: &str,
+        challenge: Option<&str>,
         answer: &str,
     ) {
         self.print(|lines| {
-            let sent = proxy.map(|proxy| proxy.connect_head(authority));
+            // After a challenge, the refused `CONNECT` carried an answer the error does not
+            // keep: only the refusal is shown.
+            let sent = match challenge {
+                Some(challenge) => {
+                    let first = proxy.map(|proxy| proxy.connect_head(authority));
+                    tunnel_lines(lines, first.as_deref(), authority, Some(challenge));
+                    None
+                }
+                None => proxy.map(|proxy| proxy.connect_head(authority)),
+            };
             let status =
                 tunnel_lines(lines, sent.as_deref(), authority, Some(answer)).unwrap_or_default();
             lines.info(&format!("CONNECT tunnel failed, response {status}"));

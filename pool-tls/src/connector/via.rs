@@ -43,7 +43,8 @@ impl Inner {
         // `open_tunnel` asks for another connection only when it sent no answer yet.
         let head = challenge.head.clone();
         self.via_once(proxy, target, start, Some(challenge))
-            .await?
+            .await
+            .map_err(|e| e.after_challenge(&head))?
             .map_err(|_| ConnectError::tunnel_refused(407, &head).via_proxy(proxy_label(proxy)))
     }
 

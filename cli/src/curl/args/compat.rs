@@ -26,10 +26,6 @@ pub(crate) struct CompatArgs {
     #[arg(long = "styled-output")]
     pub(crate) styled_output: bool,
 
-    /// Leave the proxy's CONNECT response out of -i output (no effect: it is never shown)
-    #[arg(long = "suppress-connect-headers")]
-    pub(crate) suppress_connect_headers: bool,
-
     /// How long to wait for 100 Continue (no effect: poolcurl sends no Expect: 100-continue)
     #[arg(long = "expect100-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
     pub(crate) expect100_timeout: Option<Duration>,

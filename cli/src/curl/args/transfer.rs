@@ -58,6 +58,10 @@ pub(crate) struct TransferArgs {
     #[arg(short = 'D', long = "dump-header", value_name = "FILE")]
     pub(crate) dump_header: Option<PathBuf>,
 
+    /// Leave the proxy's answers to a tunnel's CONNECT out of -i, -I and -D output
+    #[arg(long = "suppress-connect-headers")]
+    pub(crate) suppress_connect_headers: bool,
+
     /// As -f, but write the response body before exiting 22
     #[arg(long = "fail-with-body")]
     pub(crate) fail_with_body: bool,

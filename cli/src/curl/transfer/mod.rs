@@ -280,7 +280,9 @@ impl Session {
         let mut extra = self.per_request(uri, hop, state, resume);
         extra.empty_length = probe.is_some();
         let ranged = extra.range.is_some();
-        let (parts, mut body) = self.send(uri, hop, &extra, &target, record).await?;
+        let sent = self.send(uri, hop, &extra, &target, record).await;
+        self.write_tunnel_heads(record, sink)?;
+        let (parts, mut body) = sent?;
         let head = output::response_head(&parts);
         record.size_header += head.len() as u64;
         if let Some(jar) = &self.cookies {
@@ -398,6 +400,32 @@ impl Session {
             return Err(CurlError::http_error(status));
         }
         Ok(Next::Done)
+    }
+
+    /// The heads of the proxy's answers to the `CONNECT` of a tunnel the last request opened
+    /// (or the proxy refused), as curl writes them before the response's head: counted in
+    /// `%{size_header}`, and written to `-D` and, with `-i` or `-I`, the output, unless
+    /// `--suppress-connect-headers`.
+    fn write_tunnel_heads(
+        &self,
+        record: &mut TransferRecord,
+        sink: &mut Sink,
+    ) -> Result<(), CurlError> {
+        let heads = std::mem::take(&mut record.tunnel_heads);
+        if heads.is_empty() {
+            return Ok(());
+        }
+        record.size_header += heads.len() as u64;
+        if self.args.transfer.suppress_connect_headers {
+            return Ok(());
+        }
+        if let Some(dump) = &self.dump_header {
+            lock(dump).write(&heads)?;
+        }
+        if self.args.include || self.args.head {
+            sink.write(&heads)?;
+        }
+        Ok(())
     }
 
     /// `--limit-rate`, `-Y` and `-y`.

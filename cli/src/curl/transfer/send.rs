@@ -83,8 +83,10 @@ impl Session {
                 });
                 if let Some(answer) = error.proxy_response() {
                     let proxy = self.proxy_for(uri);
+                    let challenge = error.proxy_challenge();
                     self.verbose
-                        .refused_tunnel(proxy, &target.dial.authority, answer);
+                        .refused_tunnel(proxy, &target.dial.authority, challenge, answer);
+                    record.tunnel_heads = [challenge.unwrap_or_default(), answer].concat().into();
                 }
                 return Err(self.failed(&error, target, record, None));
             }
@@ -94,9 +96,16 @@ impl Session {
         if let Some(new) = connection.as_ref().filter(|c| !c.is_reused()) {
             record.num_connects += 1;
             let connect = |route: &pool::ProxyRoute| route.tunnel && route.socks_target.is_none();
-            if new.info().proxy().is_some_and(connect) {
+            if let Some(route) = new.info().proxy().filter(|route| connect(route)) {
                 // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
                 record.http_connect = 200;
+                let heads = [&route.connect_challenge, &route.connect_response];
+                record.tunnel_heads = heads
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect::<String>()
+                    .into();
             }
         }
         let http2 = response.version() == http::Version::HTTP_2;
