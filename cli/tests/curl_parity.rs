@@ -261,6 +261,70 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // --pinnedpubkey: the server key's digest (%PIN%), alone or among others, its PEM file
+        // (%PUBKEY%) under -k, and what pins nothing (another digest, a certificate file):
+        // exit 90, verified or not; an http:// URL is not concerned.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "pinnedpubkey matching",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--pinnedpubkey",
+                    "%PIN%",
+                    "-w",
+                    " %{http_code}",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "pinnedpubkey among others",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--pinnedpubkey",
+                    "sha256//bm9wZQ==;%PIN%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "pinnedpubkey mismatch",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--pinnedpubkey",
+                    "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                    "-w",
+                    "%{http_code}",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "pinnedpubkey file with -k",
+                &["-k", "--pinnedpubkey", "%PUBKEY%", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "pinnedpubkey of a certificate file pins nothing",
+                &["-k", "--pinnedpubkey", "%CA%", "%TLS%/hello"],
+            )
+        },
+        case(
+            "pinnedpubkey does not concern http",
+            &["--pinnedpubkey", "sha256//x", "%BASE%/hello"],
+        ),
         Case {
             server: Server::TlsClientAuth,
             ..case(
@@ -580,6 +644,25 @@ fn cases() -> Vec<Case> {
         case("port over 65535", &["http://127.0.0.1:99999/"]),
         // An https:// proxy (the TLS server, which answers absolute-form requests as a
         // forward proxy) is trusted by its own flags; --cacert and -k are the origin's.
+        // --proxy-pinnedpubkey is the proxy's: its key passes, and --pinnedpubkey does not
+        // reach the proxy. (curl 7.88 does not check the proxy's pin at all: another pin passes
+        // there, where poolcurl exits 90; the pool's proxy tests hold that.)
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-pinnedpubkey",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-insecure",
+                    "--proxy-pinnedpubkey",
+                    "%PIN%",
+                    "--pinnedpubkey",
+                    "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(
@@ -1960,6 +2043,24 @@ fn lie(name: &str) -> Reply {
     Reply::raw(Bytes::from(head)).then_close()
 }
 
+/// `sha256//BASE64` of the public key in the PEM file at `path` (empty when there is none):
+/// the pin of the TLS server's key, computed from the key as `--pinnedpubkey FILE` reads it.
+fn pin_of(path: &Path) -> String {
+    use base64::Engine as _;
+    let Ok(pem) = std::fs::read_to_string(path) else {
+        return String::new();
+    };
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let spki = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .expect("base64 in the PEM");
+    let pin = pool::PublicKeyPin::of_spki_der(&spki);
+    format!(
+        "sha256//{}",
+        base64::engine::general_purpose::STANDARD.encode(pin.sha256())
+    )
+}
+
 /// The routes every case's server answers.
 fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
     // A request through a forward proxy (this server, with -x) names its origin too.
@@ -2207,8 +2308,10 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         dir.with_extension("key.pem"),
     );
     let crl = dir.with_extension("crl.pem");
+    let public_key = dir.with_extension("pub.pem");
     let tls = |server: Server| {
         let pki = TestPki::new();
+        std::fs::write(&public_key, pki.server_public_key_pem()).unwrap();
         std::fs::write(&ca, pki.ca_pem()).unwrap();
         std::fs::write(&crl, pki.crl_pem(true)).unwrap();
         let (cert_pem, key_pem) = pki.client_identity_pem();
@@ -2302,6 +2405,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%CERT%", &cert.to_string_lossy())
                 .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())
+                .replace("%PUBKEY%", &public_key.to_string_lossy())
+                .replace("%PIN%", &pin_of(&public_key))
                 .replace("%UNIX%", &unix_path)
                 .replace("%ABSTRACT%", &abstract_name)
                 .replace("%SOCKS%", &socks_addr)

@@ -72,6 +72,8 @@ enum Kind {
     Tls,
     /// The server's certificate was rejected.
     Certificate,
+    /// The server's certificate does not carry a pinned public key.
+    PinnedKey,
     /// The SOCKS handshake with the proxy failed: the proxy refused the target or the
     /// credentials, or the exchange broke; or, `resolving`, the origin's name did not resolve
     /// here for a proxy that is sent addresses (`socks5://`, `socks4://`).
@@ -133,6 +135,11 @@ impl ConnectError {
             _ => Kind::Tls,
         };
         ConnectError::new(kind, Some(source))
+    }
+
+    /// The server's certificate carries none of the pinned public keys.
+    pub(crate) fn pinned_key_mismatch() -> ConnectError {
+        ConnectError::new(Kind::PinnedKey, None)
     }
 
     /// Binding a socket to interface `name` failed with `error`.
@@ -283,6 +290,13 @@ impl ConnectError {
     /// or no certificate presented at all.
     pub fn is_certificate(&self) -> bool {
         matches!(self.inner.kind, Kind::Certificate)
+    }
+
+    /// Whether the handshake finished but the server's certificate carries none of the pinned
+    /// public keys ([`TlsOptions::pinned_public_keys`](crate::TlsOptions::pinned_public_keys);
+    /// curl's exit 90).
+    pub fn is_pinned_key_mismatch(&self) -> bool {
+        matches!(self.inner.kind, Kind::PinnedKey)
     }
 
     /// Whether the failure concerns the proxy the transport goes through: resolving, dialing or
@@ -487,6 +501,13 @@ impl fmt::Display for ConnectError {
             }
             (Kind::Tls, Some(host)) => write!(f, "TLS handshake with {host} failed")?,
             (Kind::Tls, None) => f.write_str("TLS handshake failed")?,
+            (Kind::PinnedKey, Some(host)) => write!(
+                f,
+                "the certificate of {host} does not carry a pinned public key"
+            )?,
+            (Kind::PinnedKey, None) => {
+                f.write_str("the certificate does not carry a pinned public key")?;
+            }
             (Kind::Certificate, Some(host)) => write!(f, "server certificate for {host} rejected")?,
             (Kind::Certificate, None) => f.write_str("server certificate rejected")?,
         }

@@ -76,6 +76,7 @@ mod happy_eyeballs;
 #[cfg(feature = "hickory")]
 mod hickory;
 mod io;
+mod pin;
 mod proxy_config;
 mod resolve;
 mod roots;
@@ -103,6 +104,7 @@ pub use hickory::HickoryResolver;
 #[cfg(feature = "hickory")]
 pub use hickory_resolver;
 pub use io::Io;
+pub use pin::PublicKeyPin;
 pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
 pub use service::{Connecting, Connection};

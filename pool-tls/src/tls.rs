@@ -24,9 +24,9 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateRevocationListDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-use crate::AlpnOffer;
 use crate::roots::{self, Identity};
 use crate::verifier::DangerousAcceptAnyServerCert;
+use crate::{AlpnOffer, ConnectError, PublicKeyPin};
 
 /// What the TLS client trusts and presents.
 ///
@@ -57,6 +57,11 @@ pub struct TlsOptions {
     /// revoke is rejected ([`CertificateCheck::Revoked`]). Certificates their issuers do not
     /// cover are not checked for revocation. Each bundle must hold at least one CRL.
     pub crls_pem: Vec<Vec<u8>>,
+    /// The public keys the server's certificate may carry (curl's `--pinnedpubkey`): when
+    /// any are given, a handshake whose end-entity certificate carries none of them fails
+    /// ([`ConnectError::is_pinned_key_mismatch`](crate::ConnectError::is_pinned_key_mismatch)),
+    /// verified or not. Empty (no pinning) by default.
+    pub pinned_public_keys: Vec<PublicKeyPin>,
 }
 
 /// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
@@ -88,6 +93,7 @@ impl Default for TlsOptions {
             min_version: TlsVersion::Tls12,
             max_version: TlsVersion::Tls13,
             crls_pem: Vec::new(),
+            pinned_public_keys: Vec::new(),
         }
     }
 }
@@ -110,6 +116,7 @@ impl fmt::Debug for TlsOptions {
             .field("min_version", &self.min_version)
             .field("max_version", &self.max_version)
             .field("crls_pem", &self.crls_pem.len())
+            .field("pinned_public_keys", &self.pinned_public_keys)
             .finish()
     }
 }
@@ -137,6 +144,8 @@ struct Inner {
     versions: Vec<&'static rustls::SupportedProtocolVersion>,
     /// Parsed `TlsOptions::crls_pem`.
     crls: Vec<CertificateRevocationListDer<'static>>,
+    /// `TlsOptions::pinned_public_keys`.
+    pins: Vec<PublicKeyPin>,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
@@ -201,6 +210,7 @@ impl TlsConnector {
                 danger_accept_invalid_certs: options.danger_accept_invalid_certs,
                 versions,
                 crls,
+                pins: options.pinned_public_keys,
                 configs: OnceLock::new(),
             }),
         })
@@ -269,6 +279,12 @@ impl TlsConnector {
         let checker = self.inner.configs.get().and_then(|c| c.checker.as_deref());
         let chain = session.peer_certificates().unwrap_or_default();
         crate::verifier::check(checker, chain, server_name)
+    }
+
+    /// Whether the server certificate of `session`, a finished handshake, carries a pinned
+    /// key (always, without pins).
+    pub(crate) fn check_pins(&self, session: &ClientConnection) -> Result<(), ConnectError> {
+        crate::pin::check(&self.inner.pins, session)
     }
 
     fn configs(&self) -> Result<&Configs, TlsConfigError> {

@@ -9,10 +9,10 @@ use std::time::Duration;
 use pool_core::{AsyncSleep, CertificateCheck, OriginKey, Scheme, Sleep};
 use pool_tls::{
     AlpnOffer, Connect, ConnectError, ConnectTarget, ConnectTo, Connected, DialOptions,
-    HttpConnector, Io, Negotiated, Resolve, ResolveFuture, StaticResolver, TlsConnector,
-    TlsOptions, TlsVersion,
+    HttpConnector, Io, Negotiated, PublicKeyPin, Resolve, ResolveFuture, StaticResolver,
+    TlsConnector, TlsOptions, TlsVersion,
 };
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, PublicKeyData};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
@@ -34,6 +34,8 @@ struct Pki {
     ca_der: CertificateDer<'static>,
     server_chain: Vec<CertificateDer<'static>>,
     server_key: PrivateKeyDer<'static>,
+    /// The server key's DER SubjectPublicKeyInfo, as rcgen writes it.
+    server_spki: Vec<u8>,
     client_cert_pem: String,
     client_key_pem: String,
 }
@@ -61,6 +63,7 @@ impl Pki {
             ca_der: ca.der().clone(),
             server_chain: vec![server_cert.der().clone()],
             server_key: PrivatePkcs8KeyDer::from(server_key.serialize_der()).into(),
+            server_spki: server_key.subject_public_key_info(),
             client_cert_pem: client_cert.pem(),
             client_key_pem: client_key.serialize_pem(),
         }
@@ -619,6 +622,49 @@ async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
     let tls = connected.tls.as_ref().unwrap();
     assert_eq!(tls.certificate, CertificateCheck::UnknownIssuer);
     assert_eq!(tls.peer_certificates, 1);
+}
+
+/// A pinned public key (curl's `--pinnedpubkey`): the server's key passes, verified or not;
+/// any other pin fails the connection after the handshake, whether certificates are verified
+/// or not, and the pin of the certificate is the pin of the key it carries.
+#[tokio::test]
+async fn only_a_pinned_public_key_passes_verified_or_not() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"http/1.1"], false).await;
+    let right = PublicKeyPin::of_spki_der(&pki.server_spki);
+    assert_eq!(
+        PublicKeyPin::of_certificate_der(&pki.server_chain[0]),
+        Some(right)
+    );
+    let wrong = PublicKeyPin::from_sha256([9; 32]);
+    for insecure in [false, true] {
+        for (pins, passes) in [
+            (vec![right], true),
+            (vec![wrong, right], true),
+            (vec![wrong], false),
+        ] {
+            let options = TlsOptions {
+                danger_accept_invalid_certs: insecure,
+                pinned_public_keys: pins.clone(),
+                ..pki.trusting_options()
+            };
+            let connector = connector_to(server.addr, options);
+            let result = connect(
+                &connector,
+                https("localhost", server.addr.port(), AlpnOffer::Both),
+            )
+            .await;
+            match result {
+                Ok(_) => assert!(passes, "{pins:?} insecure {insecure}"),
+                Err(error) => {
+                    assert!(!passes, "{pins:?} insecure {insecure}: {error}");
+                    assert!(error.is_pinned_key_mismatch(), "{error}");
+                    assert!(!error.is_certificate() && !error.is_tls(), "{error}");
+                    assert!(error.to_string().contains("pinned public key"), "{error}");
+                }
+            }
+        }
+    }
 }
 
 /// With verification off, the connection is made whatever the certificate, and what

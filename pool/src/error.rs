@@ -308,6 +308,14 @@ impl Error {
             .is_some_and(ConnectError::is_certificate)
     }
 
+    /// The server's certificate carries none of the pinned public keys
+    /// ([`Builder::pin_public_key`](crate::Builder::pin_public_key)); the handshake itself
+    /// finished.
+    pub fn is_pinned_key_mismatch(&self) -> bool {
+        self.connect_error()
+            .is_some_and(ConnectError::is_pinned_key_mismatch)
+    }
+
     /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, the body
     /// idle timeout, or one of hyper's.
     pub fn is_timeout(&self) -> bool {

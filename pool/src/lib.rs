@@ -101,8 +101,8 @@ pub use pool_h1::RawHeaderNames;
 pub use pool_tls::{
     AlpnOffer, AuthAnswer, AuthScheme, Challenged, Connect, ConnectError, ConnectFuture,
     ConnectTarget, ConnectTo, Connected, DialTarget, Io, Negotiated, NoProxy, Proxy, ProxyConfig,
-    ProxyError, ProxyScheme, ProxyUse, Resolve, ResolveFuture, StaticResolver, SystemResolver,
-    TlsOptions, TlsVersion, TokioIo,
+    ProxyError, ProxyScheme, ProxyUse, PublicKeyPin, Resolve, ResolveFuture, StaticResolver,
+    SystemResolver, TlsOptions, TlsVersion, TokioIo,
 };
 #[cfg(feature = "hickory")]
 pub use pool_tls::{HickoryResolver, hickory_resolver};

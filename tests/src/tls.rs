@@ -175,6 +175,30 @@ impl TestPki {
         self.server.cert_pem.clone()
     }
 
+    /// The server leaf's public key in PEM (`PUBLIC KEY`: its DER SubjectPublicKeyInfo), the
+    /// form curl's `--pinnedpubkey FILE` reads.
+    ///
+    /// # Panics
+    ///
+    /// If the key generated for the leaf does not parse back (it does).
+    pub fn server_public_key_pem(&self) -> String {
+        KeyPair::try_from(self.server.key_der.as_slice())
+            .expect("the server key parses")
+            .public_key_pem()
+    }
+
+    /// The server leaf's public key as a DER SubjectPublicKeyInfo (what a pin digests).
+    ///
+    /// # Panics
+    ///
+    /// If the key generated for the leaf does not parse back (it does).
+    pub fn server_public_key_der(&self) -> Vec<u8> {
+        use rcgen::PublicKeyData as _;
+        KeyPair::try_from(self.server.key_der.as_slice())
+            .expect("the server key parses")
+            .subject_public_key_info()
+    }
+
     /// The server leaf's private key in PKCS#8 PEM.
     pub fn server_key_pem(&self) -> String {
         self.server.key_pem.clone()

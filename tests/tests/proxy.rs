@@ -7,7 +7,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use pool::{AuthScheme, Challenged, ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig};
+use pool::{
+    AuthScheme, Challenged, ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig, PublicKeyPin,
+};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
@@ -508,6 +510,70 @@ async fn an_https_proxy_is_reached_over_tls() {
         route.proxy
     );
     assert_eq!(proxy.requests().len(), 1);
+}
+
+/// An `https://` proxy's key is pinned by its own TLS settings (curl's `--proxy-pinnedpubkey`):
+/// its key passes, another pin fails the connection as a proxy failure; the origins' pins
+/// never apply to it.
+#[tokio::test]
+async fn an_https_proxy_s_key_is_pinned_by_its_own_settings() {
+    let pki = TestPki::new();
+    let server = tls_h2_origin(&pki, "inside").await;
+    let proxy = ScriptedProxy::start_tls(
+        ConnectScript::Tunnel,
+        None,
+        pki.server_config(&[b"http/1.1"]),
+    )
+    .await;
+    let key = PublicKeyPin::of_spki_der(&pki.server_public_key_der());
+    let other = PublicKeyPin::from_sha256([1; 32]);
+    // The origin is pinned to its key (the same PKI's), the proxy to `proxy_pin`.
+    for (proxy_pin, passes) in [(key, true), (other, false)] {
+        let proxy_tls = pool::TlsOptions {
+            native_roots: false,
+            extra_roots_pem: vec![pki.ca_pem().into_bytes()],
+            pinned_public_keys: vec![proxy_pin],
+            ..pool::TlsOptions::default()
+        };
+        let pool = ConnectionPool::builder()
+            .native_roots(false)
+            .add_root_certificates_pem(pki.ca_pem())
+            .pin_public_key(key)
+            .proxy(via(&proxy), false)
+            .proxy_tls(proxy_tls)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let result = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
+            .await
+            .expect("in time");
+        match result {
+            Ok(_) => assert!(passes),
+            Err(error) => {
+                assert!(!passes, "{error}");
+                assert!(
+                    error.is_pinned_key_mismatch() && error.is_proxy(),
+                    "{error}"
+                );
+            }
+        }
+    }
+    // An origin pin that is not the proxy's key does not reach the proxy (no proxy_tls).
+    let pool = ConnectionPool::builder()
+        .native_roots(false)
+        .add_root_certificates_pem(pki.ca_pem())
+        .pin_public_key(other)
+        .proxy(via(&proxy), false)
+        .build()
+        .unwrap();
+    let error = tokio::time::timeout(LIMIT, pool.client().unwrap().request(get(&server.url("/"))))
+        .await
+        .expect("in time")
+        .expect_err("the origin's key is not pinned");
+    assert!(
+        error.is_pinned_key_mismatch() && !error.is_proxy(),
+        "{error}"
+    );
 }
 
 /// A Unix socket instead of the network: `http` and `https` origins are dialed through the

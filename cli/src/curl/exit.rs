@@ -194,6 +194,9 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_connect_timeout() {
         return CurlError::new(28, format!("Connection timed out after {ms} milliseconds"));
     }
+    if error.is_pinned_key_mismatch() {
+        return CurlError::new(90, "SSL: public key does not match pinned public key");
+    }
     if error.is_certificate() {
         return certificate_problem(error, attempt.host);
     }
@@ -383,7 +386,7 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
     }
     // A TLS failure with the proxy (its certificate included) is classified as any TLS
     // failure is: curl's 35 or 60.
-    let tls = error.is_tls() || error.is_certificate();
+    let tls = error.is_tls() || error.is_certificate() || error.is_pinned_key_mismatch();
     if error.is_connect() && !error.is_connect_timeout() && !tls {
         return Some(CurlError::new(
             7,

@@ -60,6 +60,7 @@ mod netrc;
 mod next;
 mod output;
 mod pace;
+mod pinned_key;
 mod plan;
 mod progress;
 mod proto;

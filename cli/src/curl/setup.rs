@@ -13,6 +13,7 @@
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
 //! | `--cert` / `--key` | `client_identity_pem` (curl mode; unusable files are exit 58) |
+//! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
@@ -21,7 +22,7 @@
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
 //! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
-//! | `--proxy-cacert`, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure`, `--proxy-cert` / `--proxy-key` | `proxy_tls`, set whenever an `https://` proxy is configured, so that `--cacert`, `-k` and the rest stay the origins' (curl's rule); the platform's roots unless `--proxy-cacert` replaces them |
+//! | `--proxy-cacert`, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure`, `--proxy-cert` / `--proxy-key`, `--proxy-pinnedpubkey` | `proxy_tls`, set whenever an `https://` proxy is configured, so that `--cacert`, `-k` and the rest stay the origins' (curl's rule); the platform's roots unless `--proxy-cacert` replaces them |
 //!
 //! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
 //!
@@ -45,6 +46,7 @@ use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
+use super::pinned_key;
 use super::request::DEFAULT_USER_AGENT;
 
 /// curl's connect timeout when `--connect-timeout` is not given (or is 0).
@@ -224,6 +226,15 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         let (chain, key) = read_client_identity(cert, args.net.key.as_deref())?;
         builder = builder.client_identity_pem(chain, key);
     }
+    for pin in args
+        .net
+        .pinnedpubkey
+        .as_deref()
+        .map(pinned_key::pins)
+        .unwrap_or_default()
+    {
+        builder = builder.pin_public_key(pin);
+    }
     Ok(builder)
 }
 
@@ -278,6 +289,9 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
     }
     if let Some(cert) = &args.proxy_cert {
         options.client_identity_pem = Some(read_client_identity(cert, args.proxy_key.as_deref())?);
+    }
+    if let Some(arg) = &args.proxy_pinnedpubkey {
+        options.pinned_public_keys = pinned_key::pins(arg);
     }
     Ok(options)
 }

@@ -95,7 +95,7 @@ impl ErrorClass {
             ErrorClass::Saturated
         } else if error.is_resolve() {
             ErrorClass::Resolve
-        } else if error.is_certificate() || error.is_tls() {
+        } else if error.is_certificate() || error.is_tls() || error.is_pinned_key_mismatch() {
             ErrorClass::Tls
         } else if error.is_timeout() {
             ErrorClass::Timeout

@@ -298,7 +298,11 @@ impl Inner {
     {
         let origin = &target.origin;
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
-        handshake(config, stream, origin.host(), origin.ip()).await
+        let stream = handshake(config, stream, origin.host(), origin.ip()).await?;
+        self.tls
+            .check_pins(stream.get_ref().1)
+            .map_err(|e| e.with_target(origin.host()))?;
+        Ok(stream)
     }
 
     async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ConnectError> {

@@ -140,6 +140,11 @@ impl Inner {
                 let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
                     .await
                     .map_err(in_tunnel)?;
+                // The origins' pins are theirs: only the proxy's own settings pin its key.
+                if let Some(own) = &self.proxy_tls {
+                    own.check_pins(to_proxy.get_ref().1)
+                        .map_err(|e| in_tunnel(e.with_target(proxy.host())))?;
+                }
                 if !tunnel {
                     return Ok(Ok((Io::tls(to_proxy), connected)));
                 }

@@ -136,6 +136,17 @@ impl Builder {
         self
     }
 
+    /// Pins the server's public key (curl's `--pinnedpubkey`): once any pin is added, a TLS
+    /// handshake whose server certificate carries none of the pinned keys fails
+    /// ([`Error::is_pinned_key_mismatch`](crate::Error::is_pinned_key_mismatch)), whether
+    /// certificates are verified or not. Applies to every `https` origin and never to an
+    /// `https://` proxy, even one trusted with these settings: a proxy's key is pinned by
+    /// [`proxy_tls`](Self::proxy_tls)'s `pinned_public_keys`.
+    pub fn pin_public_key(mut self, pin: crate::PublicKeyPin) -> Self {
+        self.tls.pinned_public_keys.push(pin);
+        self
+    }
+
     /// Whether to trust the platform's root certificates (on by default).
     pub fn native_roots(mut self, enabled: bool) -> Self {
         self.tls.native_roots = enabled;

@@ -44,6 +44,10 @@ pub(crate) struct NetArgs {
     #[arg(long = "key", value_name = "FILE")]
     pub(crate) key: Option<PathBuf>,
 
+    /// The public keys the server may present: sha256//BASE64[;sha256//BASE64...] or a PEM or DER public key file (a mismatch is exit 90)
+    #[arg(long = "pinnedpubkey", value_name = "HASHES|FILE")]
+    pub(crate) pinnedpubkey: Option<String>,
+
     /// Use TLS 1.0 or later (always true: poolcurl speaks TLS 1.2 and 1.3)
     #[arg(short = '1', long = "tlsv1")]
     pub(crate) tlsv1: bool,

@@ -31,4 +31,8 @@ pub(crate) struct ProxyTlsArgs {
     /// Private key (PEM) for --proxy-cert
     #[arg(long = "proxy-key", value_name = "FILE")]
     pub(crate) proxy_key: Option<PathBuf>,
+
+    /// The public keys an https:// proxy may present, as --pinnedpubkey takes them
+    #[arg(long = "proxy-pinnedpubkey", value_name = "HASHES|FILE")]
+    pub(crate) proxy_pinnedpubkey: Option<String>,
 }

@@ -20,7 +20,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
     flag("--ciphers", None, "rustls chooses the cipher suites"),
-    flag("--pinnedpubkey", None, "no public key pinning"),
     flag(
         "--preproxy",
         None,
@@ -98,7 +97,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--proxy-ciphers", None, PROXY_TLS),
     flag("--proxy-key-type", None, PROXY_TLS),
     flag("--proxy-pass", None, PROXY_TLS),
-    flag("--proxy-pinnedpubkey", None, PROXY_TLS),
     flag("--proxy-ssl-allow-beast", None, PROXY_TLS),
     flag("--proxy-ssl-auto-client-cert", None, PROXY_TLS),
     flag("--proxy-tls13-ciphers", None, PROXY_TLS),
@@ -154,7 +152,8 @@ const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --pr
 /// The reason of authentication schemes other than Basic and Digest.
 const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
-const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key";
+const PROXY_TLS: &str =
+    "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -pinnedpubkey";
 /// The reason of resolver options.
 const RESOLVER: &str = "the system resolver or --resolve only";
 /// SOCKS5 authentication other than user name and password.
