@@ -37,6 +37,16 @@ async fn tls_h2_origin(pki: &TestPki, body: &'static str) -> ScriptedH2Server {
         .await
 }
 
+/// An `https://` proxy (its certificate from `pki`) that opens tunnels.
+async fn tls_proxy(pki: &TestPki) -> ScriptedProxy {
+    ScriptedProxy::start_tls(
+        ConnectScript::Tunnel,
+        None,
+        pki.server_config(&[b"http/1.1"]),
+    )
+    .await
+}
+
 /// A pool through `proxy` that trusts `pki`'s CA only, with an event log.
 fn trusting_pool(pki: &TestPki, proxy: &ScriptedProxy) -> (ConnectionPool, EventLog) {
     let events = EventLog::new();
@@ -488,12 +498,7 @@ async fn a_tunnel_asks_for_the_connect_to_target_and_a_forward_proxy_for_the_ori
 async fn an_https_proxy_is_reached_over_tls() {
     let pki = TestPki::new();
     let server = tls_h2_origin(&pki, "inside").await;
-    let proxy = ScriptedProxy::start_tls(
-        ConnectScript::Tunnel,
-        None,
-        pki.server_config(&[b"http/1.1"]),
-    )
-    .await;
+    let proxy = tls_proxy(&pki).await;
     let (pool, events) = trusting_pool(&pki, &proxy);
     let client = pool.client().unwrap();
     let (handle, body) = tokio::time::timeout(LIMIT, fetch(&client, &server.url("/")))
@@ -519,12 +524,7 @@ async fn an_https_proxy_is_reached_over_tls() {
 async fn an_https_proxy_s_key_is_pinned_by_its_own_settings() {
     let pki = TestPki::new();
     let server = tls_h2_origin(&pki, "inside").await;
-    let proxy = ScriptedProxy::start_tls(
-        ConnectScript::Tunnel,
-        None,
-        pki.server_config(&[b"http/1.1"]),
-    )
-    .await;
+    let proxy = tls_proxy(&pki).await;
     let key = PublicKeyPin::of_spki_der(&pki.server_public_key_der());
     let other = PublicKeyPin::from_sha256([1; 32]);
     // The origin is pinned to its key (the same PKI's), the proxy to `proxy_pin`.

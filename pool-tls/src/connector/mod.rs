@@ -212,11 +212,9 @@ impl Inner {
         }
         let remote_addr = connected.remote_addr;
         let stream = self
-            .origin_tls(tcp, target)
+            .origin_tls(tcp, target, &mut connected, start)
             .await
             .map_err(|e| e.with_addr(remote_addr))?;
-        let check = self.certificate_check(stream.get_ref().1, target);
-        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
         Ok((Io::tls(stream), connected))
     }
 
@@ -233,9 +231,9 @@ impl Inner {
         if !target.origin.is_tls() {
             return Ok((Io::custom(stream), connected));
         }
-        let stream = self.origin_tls(stream, target).await?;
-        let check = self.certificate_check(stream.get_ref().1, target);
-        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+        let stream = self
+            .origin_tls(stream, target, &mut connected, start)
+            .await?;
         Ok((Io::custom(stream), connected))
     }
 
@@ -287,11 +285,14 @@ impl Inner {
         }
     }
 
-    /// The TLS handshake with the target's origin over `stream` (a socket or a tunnel).
+    /// The TLS handshake with the target's origin over `stream` (a socket or a tunnel), its
+    /// key checked against the pins and the session recorded in `connected`.
     async fn origin_tls<S>(
         &self,
         stream: S,
         target: &ConnectTarget,
+        connected: &mut Connected,
+        start: Instant,
     ) -> Result<tokio_rustls::client::TlsStream<S>, ConnectError>
     where
         S: AsyncRead + AsyncWrite + Unpin,
@@ -299,9 +300,12 @@ impl Inner {
         let origin = &target.origin;
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
         let stream = handshake(config, stream, origin.host(), origin.ip()).await?;
+        let session = stream.get_ref().1;
         self.tls
-            .check_pins(stream.get_ref().1)
+            .check_pins(session)
             .map_err(|e| e.with_target(origin.host()))?;
+        let check = self.certificate_check(session, target);
+        finish_tls(connected, session, check, start.elapsed());
         Ok(stream)
     }
 

@@ -14,7 +14,7 @@ use http::HeaderValue;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::{Inner, authority, finish_tls, handshake, tls_config};
+use super::{Inner, authority, handshake, tls_config};
 use crate::socks::{self, SocksTarget};
 use crate::tunnel::{Opened, ProxyUse, open_tunnel};
 use crate::{AlpnOffer, ConnectError, ConnectTarget, Connected, Io, Proxy, ProxyScheme};
@@ -157,9 +157,9 @@ impl Inner {
                 if !origin.is_tls() {
                     return Ok(Ok((Io::tls(to_proxy), connected)));
                 }
-                let stream = self.origin_tls(to_proxy, target).await?;
-                let check = self.certificate_check(stream.get_ref().1, target);
-                finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+                let stream = self
+                    .origin_tls(to_proxy, target, &mut connected, start)
+                    .await?;
                 Ok(Ok((Io::custom(stream), connected)))
             }
         }
@@ -177,9 +177,7 @@ impl Inner {
         if !target.origin.is_tls() {
             return Ok((Io::tcp(tcp), connected));
         }
-        let stream = self.origin_tls(tcp, target).await?;
-        let check = self.certificate_check(stream.get_ref().1, target);
-        finish_tls(&mut connected, stream.get_ref().1, check, start.elapsed());
+        let stream = self.origin_tls(tcp, target, &mut connected, start).await?;
         Ok((Io::tls(stream), connected))
     }
 
