@@ -85,6 +85,10 @@ enum Server {
     Tls,
     /// As [`Server::Tls`], with a certificate that has expired.
     TlsExpired,
+    /// As [`Server::Tls`], with a self-signed certificate.
+    TlsSelfSigned,
+    /// As [`Server::Tls`], sending the CA's own (self-signed) certificate after its own.
+    TlsWithRoot,
     /// As [`Server::Tls`], requiring a client certificate from the run's CA (`%CERT%`,
     /// `%KEY%`).
     TlsClientAuth,
@@ -231,6 +235,36 @@ fn cases() -> Vec<Case> {
                     "%{ssl_verify_result}",
                     "%TLS%/hello",
                 ],
+            )
+        },
+        // Untrusted certificates say which kind, verified (exit 60) or not (-k): self-signed
+        // (18), a chain ending in the server's own untrusted root (19).
+        Case {
+            server: Server::TlsSelfSigned,
+            ..case(
+                "self-signed certificate",
+                &["-w", "%{ssl_verify_result}", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsSelfSigned,
+            ..case(
+                "self-signed certificate with -k",
+                &["-k", "-w", " %{ssl_verify_result}", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsWithRoot,
+            ..case(
+                "self-signed root in the chain",
+                &["-w", "%{ssl_verify_result}", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsWithRoot,
+            ..case(
+                "self-signed root in the chain with -k",
+                &["-k", "-w", " %{ssl_verify_result}", "%TLS%/hello"],
             )
         },
         Case {
@@ -2319,6 +2353,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         std::fs::write(&key, key_pem).unwrap();
         match server {
             Server::TlsExpired => pki.expired_server_config(&[b"http/1.1"]),
+            Server::TlsSelfSigned => pki.self_signed_server_config(&[b"http/1.1"], true),
+            Server::TlsWithRoot => pki.server_config_with_root(&[b"http/1.1"]),
             Server::TlsClientAuth => pki.server_config_with_client_auth(&[b"http/1.1"]),
             _ => pki.server_config(&[b"http/1.1"]),
         }
@@ -2334,7 +2370,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             let port = server.addr().port();
             (Some(server), port)
         }
-        Server::Tls | Server::TlsExpired | Server::TlsClientAuth => {
+        Server::Tls
+        | Server::TlsExpired
+        | Server::TlsSelfSigned
+        | Server::TlsWithRoot
+        | Server::TlsClientAuth => {
             let config = tls(case.server);
             let server = ScriptedH1Server::builder()
                 .tls(config)

@@ -88,8 +88,13 @@ pub struct TlsDetails {
 pub enum CertificateCheck {
     /// It chains to a trusted root, is within its validity period and names the server.
     Valid,
-    /// No trusted root issued it: self-signed, or from a private CA that is not trusted.
+    /// No trusted root issued it, and the server did not send a chain to a self-signed root
+    /// (a private CA's certificate sent alone, say; curl's 20).
     UnknownIssuer,
+    /// It is self-signed (its own issuer) and not trusted (curl's 18).
+    SelfSigned,
+    /// The chain the server sent ends in a self-signed root that is not trusted (curl's 19).
+    SelfSignedInChain,
     /// Its validity period has ended.
     Expired,
     /// Its validity period has not begun.

@@ -134,6 +134,9 @@ impl ConnectError {
             Some(err) if is_certificate_error(err) => Kind::Certificate,
             _ => Kind::Tls,
         };
+        // "self-signed certificate" reads better as the cause than rustls's debug rendering
+        // of the error that carries it.
+        let source = crate::verifier::unwrap_untrusted(source);
         ConnectError::new(kind, Some(source))
     }
 
@@ -333,10 +336,7 @@ impl ConnectError {
             return None;
         }
         let check = match self.inner.source.as_deref() {
-            Some(source) => source.downcast_ref::<rustls::Error>().map_or(
-                pool_core::CertificateCheck::Other,
-                crate::verifier::classify,
-            ),
+            Some(source) => crate::verifier::classify_source(source),
             None => pool_core::CertificateCheck::Other,
         };
         Some(check)

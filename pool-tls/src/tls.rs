@@ -25,7 +25,7 @@ use rustls::pki_types::{CertificateRevocationListDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 use crate::roots::{self, Identity};
-use crate::verifier::DangerousAcceptAnyServerCert;
+use crate::verifier::{DangerousAcceptAnyServerCert, NamingUntrusted};
 use crate::{AlpnOffer, ConnectError, PublicKeyPin};
 
 /// What the TLS client trusts and presents.
@@ -329,19 +329,23 @@ impl Inner {
             );
             // What verification would have found, checked after each handshake (see
             // `certificate_check`). No root at all: nothing can be verified, which
-            // `verifier::check` reports as an unknown issuer.
+            // `verifier::check` reports as untrusted.
             checker = self.webpki_verifier(trusted).ok();
             let verifier = DangerousAcceptAnyServerCert::new(&self.provider);
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(verifier))
-        } else if self.crls.is_empty() {
+        } else if self.crls.is_empty() && trusted.is_empty() {
+            // No root at all: rustls's verifier cannot be built on an empty store on its own,
+            // and every certificate is untrusted anyway.
             builder.with_root_certificates(trusted)
         } else {
             let verifier = self.webpki_verifier(trusted).map_err(|e| {
                 TlsConfigError::with_source("invalid certificate revocation lists", e)
             })?;
-            builder.with_webpki_verifier(verifier)
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NamingUntrusted::new(verifier)))
         };
         let base = match &self.identity {
             Some(identity) => builder

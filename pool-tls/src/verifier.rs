@@ -1,5 +1,8 @@
-//! The certificate verifier behind `danger_accept_invalid_certs` (curl's `-k`), and the check
-//! that says, after such a handshake, what verification would have found ([`check`]).
+//! The certificate verifier behind `danger_accept_invalid_certs` (curl's `-k`), the check
+//! that says, after such a handshake, what verification would have found ([`check`]), and
+//! [`NamingUntrusted`], rustls's own verifier that says when an untrusted certificate is
+//! self-signed or comes with a self-signed root, as curl's messages do, instead of only
+//! "unknown issuer".
 //!
 //! The type is named for what it is so that it cannot be mistaken for anything else in a
 //! review or a stack trace. It skips *certificate* validation only: the handshake signatures
@@ -15,7 +18,8 @@ use rustls::crypto::{
     CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature,
 };
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
+use std::sync::Arc;
 
 /// Accepts any server certificate, valid or not, for any name.
 #[derive(Debug)]
@@ -78,13 +82,164 @@ pub(crate) fn check(
         return CertificateCheck::Other;
     };
     let Some(checker) = checker else {
-        return CertificateCheck::UnknownIssuer;
+        return untrusted(chain);
     };
     match checker.verify_server_cert(end_entity, intermediates, server_name, &[], UnixTime::now()) {
         Ok(_) => CertificateCheck::Valid,
-        Err(error) => classify(&error),
+        Err(error) => named_untrusted(&error, chain).unwrap_or_else(|| classify(&error)),
     }
 }
+
+/// What an untrusted chain is ([`untrusted`]), when `error` says it is untrusted: rustls's
+/// unknown issuer, or webpki's "CA used as end entity", which a self-signed certificate made
+/// as a CA (`openssl req -x509` makes them so) gets instead.
+fn named_untrusted(error: &Error, chain: &[CertificateDer<'_>]) -> Option<CertificateCheck> {
+    let Error::InvalidCertificate(problem) = error else {
+        return None;
+    };
+    let unknown_issuer = matches!(problem, CertificateError::UnknownIssuer);
+    let ca_as_leaf = matches!(problem, CertificateError::Other(OtherError(other))
+        if other.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity));
+    match untrusted(chain) {
+        CertificateCheck::UnknownIssuer if unknown_issuer => Some(CertificateCheck::UnknownIssuer),
+        named @ (CertificateCheck::SelfSigned | CertificateCheck::SelfSignedInChain)
+            if unknown_issuer || ca_as_leaf =>
+        {
+            Some(named)
+        }
+        _ => None,
+    }
+}
+
+/// What a chain (the server's certificate first) that no trusted root issued is: its
+/// certificate is self-signed, or a certificate after it is (a root the server sent along),
+/// or neither.
+fn untrusted(chain: &[CertificateDer<'_>]) -> CertificateCheck {
+    let self_signed = |der: &CertificateDer<'_>| {
+        webpki::EndEntityCert::try_from(der).is_ok_and(|cert| cert.issuer() == cert.subject())
+    };
+    match chain.split_first() {
+        Some((leaf, _)) if self_signed(leaf) => CertificateCheck::SelfSigned,
+        Some((_, rest)) if rest.iter().any(self_signed) => CertificateCheck::SelfSignedInChain,
+        _ => CertificateCheck::UnknownIssuer,
+    }
+}
+
+/// rustls's own verifier, whose "unknown issuer" (or webpki's "CA used as end entity") says
+/// when the certificate is self-signed or the chain ends in a self-signed root ([`Untrusted`], an error rustls carries as
+/// `CertificateError::Other`, sent to the server as `certificate_unknown` instead of
+/// `unknown_ca`). Everything else is rustls's.
+#[derive(Debug)]
+pub(crate) struct NamingUntrusted {
+    inner: Arc<WebPkiServerVerifier>,
+}
+
+impl NamingUntrusted {
+    pub(crate) fn new(inner: Arc<WebPkiServerVerifier>) -> NamingUntrusted {
+        NamingUntrusted { inner }
+    }
+}
+
+impl ServerCertVerifier for NamingUntrusted {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let verified = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        let Err(error) = verified else {
+            return verified;
+        };
+        let chain: Vec<CertificateDer<'_>> = std::iter::once(end_entity)
+            .chain(intermediates)
+            .map(|der| CertificateDer::from(der.as_ref()))
+            .collect();
+        match named_untrusted(&error, &chain) {
+            Some(named @ (CertificateCheck::SelfSigned | CertificateCheck::SelfSignedInChain)) => {
+                let named = OtherError(Arc::new(Untrusted(named)));
+                Err(Error::InvalidCertificate(CertificateError::Other(named)))
+            }
+            _ => Err(error),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// An untrusted certificate [`NamingUntrusted`] named: [`CertificateCheck::SelfSigned`] or
+/// [`CertificateCheck::SelfSignedInChain`].
+#[derive(Clone, Copy, Debug)]
+struct Untrusted(CertificateCheck);
+
+/// `error` itself, or the [`Untrusted`] it carries when it is the rustls error
+/// [`NamingUntrusted`] made.
+pub(crate) fn unwrap_untrusted(
+    error: Box<dyn std::error::Error + Send + Sync>,
+) -> Box<dyn std::error::Error + Send + Sync> {
+    let named = match error.downcast_ref::<Error>() {
+        Some(Error::InvalidCertificate(CertificateError::Other(OtherError(other)))) => {
+            other.downcast_ref::<Untrusted>().copied()
+        }
+        _ => None,
+    };
+    match named {
+        Some(named) => Box::new(named),
+        None => error,
+    }
+}
+
+/// The [`CertificateCheck`] a handshake's failure means: a rustls error's, or an
+/// [`Untrusted`]'s.
+pub(crate) fn classify_source(
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) -> CertificateCheck {
+    if let Some(named) = error.downcast_ref::<Untrusted>() {
+        return named.0;
+    }
+    error
+        .downcast_ref::<Error>()
+        .map_or(CertificateCheck::Other, classify)
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            CertificateCheck::SelfSigned => "self-signed certificate",
+            _ => "self-signed certificate in certificate chain",
+        })
+    }
+}
+
+impl std::error::Error for Untrusted {}
 
 /// The [`CertificateCheck`] a verification error means.
 pub(crate) fn classify(error: &Error) -> CertificateCheck {
@@ -94,6 +249,9 @@ pub(crate) fn classify(error: &Error) -> CertificateCheck {
     };
     match problem {
         C::UnknownIssuer => CertificateCheck::UnknownIssuer,
+        C::Other(OtherError(other)) => other
+            .downcast_ref::<Untrusted>()
+            .map_or(CertificateCheck::Other, |named| named.0),
         C::Expired | C::ExpiredContext { .. } => CertificateCheck::Expired,
         C::NotValidYet | C::NotValidYetContext { .. } => CertificateCheck::NotYetValid,
         C::NotValidForName | C::NotValidForNameContext { .. } => CertificateCheck::WrongName,

@@ -84,9 +84,11 @@ impl TestPki {
     /// If a name is not a valid DNS name or IP address.
     pub fn with_names(names: &[&str]) -> Self {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "pool-tests CA");
+        // A name of its own: a client trusting another test CA must not take this one's
+        // certificates for that CA's (same name, wrong signature) but for an unknown issuer's.
+        static NEXT_CA: AtomicU64 = AtomicU64::new(1);
+        let name = format!("pool-tests CA {}", NEXT_CA.fetch_add(1, Ordering::Relaxed));
+        params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
@@ -254,6 +256,32 @@ impl TestPki {
         build_server(&leaf, alpn, None)
     }
 
+    /// A server config presenting a self-signed certificate for [`DEFAULT_NAMES`] (no CA
+    /// issued it; curl's `%{ssl_verify_result}` 18); `as_ca` makes it a CA certificate too,
+    /// as `openssl req -x509` does.
+    pub fn self_signed_server_config(&self, alpn: &[&[u8]], as_ca: bool) -> Arc<ServerConfig> {
+        let names: Vec<String> = DEFAULT_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        let mut params = CertificateParams::new(names).expect("leaf names");
+        if as_ca {
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        }
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "pool-tests self-signed");
+        let key = KeyPair::generate().expect("leaf key");
+        let cert = params.self_signed(&key).expect("self-sign");
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        build_server_chain(vec![cert.der().clone()], key, alpn)
+    }
+
+    /// A server config presenting the server leaf followed by this CA's own certificate, a
+    /// self-signed root sent along as some servers do (curl's `%{ssl_verify_result}` 19 when
+    /// the CA is not trusted).
+    pub fn server_config_with_root(&self, alpn: &[&[u8]]) -> Arc<ServerConfig> {
+        let chain = vec![self.server.cert.clone(), self.ca_der()];
+        build_server_chain(chain, self.server.key(), alpn)
+    }
+
     /// A client config trusting only this CA, offering `alpn`, without a client certificate.
     pub fn client_config(&self, alpn: &[&[u8]]) -> Arc<ClientConfig> {
         let mut config = ClientConfig::builder_with_provider(provider())
@@ -308,6 +336,23 @@ fn issue(
         key_der: key.serialize_der(),
         key_pem: key.serialize_pem(),
     }
+}
+
+/// A server config presenting `chain` with `key`, offering `alpn`, without client
+/// authentication.
+fn build_server_chain(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    alpn: &[&[u8]],
+) -> Arc<ServerConfig> {
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server certificate");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
 }
 
 fn build_server(

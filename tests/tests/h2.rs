@@ -851,6 +851,64 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
     );
 }
 
+/// A certificate no trusted root issued says which kind of untrusted it is, as curl does: a
+/// self-signed one, a chain the server sent with its (untrusted) root, or a leaf alone; a
+/// rejected handshake and an accepted one (`danger_accept_invalid_certs`) say the same.
+#[tokio::test]
+async fn an_untrusted_certificate_says_whether_it_is_self_signed() {
+    let pki = TestPki::new();
+    let stranger = TestPki::new();
+    for (config, expected) in [
+        (
+            pki.self_signed_server_config(&[b"h2"], false),
+            pool::CertificateCheck::SelfSigned,
+        ),
+        // What rustls calls a CA used as an end entity.
+        (
+            pki.self_signed_server_config(&[b"h2"], true),
+            pool::CertificateCheck::SelfSigned,
+        ),
+        (
+            pki.server_config_with_root(&[b"h2"]),
+            pool::CertificateCheck::SelfSignedInChain,
+        ),
+        (
+            pki.server_config(&[b"h2"]),
+            pool::CertificateCheck::UnknownIssuer,
+        ),
+    ] {
+        let server = ScriptedH2Server::builder()
+            .tls(config)
+            .default_stream(StreamPlan::ok("x"))
+            .start()
+            .await;
+        let url = server.url("/");
+        // Trusting another CA only: the server's certificate is untrusted.
+        let strict = tls_pool(&stranger).build().unwrap();
+        let error = strict
+            .client()
+            .unwrap()
+            .request(get(&url))
+            .await
+            .expect_err("untrusted");
+        assert!(error.is_certificate(), "{error:#}");
+        assert_eq!(error.certificate_check(), Some(expected), "{error:#}");
+        if expected == pool::CertificateCheck::SelfSigned {
+            assert!(
+                format!("{error:#}").contains("self-signed certificate"),
+                "{error:#}"
+            );
+        }
+        let insecure = tls_pool(&stranger)
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let (handle, body) = fetch(&insecure.client().unwrap(), &url).await;
+        assert_eq!(body, "x");
+        assert_eq!(handle.info().tls().map(|t| t.certificate), Some(expected));
+    }
+}
+
 /// An HTTP/2 server that answers before the request body ended and then resets the stream with
 /// `NO_ERROR` (RFC 9113 §8.1: "stop sending, the response is complete"): the caller gets the
 /// response and its whole body, not an error, and the connection stays in the pool for the

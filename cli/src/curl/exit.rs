@@ -399,6 +399,16 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
 /// Exit 60 with curl's wording for the common certificate problems.
 fn certificate_problem(error: &pool::Error, host: &str) -> CurlError {
     use rustls::CertificateError as C;
+    let named = match error.certificate_check() {
+        Some(pool::CertificateCheck::SelfSigned) => Some("self-signed certificate"),
+        Some(pool::CertificateCheck::SelfSignedInChain) => {
+            Some("self-signed certificate in certificate chain")
+        }
+        _ => None,
+    };
+    if let Some(problem) = named {
+        return CurlError::new(60, format!("SSL certificate problem: {problem}"));
+    }
     let problem = match find::<rustls::Error>(error) {
         Some(rustls::Error::InvalidCertificate(cert)) => match cert {
             C::UnknownIssuer => "unable to get local issuer certificate".to_owned(),

@@ -441,6 +441,8 @@ fn verify_result(check: pool::CertificateCheck) -> u32 {
         C::BadSignature => 7,
         C::NotYetValid => 9,
         C::Expired => 10,
+        C::SelfSigned => 18,
+        C::SelfSignedInChain => 19,
         C::UnknownIssuer => 20,
         C::Revoked => 23,
         // WrongName, Other, and anything a later pool adds.
