@@ -195,6 +195,9 @@ pub struct ProxyRoute {
     /// The `Proxy-Authorization` that answered [`connect_challenge`](Self::connect_challenge),
     /// marked sensitive (its `Debug` shows none of it).
     pub connect_authorization: Option<http::HeaderValue>,
+    /// Whether the proxy closed the connection its challenge came on, so that the answered
+    /// `CONNECT` went on a second connection to the proxy.
+    pub connect_redialed: bool,
 }
 
 impl ConnectionInfo {

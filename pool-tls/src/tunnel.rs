@@ -66,6 +66,10 @@ pub struct ProxyUse {
     /// none of it); [`Proxy::connect_head_with`](crate::Proxy::connect_head_with) writes that
     /// request again for diagnostics.
     pub connect_authorization: Option<HeaderValue>,
+    /// Whether the proxy closed the connection its challenge came on, so that the answered
+    /// `CONNECT` went on a second one: the transport took two connections to the proxy (curl
+    /// counts both in `%{num_connects}`).
+    pub connect_redialed: bool,
 }
 
 /// The headers the connector writes on a `CONNECT` besides `Host`.

@@ -317,6 +317,7 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
         let route = created[0].proxy().expect("proxied");
         let challenge = route.connect_challenge.as_deref().unwrap_or_default();
         assert!(challenge.starts_with("HTTP/1.1 407 "), "{challenge}");
+        assert_eq!(route.connect_redialed, !keep_open);
         assert!(
             route
                 .connect_authorization

@@ -81,6 +81,7 @@ impl Inner {
             socks_target: None,
             connect_challenge: None,
             connect_authorization: None,
+            connect_redialed: false,
         });
         // A tunnel goes where `--connect-to` says; the origin's TLS inside it does not change.
         let dial_target = self.connect_to.dial_target(origin.host(), origin.port());
@@ -217,6 +218,7 @@ fn tunnel_opened(
     opened: Opened,
     answered: Option<Challenge>,
 ) -> Result<(), Challenge> {
+    let redialed = answered.is_some();
     let (answer, challenge) = match opened {
         Opened::Tunnel { answer, challenge } => (
             answer,
@@ -234,6 +236,7 @@ fn tunnel_opened(
     };
     if let Some(route) = connected.proxy.as_mut() {
         route.connect_response = Some(String::from_utf8_lossy(&answer).into_owned());
+        route.connect_redialed = redialed;
         if let Some((head, authorization)) = challenge {
             route.connect_challenge = Some(String::from_utf8_lossy(&head).into_owned());
             route.connect_authorization = Some(authorization);

@@ -149,6 +149,7 @@ pub(super) fn connection_info(
             socks_target: p.socks_target.clone(),
             connect_challenge: p.connect_challenge.clone(),
             connect_authorization: p.connect_authorization.clone(),
+            connect_redialed: p.connect_redialed,
         }))
         .with_open_reason(reason)
         .with_retirement(retires_at)

@@ -94,7 +94,12 @@ impl Session {
         record.head_at = Some(record.elapsed());
         let connection = Some(response.body().connection().clone());
         if let Some(new) = connection.as_ref().filter(|c| !c.is_reused()) {
-            record.num_connects += 1;
+            // A tunnel whose challenge came on a connection the proxy then closed took two.
+            let redialed = new
+                .info()
+                .proxy()
+                .is_some_and(|route| route.connect_redialed);
+            record.num_connects += 1 + u32::from(redialed);
             let connect = |route: &pool::ProxyRoute| route.tunnel && route.socks_target.is_none();
             if let Some(route) = new.info().proxy().filter(|route| connect(route)) {
                 // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
