@@ -420,6 +420,28 @@ fn cases() -> Vec<Case> {
             "time cond date",
             &["-z", "20 Oct 2015", "-H", "X-After: 1", "%BASE%/echo"],
         ),
+        // curl's date grammar: a zone by name or offset, the month first, a two-digit year,
+        // a date before 1970, and an ISO date, which curl does not take for one.
+        case(
+            "time cond with a zone name",
+            &["-z", "21 Oct 2015 07:28:00 PST", "%BASE%/echo"],
+        ),
+        case(
+            "time cond with an offset",
+            &["-z", "21-Oct-2015 07:28 +0200", "%BASE%/echo"],
+        ),
+        case(
+            "time cond month first, two-digit year",
+            &["-z", "Oct 21 15", "%BASE%/echo"],
+        ),
+        case(
+            "time cond before 1970",
+            &["-z", "21 Oct 1969", "%BASE%/echo"],
+        ),
+        case(
+            "time cond ISO date is none",
+            &["-z", "2015-10-21", "-w", " %{http_code}", "%BASE%/echo"],
+        ),
         case(
             "time cond unmodified",
             &["-z", "-Wed, 21 Oct 2015 07:28:00 GMT", "%BASE%/echo"],

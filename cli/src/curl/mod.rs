@@ -53,6 +53,7 @@ mod errout;
 pub(crate) mod exit;
 mod file_meta;
 mod form;
+mod getdate;
 mod glob;
 mod header_file;
 mod invocation;

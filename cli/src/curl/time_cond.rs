@@ -2,30 +2,29 @@
 //! ignores the condition.
 //!
 //! `-z DATE` sends `If-Modified-Since: DATE`; `-z -DATE` sends `If-Unmodified-Since`. `DATE`
-//! is an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT` and HTTP's two older forms), `21 Oct 2015`
-//! (optionally with `07:28:00`), `2015-10-21` or `20151021`, all in GMT; anything else that
-//! names a file takes the file's modification time, as curl does. Text that is neither is
-//! curl's warning and no condition. curl's own date parser reads more spellings (week days
-//! alone, time zones by name); these are the ones its manual shows and scripts use.
+//! is read as curl reads dates (see [`super::getdate`]: `Wed, 21 Oct 2015 07:28:00 GMT`,
+//! `21 Oct 2015`, `20151021`, with a time and a zone or not); text that is no date but names a
+//! file takes the file's modification time, as curl does. Text that is neither is curl's
+//! warning and no condition.
 //!
 //! When the response carries `Last-Modified` and the condition does not hold (the document is
 //! not newer, or for `-z -DATE` not older, than the date), the transfer ends as curl ends it:
 //! the body is not written and `%{http_code}` is `304`, whatever the server answered.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use http::HeaderMap;
 use http::header::{
     HeaderName, HeaderValue, IF_MODIFIED_SINCE, IF_UNMODIFIED_SINCE, LAST_MODIFIED,
 };
-use time::macros::format_description;
-use time::{Date, PrimitiveDateTime, Time};
+
+use super::getdate;
 
 /// A `-z` condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TimeCond {
-    /// The date compared with.
-    pub(crate) date: SystemTime,
+    /// The date compared with, in whole seconds since the Unix epoch (negative before 1970).
+    pub(crate) date: i64,
     /// `-z -DATE`: the document must not have changed since.
     pub(crate) unmodified: bool,
 }
@@ -43,11 +42,12 @@ impl TimeCond {
             Some(rest) => (true, rest),
             None => (false, text.strip_prefix('+').unwrap_or(text)),
         };
-        let date = parse_date(text.trim())
-            .or_else(|| std::fs::metadata(text).and_then(|m| m.modified()).ok())?;
-        // Whole seconds, as HTTP dates (and curl) have them.
-        let seconds = date.duration_since(UNIX_EPOCH).ok()?.as_secs();
-        let date = UNIX_EPOCH + Duration::from_secs(seconds);
+        let date = getdate::parse(text).or_else(|| {
+            let modified = std::fs::metadata(text).and_then(|m| m.modified()).ok()?;
+            // Whole seconds, as HTTP dates (and curl) have them.
+            let seconds = modified.duration_since(UNIX_EPOCH).ok()?.as_secs();
+            i64::try_from(seconds).ok()
+        })?;
         Some(TimeCond { date, unmodified })
     }
 
@@ -58,8 +58,8 @@ impl TimeCond {
         } else {
             IF_MODIFIED_SINCE
         };
-        let value = HeaderValue::from_str(&httpdate::fmt_http_date(self.date))
-            .expect("an HTTP date is a header value");
+        let value =
+            HeaderValue::from_str(&http_date(self.date)).expect("an HTTP date is a header value");
         (name, value)
     }
 
@@ -70,6 +70,8 @@ impl TimeCond {
             .get(LAST_MODIFIED)
             .and_then(|v| v.to_str().ok())
             .and_then(|text| httpdate::parse_http_date(text).ok())
+            .and_then(|date| date.duration_since(UNIX_EPOCH).ok())
+            .and_then(|since| i64::try_from(since.as_secs()).ok())
         else {
             return true;
         };
@@ -81,57 +83,30 @@ impl TimeCond {
     }
 }
 
-/// A date in one of the spellings the module docs list, as GMT.
-fn parse_date(text: &str) -> Option<SystemTime> {
-    if let Ok(date) = httpdate::parse_http_date(text) {
-        return Some(date);
-    }
-    let with_time = format_description!(
-        "[day padding:none] [month repr:short] [year] [hour]:[minute]:[second]"
-    );
-    if let Ok(at) = PrimitiveDateTime::parse(text, &with_time) {
-        return Some(at.assume_utc().into());
-    }
-    let dates = [
-        format_description!("[day padding:none] [month repr:short] [year]"),
-        format_description!("[year]-[month]-[day]"),
-        format_description!("[year][month][day]"),
+/// `seconds` since the epoch as an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`), before 1970
+/// too (curl sends those as they are); the epoch itself beyond the `time` crate's years.
+fn http_date(seconds: i64) -> String {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    dates
-        .iter()
-        .find_map(|format| Date::parse(text, format).ok())
-        .map(|date| {
-            PrimitiveDateTime::new(date, Time::MIDNIGHT)
-                .assume_utc()
-                .into()
-        })
+    let at = time::OffsetDateTime::from_unix_timestamp(seconds)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[usize::from(at.weekday().number_days_from_monday())],
+        at.day(),
+        MONTHS[usize::from(u8::from(at.month()) - 1)],
+        at.year(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn http_date(text: &str) -> SystemTime {
-        httpdate::parse_http_date(text).unwrap()
-    }
-
-    #[test]
-    fn dates_in_the_spellings_curl_users_write() {
-        let midnight = http_date("Wed, 21 Oct 2015 00:00:00 GMT");
-        for text in [
-            "21 Oct 2015",
-            "2015-10-21",
-            "20151021",
-            "Wed, 21 Oct 2015 00:00:00 GMT",
-        ] {
-            assert_eq!(parse_date(text), Some(midnight), "{text}");
-        }
-        assert_eq!(
-            parse_date("21 Oct 2015 07:28:00"),
-            Some(http_date("Wed, 21 Oct 2015 07:28:00 GMT"))
-        );
-        assert_eq!(parse_date("not a date"), None);
-    }
 
     #[test]
     fn a_leading_dash_asks_for_unmodified_and_a_file_gives_its_time() {
@@ -143,8 +118,11 @@ mod tests {
         let cond = TimeCond::parse(file.to_str().unwrap()).unwrap();
         let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
         let seconds = modified.duration_since(UNIX_EPOCH).unwrap().as_secs();
-        assert_eq!(cond.date, UNIX_EPOCH + Duration::from_secs(seconds));
+        assert_eq!(cond.date, i64::try_from(seconds).unwrap());
         assert!(TimeCond::parse("no such file or date").is_none());
+        // A date before 1970 goes out as it is, as curl sends it.
+        let cond = TimeCond::parse("21 Oct 1969 07:28 PST").unwrap();
+        assert_eq!(cond.header().1, "Tue, 21 Oct 1969 15:28:00 GMT");
     }
 
     #[test]
