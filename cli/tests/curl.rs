@@ -671,6 +671,29 @@ async fn verbose_shows_the_connect_exchange_of_a_new_tunnel() {
     );
 }
 
+/// `--proxy1.0 HOST:PORT` is `-x` with HTTP/1.0 `CONNECT`s: the proxy reads one (and `-v`
+/// shows it as sent), while a forwarded request keeps HTTP/1.1, as with curl.
+#[tokio::test(flavor = "multi_thread")]
+async fn proxy10_asks_for_tunnels_in_http10() {
+    let server = serving(Reply::ok("x")).await;
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let url = server.url("/");
+    let host_port = proxy.url().trim_start_matches("http://").to_owned();
+    let run = poolcurl(&["-v", "-p", "--proxy1.0", &host_port, &url]).await;
+    assert_eq!((run.code, &run.stdout[..]), (0, &b"x"[..]), "{}", run.stderr);
+    let run = poolcurl(&["--proxy1.0", &host_port, "http://origin.test/y"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = proxy.requests();
+    assert_eq!(
+        requests[0].line,
+        format!(
+            "CONNECT {} HTTP/1.0",
+            url.trim_start_matches("http://").trim_end_matches('/')
+        )
+    );
+    assert_eq!(requests[1].line, "GET http://origin.test/y HTTP/1.1");
+}
+
 /// `-v`'s stderr as lines without their CR, and the `CONNECT` request among them (the `>`
 /// lines from the first `> CONNECT`, without the `> `, each ending in `\n`).
 fn verbose_connect(stderr: &str) -> (Vec<&str>, String) {

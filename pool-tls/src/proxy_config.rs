@@ -91,6 +91,8 @@ pub struct Proxy {
     user_agent: Option<HeaderValue>,
     /// How the credentials are presented ([`with_auth`](Proxy::with_auth)).
     auth: AuthScheme,
+    /// `CONNECT` requests say HTTP/1.0 ([`with_http10_connect`](Proxy::with_http10_connect)).
+    http10_connect: bool,
 }
 
 impl Proxy {
@@ -143,6 +145,13 @@ impl Proxy {
     /// setting changes nothing.
     pub fn with_auth(mut self, auth: AuthScheme) -> Self {
         self.auth = auth;
+        self
+    }
+
+    /// Asks for tunnels with HTTP/1.0 `CONNECT` requests (curl's `--proxy1.0`), for proxies
+    /// that refuse HTTP/1.1's. Forwarded requests are not changed. Off by default.
+    pub fn with_http10_connect(mut self, http10: bool) -> Self {
+        self.http10_connect = http10;
         self
     }
 
@@ -229,6 +238,7 @@ impl Proxy {
         let own = crate::tunnel::ConnectHeaders {
             authorization,
             user_agent: self.user_agent.clone(),
+            http10: self.http10_connect,
         };
         crate::tunnel::connect_head(authority, &own, self.headers())
     }
@@ -330,6 +340,7 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
         headers: Vec::new(),
         user_agent: None,
         auth: AuthScheme::Basic,
+        http10_connect: false,
     })
 }
 
@@ -538,6 +549,12 @@ impl ProxyConfig {
     /// [`Proxy::with_header`].
     pub fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
         self.each_proxy(|proxy| proxy.with_header(name.clone(), value.clone()))
+    }
+
+    /// Asks every configured proxy for tunnels with HTTP/1.0 `CONNECT`s; see
+    /// [`Proxy::with_http10_connect`].
+    pub fn with_http10_connect(self, http10: bool) -> Self {
+        self.each_proxy(|proxy| proxy.with_http10_connect(http10))
     }
 
     /// Sets how every configured proxy's credentials are presented; see

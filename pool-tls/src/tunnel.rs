@@ -79,6 +79,9 @@ pub(crate) struct ConnectHeaders {
     pub(crate) authorization: Option<HeaderValue>,
     /// `User-Agent` ([`Proxy::with_user_agent`](crate::Proxy::with_user_agent)).
     pub(crate) user_agent: Option<HeaderValue>,
+    /// The request line says HTTP/1.0
+    /// ([`Proxy::with_http10_connect`](crate::Proxy::with_http10_connect)).
+    pub(crate) http10: bool,
 }
 
 /// The `CONNECT` request head for a tunnel to `authority` (`host:port`): the request line,
@@ -94,7 +97,8 @@ pub(crate) fn connect_head(
     headers: &[(HeaderName, HeaderValue)],
 ) -> Vec<u8> {
     let given = |name: &HeaderName| headers.iter().any(|(n, _)| n == name);
-    let mut head = format!("CONNECT {authority} HTTP/1.1\r\n").into_bytes();
+    let version = if own.http10 { "1.0" } else { "1.1" };
+    let mut head = format!("CONNECT {authority} HTTP/{version}\r\n").into_bytes();
     let mut line = |name: &str, value: &[u8]| {
         let mut upper = true;
         for byte in name.bytes() {
@@ -536,6 +540,19 @@ mod tests {
         }
     }
 
+    /// `with_http10_connect` (curl's `--proxy1.0`) changes the request line only.
+    #[test]
+    fn an_http10_connect_says_so_in_its_request_line() {
+        let proxy = Proxy::parse("http://u:p@proxy.test:3128")
+            .unwrap()
+            .with_http10_connect(true);
+        assert_eq!(
+            String::from_utf8(proxy.connect_head("origin.test:443")).unwrap(),
+            "CONNECT origin.test:443 HTTP/1.0\r\nHost: origin.test:443\r\n\
+             Proxy-Authorization: Basic dTpw\r\n\r\n"
+        );
+    }
+
     /// A proxy that keeps nothing after its `407` but does not say so: the answer sent on the
     /// closed connection draws no byte, and goes on a new one instead of failing.
     #[tokio::test]
@@ -591,6 +608,7 @@ mod tests {
         let own = ConnectHeaders {
             authorization: Some(HeaderValue::from_static("Basic dTpw")),
             user_agent: Some(HeaderValue::from_static("agent/1")),
+            http10: false,
         };
         let head = connect_head("origin.test:443", &own, &[]);
         assert_eq!(

@@ -325,6 +325,9 @@ pub(crate) fn proxy_config(
             .with_credentials(name, password)
             .with_auth(args.proxy_auth.scheme());
     }
+    if args.proxy_choice.connect_http10() {
+        config = config.with_http10_connect(true);
+    }
     let agent = user_agent.map_or(Ok(HeaderValue::from_static(DEFAULT_USER_AGENT)), |agent| {
         HeaderValue::from_str(agent)
     });

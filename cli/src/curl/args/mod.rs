@@ -33,6 +33,7 @@ mod compat;
 mod net;
 pub(crate) mod parse;
 mod proxy_auth;
+mod proxy_choice;
 mod proxy_tls;
 mod send;
 mod transfer;
@@ -42,6 +43,7 @@ pub(crate) use compat::CompatArgs;
 pub(crate) use net::NetArgs;
 pub(crate) use parse::parse_seconds;
 pub(crate) use proxy_auth::ProxyAuthArgs;
+pub(crate) use proxy_choice::ProxyChoiceArgs;
 pub(crate) use proxy_tls::ProxyTlsArgs;
 pub(crate) use send::SendArgs;
 pub(crate) use transfer::TransferArgs;
@@ -261,30 +263,9 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "connect-to", value_name = "HOST1:PORT1:HOST2:PORT2")]
     pub(crate) connect_to: Vec<String>,
 
-    /// Use this proxy, as http://USER:PASSWORD@HOST:PORT, https://..., socks5://..., socks5h://..., socks4://... or socks4a://... (scheme, credentials and port optional; "" for none, ignoring the environment)
-    #[arg(
-        short = 'x',
-        long = "proxy",
-        value_name = "URL",
-        overrides_with_all = ["socks5", "socks5_hostname", "socks4", "socks4a"]
-    )]
-    pub(crate) proxy: Option<String>,
-
-    /// Use this SOCKS5 proxy (HOST or HOST:PORT, port 1080 by default), resolving names here; replaces -x
-    #[arg(long = "socks5", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5_hostname", "socks4", "socks4a"])]
-    pub(crate) socks5: Option<String>,
-
-    /// Use this SOCKS5 proxy, letting it resolve names; replaces -x
-    #[arg(long = "socks5-hostname", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks4", "socks4a"])]
-    pub(crate) socks5_hostname: Option<String>,
-
-    /// Use this SOCKS4 proxy, resolving names here (IPv4 only); replaces -x
-    #[arg(long = "socks4", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks5_hostname", "socks4a"])]
-    pub(crate) socks4: Option<String>,
-
-    /// Use this SOCKS4a proxy, letting it resolve names; replaces -x
-    #[arg(long = "socks4a", value_name = "HOST[:PORT]", overrides_with_all = ["proxy", "socks5", "socks5_hostname", "socks4"])]
-    pub(crate) socks4a: Option<String>,
+    /// Which proxy (`-x`, `--proxy1.0`, `--socks5`, ...).
+    #[command(flatten)]
+    pub(crate) proxy_choice: ProxyChoiceArgs,
 
     /// Hosts to reach without the proxy (comma-separated; "*" for all), instead of NO_PROXY
     #[arg(long = "noproxy", value_name = "LIST")]
@@ -329,26 +310,9 @@ pub(crate) struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    /// The proxy URL of `-x`, `--socks5`, `--socks5-hostname`, `--socks4` or `--socks4a`,
-    /// whichever came last (clap keeps only that one); a bare `HOST[:PORT]` of the SOCKS flags
-    /// takes their scheme.
+    /// The proxy URL the flags name (see [`ProxyChoiceArgs::proxy_url`]).
     pub(crate) fn proxy_url(&self) -> Option<String> {
-        if let Some(url) = &self.proxy {
-            return Some(url.clone());
-        }
-        let socks = [
-            ("socks5", &self.socks5),
-            ("socks5h", &self.socks5_hostname),
-            ("socks4", &self.socks4),
-            ("socks4a", &self.socks4a),
-        ];
-        let (scheme, value) = socks
-            .into_iter()
-            .find_map(|(scheme, value)| Some((scheme, value.as_deref()?)))?;
-        Some(match value.contains("://") {
-            true => value.to_owned(),
-            false => format!("{scheme}://{value}"),
-        })
+        self.proxy_choice.proxy_url()
     }
 
     /// The Unix socket `--unix-socket` or `--abstract-unix-socket` names, whichever came last;

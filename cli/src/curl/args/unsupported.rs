@@ -89,7 +89,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--key-type", None, PEM_ONLY),
     flag("--pass", None, PEM_ONLY),
     // Proxies.
-    flag("--proxy1.0", None, "proxies are spoken to in HTTP/1.1"),
     flag("--proxy-negotiate", None, PROXY_AUTH),
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
