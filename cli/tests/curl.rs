@@ -680,7 +680,12 @@ async fn proxy10_asks_for_tunnels_in_http10() {
     let url = server.url("/");
     let host_port = proxy.url().trim_start_matches("http://").to_owned();
     let run = poolcurl(&["-v", "-p", "--proxy1.0", &host_port, &url]).await;
-    assert_eq!((run.code, &run.stdout[..]), (0, &b"x"[..]), "{}", run.stderr);
+    assert_eq!(
+        (run.code, &run.stdout[..]),
+        (0, &b"x"[..]),
+        "{}",
+        run.stderr
+    );
     let run = poolcurl(&["--proxy1.0", &host_port, "http://origin.test/y"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let requests = proxy.requests();

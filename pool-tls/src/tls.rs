@@ -278,7 +278,8 @@ impl TlsConnector {
     ) -> CertificateCheck {
         let checker = self.inner.configs.get().and_then(|c| c.checker.as_deref());
         let chain = session.peer_certificates().unwrap_or_default();
-        crate::verifier::check(checker, chain, server_name)
+        let algorithms = self.inner.provider.signature_verification_algorithms.all;
+        crate::verifier::check(checker, chain, server_name, algorithms)
     }
 
     /// Whether the server certificate of `session`, a finished handshake, carries a pinned
@@ -345,7 +346,10 @@ impl Inner {
             })?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NamingUntrusted::new(verifier)))
+                .with_custom_certificate_verifier(Arc::new(NamingUntrusted::new(
+                    verifier,
+                    self.provider.signature_verification_algorithms.all,
+                )))
         };
         let base = match &self.identity {
             Some(identity) => builder

@@ -17,6 +17,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{
     CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature,
 };
+use rustls::pki_types::SignatureVerificationAlgorithm;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
 use std::sync::Arc;
@@ -77,30 +78,41 @@ pub(crate) fn check(
     checker: Option<&WebPkiServerVerifier>,
     chain: &[CertificateDer<'_>],
     server_name: &ServerName<'_>,
+    algorithms: Algorithms,
 ) -> CertificateCheck {
     let Some((end_entity, intermediates)) = chain.split_first() else {
         return CertificateCheck::Other;
     };
     let Some(checker) = checker else {
-        return untrusted(chain);
+        return untrusted(chain, algorithms);
     };
     match checker.verify_server_cert(end_entity, intermediates, server_name, &[], UnixTime::now()) {
         Ok(_) => CertificateCheck::Valid,
-        Err(error) => named_untrusted(&error, chain).unwrap_or_else(|| classify(&error)),
+        Err(error) => {
+            named_untrusted(&error, chain, algorithms).unwrap_or_else(|| classify(&error))
+        }
     }
 }
+
+/// The signature algorithms a self-signed certificate's own signature is checked with (the
+/// crypto provider's).
+pub(crate) type Algorithms = &'static [&'static dyn SignatureVerificationAlgorithm];
 
 /// What an untrusted chain is ([`untrusted`]), when `error` says it is untrusted: rustls's
 /// unknown issuer, or webpki's "CA used as end entity", which a self-signed certificate made
 /// as a CA (`openssl req -x509` makes them so) gets instead.
-fn named_untrusted(error: &Error, chain: &[CertificateDer<'_>]) -> Option<CertificateCheck> {
+fn named_untrusted(
+    error: &Error,
+    chain: &[CertificateDer<'_>],
+    algorithms: Algorithms,
+) -> Option<CertificateCheck> {
     let Error::InvalidCertificate(problem) = error else {
         return None;
     };
     let unknown_issuer = matches!(problem, CertificateError::UnknownIssuer);
     let ca_as_leaf = matches!(problem, CertificateError::Other(OtherError(other))
         if other.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity));
-    match untrusted(chain) {
+    match untrusted(chain, algorithms) {
         CertificateCheck::UnknownIssuer if unknown_issuer => Some(CertificateCheck::UnknownIssuer),
         named @ (CertificateCheck::SelfSigned | CertificateCheck::SelfSignedInChain)
             if unknown_issuer || ca_as_leaf =>
@@ -114,15 +126,41 @@ fn named_untrusted(error: &Error, chain: &[CertificateDer<'_>]) -> Option<Certif
 /// What a chain (the server's certificate first) that no trusted root issued is: its
 /// certificate is self-signed, or a certificate after it is (a root the server sent along),
 /// or neither.
-fn untrusted(chain: &[CertificateDer<'_>]) -> CertificateCheck {
-    let self_signed = |der: &CertificateDer<'_>| {
-        webpki::EndEntityCert::try_from(der).is_ok_and(|cert| cert.issuer() == cert.subject())
-    };
+fn untrusted(chain: &[CertificateDer<'_>], algorithms: Algorithms) -> CertificateCheck {
+    let self_signed = |der: &CertificateDer<'_>| is_self_signed(der, algorithms);
     match chain.split_first() {
         Some((leaf, _)) if self_signed(leaf) => CertificateCheck::SelfSigned,
         Some((_, rest)) if rest.iter().any(self_signed) => CertificateCheck::SelfSignedInChain,
         _ => CertificateCheck::UnknownIssuer,
     }
+}
+
+/// Whether `der` is self-signed: it names itself as its issuer, and its own key verifies its
+/// signature (checked by trusting it alone and verifying it as a server certificate). A
+/// certificate made as a CA that names itself is a root, self-signed by definition; webpki
+/// refuses to verify one as a server certificate, so the name is enough for it. A name alone
+/// is not: two certificates can share a name (a CA and its leaf made with one default name).
+fn is_self_signed(der: &CertificateDer<'_>, algorithms: Algorithms) -> bool {
+    let Ok(cert) = webpki::EndEntityCert::try_from(der) else {
+        return false;
+    };
+    if cert.issuer() != cert.subject() {
+        return false;
+    }
+    let Ok(itself) = webpki::anchor_from_trusted_cert(der) else {
+        return false;
+    };
+    let anchors = [itself];
+    let verified = cert.verify_for_usage(
+        algorithms,
+        &anchors,
+        &[],
+        UnixTime::now(),
+        webpki::KeyUsage::server_auth(),
+        None,
+        None,
+    );
+    matches!(verified, Ok(_) | Err(webpki::Error::CaUsedAsEndEntity))
 }
 
 /// rustls's own verifier, whose "unknown issuer" (or webpki's "CA used as end entity") says
@@ -132,11 +170,12 @@ fn untrusted(chain: &[CertificateDer<'_>]) -> CertificateCheck {
 #[derive(Debug)]
 pub(crate) struct NamingUntrusted {
     inner: Arc<WebPkiServerVerifier>,
+    algorithms: Algorithms,
 }
 
 impl NamingUntrusted {
-    pub(crate) fn new(inner: Arc<WebPkiServerVerifier>) -> NamingUntrusted {
-        NamingUntrusted { inner }
+    pub(crate) fn new(inner: Arc<WebPkiServerVerifier>, algorithms: Algorithms) -> NamingUntrusted {
+        NamingUntrusted { inner, algorithms }
     }
 }
 
@@ -163,7 +202,7 @@ impl ServerCertVerifier for NamingUntrusted {
             .chain(intermediates)
             .map(|der| CertificateDer::from(der.as_ref()))
             .collect();
-        match named_untrusted(&error, &chain) {
+        match named_untrusted(&error, &chain, self.algorithms) {
             Some(named @ (CertificateCheck::SelfSigned | CertificateCheck::SelfSignedInChain)) => {
                 let named = OtherError(Arc::new(Untrusted(named)));
                 Err(Error::InvalidCertificate(CertificateError::Other(named)))

@@ -618,7 +618,9 @@ async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
     .unwrap();
     assert!(connected.is_tls());
     assert_eq!(connected.alpn, Some(Negotiated::Http1));
-    // Accepted, and still checked: no root was trusted at all.
+    // Accepted, and still checked: no root was trusted at all. The leaf names itself as its
+    // issuer (rcgen's default name for both it and its CA) but the CA signed it: not
+    // self-signed.
     let tls = connected.tls.as_ref().unwrap();
     assert_eq!(tls.certificate, CertificateCheck::UnknownIssuer);
     assert_eq!(tls.peer_certificates, 1);
