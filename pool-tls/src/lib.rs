@@ -76,6 +76,7 @@ mod happy_eyeballs;
 #[cfg(feature = "hickory")]
 mod hickory;
 mod io;
+mod no_proxy;
 mod pin;
 mod proxy_config;
 mod resolve;
@@ -104,8 +105,9 @@ pub use hickory::HickoryResolver;
 #[cfg(feature = "hickory")]
 pub use hickory_resolver;
 pub use io::Io;
+pub use no_proxy::NoProxy;
 pub use pin::PublicKeyPin;
-pub use proxy_config::{NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme};
+pub use proxy_config::{Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
 pub use service::{Connecting, Connection};
 pub use tls::{TlsConfigError, TlsConnector, TlsOptions, TlsVersion};
