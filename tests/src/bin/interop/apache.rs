@@ -11,7 +11,8 @@
 //! second challenged anew on the reused connection, as curl does) and a wrong one (httpd's
 //! `401`); through the proxy, two URLs forwarded and two through a `CONNECT` tunnel (`-p`,
 //! `--proxy-anyauth`), and a wrong password, forwarded (the `407` is the response) and
-//! tunnelled (exit 56).
+//! tunnelled (exit 56); and `poolcurl load` through Digest tunnels, where httpd's log (the
+//! proxy's `CustomLog`) must show one challenge and one tunnel per connection the pool opened.
 //!
 //! Without httpd (`apache2` or `httpd`) with `mod_auth_digest` and the proxy modules, or
 //! without curl, the checks are one "skip" row. `.ci/run` installs Debian's `apache2-bin`.
@@ -28,13 +29,14 @@ const HTDIGEST: &str = "alice:interop:8dec95327f9b9f2bb41f27f5190f1816\n";
 const MODULE_DIRS: [&str; 2] = ["/usr/lib/apache2/modules", "/usr/lib64/httpd/modules"];
 
 /// The checks, in table order.
-const CHECKS: [&str; 6] = [
+const CHECKS: [&str; 7] = [
     "curl vs poolcurl --digest to Apache httpd, 2 URLs",
     "curl vs poolcurl --digest to Apache httpd, wrong password",
     "curl vs poolcurl --proxy-digest, httpd forward proxy, 2 URLs",
     "curl vs poolcurl -p --proxy-anyauth, httpd CONNECT, 2 URLs",
     "curl vs poolcurl --proxy-digest, httpd forward proxy, wrong password",
     "curl vs poolcurl -p --proxy-digest, httpd CONNECT, wrong password",
+    "poolcurl load -p --proxy-digest through httpd, -n 400 -c 8",
 ];
 
 /// The modules httpd loads, with their files.
@@ -68,7 +70,15 @@ pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         Ok(started) => started,
         Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
-    let [right, wrong, forward, tunnel, forward_wrong, tunnel_wrong] = names;
+    let [
+        right,
+        wrong,
+        forward,
+        tunnel,
+        forward_wrong,
+        tunnel_wrong,
+        load,
+    ] = names;
     let url = format!("http://127.0.0.1:{port}/secret/index.txt");
     let two = [
         "-s",
@@ -125,7 +135,68 @@ pub(crate) fn apache_digest(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         beside_curl(tunnel, &curl, poolcurl, &tunnelled),
         beside_curl(forward_wrong, &curl, poolcurl, &forwarded_wrong),
         beside_curl_exiting(tunnel_wrong, &curl, poolcurl, &tunnelled_wrong, 56),
+        load_through_digest_tunnels(load, poolcurl, dir, (&proxy, port), &open),
     ]
+}
+
+/// `poolcurl load` through httpd's `CONNECT` with Digest: every request answered, and httpd's
+/// log shows one challenge (`407`) and one opened tunnel (`200`) per connection the pool
+/// opened: the pool answers each tunnel's challenge once, on the connection it came on.
+fn load_through_digest_tunnels(
+    check: String,
+    poolcurl: &Path,
+    dir: &Path,
+    (proxy, port): (&str, u16),
+    url: &str,
+) -> Row {
+    let log = dir.join("proxy.log");
+    let count = |status: &str| {
+        let line = format!("CONNECT 127.0.0.1:{port} HTTP/1.1 {status}");
+        std::fs::read_to_string(&log).map_or(0, |text| text.lines().filter(|l| *l == line).count())
+    };
+    let (challenged, opened) = (count("407"), count("200"));
+    let args: Vec<String> = [
+        "-p",
+        "--proxy-digest",
+        "-U",
+        "alice:s3cret",
+        "-x",
+        proxy,
+        "--http1.1",
+        "-n",
+        "400",
+        "-c",
+        "8",
+        url,
+    ]
+    .map(String::from)
+    .into();
+    let run = Running::spawn(poolcurl, &args).map(Running::finish);
+    let connections = run
+        .as_ref()
+        .ok()
+        .and_then(|r| serde_json::from_str::<Value>(&r.stdout).ok())
+        .and_then(|json| json.pointer("/connections/opened").and_then(Value::as_u64))
+        .unwrap_or(0);
+    let connections = usize::try_from(connections).unwrap_or(usize::MAX);
+    // httpd logs a tunnel's `200` when the tunnel closes, which is as poolcurl exits: wait
+    // (bounded) for the log to show them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count("200") - opened < connections && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20)); // poll interval
+    }
+    let (challenged, opened) = (count("407") - challenged, count("200") - opened);
+    let mut problems = Vec::new();
+    if connections == 0 || challenged != connections || opened != connections {
+        problems.push(format!(
+            "httpd logged {challenged} challenge(s) and {opened} tunnel(s) for {connections} connection(s)"
+        ));
+    }
+    let mut row = Row::judge(check, run, Some(400), "h1", problems);
+    row.details.push(format!(
+        "httpd logged {challenged} challenge(s) and {opened} tunnel(s) for {connections} connection(s)"
+    ));
+    row
 }
 
 /// Writes the documents, the password file and `httpd.conf` into `dir`, starts httpd in the
@@ -156,8 +227,12 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16,
         "AuthType Digest\n    AuthName \"{REALM}\"\n    AuthDigestProvider file\n    \
          AuthUserFile {d}/htdigest\n    Require valid-user\n"
     );
+    // Each proxied request line with its status, for the load check (mod_log_config is built
+    // into Debian's httpd and a module elsewhere).
     let proxy = format!(
-        "<VirtualHost 127.0.0.1:{proxy_port}>\n  ProxyRequests On\n  AllowCONNECT {port}\n  \
+        "<IfModule !log_config_module>\n  LoadModule log_config_module {m}/mod_log_config.so\n\
+         </IfModule>\n<VirtualHost 127.0.0.1:{proxy_port}>\n  ProxyRequests On\n  \
+         AllowCONNECT {port}\n  CustomLog {d}/proxy.log \"%r %>s\"\n  \
          <Proxy \"*\">\n    {guard}  </Proxy>\n</VirtualHost>\n"
     );
     let conf = format!(

@@ -32,7 +32,8 @@
 //!   (`early.rs`).
 //! * **Apache httpd with `mod_auth_digest`**, beside curl: `--digest` with the right and a
 //!   wrong password, and httpd as a Digest proxy (`mod_proxy`): `--proxy-digest` forwarded,
-//!   `-p --proxy-anyauth` through `CONNECT`, and wrong passwords both ways (`apache.rs`); one
+//!   `-p --proxy-anyauth` through `CONNECT`, wrong passwords both ways, and `poolcurl load`
+//!   through Digest tunnels, one challenge per connection in httpd's log (`apache.rs`); one
 //!   "skip" row without httpd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
