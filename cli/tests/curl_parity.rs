@@ -2104,14 +2104,11 @@ fn lie(name: &str) -> Reply {
 /// the pin of the TLS server's key, computed from the key as `--pinnedpubkey FILE` reads it.
 fn pin_of(path: &Path) -> String {
     use base64::Engine as _;
-    let Ok(pem) = std::fs::read_to_string(path) else {
+    use rustls_pki_types::pem::PemObject as _;
+    let Ok(spki) = rustls_pki_types::SubjectPublicKeyInfoDer::from_pem_file(path) else {
         return String::new();
     };
-    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    let spki = base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .expect("base64 in the PEM");
-    let pin = pool::PublicKeyPin::of_spki_der(&spki);
+    let pin = pool::PublicKeyPin::of_spki_der(spki.as_ref());
     format!(
         "sha256//{}",
         base64::engine::general_purpose::STANDARD.encode(pin.sha256())

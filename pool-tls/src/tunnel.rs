@@ -211,9 +211,10 @@ where
             authorization: answer.value,
         });
     };
-    let status = Head::parse(&second)?.status;
-    if !(200..300).contains(&status) {
-        return Err(ConnectError::tunnel_refused(status, &second).after_challenge(&response));
+    let answered = Head::parse(&second)?;
+    if !answered.is_success() {
+        let refused = ConnectError::tunnel_refused(answered.status, &second);
+        return Err(refused.after_challenge(&response));
     }
     Ok(Opened::Tunnel {
         answer: second,

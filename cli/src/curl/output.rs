@@ -30,8 +30,8 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             write_informational(&mut head, one, written.map(|names| &names[at]));
         }
     }
-    head.extend_from_slice(&match parts.version {
-        Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),
+    let line = match parts.version {
+        Version::HTTP_2 => format!("HTTP/2 {} ", status.as_u16()),
         version => {
             let reason = parts
                 .extensions
@@ -39,28 +39,41 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
                 .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
                 .or_else(|| status.canonical_reason().map(str::to_owned))
                 .unwrap_or_default();
-            let version = if version == Version::HTTP_10 {
-                "HTTP/1.0"
-            } else {
-                "HTTP/1.1"
-            };
-            format!("{version} {} {reason}\r\n", status.as_u16()).into_bytes()
+            format!("{} {} {reason}", http1(version), status.as_u16())
         }
-    });
-    let mut field = |name: &str, value: &http::HeaderValue| write_field(&mut head, name, value);
+    };
     // HTTP/1: the names as the server wrote them, in its order (the pool keeps them when built
     // with `http1_preserve_header_case`); HTTP/2 names are lower case on the wire.
-    match raw {
-        Some(raw) => raw
-            .in_wire_order(&parts.headers)
-            .for_each(|(name, value)| field(name, value)),
-        None => parts
-            .headers
-            .iter()
-            .for_each(|(name, value)| field(name.as_str(), value)),
-    }
-    head.extend_from_slice(b"\r\n");
+    write_head(&mut head, &line, &parts.headers, raw);
     head
+}
+
+/// A head: `line`, the `name: value` lines of `headers` (the names as written and in the
+/// server's order when `written` has them), and the blank line, all ending in CRLF.
+fn write_head(
+    out: &mut Vec<u8>,
+    line: &str,
+    headers: &HeaderMap,
+    written: Option<&pool::RawHeaderNames>,
+) {
+    out.extend_from_slice(line.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    match written {
+        Some(names) => names
+            .in_wire_order(headers)
+            .for_each(|(name, value)| write_field(out, name, value)),
+        None => write_fields(out, headers),
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// An HTTP/1 version as a status line writes it.
+fn http1(version: Version) -> &'static str {
+    if version == Version::HTTP_10 {
+        "HTTP/1.0"
+    } else {
+        "HTTP/1.1"
+    }
 }
 
 /// Collects the 1xx heads (`100 Continue`, `103 Early Hints`) an HTTP/1 server sends before
@@ -112,21 +125,10 @@ fn write_informational(
     head: &EarlyHead,
     written: Option<&pool::RawHeaderNames>,
 ) {
-    let version = if head.version == Version::HTTP_10 {
-        "HTTP/1.0"
-    } else {
-        "HTTP/1.1"
-    };
     let status = head.status;
     let reason = status.canonical_reason().unwrap_or_default();
-    out.extend_from_slice(format!("{version} {} {reason}\r\n", status.as_u16()).as_bytes());
-    match written {
-        Some(names) => names
-            .in_wire_order(&head.headers)
-            .for_each(|(name, value)| write_field(out, name, value)),
-        None => write_fields(out, &head.headers),
-    }
-    out.extend_from_slice(b"\r\n");
+    let line = format!("{} {} {reason}", http1(head.version), status.as_u16());
+    write_head(out, &line, &head.headers, written);
 }
 
 /// `name: value` lines, as a `HeaderMap` holds them (names in lower case).

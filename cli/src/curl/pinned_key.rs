@@ -12,6 +12,8 @@ use std::path::Path;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use rustls_pki_types::SubjectPublicKeyInfoDer;
+use rustls_pki_types::pem::PemObject;
 
 /// The pins `arg` names; when it names none that could match, one that nothing matches.
 pub(crate) fn pins(arg: &str) -> Vec<pool::PublicKeyPin> {
@@ -37,18 +39,11 @@ pub(crate) fn pins(arg: &str) -> Vec<pool::PublicKeyPin> {
 /// or is PEM of anything but a public key.
 fn from_file(path: &Path) -> Option<pool::PublicKeyPin> {
     let bytes = std::fs::read(path).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let der = match text.find("-----BEGIN PUBLIC KEY-----") {
-        Some(start) => {
-            let body = &text[start + "-----BEGIN PUBLIC KEY-----".len()..];
-            let body = &body[..body.find("-----END PUBLIC KEY-----")?];
-            let base64: String = body.split_whitespace().collect();
-            STANDARD.decode(base64).ok()?
-        }
-        None if text.contains("-----BEGIN ") => return None,
-        None => bytes,
-    };
-    Some(pool::PublicKeyPin::of_spki_der(&der))
+    if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Some(pool::PublicKeyPin::of_spki_der(&bytes));
+    }
+    let key = SubjectPublicKeyInfoDer::from_pem_slice(&bytes).ok()?;
+    Some(pool::PublicKeyPin::of_spki_der(key.as_ref()))
 }
 
 #[cfg(test)]
