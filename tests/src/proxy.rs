@@ -314,7 +314,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 /// Whether `answer` (a `Proxy-Authorization` value) is the Digest answer (MD5, `qop=auth`,
 /// RFC 7616 section 3.4.1) of `user` with `password` to the proxy's challenge, for a `method`
 /// request to `target`. For a forward request the answer's `uri` is the path (as curl sends
-/// it) and `target` the absolute form: their paths must agree.
+/// it) and `target` the absolute form: their paths must agree. Computed here with MD5 alone,
+/// not with the `digest_auth` crate the pool answers with, so that a fault there cannot pass
+/// its own check.
 fn digest_matches(answer: &str, method: &str, target: &str, user: &str, password: &str) -> bool {
     use md5::{Digest, Md5};
     let Some(params) = answer.strip_prefix("Digest ") else {
