@@ -69,6 +69,11 @@ pub struct TlsDetails {
     pub version: &'static str,
     /// The cipher suite, such as `"TLS13_AES_256_GCM_SHA384"`.
     pub cipher_suite: &'static str,
+    /// The key exchange group, such as `"X25519"` or `"secp256r1"`; `None` when the handshake
+    /// did not say (a resumed TLS 1.2 session, or a custom connector).
+    pub key_exchange: Option<&'static str>,
+    /// Whether the handshake resumed an earlier session rather than making a full one.
+    pub resumed: bool,
     /// The protocol ALPN selected (`"h2"`, `"http/1.1"`), or `None` when the server selected
     /// none.
     pub alpn: Option<&'static str>,

@@ -150,6 +150,15 @@ pub struct TlsInfo {
     pub version: &'static str,
     /// The cipher suite's IANA name, for example `"TLS13_AES_256_GCM_SHA384"`.
     pub cipher_suite: &'static str,
+    /// The key exchange group's name, for example `"X25519"`; `None` when the handshake did
+    /// not say.
+    pub key_exchange: Option<&'static str>,
+    /// Whether the handshake resumed an earlier session.
+    pub resumed: bool,
+    /// Whether the client offered ALPN
+    /// ([`TlsOptions::alpn`](crate::TlsOptions::alpn)): when it did not, no protocol was
+    /// negotiated and the caller's own choice stands.
+    pub alpn_offered: bool,
     /// How many certificates the server presented.
     pub peer_certificates: usize,
     /// What checking the server's certificate found (see

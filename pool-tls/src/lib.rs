@@ -109,6 +109,9 @@ pub use no_proxy::NoProxy;
 pub use pin::PublicKeyPin;
 pub use proxy_config::{Proxy, ProxyConfig, ProxyError, ProxyScheme};
 pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
+/// The names of cipher suites and key exchange groups [`TlsOptions`] lists, as rustls spells
+/// them (`CipherSuite::TLS13_AES_128_GCM_SHA256`, `NamedGroup::X25519`).
+pub use rustls::{CipherSuite, NamedGroup};
 pub use service::{Connecting, Connection};
 pub use tls::{TlsConfigError, TlsConnector, TlsOptions, TlsVersion};
 pub use tokio_io::TokioIo;

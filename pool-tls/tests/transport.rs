@@ -599,6 +599,124 @@ async fn server_without_alpn_negotiates_nothing() {
     assert_eq!(connected.alpn, None);
 }
 
+/// The suites and groups offered are the ones a server following the client's order picks;
+/// suites of TLS 1.2 alone leave TLS 1.3 unoffered, and suites the server's key cannot use
+/// fail the handshake.
+#[tokio::test]
+async fn offered_cipher_suites_and_groups_are_the_ones_negotiated() {
+    use pool_tls::{CipherSuite, NamedGroup};
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"http/1.1"], false).await;
+    let port = server.addr.port();
+    let cases = [
+        (
+            vec![CipherSuite::TLS13_CHACHA20_POLY1305_SHA256],
+            vec![NamedGroup::secp384r1],
+            ("TLSv1.3", "TLS13_CHACHA20_POLY1305_SHA256", "secp384r1"),
+        ),
+        (
+            vec![
+                CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                CipherSuite::TLS13_AES_128_GCM_SHA256,
+            ],
+            vec![NamedGroup::secp256r1, NamedGroup::X25519],
+            ("TLSv1.3", "TLS13_AES_128_GCM_SHA256", "secp256r1"),
+        ),
+        (
+            vec![CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384],
+            vec![],
+            (
+                "TLSv1.2",
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                "X25519",
+            ),
+        ),
+    ];
+    for (suites, groups, (version, suite, group)) in cases {
+        let options = TlsOptions {
+            cipher_suites: suites.clone(),
+            key_exchange_groups: groups,
+            ..pki.trusting_options()
+        };
+        let connector = connector_to(server.addr, options);
+        let (_io, connected) = connect(&connector, https("localhost", port, AlpnOffer::Both))
+            .await
+            .unwrap();
+        let tls = connected.tls.unwrap();
+        assert_eq!(
+            (tls.version, tls.cipher_suite, tls.key_exchange),
+            (version, suite, Some(group)),
+            "{suites:?}"
+        );
+    }
+    // The server's key is ECDSA: an RSA suite alone has nothing in common with it.
+    let options = TlsOptions {
+        cipher_suites: vec![CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256],
+        ..pki.trusting_options()
+    };
+    let connector = connector_to(server.addr, options);
+    let error = connect(&connector, https("localhost", port, AlpnOffer::Both))
+        .await
+        .unwrap_err();
+    assert!(error.is_tls(), "{error}");
+}
+
+/// Without ALPN the handshake names no protocol, even with a server that would pick h2.
+#[tokio::test]
+async fn without_alpn_nothing_is_negotiated() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"h2", b"http/1.1"], false).await;
+    let options = TlsOptions {
+        alpn: false,
+        ..pki.trusting_options()
+    };
+    let connector = connector_to(server.addr, options);
+    for offer in [AlpnOffer::Both, AlpnOffer::Http2Only] {
+        let (_io, connected) = connect(&connector, https("localhost", server.addr.port(), offer))
+            .await
+            .unwrap();
+        assert_eq!(connected.alpn, None, "{offer:?}");
+        assert!(!connected.tls.unwrap().alpn_offered);
+    }
+    let connector = connector_to(server.addr, pki.trusting_options());
+    let (_io, connected) = connect(
+        &connector,
+        https("localhost", server.addr.port(), AlpnOffer::Both),
+    )
+    .await
+    .unwrap();
+    assert!(connected.tls.unwrap().alpn_offered);
+}
+
+/// A connector's second handshake with a server resumes the first one's session, unless
+/// resumption is off. TLS 1.2 keeps the test to the handshake itself: its session is stored
+/// when the handshake ends, where TLS 1.3's tickets come after it.
+#[tokio::test]
+async fn sessions_resume_unless_resumption_is_off() {
+    let pki = Pki::new();
+    let server =
+        TlsServer::start_speaking(&pki, &[b"http/1.1"], false, &[&rustls::version::TLS12]).await;
+    for resumption in [true, false] {
+        let options = TlsOptions {
+            session_resumption: resumption,
+            max_version: TlsVersion::Tls12,
+            ..pki.trusting_options()
+        };
+        let connector = connector_to(server.addr, options);
+        let mut resumed = Vec::new();
+        for _ in 0..2 {
+            let (_io, connected) = connect(
+                &connector,
+                https("localhost", server.addr.port(), AlpnOffer::Both),
+            )
+            .await
+            .unwrap();
+            resumed.push(connected.tls.unwrap().resumed);
+        }
+        assert_eq!(resumed, [false, resumption]);
+    }
+}
+
 #[tokio::test]
 async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
     let pki = Pki::new();

@@ -13,6 +13,9 @@ use pool_tls::AlpnOffer;
 /// | `Http2Only`           | ALPN offers `h2`; anything else is an unsupported-version error | h2c with prior knowledge |
 /// | `Http2PriorKnowledge` | as `Auto`                          | h2c with prior knowledge     |
 ///
+/// With ALPN turned off ([`Builder::tls_alpn`](crate::Builder::tls_alpn)), `https://` origins
+/// get HTTP/1.1, and HTTP/2 with prior knowledge under `Http2Only`.
+///
 /// Independently, a request whose version is `HTTP/2.0` can only be served by an HTTP/2
 /// connection; other versions may be served by either protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -103,6 +103,9 @@ impl pool::Connect for GatedConnector {
                     connected.tls = Some(pool_tls::TlsInfo {
                         version: "TLSv1.3",
                         cipher_suite: "test",
+                        key_exchange: None,
+                        resumed: false,
+                        alpn_offered: true,
                         peer_certificates: 1,
                         certificate: pool::CertificateCheck::Valid,
                     });

@@ -944,3 +944,40 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
     })
     .await;
 }
+
+/// Without ALPN nothing is negotiated: a TLS origin is spoken to in HTTP/1.1, even one that
+/// would have picked h2, and in HTTP/2 with prior knowledge when the policy requires HTTP/2
+/// (`Http2Only`).
+#[tokio::test]
+async fn without_alpn_tls_speaks_http1_unless_http2_is_required() {
+    let pki = TestPki::new();
+    let h1 = ScriptedH1Server::builder()
+        .tls(pki.server_config(&[b"h2", b"http/1.1"]))
+        .default_plan(ConnPlan::serve_forever(Reply::ok("one")))
+        .start()
+        .await;
+    let pool = tls_pool(&pki).tls_alpn(false).build().unwrap();
+    let (handle, body) = fetch(&pool.client().unwrap(), &h1.url("/")).await;
+    assert_eq!(
+        (body.as_ref(), handle.protocol()),
+        (&b"one"[..], Protocol::Http1)
+    );
+    assert_eq!(handle.info().tls().map(|t| t.alpn), Some(None));
+
+    let h2 = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2"]))
+        .default_stream(StreamPlan::ok("two"))
+        .start()
+        .await;
+    let pool = tls_pool(&pki)
+        .tls_alpn(false)
+        .protocol(ProtocolPolicy::Http2Only)
+        .build()
+        .unwrap();
+    let (handle, body) = fetch(&pool.client().unwrap(), &h2.url("/")).await;
+    assert_eq!(
+        (body.as_ref(), handle.protocol()),
+        (&b"two"[..], Protocol::Http2)
+    );
+    assert_eq!(handle.info().tls().map(|t| t.alpn), Some(None));
+}

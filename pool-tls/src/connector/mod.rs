@@ -299,13 +299,14 @@ impl Inner {
     {
         let origin = &target.origin;
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
+        let alpn_offered = !config.alpn_protocols.is_empty();
         let stream = handshake(config, stream, origin.host(), origin.ip()).await?;
         let session = stream.get_ref().1;
         self.tls
             .check_pins(session)
             .map_err(|e| e.with_target(origin.host()))?;
         let check = self.certificate_check(session, target);
-        finish_tls(connected, session, check, start.elapsed());
+        finish_tls(connected, session, check, alpn_offered, start.elapsed());
         Ok(stream)
     }
 
@@ -376,10 +377,11 @@ fn finish_tls(
     connected: &mut Connected,
     session: &rustls::ClientConnection,
     check: CertificateCheck,
+    alpn_offered: bool,
     at: Duration,
 ) {
     connected.alpn = session.alpn_protocol().and_then(Negotiated::from_alpn);
-    connected.tls = Some(tls_info(session, check));
+    connected.tls = Some(tls_info(session, check, alpn_offered));
     connected.timings.tls = Some(at);
 }
 
@@ -392,7 +394,11 @@ fn authority(host: &str, port: u16) -> String {
     }
 }
 
-fn tls_info(session: &rustls::ClientConnection, certificate: CertificateCheck) -> TlsInfo {
+fn tls_info(
+    session: &rustls::ClientConnection,
+    certificate: CertificateCheck,
+    alpn_offered: bool,
+) -> TlsInfo {
     let version = match session.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
@@ -405,6 +411,11 @@ fn tls_info(session: &rustls::ClientConnection, certificate: CertificateCheck) -
     TlsInfo {
         version,
         cipher_suite,
+        key_exchange: session
+            .negotiated_key_exchange_group()
+            .and_then(|group| group.name().as_str()),
+        resumed: session.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        alpn_offered,
         peer_certificates: session.peer_certificates().map_or(0, <[_]>::len),
         certificate,
     }

@@ -179,6 +179,47 @@ impl Builder {
         self
     }
 
+    /// The cipher suites to offer, most preferred first (curl's `--ciphers` and
+    /// `--tls13-ciphers`; see [`TlsOptions::cipher_suites`]). Every suite rustls's `ring`
+    /// provider has by default; [`build`](Self::build) fails on a suite it lacks or a list
+    /// with no suite for the TLS versions offered.
+    pub fn tls_cipher_suites(
+        mut self,
+        suites: impl IntoIterator<Item = crate::CipherSuite>,
+    ) -> Self {
+        self.tls.cipher_suites = suites.into_iter().collect();
+        self
+    }
+
+    /// The key exchange groups to offer, most preferred first (curl's `--curves`; see
+    /// [`TlsOptions::key_exchange_groups`]). X25519, P-256 and P-384 by default;
+    /// [`build`](Self::build) fails on a group the provider lacks.
+    pub fn tls_key_exchange_groups(
+        mut self,
+        groups: impl IntoIterator<Item = crate::NamedGroup>,
+    ) -> Self {
+        self.tls.key_exchange_groups = groups.into_iter().collect();
+        self
+    }
+
+    /// Whether to offer ALPN (on by default). Off (curl's `--no-alpn`), nothing is negotiated:
+    /// origins are spoken to in HTTP/1.1, or in HTTP/2 with prior knowledge when the
+    /// [`protocol`](Self::protocol) policy requires HTTP/2 (`ProtocolPolicy::Http2Only`), as
+    /// curl does with `--no-alpn --http2-prior-knowledge`. The connection's
+    /// [`TlsDetails::alpn`](crate::TlsDetails::alpn) is then `None`.
+    pub fn tls_alpn(mut self, enabled: bool) -> Self {
+        self.tls.alpn = enabled;
+        self
+    }
+
+    /// Whether new connections resume earlier TLS sessions with the same server (on by
+    /// default; curl's `--no-sessionid` turns it off). A resumed handshake is shorter and says
+    /// so in [`TlsDetails::resumed`](crate::TlsDetails::resumed).
+    pub fn tls_session_resumption(mut self, enabled: bool) -> Self {
+        self.tls.session_resumption = enabled;
+        self
+    }
+
     /// Accepts any server certificate. This disables the protection TLS exists for; it is
     /// curl's `-k` and meant for tests against self-signed servers. Each connection still
     /// reports what verifying its certificate would have found

@@ -91,6 +91,11 @@ pub(super) fn negotiated(mode: EstablishMode, meta: &EstablishedMeta) -> Result<
         (EstablishMode::Http1, _) => Ok(Protocol::Http1),
         (EstablishMode::Http2, _) if !connected.is_tls() => Ok(Protocol::Http2),
         (EstablishMode::Http2, Some(Negotiated::Http2)) => Ok(Protocol::Http2),
+        // ALPN was not offered (`TlsOptions::alpn` off): HTTP/2 with prior knowledge, as
+        // over cleartext.
+        (EstablishMode::Http2, None) if connected.tls.as_ref().is_some_and(|t| !t.alpn_offered) => {
+            Ok(Protocol::Http2)
+        }
         (EstablishMode::Http2, _) => Err(Error::unsupported_version(
             "HTTP/2 is required and the server did not negotiate h2 over ALPN",
         )),
@@ -130,6 +135,8 @@ pub(super) fn connection_info(
     let tls = connected.tls.as_ref().map(|t| TlsDetails {
         version: t.version,
         cipher_suite: t.cipher_suite,
+        key_exchange: t.key_exchange,
+        resumed: t.resumed,
         alpn,
         peer_certificates: t.peer_certificates,
         certificate: t.certificate,

@@ -28,98 +28,10 @@ use crate::roots::{self, Identity};
 use crate::verifier::{DangerousAcceptAnyServerCert, NamingUntrusted};
 use crate::{AlpnOffer, ConnectError, PublicKeyPin};
 
-/// What the TLS client trusts and presents.
-///
-/// The default trusts the platform's native roots, adds nothing, presents no client
-/// certificate and verifies every server certificate.
-#[derive(Clone)]
-pub struct TlsOptions {
-    /// Trust the platform's native root certificates. Default `true`.
-    pub native_roots: bool,
-    /// PEM bundles of extra trust anchors (curl's `--cacert`). Each bundle must contain at
-    /// least one certificate.
-    pub extra_roots_pem: Vec<Vec<u8>>,
-    /// A client certificate for servers that ask for one (curl's `--cert` / `--key`):
-    /// `(certificate chain PEM, private key PEM)`, end-entity certificate first.
-    pub client_identity_pem: Option<(Vec<u8>, Vec<u8>)>,
-    /// Accept any server certificate, trusted or not, for any name (curl's `-k`).
-    ///
-    /// Handshake signatures are still verified, but anyone on the path can impersonate the
-    /// server. For testing only. The certificate is still checked after each handshake,
-    /// against the roots that would have been trusted (so the platform's are loaded when
-    /// `native_roots` is set), and what that found is reported (`TlsDetails::certificate`).
-    pub danger_accept_invalid_certs: bool,
-    /// The oldest TLS version offered (curl's `--tlsv1.3`). Default TLS 1.2.
-    pub min_version: TlsVersion,
-    /// The newest TLS version offered (curl's `--tls-max`). Default TLS 1.3.
-    pub max_version: TlsVersion,
-    /// PEM certificate revocation lists (curl's `--crlfile`): a server certificate they
-    /// revoke is rejected ([`CertificateCheck::Revoked`]). Certificates their issuers do not
-    /// cover are not checked for revocation. Each bundle must hold at least one CRL.
-    pub crls_pem: Vec<Vec<u8>>,
-    /// The public keys the server's certificate may carry (curl's `--pinnedpubkey`): when
-    /// any are given, a handshake whose end-entity certificate carries none of them fails
-    /// ([`ConnectError::is_pinned_key_mismatch`](crate::ConnectError::is_pinned_key_mismatch)),
-    /// verified or not. Empty (no pinning) by default.
-    pub pinned_public_keys: Vec<PublicKeyPin>,
-}
+mod crypto;
+mod options;
 
-/// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
-/// insecure and not implemented).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TlsVersion {
-    /// TLS 1.2 (RFC 5246).
-    Tls12,
-    /// TLS 1.3 (RFC 8446).
-    Tls13,
-}
-
-impl TlsVersion {
-    fn rustls(self) -> &'static rustls::SupportedProtocolVersion {
-        match self {
-            TlsVersion::Tls12 => &rustls::version::TLS12,
-            TlsVersion::Tls13 => &rustls::version::TLS13,
-        }
-    }
-}
-
-impl Default for TlsOptions {
-    fn default() -> TlsOptions {
-        TlsOptions {
-            native_roots: true,
-            extra_roots_pem: Vec::new(),
-            client_identity_pem: None,
-            danger_accept_invalid_certs: false,
-            min_version: TlsVersion::Tls12,
-            max_version: TlsVersion::Tls13,
-            crls_pem: Vec::new(),
-            pinned_public_keys: Vec::new(),
-        }
-    }
-}
-
-impl fmt::Debug for TlsOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Never print key material; sizes are enough to debug a configuration.
-        let identity = self
-            .client_identity_pem
-            .as_ref()
-            .map(|(cert, _key)| format!("{} byte certificate PEM, key redacted", cert.len()));
-        f.debug_struct("TlsOptions")
-            .field("native_roots", &self.native_roots)
-            .field("extra_roots_pem", &self.extra_roots_pem.len())
-            .field("client_identity_pem", &identity)
-            .field(
-                "danger_accept_invalid_certs",
-                &self.danger_accept_invalid_certs,
-            )
-            .field("min_version", &self.min_version)
-            .field("max_version", &self.max_version)
-            .field("crls_pem", &self.crls_pem.len())
-            .field("pinned_public_keys", &self.pinned_public_keys)
-            .finish()
-    }
-}
+pub use options::{TlsOptions, TlsVersion};
 
 /// Builds and caches the rustls client configurations for one set of [`TlsOptions`].
 ///
@@ -146,11 +58,16 @@ struct Inner {
     crls: Vec<CertificateRevocationListDer<'static>>,
     /// `TlsOptions::pinned_public_keys`.
     pins: Vec<PublicKeyPin>,
+    /// `TlsOptions::alpn`.
+    alpn: bool,
+    /// `TlsOptions::session_resumption`.
+    session_resumption: bool,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
 
-/// The client configurations, identical except for their ALPN lists.
+/// The client configurations, identical except for their ALPN lists (all empty when ALPN is
+/// off).
 struct Configs {
     http1_only: Arc<ClientConfig>,
     http2_only: Arc<ClientConfig>,
@@ -183,18 +100,18 @@ impl TlsConnector {
     /// no certificate, a missing or unusable private key, or a key that does not match the
     /// certificate.
     pub fn new(options: TlsOptions) -> Result<TlsConnector, TlsConfigError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
         if options.min_version > options.max_version {
             return Err(TlsConfigError::new(format!(
                 "the minimum TLS version ({:?}) is above the maximum ({:?})",
                 options.min_version, options.max_version
             )));
         }
-        let versions = [TlsVersion::Tls13, TlsVersion::Tls12]
+        let versions: Vec<_> = [TlsVersion::Tls13, TlsVersion::Tls12]
             .into_iter()
             .filter(|v| (options.min_version..=options.max_version).contains(v))
             .map(TlsVersion::rustls)
             .collect();
+        let provider = Arc::new(crypto::provider(&options, &versions)?);
         let extra_roots = roots::parse_extra_roots(&options.extra_roots_pem)?;
         let crls = roots::parse_crls(&options.crls_pem)?;
         let identity = match &options.client_identity_pem {
@@ -211,6 +128,8 @@ impl TlsConnector {
                 versions,
                 crls,
                 pins: options.pinned_public_keys,
+                alpn: options.alpn,
+                session_resumption: options.session_resumption,
                 configs: OnceLock::new(),
             }),
         })
@@ -351,16 +270,21 @@ impl Inner {
                     self.provider.signature_verification_algorithms.all,
                 )))
         };
-        let base = match &self.identity {
+        let mut base = match &self.identity {
             Some(identity) => builder
                 .with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())
                 .map_err(rejected)?,
             None => builder.with_no_client_auth(),
         };
+        if !self.session_resumption {
+            base.resumption = rustls::client::Resumption::disabled();
+        }
 
         let with_alpn = |offer: AlpnOffer| {
             let mut config = base.clone();
-            config.alpn_protocols = offer.protocols().iter().map(|p| p.to_vec()).collect();
+            if self.alpn {
+                config.alpn_protocols = offer.protocols().iter().map(|p| p.to_vec()).collect();
+            }
             Arc::new(config)
         };
         Ok(Configs {
