@@ -67,6 +67,9 @@ enum Extra {
     VerboseResponseHead,
     /// `-v`'s notes of the data sent and received (`} [N bytes data]`, `{ [...]`).
     VerboseDataNotes,
+    /// `-v`'s notes of the TLS handshake's outcome (`* SSL connection using ...`, `* ALPN:
+    /// server accepted ...`), byte for byte.
+    VerboseTls,
     /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
     /// `Trying`, poolcurl's partition and connection), byte for byte.
     TraceWithoutInfo,
@@ -92,6 +95,8 @@ enum Server {
     /// As [`Server::Tls`], requiring a client certificate from the run's CA (`%CERT%`,
     /// `%KEY%`).
     TlsClientAuth,
+    /// As [`Server::Tls`], with P-384 as its only key exchange group.
+    TlsP384Only,
     /// HTTP/2 over cleartext (prior knowledge), answering by [`h2_routes`].
     H2c,
 }
@@ -233,6 +238,154 @@ fn cases() -> Vec<Case> {
                     "%CRL%",
                     "-w",
                     "%{ssl_verify_result}",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        // The handshake's offers: --ciphers as an OpenSSL cipher string (the server's key is
+        // ECDSA, and it follows the client's order), --tls13-ciphers, --curves (against a
+        // server with P-384 alone), --no-alpn, --no-sessionid; lists that pick nothing are
+        // exit 59 for https:// only, and suites the key cannot use a handshake failure (35).
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "ciphers by name",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--tls-max",
+                    "1.2",
+                    "--ciphers",
+                    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "ciphers by alias",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--tls-max",
+                    "1.2",
+                    "--ciphers",
+                    "DEFAULT:!AES256:+AES128",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "tls13 ciphers",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--tls13-ciphers",
+                    "BOGUS:TLS_CHACHA20_POLY1305_SHA256",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "ciphers the key cannot use",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--tls-max",
+                    "1.2",
+                    "--ciphers",
+                    "ECDHE-RSA-AES128-GCM-SHA256",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "ciphers picking nothing",
+                &["--cacert", "%CA%", "--ciphers", "RC4:BOGUS", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls13 ciphers picking nothing",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--tls13-ciphers",
+                    "BOGUS",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        case(
+            "cipher lists over cleartext",
+            &["--ciphers", "BOGUS", "--curves", "BOGUS", "%BASE%/hello"],
+        ),
+        Case {
+            server: Server::TlsP384Only,
+            ..case(
+                "curves the server has",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--curves",
+                    "x25519:P-384",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsP384Only,
+            ..case(
+                "curves the server lacks",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--curves",
+                    "X25519:prime256v1",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "curves not known",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--curves",
+                    "X25519:bogus",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "no alpn",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--no-alpn",
+                    "--no-sessionid",
+                    "-w",
+                    " %{http_version}",
                     "%TLS%/hello",
                 ],
             )
@@ -2376,6 +2529,9 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             Server::TlsSelfSigned => pki.self_signed_server_config(&[b"http/1.1"], true),
             Server::TlsWithRoot => pki.server_config_with_root(&[b"http/1.1"]),
             Server::TlsClientAuth => pki.server_config_with_client_auth(&[b"http/1.1"]),
+            Server::TlsP384Only => {
+                pki.server_config_with_groups(&[b"http/1.1"], &[rustls::NamedGroup::secp384r1])
+            }
             _ => pki.server_config(&[b"http/1.1"]),
         }
     };
@@ -2394,6 +2550,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         | Server::TlsExpired
         | Server::TlsSelfSigned
         | Server::TlsWithRoot
+        | Server::TlsP384Only
         | Server::TlsClientAuth => {
             let config = tls(case.server);
             let server = ScriptedH1Server::builder()
@@ -2759,6 +2916,22 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                         "warning:\n  curl     {:?}\n  poolcurl {:?}",
                         curl.stderr, ours.stderr
                     ));
+                }
+            }
+            Extra::VerboseTls => {
+                let tls_lines = |stderr: &str| -> Vec<String> {
+                    stderr
+                        .split('\n')
+                        .filter(|l| {
+                            l.starts_with("* SSL connection using")
+                                || l.starts_with("* ALPN: server accepted")
+                        })
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let (a, b) = (tls_lines(&curl.stderr), tls_lines(&ours.stderr));
+                if a != b || a.is_empty() {
+                    problems.push(format!("-v TLS notes: curl {a:?} poolcurl {b:?}"));
                 }
             }
             Extra::VerboseResponseHead => {

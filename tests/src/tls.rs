@@ -222,6 +222,25 @@ impl TestPki {
         build_server(&self.server, alpn, None)
     }
 
+    /// Like [`server_config`](Self::server_config), with `groups` as the only key exchange
+    /// groups.
+    pub fn server_config_with_groups(
+        &self,
+        alpn: &[&[u8]],
+        groups: &[rustls::NamedGroup],
+    ) -> Arc<ServerConfig> {
+        let mut narrowed = rustls::crypto::ring::default_provider();
+        narrowed.kx_groups.retain(|g| groups.contains(&g.name()));
+        let mut config = ServerConfig::builder_with_provider(Arc::new(narrowed))
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![self.server.cert.clone()], self.server.key())
+            .expect("server certificate");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+
     /// Like [`server_config`](Self::server_config) but requiring a client certificate issued by
     /// this CA (see [`client_identity`](Self::client_identity)).
     pub fn server_config_with_client_auth(&self, alpn: &[&[u8]]) -> Arc<ServerConfig> {

@@ -43,6 +43,7 @@ use std::sync::Mutex;
 
 pub(crate) mod args;
 mod argv;
+mod ciphers;
 mod compose;
 mod config;
 pub(crate) mod connect_to;
@@ -217,6 +218,7 @@ impl Session {
             None
         };
         let alpn_offer = match setup::curl_protocol_policy(&args) {
+            _ if args.net.tls.no_alpn => "",
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
         };

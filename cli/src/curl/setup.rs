@@ -16,6 +16,8 @@
 //! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
+//! | `--ciphers`, `--tls13-ciphers`, `--curves` | `tls_cipher_suites`, `tls_key_exchange_groups` (curl mode; read as OpenSSL reads them, [`super::ciphers`]; a list that picks nothing fails `https://` transfers, exit 59) |
+//! | `--no-alpn`, `--no-sessionid` | `tls_alpn(false)` (and `Http2Only` under `--http2-prior-knowledge`), `tls_session_resumption(false)` (curl mode) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
 //! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
@@ -136,10 +138,13 @@ fn static_resolver(args: &ConnectArgs) -> Result<Option<StaticResolver>, CurlErr
     Ok(Some(resolver))
 }
 
-/// curl mode's HTTP version policy: `--http1.0` is HTTP/1 only too.
+/// curl mode's HTTP version policy: `--http1.0` is HTTP/1 only too, and
+/// `--http2-prior-knowledge` with `--no-alpn` speaks HTTP/2 over TLS without asking.
 pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
     if args.net.http1_0 {
         ProtocolPolicy::Http1Only
+    } else if args.net.tls.no_alpn && args.connect.http2_prior_knowledge {
+        ProtocolPolicy::Http2Only
     } else {
         protocol_policy(&args.connect)
     }
@@ -209,6 +214,16 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     if let Ok((min, max)) = args.net.tls_versions() {
         builder = builder.min_tls_version(min).max_tls_version(max);
     }
+    // Lists that pick nothing fail each `https://` transfer instead (exit 59).
+    let tls = &args.net.tls;
+    if let Ok(choices) = tls.choices() {
+        builder = builder
+            .tls_cipher_suites(choices.suites)
+            .tls_key_exchange_groups(choices.groups);
+    }
+    builder = builder
+        .tls_alpn(!tls.no_alpn)
+        .tls_session_resumption(!tls.no_sessionid);
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }
@@ -271,7 +286,8 @@ fn read_client_identity(cert: &Path, key: Option<&Path>) -> Result<(Vec<u8>, Vec
 /// # Errors
 ///
 /// Exit 77 for an unreadable `--proxy-cacert`, 82 for an unusable `--proxy-crlfile`, 58 for
-/// unreadable `--proxy-cert`/`--proxy-key` files.
+/// unreadable `--proxy-cert`/`--proxy-key` files, 59 for `--proxy-ciphers` or
+/// `--proxy-tls13-ciphers` lists that pick nothing.
 fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
     let mut options = TlsOptions {
         danger_accept_invalid_certs: args.proxy_insecure,
@@ -293,6 +309,10 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
     if let Some(arg) = &args.proxy_pinnedpubkey {
         options.pinned_public_keys = pinned_key::pins(arg);
     }
+    options.cipher_suites = super::ciphers::suites(
+        args.proxy_ciphers.as_deref(),
+        args.proxy_tls13_ciphers.as_deref(),
+    )?;
     Ok(options)
 }
 

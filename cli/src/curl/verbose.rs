@@ -5,7 +5,7 @@
 //! ```text
 //! * Connected to localhost (127.0.0.1) port 8443 (partition anonymous, connection #1)
 //! * ALPN: poolcurl offers h2,http/1.1
-//! * SSL connection using TLSv1.3 / TLS13_AES_256_GCM_SHA384
+//! * SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384
 //! * ALPN: server accepted h2
 //! > GET / HTTP/2
 //! > Host: localhost:8443
@@ -50,7 +50,7 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) host: &'a str,
     /// Where the connection was dialed (`--connect-to`).
     pub(crate) dial: &'a Dial,
-    /// The ALPN protocols offered over TLS, as curl lists them.
+    /// The ALPN protocols offered over TLS, as curl lists them; empty under `--no-alpn`.
     pub(crate) alpn_offer: &'a str,
     /// `--http2` on a cleartext URL.
     pub(crate) http2_over_cleartext: bool,
@@ -388,14 +388,21 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
         }
     }
     if let Some(tls) = info.tls() {
-        lines.info(&format!("ALPN: poolcurl offers {}", cx.alpn_offer));
+        let offered = !cx.alpn_offer.is_empty();
+        if offered {
+            lines.info(&format!("ALPN: poolcurl offers {}", cx.alpn_offer));
+        }
         lines.info(&format!(
             "SSL connection using {} / {}",
-            tls.version, tls.cipher_suite
+            tls.version,
+            super::ciphers::openssl_name(tls.cipher_suite)
         ));
         match tls.alpn {
             Some(accepted) => lines.info(&format!("ALPN: server accepted {accepted}")),
-            None => lines.info("ALPN: server did not agree on a protocol. Uses default."),
+            None if offered => {
+                lines.info("ALPN: server did not agree on a protocol. Uses default.");
+            }
+            None => {}
         }
     }
 }

@@ -36,6 +36,7 @@ mod proxy_auth;
 mod proxy_choice;
 mod proxy_tls;
 mod send;
+mod tls_choice;
 mod transfer;
 pub(crate) mod unsupported;
 
@@ -46,6 +47,7 @@ pub(crate) use proxy_auth::ProxyAuthArgs;
 pub(crate) use proxy_choice::ProxyChoiceArgs;
 pub(crate) use proxy_tls::ProxyTlsArgs;
 pub(crate) use send::SendArgs;
+pub(crate) use tls_choice::TlsChoiceArgs;
 pub(crate) use transfer::TransferArgs;
 
 use parse::{parse_header, parse_method};

@@ -1,5 +1,6 @@
 //! The curl-mode connection flags that `poolcurl load` does not share ([`NetArgs`]): address
-//! family, the happy-eyeballs delay, HTTP/1.0, client certificates and TLS versions.
+//! family, the happy-eyeballs delay, HTTP/1.0, client certificates, TLS versions and what the
+//! handshake offers ([`super::TlsChoiceArgs`]).
 //! [`crate::curl::setup`] turns them into pool settings.
 
 use std::ops::RangeInclusive;
@@ -79,6 +80,10 @@ pub(crate) struct NetArgs {
     /// Use at most this TLS version (1.0, 1.1, 1.2, 1.3 or default); below 1.2 no TLS connection can be made (exit 35)
     #[arg(long = "tls-max", value_name = "VERSION", value_parser = ["1.0", "1.1", "1.2", "1.3", "default"])]
     pub(crate) tls_max: Option<String>,
+
+    /// Cipher suites, groups, ALPN and session resumption (`--ciphers`, `--no-alpn`, ...).
+    #[command(flatten)]
+    pub(crate) tls: super::TlsChoiceArgs,
 }
 
 /// curl's TCP keepalive idle time when `--keepalive-time` is not given.

@@ -35,4 +35,12 @@ pub(crate) struct ProxyTlsArgs {
     /// The public keys an https:// proxy may present, as --pinnedpubkey takes them
     #[arg(long = "proxy-pinnedpubkey", value_name = "HASHES|FILE")]
     pub(crate) proxy_pinnedpubkey: Option<String>,
+
+    /// TLS 1.2 cipher suites for an https:// proxy, as --ciphers takes them
+    #[arg(long = "proxy-ciphers", value_name = "LIST")]
+    pub(crate) proxy_ciphers: Option<String>,
+
+    /// TLS 1.3 cipher suites for an https:// proxy, as --tls13-ciphers takes them
+    #[arg(long = "proxy-tls13-ciphers", value_name = "LIST")]
+    pub(crate) proxy_tls13_ciphers: Option<String>,
 }

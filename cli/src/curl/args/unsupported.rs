@@ -19,7 +19,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--negotiate", None, HTTP_AUTH),
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
-    flag("--ciphers", None, "rustls chooses the cipher suites"),
     flag(
         "--preproxy",
         None,
@@ -70,21 +69,17 @@ const FLAGS: &[Unsupported] = &[
     flag("--sslv2", Some('2'), "TLS 1.2 and 1.3 only"),
     flag("--sslv3", Some('3'), "TLS 1.2 and 1.3 only"),
     flag("--cert-status", None, TLS_SETTING),
-    flag("--curves", None, TLS_SETTING),
-    flag("--tls13-ciphers", None, TLS_SETTING),
     flag("--ssl-allow-beast", None, TLS_SETTING),
     flag("--ssl-no-revoke", None, TLS_SETTING),
     flag("--ssl-revoke-best-effort", None, TLS_SETTING),
     flag("--ssl-auto-client-cert", None, TLS_SETTING),
     flag("--false-start", None, TLS_SETTING),
-    flag("--no-sessionid", None, TLS_SETTING),
     flag("--egd-file", None, TLS_SETTING),
     flag("--random-file", None, TLS_SETTING),
     flag("--engine", None, TLS_SETTING),
     flag("--tlsauthtype", None, "no TLS-SRP"),
     flag("--tlsuser", None, "no TLS-SRP"),
     flag("--tlspassword", None, "no TLS-SRP"),
-    flag("--no-alpn", None, "ALPN is always offered over TLS"),
     flag("--cert-type", None, PEM_ONLY),
     flag("--key-type", None, PEM_ONLY),
     flag("--pass", None, PEM_ONLY),
@@ -93,12 +88,10 @@ const FLAGS: &[Unsupported] = &[
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
     flag("--proxy-cert-type", None, PROXY_TLS),
-    flag("--proxy-ciphers", None, PROXY_TLS),
     flag("--proxy-key-type", None, PROXY_TLS),
     flag("--proxy-pass", None, PROXY_TLS),
     flag("--proxy-ssl-allow-beast", None, PROXY_TLS),
     flag("--proxy-ssl-auto-client-cert", None, PROXY_TLS),
-    flag("--proxy-tls13-ciphers", None, PROXY_TLS),
     flag("--proxy-tlsauthtype", None, PROXY_TLS),
     flag("--proxy-tlspassword", None, PROXY_TLS),
     flag("--proxy-tlsuser", None, PROXY_TLS),
@@ -151,8 +144,7 @@ const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --pr
 /// The reason of authentication schemes other than Basic and Digest.
 const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
-const PROXY_TLS: &str =
-    "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -pinnedpubkey";
+const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -pinnedpubkey -ciphers -tls13-ciphers";
 /// The reason of resolver options.
 const RESOLVER: &str = "the system resolver or --resolve only";
 /// SOCKS5 authentication other than user name and password.

@@ -33,11 +33,13 @@ impl Session {
         record: &mut TransferRecord,
     ) -> Result<(Parts, pool::Body), CurlError> {
         if uri.scheme_str() == Some("https") {
-            // As curl: TLS versions that cannot be met fail the TLS connections only.
+            // As curl: TLS versions that cannot be met, and cipher or curve lists that pick
+            // nothing, fail the TLS connections only.
             self.args
                 .net
                 .tls_versions()
                 .map_err(|message| CurlError::new(35, message))?;
+            self.args.net.tls.choices()?;
         }
         let template = &self.composed.template;
         let mut request = template.build_for(uri, hop, extra)?;
