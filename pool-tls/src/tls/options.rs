@@ -33,8 +33,10 @@ pub struct TlsOptions {
     /// The newest TLS version offered (curl's `--tls-max`). Default TLS 1.3.
     pub max_version: TlsVersion,
     /// PEM certificate revocation lists (curl's `--crlfile`): a server certificate they
-    /// revoke is rejected ([`CertificateCheck::Revoked`]). Certificates their issuers do not
-    /// cover are not checked for revocation. Each bundle must hold at least one CRL.
+    /// revoke is rejected
+    /// ([`CertificateCheck::Revoked`](pool_core::CertificateCheck::Revoked)). Certificates
+    /// their issuers do not cover are not checked for revocation. Each bundle must hold at
+    /// least one CRL.
     pub crls_pem: Vec<Vec<u8>>,
     /// The public keys the server's certificate may carry (curl's `--pinnedpubkey`): when
     /// any are given, a handshake whose end-entity certificate carries none of them fails
