@@ -47,6 +47,12 @@ pub struct DialOptions {
     /// address is tried in parallel. Default 250 ms (RFC 8305 recommends 250 ms). `None` or
     /// zero tries addresses one at a time, in order.
     pub happy_eyeballs_delay: Option<Duration>,
+    /// Write HAProxy's PROXY protocol (version 1) line first on every new connection (curl's
+    /// `--haproxy-protocol`), naming the socket's own two ends; for servers that expect it
+    /// (nginx's `listen ... proxy_protocol`), which refuse a connection without it. It goes
+    /// before TLS with the origin, inside a tunnel when there is one, and to a forward proxy
+    /// (see the `proxy_protocol` module). Default `false`.
+    pub proxy_protocol: bool,
 }
 
 impl Default for DialOptions {
@@ -57,6 +63,7 @@ impl Default for DialOptions {
             local_address: None,
             local_ports: None,
             happy_eyeballs_delay: Some(Duration::from_millis(250)),
+            proxy_protocol: false,
         }
     }
 }

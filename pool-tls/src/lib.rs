@@ -79,6 +79,7 @@ mod io;
 mod no_proxy;
 mod pin;
 mod proxy_config;
+mod proxy_protocol;
 mod resolve;
 mod roots;
 mod service;

@@ -717,6 +717,57 @@ async fn sessions_resume_unless_resumption_is_off() {
     }
 }
 
+/// With the PROXY protocol on, a connection's first bytes are the line naming its two ends,
+/// and TLS follows it.
+#[tokio::test]
+async fn the_proxy_protocol_line_comes_first_and_tls_after_it() {
+    let pki = Pki::new();
+    let server = TlsServer::start(&pki, &[b"http/1.1"], false).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Reads the line, then pipes the rest to the TLS server.
+    let front = tokio::spawn(async move {
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut tcp = tokio::io::BufReader::new(tcp);
+            let mut line = String::new();
+            tokio::io::AsyncBufReadExt::read_line(&mut tcp, &mut line)
+                .await
+                .unwrap();
+            lines.push(line);
+            let mut back = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+            tokio::spawn(async move {
+                let _ = tokio::io::copy_bidirectional(&mut tcp, &mut back).await;
+            });
+        }
+        lines
+    });
+    let resolver =
+        StaticResolver::new(Arc::new(NoResolver)).with("localhost", addr.port(), vec![addr]);
+    let connector = HttpConnector::new(
+        Arc::new(resolver),
+        DialOptions {
+            proxy_protocol: true,
+            ..DialOptions::default()
+        },
+        TlsConnector::new(pki.trusting_options()).unwrap(),
+    );
+    let mut locals = Vec::new();
+    for scheme in [Scheme::Http, Scheme::Https] {
+        let (_io, connected) = connect(&connector, target(scheme, "localhost", addr.port()))
+            .await
+            .unwrap();
+        assert_eq!(connected.is_tls(), scheme == Scheme::Https);
+        locals.push(connected.local_addr.port());
+    }
+    let expected: Vec<String> = locals
+        .iter()
+        .map(|local| format!("PROXY TCP4 127.0.0.1 127.0.0.1 {local} {}\r\n", addr.port()))
+        .collect();
+    assert_eq!(front.await.unwrap(), expected);
+}
+
 #[tokio::test]
 async fn danger_accept_invalid_certs_accepts_an_untrusted_server() {
     let pki = Pki::new();

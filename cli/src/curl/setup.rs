@@ -18,6 +18,7 @@
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
 //! | `--ciphers`, `--tls13-ciphers`, `--curves` | `tls_cipher_suites`, `tls_key_exchange_groups` (curl mode; read as OpenSSL reads them, [`super::ciphers`]; a list that picks nothing fails `https://` transfers, exit 59) |
 //! | `--no-alpn`, `--no-sessionid` | `tls_alpn(false)` (and `Http2Only` under `--http2-prior-knowledge`), `tls_session_resumption(false)` (curl mode) |
+//! | `--haproxy-protocol` | `proxy_protocol(true)` (curl mode) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
 //! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
@@ -208,6 +209,7 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         .http1_max_headers(MAX_RESPONSE_HEADERS)
         .http09_responses(args.net.http0_9);
     builder = builder
+        .proxy_protocol(args.net.haproxy_protocol)
         .tcp_keepalive(args.net.tcp_keepalive())
         .local_ports(args.net.local_port.clone());
     // Conflicting or unspeakable versions fail each `https://` transfer instead (exit 35).

@@ -204,9 +204,10 @@ impl Inner {
         let origin = &target.origin;
         let start = Instant::now();
         let to = self.connect_to.dial_target(origin.host(), origin.port());
-        let (tcp, mut connected) = self
+        let (mut tcp, mut connected) = self
             .dial_host(to.host(), to.ip(), to.port(), target, start)
             .await?;
+        self.proxy_protocol_line(&mut tcp, &connected).await?;
         if !origin.is_tls() {
             return Ok((Io::tcp(tcp), connected));
         }
@@ -264,6 +265,26 @@ impl Inner {
             tls: None,
         };
         Ok((tcp, connected))
+    }
+
+    /// The PROXY protocol line, when [`DialOptions::proxy_protocol`] asks for it, on `stream`:
+    /// where the origin's bytes start (the socket, or inside a tunnel, before TLS), as curl
+    /// places it, naming `connected`'s ends (the first hop's, as curl's).
+    async fn proxy_protocol_line<S>(
+        &self,
+        stream: &mut S,
+        connected: &Connected,
+    ) -> Result<(), ConnectError>
+    where
+        S: AsyncWrite + Unpin,
+    {
+        if !self.dial.proxy_protocol {
+            return Ok(());
+        }
+        let (local, remote) = (connected.local_addr, connected.remote_addr);
+        crate::proxy_protocol::write_v1(stream, local, remote)
+            .await
+            .map_err(|e| ConnectError::connect(e).with_addr(remote))
     }
 
     /// What checking the origin's certificate on `session` found (`Valid` unless

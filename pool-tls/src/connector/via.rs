@@ -121,6 +121,7 @@ impl Inner {
             ProxyScheme::Http => {
                 let mut tcp = tcp;
                 if !tunnel {
+                    self.proxy_protocol_line(&mut tcp, &connected).await?;
                     return Ok(Ok((Io::tcp(tcp), connected)));
                 }
                 let opened = open_tunnel(&mut tcp, proxy, &authority, answer_of(&answered))
@@ -147,6 +148,7 @@ impl Inner {
                         .map_err(|e| in_tunnel(e.with_target(proxy.host())))?;
                 }
                 if !tunnel {
+                    self.proxy_protocol_line(&mut to_proxy, &connected).await?;
                     return Ok(Ok((Io::tls(to_proxy), connected)));
                 }
                 let opened = open_tunnel(&mut to_proxy, proxy, &authority, answer_of(&answered))
@@ -155,6 +157,7 @@ impl Inner {
                 if let Err(challenge) = tunnel_opened(&mut connected, opened, answered) {
                     return Ok(Err(challenge));
                 }
+                self.proxy_protocol_line(&mut to_proxy, &connected).await?;
                 if !origin.is_tls() {
                     return Ok(Ok((Io::tls(to_proxy), connected)));
                 }
@@ -170,11 +173,12 @@ impl Inner {
     /// origin inside it when the origin is `https`, else the socket as it is.
     async fn inside_tunnel(
         &self,
-        tcp: TcpStream,
+        mut tcp: TcpStream,
         mut connected: Connected,
         target: &ConnectTarget,
         start: Instant,
     ) -> Result<(Io, Connected), ConnectError> {
+        self.proxy_protocol_line(&mut tcp, &connected).await?;
         if !target.origin.is_tls() {
             return Ok((Io::tcp(tcp), connected));
         }

@@ -58,6 +58,17 @@ impl Builder {
         self
     }
 
+    /// Writes HAProxy's PROXY protocol line (version 1) first on every new TCP connection
+    /// (curl's `--haproxy-protocol`), for upstreams that read the client's addresses from it
+    /// (nginx's `listen ... proxy_protocol`). It names the connection's own ends, not a
+    /// request's client: connections are shared between requests. It goes before TLS with the
+    /// origin, inside a `CONNECT` or SOCKS tunnel, and to a forward proxy, as curl sends it;
+    /// not over a Unix socket. Off by default.
+    pub fn proxy_protocol(mut self, enabled: bool) -> Self {
+        self.dial.proxy_protocol = enabled;
+        self
+    }
+
     /// The happy-eyeballs delay between connection attempts to successive addresses (RFC 8305,
     /// 250 ms by default). `None` or zero tries one address at a time.
     pub fn happy_eyeballs_delay(mut self, delay: Option<Duration>) -> Self {

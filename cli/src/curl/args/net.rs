@@ -69,6 +69,10 @@ pub(crate) struct NetArgs {
     #[arg(long = "keepalive-time", value_name = "SECONDS")]
     pub(crate) keepalive_time: Option<u64>,
 
+    /// Send HAProxy's PROXY protocol line (v1) first on each connection, for servers behind a load balancer
+    #[arg(long = "haproxy-protocol")]
+    pub(crate) haproxy_protocol: bool,
+
     /// Send no TCP keepalive probes
     #[arg(long = "no-keepalive")]
     pub(crate) no_keepalive: bool,

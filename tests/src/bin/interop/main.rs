@@ -23,6 +23,8 @@
 //!   `proxy.rs`. Without tinyproxy these checks are one "skip" row.
 //! * **nginx on a Unix socket**, beside curl: `--unix-socket` with two URLs, the second on the
 //!   reused connection.
+//! * **nginx reading HAProxy's PROXY line** (`listen ... proxy_protocol`), beside curl:
+//!   `--haproxy-protocol` over HTTP/1.1 and TLS, nginx answering with the address it read.
 //! * **microsocks** (SOCKS5) in front of that nginx, beside curl: `socks5h://` with a user
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
@@ -158,6 +160,7 @@ fn main() -> ExitCode {
         ));
         rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
+        rows.push(nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
@@ -198,7 +201,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 6]), String>;
+type Nginx = Result<(PathBuf, Server, [u16; 8]), String>;
 
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
@@ -267,6 +270,41 @@ fn nginx_unix_socket(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
     beside_curl(check, &curl, poolcurl, &args)
 }
 
+/// curl and poolcurl with `--haproxy-protocol` to nginx's `proxy_protocol` listeners, over
+/// HTTP/1.1 and TLS (the line goes before the handshake): the same bytes (the address nginx
+/// read from the line, the status) and the same exit code.
+fn nginx_proxy_protocol(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
+    let check = "curl vs poolcurl --haproxy-protocol to nginx, HTTP/1.1 and TLS".to_string();
+    eprintln!("interop: {check} ...");
+    let ports = match started {
+        Ok((_, _, ports)) => ports,
+        Err(e) => return Row::broken(check, e),
+    };
+    let Some(curl) = find_binary("curl") else {
+        return Row::skipped(format!("skipped: curl not found ({check})"), None);
+    };
+    let ca = dir.join("ca.pem").display().to_string();
+    let (http, tls) = (ports[6], ports[7]);
+    let resolve = format!("localhost:{tls}:127.0.0.1");
+    let (http_url, tls_url) = (
+        format!("http://127.0.0.1:{http}/"),
+        format!("https://localhost:{tls}/"),
+    );
+    let args = [
+        "-s",
+        "--haproxy-protocol",
+        "--cacert",
+        &ca,
+        "--resolve",
+        &resolve,
+        "-w",
+        "%{http_code}\n",
+        &http_url,
+        &tls_url,
+    ];
+    beside_curl(check, &curl, poolcurl, &args)
+}
+
 /// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`. The
 /// sleeps only place them in time; no result depends on their exact moment. Returns failures.
 fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
@@ -294,7 +332,8 @@ fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
 /// h2c, TLS, HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
-/// the oha comparison), and HTTP/1.1 announcing a 2 s keep-alive timeout.
+/// the oha comparison), HTTP/1.1 announcing a 2 s keep-alive timeout, and HTTP/1.1 and TLS
+/// reading HAProxy's PROXY line first.
 fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -305,7 +344,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("ca.pem", pki.ca_pem())?;
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
-    let ports = free_ports::<6>()?;
+    let ports = free_ports::<8>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -320,7 +359,9 @@ fn start_nginx(dir: &Path) -> Nginx {
     let ok = r#"location / { return 200 "ok\n"; }"#;
     // For the early-answer checks: an upload over 1 KiB is refused with 413 from its head.
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
-    let [p1, p2, p3, p4, p5, p6] = ports;
+    // For `--haproxy-protocol`: the address the PROXY line named.
+    let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
+    let [p1, p2, p3, p4, p5, p6, p7, p8] = ports;
     let conf = format!(
         "worker_processes 2;
 {user}
@@ -358,6 +399,14 @@ http {{
     }}
     # Closes idle connections after 2 s and says so (`Keep-Alive: timeout=2`).
     server {{ listen 127.0.0.1:{p6}; keepalive_timeout 2s 2s; {ok} }}
+    # Each connection starts with HAProxy's PROXY line, over cleartext and before TLS.
+    server {{ listen 127.0.0.1:{p7} proxy_protocol; {proxied} }}
+    server {{
+        listen 127.0.0.1:{p8} ssl proxy_protocol;
+        ssl_certificate {d}/server.pem;
+        ssl_certificate_key {d}/server.key;
+        {proxied}
+    }}
 }}
 "
     );
