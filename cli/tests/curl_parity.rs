@@ -448,6 +448,61 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // --cert-type and --key-type DER (%CERTDER%, %KEYDER%), in any case, mixed with PEM,
+        // and types poolcurl does not read.
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "der client certificate and key",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERTDER%",
+                    "--cert-type",
+                    "DER",
+                    "--key",
+                    "%KEYDER%",
+                    "--key-type",
+                    "der",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "der client certificate and pem key",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERTDER%",
+                    "--cert-type",
+                    "DER",
+                    "--key",
+                    "%KEY%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "unknown client certificate type",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--cert-type",
+                    "XYZ",
+                    "--key",
+                    "%KEY%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
         // --pinnedpubkey: the server key's digest (%PIN%), alone or among others, its PEM file
         // (%PUBKEY%) under -k, and what pins nothing (another digest, a certificate file):
         // exit 90, verified or not; an http:// URL is not concerned.
@@ -2514,6 +2569,10 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         dir.with_extension("cert.pem"),
         dir.with_extension("key.pem"),
     );
+    let (cert_der, key_der) = (
+        dir.with_extension("cert.der"),
+        dir.with_extension("key.der"),
+    );
     let crl = dir.with_extension("crl.pem");
     let public_key = dir.with_extension("pub.pem");
     let tls = |server: Server| {
@@ -2524,6 +2583,9 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         let (cert_pem, key_pem) = pki.client_identity_pem();
         std::fs::write(&cert, cert_pem).unwrap();
         std::fs::write(&key, key_pem).unwrap();
+        let (chain, private_key) = pki.client_identity();
+        std::fs::write(&cert_der, &chain[0]).unwrap();
+        std::fs::write(&key_der, private_key.secret_der()).unwrap();
         match server {
             Server::TlsExpired => pki.expired_server_config(&[b"http/1.1"]),
             Server::TlsSelfSigned => pki.self_signed_server_config(&[b"http/1.1"], true),
@@ -2619,6 +2681,8 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%DIR%", &dir.to_string_lossy())
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())
+                .replace("%CERTDER%", &cert_der.to_string_lossy())
+                .replace("%KEYDER%", &key_der.to_string_lossy())
                 .replace("%CERT%", &cert.to_string_lossy())
                 .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())

@@ -12,7 +12,7 @@
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
-//! | `--cert` / `--key` | `client_identity_pem` (curl mode; unusable files are exit 58) |
+//! | `--cert` / `--key`, `--cert-type` / `--key-type` | `client_identity_pem`, DER read as PEM (curl mode; unusable files are exit 58, see [`super::client_cert`]) |
 //! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
 //! | `--tlsv1.3` / `--tls-max 1.2` | `min_tls_version` / `max_tls_version` (curl mode; bounds no TLS can meet fail `https://` transfers, exit 35) |
@@ -47,6 +47,7 @@ use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
+use super::client_cert;
 use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 use super::pinned_key;
@@ -240,7 +241,8 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         });
     }
     if let Some(cert) = &args.net.cert {
-        let (chain, key) = read_client_identity(cert, args.net.key.as_deref())?;
+        let types = (args.net.cert_type.as_deref(), args.net.key_type.as_deref());
+        let (chain, key) = client_cert::read_identity(cert, args.net.key.as_deref(), types)?;
         builder = builder.client_identity_pem(chain, key);
     }
     for pin in args
@@ -253,32 +255,6 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         builder = builder.pin_public_key(pin);
     }
     Ok(builder)
-}
-
-/// `--cert` (or `--proxy-cert`) and its key: the key file, or the certificate's file when
-/// no key is named (curl's "the key may be in the same file").
-///
-/// # Errors
-///
-/// Exit 58 when a file cannot be read.
-fn read_client_identity(cert: &Path, key: Option<&Path>) -> Result<(Vec<u8>, Vec<u8>), CurlError> {
-    let read = |path: &Path| {
-        std::fs::read(path).map_err(|e| {
-            CurlError::new(
-                58,
-                format!(
-                    "could not load PEM client certificate from {}: {e}",
-                    path.display()
-                ),
-            )
-        })
-    };
-    let chain = read(cert)?;
-    let key = match key {
-        Some(key) => read(key)?,
-        None => chain.clone(),
-    };
-    Ok((chain, key))
 }
 
 /// An `https://` proxy's TLS settings, from its own flags alone: the platform's roots unless
@@ -306,7 +282,12 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
         options.crls_pem.push(read_crl_file(path)?);
     }
     if let Some(cert) = &args.proxy_cert {
-        options.client_identity_pem = Some(read_client_identity(cert, args.proxy_key.as_deref())?);
+        let types = (
+            args.proxy_cert_type.as_deref(),
+            args.proxy_key_type.as_deref(),
+        );
+        let key = args.proxy_key.as_deref();
+        options.client_identity_pem = Some(client_cert::read_identity(cert, key, types)?);
     }
     if let Some(arg) = &args.proxy_pinnedpubkey {
         options.pinned_public_keys = pinned_key::pins(arg);

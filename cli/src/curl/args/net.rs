@@ -45,6 +45,14 @@ pub(crate) struct NetArgs {
     #[arg(long = "key", value_name = "FILE")]
     pub(crate) key: Option<PathBuf>,
 
+    /// The format of --cert's file: PEM (default) or DER
+    #[arg(long = "cert-type", value_name = "TYPE")]
+    pub(crate) cert_type: Option<String>,
+
+    /// The format of --key's file: PEM (default) or DER
+    #[arg(long = "key-type", value_name = "TYPE")]
+    pub(crate) key_type: Option<String>,
+
     /// The public keys the server may present: sha256//BASE64[;sha256//BASE64...] or a PEM or DER public key file (a mismatch is exit 90)
     #[arg(long = "pinnedpubkey", value_name = "HASHES|FILE")]
     pub(crate) pinnedpubkey: Option<String>,

@@ -32,6 +32,14 @@ pub(crate) struct ProxyTlsArgs {
     #[arg(long = "proxy-key", value_name = "FILE")]
     pub(crate) proxy_key: Option<PathBuf>,
 
+    /// The format of --proxy-cert's file: PEM (default) or DER
+    #[arg(long = "proxy-cert-type", value_name = "TYPE")]
+    pub(crate) proxy_cert_type: Option<String>,
+
+    /// The format of --proxy-key's file: PEM (default) or DER
+    #[arg(long = "proxy-key-type", value_name = "TYPE")]
+    pub(crate) proxy_key_type: Option<String>,
+
     /// The public keys an https:// proxy may present, as --pinnedpubkey takes them
     #[arg(long = "proxy-pinnedpubkey", value_name = "HASHES|FILE")]
     pub(crate) proxy_pinnedpubkey: Option<String>,

@@ -80,15 +80,11 @@ const FLAGS: &[Unsupported] = &[
     flag("--tlsauthtype", None, "no TLS-SRP"),
     flag("--tlsuser", None, "no TLS-SRP"),
     flag("--tlspassword", None, "no TLS-SRP"),
-    flag("--cert-type", None, PEM_ONLY),
-    flag("--key-type", None, PEM_ONLY),
     flag("--pass", None, PEM_ONLY),
     // Proxies.
     flag("--proxy-negotiate", None, PROXY_AUTH),
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
-    flag("--proxy-cert-type", None, PROXY_TLS),
-    flag("--proxy-key-type", None, PROXY_TLS),
     flag("--proxy-pass", None, PROXY_TLS),
     flag("--proxy-ssl-allow-beast", None, PROXY_TLS),
     flag("--proxy-ssl-auto-client-cert", None, PROXY_TLS),
@@ -137,13 +133,13 @@ const OTHER_PROTOCOLS: &str = "an option of curl's other protocols; HTTP and HTT
 /// The reason of TLS options rustls or the pool has no setting for.
 const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 /// The reason of key and certificate format options.
-const PEM_ONLY: &str = "unencrypted PEM certificates and keys only";
+const PEM_ONLY: &str = "unencrypted PEM or DER certificates and keys only";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --proxy-digest)";
 /// The reason of authentication schemes other than Basic and Digest.
 const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
-const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -pinnedpubkey -ciphers -tls13-ciphers";
+const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -cert-type -key-type -pinnedpubkey -ciphers -tls13-ciphers";
 /// The reason of resolver options.
 const RESOLVER: &str = "the system resolver or --resolve only";
 /// SOCKS5 authentication other than user name and password.
