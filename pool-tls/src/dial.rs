@@ -50,8 +50,8 @@ pub struct DialOptions {
     /// Write HAProxy's PROXY protocol (version 1) line first on every new connection (curl's
     /// `--haproxy-protocol`), naming the socket's own two ends; for servers that expect it
     /// (nginx's `listen ... proxy_protocol`), which refuse a connection without it. It goes
-    /// before TLS with the origin, inside a tunnel when there is one, and to a forward proxy
-    /// (see the `proxy_protocol` module). Default `false`.
+    /// before TLS with the origin, inside a `CONNECT` or SOCKS tunnel when there is one, and
+    /// to a forward proxy, where curl writes it. Default `false`.
     pub proxy_protocol: bool,
 }
 

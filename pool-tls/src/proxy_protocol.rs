@@ -31,13 +31,15 @@ pub(crate) fn v1_line(local: SocketAddr, remote: SocketAddr) -> String {
     )
 }
 
-/// Writes the version 1 line for a connection from `local` to `remote` on `stream`.
+/// Writes the version 1 line for a connection from `local` to `remote` on `stream`, and
+/// flushes it: over TLS to a proxy it must leave as a record before the origin's handshake.
 pub(crate) async fn write_v1<S: AsyncWrite + Unpin>(
     stream: &mut S,
     local: SocketAddr,
     remote: SocketAddr,
 ) -> std::io::Result<()> {
-    stream.write_all(v1_line(local, remote).as_bytes()).await
+    stream.write_all(v1_line(local, remote).as_bytes()).await?;
+    stream.flush().await
 }
 
 #[cfg(test)]
