@@ -1,6 +1,6 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, Digest proxy authentication, headers for the proxy alone, the no-proxy list, routes that never mix,
+//! the tunnel, Digest proxy authentication, headers for the proxy alone, the PROXY protocol line inside a tunnel, the no-proxy list, routes that never mix,
 //! `connect_to` through a proxy, and a Unix socket that replaces both. Against a scripted
 //! proxy; the interop suite runs the same against tinyproxy.
 
@@ -927,4 +927,66 @@ async fn socks_credentials_tls_inside_and_refusals() {
     );
     let last = proxy.requests().pop().expect("asked");
     assert_eq!((last.version, last.user.as_deref()), (4, Some("alice")));
+}
+
+/// HAProxy's PROXY line goes where curl writes it: inside a `CONNECT` tunnel, so the origin
+/// reads it first (the proxy sees a plain `CONNECT`), naming the pool's socket to the proxy.
+#[tokio::test]
+async fn the_proxy_protocol_line_goes_inside_a_tunnel() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin_addr = listener.local_addr().unwrap();
+    // An origin that reads the PROXY line, then one request head, and answers it.
+    let origin = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut tcp = tokio::io::BufReader::new(tcp);
+        let mut first = String::new();
+        tcp.read_line(&mut first).await.unwrap();
+        let mut line = String::new();
+        while line != "\r\n" {
+            line.clear();
+            tcp.read_line(&mut line).await.unwrap();
+        }
+        tcp.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\norigin")
+            .await
+            .unwrap();
+        first
+    });
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let pool = ConnectionPool::builder()
+        .proxy(via(&proxy), true)
+        .proxy_protocol(true)
+        .build()
+        .unwrap();
+    let (handle, body) = fetch(&pool.client().unwrap(), &format!("http://{origin_addr}/")).await;
+    assert_eq!(body, "origin");
+    let (local, remote) = (
+        handle.info().local_addr().unwrap(),
+        handle.info().remote_addr().unwrap(),
+    );
+    assert_eq!(
+        remote.port(),
+        proxy
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse::<u16>()
+            .unwrap()
+    );
+    assert_eq!(
+        tokio::time::timeout(LIMIT, origin).await.unwrap().unwrap(),
+        format!(
+            "PROXY TCP4 127.0.0.1 127.0.0.1 {} {}\r\n",
+            local.port(),
+            remote.port()
+        )
+    );
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].line.starts_with("CONNECT "),
+        "{}",
+        requests[0].line
+    );
 }
