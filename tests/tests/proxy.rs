@@ -1,8 +1,9 @@
 //! Through an HTTP proxy: forward requests for `http` origins, `CONNECT` tunnels for `https`
 //! ones (HTTP/2 inside, one tunnel for a cold burst), credentials, refusals, a proxy that drops
-//! the tunnel, Digest proxy authentication, headers for the proxy alone, the PROXY protocol line inside a tunnel, the no-proxy list, routes that never mix,
-//! `connect_to` through a proxy, and a Unix socket that replaces both. Against a scripted
-//! proxy; the interop suite runs the same against tinyproxy.
+//! the tunnel, Digest proxy authentication, headers for the proxy alone, the PROXY protocol
+//! line inside a tunnel, the no-proxy list, routes that never mix, `connect_to` through a
+//! proxy, and a Unix socket that replaces both. Against a scripted proxy; the interop suite
+//! runs the same against tinyproxy.
 
 use std::net::SocketAddr;
 use std::time::Duration;
