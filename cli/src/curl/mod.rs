@@ -133,6 +133,9 @@ pub(crate) struct Session {
     write_out: Option<WriteOut>,
     /// ALPN protocols offered over TLS, for `-v`.
     alpn_offer: &'static str,
+    /// Why no TLS connection can be made with the flags (read once, see
+    /// `NetArgs::tls_refusal`): each `https://` transfer fails with it.
+    tls_refusal: Option<CurlError>,
     /// The `-v` trace.
     verbose: Verbose,
     /// Error and warning messages.
@@ -232,7 +235,9 @@ impl Session {
             .dump_header
             .as_deref()
             .map(|path| Mutex::new(Sink::file(in_output_dir(&args, path), dump_mode)));
+        let tls_refusal = args.net.tls_refusal();
         Ok(Session {
+            tls_refusal,
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
             proxies,

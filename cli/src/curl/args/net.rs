@@ -109,6 +109,16 @@ impl NetArgs {
         (!self.no_keepalive && seconds > 0).then(|| std::time::Duration::from_secs(seconds))
     }
 
+    /// Why no TLS connection can be made with these flags, if so: TLS versions no TLS can meet
+    /// (exit 35) or a cipher or curve list that picks nothing (exit 59). As curl, it fails the
+    /// `https://` transfers only, while `http://` ones still run.
+    pub(crate) fn tls_refusal(&self) -> Option<crate::curl::exit::CurlError> {
+        if let Err(message) = self.tls_versions() {
+            return Some(crate::curl::exit::CurlError::new(35, message));
+        }
+        self.tls.choices().err()
+    }
+
     /// The TLS versions the flags allow, oldest and newest; or why no TLS connection can be
     /// made with them (curl's exit 35 for an `https://` URL, while `http://` URLs still work).
     pub(crate) fn tls_versions(&self) -> Result<(pool::TlsVersion, pool::TlsVersion), String> {

@@ -32,14 +32,8 @@ impl Session {
         target: &Target,
         record: &mut TransferRecord,
     ) -> Result<(Parts, pool::Body), CurlError> {
-        if uri.scheme_str() == Some("https") {
-            // As curl: TLS versions that cannot be met, and cipher or curve lists that pick
-            // nothing, fail the TLS connections only.
-            self.args
-                .net
-                .tls_versions()
-                .map_err(|message| CurlError::new(35, message))?;
-            self.args.net.tls.choices()?;
+        if let (Some("https"), Some(refusal)) = (uri.scheme_str(), &self.tls_refusal) {
+            return Err(refusal.clone());
         }
         let template = &self.composed.template;
         let mut request = template.build_for(uri, hop, extra)?;
