@@ -295,6 +295,47 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // A second connection to the same host resumes the first one's session (the route
+        // closes each connection), on TLS 1.3 and 1.2, unless --no-sessionid.
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "session resumed",
+                &["--cacert", "%CA%", "-v", "%TLS%/close", "%TLS%/close"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "session resumed on tls 1.2",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--tls-max",
+                    "1.2",
+                    "%TLS%/close",
+                    "%TLS%/close",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "no session id",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "-v",
+                    "--no-sessionid",
+                    "%TLS%/close",
+                    "%TLS%/close",
+                ],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(
@@ -2367,6 +2408,9 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             common::proxy_digest_reply(req, common::digest_reply(req, ok))
         }
         "/etag" if req.header("if-none-match") == Some("\"v1\"") => Reply::new(304),
+        "/close" => Reply::ok("closing\n")
+            .header("connection", "close")
+            .then_close(),
         "/etag" => Reply::ok("tagged\n").header("etag", "\"v1\""),
         "/mixed" => Reply::ok("mixed\n")
             .header("Content-Type", "text/plain")
@@ -2988,6 +3032,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                         .split('\n')
                         .filter(|l| {
                             l.starts_with("* SSL connection using")
+                                || l.starts_with("* SSL re-using session ID")
                                 || l.starts_with("* ALPN: server accepted")
                         })
                         .map(str::to_owned)

@@ -20,14 +20,16 @@
 //! ```
 //!
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
-//! anonymous)` instead of the connection and TLS lines. A new connection through a `CONNECT`
-//! tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as curl
-//! does; so does a tunnel the proxy refused, before the error. Request headers print in the
-//! order they are sent, `Host` first, as curl sends them; response header names as the server
-//! wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF. Request data and the
-//! first block of a response body are noted (`} [N bytes data]`, `{ [N bytes data]`), except
-//! where the body goes to a terminal. `--trace-time` starts each line with the local time,
-//! `HH:MM:SS.micros`, as curl does.
+//! anonymous)` instead of the connection and TLS lines. A new TLS connection that resumed a
+//! session says `* SSL re-using session ID` before its suite (curl says it when it offers a
+//! cached session; the pool can tell only once the server took it). A new connection through a
+//! `CONNECT` tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as
+//! curl does; so does a tunnel the proxy refused, before the error. Request headers print in
+//! the order they are sent, `Host` first, as curl sends them; response header names as the
+//! server wrote them (HTTP/1). As in curl, the `>` and `<` lines end in CRLF. Request data and
+//! the first block of a response body are noted (`} [N bytes data]`, `{ [N bytes data]`),
+//! except where the body goes to a terminal. `--trace-time` starts each line with the local
+//! time, `HH:MM:SS.micros`, as curl does.
 //!
 //! With `--trace` or `--trace-ascii` ([`super::trace`]) the same lines go to the trace file as
 //! curl lays them out there (`== Info:` for `*`, a dump of the bytes for `>` and `<`), with
@@ -391,6 +393,11 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
         let offered = !cx.alpn_offer.is_empty();
         if offered {
             lines.info(&format!("ALPN: poolcurl offers {}", cx.alpn_offer));
+        }
+        // curl notes a session taken from its cache before the handshake; the pool knows
+        // after it whether the server took the session back, and says so only then.
+        if tls.resumed {
+            lines.info("SSL re-using session ID");
         }
         lines.info(&format!(
             "SSL connection using {} / {}",
