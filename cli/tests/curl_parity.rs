@@ -227,6 +227,44 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // Flags curl built with OpenSSL takes and ignores (Schannel's, TLS 1.0's, deprecated
+        // ones); --ssl-no-revoke leaves a --crlfile in force there.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls flags with no effect",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--false-start",
+                    "--ssl-allow-beast",
+                    "--ssl-auto-client-cert",
+                    "--ssl-revoke-best-effort",
+                    "--egd-file",
+                    "%DIR%/egd",
+                    "--random-file",
+                    "%DIR%/random",
+                    "--proxy-ssl-allow-beast",
+                    "--proxy-ssl-auto-client-cert",
+                    "--proxy-tlsv1",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "ssl-no-revoke keeps the crl",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--crlfile",
+                    "%CRL%",
+                    "--ssl-no-revoke",
+                    "%TLS%/hello",
+                ],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(
