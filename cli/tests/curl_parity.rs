@@ -527,6 +527,75 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // A key encrypted with a passphrase (%KEYENC%, PKCS #8, passphrase s3cret), opened by
+        // --pass or by the password after --cert's colon; a wrong one is 58, and a passphrase
+        // for a key that is not encrypted is ignored.
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "encrypted key with --pass",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--key",
+                    "%KEYENC%",
+                    "--pass",
+                    "s3cret",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "encrypted key with the password in --cert",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%:s3cret",
+                    "--key",
+                    "%KEYENC%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "encrypted key with a wrong passphrase",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--key",
+                    "%KEYENC%",
+                    "--pass",
+                    "wrong",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "passphrase for a plain key",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--key",
+                    "%KEY%",
+                    "--pass",
+                    "unused",
+                    "%TLS%/hello",
+                ],
+            )
+        },
         // --cert-type and --key-type DER (%CERTDER%, %KEYDER%), in any case, mixed with PEM,
         // and types poolcurl does not read.
         Case {
@@ -2636,6 +2705,25 @@ enum Tool {
     Poolcurl,
 }
 
+/// A PKCS #8 key (DER) encrypted with the passphrase `s3cret` (PBKDF2-SHA256, AES-256-CBC,
+/// as `openssl pkcs8 -topk8` writes it), in PEM.
+fn encrypted_pem(pkcs8_der: &[u8]) -> String {
+    use base64::Engine as _;
+    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8_der).unwrap();
+    let iv = [9u8; 16];
+    let params =
+        pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"parity-salt", &iv)
+            .unwrap();
+    let encrypted = info.encrypt_with_params(params, "s3cret").unwrap();
+    let text = base64::engine::general_purpose::STANDARD.encode(encrypted.as_bytes());
+    let mut pem = String::from("-----BEGIN ENCRYPTED PRIVATE KEY-----\n");
+    for line in text.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).unwrap());
+        pem.push('\n');
+    }
+    pem + "-----END ENCRYPTED PRIVATE KEY-----\n"
+}
+
 /// Runs `case` with `tool` against a fresh server; `root` holds `upload.txt`.
 async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome {
     let flaky = Arc::new(AtomicUsize::new(0));
@@ -2657,6 +2745,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     );
     let crl = dir.with_extension("crl.pem");
     let public_key = dir.with_extension("pub.pem");
+    let key_encrypted = dir.with_extension("key-enc.pem");
     let tls = |server: Server| {
         let pki = TestPki::new();
         std::fs::write(&public_key, pki.server_public_key_pem()).unwrap();
@@ -2668,6 +2757,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         let (chain, private_key) = pki.client_identity();
         std::fs::write(&cert_der, &chain[0]).unwrap();
         std::fs::write(&key_der, private_key.secret_der()).unwrap();
+        std::fs::write(&key_encrypted, encrypted_pem(private_key.secret_der())).unwrap();
         match server {
             Server::TlsExpired => pki.expired_server_config(&[b"http/1.1"]),
             Server::TlsSelfSigned => pki.self_signed_server_config(&[b"http/1.1"], true),
@@ -2765,6 +2855,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%CA%", &ca.to_string_lossy())
                 .replace("%CERTDER%", &cert_der.to_string_lossy())
                 .replace("%KEYDER%", &key_der.to_string_lossy())
+                .replace("%KEYENC%", &key_encrypted.to_string_lossy())
                 .replace("%CERT%", &cert.to_string_lossy())
                 .replace("%CRL%", &crl.to_string_lossy())
                 .replace("%KEY%", &key.to_string_lossy())

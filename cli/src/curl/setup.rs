@@ -241,8 +241,13 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         });
     }
     if let Some(cert) = &args.net.cert {
-        let types = (args.net.cert_type.as_deref(), args.net.key_type.as_deref());
-        let (chain, key) = client_cert::read_identity(cert, args.net.key.as_deref(), types)?;
+        let (chain, key) = client_cert::read_identity(&client_cert::IdentityFiles {
+            cert,
+            key: args.net.key.as_deref(),
+            cert_type: args.net.cert_type.as_deref(),
+            key_type: args.net.key_type.as_deref(),
+            pass: args.net.pass.as_deref(),
+        })?;
         builder = builder.client_identity_pem(chain, key);
     }
     for pin in args
@@ -282,12 +287,14 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
         options.crls_pem.push(read_crl_file(path)?);
     }
     if let Some(cert) = &args.proxy_cert {
-        let types = (
-            args.proxy_cert_type.as_deref(),
-            args.proxy_key_type.as_deref(),
-        );
-        let key = args.proxy_key.as_deref();
-        options.client_identity_pem = Some(client_cert::read_identity(cert, key, types)?);
+        options.client_identity_pem =
+            Some(client_cert::read_identity(&client_cert::IdentityFiles {
+                cert,
+                key: args.proxy_key.as_deref(),
+                cert_type: args.proxy_cert_type.as_deref(),
+                key_type: args.proxy_key_type.as_deref(),
+                pass: args.proxy_pass.as_deref(),
+            })?);
     }
     if let Some(arg) = &args.proxy_pinnedpubkey {
         options.pinned_public_keys = pinned_key::pins(arg);

@@ -37,13 +37,18 @@ pub(crate) struct NetArgs {
     #[arg(long = "local-port", value_name = "RANGE", value_parser = parse_local_port)]
     pub(crate) local_port: Option<RangeInclusive<u16>>,
 
-    /// Client certificate chain (PEM) to present when a server asks; the key may be in the same file
-    #[arg(short = 'E', long = "cert", value_name = "FILE")]
+    /// Client certificate chain (PEM) to present when a server asks, and the key's passphrase
+    /// after a colon; the key may be in the same file
+    #[arg(short = 'E', long = "cert", value_name = "FILE[:PASSWORD]")]
     pub(crate) cert: Option<PathBuf>,
 
     /// Private key (PEM) for --cert
     #[arg(long = "key", value_name = "FILE")]
     pub(crate) key: Option<PathBuf>,
+
+    /// Passphrase of an encrypted --key (PKCS #8)
+    #[arg(long = "pass", value_name = "PHRASE")]
+    pub(crate) pass: Option<String>,
 
     /// The format of --cert's file: PEM (default) or DER
     #[arg(long = "cert-type", value_name = "TYPE")]

@@ -24,13 +24,18 @@ pub(crate) struct ProxyTlsArgs {
     #[arg(long = "proxy-insecure")]
     pub(crate) proxy_insecure: bool,
 
-    /// Client certificate chain (PEM) to present to an https:// proxy; the key may be in the same file
-    #[arg(long = "proxy-cert", value_name = "FILE")]
+    /// Client certificate chain (PEM) to present to an https:// proxy, and the key's passphrase
+    /// after a colon; the key may be in the same file
+    #[arg(long = "proxy-cert", value_name = "FILE[:PASSWORD]")]
     pub(crate) proxy_cert: Option<PathBuf>,
 
     /// Private key (PEM) for --proxy-cert
     #[arg(long = "proxy-key", value_name = "FILE")]
     pub(crate) proxy_key: Option<PathBuf>,
+
+    /// Passphrase of an encrypted --proxy-key (PKCS #8)
+    #[arg(long = "proxy-pass", value_name = "PHRASE")]
+    pub(crate) proxy_pass: Option<String>,
 
     /// The format of --proxy-cert's file: PEM (default) or DER
     #[arg(long = "proxy-cert-type", value_name = "TYPE")]

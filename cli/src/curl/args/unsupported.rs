@@ -73,12 +73,10 @@ const FLAGS: &[Unsupported] = &[
     flag("--tlsauthtype", None, "no TLS-SRP"),
     flag("--tlsuser", None, "no TLS-SRP"),
     flag("--tlspassword", None, "no TLS-SRP"),
-    flag("--pass", None, PEM_ONLY),
     // Proxies.
     flag("--proxy-negotiate", None, PROXY_AUTH),
     flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
-    flag("--proxy-pass", None, PROXY_TLS),
     flag("--proxy-tlsauthtype", None, PROXY_TLS),
     flag("--proxy-tlspassword", None, PROXY_TLS),
     flag("--proxy-tlsuser", None, PROXY_TLS),
@@ -122,8 +120,6 @@ const FLAGS: &[Unsupported] = &[
 const OTHER_PROTOCOLS: &str = "an option of curl's other protocols; HTTP and HTTPS only";
 /// The reason of TLS options rustls or the pool has no setting for.
 const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
-/// The reason of key and certificate format options.
-const PEM_ONLY: &str = "unencrypted PEM or DER certificates and keys only";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --proxy-digest)";
 /// The reason of authentication schemes other than Basic and Digest.
