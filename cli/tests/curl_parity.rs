@@ -1756,6 +1756,141 @@ fn cases() -> Vec<Case> {
             "upload",
             &["-H", "Expect:", "-T", "%DIR%/../upload.txt", "%BASE%/echo/"],
         ),
+        // -F's grammar as curl reads it: names and file names escaped (percent by default,
+        // backslashes with --form-escape), quoted words, type parameters, unknown modifiers
+        // skipped, headers inline and from a file, encoders, several files in one field,
+        // standard input, nested parts, and a type that is no type.
+        case(
+            "form escapes names",
+            &[
+                "-F",
+                "a\"b=1",
+                "-F",
+                "up=@%DIR%/../upload.txt;filename=x\"y.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form-escape",
+            &[
+                "--form-escape",
+                "-F",
+                "a\"b\\c=1",
+                "-F",
+                "up=@%DIR%/../upload.txt;filename=x\"y.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form quoted words",
+            &[
+                "-F",
+                "up=@\"%DIR%/../upload.txt\";filename=\"a,b;c \\\"d\\\".txt\"",
+                "-F",
+                "t=\"quoted;value\"",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form type parameters and unknown modifiers",
+            &[
+                "-F",
+                "up=@%DIR%/../upload.txt;type=text/plain;charset=utf-8",
+                "-F",
+                "a=x;y",
+                "-F",
+                "b= spaced ;type=text/x-b",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form headers",
+            &[
+                "-F",
+                "a=1;headers=\"X-One: 1\"",
+                "-F",
+                "b=2;headers=@%DIR%/../form-headers.txt",
+                "-F",
+                "c=3;headers=Content-Type: text/x-c",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form encoders",
+            &[
+                "-F",
+                "a=hello there;encoder=base64",
+                "-F",
+                "b=bin;encoder=binary",
+                "-F",
+                "c=eight;encoder=8bit",
+                "-F",
+                "d=seven;encoder=7bit",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form quoted-printable",
+            &[
+                "-F",
+                "q=\"a=b caf\u{e9} and a long line that goes on and on past the seventy-six characters a line may hold\r\nnext\tline \r\nlone\nlf\";encoder=quoted-printable",
+                "%BASE%/echo-body",
+            ],
+        ),
+        case(
+            "form several files",
+            &[
+                "-F",
+                "up=@%DIR%/../upload.txt,%DIR%/../data.json;type=text/x-j",
+                "%BASE%/echo",
+            ],
+        ),
+        case("form stdin", &["-F", "up=@-", "-F", "v=<-", "%BASE%/echo"]),
+        case(
+            "form text from a file",
+            &[
+                "-F",
+                "v=<%DIR%/../upload.txt",
+                "-F",
+                "w=text;filename=named.html",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form 8-bit data in 7bit",
+            &["-F", "d=caf\u{e9};encoder=7bit", "%BASE%/echo"],
+        ),
+        case(
+            "form file types",
+            &[
+                "-F",
+                "j=@%DIR%/../data.json",
+                "-F",
+                "h=@%DIR%/../form-headers.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form nested parts",
+            &[
+                "-F",
+                "n=(;type=multipart/alternative",
+                "-F",
+                "=plain",
+                "-F",
+                "= <b>html</b>;type=text/html",
+                "-F",
+                "=)",
+                "-F",
+                "after=1",
+                "%BASE%/echo",
+            ],
+        ),
+        case("form bad type", &["-F", "a=1;type=bogus", "%BASE%/echo"]),
+        case(
+            "form bad encoder",
+            &["-F", "a=1;encoder=rot13", "%BASE%/echo"],
+        ),
         case("cookie string", &["-b", "a=1; b=2", "%BASE%/echo"]),
         case(
             "cookie engine",
@@ -2579,6 +2714,7 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             Reply::new(code).body(format!("status {code}\n"))
         }
         p if p.starts_with("/files/") => Reply::ok(format!("file {}\n", &p["/files/".len()..])),
+        "/echo-body" => echo_body(req),
         p if p.starts_with("/echo") => echo(req),
         // `OPTIONS *` (--request-target '*').
         "*" => echo(req),
@@ -2609,16 +2745,42 @@ fn echo(req: &RecordedRequest) -> Reply {
             text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
         }
     }
-    let mut body = String::from_utf8_lossy(&req.body).into_owned();
-    if let Some(boundary) = req
-        .header("content-type")
-        .and_then(|ct| ct.split("boundary=").nth(1))
-    {
-        body = body.replace(boundary, "BOUNDARY");
-        text = text.replace(boundary, "BOUNDARY");
+    text.push_str(&String::from_utf8_lossy(&req.body));
+    Reply::ok(without_boundaries(text))
+}
+
+/// The body of a request as the server saw it, after its `Content-Type` (no other header:
+/// curl sends a body it cannot count ahead chunked, where poolcurl sends its length).
+fn echo_body(req: &RecordedRequest) -> Reply {
+    let content_type = req.header("content-type").unwrap_or_default();
+    let text = format!(
+        "content-type: {content_type}\n{}",
+        String::from_utf8_lossy(&req.body)
+    );
+    Reply::ok(without_boundaries(text))
+}
+
+/// `text` with every multipart boundary, the head's and those of parts nested in the body,
+/// named in the order they first appear: BOUNDARY, BOUNDARY2, ...
+fn without_boundaries(mut text: String) -> String {
+    let mut boundaries: Vec<String> = Vec::new();
+    for piece in text.split("boundary=").skip(1) {
+        let end = piece
+            .find(|c: char| c.is_ascii_whitespace() || c == ';')
+            .unwrap_or(piece.len());
+        let boundary = piece[..end].to_owned();
+        if !boundary.is_empty() && !boundaries.contains(&boundary) {
+            boundaries.push(boundary);
+        }
     }
-    text.push_str(&body);
-    Reply::ok(text)
+    for (i, boundary) in boundaries.iter().enumerate() {
+        let name = match i {
+            0 => "BOUNDARY".to_owned(),
+            i => format!("BOUNDARY{}", i + 1),
+        };
+        text = text.replace(boundary.as_str(), &name);
+    }
+    text
 }
 
 fn range(req: &RecordedRequest) -> Reply {
@@ -3044,6 +3206,12 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     }
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
+    std::fs::write(root.path().join("data.json"), "{\"a\": 1}\n").unwrap();
+    std::fs::write(
+        root.path().join("form-headers.txt"),
+        "X-First: 1\n# a comment\nX-Second: two\n  folded\n",
+    )
+    .unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
     // -b FILE with -j: a session cookie (expiry 0) and two that last until 2100, one with a

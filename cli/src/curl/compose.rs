@@ -54,6 +54,9 @@ pub(crate) struct Composed {
     /// sends with an HTTP/1 head and counts in `%{size_request}`; `-F` and `-T` bodies follow
     /// the head and are not counted.
     pub(crate) inline_data: bool,
+    /// What curl warns about while reading the arguments (`-F`'s unknown modifiers), each
+    /// printed after `Warning: ` once the transfers start.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Assembles curl mode's requests from the command line.
@@ -76,8 +79,14 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     let mut query = None;
     let mut upload_name = None;
     let mut inline_data = false;
+    let mut warnings = Vec::new();
     let payload = if !forms.is_empty() {
-        let multipart = form::build(&forms)?;
+        let escape = match send.form_escape {
+            true => form::Escape::Backslash,
+            false => form::Escape::Percent,
+        };
+        let multipart = form::build(&forms, escape)?;
+        warnings.extend(multipart.warnings);
         Payload::Data {
             body: multipart.body,
             content_type: Some(header_value("-F", &multipart.content_type)?),
@@ -193,6 +202,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         auto_referer,
         range,
         inline_data,
+        warnings,
     })
 }
 

@@ -180,6 +180,9 @@ impl Session {
                 Some(WriteOut::parse(&format).0)
             }
         };
+        for warning in &composed.warnings {
+            report.warning_raw(&format!("Warning: {warning}"));
+        }
         if args.custom_head() {
             report.warning_raw(CUSTOM_HEAD_WARNING);
         }

@@ -72,7 +72,7 @@ pub(crate) struct SendArgs {
     #[arg(long = "data-urlencode", value_name = "DATA")]
     pub(crate) data_urlencode: Vec<String>,
 
-    /// Multipart form field NAME=VALUE, NAME=@FILE (file upload) or NAME=<FILE (file contents); ";type=" and ";filename=" may follow
+    /// Multipart form field NAME=VALUE, NAME=@FILE[,FILE] (upload), NAME=<FILE (contents) or NAME=( ... =) (nested); ";type=", ";filename=", ";headers=", ";encoder=" may follow
     #[arg(
         short = 'F',
         long = "form",
@@ -84,6 +84,10 @@ pub(crate) struct SendArgs {
     /// Multipart form field NAME=STRING taken literally (no @ or <)
     #[arg(long = "form-string", value_name = "NAME=STRING")]
     pub(crate) form_string: Vec<String>,
+
+    /// Escape " and \ in -F names and file names with a backslash (default: " as %22)
+    #[arg(long = "form-escape")]
+    pub(crate) form_escape: bool,
 
     /// Upload FILE with PUT ("-" is stdin); a URL ending in / gets the file name appended
     #[arg(

@@ -110,7 +110,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
     flag("--ntlm-wb", None, HTTP_AUTH),
-    flag("--form-escape", None, "no backslash escaping of -F names"),
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
     flag("--xattr", None, "no extended attributes"),
