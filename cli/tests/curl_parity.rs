@@ -1896,6 +1896,18 @@ fn cases() -> Vec<Case> {
             "cookie engine",
             &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],
         ),
+        // A cookie that replaces another keeps its creation: the jar lists the newest first
+        // and requests send, among equal lengths, the newest first.
+        case(
+            "cookie order",
+            &[
+                "-c",
+                "%DIR%/jar.txt",
+                "%BASE%/cookies",
+                "%BASE%/cookies2",
+                "%BASE%/echo",
+            ],
+        ),
         // --next: each group its own options; global options everywhere.
         case(
             "next: a GET then a POST on the same connection",
@@ -2694,6 +2706,12 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/setcookie" => Reply::new(302)
             .header("set-cookie", "session=abc; Path=/")
             .header("location", "/echo"),
+        "/cookies" => Reply::ok("set\n")
+            .header("set-cookie", "a=1; Path=/")
+            .header("set-cookie", "b=2; Path=/"),
+        "/cookies2" => Reply::ok("set again\n")
+            .header("set-cookie", "a=3; Path=/")
+            .header("set-cookie", "c=4; Path=/"),
         "/range" => range(req),
         "/gzip" => encoded("gzip", gzip(b"gzipped body\n")),
         "/deflate" => encoded("deflate", deflate(b"deflated body\n")),

@@ -49,7 +49,9 @@ impl Cookies {
 #[derive(Debug, Default)]
 struct Engine {
     store: CookieStore,
-    /// (domain, path, name) → the order it was last stored in.
+    /// (domain, path, name) → the order it was created in. As in curl, a cookie that
+    /// replaces one of the same name, domain and path keeps the creation of the one it
+    /// replaces; one stored after its predecessor expired or was removed is new.
     stored: HashMap<(String, String, String), u64>,
     next: u64,
 }
@@ -61,7 +63,8 @@ impl Engine {
             return;
         };
         let key = key_of(&cookie);
-        if self.store.insert(cookie.into_owned(), url).is_ok() {
+        let replaces = self.store.contains(&key.0, &key.1, &key.2);
+        if self.store.insert(cookie.into_owned(), url).is_ok() && !replaces {
             self.next += 1;
             self.stored.insert(key, self.next);
         }
@@ -236,9 +239,9 @@ impl CookieJar {
     pub(crate) fn netscape(&self) -> String {
         let mut out = String::from("# Netscape HTTP Cookie File\n# Written by poolcurl.\n\n");
         let engine = self.store.lock();
-        // In the order they were stored, so the file does not change from run to run.
+        // Newest first, as curl writes its jar (and the same from run to run).
         let mut cookies: Vec<_> = engine.store.iter_unexpired().collect();
-        cookies.sort_by_key(|c| engine.stored.get(&key_of(c)).copied());
+        cookies.sort_by_key(|c| std::cmp::Reverse(engine.stored.get(&key_of(c)).copied()));
         for cookie in cookies {
             let (domain, subdomains) = match &cookie.domain {
                 CookieDomain::HostOnly(host) => (host.clone(), "FALSE"),
@@ -418,7 +421,7 @@ mod tests {
     }
 
     /// curl's order, whatever the store's hash maps do: longer paths first, then the most
-    /// recently stored; and a jar file in the order the cookies were stored.
+    /// recently created; and a jar file newest first.
     #[test]
     fn cookies_go_out_in_curls_order_every_time() {
         let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
@@ -436,6 +439,14 @@ mod tests {
         );
         let text = jar.netscape();
         let order: Vec<&str> = text.lines().filter_map(|l| l.split('\t').nth(5)).collect();
-        assert_eq!(order, ["b1", "a2", "c3", "d4", "e5", "f6", "deep"]);
+        assert_eq!(order, ["deep", "f6", "e5", "d4", "c3", "a2", "b1"]);
+        // A cookie that replaces another keeps its place; one set again after it expired is
+        // new.
+        jar.store_from(&uri, &headers(&["c3=w; Path=/", "a2=x; Max-Age=0; Path=/"]));
+        jar.store_from(&uri, &headers(&["a2=y; Path=/"]));
+        assert_eq!(
+            jar.header_for(&uri).unwrap(),
+            "deep=v; a2=y; f6=v; e5=v; d4=v; c3=w; b1=v"
+        );
     }
 }
