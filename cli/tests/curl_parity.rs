@@ -1896,6 +1896,22 @@ fn cases() -> Vec<Case> {
             "cookie engine",
             &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],
         ),
+        // --xattr: the effective URL without credentials and the Content-Type, in the output
+        // file's extended attributes (compared with the files).
+        case(
+            "xattr",
+            &[
+                "--xattr",
+                "-L",
+                "-o",
+                "%DIR%/moved.txt",
+                "http://user:secret@127.0.0.1:%PORT%/redirect",
+                "--xattr",
+                "-o",
+                "%DIR%/untyped.txt",
+                "%BASE%/",
+            ],
+        ),
         // A cookie that replaces another keeps its creation: the jar lists the newest first
         // and requests send, among equal lengths, the newest first.
         case(
@@ -3140,6 +3156,14 @@ fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
                     .map(|l| format!("{l}\n"))
                     .collect::<String>()
                     .into_bytes();
+            }
+            // Extended attributes (`--xattr`) count as more of the file.
+            for attr in xattr::list(&path).into_iter().flatten() {
+                let attr = attr.to_string_lossy().into_owned();
+                if attr.starts_with("user.") {
+                    let value = xattr::get(&path, &attr).ok().flatten().unwrap_or_default();
+                    out.push((format!("{name} [{attr}]"), value));
+                }
             }
             out.push((name, bytes));
         }

@@ -106,6 +106,31 @@ pub(crate) fn set_remote_time(file: &Path, headers: &HeaderMap) {
     }
 }
 
+/// `--xattr`: stores in `file`'s extended attributes where it came from, under the names of
+/// freedesktop.org's common attributes, as curl 7.88 does: `user.xdg.origin.url`, the URL the
+/// transfer was given (not where redirects led) without its user name and password, and
+/// `user.mime_type`, the last response's `Content-Type` (when it has one).
+///
+/// # Errors
+///
+/// The file system's, when it keeps no extended attributes; curl warns and goes on.
+pub(crate) fn set_xattrs(file: &Path, url: &str, headers: &HeaderMap) -> std::io::Result<()> {
+    let origin = match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            // Neither fails on a URL with a host, which is every URL a transfer wrote from.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_owned(),
+    };
+    xattr::set(file, "user.xdg.origin.url", origin.as_bytes())?;
+    if let Some(content_type) = headers.get(http::header::CONTENT_TYPE) {
+        xattr::set(file, "user.mime_type", content_type.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// The file name `Content-Disposition` suggests, as curl 7.88's `-J` reads it: the value of
 /// the first `filename` parameter, quoted (up to its closing quote) or not (up to `;`), without
 /// any directory part (`/` or `\\`), so a server cannot write outside the output directory.

@@ -335,6 +335,14 @@ impl Session {
             {
                 file_meta::set_remote_time(path, &record.headers);
             }
+            if let (Ok(()), true, Some(path)) = (&result, self.args.transfer.xattr, sink.path()) {
+                if let Err(e) = file_meta::set_xattrs(path, &url, &record.headers) {
+                    self.report.warning_raw(&format!(
+                        "Warning: Error setting extended attributes on '{}': {e}",
+                        path.display()
+                    ));
+                }
+            }
             let mut code = code;
             if let Err(error) = self.print_write_out(&record) {
                 self.report.error(&error);

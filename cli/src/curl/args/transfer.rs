@@ -46,6 +46,11 @@ pub(crate) struct TransferArgs {
     #[arg(short = 'R', long = "remote-time")]
     pub(crate) remote_time: bool,
 
+    /// Store the URL (without credentials) and Content-Type in an output file's extended
+    /// attributes (user.xdg.origin.url, user.mime_type)
+    #[arg(long = "xattr")]
+    pub(crate) xattr: bool,
+
     /// Save the response's ETag to FILE ("-" is stdout; emptied when each transfer starts)
     #[arg(long = "etag-save", value_name = "FILE")]
     pub(crate) etag_save: Option<PathBuf>,

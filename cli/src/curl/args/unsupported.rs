@@ -112,7 +112,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--ntlm-wb", None, HTTP_AUTH),
     flag("--tcp-fastopen", None, "no TCP Fast Open"),
     flag("--metalink", None, "no Metalink (curl dropped it too)"),
-    flag("--xattr", None, "no extended attributes"),
 ];
 
 /// The reason of every option that belongs to curl's other protocols.
