@@ -26,6 +26,15 @@ pub enum Event {
     Resent(ConnectionId, ResendReason, u32),
 }
 
+/// `builder` with a fresh [`EventLog`] listening, built: the pool, its default client and the
+/// log. The setup most pooling tests start from.
+pub fn observed(builder: pool::Builder) -> (pool::ConnectionPool, pool::Client, EventLog) {
+    let events = EventLog::new();
+    let pool = builder.event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    (pool, client, events)
+}
+
 /// Records every event; clones share the record. Install a clone with
 /// `Builder::event_listener` and keep one to assert on.
 #[derive(Clone, Default)]

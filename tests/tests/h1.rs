@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use pool::{CloseReason, ConnectionHandle, ConnectionPool, PartitionStats};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one};
-use pool_tests::events::EventLog;
+use pool_tests::events::{EventLog, observed};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::{FixedResolver, HangingResolver};
@@ -19,12 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 #[tokio::test]
 async fn fully_read_response_returns_the_connection_for_reuse() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/a");
 
     let (first, body) = fetch(&client, &url).await;
@@ -98,12 +93,7 @@ async fn body_dropped_before_its_end_retires_the_connection() {
     let server =
         ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("a body nobody reads")))
             .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (_pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/");
 
     let response = client.request(get(&url)).await.unwrap();
@@ -125,12 +115,7 @@ async fn connection_close_response_is_not_reused() {
     let server =
         ScriptedH1Server::start_with(ConnPlan::new().respond(Reply::ok("bye").connection_close()))
             .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (_pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/");
 
     let (first, _) = fetch(&client, &url).await;
@@ -163,13 +148,9 @@ async fn idle_connections_expire_at_the_pools_or_the_servers_idle_timeout() {
             None => Reply::ok("x"),
         };
         let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
-        let events = EventLog::new();
-        let pool = ConnectionPool::builder()
-            .idle_timeout(Some(Duration::from_secs(pool_timeout)))
-            .event_listener(events.clone())
-            .build()
-            .unwrap();
-        let client = pool.client().unwrap();
+        let (pool, client, events) = observed(
+            ConnectionPool::builder().idle_timeout(Some(Duration::from_secs(pool_timeout))),
+        );
         let url = server.url("/");
         let key = origin(&url);
         let (first, _) = fetch(&client, &url).await;
@@ -196,13 +177,7 @@ async fn idle_connections_expire_at_the_pools_or_the_servers_idle_timeout() {
 #[tokio::test(start_paused = true)]
 async fn disabled_idle_timeout_never_expires() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .idle_timeout(None)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder().idle_timeout(None));
     let url = server.url("/");
 
     let (first, _) = fetch(&client, &url).await;
@@ -221,13 +196,7 @@ async fn disabled_idle_timeout_never_expires() {
 #[tokio::test(flavor = "current_thread")]
 async fn stale_reused_connection_is_retried_transparently() {
     let (connector, mut ends) = DuplexConnector::new();
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .connector(connector)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder().connector(connector));
     let url = "http://stale.test/";
 
     let (first, mut server_end) = tokio::join!(fetch(&client, url), async {
@@ -371,12 +340,7 @@ async fn switching_protocols_hands_over_the_io_and_closes_the_record() {
             .echo(),
     )
     .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/upgrade");
     let request = Request::get(&url)
         .header("connection", "upgrade")
@@ -408,12 +372,7 @@ async fn switching_protocols_hands_over_the_io_and_closes_the_record() {
 #[tokio::test]
 async fn dropping_the_pool_closes_idle_connections() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/");
     let (idle, _) = fetch(&client, &url).await;
     settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
@@ -433,12 +392,7 @@ async fn a_response_in_flight_finishes_after_the_pool_is_dropped() {
         "lo",
     )))
     .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder());
 
     let response = client.request(get(&server.url("/"))).await.unwrap();
     let id = response.body().connection().id();
@@ -888,13 +842,7 @@ async fn max_idle_per_host_closes_returning_connections_beyond_it() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("kept"))).await;
     let url = server.url("/");
     for max in [1, 0] {
-        let events = EventLog::new();
-        let pool = ConnectionPool::builder()
-            .max_idle_per_host(max)
-            .event_listener(events.clone())
-            .build()
-            .unwrap();
-        let client = pool.client().unwrap();
+        let (pool, client, events) = observed(ConnectionPool::builder().max_idle_per_host(max));
         // Three response heads with their bodies unread hold three connections.
         let mut held = Vec::new();
         for _ in 0..3 {
@@ -1204,12 +1152,7 @@ async fn an_unsolicited_408_on_an_idle_connection_retires_it() {
         ])
         .start()
         .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder());
     let url = server.url("/");
     let key = origin(&url);
 

@@ -14,7 +14,7 @@ use pool::{
     ResolveFuture, TokioDriverSpawner,
 };
 use pool_tests::client::{fetch, get, origin, settle};
-use pool_tests::events::EventLog;
+use pool_tests::events::{EventLog, observed};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
@@ -177,14 +177,11 @@ async fn an_h2_generation_is_replaced_before_it_drains_and_no_request_waits() {
 #[tokio::test(start_paused = true)]
 async fn jitter_spreads_retirement_over_its_window() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .max_connection_lifetime(Some(60 * SECOND))
-        .max_connection_lifetime_jitter(30 * SECOND)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (_pool, client, events) = observed(
+        ConnectionPool::builder()
+            .max_connection_lifetime(Some(60 * SECOND))
+            .max_connection_lifetime_jitter(30 * SECOND),
+    );
     let start = tokio::time::Instant::now().into_std();
     let warmed = client
         .preconnect(&server.url("/").parse().unwrap(), 8)
@@ -259,13 +256,7 @@ async fn preconnect_on_a_bounded_origin_opens_exactly_the_bound_and_a_burst_open
     let server =
         ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x").gate(hold.clone())))
             .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .max_connections_per_host(8)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) = observed(ConnectionPool::builder().max_connections_per_host(8));
     let url = server.url("/");
     let warmed = client.preconnect(&url.parse().unwrap(), 8).await.unwrap();
     assert_eq!((warmed.http1, warmed.http2), (8, false));
@@ -436,13 +427,8 @@ async fn the_body_idle_timeout_fires_between_frames_and_not_while_frames_flow() 
     }
     let reply = reply.body_delay(60 * SECOND).body_data("late");
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .body_idle_timeout(Some(3 * SECOND))
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (pool, client, events) =
+        observed(ConnectionPool::builder().body_idle_timeout(Some(3 * SECOND)));
     let response = client.request(get(&server.url("/"))).await.unwrap();
     let id = response.body().connection().id();
     let started = tokio::time::Instant::now();
@@ -481,14 +467,11 @@ async fn the_body_idle_timeout_retires_an_h2_connection() {
         })
         .start()
         .await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .body_idle_timeout(Some(3 * SECOND))
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (_pool, client, events) = observed(
+        ConnectionPool::builder()
+            .protocol(ProtocolPolicy::Http2PriorKnowledge)
+            .body_idle_timeout(Some(3 * SECOND)),
+    );
     let response = client.request(get(&server.url("/stall"))).await.unwrap();
     let stalled = response.body().connection().id();
     let (chunks, ended) = read_all(response.into_body()).await;

@@ -9,7 +9,7 @@ use pool::{
     Partition, PartitionId, TokioDriverSpawner,
 };
 use pool_tests::client::{fetch, get, origin, settle};
-use pool_tests::events::{Event, EventLog};
+use pool_tests::events::{Event, EventLog, observed};
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::JoinSet;
@@ -350,12 +350,7 @@ async fn a_panicking_listener_unwinds_only_the_task_that_raised_the_event() {
 #[tokio::test]
 async fn responses_identify_their_connection_and_events_carry_the_same_info() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
-    let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
+    let (_pool, client, events) = observed(ConnectionPool::builder());
     let (handle, _) = fetch(&client, &server.url("/")).await;
     let info = handle.info();
     assert_eq!(info.remote_addr(), Some(server.addr()));
