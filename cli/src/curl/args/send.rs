@@ -72,7 +72,7 @@ pub(crate) struct SendArgs {
     #[arg(long = "data-urlencode", value_name = "DATA")]
     pub(crate) data_urlencode: Vec<String>,
 
-    /// Multipart form field NAME=VALUE, NAME=@FILE[,FILE] (upload), NAME=<FILE (contents) or NAME=( ... =) (nested); ";type=", ";filename=", ";headers=", ";encoder=" may follow
+    /// Multipart form field NAME=VALUE, NAME=@FILE (upload; @FILE,FILE for several), NAME=<FILE (contents) or NAME=( ... =) (nested); ";type=", ";filename=", ";headers=", ";encoder=" may follow
     #[arg(
         short = 'F',
         long = "form",
