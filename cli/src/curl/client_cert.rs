@@ -8,11 +8,11 @@
 //! or scrypt, AES-CBC or triple DES, what `openssl pkcs8 -topk8` and `genpkey`/`req` write) is
 //! decrypted here with `--pass`, or with the password `--cert FILE:PASSWORD` gives (curl's
 //! split: `\:` and `\\` stand for `:` and `\` in the file name), through the `pkcs8` crate. A
-//! missing or wrong passphrase is exit 58, as in curl once OpenSSL's prompt gets nothing.
-//! What this module does not do: the traditional OpenSSL encryption (`Proc-Type: 4,ENCRYPTED`
-//! headers, MD5-derived keys) and PKCS #8's older PBES1 and PKCS #12 schemes
-//! (`-v1 PBE-SHA1-3DES`), which curl reads through OpenSSL; such a key is exit 58 with a note. A passphrase given for a key that is not encrypted is ignored, as
-//! curl ignores it.
+//! missing or wrong passphrase is exit 58, as in curl once OpenSSL's prompt gets nothing. What
+//! this module does not do: the traditional OpenSSL encryption (`Proc-Type: 4,ENCRYPTED`
+//! headers, MD5-derived keys) and PKCS #8's older PBES1 and PKCS #12 schemes (`-v1
+//! PBE-SHA1-3DES`), which curl reads through OpenSSL; such a key is exit 58 with a note. A
+//! passphrase given for a key that is not encrypted is ignored, as curl ignores it.
 
 use std::path::{Path, PathBuf};
 
