@@ -41,6 +41,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2Request, Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::ocsp::{Staple, Status};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
@@ -97,6 +98,8 @@ enum Server {
     TlsClientAuth,
     /// As [`Server::Tls`], with P-384 as its only key exchange group.
     TlsP384Only,
+    /// As [`Server::Tls`], stapling an OCSP response from the CA with this status.
+    TlsStapled(Status),
     /// HTTP/2 over cleartext (prior knowledge), answering by [`h2_routes`].
     H2c,
 }
@@ -225,6 +228,51 @@ fn cases() -> Vec<Case> {
                     "%{ssl_verify_result}",
                     "https://other.test:%PORT%/hello",
                 ],
+            )
+        },
+        // --cert-status: a stapled OCSP response from the CA (good, revoked, unknown) or none;
+        // curl checks the same staple through OpenSSL. (A second connection is left out: curl
+        // 7.88 resumes its session there and then finds no staple, exit 91; poolcurl turns
+        // resumption off under --cert-status and checks every connection.)
+        Case {
+            server: Server::TlsStapled(Status::Good),
+            ..case(
+                "cert-status good",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--cert-status",
+                    "%TLS%/hello",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsStapled(Status::Revoked),
+            ..case(
+                "cert-status revoked",
+                &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsStapled(Status::Unknown),
+            ..case(
+                "cert-status unknown",
+                &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "cert-status without a staple",
+                &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsStapled(Status::Revoked),
+            ..case(
+                "a staple not asked for",
+                &["--cacert", "%CA%", "%TLS%/hello"],
             )
         },
         // Flags curl built with OpenSSL takes and ignores (Schannel's, TLS 1.0's, deprecated
@@ -2962,6 +3010,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             Server::TlsP384Only => {
                 pki.server_config_with_groups(&[b"http/1.1"], &[rustls::NamedGroup::secp384r1])
             }
+            Server::TlsStapled(status) => pki.server_config_with_ocsp(
+                &[b"http/1.1"],
+                Staple::new(status).response(&pki),
+                true,
+            ),
             _ => pki.server_config(&[b"http/1.1"]),
         }
     };
@@ -2981,6 +3034,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         | Server::TlsSelfSigned
         | Server::TlsWithRoot
         | Server::TlsP384Only
+        | Server::TlsStapled(_)
         | Server::TlsClientAuth => {
             let config = tls(case.server);
             let server = ScriptedH1Server::builder()

@@ -316,6 +316,14 @@ impl Error {
             .is_some_and(ConnectError::is_pinned_key_mismatch)
     }
 
+    /// The server's certificate was valid, but it stapled no current status saying the
+    /// certificate is good ([`Builder::tls_require_certificate_status`](crate::Builder::tls_require_certificate_status));
+    /// the source chain holds the [`CertificateStatusError`](crate::CertificateStatusError).
+    pub fn is_certificate_status(&self) -> bool {
+        self.connect_error()
+            .is_some_and(ConnectError::is_certificate_status)
+    }
+
     /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, the body
     /// idle timeout, or one of hyper's.
     pub fn is_timeout(&self) -> bool {

@@ -99,10 +99,10 @@ pub use pool_core::{
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
 pub use pool_h1::RawHeaderNames;
 pub use pool_tls::{
-    AlpnOffer, AuthAnswer, AuthScheme, Challenged, CipherSuite, Connect, ConnectError,
-    ConnectFuture, ConnectTarget, ConnectTo, Connected, DialTarget, Io, NamedGroup, Negotiated,
-    NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse, PublicKeyPin, Resolve,
-    ResolveFuture, StaticResolver, SystemResolver, TlsOptions, TlsVersion, TokioIo,
+    AlpnOffer, AuthAnswer, AuthScheme, CertificateStatusError, Challenged, CipherSuite, Connect,
+    ConnectError, ConnectFuture, ConnectTarget, ConnectTo, Connected, DialTarget, Io, NamedGroup,
+    Negotiated, NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse, PublicKeyPin,
+    Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions, TlsVersion, TokioIo,
 };
 #[cfg(feature = "hickory")]
 pub use pool_tls::{HickoryResolver, hickory_resolver};

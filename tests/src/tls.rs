@@ -222,6 +222,40 @@ impl TestPki {
         build_server(&self.server, alpn, None)
     }
 
+    /// Like [`server_config`](Self::server_config), stapling `ocsp` (see
+    /// [`crate::ocsp::Staple`]) to every handshake, and sending the CA's certificate after its
+    /// own when `with_ca` (where a real server sends its issuing intermediate: OpenSSL, and so
+    /// curl, computes the status's certificate ID only from an issuer the server sent).
+    pub fn server_config_with_ocsp(
+        &self,
+        alpn: &[&[u8]],
+        ocsp: Vec<u8>,
+        with_ca: bool,
+    ) -> Arc<ServerConfig> {
+        let mut chain = vec![self.server.cert.clone()];
+        if with_ca {
+            chain.push(self.ca_der());
+        }
+        let mut config = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert_with_ocsp(chain, self.server.key(), ocsp)
+            .expect("server certificate");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+
+    /// The server leaf, DER.
+    pub fn server_cert_der(&self) -> CertificateDer<'static> {
+        self.server.cert.clone()
+    }
+
+    /// `message` signed with the CA's key (ECDSA P-256 with SHA-256, DER), as the CA signs.
+    pub fn ca_sign(&self, message: &[u8]) -> Vec<u8> {
+        rcgen::SigningKey::sign(self.issuer.key(), message).expect("ca signature")
+    }
+
     /// Like [`server_config`](Self::server_config), with `groups` as the only key exchange
     /// groups.
     pub fn server_config_with_groups(

@@ -851,6 +851,92 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
     );
 }
 
+/// With the certificate status required, only a current staple from the CA that says
+/// "good" lets a connection through; a server that staples nothing, a revoked or unknown
+/// status, an out-of-date response and one signed by another key each fail as a status error
+/// naming why, and leave nothing in the pool. Without the requirement a staple is not needed.
+#[tokio::test]
+async fn a_required_certificate_status_must_be_stapled_good() {
+    use pool_tests::ocsp::{Staple, Status};
+
+    let pki = TestPki::new();
+    let serve = |config| async {
+        ScriptedH2Server::builder()
+            .tls(config)
+            .default_stream(StreamPlan::ok("x"))
+            .start()
+            .await
+    };
+    let requiring = tls_pool(&pki)
+        .tls_require_certificate_status(true)
+        .build()
+        .unwrap();
+    // The issuer found among the certificates the server sent, or among the trust anchors.
+    for with_ca in [true, false] {
+        let staple = Staple::new(Status::Good).response(&pki);
+        let good = serve(pki.server_config_with_ocsp(&[b"h2"], staple, with_ca)).await;
+        let (handle, body) = fetch(&requiring.client().unwrap(), &good.url("/")).await;
+        assert_eq!(body, "x");
+        assert_eq!(handle.info().tls().map(|t| t.resumed), Some(false));
+    }
+
+    let expired = Staple {
+        expired_ago: Some(Duration::from_secs(3600)),
+        ..Staple::new(Status::Good)
+    };
+    let foreign = Staple {
+        foreign_signature: true,
+        ..Staple::new(Status::Good)
+    };
+    for (config, message) in [
+        (pki.server_config(&[b"h2"]), "No OCSP response received"),
+        (
+            pki.server_config_with_ocsp(
+                &[b"h2"],
+                Staple::new(Status::Revoked).response(&pki),
+                false,
+            ),
+            "SSL certificate revocation reason: keyCompromise (1)",
+        ),
+        (
+            pki.server_config_with_ocsp(
+                &[b"h2"],
+                Staple::new(Status::Unknown).response(&pki),
+                false,
+            ),
+            "SSL server certificate status verification FAILED",
+        ),
+        (
+            pki.server_config_with_ocsp(&[b"h2"], expired.response(&pki), false),
+            "OCSP response has expired",
+        ),
+        (
+            pki.server_config_with_ocsp(&[b"h2"], foreign.response(&pki), false),
+            "OCSP response verification failed",
+        ),
+    ] {
+        let server = serve(config).await;
+        let url = server.url("/");
+        let error = requiring
+            .client()
+            .unwrap()
+            .request(get(&url))
+            .await
+            .expect_err(message);
+        assert!(error.is_certificate_status(), "{error:#}");
+        assert!(!error.is_certificate(), "{error:#}");
+        assert!(format!("{error:#}").ends_with(message), "{error:#}");
+        assert_eq!(
+            requiring.stats(&origin(&url)).total(),
+            pool::PartitionStats::default()
+        );
+        // Not required, the same server is fine.
+        let relaxed = tls_pool(&pki).build().unwrap();
+        let (_, body) = fetch(&relaxed.client().unwrap(), &url).await;
+        assert_eq!(body, "x");
+    }
+}
+
 /// A certificate no trusted root issued says which kind of untrusted it is, as curl does: a
 /// self-signed one, a chain the server sent with its (untrusted) root, or a leaf alone; a
 /// rejected handshake and an accepted one (`danger_accept_invalid_certs`) say the same.

@@ -30,6 +30,7 @@
 //! | 63 | `--max-filesize`: the response body is larger |
 //! | 77 | the `--cacert` file could not be read or used |
 //! | 82 | the `--crlfile` could not be read or used |
+//! | 91 | `--cert-status`: the server stapled no current, good status for its certificate |
 //! | 92 | the server reset the HTTP/2 stream (`RST_STREAM`) |
 
 use std::error::Error as StdError;
@@ -196,6 +197,11 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     }
     if error.is_pinned_key_mismatch() {
         return CurlError::new(90, "SSL: public key does not match pinned public key");
+    }
+    if error.is_certificate_status() {
+        let why = find::<pool::CertificateStatusError>(error)
+            .map_or_else(|| root_cause(error), ToString::to_string);
+        return CurlError::new(91, why);
     }
     if error.is_certificate() {
         return certificate_problem(error, attempt.host);
@@ -386,7 +392,10 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
     }
     // A TLS failure with the proxy (its certificate included) is classified as any TLS
     // failure is: curl's 35 or 60.
-    let tls = error.is_tls() || error.is_certificate() || error.is_pinned_key_mismatch();
+    let tls = error.is_tls()
+        || error.is_certificate()
+        || error.is_pinned_key_mismatch()
+        || error.is_certificate_status();
     if error.is_connect() && !error.is_connect_timeout() && !tls {
         return Some(CurlError::new(
             7,

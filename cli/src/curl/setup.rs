@@ -226,7 +226,8 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     }
     builder = builder
         .tls_alpn(!tls.no_alpn)
-        .tls_session_resumption(!tls.no_sessionid);
+        .tls_session_resumption(!tls.no_sessionid)
+        .tls_require_certificate_status(tls.cert_status);
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }

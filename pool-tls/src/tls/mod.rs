@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use pool_core::CertificateCheck;
 use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateRevocationListDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
@@ -30,8 +31,11 @@ use crate::{AlpnOffer, ConnectError, PublicKeyPin};
 
 mod crypto;
 mod options;
+mod status;
 
 pub use options::{TlsOptions, TlsVersion};
+pub use status::CertificateStatusError;
+pub(crate) use status::status_error;
 
 /// Builds and caches the rustls client configurations for one set of [`TlsOptions`].
 ///
@@ -62,6 +66,8 @@ struct Inner {
     alpn: bool,
     /// `TlsOptions::session_resumption`.
     session_resumption: bool,
+    /// `TlsOptions::require_certificate_status`.
+    require_status: bool,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
@@ -130,6 +136,7 @@ impl TlsConnector {
                 pins: options.pinned_public_keys,
                 alpn: options.alpn,
                 session_resumption: options.session_resumption,
+                require_status: options.require_certificate_status,
                 configs: OnceLock::new(),
             }),
         })
@@ -243,6 +250,20 @@ impl Inner {
         };
         trusted.roots.extend(self.extra_roots.roots.iter().cloned());
         let mut checker = None;
+        let algorithms = self.provider.signature_verification_algorithms.all;
+        // With the status required, every verifier below is wrapped in the status check.
+        let status = self
+            .require_status
+            .then(|| status::StatusCheck::new(&trusted, algorithms));
+        let with_status = |verifier: Arc<dyn ServerCertVerifier>| -> Arc<dyn ServerCertVerifier> {
+            match &status {
+                Some(check) => Arc::new(status::StatusVerifier {
+                    inner: verifier,
+                    check: check.clone(),
+                }),
+                None => verifier,
+            }
+        };
         let builder = if self.danger_accept_invalid_certs {
             tracing::warn!(
                 "TLS certificate verification is disabled (danger_accept_invalid_certs)"
@@ -254,7 +275,7 @@ impl Inner {
             let verifier = DangerousAcceptAnyServerCert::new(&self.provider);
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(verifier))
+                .with_custom_certificate_verifier(with_status(Arc::new(verifier)))
         } else if self.crls.is_empty() && trusted.is_empty() {
             // No root at all: rustls's verifier cannot be built on an empty store on its own,
             // and every certificate is untrusted anyway.
@@ -265,10 +286,9 @@ impl Inner {
             })?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NamingUntrusted::new(
-                    verifier,
-                    self.provider.signature_verification_algorithms.all,
-                )))
+                .with_custom_certificate_verifier(with_status(Arc::new(NamingUntrusted::new(
+                    verifier, algorithms,
+                ))))
         };
         let mut base = match &self.identity {
             Some(identity) => builder
@@ -276,7 +296,8 @@ impl Inner {
                 .map_err(rejected)?,
             None => builder.with_no_client_auth(),
         };
-        if !self.session_resumption {
+        // A resumed session verifies no certificate, so it would skip the status check.
+        if !self.session_resumption || self.require_status {
             base.resumption = rustls::client::Resumption::disabled();
         }
 

@@ -61,6 +61,14 @@ pub struct TlsOptions {
     /// cache of 256 sessions shared by the connector's connections). Off (curl's
     /// `--no-sessionid`), every connection makes a full handshake.
     pub session_resumption: bool,
+    /// Require the server to staple a good status for its certificate (OCSP stapling; curl's
+    /// `--cert-status`). Default `false`. On, a handshake fails, as
+    /// [`ConnectError::is_certificate_status`](crate::ConnectError::is_certificate_status),
+    /// unless the server sends a current OCSP response, signed by its certificate's issuer,
+    /// that says the certificate is good; session resumption is then off, so that every
+    /// connection's certificate is checked. Checked also with `danger_accept_invalid_certs`,
+    /// as curl checks it with `-k`.
+    pub require_certificate_status: bool,
 }
 
 /// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
@@ -97,6 +105,7 @@ impl Default for TlsOptions {
             key_exchange_groups: Vec::new(),
             alpn: true,
             session_resumption: true,
+            require_certificate_status: false,
         }
     }
 }

@@ -231,6 +231,15 @@ impl Builder {
         self
     }
 
+    /// Require a good stapled status (OCSP) for each server's certificate, as curl's
+    /// `--cert-status` does: a handshake without a current response from the certificate's
+    /// issuer saying "good" fails ([`Error::is_certificate_status`](crate::Error::is_certificate_status)).
+    /// Off by default. Session resumption is off while it is on, so every connection is checked.
+    pub fn tls_require_certificate_status(mut self, required: bool) -> Self {
+        self.tls.require_certificate_status = required;
+        self
+    }
+
     /// Accepts any server certificate. This disables the protection TLS exists for; it is
     /// curl's `-k` and meant for tests against self-signed servers. Each connection still
     /// reports what verifying its certificate would have found

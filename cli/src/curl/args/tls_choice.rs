@@ -1,5 +1,5 @@
 //! What curl mode's TLS handshakes offer ([`TlsChoiceArgs`]): cipher suites, key exchange
-//! groups, ALPN and session resumption. The lists are read by [`crate::curl::ciphers`]; a list
+//! groups, ALPN and session resumption, and whether they require a stapled certificate status. The lists are read by [`crate::curl::ciphers`]; a list
 //! that picks nothing fails `https://` transfers (exit 59), not the command line.
 
 /// The handshake's offers.
@@ -24,6 +24,10 @@ pub(crate) struct TlsChoiceArgs {
     /// Make a full TLS handshake on every connection (no session resumption)
     #[arg(long = "no-sessionid")]
     pub(crate) no_sessionid: bool,
+
+    /// Require the server to staple a good OCSP status for its certificate (exit 91 otherwise)
+    #[arg(long = "cert-status")]
+    pub(crate) cert_status: bool,
 }
 
 /// The handshake's offers, read.

@@ -68,7 +68,6 @@ const FLAGS: &[Unsupported] = &[
     // TLS settings rustls does not have or the pool does not expose.
     flag("--sslv2", Some('2'), "TLS 1.2 and 1.3 only"),
     flag("--sslv3", Some('3'), "TLS 1.2 and 1.3 only"),
-    flag("--cert-status", None, TLS_SETTING),
     flag("--engine", None, TLS_SETTING),
     flag("--tlsauthtype", None, "no TLS-SRP"),
     flag("--tlsuser", None, "no TLS-SRP"),
