@@ -41,7 +41,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use pool_tests::h1::{ConnPlan, RecordedRequest, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2Request, Reason, ScriptedH2Server, StreamPlan};
-use pool_tests::ocsp::{Staple, Status};
+use pool_tests::ocsp::{Signer, Staple, Status};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
@@ -98,8 +98,9 @@ enum Server {
     TlsClientAuth,
     /// As [`Server::Tls`], with P-384 as its only key exchange group.
     TlsP384Only,
-    /// As [`Server::Tls`], stapling an OCSP response from the CA with this status.
-    TlsStapled(Status),
+    /// As [`Server::Tls`] (sending the CA's certificate after its own), stapling an OCSP
+    /// response with this status, signed by this signer.
+    TlsStapled(Status, Signer),
     /// HTTP/2 over cleartext (prior knowledge), answering by [`h2_routes`].
     H2c,
 }
@@ -235,7 +236,7 @@ fn cases() -> Vec<Case> {
         // 7.88 resumes its session there and then finds no staple, exit 91; poolcurl turns
         // resumption off under --cert-status and checks every connection.)
         Case {
-            server: Server::TlsStapled(Status::Good),
+            server: Server::TlsStapled(Status::Good, Signer::Ca),
             ..case(
                 "cert-status good",
                 &[
@@ -248,14 +249,28 @@ fn cases() -> Vec<Case> {
             )
         },
         Case {
-            server: Server::TlsStapled(Status::Revoked),
+            server: Server::TlsStapled(Status::Good, Signer::Delegated),
+            ..case(
+                "cert-status from a delegated responder",
+                &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsStapled(Status::Good, Signer::NotAResponder),
+            ..case(
+                "cert-status signed by a certificate that is no responder",
+                &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsStapled(Status::Revoked, Signer::Ca),
             ..case(
                 "cert-status revoked",
                 &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
             )
         },
         Case {
-            server: Server::TlsStapled(Status::Unknown),
+            server: Server::TlsStapled(Status::Unknown, Signer::Ca),
             ..case(
                 "cert-status unknown",
                 &["--cacert", "%CA%", "--cert-status", "%TLS%/hello"],
@@ -269,7 +284,7 @@ fn cases() -> Vec<Case> {
             )
         },
         Case {
-            server: Server::TlsStapled(Status::Revoked),
+            server: Server::TlsStapled(Status::Revoked, Signer::Ca),
             ..case(
                 "a staple not asked for",
                 &["--cacert", "%CA%", "%TLS%/hello"],
@@ -3010,11 +3025,13 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             Server::TlsP384Only => {
                 pki.server_config_with_groups(&[b"http/1.1"], &[rustls::NamedGroup::secp384r1])
             }
-            Server::TlsStapled(status) => pki.server_config_with_ocsp(
-                &[b"http/1.1"],
-                Staple::new(status).response(&pki),
-                true,
-            ),
+            Server::TlsStapled(status, signer) => {
+                let staple = Staple {
+                    signer,
+                    ..Staple::new(status)
+                };
+                pki.server_config_with_ocsp(&[b"http/1.1"], staple.response(&pki), true)
+            }
             _ => pki.server_config(&[b"http/1.1"]),
         }
     };
@@ -3034,7 +3051,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         | Server::TlsSelfSigned
         | Server::TlsWithRoot
         | Server::TlsP384Only
-        | Server::TlsStapled(_)
+        | Server::TlsStapled(..)
         | Server::TlsClientAuth => {
             let config = tls(case.server);
             let server = ScriptedH1Server::builder()

@@ -1,12 +1,14 @@
 //! Stapled OCSP responses (RFC 6960) about a [`TestPki`]'s server certificate, for the
 //! `--cert-status` / `Builder::tls_require_certificate_status` tests: good, revoked or unknown,
-//! current or out of date, signed by the CA or by a key that is not the CA's.
+//! current or out of date, signed by the CA, by a responder it delegated to, or by a key that
+//! may not sign for it.
 
 use std::time::{Duration, SystemTime};
 
 use const_oid::db::rfc5912::{ECDSA_WITH_SHA_256, ID_SHA_1};
 use der::asn1::{BitString, GeneralizedTime, Null, OctetString};
 use der::{Any, Decode, Encode};
+use rcgen::ExtendedKeyUsagePurpose;
 use sha1::Digest as _;
 use x509_cert::Certificate;
 use x509_cert::ext::pkix::CrlReason;
@@ -29,6 +31,20 @@ pub enum Status {
     Unknown,
 }
 
+/// Who signs a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signer {
+    /// The CA that issued the certificate.
+    Ca,
+    /// Another CA's key (the signature cannot verify with the issuer's).
+    OtherCa,
+    /// A responder certificate the CA issued for OCSP signing, sent in the response.
+    Delegated,
+    /// A certificate the CA issued for something else (server authentication), sent in the
+    /// response: not a responder.
+    NotAResponder,
+}
+
 /// One response to staple.
 #[derive(Debug, Clone, Copy)]
 pub struct Staple {
@@ -36,8 +52,8 @@ pub struct Staple {
     pub status: Status,
     /// The response was current until this long ago (`None`: it is current, for a day).
     pub expired_ago: Option<Duration>,
-    /// Signed by another CA's key (the signature cannot verify with the issuer's).
-    pub foreign_signature: bool,
+    /// Who signs it.
+    pub signer: Signer,
 }
 
 impl Staple {
@@ -46,7 +62,7 @@ impl Staple {
         Staple {
             status,
             expired_ago: None,
-            foreign_signature: false,
+            signer: Signer::Ca,
         }
     }
 
@@ -94,9 +110,30 @@ impl Staple {
                 revocation_reason: Some(CrlReason::KeyCompromise),
             }),
         };
+        // A delegated responder's certificate and key; the response names its signer by key.
+        let delegate = match self.signer {
+            Signer::Delegated => Some(ExtendedKeyUsagePurpose::OcspSigning),
+            Signer::NotAResponder => Some(ExtendedKeyUsagePurpose::ServerAuth),
+            Signer::Ca | Signer::OtherCa => None,
+        }
+        .map(|usage| {
+            let (cert, key) = pki.delegate(usage);
+            (Certificate::from_der(&cert).expect("delegate"), key)
+        });
+        let responder_key = match &delegate {
+            Some((cert, _)) => cert
+                .tbs_certificate
+                .subject_public_key_info
+                .subject_public_key
+                .raw_bytes()
+                .to_vec(),
+            None => issuer_key.to_vec(),
+        };
         let data = ResponseData {
             version: Default::default(),
-            responder_id: ResponderId::ByKey(OctetString::new(sha1(issuer_key)).expect("key id")),
+            responder_id: ResponderId::ByKey(
+                OctetString::new(sha1(&responder_key)).expect("key id"),
+            ),
             produced_at: time(now),
             responses: vec![SingleResponse {
                 cert_id,
@@ -108,9 +145,17 @@ impl Staple {
             response_extensions: None,
         };
         let tbs = data.to_der().expect("response data");
-        let signature = match self.foreign_signature {
-            false => pki.ca_sign(&tbs),
-            true => TestPki::new().ca_sign(&tbs),
+        let signature = match &delegate {
+            Some((_, key)) => rcgen::SigningKey::sign(key, &tbs).expect("signature"),
+            None if self.signer == Signer::OtherCa => TestPki::new().ca_sign(&tbs),
+            None => pki.ca_sign(&tbs),
+        };
+        // The signer's certificate goes with the response, as responders send it: a client
+        // that looks for the signer among the response's and the server's certificates
+        // (OpenSSL) finds it.
+        let signer_cert = match delegate {
+            Some((cert, _)) => cert,
+            None => ca,
         };
         let basic = BasicOcspResponse {
             tbs_response_data: data,
@@ -119,9 +164,7 @@ impl Staple {
                 parameters: None,
             },
             signature: BitString::from_bytes(&signature).expect("signature"),
-            // The signer's certificate, as responders send it: a client that looks for the
-            // signer among the response's and the server's certificates (OpenSSL) finds it.
-            certs: Some(vec![ca]),
+            certs: Some(vec![signer_cert]),
         };
         OcspResponse::successful(basic)
             .expect("response")

@@ -251,6 +251,14 @@ impl TestPki {
         self.server.cert.clone()
     }
 
+    /// A certificate from this CA with extended key usage `usage` (`OcspSigning` for a
+    /// responder the CA delegates OCSP responses to), and its key.
+    pub fn delegate(&self, usage: ExtendedKeyUsagePurpose) -> (CertificateDer<'static>, KeyPair) {
+        let leaf = issue(&self.issuer, &[], usage, Validity::Current);
+        let key = KeyPair::try_from(leaf.key_der.as_slice()).expect("delegate key");
+        (leaf.cert, key)
+    }
+
     /// `message` signed with the CA's key (ECDSA P-256 with SHA-256, DER), as the CA signs.
     pub fn ca_sign(&self, message: &[u8]) -> Vec<u8> {
         rcgen::SigningKey::sign(self.issuer.key(), message).expect("ca signature")

@@ -851,13 +851,14 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
     );
 }
 
-/// With the certificate status required, only a current staple from the CA that says
-/// "good" lets a connection through; a server that staples nothing, a revoked or unknown
-/// status, an out-of-date response and one signed by another key each fail as a status error
-/// naming why, and leave nothing in the pool. Without the requirement a staple is not needed.
+/// With the certificate status required, only a current staple from the CA (or a responder it
+/// delegated to) that says "good" lets a connection through; a server that staples nothing, a
+/// revoked or unknown status, an out-of-date response and one signed by another key or a
+/// certificate that is no responder each fail as a status error naming why, and leave nothing in
+/// the pool. Without the requirement a staple is not needed.
 #[tokio::test]
 async fn a_required_certificate_status_must_be_stapled_good() {
-    use pool_tests::ocsp::{Staple, Status};
+    use pool_tests::ocsp::{Signer, Staple, Status};
 
     let pki = TestPki::new();
     let serve = |config| async {
@@ -867,13 +868,22 @@ async fn a_required_certificate_status_must_be_stapled_good() {
             .start()
             .await
     };
+    let signed_by = |signer| Staple {
+        signer,
+        ..Staple::new(Status::Good)
+    };
     let requiring = tls_pool(&pki)
         .tls_require_certificate_status(true)
         .build()
         .unwrap();
-    // The issuer found among the certificates the server sent, or among the trust anchors.
-    for with_ca in [true, false] {
-        let staple = Staple::new(Status::Good).response(&pki);
+    // The issuer found among the certificates the server sent, or among the trust anchors;
+    // the response signed by it or by a responder it delegated to.
+    for (with_ca, signer) in [
+        (true, Signer::Ca),
+        (false, Signer::Ca),
+        (false, Signer::Delegated),
+    ] {
+        let staple = signed_by(signer).response(&pki);
         let good = serve(pki.server_config_with_ocsp(&[b"h2"], staple, with_ca)).await;
         let (handle, body) = fetch(&requiring.client().unwrap(), &good.url("/")).await;
         assert_eq!(body, "x");
@@ -882,10 +892,6 @@ async fn a_required_certificate_status_must_be_stapled_good() {
 
     let expired = Staple {
         expired_ago: Some(Duration::from_secs(3600)),
-        ..Staple::new(Status::Good)
-    };
-    let foreign = Staple {
-        foreign_signature: true,
         ..Staple::new(Status::Good)
     };
     for (config, message) in [
@@ -911,7 +917,15 @@ async fn a_required_certificate_status_must_be_stapled_good() {
             "OCSP response has expired",
         ),
         (
-            pki.server_config_with_ocsp(&[b"h2"], foreign.response(&pki), false),
+            pki.server_config_with_ocsp(&[b"h2"], signed_by(Signer::OtherCa).response(&pki), false),
+            "OCSP response verification failed",
+        ),
+        (
+            pki.server_config_with_ocsp(
+                &[b"h2"],
+                signed_by(Signer::NotAResponder).response(&pki),
+                false,
+            ),
             "OCSP response verification failed",
         ),
     ] {

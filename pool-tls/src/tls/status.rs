@@ -5,11 +5,11 @@
 //! rustls asks every server for a stapled OCSP response and hands it to the certificate
 //! verifier; [`StatusVerifier`] runs the usual verifier first and then [`StatusCheck`], which
 //! fails the handshake unless the staple is a successful basic response, signed by the
-//! certificate's issuer (a certificate the server sent, or a trust anchor) or by a responder the
-//! issuer delegated to (`id-kp-OCSPSigning`), naming the certificate (its issuer's name and key
-//! hashed with SHA-1 or SHA-256, and its serial), current within five minutes of either end of
-//! its window, and saying "good". The signatures are checked with the crypto provider's
-//! algorithms, as the handshake's are.
+//! certificate's issuer (a certificate the server sent, or a trust anchor) or by a responder
+//! the issuer delegated to (`id-kp-OCSPSigning`, sent in the response), the one its responder
+//! ID names, naming the certificate (its issuer's name and key hashed with SHA-1 or SHA-256,
+//! and its serial), current within five minutes of either end of its window, and saying "good".
+//! The signatures are checked with the crypto provider's algorithms, as the handshake's are.
 //!
 //! What this module does not do: fetch a response from the responder itself (a server that
 //! staples nothing fails), check the status of intermediate certificates, or check a staple on
@@ -28,7 +28,9 @@ use rustls::{CertificateError, DigitallySignedStruct, OtherError, RootCertStore,
 use sha2::Digest as _;
 use x509_cert::Certificate;
 use x509_cert::spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
-use x509_ocsp::{BasicOcspResponse, CertStatus, OcspResponse, OcspResponseStatus, SingleResponse};
+use x509_ocsp::{
+    BasicOcspResponse, CertStatus, OcspResponse, OcspResponseStatus, ResponderId, SingleResponse,
+};
 
 /// How far either end of a response's validity window may be off (OpenSSL's and curl's five
 /// minutes).
@@ -172,16 +174,29 @@ impl StatusCheck {
             .issuer_of(&leaf, intermediates)
             .ok_or_else(|| fail(Unverified))?;
         let signature = basic.signature.as_bytes().ok_or_else(|| fail(Malformed))?;
-        let signed_by = |key: &SubjectPublicKeyInfoOwned| {
-            self.verifies(key, &basic.signature_algorithm, signed, signature)
+        // The signer is the certificate the response names (by subject or key hash), whose
+        // key verifies the signature.
+        let named = |name: &[u8], key: &SubjectPublicKeyInfoOwned| match &basic
+            .tbs_response_data
+            .responder_id
+        {
+            ResponderId::ByName(by) => by.to_der().is_ok_and(|by| by == name),
+            ResponderId::ByKey(hash) => {
+                hash.as_bytes() == sha1::Sha1::digest(key.subject_public_key.raw_bytes()).as_slice()
+            }
+        };
+        let signed_by = |name: &[u8], key: &SubjectPublicKeyInfoOwned| {
+            named(name, key) && self.verifies(key, &basic.signature_algorithm, signed, signature)
         };
         let delegated = || {
             basic.certs.iter().flatten().any(|responder| {
+                let tbs = &responder.tbs_certificate;
+                let name = tbs.subject.to_der().unwrap_or_default();
                 self.delegated_by(&issuer, responder)
-                    && signed_by(&responder.tbs_certificate.subject_public_key_info)
+                    && signed_by(&name, &tbs.subject_public_key_info)
             })
         };
-        if !signed_by(&issuer.key) && !delegated() {
+        if !signed_by(&issuer.name, &issuer.key) && !delegated() {
             return Err(fail(Unverified));
         }
         let single = basic
