@@ -25,6 +25,8 @@
 //!   reused connection.
 //! * **nginx reading HAProxy's PROXY line** (`listen ... proxy_protocol`), beside curl:
 //!   `--haproxy-protocol` over HTTP/1.1 and TLS, nginx answering with the address it read.
+//! * **nginx stapling OCSP responses** (`ssl_stapling_file`), beside curl: `--cert-status` to
+//!   a listener stapling a good status and to one stapling a revoked one (`stapling.rs`).
 //! * **microsocks** (SOCKS5) in front of that nginx, beside curl: `socks5h://` with a user
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
@@ -68,6 +70,7 @@ mod process;
 mod proxy;
 mod report;
 mod socks;
+mod stapling;
 mod streams;
 
 use std::fmt::Write as _;
@@ -91,6 +94,7 @@ use process::*;
 use proxy::*;
 use report::*;
 use socks::*;
+use stapling::*;
 use streams::*;
 
 /// Graceful reloads sent during each nginx run.
@@ -161,6 +165,7 @@ fn main() -> ExitCode {
         rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         rows.push(nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
+        rows.extend(nginx_stapling(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
@@ -201,7 +206,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 8]), String>;
+type Nginx = Result<(PathBuf, Server, [u16; 10]), String>;
 
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
@@ -332,8 +337,8 @@ fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
 /// h2c, TLS, HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
-/// the oha comparison), HTTP/1.1 announcing a 2 s keep-alive timeout, and HTTP/1.1 and TLS
-/// reading HAProxy's PROXY line first.
+/// the oha comparison), HTTP/1.1 announcing a 2 s keep-alive timeout, HTTP/1.1 and TLS
+/// reading HAProxy's PROXY line first, and TLS stapling a good and a revoked OCSP response.
 fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -344,7 +349,8 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("ca.pem", pki.ca_pem())?;
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
-    let ports = free_ports::<8>()?;
+    write_staples(&pki, dir)?;
+    let ports = free_ports::<10>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -361,7 +367,8 @@ fn start_nginx(dir: &Path) -> Nginx {
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
-    let [p1, p2, p3, p4, p5, p6, p7, p8] = ports;
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10] = ports;
+    let stapling = stapling_servers(dir, (p9, p10), ok);
     let conf = format!(
         "worker_processes 2;
 {user}
@@ -407,6 +414,8 @@ http {{
         ssl_certificate_key {d}/server.key;
         {proxied}
     }}
+    # `--cert-status`: TLS stapling a good and a revoked OCSP response from files.
+    {stapling}
 }}
 "
     );
