@@ -69,7 +69,8 @@ enum Extra {
     /// `-v`'s notes of the data sent and received (`} [N bytes data]`, `{ [...]`).
     VerboseDataNotes,
     /// `-v`'s notes of the TLS handshake's outcome (`* SSL connection using ...`, `* ALPN:
-    /// server accepted ...`), byte for byte.
+    /// server accepted ...`, the server certificate's subject, dates, matched name, issuer and
+    /// verdict), byte for byte.
     VerboseTls,
     /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
     /// `Trying`, poolcurl's partition and connection), byte for byte.
@@ -394,6 +395,24 @@ fn cases() -> Vec<Case> {
                     "BOGUS:TLS_CHACHA20_POLY1305_SHA256",
                     "%TLS%/hello",
                 ],
+            )
+        },
+        // The server certificate's account: checked, by name and by address, and under -k
+        // for a self-signed certificate (the verdict with OpenSSL's code, no name line).
+        Case {
+            server: Server::Tls,
+            extra: Extra::VerboseTls,
+            ..case(
+                "server certificate by address",
+                &["--cacert", "%CA%", "-v", "https://127.0.0.1:%PORT%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsSelfSigned,
+            extra: Extra::VerboseTls,
+            ..case(
+                "server certificate unverified",
+                &["-k", "-v", "%TLS%/hello"],
             )
         },
         // A second connection to the same host resumes the first one's session (the route
@@ -3441,11 +3460,27 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                     stderr
                         .split('\n')
                         .filter(|l| {
-                            l.starts_with("* SSL connection using")
-                                || l.starts_with("* SSL re-using session ID")
-                                || l.starts_with("* ALPN: server accepted")
+                            [
+                                "* SSL connection using",
+                                "* SSL re-using session ID",
+                                "* ALPN: server accepted",
+                                "* Server certificate:",
+                                "*  subject:",
+                                "*  start date:",
+                                "*  expire date:",
+                                "*  subjectAltName:",
+                                "*  issuer:",
+                                "*  SSL certificate verify",
+                            ]
+                            .iter()
+                            .any(|start| l.starts_with(start))
                         })
-                        .map(str::to_owned)
+                        // Each run has a CA of its own, numbered: the issuer's number differs
+                        // by nature.
+                        .map(|l| match l.split_once("CN=pool-tests CA ") {
+                            Some((head, _)) => format!("{head}CN=pool-tests CA N"),
+                            None => l.to_owned(),
+                        })
                         .collect()
                 };
                 let (a, b) = (tls_lines(&curl.stderr), tls_lines(&ours.stderr));

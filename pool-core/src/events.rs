@@ -174,6 +174,7 @@ pub struct ConnectionInfo {
     remote_addr: Option<SocketAddr>,
     unix_socket: Option<std::sync::Arc<std::path::Path>>,
     tls: Option<TlsDetails>,
+    peer_chain: Option<std::sync::Arc<[Vec<u8>]>>,
     timings: ConnectionTimings,
     proxy: Option<ProxyRoute>,
     opened_for: OpenReason,
@@ -222,6 +223,7 @@ impl ConnectionInfo {
             remote_addr: None,
             unix_socket: None,
             tls: None,
+            peer_chain: None,
             timings: ConnectionTimings::default(),
             proxy: None,
             opened_for: OpenReason::Request,
@@ -285,6 +287,18 @@ impl ConnectionInfo {
     pub fn with_tls(mut self, tls: Option<TlsDetails>) -> Self {
         self.tls = tls;
         self
+    }
+
+    /// Sets the certificates the server presented (DER, its own first).
+    pub fn with_peer_chain(mut self, chain: Option<std::sync::Arc<[Vec<u8>]>>) -> Self {
+        self.peer_chain = chain;
+        self
+    }
+
+    /// The certificates the server presented (DER, its own first), when the pool was built to
+    /// keep them (`Builder::tls_keep_peer_certificates`); `None` otherwise and for cleartext.
+    pub fn peer_chain(&self) -> Option<&[Vec<u8>]> {
+        self.peer_chain.as_deref()
     }
 
     /// Sets the establishment timings.

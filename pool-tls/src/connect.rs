@@ -161,6 +161,9 @@ pub struct TlsInfo {
     pub alpn_offered: bool,
     /// How many certificates the server presented.
     pub peer_certificates: usize,
+    /// The certificates themselves (DER, the server's own first), when the connector keeps
+    /// them ([`TlsOptions::keep_peer_certificates`](crate::TlsOptions::keep_peer_certificates)).
+    pub peer_chain: Option<std::sync::Arc<[Vec<u8>]>>,
     /// What checking the server's certificate found (see
     /// [`TlsDetails::certificate`](pool_core::TlsDetails::certificate)).
     pub certificate: pool_core::CertificateCheck,

@@ -107,6 +107,7 @@ impl pool::Connect for GatedConnector {
                         resumed: false,
                         alpn_offered: true,
                         peer_certificates: 1,
+                        peer_chain: None,
                         certificate: pool::CertificateCheck::Valid,
                     });
                     Ok((Io::custom(stream), connected))

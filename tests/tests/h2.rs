@@ -851,6 +851,30 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
     );
 }
 
+/// The certificates a server presented stay with its connection only when the pool is built
+/// to keep them: the leaf first, then what the server sent after it.
+#[tokio::test]
+async fn peer_certificates_are_kept_only_when_asked() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config_with_root(&[b"h2"]))
+        .default_stream(StreamPlan::ok("x"))
+        .start()
+        .await;
+    let url = server.url("/");
+    let keeping = tls_pool(&pki)
+        .tls_keep_peer_certificates(true)
+        .build()
+        .unwrap();
+    let (handle, _) = fetch(&keeping.client().unwrap(), &url).await;
+    let kept: Vec<Vec<u8>> = vec![pki.server_cert_der().to_vec(), pki.ca_der().to_vec()];
+    assert_eq!(handle.info().peer_chain(), Some(kept.as_slice()));
+    let plain = tls_pool(&pki).build().unwrap();
+    let (handle, _) = fetch(&plain.client().unwrap(), &url).await;
+    assert_eq!(handle.info().peer_chain(), None);
+    assert_eq!(handle.info().tls().map(|t| t.peer_certificates), Some(2));
+}
+
 /// With the certificate status required, only a current staple from the CA (or a responder it
 /// delegated to) that says "good" lets a connection through; a server that staples nothing, a
 /// revoked or unknown status, an out-of-date response and one signed by another key or a

@@ -72,6 +72,7 @@ mod redirect;
 pub(crate) mod request;
 mod request_size;
 mod retry;
+mod server_cert;
 pub(crate) mod setup;
 mod sink;
 mod time_cond;

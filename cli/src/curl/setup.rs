@@ -227,7 +227,9 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     builder = builder
         .tls_alpn(!tls.no_alpn)
         .tls_session_resumption(!tls.no_sessionid)
-        .tls_require_certificate_status(tls.cert_status);
+        .tls_require_certificate_status(tls.cert_status)
+        // `-v` (and the traces) show the server's certificate; nothing else needs it.
+        .tls_keep_peer_certificates(args.verbose || args.trace().is_some());
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }

@@ -7,6 +7,10 @@
 //! * ALPN: poolcurl offers h2,http/1.1
 //! * SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384
 //! * ALPN: server accepted h2
+//! * Server certificate:
+//! *  subject: CN=poolcurl local origin
+//! ...
+//! *  SSL certificate verify ok.
 //! > GET / HTTP/2
 //! > Host: localhost:8443
 //! > User-Agent: poolcurl/0.1.0
@@ -70,6 +74,8 @@ pub(crate) struct VerboseContext<'a> {
     /// Whether the request's data is an upload (`-T`, `-F`) rather than `-d`'s data: curl
     /// then says it is "completely uploaded".
     pub(crate) upload: bool,
+    /// `-k`: the server certificate's name is not checked (and its account says so).
+    pub(crate) insecure: bool,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -410,6 +416,11 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
                 lines.info("ALPN: server did not agree on a protocol. Uses default.");
             }
             None => {}
+        }
+        if let Some(leaf) = info.peer_chain().and_then(<[_]>::first) {
+            for line in super::server_cert::lines(leaf, cx.host, tls.certificate, cx.insecure) {
+                lines.info(&line);
+            }
         }
     }
 }

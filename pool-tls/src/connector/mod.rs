@@ -328,6 +328,10 @@ impl Inner {
             .map_err(|e| e.with_target(origin.host()))?;
         let check = self.certificate_check(session, target);
         finish_tls(connected, session, check, alpn_offered, start.elapsed());
+        if let (Some(tls), true) = (&mut connected.tls, self.tls.keeps_peer_certificates()) {
+            let chain = session.peer_certificates().unwrap_or_default();
+            tls.peer_chain = Some(chain.iter().map(|c| c.as_ref().to_vec()).collect());
+        }
         Ok(stream)
     }
 
@@ -438,6 +442,7 @@ fn tls_info(
         resumed: session.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
         alpn_offered,
         peer_certificates: session.peer_certificates().map_or(0, <[_]>::len),
+        peer_chain: None,
         certificate,
     }
 }

@@ -68,6 +68,8 @@ struct Inner {
     session_resumption: bool,
     /// `TlsOptions::require_certificate_status`.
     require_status: bool,
+    /// `TlsOptions::keep_peer_certificates`.
+    keep_peer_certificates: bool,
     /// One configuration per ALPN offer, built by the first successful `preflight`.
     configs: OnceLock<Configs>,
 }
@@ -137,6 +139,7 @@ impl TlsConnector {
                 alpn: options.alpn,
                 session_resumption: options.session_resumption,
                 require_status: options.require_certificate_status,
+                keep_peer_certificates: options.keep_peer_certificates,
                 configs: OnceLock::new(),
             }),
         })
@@ -191,6 +194,12 @@ impl TlsConnector {
     /// [`CertificateCheck::Valid`] without [`certificate_check`](Self::certificate_check).
     pub(crate) fn verifies_certificates(&self) -> bool {
         !self.inner.danger_accept_invalid_certs
+    }
+
+    /// Whether finished handshakes keep the server's certificates
+    /// (`TlsOptions::keep_peer_certificates`).
+    pub(crate) fn keeps_peer_certificates(&self) -> bool {
+        self.inner.keep_peer_certificates
     }
 
     /// What verifying the server certificate of `session`, a finished handshake with

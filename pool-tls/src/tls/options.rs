@@ -69,6 +69,11 @@ pub struct TlsOptions {
     /// connection's certificate is checked. Checked also with `danger_accept_invalid_certs`,
     /// as curl checks it with `-k`.
     pub require_certificate_status: bool,
+    /// Keep the certificates each server presented (DER, its own first) in
+    /// [`TlsInfo::peer_chain`](crate::TlsInfo::peer_chain), for callers that show them (curl's
+    /// `-v` prints the subject, dates and issuer). Default `false`: the chain costs a few KiB per
+    /// connection, for as long as the connection lives.
+    pub keep_peer_certificates: bool,
 }
 
 /// A TLS protocol version the client can offer: rustls speaks 1.2 and 1.3 (older versions are
@@ -106,6 +111,7 @@ impl Default for TlsOptions {
             alpn: true,
             session_resumption: true,
             require_certificate_status: false,
+            keep_peer_certificates: false,
         }
     }
 }

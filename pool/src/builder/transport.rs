@@ -240,6 +240,15 @@ impl Builder {
         self
     }
 
+    /// Keep the certificates each server presented, readable afterwards from the connection's
+    /// [`ConnectionInfo::peer_chain`](crate::ConnectionInfo::peer_chain) (DER, the server's own
+    /// first), for showing them as curl's `-v` does. Off by default: a chain costs a few KiB
+    /// for as long as its connection lives.
+    pub fn tls_keep_peer_certificates(mut self, keep: bool) -> Self {
+        self.tls.keep_peer_certificates = keep;
+        self
+    }
+
     /// Accepts any server certificate. This disables the protection TLS exists for; it is
     /// curl's `-k` and meant for tests against self-signed servers. Each connection still
     /// reports what verifying its certificate would have found

@@ -148,6 +148,7 @@ pub(super) fn connection_info(
         )
         .with_unix_socket(connected.unix_socket.clone())
         .with_tls(tls)
+        .with_peer_chain(connected.tls.as_ref().and_then(|t| t.peer_chain.clone()))
         .with_timings(timings)
         .with_proxy(connected.proxy.as_ref().map(|p| ProxyRoute {
             proxy: p.proxy.clone(),

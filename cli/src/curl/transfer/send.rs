@@ -139,6 +139,7 @@ impl Session {
             target: template.has_target().then_some(wire_target),
             quiet_data: target.quiet_data,
             upload: !self.composed.inline_data,
+            insecure: self.args.connect.insecure,
         };
         self.verbose.exchange(
             &context,
