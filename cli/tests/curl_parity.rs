@@ -232,6 +232,24 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // --hsts: an https:// response's Strict-Transport-Security switches the next http://
+        // URL to the host to https:// (its port kept), and the cache is written.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "hsts",
+                &[
+                    "--hsts",
+                    "%DIR%/hsts.txt",
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    "%{url_effective}\n",
+                    "%TLS%/sts",
+                    "http://localhost:%PORT%/hello",
+                ],
+            )
+        },
         // --cert-status: a stapled OCSP response from the CA (good, revoked, unknown) or none;
         // curl checks the same staple through OpenSSL. (A second connection is left out: curl
         // 7.88 resumes its session there and then finds no staple, exit 91; poolcurl turns
@@ -2804,6 +2822,7 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/setcookie" => Reply::new(302)
             .header("set-cookie", "session=abc; Path=/")
             .header("location", "/echo"),
+        "/sts" => Reply::ok("strict\n").header("strict-transport-security", "max-age=1000"),
         "/cookies" => Reply::ok("set\n")
             .header("set-cookie", "a=1; Path=/")
             .header("set-cookie", "b=2; Path=/"),
@@ -3236,6 +3255,19 @@ fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
                 .to_string_lossy()
                 .into_owned();
             let mut bytes = std::fs::read(&path).unwrap();
+            if name.ends_with("hsts.txt") {
+                // The comments are each tool's own; an expiry is a time of the run.
+                let text = String::from_utf8_lossy(&bytes);
+                bytes = text
+                    .lines()
+                    .filter(|l| !l.starts_with('#'))
+                    .map(|l| match l.split_once(" \"") {
+                        Some((host, _)) => format!("{host} \"EXPIRY\"\n"),
+                        None => format!("{l}\n"),
+                    })
+                    .collect::<String>()
+                    .into_bytes();
+            }
             if name.ends_with("jar.txt") {
                 let text = String::from_utf8_lossy(&bytes);
                 bytes = text

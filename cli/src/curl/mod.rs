@@ -58,6 +58,7 @@ mod form;
 mod getdate;
 mod glob;
 mod header_file;
+mod hsts;
 mod invocation;
 mod netrc;
 mod next;
@@ -154,6 +155,8 @@ pub(crate) struct Session {
     proxies: Option<pool::ProxyConfig>,
     /// `-n`, `--netrc-file`, `--netrc-optional`: the file credentials come from.
     netrc: Option<Netrc>,
+    /// `--hsts`: the hosts spoken to over HTTPS only.
+    hsts: Option<hsts::Hsts>,
 }
 
 /// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
@@ -240,7 +243,9 @@ impl Session {
             .as_deref()
             .map(|path| Mutex::new(Sink::file(in_output_dir(&args, path), dump_mode)));
         let tls_refusal = args.net.tls_refusal();
+        let hsts = args.transfer.hsts.as_deref().map(hsts::Hsts::load);
         Ok(Session {
+            hsts,
             tls_refusal,
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
@@ -283,6 +288,10 @@ impl Session {
                 self.report.error(&error);
                 return Err(error.code());
             }
+        }
+        // As curl, a cache that cannot be written fails nothing.
+        if let Some(hsts) = &self.hsts {
+            let _ = hsts.save();
         }
         Ok(())
     }

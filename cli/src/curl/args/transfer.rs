@@ -51,6 +51,11 @@ pub(crate) struct TransferArgs {
     #[arg(long = "xattr")]
     pub(crate) xattr: bool,
 
+    /// Read and write an HSTS cache in FILE: hosts it names, or that said so over HTTPS, get
+    /// https:// only
+    #[arg(long = "hsts", value_name = "FILE")]
+    pub(crate) hsts: Option<PathBuf>,
+
     /// Save the response's ETag to FILE ("-" is stdout; emptied when each transfer starts)
     #[arg(long = "etag-save", value_name = "FILE")]
     pub(crate) etag_save: Option<PathBuf>,

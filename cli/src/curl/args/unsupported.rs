@@ -27,7 +27,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--libcurl", None, "poolcurl is not libcurl"),
     flag("--manual", Some('M'), "see --help and the README"),
     flag("--alt-svc", None, "no Alt-Svc cache"),
-    flag("--hsts", None, "no HSTS cache"),
     flag("--doh-url", None, "the system resolver or --resolve only"),
     // Options of curl's other protocols.
     flag("--append", Some('a'), OTHER_PROTOCOLS),

@@ -112,6 +112,7 @@ impl Session {
                 "Option --disallow-username-in-url given but URL contains a username",
             ));
         }
+        self.hsts_upgrade(&mut uri);
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = uri.to_string();
         let mut hop = self.composed.template.first_hop();
@@ -174,6 +175,7 @@ impl Session {
                         ..HopState::default()
                     };
                     uri = next;
+                    self.hsts_upgrade(&mut uri);
                     record.url = uri.to_string();
                 }
             }
@@ -209,6 +211,16 @@ impl Session {
                 ));
                 Ok((url, false))
             }
+        }
+    }
+
+    /// `--hsts`: `uri` over HTTPS when the cache holds its host, said as curl says it.
+    fn hsts_upgrade(&self, uri: &mut Uri) {
+        if let Some(upgraded) = self.hsts.as_ref().and_then(|hsts| hsts.upgrade(uri)) {
+            self.verbose.info(&format!(
+                "Switched from HTTP to HTTPS due to HSTS => {upgraded}"
+            ));
+            *uri = upgraded;
         }
     }
 
@@ -287,6 +299,9 @@ impl Session {
         record.size_header += head.len() as u64;
         if let Some(jar) = &self.cookies {
             jar.store_from(uri, &parts.headers);
+        }
+        if let Some(hsts) = &self.hsts {
+            hsts.store_from(uri, &parts.headers);
         }
         let connection = record.connection.clone();
         let connection = connection.as_ref();
