@@ -3294,10 +3294,22 @@ fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The lines of a run's stderr as a terminal shows them. curl's progress meter redraws itself
+/// after a carriage return without ending its line, so a `-v` line written after a redraw
+/// follows the meter's figures on the same line, and whether one does depends on when the
+/// meter last ran; the figures are dropped here, leaving the `-v` line.
+fn stderr_lines(stderr: &str) -> impl Iterator<Item = &str> {
+    stderr.split('\n').map(|line| match line.starts_with('\r') {
+        true => line.trim_start_matches(|c: char| {
+            c == '\r' || c.is_ascii_digit() || " :-.kMGTPB".contains(c)
+        }),
+        false => line,
+    })
+}
+
 /// `> Name:` lines of a `-v` trace, names only.
 fn verbose_header_names(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
+    stderr_lines(stderr)
         .filter_map(|l| l.strip_prefix("> "))
         .filter_map(|l| l.split_once(':').map(|(n, _)| n.to_owned()))
         .collect()
@@ -3305,8 +3317,7 @@ fn verbose_header_names(stderr: &str) -> Vec<String> {
 
 /// The `< ` lines of a `-v` trace, CR included: the response heads as shown.
 fn verbose_response_lines(stderr: &str) -> Vec<String> {
-    stderr
-        .split('\n')
+    stderr_lines(stderr)
         .filter(|l| l.starts_with("< "))
         .map(str::to_owned)
         .collect()
@@ -3489,8 +3500,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
             }
             Extra::VerboseTls => {
                 let tls_lines = |stderr: &str| -> Vec<String> {
-                    stderr
-                        .split('\n')
+                    stderr_lines(stderr)
                         .filter(|l| {
                             [
                                 "* SSL connection using",
@@ -3531,8 +3541,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
             }
             Extra::VerboseDataNotes => {
                 let notes = |stderr: &str| -> Vec<String> {
-                    stderr
-                        .split('\n')
+                    stderr_lines(stderr)
                         .filter(|l| l.starts_with("} [") || l.starts_with("{ ["))
                         .map(str::to_owned)
                         .collect()
