@@ -256,11 +256,13 @@ fn cases() -> Vec<Case> {
         // resumption off under --cert-status and checks every connection.)
         Case {
             server: Server::TlsStapled(Status::Good, Signer::Ca),
+            extra: Extra::VerboseTls,
             ..case(
                 "cert-status good",
                 &[
                     "--cacert",
                     "%CA%",
+                    "-v",
                     "--cert-status",
                     "%TLS%/hello",
                     "%TLS%/hello",
@@ -3513,6 +3515,7 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                                 "*  subjectAltName:",
                                 "*  issuer:",
                                 "*  SSL certificate verify",
+                                "* SSL certificate status:",
                             ]
                             .iter()
                             .any(|start| l.starts_with(start))

@@ -76,6 +76,8 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) upload: bool,
     /// `-k`: the server certificate's name is not checked (and its account says so).
     pub(crate) insecure: bool,
+    /// `--cert-status`: a connection that was made had its stapled status found good.
+    pub(crate) cert_status: bool,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -421,6 +423,10 @@ fn connection_lines(lines: &mut Lines, cx: &VerboseContext<'_>, c: &pool::Connec
             for line in super::server_cert::lines(leaf, cx.host, tls.certificate, cx.insecure) {
                 lines.info(&line);
             }
+        }
+        // The pool refuses a connection whose status is not good, so a made one had "good".
+        if cx.cert_status {
+            lines.info("SSL certificate status: good (0)");
         }
     }
 }

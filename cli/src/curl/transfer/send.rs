@@ -140,6 +140,7 @@ impl Session {
             quiet_data: target.quiet_data,
             upload: !self.composed.inline_data,
             insecure: self.args.connect.insecure,
+            cert_status: self.args.net.tls.cert_status,
         };
         self.verbose.exchange(
             &context,
