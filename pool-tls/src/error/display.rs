@@ -114,15 +114,24 @@ impl fmt::Display for ConnectError {
         }
         // The cause is `source()`'s, never part of this level's text (one chain convention
         // for the workspace: a chain printer shows each message once). `{:#}` appends it.
-        if f.alternate() {
-            let mut next = self.source();
-            while let Some(cause) = next {
-                write!(f, ": {cause}")?;
-                next = cause.source();
-            }
-        }
-        Ok(())
+        write_causes(f, self.source())
     }
+}
+
+/// With the alternate flag (`{:#}`), `: cause` for `first` and each cause after it; nothing
+/// otherwise. The one chain printer of this crate's errors.
+pub(crate) fn write_causes(
+    f: &mut fmt::Formatter<'_>,
+    first: Option<&(dyn StdError + 'static)>,
+) -> fmt::Result {
+    if f.alternate() {
+        let mut next = first;
+        while let Some(cause) = next {
+            write!(f, ": {cause}")?;
+            next = cause.source();
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Debug for ConnectError {

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 mod display;
 
+pub(crate) use display::write_causes;
+
 /// The boxed error type accepted by the public constructors.
 type BoxError = Box<dyn StdError + Send + Sync>;
 

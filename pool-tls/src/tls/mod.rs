@@ -375,14 +375,7 @@ impl TlsConfigError {
 impl fmt::Display for TlsConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
-        if f.alternate() {
-            let mut next = self.source();
-            while let Some(cause) = next {
-                write!(f, ": {cause}")?;
-                next = cause.source();
-            }
-        }
-        Ok(())
+        crate::error::write_causes(f, self.source())
     }
 }
 
