@@ -27,6 +27,15 @@ fn tls_pool(pki: &TestPki) -> pool::Builder {
         .add_root_certificates_pem(pki.ca_pem())
 }
 
+/// An HTTP/2 server over TLS with `config`, answering every stream with `x`.
+async fn tls_server(config: std::sync::Arc<rustls::ServerConfig>) -> ScriptedH2Server {
+    ScriptedH2Server::builder()
+        .tls(config)
+        .default_stream(StreamPlan::ok("x"))
+        .start()
+        .await
+}
+
 fn h2c_pool() -> pool::Builder {
     ConnectionPool::builder().protocol(ProtocolPolicy::Http2PriorKnowledge)
 }
@@ -814,11 +823,7 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
 #[tokio::test]
 async fn a_crl_rejects_the_certificate_it_revokes() {
     let pki = TestPki::new();
-    let server = ScriptedH2Server::builder()
-        .tls(pki.server_config(&[b"h2"]))
-        .default_stream(StreamPlan::ok("x"))
-        .start()
-        .await;
+    let server = tls_server(pki.server_config(&[b"h2"])).await;
     let url = server.url("/");
     let revoking = tls_pool(&pki)
         .add_crl_pem(pki.crl_pem(true))
@@ -856,11 +861,7 @@ async fn a_crl_rejects_the_certificate_it_revokes() {
 #[tokio::test]
 async fn peer_certificates_are_kept_only_when_asked() {
     let pki = TestPki::new();
-    let server = ScriptedH2Server::builder()
-        .tls(pki.server_config_with_root(&[b"h2"]))
-        .default_stream(StreamPlan::ok("x"))
-        .start()
-        .await;
+    let server = tls_server(pki.server_config_with_root(&[b"h2"])).await;
     let url = server.url("/");
     let keeping = tls_pool(&pki)
         .tls_keep_peer_certificates(true)
@@ -885,13 +886,6 @@ async fn a_required_certificate_status_must_be_stapled_good() {
     use pool_tests::ocsp::{Signer, Staple, Status};
 
     let pki = TestPki::new();
-    let serve = |config| async {
-        ScriptedH2Server::builder()
-            .tls(config)
-            .default_stream(StreamPlan::ok("x"))
-            .start()
-            .await
-    };
     let signed_by = |signer| Staple {
         signer,
         ..Staple::new(Status::Good)
@@ -908,7 +902,7 @@ async fn a_required_certificate_status_must_be_stapled_good() {
         (false, Signer::Delegated),
     ] {
         let staple = signed_by(signer).response(&pki);
-        let good = serve(pki.server_config_with_ocsp(&[b"h2"], staple, with_ca)).await;
+        let good = tls_server(pki.server_config_with_ocsp(&[b"h2"], staple, with_ca)).await;
         let (handle, body) = fetch(&requiring.client().unwrap(), &good.url("/")).await;
         assert_eq!(body, "x");
         assert_eq!(handle.info().tls().map(|t| t.resumed), Some(false));
@@ -953,7 +947,7 @@ async fn a_required_certificate_status_must_be_stapled_good() {
             "OCSP response verification failed",
         ),
     ] {
-        let server = serve(config).await;
+        let server = tls_server(config).await;
         let url = server.url("/");
         let error = requiring
             .client()
@@ -1001,11 +995,7 @@ async fn an_untrusted_certificate_says_whether_it_is_self_signed() {
             pool::CertificateCheck::UnknownIssuer,
         ),
     ] {
-        let server = ScriptedH2Server::builder()
-            .tls(config)
-            .default_stream(StreamPlan::ok("x"))
-            .start()
-            .await;
+        let server = tls_server(config).await;
         let url = server.url("/");
         // Trusting another CA only: the server's certificate is untrusted.
         let strict = tls_pool(&stranger).build().unwrap();
