@@ -31,6 +31,8 @@
 //! one as it does for a socket path.
 
 mod common;
+#[path = "curl_parity/sigv4.rs"]
+mod sigv4;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -72,6 +74,9 @@ enum Extra {
     /// server accepted ...`, the server certificate's subject, dates, matched name, issuer and
     /// verdict), byte for byte.
     VerboseTls,
+    /// `-v`'s notes of the credentials each request carries (`* Server auth using Basic with
+    /// user 'NAME'`), in order.
+    VerboseAuth,
     /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
     /// `Trying`, poolcurl's partition and connection), byte for byte.
     TraceWithoutInfo,
@@ -1439,6 +1444,227 @@ fn cases() -> Vec<Case> {
             &["-f", "--digest", "-u", "alice:wrong", "%BASE%/digest"],
         ),
         case("digest without a user", &["--digest", "%BASE%/digest"]),
+        // --aws-sigv4: a date and a Host given with -H make the signature the same in both
+        // runs (each runs against a server of its own port; curl sends the date header twice),
+        // and /echo shows it; signatures made with the clock and the URL's host are checked by
+        // /sigv4, as a server checks them.
+        case(
+            "sigv4, a given date and curl's header rules",
+            &[
+                "--aws-sigv4",
+                "aws:amz:us-east-1:svc",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "X-Amz-Date: 20150830T123600Z",
+                "-H",
+                "Host: sigv4.test",
+                "-H",
+                "X-B:  a   b ",
+                "-H",
+                "X-B-C: 1",
+                "-H",
+                "Accept:",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "sigv4, data and a query as given",
+            &[
+                "--aws-sigv4",
+                "aws:amz:eu-west-1:s3",
+                "-u",
+                "AK:SE:CRET",
+                "-H",
+                "X-Amz-Date: 20230101T000000Z",
+                "-H",
+                "Host: sigv4.test",
+                "-d",
+                "a=1&b=2",
+                "%BASE%/echo/p?z=1&a=2",
+            ],
+        ),
+        case(
+            "sigv4, --json and a given payload hash",
+            &[
+                "--aws-sigv4",
+                "aws:amz:eu-west-1:s3",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "X-Amz-Date: 20230101T000000Z",
+                "-H",
+                "Host: sigv4.test",
+                "-H",
+                "X-Amz-Content-Sha256: UNSIGNED-PAYLOAD",
+                "--json",
+                "{\"a\":1}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "sigv4, a Date header and -F",
+            &[
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "Date: Thu, 01 Jan 2015 00:00:00 GMT",
+                "-H",
+                "Host: sigv4.test",
+                "-F",
+                "f=v",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "sigv4 with -G, over --digest, the URL's key",
+            &[
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "--digest",
+                "-G",
+                "-d",
+                "q=1",
+                "-H",
+                "X-Amz-Date: 20230101T000000Z",
+                "-H",
+                "Host: sigv4.test",
+                "http://AK:SECRET@127.0.0.1:%PORT%/echo",
+            ],
+        ),
+        case(
+            "sigv4, service and region from the host name",
+            &[
+                "--aws-sigv4",
+                "aws:amz",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "X-Amz-Date: 20230101T000000Z",
+                "-H",
+                "Host: sigv4.test",
+                "--resolve",
+                "svc.reg.localhost:%PORT%:127.0.0.1",
+                "http://svc.reg.localhost:%PORT%/echo",
+            ],
+        ),
+        case(
+            "sigv4 signed now, checked by the server",
+            &[
+                "--aws-sigv4",
+                "aws:amz:us-east-1:svc",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "X-Custom:  spaced   out ",
+                "%BASE%/sigv4?b=2&a=1",
+            ],
+        ),
+        case(
+            "sigv4 again after a redirect to the same host",
+            &[
+                "-L",
+                "--aws-sigv4",
+                "aws:amz:us-east-1:svc",
+                "-u",
+                "AK:SECRET",
+                "%BASE%/sigv4-redirect",
+            ],
+        ),
+        case(
+            "sigv4 not sent to another host",
+            &[
+                "-L",
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:SECRET",
+                "%BASE%/to-localhost",
+            ],
+        ),
+        case(
+            "sigv4 with a wrong secret is refused",
+            &[
+                "-f",
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:WRONG",
+                "%BASE%/sigv4",
+            ],
+        ),
+        case(
+            "sigv4 without credentials signs nothing",
+            &["--aws-sigv4", "aws:amz:r:s", "%BASE%/echo"],
+        ),
+        case(
+            "sigv4 gives way to -H Authorization",
+            &[
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:SECRET",
+                "-H",
+                "Authorization: Token t",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "sigv4, no service in the argument or the host name",
+            &[
+                "--aws-sigv4",
+                "aws",
+                "-u",
+                "AK:SECRET",
+                "http://localhost:%PORT%/echo",
+            ],
+        ),
+        case(
+            "sigv4, no region in the host name",
+            &[
+                "--aws-sigv4",
+                "aws",
+                "-u",
+                "AK:SECRET",
+                "--resolve",
+                "svc.localhost:%PORT%:127.0.0.1",
+                "http://svc.localhost:%PORT%/echo",
+            ],
+        ),
+        // -v names the scheme and the user of each request's credentials.
+        with(
+            Extra::VerboseAuth,
+            "-v names Basic credentials, for every request",
+            &["-v", "-u", "a:b", "%BASE%/echo", "%BASE%/hello"],
+        ),
+        with(
+            Extra::VerboseAuth,
+            "-v names the URL's user",
+            &["-v", "http://us%40er:pw@127.0.0.1:%PORT%/echo"],
+        ),
+        with(
+            Extra::VerboseAuth,
+            "-v names a bearer token's user",
+            &["-v", "--oauth2-bearer", "tok", "%BASE%/echo"],
+        ),
+        with(
+            Extra::VerboseAuth,
+            "-v names the signing key",
+            &[
+                "-v",
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:SECRET",
+                "%BASE%/sigv4",
+            ],
+        ),
+        case(
+            "sigv4, an empty first provider",
+            &["--aws-sigv4", ":amz", "-u", "AK:SECRET", "%BASE%/echo"],
+        ),
         // --proxy-digest and --proxy-anyauth: a forward proxy's 407 (this server, with -x)
         // answered once, the data sent with the answer only; a tunnel's answered by the pool
         // before the request, through a Digest proxy that keeps its connection after the 407
@@ -2852,6 +3078,8 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         }
         p if p.starts_with("/files/") => Reply::ok(format!("file {}\n", &p["/files/".len()..])),
         "/echo-body" => echo_body(req),
+        "/sigv4" => sigv4::check(req),
+        "/sigv4-redirect" => Reply::new(302).header("location", "/sigv4?after=redirect"),
         p if p.starts_with("/echo") => echo(req),
         // `OPTIONS *` (--request-target '*').
         "*" => echo(req),
@@ -2877,6 +3105,9 @@ fn echo(req: &RecordedRequest) -> Reply {
         "content-type",
         "x-proxy-header",
         "proxy-connection",
+        "x-amz-date",
+        "x-amz-content-sha256",
+        "date",
     ] {
         for value in req.headers.get_all(name) {
             text.push_str(&format!("{name}: {}\n", value.to_str().unwrap_or("?")));
@@ -3487,6 +3718,18 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 );
                 if a != b {
                     problems.push(format!("-v request headers: curl {a:?} poolcurl {b:?}"));
+                }
+            }
+            Extra::VerboseAuth => {
+                let notes = |stderr: &str| -> Vec<String> {
+                    stderr_lines(stderr)
+                        .filter(|l| l.starts_with("* Server auth using"))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let (a, b) = (notes(&curl.stderr), notes(&ours.stderr));
+                if a != b || a.is_empty() {
+                    problems.push(format!("-v auth notes: curl {a:?} poolcurl {b:?}"));
                 }
             }
             Extra::UnknownVariableWarning => {

@@ -32,6 +32,7 @@ use super::exit::CurlError;
 use super::file_meta;
 use super::form::{self, FormArg};
 use super::request::{Payload, RequestTemplate};
+use super::sigv4;
 
 /// What curl mode's requests are made from.
 #[derive(Debug, Clone)]
@@ -44,10 +45,15 @@ pub(crate) struct Composed {
     pub(crate) upload_name: Option<String>,
     /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
+    /// What `-v` names `user`'s scheme and user: `("Basic", -u's user)`, or `("Bearer", -u's
+    /// user or "")` with `--oauth2-bearer`.
+    pub(crate) user_shown: Option<(&'static str, String)>,
     /// `--digest` or `--anyauth` without `--oauth2-bearer`: requests wait for a challenge.
     pub(crate) challenged: Option<Challenged>,
     /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
     pub(crate) auto_referer: bool,
+    /// `--aws-sigv4`: requests are signed (no `-u` Basic or Digest then).
+    pub(crate) sigv4: Option<sigv4::Setup>,
     /// `-r`: the `Range` value.
     pub(crate) range: Option<HeaderValue>,
     /// Whether the body is request data (`-d`, `--json`, `--data-urlencode`, ...), which curl
@@ -112,6 +118,10 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         }
     };
     let query = join_queries(url_query(&send.url_query)?, query);
+    let postfields = match &payload {
+        Payload::Data { body, .. } if inline_data => Some(body.clone()),
+        _ => None,
+    };
     let mut defaults: Vec<(HeaderName, HeaderValue)> = Vec::new();
     if send.compressed {
         defaults.push((ACCEPT_ENCODING, COMPRESSED));
@@ -168,7 +178,22 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         let (name, password) = user.split_once(':').unwrap_or((user, ""));
         (name.to_owned(), password.to_owned())
     };
+    let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
+    let sigv4 = send.aws_sigv4.as_deref().map(|arg| sigv4::Setup {
+        sigv4: sigv4::SigV4::parse(arg),
+        user: send.user.as_deref().map(split),
+        bearer: send.oauth2_bearer.is_some(),
+        headers: signed_lines(&request.headers, json),
+        data: postfields,
+    });
+    let user_shown = match (&send.oauth2_bearer, send.user.as_deref().map(split)) {
+        _ if sigv4.is_some() || send.digest || send.anyauth => None,
+        (Some(_), user) => Some(("Bearer", user.map(|u| u.0).unwrap_or_default())),
+        (None, user) => user.map(|u| ("Basic", u.0)),
+    };
     let (user, challenged) = match (&send.oauth2_bearer, send.digest || send.anyauth) {
+        // curl signs instead of any other authentication.
+        _ if sigv4.is_some() => (None, None),
         (Some(token), _) => (
             Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
             None,
@@ -198,12 +223,28 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         query,
         upload_name,
         user,
+        user_shown,
         challenged,
         auto_referer,
+        sigv4,
         range,
         inline_data,
         warnings,
     })
+}
+
+/// The `-H` lines `--aws-sigv4` signs: each `-H` argument, then `--json`'s `Content-Type` and
+/// `Accept` unless `-H` names them (curl adds those two to its `-H` list).
+fn signed_lines(headers: &[HeaderArg], json: bool) -> Vec<String> {
+    let mut lines = sigv4::canonical_lines(headers);
+    if json {
+        for name in [CONTENT_TYPE, ACCEPT] {
+            if !headers.iter().any(|h| h.name == name) {
+                lines.push(format!("{name}:application/json"));
+            }
+        }
+    }
+    lines
 }
 
 impl Composed {
@@ -248,6 +289,19 @@ impl Composed {
         self.user
             .clone()
             .or_else(|| credentials.map(|(user, password)| basic(user, password)))
+    }
+
+    /// What `-v` says of the `Authorization` [`authorization`](Self::authorization) gives for
+    /// the URL's `credentials`, as curl says it: `Server auth using Basic with user 'NAME'`.
+    pub(crate) fn auth_note(&self, credentials: Option<&(String, String)>) -> Option<String> {
+        if self.challenged.is_some() {
+            return None;
+        }
+        let (scheme, user) = match &self.user_shown {
+            Some((scheme, user)) => (*scheme, user.as_str()),
+            None => ("Basic", credentials?.0.as_str()),
+        };
+        Some(format!("Server auth using {scheme} with user '{user}'"))
     }
 
     /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
@@ -413,5 +467,30 @@ mod tests {
         assert_eq!(c.authorization(None), None);
         let c = composed(&["-u", "alone", "http://a/"]);
         assert_eq!(c.authorization(None).unwrap(), "Basic YWxvbmU6");
+    }
+
+    #[test]
+    fn verbose_names_the_scheme_and_user_as_curl_does() {
+        let url = ("x".to_owned(), "y".to_owned());
+        let note = |argv: &[&str], credentials| composed(argv).auth_note(credentials);
+        assert_eq!(
+            note(&["-u", "a:b", "http://a/"], Some(&url)).unwrap(),
+            "Server auth using Basic with user 'a'"
+        );
+        assert_eq!(
+            note(&["http://a/"], Some(&url)).unwrap(),
+            "Server auth using Basic with user 'x'"
+        );
+        assert_eq!(note(&["http://a/"], None), None);
+        assert_eq!(
+            note(&["--oauth2-bearer", "t", "http://a/"], None).unwrap(),
+            "Server auth using Bearer with user ''"
+        );
+        assert_eq!(
+            note(&["--oauth2-bearer", "t", "-u", "u:p", "http://a/"], None).unwrap(),
+            "Server auth using Bearer with user 'u'"
+        );
+        // Digest says so when it answers the challenge; a signature says so itself.
+        assert_eq!(note(&["--digest", "-u", "a:b", "http://a/"], None), None);
     }
 }

@@ -26,8 +26,9 @@
 //! command line), [`invocation`] (its groups and the order of transfers), [`compose`],
 //! [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
 //! [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is printed), [`exit`]
-//! (curl's exit codes). What this mode does not do: curl's default progress meter,
-//! authentication other than Basic, protocols other than HTTP(S) (see [`args::unsupported`]
+//! (curl's exit codes), [`sigv4`] (`--aws-sigv4`). What this mode does not do: curl's default
+//! progress meter, authentication other than Basic, Digest, Bearer and AWS Signature Version 4,
+//! protocols other than HTTP(S) (see [`args::unsupported`]
 //! for the flags it deliberately refuses).
 //!
 //! # What `poolcurl load` reuses
@@ -75,6 +76,7 @@ mod request_size;
 mod retry;
 mod server_cert;
 pub(crate) mod setup;
+mod sigv4;
 mod sink;
 mod time_cond;
 mod trace;

@@ -114,8 +114,14 @@ impl Hop {
 pub(crate) struct PerRequest {
     /// `Proxy-Authorization`: the answer to a forward proxy's challenge (`--proxy-digest`).
     pub(crate) proxy_authorization: Option<HeaderValue>,
-    /// `Authorization` (from `-u` or the URL's credentials).
+    /// `Authorization` (from `-u` or the URL's credentials, or `--aws-sigv4`'s signature).
     pub(crate) authorization: Option<HeaderValue>,
+    /// What `-v` says of the credentials `authorization` carries (`Server auth using Basic
+    /// with user 'NAME'`), after the connection's lines, as curl says it.
+    pub(crate) auth_note: Option<String>,
+    /// `--aws-sigv4`'s date header, sent right after `Authorization` (even when `-H` sends
+    /// it too, as curl does).
+    pub(crate) signed_date: Option<(HeaderName, HeaderValue)>,
     /// `Range` (`-r`, `-C`).
     pub(crate) range: Option<HeaderValue>,
     /// `Referer` for this hop (`-e ";auto"` after a redirect).
@@ -436,6 +442,11 @@ impl RequestTemplate {
             if let Some(value) = value.as_ref().filter(|_| !self.overridden(name)) {
                 builder = builder.header(name.clone(), value.clone());
             }
+            if *name == AUTHORIZATION {
+                if let Some((date, value)) = &extra.signed_date {
+                    builder = builder.header(date.clone(), value.clone());
+                }
+            }
         }
         let condition = self
             .time_condition
@@ -498,7 +509,7 @@ fn add_late(
 }
 
 /// `Host` as curl sends it: the URL's host, and its port unless it is the scheme's default.
-fn host_value(uri: &Uri) -> Option<HeaderValue> {
+pub(crate) fn host_value(uri: &Uri) -> Option<HeaderValue> {
     let host = uri.host()?;
     let default_port = match uri.scheme_str() {
         Some("https") => 443,
@@ -676,6 +687,11 @@ mod tests {
         let extra = PerRequest {
             proxy_authorization: Some(HeaderValue::from_static("Digest username=\"p\"")),
             authorization: Some(HeaderValue::from_static("Basic YTpi")),
+            auth_note: None,
+            signed_date: Some((
+                HeaderName::from_static("x-amz-date"),
+                HeaderValue::from_static("20150830T123600Z"),
+            )),
             range: Some(HeaderValue::from_static("bytes=0-1")),
             referer: Some(HeaderValue::from_static("http://r/")),
             cookie: Some(HeaderValue::from_static("c=1")),
@@ -695,6 +711,7 @@ mod tests {
                 "host",
                 "proxy-authorization",
                 "authorization",
+                "x-amz-date",
                 "range",
                 "user-agent",
                 "accept",

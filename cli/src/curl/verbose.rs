@@ -78,6 +78,9 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) insecure: bool,
     /// `--cert-status`: a connection that was made had its stapled status found good.
     pub(crate) cert_status: bool,
+    /// What the request's credentials are (`Server auth using Basic with user 'NAME'`),
+    /// said after the connection's lines.
+    pub(crate) auth_note: Option<&'a str>,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -146,6 +149,9 @@ impl Verbose {
         self.print(|lines| {
             if let Some(c) = connection {
                 connection_lines(lines, cx, c);
+            }
+            if let Some(note) = cx.auth_note {
+                lines.info(note);
             }
             if cx.http2_over_cleartext {
                 lines.info(

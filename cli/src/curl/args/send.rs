@@ -48,6 +48,10 @@ pub(crate) struct SendArgs {
     #[arg(long = "basic", overrides_with_all = ["digest", "anyauth"])]
     pub(crate) basic: bool,
 
+    /// Sign requests with AWS Signature Version 4 as PROVIDER1:PROVIDER2:REGION:SERVICE (the later parts optional; e.g. aws:amz:us-east-1:s3), with -u as key:secret; wins over --digest and --oauth2-bearer
+    #[arg(long = "aws-sigv4", value_name = "PROVIDER")]
+    pub(crate) aws_sigv4: Option<String>,
+
     /// Send "Authorization: Bearer TOKEN" (wins over -u)
     #[arg(long = "oauth2-bearer", value_name = "TOKEN")]
     pub(crate) oauth2_bearer: Option<String>,

@@ -104,7 +104,6 @@ const FLAGS: &[Unsupported] = &[
         None,
         "no compressed transfer coding; use --compressed",
     ),
-    flag("--aws-sigv4", None, "no request signing"),
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
     flag("--ntlm-wb", None, HTTP_AUTH),

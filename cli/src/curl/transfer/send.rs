@@ -141,6 +141,7 @@ impl Session {
             upload: !self.composed.inline_data,
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
+            auth_note: extra.auth_note.as_deref(),
         };
         self.verbose.exchange(
             &context,
