@@ -11,7 +11,9 @@
 //! SOCKS proxy (SOCKS5 and SOCKS4) started for the run, `%DPROXY%` and `%DPROXYC%` the URL of
 //! a Digest proxy started for the run (keeping its connection after a `407`, or saying
 //! `Connection: close` and closing it); the `h2c` cases run against an HTTP/2
-//! server, `%BASE%` naming it). Cases with `Extra` checks
+//! server, `%BASE%` naming it). Two routes check what a request carries as a real server would:
+//! `/sigv4` verifies an `--aws-sigv4` signature by AWS's rules, and `/dns-query` answers
+//! `--doh-url`'s DNS queries. Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -31,6 +33,8 @@
 //! one as it does for a socket path.
 
 mod common;
+#[path = "curl_parity/doh.rs"]
+mod doh;
 #[path = "curl_parity/sigv4.rs"]
 mod sigv4;
 
@@ -132,6 +136,13 @@ fn case(name: &'static str, args: &[&'static str]) -> Case {
 fn h2c(name: &'static str, args: &[&'static str]) -> Case {
     Case {
         server: Server::H2c,
+        ..case(name, args)
+    }
+}
+
+fn tls(name: &'static str, args: &[&'static str]) -> Case {
+    Case {
+        server: Server::Tls,
         ..case(name, args)
     }
 }
@@ -1633,6 +1644,117 @@ fn cases() -> Vec<Case> {
                 "http://svc.localhost:%PORT%/echo",
             ],
         ),
+        // --doh-url: names resolved by the case's server (/dns-query) over TLS, which the
+        // transfers' --cacert lets both tools trust; -k does not reach the DoH queries.
+        tls(
+            "doh, a name only the DoH server knows",
+            &[
+                "--cacert",
+                "%CA%",
+                "-k",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, the answer is where it connects",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "http://far.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an IPv6 answer only",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "http://v6.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, no such name",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://nx.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an untrusted server and -k",
+            &[
+                "-k",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, --doh-insecure",
+            &[
+                "-k",
+                "--doh-insecure",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, a stapled status required and none sent",
+            &[
+                "--cacert",
+                "%CA%",
+                "-k",
+                "--doh-cert-status",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, --resolve wins",
+            &[
+                "-k",
+                "--resolve",
+                "nx.test:%PORT%:127.0.0.1",
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "https://nx.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, localhost is never asked",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "%TLS%/hello",
+            ],
+        ),
+        tls(
+            "doh, an unreachable server",
+            &[
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an http URL",
+            &[
+                "--doh-url",
+                "http://localhost:%PORT%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
         // -v names the scheme and the user of each request's credentials.
         with(
             Extra::VerboseAuth,
@@ -3079,6 +3201,7 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         p if p.starts_with("/files/") => Reply::ok(format!("file {}\n", &p["/files/".len()..])),
         "/echo-body" => echo_body(req),
         "/sigv4" => sigv4::check(req),
+        "/dns-query" => doh::answer(req),
         "/sigv4-redirect" => Reply::new(302).header("location", "/sigv4?after=redirect"),
         p if p.starts_with("/echo") => echo(req),
         // `OPTIONS *` (--request-target '*').

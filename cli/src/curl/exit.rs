@@ -190,6 +190,10 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         }
     }
     if error.is_resolve() {
+        // A DoH lookup that found nothing: curl says only what the code means.
+        if super::doh::failed(error) {
+            return CurlError::new(6, super::doh::DohFailed.to_string());
+        }
         return CurlError::new(6, format!("Could not resolve host: {}", attempt.dial_host));
     }
     if error.is_connect_timeout() {

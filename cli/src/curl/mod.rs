@@ -26,7 +26,7 @@
 //! command line), [`invocation`] (its groups and the order of transfers), [`compose`],
 //! [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
 //! [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is printed), [`exit`]
-//! (curl's exit codes), [`sigv4`] (`--aws-sigv4`). What this mode does not do: curl's default
+//! (curl's exit codes), [`sigv4`] (`--aws-sigv4`), [`doh`] (`--doh-url`). What this mode does not do: curl's default
 //! progress meter, authentication other than Basic, Digest, Bearer and AWS Signature Version 4,
 //! protocols other than HTTP(S) (see [`args::unsupported`]
 //! for the flags it deliberately refuses).
@@ -52,6 +52,7 @@ pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
+mod doh;
 mod errout;
 pub(crate) mod exit;
 mod file_meta;

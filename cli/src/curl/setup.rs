@@ -11,6 +11,7 @@
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
+//! | `--doh-url`, `--doh-insecure`, `--doh-cert-status` | a [`super::doh::DohResolver`] behind the `--resolve` entries, asking through a pool of its own (curl mode) |
 //! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
 //! | `--cert` / `--key`, `--cert-type` / `--key-type` | `client_identity_pem`, DER read as PEM (curl mode; unusable files are exit 58, see [`super::client_cert`]) |
 //! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
@@ -49,6 +50,7 @@ use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
+use super::doh::DohResolver;
 use super::exit::CurlError;
 use super::pinned_key;
 use super::request::DEFAULT_USER_AGENT;
@@ -91,19 +93,7 @@ pub(crate) fn pool_builder(
     if args.insecure {
         builder = builder.danger_accept_invalid_certs(true);
     }
-    if let Some(path) = &args.cacert {
-        builder = builder
-            .add_root_certificates_pem(read_ca_file(path)?)
-            .native_roots(false);
-    }
-    if let Some(path) = &args.crlfile {
-        builder = builder.add_crl_pem(read_crl_file(path)?);
-    }
-    if let Some(dirs) = &args.capath {
-        for pem in ca_directories(dirs) {
-            builder = builder.add_root_certificates_pem(pem);
-        }
-    }
+    builder = trust(builder, args)?;
     if let Some(config) = proxy_config(args, user_agent)? {
         // The proxy's own TLS flags, and never the origin's, as in curl.
         if config.uses_tls() {
@@ -123,21 +113,87 @@ pub(crate) fn pool_builder(
     Ok(builder)
 }
 
+/// The roots and revocations `builder` verifies servers with: `--cacert` (instead of the
+/// platform's roots), `--crlfile`, `--capath`.
+///
+/// # Errors
+///
+/// Exit 77 for an unreadable `--cacert`, 82 for an unusable `--crlfile`.
+fn trust(mut builder: Builder, args: &ConnectArgs) -> Result<Builder, CurlError> {
+    if let Some(path) = &args.cacert {
+        builder = builder
+            .add_root_certificates_pem(read_ca_file(path)?)
+            .native_roots(false);
+    }
+    if let Some(path) = &args.crlfile {
+        builder = builder.add_crl_pem(read_crl_file(path)?);
+    }
+    if let Some(dirs) = &args.capath {
+        for pem in ca_directories(dirs) {
+            builder = builder.add_root_certificates_pem(pem);
+        }
+    }
+    Ok(builder)
+}
+
 /// The `--resolve` overrides in front of the system resolver; `None` without `--resolve`.
 ///
 /// # Errors
 ///
 /// Exit 49 for an entry that does not parse.
 fn static_resolver(args: &ConnectArgs) -> Result<Option<StaticResolver>, CurlError> {
+    static_resolver_over(args, Arc::new(SystemResolver))
+}
+
+/// The `--resolve` overrides in front of `fallback`; `None` without `--resolve`.
+///
+/// # Errors
+///
+/// Exit 49 for an entry that does not parse.
+fn static_resolver_over(
+    args: &ConnectArgs,
+    fallback: Arc<dyn Resolve>,
+) -> Result<Option<StaticResolver>, CurlError> {
     if args.resolve.is_empty() {
         return Ok(None);
     }
-    let mut resolver = StaticResolver::new(Arc::new(SystemResolver));
+    let mut resolver = StaticResolver::new(fallback);
     for text in &args.resolve {
         let entry = parse_resolve(text).map_err(CurlError::bad_resolve)?;
         resolver.insert(&entry.host, entry.port, entry.addrs);
     }
     Ok(Some(resolver))
+}
+
+/// `--doh-url`: the resolver that asks the DoH server, through a pool of its own that trusts
+/// what the transfers trust (not `-k`: `--doh-insecure`), with `--doh-cert-status` and the
+/// `--resolve` entries; `None` without the flag.
+///
+/// # Errors
+///
+/// As [`pool_builder`]'s for the CA and CRL files and `--resolve`.
+fn doh_resolver(args: &CurlArgs) -> Result<Option<DohResolver>, CurlError> {
+    let Some(url) = &args.net.doh_url else {
+        return Ok(None);
+    };
+    let mut builder = trust(ConnectionPool::builder(), &args.connect)?
+        .danger_accept_invalid_certs(args.net.doh_insecure)
+        .tls_require_certificate_status(args.net.doh_cert_status);
+    if let Some(resolver) = static_resolver(&args.connect)? {
+        builder = builder.resolver(resolver);
+    }
+    let pool = builder
+        .build()
+        .map_err(|e| build_error(&args.connect, &e))?;
+    let client = pool
+        .client()
+        .map_err(|e| CurlError::new(2, e.to_string()))?
+        .connect_timeout(Some(connect_timeout(
+            &args.connect,
+            DEFAULT_CONNECT_TIMEOUT,
+        )));
+    // curl asks for A always, and for AAAA unless -4 says IPv4 only.
+    Ok(Some(DohResolver::new(client, url, !args.net.ipv4)))
 }
 
 /// curl mode's HTTP version policy: `--http1.0` is HTTP/1 only too, and
@@ -152,26 +208,29 @@ pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
     }
 }
 
-/// `-4` / `-6`: keeps the addresses of one family from another resolver.
-struct FamilyResolver {
-    /// The resolver asked first.
+/// curl mode's resolver when it is not the system's: `--doh-url`'s or the system's behind the
+/// `--resolve` entries, keeping only the addresses of one family under `-4` / `-6`.
+struct CurlResolver {
+    /// The resolver asked.
     inner: Arc<dyn Resolve>,
-    /// Keep IPv6 addresses (`-6`) rather than IPv4 (`-4`).
-    ipv6: bool,
+    /// Keep only IPv6 addresses (`Some(true)`, `-6`) or only IPv4 ones (`Some(false)`, `-4`).
+    only_ipv6: Option<bool>,
 }
 
-impl std::fmt::Debug for FamilyResolver {
+impl std::fmt::Debug for CurlResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FamilyResolver")
-            .field("ipv6", &self.ipv6)
+        f.debug_struct("CurlResolver")
+            .field("only_ipv6", &self.only_ipv6)
             .finish_non_exhaustive()
     }
 }
 
-impl Resolve for FamilyResolver {
+impl Resolve for CurlResolver {
     fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
         let lookup = self.inner.resolve(host, port);
-        let ipv6 = self.ipv6;
+        let Some(ipv6) = self.only_ipv6 else {
+            return lookup;
+        };
         Box::pin(async move {
             let kept: Vec<_> = lookup
                 .await?
@@ -233,15 +292,18 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }
-    if args.net.ipv4 || args.net.ipv6 {
-        let inner: Arc<dyn Resolve> = match static_resolver(&args.connect)? {
-            Some(resolver) => Arc::new(resolver),
+    let doh = doh_resolver(args)?;
+    if doh.is_some() || args.net.ipv4 || args.net.ipv6 {
+        let names: Arc<dyn Resolve> = match doh {
+            Some(doh) => Arc::new(doh),
             None => Arc::new(SystemResolver),
         };
-        builder = builder.resolver(FamilyResolver {
-            inner,
-            ipv6: args.net.ipv6,
-        });
+        let inner: Arc<dyn Resolve> = match static_resolver_over(&args.connect, names.clone())? {
+            Some(resolver) => Arc::new(resolver),
+            None => names,
+        };
+        let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
+        builder = builder.resolver(CurlResolver { inner, only_ipv6 });
     }
     if let Some(cert) = &args.net.cert {
         let (chain, key) = client_cert::read_identity(&client_cert::IdentityFiles {

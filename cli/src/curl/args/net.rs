@@ -17,6 +17,18 @@ pub(crate) struct NetArgs {
     #[arg(short = '6', long = "ipv6", overrides_with = "ipv4")]
     pub(crate) ipv6: bool,
 
+    /// Resolve host names by DNS-over-HTTPS at this https:// URL (A and AAAA queries by POST)
+    #[arg(long = "doh-url", value_name = "URL")]
+    pub(crate) doh_url: Option<String>,
+
+    /// Do not verify the DoH server's certificate
+    #[arg(long = "doh-insecure")]
+    pub(crate) doh_insecure: bool,
+
+    /// Require a good stapled OCSP response from the DoH server
+    #[arg(long = "doh-cert-status")]
+    pub(crate) doh_cert_status: bool,
+
     /// Wait MS milliseconds for a connection attempt before racing the next address (RFC 8305)
     #[arg(long = "happy-eyeballs-timeout-ms", value_name = "MS")]
     pub(crate) happy_eyeballs_timeout_ms: Option<u64>,

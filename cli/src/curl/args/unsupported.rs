@@ -27,7 +27,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--libcurl", None, "poolcurl is not libcurl"),
     flag("--manual", Some('M'), "see --help and the README"),
     flag("--alt-svc", None, "no Alt-Svc cache"),
-    flag("--doh-url", None, "the system resolver or --resolve only"),
     // Options of curl's other protocols.
     flag("--append", Some('a'), OTHER_PROTOCOLS),
     flag("--list-only", Some('l'), OTHER_PROTOCOLS),
@@ -86,8 +85,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--dns-ipv4-addr", None, RESOLVER),
     flag("--dns-ipv6-addr", None, RESOLVER),
     flag("--dns-servers", None, RESOLVER),
-    flag("--doh-cert-status", None, RESOLVER),
-    flag("--doh-insecure", None, RESOLVER),
     // HTTP and transfer features poolcurl does not have.
     flag(
         "--ignore-content-length",
@@ -122,7 +119,7 @@ const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -cert-type -key-type -pinnedpubkey -ciphers -tls13-ciphers";
 /// The reason of resolver options.
-const RESOLVER: &str = "the system resolver or --resolve only";
+const RESOLVER: &str = "the system resolver, --doh-url or --resolve only";
 /// SOCKS5 authentication other than user name and password.
 const SOCKS_GSSAPI: &str = "SOCKS5 with no authentication or a user and password only";
 
