@@ -81,6 +81,10 @@ enum Extra {
     /// `-v`'s notes of the credentials each request carries (`* Server auth using Basic with
     /// user 'NAME'`), in order.
     VerboseAuth,
+    /// stdout with `-w '%{certs}'`'s values that differ between the two runs' certificates
+    /// masked ([`without_run_specifics`]: serial numbers, key identifiers, signatures, PEM
+    /// bodies, the CA's number); the unit tests of `cert_text` compare those bytes with curl's.
+    CertsText,
     /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
     /// `Trying`, poolcurl's partition and connection), byte for byte.
     TraceWithoutInfo,
@@ -143,6 +147,14 @@ fn h2c(name: &'static str, args: &[&'static str]) -> Case {
 fn tls(name: &'static str, args: &[&'static str]) -> Case {
     Case {
         server: Server::Tls,
+        ..case(name, args)
+    }
+}
+
+fn with_server(server: Server, extra: Extra, name: &'static str, args: &[&'static str]) -> Case {
+    Case {
+        server,
+        extra,
         ..case(name, args)
     }
 }
@@ -617,6 +629,41 @@ fn cases() -> Vec<Case> {
                 &["-k", "-w", " %{ssl_verify_result}", "%TLS%/hello"],
             )
         },
+        // -w '%{certs}': the chain a new connection's server sent, in OpenSSL's text (nothing
+        // for the reused connection), alone, with the CA sent after the leaf, and in %{json}.
+        with_server(
+            Server::Tls,
+            Extra::CertsText,
+            "certs of a new connection, then none on reuse",
+            &[
+                "--cacert",
+                "%CA%",
+                "-w",
+                "%{certs}[%{num_certs}]\\n",
+                "%TLS%/hello",
+                "%TLS%/hello",
+            ],
+        ),
+        with_server(
+            Server::TlsWithRoot,
+            Extra::CertsText,
+            "certs of a chain of two",
+            &["-k", "-w", "%{certs}", "%TLS%/hello"],
+        ),
+        with_server(
+            Server::Tls,
+            Extra::JsonFields,
+            "certs in json",
+            &[
+                "--cacert",
+                "%CA%",
+                "-w",
+                "%{json}",
+                "-o",
+                "/dev/null",
+                "%TLS%/hello",
+            ],
+        ),
         Case {
             server: Server::TlsExpired,
             ..case(
@@ -3697,6 +3744,7 @@ fn json_fields(stdout: &[u8]) -> Vec<(String, serde_json::Value)> {
         )
     });
     [
+        "certs",
         "content_type",
         "errormsg",
         "exitcode",
@@ -3715,8 +3763,46 @@ fn json_fields(stdout: &[u8]) -> Vec<(String, serde_json::Value)> {
         "urlnum",
     ]
     .into_iter()
-    .map(|k| (k.to_owned(), value[k].clone()))
+    .map(|k| match (k, &value[k]) {
+        ("certs", serde_json::Value::String(text)) => (
+            k.to_owned(),
+            serde_json::Value::String(without_run_specifics(text)),
+        ),
+        (_, v) => (k.to_owned(), v.clone()),
+    })
     .collect()
+}
+
+/// `-w '%{certs}'` text with what differs between two runs' certificates (each run has a
+/// PKI of its own) masked: serial numbers, key identifiers, RSA moduli, signatures, PEM
+/// bodies and the CA's number.
+fn without_run_specifics(text: &str) -> String {
+    const PER_RUN: [&str; 5] = [
+        "Serial Number:",
+        "Signature:",
+        "X509v3 Subject Key Identifier:",
+        "X509v3 Authority Key Identifier:",
+        "rsa(n):",
+    ];
+    let mut in_pem = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("-----BEGIN") || line.starts_with("-----END") {
+            in_pem = line.starts_with("-----BEGIN");
+        } else if in_pem {
+            continue;
+        }
+        let line = match PER_RUN.iter().find(|label| line.starts_with(*label)) {
+            Some(label) => format!("{label}<per run>"),
+            None => match line.split_once("pool-tests CA ") {
+                Some((head, _)) => format!("{head}pool-tests CA N"),
+                None => line.to_owned(),
+            },
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Whether a `curl` to compare with is installed.
@@ -3818,7 +3904,8 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 tail(&ours.stderr)
             ));
         }
-        let stdout_compared = ![Extra::JsonFields, Extra::TraceWithoutInfo].contains(&case.extra);
+        let stdout_compared =
+            ![Extra::JsonFields, Extra::TraceWithoutInfo, Extra::CertsText].contains(&case.extra);
         if stdout_compared && curl.stdout != ours.stdout {
             problems.push(format!(
                 "stdout:\n  curl     {:?}\n  poolcurl {:?}",
@@ -3926,6 +4013,13 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                     problems.push(format!(
                         "trace without Info lines:\n  curl     {a:?}\n  poolcurl {b:?}"
                     ));
+                }
+            }
+            Extra::CertsText => {
+                let masked = |out: &[u8]| without_run_specifics(&String::from_utf8_lossy(out));
+                let (a, b) = (masked(&curl.stdout), masked(&ours.stdout));
+                if a != b || !a.contains("Subject:") {
+                    problems.push(format!("certs:\n  curl     {a:?}\n  poolcurl {b:?}"));
                 }
             }
             Extra::JsonFields => {

@@ -44,6 +44,7 @@ use std::sync::Mutex;
 
 pub(crate) mod args;
 mod argv;
+mod cert_text;
 mod ciphers;
 mod client_cert;
 mod compose;

@@ -138,7 +138,7 @@ fn one_line(name: &Name) -> String {
 }
 
 /// OpenSSL's short name for an attribute type; the dotted OID for one it has none for.
-fn short_name(oid: &str) -> String {
+pub(crate) fn short_name(oid: &str) -> String {
     let name = match oid {
         "2.5.4.3" => "CN",
         "2.5.4.4" => "SN",
@@ -165,7 +165,7 @@ fn short_name(oid: &str) -> String {
 }
 
 /// A time as OpenSSL prints an ASN.1 time: `Dec  3 22:08:45 2026 GMT`.
-fn date(since_epoch: std::time::Duration) -> String {
+pub(crate) fn date(since_epoch: std::time::Duration) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];

@@ -287,8 +287,11 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         .tls_alpn(!tls.no_alpn)
         .tls_session_resumption(!tls.no_sessionid)
         .tls_require_certificate_status(tls.cert_status)
-        // `-v` (and the traces) show the server's certificate; nothing else needs it.
-        .tls_keep_peer_certificates(args.verbose || args.trace().is_some());
+        // `-v` (and the traces) show the server's certificate and `-w '%{certs}'` its chain;
+        // curl collects the chain whenever `-w` is given, and so does this.
+        .tls_keep_peer_certificates(
+            args.verbose || args.trace().is_some() || args.write_out.is_some(),
+        );
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }

@@ -6,7 +6,6 @@
 //! seconds, and `null` for what a transfer does not have (no error message, no redirect, no
 //! output file). `%{header_json}` is `{"name":["value",...],\n...\n}` with lower-case names in
 //! the order they arrived and every value of a repeated header; `{\n}` without headers.
-//! What this does not do: curl's `certs` (the certificate chain in text).
 
 use http::HeaderMap;
 use serde_json::Value;
@@ -27,6 +26,7 @@ enum Kind {
 
 /// The variables of `%{json}`, in curl's (alphabetical) order.
 const FIELDS: &[(&str, Var, Kind)] = &[
+    ("certs", Var::Certs, Kind::Text),
     ("conn_id", Var::ConnId, Kind::Number),
     ("conn_reused", Var::ConnReused, Kind::Number),
     ("content_type", Var::ContentType, Kind::TextOrNull),
@@ -154,7 +154,8 @@ mod tests {
         // Printed `000` by -w; a number in JSON, as curl writes it.
         assert_eq!(parsed["http_connect"], 0);
         assert_eq!(parsed["ftp_entry_path"], Value::Null);
-        assert!(text.starts_with("{\"conn_id\":-1,"), "{text}");
+        // Without TLS the chain is empty: a string, as curl writes it.
+        assert!(text.starts_with("{\"certs\":\"\",\"conn_id\":-1,"), "{text}");
         assert!(text.ends_with(&format!(
             "\"curl_version\":\"poolcurl/{}\"}}",
             env!("CARGO_PKG_VERSION")

@@ -18,8 +18,9 @@
 //! certificate found (0: valid), from the connection's [`pool::CertificateCheck`] or the
 //! failure's. With `-k` the pool still checks the certificate against the roots it would have
 //! trusted (`--cacert` included), where curl skips loading them and reports 20 (unknown
-//! issuer) even for a certificate `--cacert` would have trusted. `%{certs}` (the chain in
-//! text) is not offered.
+//! issuer) even for a certificate `--cacert` would have trusted. `%{certs}` is that chain in
+//! OpenSSL's text ([`super::cert_text`]); the pool keeps the chain whenever `-w` is given, as
+//! curl collects it whenever `-w` is given.
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -30,6 +31,7 @@ use super::write_json;
 /// A variable `-w` can expand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Var {
+    Certs,
     ConnId,
     ConnReused,
     ContentType,
@@ -75,6 +77,7 @@ pub(crate) enum Var {
 
 /// Variable names, as curl spells them.
 const VARIABLES: &[(&str, Var)] = &[
+    ("certs", Var::Certs),
     ("conn_id", Var::ConnId),
     ("conn_reused", Var::ConnReused),
     ("content_type", Var::ContentType),
@@ -403,6 +406,13 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::UrlEffective => write!(out, "{}", record.url),
         Var::UrlNum => write!(out, "{}", record.url_num),
         Var::Referer => write!(out, "{}", record.referer.as_deref().unwrap_or("")),
+        // The chain the server presented on a connection this transfer opened, as curl
+        // writes it (nothing on a reused or cleartext connection).
+        Var::Certs => {
+            let chain = record.new_connection().and_then(|c| c.info().peer_chain());
+            out.push_str(&chain.map(super::cert_text::chain_text).unwrap_or_default());
+            Ok(())
+        }
         // Certificates the server presented on a connection this transfer opened, as curl
         // counts them (0 on a reused connection).
         Var::NumCerts => write!(
