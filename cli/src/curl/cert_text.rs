@@ -39,7 +39,7 @@ use x509_cert::ext::pkix::{
 };
 use x509_cert::name::Name;
 
-use super::server_cert::{date, short_name};
+use super::server_cert::{ONELINE_NAME, date, name_line, short_name};
 
 /// The text of every certificate of `chain` (DER, leaf first), one block after another.
 pub(crate) fn chain_text<C: AsRef<[u8]>>(chain: &[C]) -> String {
@@ -65,8 +65,8 @@ fn fields(cert: &Certificate, der: &[u8]) -> Vec<(Option<String>, String)> {
     let tbs = &cert.tbs_certificate;
     let mut out: Vec<(Option<String>, String)> = Vec::new();
     let mut push = |label: &str, value: String| out.push((Some(label.to_owned()), value));
-    push("Subject", one_line(&tbs.subject));
-    push("Issuer", one_line(&tbs.issuer));
+    push("Subject", name_line(&tbs.subject, ONELINE_NAME));
+    push("Issuer", name_line(&tbs.issuer, ONELINE_NAME));
     push("Version", format!("{:x}", tbs.version as u8));
     push("Serial Number", serial(tbs.serial_number.as_bytes()));
     push(
@@ -106,31 +106,6 @@ fn fields(cert: &Certificate, der: &[u8]) -> Vec<(Option<String>, String)> {
     );
     out.push((None, pem(der)));
     out
-}
-
-/// A name in OpenSSL's `XN_FLAG_ONELINE` form: `CN = x, O = y`, the values of one RDN joined
-/// by ` + `, a value with a character RFC 2253 escapes put in quotes.
-fn one_line(name: &Name) -> String {
-    name.0
-        .iter()
-        .map(|rdn| {
-            rdn.0
-                .iter()
-                .map(|atv| {
-                    let value = String::from_utf8_lossy(atv.value.value()).into_owned();
-                    let special = value.contains([',', '+', '"', '\\', '<', '>', ';']);
-                    let value = if special {
-                        format!("\"{value}\"")
-                    } else {
-                        value
-                    };
-                    format!("{} = {value}", short_name(&atv.oid.to_string()))
-                })
-                .collect::<Vec<_>>()
-                .join(" + ")
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A serial number as curl prints it: the magnitude's bytes in lower-case hex.

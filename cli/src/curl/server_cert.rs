@@ -40,7 +40,7 @@ pub(crate) fn lines(
     let tbs = &cert.tbs_certificate;
     let mut lines = vec![
         "Server certificate:".to_owned(),
-        format!(" subject: {}", one_line(&tbs.subject)),
+        format!(" subject: {}", name_line(&tbs.subject, VERBOSE_NAME)),
         format!(
             " start date: {}",
             date(tbs.validity.not_before.to_unix_duration())
@@ -57,7 +57,7 @@ pub(crate) fn lines(
             ));
         }
     }
-    lines.push(format!(" issuer: {}", one_line(&tbs.issuer)));
+    lines.push(format!(" issuer: {}", name_line(&tbs.issuer, VERBOSE_NAME)));
     lines.push(verify_line(check));
     lines
 }
@@ -118,9 +118,34 @@ fn dns_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// A name in OpenSSL's one-line form with curl's flags: its RDNs in order joined by `; `, the
-/// values of one RDN by ` + `, each `SHORTNAME=value`.
-fn one_line(name: &Name) -> String {
+/// How a name is laid out in one line by OpenSSL's `X509_NAME_print_ex`, with the flags curl
+/// passes for `-v` ([`VERBOSE_NAME`]) or for `%{certs}` ([`ONELINE_NAME`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NameStyle {
+    /// Between RDNs (the values of one RDN are joined by ` + `).
+    rdn: &'static str,
+    /// Between an attribute's short name and its value.
+    equals: &'static str,
+    /// Whether a value with a character RFC 2253 escapes is put in quotes.
+    quote: bool,
+}
+
+/// `-v`'s names: `C=US; O=Org, Inc; CN=x` (`XN_FLAG_SEP_SPLUS_SPC`).
+pub(crate) const VERBOSE_NAME: NameStyle = NameStyle {
+    rdn: "; ",
+    equals: "=",
+    quote: false,
+};
+
+/// `%{certs}`'s names: `C = US, O = "Org, Inc", CN = x` (`XN_FLAG_ONELINE`).
+pub(crate) const ONELINE_NAME: NameStyle = NameStyle {
+    rdn: ", ",
+    equals: " = ",
+    quote: true,
+};
+
+/// A name laid out in one line as `style` says, each attribute `SHORTNAME` and its value.
+pub(crate) fn name_line(name: &Name, style: NameStyle) -> String {
     name.0
         .iter()
         .map(|rdn| {
@@ -128,13 +153,19 @@ fn one_line(name: &Name) -> String {
                 .iter()
                 .map(|atv| {
                     let value = String::from_utf8_lossy(atv.value.value());
-                    format!("{}={value}", short_name(&atv.oid.to_string()))
+                    let special = value.contains([',', '+', '"', '\\', '<', '>', ';']);
+                    let short = short_name(&atv.oid.to_string());
+                    if style.quote && special {
+                        format!("{short}{}\"{value}\"", style.equals)
+                    } else {
+                        format!("{short}{}{value}", style.equals)
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(" + ")
         })
         .collect::<Vec<_>>()
-        .join("; ")
+        .join(style.rdn)
 }
 
 /// OpenSSL's short name for an attribute type; the dotted OID for one it has none for.

@@ -155,7 +155,10 @@ mod tests {
         assert_eq!(parsed["http_connect"], 0);
         assert_eq!(parsed["ftp_entry_path"], Value::Null);
         // Without TLS the chain is empty: a string, as curl writes it.
-        assert!(text.starts_with("{\"certs\":\"\",\"conn_id\":-1,"), "{text}");
+        assert!(
+            text.starts_with("{\"certs\":\"\",\"conn_id\":-1,"),
+            "{text}"
+        );
         assert!(text.ends_with(&format!(
             "\"curl_version\":\"poolcurl/{}\"}}",
             env!("CARGO_PKG_VERSION")
