@@ -1639,12 +1639,12 @@ async fn local_port_binds_within_the_range_or_exits_45() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn deliberately_unsupported_flags_say_why() {
-    let run = poolcurl(&["--ntlm", "-u", "a:b", "http://127.0.0.1/"]).await;
+    let run = poolcurl(&["--negotiate", "-u", "a:b", "http://127.0.0.1/"]).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(
         run.stderr,
-        "poolcurl: option --ntlm: is not supported by poolcurl (Basic (-u) and Digest (--digest) \
-         authentication only)\n\
+        "poolcurl: option --negotiate: is not supported by poolcurl (Basic (-u), Digest \
+         (--digest) and NTLM (--ntlm) authentication only)\n\
          poolcurl: try 'poolcurl --help' for more information\n"
     );
     let help = poolcurl(&["--help"]).await;

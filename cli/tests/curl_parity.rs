@@ -12,8 +12,8 @@
 //! a Digest proxy started for the run (keeping its connection after a `407`, or saying
 //! `Connection: close` and closing it); the `h2c` cases run against an HTTP/2
 //! server, `%BASE%` naming it). Two routes check what a request carries as a real server would:
-//! `/sigv4` verifies an `--aws-sigv4` signature by AWS's rules, and `/dns-query` answers
-//! `--doh-url`'s DNS queries. Cases with `Extra` checks
+//! `/sigv4` verifies an `--aws-sigv4` signature by AWS's rules, `/dns-query` answers
+//! `--doh-url`'s DNS queries, and `/ntlm` and `/ntlm2` authenticate `--ntlm` as a server does. Cases with `Extra` checks
 //! also compare something stderr shows (the order of `-v` request headers, a warning).
 //!
 //! Where curl is not installed the test prints one line saying so and passes: parity with a
@@ -35,6 +35,8 @@
 mod common;
 #[path = "curl_parity/doh.rs"]
 mod doh;
+#[path = "curl_parity/ntlm.rs"]
+mod ntlm;
 #[path = "curl_parity/sigv4.rs"]
 mod sigv4;
 
@@ -1802,6 +1804,60 @@ fn cases() -> Vec<Case> {
                 "https://doh.test:%PORT%/hello",
             ],
         ),
+        // --ntlm: the negotiate message first (no data), the challenge answered on the same
+        // connection. /ntlm's answer is NTLMv1 (no randomness: the server quotes it whole),
+        // /ntlm2's NTLMv2, checked by the server.
+        case(
+            "ntlm v1, quoted whole",
+            &["--ntlm", "-u", "alice:s3cret", "%BASE%/ntlm"],
+        ),
+        case(
+            "ntlm v2 with a domain and data",
+            &[
+                "--ntlm",
+                "-u",
+                "CORP\\alice:s3cret",
+                "-d",
+                "a=1",
+                "%BASE%/ntlm2",
+            ],
+        ),
+        case(
+            "ntlm v2, -i shows both heads",
+            &["-i", "--ntlm", "-u", "alice:s3cret", "%BASE%/ntlm2"],
+        ),
+        case(
+            "ntlm, the URL's credentials",
+            &["--ntlm", "http://alice:s3cret@127.0.0.1:%PORT%/ntlm2"],
+        ),
+        case(
+            "ntlm, a wrong password",
+            &["--ntlm", "-u", "alice:wrong", "%BASE%/ntlm2"],
+        ),
+        case(
+            "ntlm, a wrong password with -f",
+            &["-f", "--ntlm", "-u", "alice:wrong", "%BASE%/ntlm2"],
+        ),
+        case("ntlm without a user", &["--ntlm", "%BASE%/ntlm2"]),
+        case(
+            "ntlm, two URLs",
+            &[
+                "--ntlm",
+                "-u",
+                "alice:s3cret",
+                "%BASE%/ntlm2",
+                "%BASE%/ntlm",
+            ],
+        ),
+        case(
+            "ntlm after --digest: the last wins",
+            &["--digest", "--ntlm", "-u", "alice:s3cret", "%BASE%/ntlm2"],
+        ),
+        with(
+            Extra::VerboseAuth,
+            "-v names the NTLM user for each message",
+            &["-v", "--ntlm", "-u", "alice:s3cret", "%BASE%/ntlm2"],
+        ),
         // -v names the scheme and the user of each request's credentials.
         with(
             Extra::VerboseAuth,
@@ -3249,6 +3305,8 @@ fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/echo-body" => echo_body(req),
         "/sigv4" => sigv4::check(req),
         "/dns-query" => doh::answer(req),
+        "/ntlm" => ntlm::answer(req, false),
+        "/ntlm2" => ntlm::answer(req, true),
         "/sigv4-redirect" => Reply::new(302).header("location", "/sigv4?after=redirect"),
         p if p.starts_with("/echo") => echo(req),
         // `OPTIONS *` (--request-target '*').

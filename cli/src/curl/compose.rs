@@ -186,12 +186,13 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         headers: signed_lines(&request.headers, json),
         data: postfields,
     });
+    let challenge = send.digest || send.anyauth || send.ntlm;
     let user_shown = match (&send.oauth2_bearer, send.user.as_deref().map(split)) {
-        _ if sigv4.is_some() || send.digest || send.anyauth => None,
+        _ if sigv4.is_some() || challenge => None,
         (Some(_), user) => Some(("Bearer", user.map(|u| u.0).unwrap_or_default())),
         (None, user) => user.map(|u| ("Basic", u.0)),
     };
-    let (user, challenged) = match (&send.oauth2_bearer, send.digest || send.anyauth) {
+    let (user, challenged) = match (&send.oauth2_bearer, challenge) {
         // curl signs instead of any other authentication.
         _ if sigv4.is_some() => (None, None),
         (Some(token), _) => (
@@ -203,6 +204,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             Some(Challenged {
                 user: send.user.as_deref().map(split),
                 any: send.anyauth,
+                ntlm: send.ntlm,
             }),
         ),
         (None, false) => (
@@ -304,6 +306,20 @@ impl Composed {
         Some(format!("Server auth using {scheme} with user '{user}'"))
     }
 
+    /// With `--ntlm`, the user the first request of a URL negotiates as (`-u`'s, else the
+    /// URL's `credentials`); `None` otherwise.
+    pub(crate) fn ntlm_user<'a>(
+        &'a self,
+        credentials: Option<&'a (String, String)>,
+    ) -> Option<&'a str> {
+        let challenged = self.challenged.as_ref().filter(|c| c.ntlm)?;
+        challenged
+            .user
+            .as_ref()
+            .or(credentials)
+            .map(|(user, _)| user.as_str())
+    }
+
     /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
     /// neither the URL nor a `.netrc` does.
     pub(crate) fn names_user(&self) -> bool {
@@ -328,6 +344,9 @@ pub(crate) struct Challenged {
     pub(crate) user: Option<(String, String)>,
     /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
     pub(crate) any: bool,
+    /// `--ntlm`: the first request carries NTLM's negotiate message and the challenge is
+    /// NTLM's ([`super::ntlm`]).
+    pub(crate) ntlm: bool,
 }
 
 /// The `--url-query` pieces joined with `&`: each encoded as a `--data-urlencode` piece, or

@@ -134,7 +134,10 @@ impl Shared {
         let proxied = setup::proxy_config(&args.connect, None)?.is_some();
         let agent = args.send.user_agent.clone().filter(|_| proxied);
         let same = self.clients.iter().find(|built| {
-            built.connect == args.connect && built.net == args.net && built.connect_agent == agent
+            built.connect == args.connect
+                && built.net == args.net
+                && built.connect_agent == agent
+                && built.ntlm == args.send.ntlm
         });
         if let Some(built) = same {
             return Ok(built.client.clone());
@@ -144,6 +147,7 @@ impl Shared {
             connect: args.connect.clone(),
             net: args.net.clone(),
             connect_agent: agent,
+            ntlm: args.send.ntlm,
             client: client.clone(),
         });
         Ok(client)
@@ -157,6 +161,8 @@ struct Built {
     net: args::NetArgs,
     /// `-A` when the group goes through a proxy (its tunnels' `CONNECT` carries it).
     connect_agent: Option<String>,
+    /// `--ntlm`, which keeps the group to HTTP/1.1.
+    ntlm: bool,
     client: pool::Client,
 }
 

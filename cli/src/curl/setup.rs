@@ -12,7 +12,7 @@
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | `--doh-url`, `--doh-insecure`, `--doh-cert-status` | a [`super::doh::DohResolver`] behind the `--resolve` entries, asking through a pool of its own (curl mode) |
-//! | `--http1.0` | `Http1Only` (curl mode; the requests say HTTP/1.0) |
+//! | `--http1.0`, `--ntlm` | `Http1Only` (curl mode; `--http1.0`'s requests say HTTP/1.0; NTLM authenticates a connection) |
 //! | `--cert` / `--key`, `--cert-type` / `--key-type` | `client_identity_pem`, DER read as PEM (curl mode; unusable files are exit 58, see [`super::client_cert`]) |
 //! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
 //! | `--tlsv1`, `--tlsv1.0`..`--tlsv1.2` | nothing: rustls speaks TLS 1.2 and 1.3 only, which satisfies them |
@@ -196,10 +196,12 @@ fn doh_resolver(args: &CurlArgs) -> Result<Option<DohResolver>, CurlError> {
     Ok(Some(DohResolver::new(client, url, !args.net.ipv4)))
 }
 
-/// curl mode's HTTP version policy: `--http1.0` is HTTP/1 only too, and
+/// curl mode's HTTP version policy: `--http1.0` and `--ntlm` are HTTP/1 only too, and
 /// `--http2-prior-knowledge` with `--no-alpn` speaks HTTP/2 over TLS without asking.
 pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
-    if args.net.http1_0 {
+    // NTLM authenticates a connection, which HTTP/2 shares between requests: curl speaks
+    // HTTP/1.1 for it.
+    if args.net.http1_0 || args.send.ntlm {
         ProtocolPolicy::Http1Only
     } else if args.net.tls.no_alpn && args.connect.http2_prior_knowledge {
         ProtocolPolicy::Http2Only

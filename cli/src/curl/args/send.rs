@@ -37,15 +37,19 @@ pub(crate) struct SendArgs {
     pub(crate) netrc_optional: bool,
 
     /// Use HTTP Digest authentication with -u's (or the URL's) user and password
-    #[arg(long = "digest", overrides_with_all = ["basic", "anyauth"])]
+    #[arg(long = "digest", overrides_with_all = ["basic", "anyauth", "ntlm"])]
     pub(crate) digest: bool,
 
     /// Answer the server's challenge with Digest, or Basic when it offers only Basic
-    #[arg(long = "anyauth", overrides_with_all = ["basic", "digest"])]
+    #[arg(long = "anyauth", overrides_with_all = ["basic", "digest", "ntlm"])]
     pub(crate) anyauth: bool,
 
-    /// Use Basic authentication (the default; cancels an earlier --digest or --anyauth)
-    #[arg(long = "basic", overrides_with_all = ["digest", "anyauth"])]
+    /// Use NTLM authentication with -u's (or the URL's) user (DOMAIN\USER allowed) and password; requests go over HTTP/1.1
+    #[arg(long = "ntlm", overrides_with_all = ["basic", "digest", "anyauth"])]
+    pub(crate) ntlm: bool,
+
+    /// Use Basic authentication (the default; cancels an earlier --digest, --anyauth or --ntlm)
+    #[arg(long = "basic", overrides_with_all = ["digest", "anyauth", "ntlm"])]
     pub(crate) basic: bool,
 
     /// Sign requests with AWS Signature Version 4 as PROVIDER1:PROVIDER2:REGION:SERVICE (the later parts optional; e.g. aws:amz:us-east-1:s3), with -u as key:secret; wins over --digest and --oauth2-bearer

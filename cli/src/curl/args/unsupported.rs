@@ -15,7 +15,6 @@ struct Unsupported {
 
 /// The deliberately unsupported flags.
 const FLAGS: &[Unsupported] = &[
-    flag("--ntlm", None, HTTP_AUTH),
     flag("--negotiate", None, HTTP_AUTH),
     flag("--http3", None, "HTTP/1.x and HTTP/2 only"),
     flag("--http3-only", None, "HTTP/1.x and HTTP/2 only"),
@@ -115,7 +114,7 @@ const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --proxy-digest)";
 /// The reason of authentication schemes other than Basic and Digest.
-const HTTP_AUTH: &str = "Basic (-u) and Digest (--digest) authentication only";
+const HTTP_AUTH: &str = "Basic (-u), Digest (--digest) and NTLM (--ntlm) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -cert-type -key-type -pinnedpubkey -ciphers -tls13-ciphers";
 /// The reason of resolver options.
@@ -206,9 +205,10 @@ mod tests {
     #[test]
     fn unsupported_flags_are_named_with_the_reason() {
         assert_eq!(
-            find(&argv(&["-s", "--ntlm", "http://a/"])).as_deref(),
+            find(&argv(&["-s", "--negotiate", "http://a/"])).as_deref(),
             Some(
-                "option --ntlm: is not supported by poolcurl (Basic (-u) and Digest (--digest) authentication only)"
+                "option --negotiate: is not supported by poolcurl (Basic (-u), Digest (--digest) \
+                 and NTLM (--ntlm) authentication only)"
             )
         );
         assert_eq!(
@@ -216,7 +216,7 @@ mod tests {
             Some("option -M: is not supported by poolcurl (see --help and the README)")
         );
         assert_eq!(find(&argv(&["-sSf", "http://a/"])), None);
-        assert_eq!(find(&argv(&["--", "--ntlm"])), None);
+        assert_eq!(find(&argv(&["--", "--negotiate"])), None);
         assert_eq!(
             find(&argv(&["--proto", "-all,+https", "-d", "-M", "http://a/"])),
             None

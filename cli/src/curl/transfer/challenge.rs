@@ -1,5 +1,5 @@
-//! Authentication that answers a challenge, as curl does it: `--digest` and `--anyauth` for
-//! the server's `401`, `--proxy-digest` and `--proxy-anyauth` for a forward proxy's `407` (a
+//! Authentication that answers a challenge, as curl does it: `--digest`, `--anyauth` and
+//! `--ntlm` for the server's `401`, `--proxy-digest` and `--proxy-anyauth` for a forward proxy's `407` (a
 //! tunnel's `CONNECT` is answered by the pool's connector, before the request).
 //!
 //! The first request of a URL goes out without the credentials a challenge is waited for (and
@@ -14,14 +14,22 @@
 //! `--proxy-anyauth`. The challenge is parsed and answered by the pool's
 //! [`pool::AuthScheme`] (MD5, SHA-256 and SHA-512-256, `qop=auth` and `auth-int`).
 //!
+//! `--ntlm` follows the same steps with one difference: its first request already carries
+//! NTLM's negotiate message, and the challenge it draws is answered with the authenticate
+//! message ([`super::super::ntlm`]). NTLM authenticates the connection, so the answer must
+//! go on the connection the challenge came on: the challenge's body is read to its end first,
+//! and curl mode's requests are HTTP/1.1 under `--ntlm`, so the pool hands the same idle
+//! connection to the answer (one transfer at a time; with `-Z` a parallel transfer to the same
+//! host could take it first, and the server would then refuse the answer).
+//!
 //! What this module does not do: keep a nonce for later URLs (each URL is challenged anew, as
 //! with curl's command line across transfers).
 
-use http::header::WWW_AUTHENTICATE;
+use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{HeaderMap, Uri};
 
-use super::super::Session;
 use super::super::request::Hop;
+use super::super::{Session, ntlm};
 use super::{HopState, Next};
 
 /// The challenges the next request of a transfer may draw and answer.
@@ -85,6 +93,9 @@ impl Session {
         match status.as_u16() {
             401 => {
                 let user = pending.server?;
+                if self.composed.challenged.as_ref().is_some_and(|c| c.ntlm) {
+                    return ntlm_answer(headers, user);
+                }
                 let any = self.composed.challenged.as_ref().is_some_and(|c| c.any);
                 let answer = server_answer(headers, request, user, any)?;
                 Some(Answered {
@@ -117,6 +128,26 @@ impl Session {
 }
 
 /// The answer to a server's challenges among `headers` (`WWW-Authenticate`) for `request`, as
+/// `--ntlm`: the authenticate message for the NTLM challenge among `headers`, as `user`;
+/// `None` when the `401` carries none (the response then stands).
+fn ntlm_answer(headers: &HeaderMap, user: (&str, &str)) -> Option<Answered> {
+    let challenge = headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(ntlm::Challenge::from_header)?;
+    let identity = ntlm::Identity {
+        user: user.0,
+        password: user.1,
+        workstation: ntlm::WORKSTATION,
+    };
+    let answer = HeaderValue::from_str(&ntlm::authenticate(&challenge, identity)).ok()?;
+    Some(Answered {
+        next: Next::Authenticate(answer),
+        info: format!("Server auth using NTLM with user '{}'", user.0),
+    })
+}
+
 /// `user`: Digest, or with `any` (`--anyauth`) Basic when that is all that is offered.
 fn server_answer(
     headers: &HeaderMap,

@@ -31,10 +31,10 @@ use super::progress::Progress;
 use super::record::TransferRecord;
 use super::redirect;
 use super::request::{self, Hop, PerRequest};
-use super::sigv4;
 use super::sink::Sink;
 use super::url;
 use super::{Session, lock};
+use super::{ntlm, sigv4};
 use send::{Target, content_length};
 
 /// What follows an exchange.
@@ -238,10 +238,15 @@ impl Session {
         resume: Option<u64>,
     ) -> Result<PerRequest, CurlError> {
         let credentials = !hop.drops_credentials() || state.own;
+        // `--ntlm`'s first request of a URL negotiates (the challenge's answer is `digest`).
+        let ntlm_user = (credentials && state.digest.is_none())
+            .then(|| self.composed.ntlm_user(state.credentials.as_ref()))
+            .flatten();
         let authorization = if credentials {
             state
                 .digest
                 .clone()
+                .or_else(|| ntlm_user.map(|_| ntlm::negotiate()))
                 .or_else(|| self.composed.authorization(state.credentials.as_ref()))
         } else {
             None
@@ -267,9 +272,12 @@ impl Session {
                 )),
             ),
             None => {
-                let note = (authorization.is_some() && state.digest.is_none() && !given)
-                    .then(|| self.composed.auth_note(state.credentials.as_ref()))
-                    .flatten();
+                let note = match ntlm_user {
+                    Some(user) => Some(format!("Server auth using NTLM with user '{user}'")),
+                    None => (authorization.is_some() && state.digest.is_none() && !given)
+                        .then(|| self.composed.auth_note(state.credentials.as_ref()))
+                        .flatten(),
+                };
                 (authorization, None, note)
             }
         };
