@@ -15,12 +15,13 @@
 //! ```
 
 mod challenge;
+mod credentials;
 mod send;
 
 use std::time::Duration;
 
 use http::Uri;
-use http::header::{AUTHORIZATION, HeaderValue, LOCATION};
+use http::header::{HeaderValue, LOCATION};
 
 use super::compose;
 use super::exit::CurlError;
@@ -30,11 +31,10 @@ use super::pace::PaceArgs;
 use super::progress::Progress;
 use super::record::TransferRecord;
 use super::redirect;
-use super::request::{self, Hop, PerRequest};
+use super::request::{Hop, PerRequest};
 use super::sink::Sink;
 use super::url;
 use super::{Session, lock};
-use super::{ntlm, sigv4};
 use send::{Target, content_length};
 
 /// What follows an exchange.
@@ -237,105 +237,22 @@ impl Session {
         state: &HopState,
         resume: Option<u64>,
     ) -> Result<PerRequest, CurlError> {
-        let credentials = !hop.drops_credentials() || state.own;
-        // `--ntlm`'s first request of a URL negotiates (the challenge's answer is `digest`).
-        let ntlm_user = (credentials && state.digest.is_none())
-            .then(|| self.composed.ntlm_user(state.credentials.as_ref()))
-            .flatten();
-        let authorization = if credentials {
-            state
-                .digest
-                .clone()
-                .or_else(|| ntlm_user.map(|_| ntlm::negotiate()))
-                .or_else(|| self.composed.authorization(state.credentials.as_ref()))
-        } else {
-            None
-        };
-        let signed = match &self.composed.sigv4 {
-            Some(setup) if credentials => self.sign(setup, uri, hop, state)?,
-            _ => None,
-        };
+        let credentials = self.credentials(uri, hop, state)?;
         let range = match resume {
             Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
             _ => self.composed.range.clone(),
         };
         let cookie = self.cookies.as_ref().and_then(|jar| jar.header_for(uri));
-        let template = &self.composed.template;
-        let given = template.user_sets(&AUTHORIZATION) || template.user_removes(&AUTHORIZATION);
-        let (authorization, signed_date, auth_note) = match signed {
-            Some(signed) => (
-                Some(signed.authorization),
-                Some(signed.date),
-                Some(format!(
-                    "Server auth using AWS_SIGV4 with user '{}'",
-                    signed.key
-                )),
-            ),
-            None => {
-                let note = match ntlm_user {
-                    Some(user) => Some(format!("Server auth using NTLM with user '{user}'")),
-                    None => (authorization.is_some() && state.digest.is_none() && !given)
-                        .then(|| self.composed.auth_note(state.credentials.as_ref()))
-                        .flatten(),
-                };
-                (authorization, None, note)
-            }
-        };
         Ok(PerRequest {
             proxy_authorization: state.proxy_digest.clone(),
-            authorization,
-            auth_note,
-            signed_date,
+            authorization: credentials.authorization,
+            auth_note: credentials.note,
+            signed_date: credentials.signed_date,
             range,
             referer: state.referer.clone(),
             cookie,
             empty_length: false,
         })
-    }
-
-    /// `--aws-sigv4`: this hop's signature, with `-u`'s key (else the URL's or `.netrc`'s);
-    /// `None` without a key (unless `--oauth2-bearer` was given, when curl signs with an empty
-    /// one) or with an `Authorization` from `-H`.
-    fn sign(
-        &self,
-        setup: &sigv4::Setup,
-        uri: &Uri,
-        hop: &Hop,
-        state: &HopState,
-    ) -> Result<Option<sigv4::Signed>, CurlError> {
-        let template = &self.composed.template;
-        if template.user_sets(&AUTHORIZATION) || template.user_removes(&AUTHORIZATION) {
-            return Ok(None);
-        }
-        let no_key = (String::new(), String::new());
-        let Some((key, secret)) = setup
-            .user
-            .as_ref()
-            .or(state.credentials.as_ref())
-            .or(setup.bearer.then_some(&no_key))
-        else {
-            return Ok(None);
-        };
-        let host = request::host_value(uri);
-        let host = host.as_ref().and_then(|h| h.to_str().ok());
-        let names_host = setup
-            .headers
-            .iter()
-            .any(|line| line.starts_with("host:") || line.starts_with("host;"));
-        let now = sigv4::timestamp_now();
-        let signing = sigv4::Signing {
-            method: hop.method.as_str(),
-            host_name: Target::host_of(uri),
-            host: host.filter(|_| !names_host),
-            path: uri.path(),
-            query: uri.query().unwrap_or_default(),
-            headers: &setup.headers,
-            data: setup.data.as_deref(),
-            key,
-            secret,
-            now: &now,
-        };
-        setup.sigv4.sign(&signing).map(Some)
     }
 
     /// `-C`: the offset to resume at (`-` is the size of the output file so far).
