@@ -1,0 +1,428 @@
+//! Parity cases: where a connection goes: --connect-to, Unix sockets, an https:// proxy,
+//! --local-port, SOCKS, --doh-url.
+
+use crate::{Case, Server, case, tls};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        // --connect-to: the socket goes elsewhere, Host keeps the URL's (/echo shows it).
+        case(
+            "connect-to",
+            &[
+                "--connect-to",
+                "parity.test:80:127.0.0.1:%PORT%",
+                "http://parity.test/echo",
+            ],
+        ),
+        case(
+            "connect-to any host and port",
+            &[
+                "--connect-to",
+                "::127.0.0.1:%PORT%",
+                "http://parity.test:81/echo",
+            ],
+        ),
+        case(
+            "connect-to an ip-literal url, port only",
+            &[
+                "--connect-to",
+                "127.0.0.1:1::%PORT%",
+                "http://127.0.0.1:1/echo",
+            ],
+        ),
+        case(
+            "connect-to a name given by resolve",
+            &[
+                "--resolve",
+                "backend.test:%PORT%:127.0.0.1",
+                "--connect-to",
+                "PARITY.test:80:backend.test:%PORT%",
+                "http://parity.test/echo",
+            ],
+        ),
+        case(
+            "connect-to skips entries that never match",
+            &[
+                "--connect-to",
+                "junk",
+                "--connect-to",
+                "other.test:80:127.0.0.1:bad",
+                "--connect-to",
+                "parity.test:http:127.0.0.1:1",
+                "--connect-to",
+                "parity.test:80:127.0.0.1:%PORT%",
+                "http://parity.test/hello",
+            ],
+        ),
+        case(
+            "connect-to bad port, next url still runs",
+            &[
+                "--connect-to",
+                "parity.test:80:127.0.0.1:99999",
+                "http://parity.test/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        // --unix-socket: every URL goes through the path (`%UNIX%`, piped to the server);
+        // Host, TLS and reuse keep the URL's name, the proxy is ignored, --next resets it.
+        // (`%{remote_ip}` is the path; curl 7.88 cuts it at 45 characters, so it is checked
+        // in `curl.rs` instead.)
+        case(
+            "unix socket",
+            &[
+                "--unix-socket",
+                "%UNIX%",
+                "-w",
+                "%{remote_port} [%{local_ip}] %{local_port} %{num_connects}\\n",
+                "http://daemon.test/echo",
+                "http://daemon.test/hello",
+            ],
+        ),
+        case(
+            "unix socket ignores the proxy",
+            &[
+                "-x",
+                "http://127.0.0.1:1",
+                "--unix-socket",
+                "%UNIX%",
+                "http://daemon.test/echo",
+            ],
+        ),
+        case(
+            "unix socket for one group of --next",
+            &[
+                "--unix-socket",
+                "%UNIX%",
+                "http://daemon.test/hello",
+                "--next",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "unix socket missing",
+            &[
+                "--unix-socket",
+                "%DIR%/absent.sock",
+                "http://daemon.test/hello",
+            ],
+        ),
+        case(
+            "abstract unix socket",
+            &[
+                "--abstract-unix-socket",
+                "%ABSTRACT%",
+                "-w",
+                "[%{remote_ip}] %{remote_port} %{num_connects}\\n",
+                "http://daemon.test/echo",
+            ],
+        ),
+        case(
+            "abstract unix socket, the later flag wins",
+            &[
+                "--unix-socket",
+                "%DIR%/absent.sock",
+                "--abstract-unix-socket",
+                "%ABSTRACT%",
+                "http://daemon.test/hello",
+            ],
+        ),
+        Case {
+            server: Server::Tls,
+            ..case(
+                "unix socket with tls inside",
+                &[
+                    "--cacert",
+                    "%CA%",
+                    "--unix-socket",
+                    "%UNIX%",
+                    "-w",
+                    " %{ssl_verify_result} %{remote_port}",
+                    "https://localhost/hello",
+                ],
+            )
+        },
+        case("port over 65535", &["http://127.0.0.1:99999/"]),
+        // An https:// proxy (the TLS server, which answers absolute-form requests as a
+        // forward proxy) is trusted by its own flags; --cacert and -k are the origin's.
+        // --proxy-pinnedpubkey is the proxy's: its key passes, and --pinnedpubkey does not
+        // reach the proxy. (curl 7.88 does not check the proxy's pin at all: another pin passes
+        // there, where poolcurl exits 90; the pool's proxy tests hold that.)
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-pinnedpubkey",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-insecure",
+                    "--proxy-pinnedpubkey",
+                    "%PIN%",
+                    "--pinnedpubkey",
+                    "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-cacert",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-cacert",
+                    "%CA%",
+                    "-w",
+                    " %{proxy_ssl_verify_result}",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy with --proxy-insecure",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-insecure",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy, --cacert is the origin's",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    "%{proxy_ssl_verify_result}",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "https proxy, -k is the origin's",
+                &["-x", "%TLS%", "-k", "http://origin.test/hello"],
+            )
+        },
+        // --local-port: badly used ranges are exit 2; a port that is taken (the refusing
+        // address's, bound by this test) is 45.
+        case(
+            "local port over 65535",
+            &["--local-port", "70000", "%BASE%/hello"],
+        ),
+        case(
+            "local port reversed range",
+            &["--local-port", "5-3", "%BASE%/hello"],
+        ),
+        case(
+            "local port taken",
+            &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
+        ),
+        // SOCKS5: -x socks5:// and socks5h://, --socks5 and --socks5-hostname (the last of
+        // them and -x wins), no CONNECT (%{http_connect} 0), a target the proxy cannot reach
+        // exits 97.
+        case(
+            "socks5h proxy",
+            &[
+                "-x",
+                "socks5h://%SOCKS%",
+                "-w",
+                " %{http_connect}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "socks5 flag",
+            &["--socks5", "%SOCKS%", "-w", " %{http_code}", "%BASE%/hello"],
+        ),
+        case(
+            "socks5-hostname resolves at the proxy",
+            &[
+                "--socks5-hostname",
+                "%SOCKS%",
+                "http://localhost:%PORT%/hello",
+            ],
+        ),
+        case(
+            "-x after --socks5 wins",
+            &[
+                "--socks5",
+                "127.0.0.1:1",
+                "-x",
+                "socks5://%SOCKS%",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "socks5 target refused",
+            &["-x", "socks5://%SOCKS%", "%CLOSED%/"],
+        ),
+        case(
+            "socks5 user without a password",
+            &["-x", "socks5h://bob@%SOCKS%", "%BASE%/hello"],
+        ),
+        case(
+            "socks5 origin name does not resolve",
+            &["-x", "socks5://%SOCKS%", "http://nonexistent.invalid/"],
+        ),
+        // SOCKS4 and 4a: -x socks4:// (socks:// too) and socks4a://, --socks4 and --socks4a,
+        // the user id from -U, an IPv6 target SOCKS4 cannot carry, a refusal.
+        case(
+            "socks4 proxy",
+            &[
+                "-x",
+                "socks4://%SOCKS%",
+                "-w",
+                " %{http_connect}",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "socks:// is socks4",
+            &["-x", "socks://%SOCKS%", "%BASE%/hello"],
+        ),
+        case(
+            "socks4a flag resolves at the proxy",
+            &["--socks4a", "%SOCKS%", "http://localhost:%PORT%/hello"],
+        ),
+        case(
+            "socks4 flag with a user id, after -x",
+            &[
+                "-x",
+                "socks5://127.0.0.1:1",
+                "--socks4",
+                "%SOCKS%",
+                "-U",
+                "bob:pw",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "socks4 cannot carry IPv6",
+            &["--socks4", "%SOCKS%", "http://[::1]:1/"],
+        ),
+        case(
+            "socks4 target refused",
+            &["-x", "socks4://%SOCKS%", "%CLOSED%/"],
+        ),
+        // --doh-url: names resolved by the case's server (/dns-query) over TLS, which the
+        // transfers' --cacert lets both tools trust; -k does not reach the DoH queries.
+        tls(
+            "doh, a name only the DoH server knows",
+            &[
+                "--cacert",
+                "%CA%",
+                "-k",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, the answer is where it connects",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "http://far.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an IPv6 answer only",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "http://v6.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, no such name",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://nx.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an untrusted server and -k",
+            &[
+                "-k",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, --doh-insecure",
+            &[
+                "-k",
+                "--doh-insecure",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, a stapled status required and none sent",
+            &[
+                "--cacert",
+                "%CA%",
+                "-k",
+                "--doh-cert-status",
+                "--doh-url",
+                "%TLS%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, --resolve wins",
+            &[
+                "-k",
+                "--resolve",
+                "nx.test:%PORT%:127.0.0.1",
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "https://nx.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, localhost is never asked",
+            &[
+                "--cacert",
+                "%CA%",
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "%TLS%/hello",
+            ],
+        ),
+        tls(
+            "doh, an unreachable server",
+            &[
+                "--doh-url",
+                "https://localhost:%CLOSEDPORT%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+        tls(
+            "doh, an http URL",
+            &[
+                "--doh-url",
+                "http://localhost:%PORT%/dns-query",
+                "https://doh.test:%PORT%/hello",
+            ],
+        ),
+    ]
+}

@@ -1,0 +1,49 @@
+//! Parity cases: issue 19's bugs: exit codes, EOF mid-body, prior knowledge.
+
+use crate::{Case, Server, case};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        case("get", &["%BASE%/hello"]),
+        case("include", &["-i", "%BASE%/hello"]),
+        case("head", &["-I", "%BASE%/hello"]),
+        case("several urls", &["%BASE%/hello", "%BASE%/status/404"]),
+        // Issue 19: the exit code is the last transfer's.
+        case(
+            "last transfer wins: fail then ok",
+            &["%CLOSED%/", "%BASE%/hello"],
+        ),
+        case(
+            "last transfer wins: ok then fail",
+            &["%BASE%/hello", "%CLOSED%/"],
+        ),
+        case(
+            "last transfer wins: -f 404 then ok",
+            &["-f", "%BASE%/status/404", "%BASE%/hello"],
+        ),
+        case("fail 404", &["-f", "%BASE%/status/404"]),
+        case("fail with body", &["--fail-with-body", "%BASE%/status/404"]),
+        case("404 without -f", &["%BASE%/status/404"]),
+        case(
+            "redirect not followed",
+            &["-w", "%{http_code} %{redirect_url}", "%BASE%/redirect"],
+        ),
+        case(
+            "redirect followed",
+            &["-L", "-w", " %{num_redirects}", "%BASE%/redirect"],
+        ),
+        case("redirect include", &["-L", "-i", "%BASE%/redirect"]),
+        // Issue 19: EOF mid-body exits 18 (a declared length and chunked).
+        case("eof mid body", &["%BASE%/truncated"]),
+        case("eof mid chunked body", &["%BASE%/truncated-chunked"]),
+        case("empty reply", &["%BASE%/empty"]),
+        // Issue 19: prior knowledge to an HTTP/1.1-only server that answers exits 52.
+        Case {
+            server: Server::Refuses,
+            ..case(
+                "h2 prior knowledge to an answering http/1.1 server",
+                &["--http2-prior-knowledge", "%BASE%/hello"],
+            )
+        },
+    ]
+}

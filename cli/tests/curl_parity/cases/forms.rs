@@ -1,0 +1,176 @@
+//! Parity cases: -F's grammar, --xattr, cookie order.
+
+use crate::{Case, case};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        // -F's grammar as curl reads it: names and file names escaped (percent by default,
+        // backslashes with --form-escape), quoted words, type parameters, unknown modifiers
+        // skipped, headers inline and from a file, encoders, several files in one field,
+        // standard input, nested parts, and a type that is no type.
+        case(
+            "form escapes names",
+            &[
+                "-F",
+                "a\"b=1",
+                "-F",
+                "up=@%DIR%/../upload.txt;filename=x\"y.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form-escape",
+            &[
+                "--form-escape",
+                "-F",
+                "a\"b\\c=1",
+                "-F",
+                "up=@%DIR%/../upload.txt;filename=x\"y.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form quoted words",
+            &[
+                "-F",
+                "up=@\"%DIR%/../upload.txt\";filename=\"a,b;c \\\"d\\\".txt\"",
+                "-F",
+                "t=\"quoted;value\"",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form type parameters and unknown modifiers",
+            &[
+                "-F",
+                "up=@%DIR%/../upload.txt;type=text/plain;charset=utf-8",
+                "-F",
+                "a=x;y",
+                "-F",
+                "b= spaced ;type=text/x-b",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form headers",
+            &[
+                "-F",
+                "a=1;headers=\"X-One: 1\"",
+                "-F",
+                "b=2;headers=@%DIR%/../form-headers.txt",
+                "-F",
+                "c=3;headers=Content-Type: text/x-c",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form encoders",
+            &[
+                "-F",
+                "a=hello there;encoder=base64",
+                "-F",
+                "b=bin;encoder=binary",
+                "-F",
+                "c=eight;encoder=8bit",
+                "-F",
+                "d=seven;encoder=7bit",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form quoted-printable",
+            &[
+                "-F",
+                "q=\"a=b caf\u{e9} and a long line that goes on and on past the seventy-six characters a line may hold\r\nnext\tline \r\nlone\nlf\";encoder=quoted-printable",
+                "%BASE%/echo-body",
+            ],
+        ),
+        case(
+            "form several files",
+            &[
+                "-F",
+                "up=@%DIR%/../upload.txt,%DIR%/../data.json;type=text/x-j",
+                "%BASE%/echo",
+            ],
+        ),
+        case("form stdin", &["-F", "up=@-", "-F", "v=<-", "%BASE%/echo"]),
+        case(
+            "form text from a file",
+            &[
+                "-F",
+                "v=<%DIR%/../upload.txt",
+                "-F",
+                "w=text;filename=named.html",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form 8-bit data in 7bit",
+            &["-F", "d=caf\u{e9};encoder=7bit", "%BASE%/echo"],
+        ),
+        case(
+            "form file types",
+            &[
+                "-F",
+                "j=@%DIR%/../data.json",
+                "-F",
+                "h=@%DIR%/../form-headers.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form nested parts",
+            &[
+                "-F",
+                "n=(;type=multipart/alternative",
+                "-F",
+                "=plain",
+                "-F",
+                "= <b>html</b>;type=text/html",
+                "-F",
+                "=)",
+                "-F",
+                "after=1",
+                "%BASE%/echo",
+            ],
+        ),
+        case("form bad type", &["-F", "a=1;type=bogus", "%BASE%/echo"]),
+        case(
+            "form bad encoder",
+            &["-F", "a=1;encoder=rot13", "%BASE%/echo"],
+        ),
+        case("cookie string", &["-b", "a=1; b=2", "%BASE%/echo"]),
+        case(
+            "cookie engine",
+            &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],
+        ),
+        // --xattr: the effective URL without credentials and the Content-Type, in the output
+        // file's extended attributes (compared with the files).
+        case(
+            "xattr",
+            &[
+                "--xattr",
+                "-L",
+                "-o",
+                "%DIR%/moved.txt",
+                "http://user:secret@127.0.0.1:%PORT%/redirect",
+                "--xattr",
+                "-o",
+                "%DIR%/untyped.txt",
+                "%BASE%/",
+            ],
+        ),
+        // A cookie that replaces another keeps its creation: the jar lists the newest first
+        // and requests send, among equal lengths, the newest first.
+        case(
+            "cookie order",
+            &[
+                "-c",
+                "%DIR%/jar.txt",
+                "%BASE%/cookies",
+                "%BASE%/cookies2",
+                "%BASE%/echo",
+            ],
+        ),
+    ]
+}

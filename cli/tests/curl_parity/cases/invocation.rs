@@ -1,0 +1,247 @@
+//! Parity cases: the command line as a whole: --next, header names as sent, traces, -Z.
+
+use crate::{Case, Extra, case, with};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        // --next: each group its own options; global options everywhere.
+        case(
+            "next: a GET then a POST on the same connection",
+            &[
+                "-w",
+                "%{num_connects}",
+                "%BASE%/echo",
+                "--next",
+                "-w",
+                "%{num_connects}",
+                "-d",
+                "x=1",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "next: options stay in their group",
+            &[
+                "-o",
+                "%DIR%/a.txt",
+                "-w",
+                "[%{urlnum}]",
+                "%BASE%/hello",
+                "-:",
+                "-w",
+                "(%{urlnum} %{http_code})",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "next: -f belongs to its group",
+            &["-f", "%BASE%/status/404", "--next", "%BASE%/status/404"],
+        ),
+        case(
+            "next: the last group's transfer decides",
+            &["%BASE%/status/404", "--next", "-f", "%BASE%/status/404"],
+        ),
+        case(
+            "next: fail early is global",
+            &[
+                "-f",
+                "%BASE%/status/404",
+                "--next",
+                "--fail-early",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "next before a URL starts nothing",
+            &["-w", "%{http_code}", "--next", "%BASE%/hello"],
+        ),
+        case(
+            "next: a last group without a URL",
+            &["%BASE%/hello", "--next", "-o", "%DIR%/x.txt"],
+        ),
+        case(
+            "next: groups share the cookie engine",
+            &[
+                "-c",
+                "%DIR%/jar.txt",
+                "%BASE%/setcookie",
+                "--next",
+                "-b",
+                "%DIR%/no-such-jar.txt",
+                "%BASE%/echo",
+                "--next",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "next from a config file",
+            &["%BASE%/echo", "-K", "%DIR%/../next.cfg", "%BASE%/echo"],
+        ),
+        case("range", &["-r", "2-5", "%BASE%/range"]),
+        case("compressed gzip", &["--compressed", "%BASE%/gzip"]),
+        case("compressed deflate", &["--compressed", "%BASE%/deflate"]),
+        case("compressed br", &["--compressed", "%BASE%/br"]),
+        case("compressed zstd", &["--compressed", "%BASE%/zstd"]),
+        case("not compressed without the flag", &["%BASE%/gzip"]),
+        case("output file", &["-o", "%DIR%/out.txt", "%BASE%/hello"]),
+        case("remote name", &["-O", "%BASE%/files/remote.txt"]),
+        case(
+            "create dirs",
+            &["--create-dirs", "-o", "%DIR%/a/b/c.txt", "%BASE%/hello"],
+        ),
+        case("dump header", &["-D", "%DIR%/head.txt", "%BASE%/hello"]),
+        // Issue 19: HTTP/1 header names as the server wrote them.
+        case("mixed case include", &["-i", "%BASE%/mixed"]),
+        case("mixed case head", &["-I", "%BASE%/mixed"]),
+        case(
+            "mixed case dump header",
+            &[
+                "-D",
+                "%DIR%/head.txt",
+                "-o",
+                "%DIR%/body.txt",
+                "%BASE%/mixed",
+            ],
+        ),
+        case(
+            "mixed case after a redirect",
+            &["-L", "-i", "%BASE%/mixed-redirect"],
+        ),
+        with(
+            Extra::VerboseResponseHead,
+            "mixed case verbose",
+            &["-v", "-o", "/dev/null", "%BASE%/mixed"],
+        ),
+        // --trace and --trace-ascii: the same blocks, bytes and layout as curl's.
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii to stdout",
+            &["--trace-ascii", "-", "-A", "parity", "%BASE%/hello"],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace in hex with data",
+            // The hex shows the port's digits: a fixed Host keeps them out.
+            &[
+                "--trace",
+                "-",
+                "-A",
+                "parity",
+                "-H",
+                "Host: parity.test",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii of an upload",
+            // curl 7.88 sends `Expect: 100-continue` with any `-T` upload; poolcurl does not.
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-H",
+                "Expect:",
+                "-T",
+                "%DIR%/../headers.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii through a redirect",
+            // Without -i: with the trace on stdout too, curl writes each header line after its
+            // block, poolcurl the head after the last block.
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-L",
+                "%BASE%/redirect",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii after -v wins",
+            &["-v", "--trace-ascii", "-", "-A", "parity", "%BASE%/mixed"],
+        ),
+        case(
+            "-v after trace-ascii wins",
+            &["--trace-ascii", "-", "-v", "%BASE%/hello"],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "trace-ascii is global across --next",
+            &[
+                "-A",
+                "parity",
+                "%BASE%/hello",
+                "--next",
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "%BASE%/mixed",
+            ],
+        ),
+        with(
+            Extra::VerboseDataNotes,
+            "verbose data notes",
+            &["-v", "-d", "a=b", "-o", "/dev/null", "%BASE%/echo"],
+        ),
+        case("glob braces", &["%BASE%/files/{a,b}"]),
+        case(
+            "glob range to files",
+            &["-o", "%DIR%/n_#1.txt", "%BASE%/files/[1-3]"],
+        ),
+        case("globoff", &["-g", "-w", "%{http_code}", "%BASE%/files/x"]),
+        case("url flag", &["--url", "%BASE%/hello", "%BASE%/files/z"]),
+        case(
+            "retry transient",
+            &["--retry", "1", "--retry-delay", "0", "%BASE%/flaky"],
+        ),
+        case(
+            "no retry without flag",
+            &["-w", "%{http_code}", "%BASE%/flaky"],
+        ),
+        case(
+            "parallel",
+            &[
+                "-Z",
+                "-o",
+                "%DIR%/p1",
+                "-o",
+                "%DIR%/p2",
+                "%BASE%/files/p1",
+                "%BASE%/files/p2",
+            ],
+        ),
+        // -Z given in a later group still applies to the whole command line, and each group
+        // keeps its own options under it (output files keep the comparison independent of
+        // the order the transfers finish in; that they overlap is not visible here).
+        case(
+            "parallel with next",
+            &[
+                "-o",
+                "%DIR%/g1",
+                "%BASE%/files/g1",
+                "--next",
+                "-Z",
+                "-d",
+                "k=v",
+                "-o",
+                "%DIR%/g2",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "http 1.0",
+            &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
+        ),
+        case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
+    ]
+}

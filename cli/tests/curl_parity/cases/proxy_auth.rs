@@ -1,0 +1,280 @@
+//! Parity cases: proxy authentication: --proxy-digest, --proxy-anyauth, tunnels' answers,
+//! --anyauth.
+
+use crate::{Case, case};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        // --proxy-digest and --proxy-anyauth: a forward proxy's 407 (this server, with -x)
+        // answered once, the data sent with the answer only; a tunnel's answered by the pool
+        // before the request, through a Digest proxy that keeps its connection after the 407
+        // (%DPROXY%) and one that says `Connection: close` and closes it (%DPROXYC%). Unlike the
+        // server's flags, the proxy's do not override by order: curl ranks them.
+        case(
+            "proxy digest, forward proxy, 2 URLs",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code} %{num_connects}\\n",
+                "http://origin.test/proxy-digest?x=1",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy digest with -i and data",
+            &[
+                "-i",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-d",
+                "hello",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy digest, wrong password",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-digest",
+            ],
+        ),
+        case(
+            "proxy anyauth to a basic-only proxy",
+            &[
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy digest to a basic-only proxy",
+            &[
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy-digest wins over a later proxy-basic",
+            &[
+                "--proxy-digest",
+                "--proxy-basic",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "http://origin.test/proxy-basic",
+            ],
+        ),
+        case(
+            "proxy digest and server digest",
+            &[
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-d",
+                "abc",
+                "-w",
+                " %{http_code}",
+                "http://origin.test/proxy-and-server",
+            ],
+        ),
+        case(
+            "proxy digest through a tunnel",
+            &[
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXY%",
+                "-w",
+                " %{http_code} %{http_connect} %{num_connects}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy anyauth through a tunnel the proxy closes after its 407",
+            &[
+                "-p",
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXYC%",
+                "-w",
+                " %{http_code} %{http_connect} %{num_connects}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        // The proxy's answers to a tunnel's CONNECT come before the response's head in -i,
+        // -I and -D (both the 407 and the 200 after a challenge), count in %{size_header},
+        // and stay out with --suppress-connect-headers; a reused tunnel shows none.
+        case(
+            "-i through a Digest tunnel",
+            &[
+                "-i",
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXY%",
+                "-w",
+                "%{size_header}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "-I through a tunnel the proxy closes after its 407",
+            &[
+                "-I",
+                "-p",
+                "--proxy-anyauth",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXYC%",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "--suppress-connect-headers",
+            &[
+                "-i",
+                "--suppress-connect-headers",
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXY%",
+                "-D",
+                "%DIR%/heads.txt",
+                "-w",
+                "%{size_header}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "-D through a refused tunnel",
+            &[
+                "-s",
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%DPROXY%",
+                "-D",
+                "-",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy digest through a tunnel, wrong password",
+            &[
+                "-p",
+                "--proxy-digest",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%DPROXY%",
+                "-w",
+                "%{http_code} %{http_connect}",
+                "%BASE%/hello",
+            ],
+        ),
+        // --anyauth: Digest where offered, Basic where only Basic is; --basic, --digest and
+        // --anyauth: the last one given wins.
+        case(
+            "anyauth to digest",
+            &[
+                "--anyauth",
+                "-u",
+                "alice:s3cret",
+                "-d",
+                "x",
+                "%BASE%/digest",
+            ],
+        ),
+        case(
+            "anyauth to basic",
+            &[
+                "--anyauth",
+                "-u",
+                "alice:s3cret",
+                "-w",
+                " %{num_connects}",
+                "%BASE%/basic",
+            ],
+        ),
+        case(
+            "digest to a basic-only server",
+            &[
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-w",
+                " %{http_code}",
+                "%BASE%/basic",
+            ],
+        ),
+        case(
+            "basic after digest wins",
+            &["--digest", "--basic", "-u", "alice:s3cret", "%BASE%/basic"],
+        ),
+        case(
+            "digest after basic wins",
+            &["--basic", "--digest", "-u", "alice:s3cret", "%BASE%/digest"],
+        ),
+        case(
+            "digest with the url's user",
+            &["--digest", "http://alice:s3cret@127.0.0.1:%PORT%/digest"],
+        ),
+        case(
+            "digest with -X PUT",
+            &[
+                "--digest",
+                "-u",
+                "alice:s3cret",
+                "-X",
+                "PUT",
+                "-d",
+                "zz",
+                "%BASE%/digest",
+            ],
+        ),
+    ]
+}
