@@ -10,7 +10,7 @@
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
 //! SOCKS proxy (SOCKS5 and SOCKS4) started for the run, `%DPROXY%` and `%DPROXYC%` the URL of
 //! a Digest proxy started for the run (keeping its connection after a `407`, or saying
-//! `Connection: close` and closing it); the `h2c` cases run against an HTTP/2
+//! `Connection: close` and closing it), `%NPROXY%` that of an NTLM proxy; the `h2c` cases run against an HTTP/2
 //! server, `%BASE%` naming it). The cases are listed by area in [`cases`], the routes in
 //! [`routes`]. Cases with `Extra` checks also compare something stderr shows (the order of `-v`
 //! request headers, a warning).
@@ -342,6 +342,12 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         _ => None,
     };
     let dproxy_url = dproxy.as_ref().map_or(String::new(), ScriptedProxy::url);
+    // An NTLM proxy (NTLMv2, password s3cret) for the cases that name one (`%NPROXY%`).
+    let nproxy = match uses("%NPROXY%") {
+        true => Some(ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "s3cret", true).await),
+        false => None,
+    };
+    let nproxy_url = nproxy.as_ref().map_or(String::new(), ScriptedProxy::url);
     let unix = match &_server {
         Some(server) if uses("%UNIX%") => Some(UnixBridge::start(server.addr()).await),
         Some(server) if uses("%ABSTRACT%") => Some(UnixBridge::start_abstract(server.addr()).await),
@@ -382,6 +388,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%UNIX%", &unix_path)
                 .replace("%ABSTRACT%", &abstract_name)
                 .replace("%SOCKS%", &socks_addr)
+                .replace("%NPROXY%", &nproxy_url)
                 .replace("%DPROXYC%", &dproxy_url)
                 .replace("%DPROXY%", &dproxy_url)
         })

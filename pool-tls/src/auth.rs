@@ -7,12 +7,15 @@
 //! once: Digest (RFC 7616: MD5, SHA-256 and SHA-512-256, `qop=auth` and `auth-int`, computed by
 //! the `digest_auth` crate) when a challenge offers it, and with `Any`, Basic when Basic is
 //! all that is offered. These are curl's `--proxy-digest` and `--proxy-anyauth` (and
-//! `--digest`, `--anyauth` for servers).
+//! `--digest`, `--anyauth` for servers). [`AuthScheme::Ntlm`] sends NTLM's negotiate message
+//! with the first request and answers the peer's NTLM challenge with the authenticate message
+//! (curl's `--proxy-ntlm` and `--ntlm`); NTLM authenticates a *connection*, so the answer only
+//! counts on the connection the challenge came on.
 //!
 //! What this module does not do: keep a nonce for later requests (each challenge is answered
-//! anew, one `nc=00000001` each), multi-round schemes (NTLM, Negotiate), or send anything: the
-//! connector answers a tunnel's challenge, and a caller answers a forward proxy's or a server's
-//! (see [`Proxy::answer_challenge`](crate::Proxy::answer_challenge)).
+//! anew, one `nc=00000001` each), Negotiate (Kerberos), or send anything: the connector answers
+//! a tunnel's challenge, and a caller answers a forward proxy's or a server's (see
+//! [`Proxy::answer_challenge`](crate::Proxy::answer_challenge)).
 
 use http::HeaderValue;
 
@@ -28,6 +31,12 @@ pub enum AuthScheme {
     /// The first request goes without credentials; a challenge is answered with Digest when
     /// offered, else with Basic when that is offered (curl's `--proxy-anyauth`).
     Any,
+    /// NTLM: the first request carries the negotiate message, and the peer's `NTLM` challenge
+    /// is answered with the authenticate message, which must go on the same connection
+    /// (curl's `--proxy-ntlm`). NTLMv2 when the challenge offers extended session security
+    /// (every current peer does), NTLMv1 otherwise; a user may name a domain as
+    /// `DOMAIN\user`.
+    Ntlm,
 }
 
 /// The request a challenge refused, which a Digest answer covers.
@@ -47,21 +56,33 @@ pub struct Challenged<'a> {
 pub struct AuthAnswer {
     /// The `Authorization` or `Proxy-Authorization` value, marked sensitive.
     pub value: HeaderValue,
-    /// The scheme that answered: `"Digest"` or `"Basic"`.
+    /// The scheme that answered: `"Digest"`, `"Basic"` or `"NTLM"`.
     pub scheme: &'static str,
 }
 
 impl AuthScheme {
-    /// Whether the first request goes without credentials, waiting for a challenge.
+    /// Whether a challenge is waited for and answered: the first request goes without
+    /// credentials (Digest, Any) or with NTLM's negotiate message, which draws the challenge.
     pub fn waits_for_challenge(self) -> bool {
         self != AuthScheme::Basic
+    }
+
+    /// What the first request carries before any challenge, as `user` with `password`:
+    /// Basic's credentials, NTLM's negotiate message (which names nobody), or nothing.
+    pub fn upfront(self, (user, password): (&str, &str)) -> Option<HeaderValue> {
+        match self {
+            AuthScheme::Basic => Some(basic(user, password)),
+            AuthScheme::Ntlm => Some(crate::ntlm::negotiate()),
+            AuthScheme::Digest | AuthScheme::Any => None,
+        }
     }
 
     /// The answer to the challenges among `challenges` (the values of a response's
     /// `Proxy-Authenticate` or `WWW-Authenticate`), for `request`, as `user` with `password`:
     /// Digest when a challenge offers it and this scheme answers Digest, else Basic when one
     /// offers Basic and this scheme is [`Any`](AuthScheme::Any) or
-    /// [`Basic`](AuthScheme::Basic). `None` when nothing offered can be answered.
+    /// [`Basic`](AuthScheme::Basic); for [`Ntlm`](AuthScheme::Ntlm), the authenticate message
+    /// for an `NTLM` challenge. `None` when nothing offered can be answered.
     pub fn answer<'h>(
         self,
         challenges: impl IntoIterator<Item = &'h HeaderValue>,
@@ -96,10 +117,22 @@ impl AuthScheme {
                 .any(|value| is_scheme(value, "basic"))
                 .then(|| (basic(user, password), "Basic"))
         };
+        let ntlm = || {
+            offered
+                .iter()
+                .find_map(|value| crate::ntlm::Challenge::from_header(value))
+                .map(|challenge| {
+                    (
+                        crate::ntlm::authenticate(&challenge, (user, password)),
+                        "NTLM",
+                    )
+                })
+        };
         let (mut value, scheme) = match self {
             AuthScheme::Digest => digest(),
             AuthScheme::Any => digest().or_else(basic),
             AuthScheme::Basic => basic(),
+            AuthScheme::Ntlm => ntlm(),
         }?;
         value.set_sensitive(true);
         Some(AuthAnswer { value, scheme })
@@ -128,17 +161,6 @@ fn is_scheme(value: &str, scheme: &str) -> bool {
 
 /// Standard base64 (RFC 4648 section 4) with `=` padding.
 pub(crate) fn base64_encode(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let group = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(group >> (18 - 6 * i)) as usize & 63] as char);
-        }
-        for _ in chunk.len()..3 {
-            out.push('=');
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(input)
 }

@@ -77,6 +77,7 @@ mod happy_eyeballs;
 mod hickory;
 mod io;
 mod no_proxy;
+mod ntlm;
 mod pin;
 mod proxy_config;
 mod proxy_protocol;

@@ -175,14 +175,10 @@ impl Proxy {
     }
 
     /// The `Proxy-Authorization` a `CONNECT` or forwarded request carries before any
-    /// challenge: Basic when the proxy has credentials and [`AuthScheme::Basic`] presents
-    /// them, else none.
+    /// challenge, when the proxy has credentials: Basic's ([`AuthScheme::Basic`]), NTLM's
+    /// negotiate message ([`AuthScheme::Ntlm`]), else none.
     pub fn upfront_authorization(&self) -> Option<HeaderValue> {
-        if self.auth.waits_for_challenge() {
-            None
-        } else {
-            self.basic_auth()
-        }
+        self.auth.upfront(self.credentials()?)
     }
 
     /// The `User-Agent` of this proxy's `CONNECT` requests, if one is set.

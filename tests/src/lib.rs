@@ -50,6 +50,7 @@ pub mod h2frames;
 pub mod h2settings;
 mod h2wire;
 pub mod io;
+pub mod ntlm;
 pub mod ocsp;
 pub mod proxy;
 pub mod refused;

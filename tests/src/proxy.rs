@@ -1,7 +1,8 @@
 //! A scripted HTTP proxy on loopback: `CONNECT` tunnels (accepted, refused with a status, or
 //! closed right after accepting) and forward requests (answered by the proxy itself, as the
 //! origin would be), with an optional credential requirement: an exact `Proxy-Authorization`
-//! (Basic), or a Digest answer to its own challenge, checked. It records what it received.
+//! (Basic), or a Digest or NTLM answer to its own challenge, checked. It records what it
+//! received.
 //!
 //! What it does not do: forward absolute-form requests to a real origin, cache, or speak
 //! HTTP/2 to clients.
@@ -11,6 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::ntlm;
 
 /// What the proxy does with a `CONNECT`.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +58,11 @@ enum Guard {
         password: Arc<str>,
         keep_open: bool,
     },
+    /// NTLM: a negotiate message draws the challenge ([`crate::ntlm::challenge`], NTLMv2's when
+    /// `v2`), and an authenticate message that answers it with `password`, on the connection
+    /// the challenge went out on, is let through; a `407` otherwise, and the connection stays
+    /// open (NTLM's answer must come on it).
+    Ntlm { password: Arc<str>, v2: bool },
 }
 
 /// The realm of the proxy's Digest challenge.
@@ -109,6 +117,17 @@ impl ScriptedProxy {
             user: user.into(),
             password: password.into(),
             keep_open,
+        };
+        ScriptedProxy::start_with(script, guard, None).await
+    }
+
+    /// Like [`start`](Self::start), but requests must authenticate with NTLM, answering the
+    /// proxy's challenge (NTLMv2's when `v2`, else NTLMv1's) with `password` on the connection
+    /// it went out on.
+    pub async fn start_ntlm(script: ConnectScript, password: &str, v2: bool) -> ScriptedProxy {
+        let guard = Guard::Ntlm {
+            password: password.into(),
+            v2,
         };
         ScriptedProxy::start_with(script, guard, None).await
     }
@@ -222,6 +241,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     credentials: Guard,
     seen: Arc<Mutex<Seen>>,
 ) {
+    // NTLM: whether this connection carried a negotiate message, so its challenge went out.
+    let mut negotiated = false;
     while let Some(head) = read_head(&mut io).await {
         let line = head.lines().next().unwrap_or_default().to_owned();
         let request = ProxyRequest {
@@ -243,7 +264,21 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 .proxy_authorization
                 .as_deref()
                 .is_some_and(|answer| digest_matches(answer, method, target, user, password)),
+            Guard::Ntlm { password, v2 } => {
+                let message = request
+                    .proxy_authorization
+                    .as_deref()
+                    .and_then(ntlm::message);
+                negotiated
+                    && matches!(message, Some((3, m)) if ntlm::verify(&m, *v2, password).is_some())
+            }
         };
+        let negotiating = matches!(&credentials, Guard::Ntlm { .. })
+            && request
+                .proxy_authorization
+                .as_deref()
+                .and_then(ntlm::message)
+                .is_some_and(|(kind, _)| kind == 1);
         seen.lock().unwrap().requests.push(request);
         if !authorized {
             let (challenge, keep_open) = match &credentials {
@@ -254,8 +289,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     ),
                     *keep_open,
                 ),
+                Guard::Ntlm { v2, .. } if negotiating => (ntlm::challenge(*v2), true),
+                Guard::Ntlm { .. } => ("NTLM".to_owned(), true),
                 _ => ("Basic realm=\"test\"".to_owned(), false),
             };
+            negotiated = negotiating;
             let body = "authenticate first";
             let close = if keep_open {
                 ""

@@ -368,6 +368,119 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
     }
 }
 
+/// A proxy that authenticates with NTLM (`AuthScheme::Ntlm`): the tunnel's first `CONNECT`
+/// carries the negotiate message, the `407`'s challenge is answered with the authenticate
+/// message on the same connection (the proxy checks both, and that the answer came on the
+/// challenge's connection), NTLMv2 or NTLMv1 as the challenge asks, with a domain in the user
+/// name. A wrong password ends in the proxy's second `407`, with nothing left counted.
+#[tokio::test]
+async fn an_ntlm_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_connection() {
+    let pki = TestPki::new();
+    let server = tls_h2_origin(&pki, "tunnelled").await;
+    let url = server.url("/");
+    for v2 in [true, false] {
+        let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", v2).await;
+        let config = ProxyConfig::new()
+            .all(Proxy::parse(&proxy.url()).unwrap())
+            .with_credentials("CORP\\u", "secret")
+            .with_auth(AuthScheme::Ntlm);
+        let pool = ConnectionPool::builder()
+            .native_roots(false)
+            .add_root_certificates_pem(pki.ca_pem())
+            .proxy(config, false)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+            .await
+            .expect("in time");
+        assert_eq!(body, "tunnelled", "v2 {v2}");
+        let requests = proxy.requests();
+        assert_eq!(requests.len(), 2);
+        let kinds: Vec<_> = requests
+            .iter()
+            .map(|r| {
+                let value = r.proxy_authorization.as_deref().unwrap_or_default();
+                pool_tests::ntlm::message(value).map(|(kind, _)| kind)
+            })
+            .collect();
+        assert_eq!(kinds, [Some(1), Some(3)], "negotiate, then authenticate");
+        assert_eq!(proxy.connections(), 1);
+        let (_, answer) = requests[1]
+            .proxy_authorization
+            .as_deref()
+            .and_then(pool_tests::ntlm::message)
+            .expect("an authenticate message");
+        let who = pool_tests::ntlm::verify(&answer, v2, "secret");
+        let version = if v2 { 2 } else { 1 };
+        assert_eq!(
+            who.as_deref(),
+            Some(format!("CORP\\u from WORKSTATION, v{version}").as_str())
+        );
+        drop(pool);
+    }
+
+    // A wrong password: the answer is refused and not tried again.
+    let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", true).await;
+    let config = ProxyConfig::new()
+        .all(Proxy::parse(&proxy.url()).unwrap())
+        .with_credentials("u", "wrong")
+        .with_auth(AuthScheme::Ntlm);
+    let pool = ConnectionPool::builder()
+        .proxy(config, false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(&url)))
+        .await
+        .expect("in time")
+        .expect_err("refused");
+    assert!(error.is_proxy_auth(), "{error}");
+    assert_eq!(error.proxy_status(), Some(407));
+    assert_eq!(proxy.requests().len(), 2);
+    assert!(
+        error
+            .proxy_challenge()
+            .is_some_and(|c| c.contains("NTLM TlRMTVNTUAAC")),
+        "the challenge is kept"
+    );
+    assert_eq!(
+        pool.stats(&origin(&url)).total(),
+        pool::PartitionStats::default()
+    );
+}
+
+/// `AuthScheme::upfront` and `answer` for a caller that speaks NTLM to a server itself: the
+/// negotiate message first, the authenticate message for a `401`'s challenge, none for a
+/// response that offers no NTLM challenge.
+#[test]
+fn ntlm_s_messages_for_a_caller() {
+    let negotiate = AuthScheme::Ntlm
+        .upfront(("u", "p"))
+        .expect("a negotiate message");
+    assert_eq!(
+        pool_tests::ntlm::message(negotiate.to_str().unwrap()).map(|(kind, _)| kind),
+        Some(1)
+    );
+    assert_eq!(AuthScheme::Digest.upfront(("u", "p")), None);
+    let challenge = http::HeaderValue::from_str(&pool_tests::ntlm::challenge(true)).unwrap();
+    let request = Challenged {
+        method: "GET",
+        target: "/",
+        body: b"",
+    };
+    let answer = AuthScheme::Ntlm
+        .answer([&challenge], request, ("u", "p"))
+        .expect("an answer");
+    assert_eq!(answer.scheme, "NTLM");
+    assert!(answer.value.is_sensitive());
+    let (kind, message) = pool_tests::ntlm::message(answer.value.to_str().unwrap()).unwrap();
+    assert_eq!(kind, 3);
+    assert!(pool_tests::ntlm::verify(&message, true, "p").is_some());
+    let bare = http::HeaderValue::from_static("NTLM");
+    assert_eq!(AuthScheme::Ntlm.answer([&bare], request, ("u", "p")), None);
+}
+
 /// Through a forward proxy that answers Digest, the pool sends no credentials and the `407` is
 /// the request's response; `Proxy::answer_challenge` answers it and the same request, sent
 /// again with that `Proxy-Authorization`, passes (the pool does not replace it).

@@ -306,18 +306,18 @@ impl Composed {
         Some(format!("Server auth using {scheme} with user '{user}'"))
     }
 
-    /// With `--ntlm`, the user the first request of a URL negotiates as (`-u`'s, else the
-    /// URL's `credentials`); `None` otherwise.
+    /// With `--ntlm`, the user and password the first request of a URL negotiates as (`-u`'s,
+    /// else the URL's `credentials`); `None` otherwise.
     pub(crate) fn ntlm_user<'a>(
         &'a self,
         credentials: Option<&'a (String, String)>,
-    ) -> Option<&'a str> {
+    ) -> Option<(&'a str, &'a str)> {
         let challenged = self.challenged.as_ref().filter(|c| c.ntlm)?;
         challenged
             .user
             .as_ref()
             .or(credentials)
-            .map(|(user, _)| user.as_str())
+            .map(|(user, password)| (user.as_str(), password.as_str()))
     }
 
     /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
@@ -345,7 +345,7 @@ pub(crate) struct Challenged {
     /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
     pub(crate) any: bool,
     /// `--ntlm`: the first request carries NTLM's negotiate message and the challenge is
-    /// NTLM's ([`super::ntlm`]).
+    /// NTLM's ([`pool::AuthScheme::Ntlm`]).
     pub(crate) ntlm: bool,
 }
 

@@ -26,7 +26,7 @@
 //! command line), [`invocation`] (its groups and the order of transfers), [`compose`],
 //! [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
 //! [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is printed), [`exit`]
-//! (curl's exit codes), [`sigv4`] (`--aws-sigv4`), [`doh`] (`--doh-url`), [`ntlm`] (`--ntlm`). What this mode does not do: curl's default
+//! (curl's exit codes), [`sigv4`] (`--aws-sigv4`), [`doh`] (`--doh-url`). What this mode does not do: curl's default
 //! progress meter, authentication other than Basic, Digest, NTLM, Bearer and AWS Signature Version 4,
 //! protocols other than HTTP(S) (see [`args::unsupported`]
 //! for the flags it deliberately refuses).
@@ -65,7 +65,6 @@ mod hsts;
 mod invocation;
 mod netrc;
 mod next;
-mod ntlm;
 mod output;
 mod pace;
 mod pinned_key;

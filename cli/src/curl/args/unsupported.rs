@@ -71,7 +71,6 @@ const FLAGS: &[Unsupported] = &[
     flag("--tlspassword", None, "no TLS-SRP"),
     // Proxies.
     flag("--proxy-negotiate", None, PROXY_AUTH),
-    flag("--proxy-ntlm", None, PROXY_AUTH),
     flag("--proxy-service-name", None, PROXY_AUTH),
     flag("--proxy-tlsauthtype", None, PROXY_TLS),
     flag("--proxy-tlspassword", None, PROXY_TLS),
@@ -112,7 +111,8 @@ const OTHER_PROTOCOLS: &str = "an option of curl's other protocols; HTTP and HTT
 /// The reason of TLS options rustls or the pool has no setting for.
 const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 /// The reason of proxy authentication options.
-const PROXY_AUTH: &str = "proxy authentication is Basic or Digest only (-U, --proxy-digest)";
+const PROXY_AUTH: &str =
+    "proxy authentication is Basic, Digest or NTLM only (-U, --proxy-digest, --proxy-ntlm)";
 /// The reason of authentication schemes other than Basic and Digest.
 const HTTP_AUTH: &str = "Basic (-u), Digest (--digest) and NTLM (--ntlm) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.

@@ -16,7 +16,7 @@
 //!
 //! `--ntlm` follows the same steps with one difference: its first request already carries
 //! NTLM's negotiate message, and the challenge it draws is answered with the authenticate
-//! message ([`super::super::ntlm`]). NTLM authenticates the connection, so the answer must
+//! message ([`pool::AuthScheme::Ntlm`]). NTLM authenticates the connection, so the answer must
 //! go on the connection the challenge came on: the challenge's body is read to its end first,
 //! and curl mode's requests are HTTP/1.1 under `--ntlm`, so the pool hands the same idle
 //! connection to the answer (one transfer at a time; with `-Z` a parallel transfer to the same
@@ -25,11 +25,11 @@
 //! What this module does not do: keep a nonce for later URLs (each URL is challenged anew, as
 //! with curl's command line across transfers).
 
-use http::header::{HeaderValue, WWW_AUTHENTICATE};
+use http::header::WWW_AUTHENTICATE;
 use http::{HeaderMap, Uri};
 
+use super::super::Session;
 use super::super::request::Hop;
-use super::super::{Session, ntlm};
 use super::{HopState, Next};
 
 /// The challenges the next request of a transfer may draw and answer.
@@ -93,11 +93,13 @@ impl Session {
         match status.as_u16() {
             401 => {
                 let user = pending.server?;
-                if self.composed.challenged.as_ref().is_some_and(|c| c.ntlm) {
-                    return ntlm_answer(headers, user);
-                }
-                let any = self.composed.challenged.as_ref().is_some_and(|c| c.any);
-                let answer = server_answer(headers, request, user, any)?;
+                let challenged = self.composed.challenged.as_ref();
+                let scheme = match challenged.map(|c| (c.ntlm, c.any)) {
+                    Some((true, _)) => pool::AuthScheme::Ntlm,
+                    Some((_, true)) => pool::AuthScheme::Any,
+                    _ => pool::AuthScheme::Digest,
+                };
+                let answer = scheme.answer(headers.get_all(WWW_AUTHENTICATE), request, user)?;
                 Some(Answered {
                     next: Next::Authenticate(answer.value),
                     info: format!("Server auth using {} with user '{}'", answer.scheme, user.0),
@@ -127,50 +129,14 @@ impl Session {
     }
 }
 
-/// The answer to a server's challenges among `headers` (`WWW-Authenticate`) for `request`, as
-/// `--ntlm`: the authenticate message for the NTLM challenge among `headers`, as `user`;
-/// `None` when the `401` carries none (the response then stands).
-fn ntlm_answer(headers: &HeaderMap, user: (&str, &str)) -> Option<Answered> {
-    let challenge = headers
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find_map(ntlm::Challenge::from_header)?;
-    let identity = ntlm::Identity {
-        user: user.0,
-        password: user.1,
-        workstation: ntlm::WORKSTATION,
-    };
-    let answer = HeaderValue::from_str(&ntlm::authenticate(&challenge, identity)).ok()?;
-    Some(Answered {
-        next: Next::Authenticate(answer),
-        info: format!("Server auth using NTLM with user '{}'", user.0),
-    })
-}
-
-/// `user`: Digest, or with `any` (`--anyauth`) Basic when that is all that is offered.
-fn server_answer(
-    headers: &HeaderMap,
-    request: pool::Challenged<'_>,
-    user: (&str, &str),
-    any: bool,
-) -> Option<pool::AuthAnswer> {
-    let scheme = if any {
-        pool::AuthScheme::Any
-    } else {
-        pool::AuthScheme::Digest
-    };
-    scheme.answer(headers.get_all(WWW_AUTHENTICATE), request, user)
-}
-
 #[cfg(test)]
 mod tests {
     use http::{HeaderValue, Method};
 
     use super::*;
 
-    /// [`server_answer`] for a `method` request to `uri` with `body`: the value and the
-    /// scheme's name.
+    /// The answer of `--digest` (or with `any`, `--anyauth`) to the challenges among
+    /// `headers`, for a `method` request to `uri` with `body`: the value and the scheme's name.
     fn answer(
         headers: &HeaderMap,
         method: &Method,
@@ -184,7 +150,14 @@ mod tests {
             target: uri.path_and_query().map_or("/", |p| p.as_str()),
             body,
         };
-        server_answer(headers, request, user, any).map(|answer| (answer.value, answer.scheme))
+        let scheme = if any {
+            pool::AuthScheme::Any
+        } else {
+            pool::AuthScheme::Digest
+        };
+        scheme
+            .answer(headers.get_all(WWW_AUTHENTICATE), request, user)
+            .map(|answer| (answer.value, answer.scheme))
     }
 
     /// RFC 7616 §3.9.1's example, MD5 with `qop=auth`: the response depends on the client's

@@ -10,7 +10,7 @@ use http::Uri;
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
 use super::super::exit::CurlError;
-use super::super::{Session, ntlm, request, sigv4};
+use super::super::{Session, request, sigv4};
 use super::HopState;
 use super::send::Target;
 use crate::curl::request::Hop;
@@ -68,8 +68,8 @@ impl Session {
         }
         if let Some(user) = self.composed.ntlm_user(state.credentials.as_ref()) {
             return Ok(Credentials {
-                authorization: Some(ntlm::negotiate()),
-                note: Some(format!("Server auth using NTLM with user '{user}'")),
+                authorization: pool::AuthScheme::Ntlm.upfront(user),
+                note: Some(format!("Server auth using NTLM with user '{}'", user.0)),
                 signed_date: None,
             });
         }

@@ -276,5 +276,63 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/digest",
             ],
         ),
+        // --proxy-ntlm: a tunnel's CONNECT negotiates and answers the challenge on the same
+        // connection (the NTLM proxy checks it); a forward proxy's 407 (this server, with -x)
+        // is answered by the transfer; --proxy-anyauth wins over it whatever the order.
+        case(
+            "proxy ntlm through a tunnel, 2 URLs",
+            &[
+                "-p",
+                "--proxy-ntlm",
+                "-U",
+                "CORP\\alice:s3cret",
+                "-x",
+                "%NPROXY%",
+                "-w",
+                " %{http_code} %{http_connect} %{num_connects}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy ntlm through a tunnel, a wrong password",
+            &[
+                "-p",
+                "--proxy-ntlm",
+                "-U",
+                "alice:wrong",
+                "-x",
+                "%NPROXY%",
+                "-w",
+                " %{http_code} %{http_connect}\\n",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy ntlm, forward proxy",
+            &[
+                "--proxy-ntlm",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%BASE%",
+                "-d",
+                "a=1",
+                "http://origin.test/proxy-ntlm",
+            ],
+        ),
+        case(
+            "proxy anyauth wins over proxy ntlm",
+            &[
+                "-p",
+                "--proxy-anyauth",
+                "--proxy-ntlm",
+                "-U",
+                "alice:s3cret",
+                "-x",
+                "%DPROXY%",
+                "%BASE%/hello",
+            ],
+        ),
     ]
 }

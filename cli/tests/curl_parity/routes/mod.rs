@@ -205,8 +205,9 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/echo-body" => echo_body(req),
         "/sigv4" => sigv4::check(req),
         "/dns-query" => doh::answer(req),
-        "/ntlm" => ntlm::answer(req, false),
-        "/ntlm2" => ntlm::answer(req, true),
+        "/ntlm" => ntlm::answer(req, false, ntlm::Asker::Server),
+        "/ntlm2" => ntlm::answer(req, true, ntlm::Asker::Server),
+        "/proxy-ntlm" => ntlm::answer(req, true, ntlm::Asker::Proxy),
         "/sigv4-redirect" => Reply::new(302).header("location", "/sigv4?after=redirect"),
         p if p.starts_with("/echo") => echo(req),
         // `OPTIONS *` (--request-target '*').

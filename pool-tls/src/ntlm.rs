@@ -1,14 +1,15 @@
-//! `--ntlm`: NTLM authentication with the server (MS-NLMP's messages over HTTP), as curl 7.88
-//! built on OpenSSL does it.
+//! NTLM's messages (MS-NLMP) for [`AuthScheme::Ntlm`](crate::AuthScheme::Ntlm), laid out as
+//! curl 7.88 built on OpenSSL lays them out, so that a proxy or server that accepts curl's
+//! `--proxy-ntlm` and `--ntlm` accepts these.
 //!
 //! NTLM authenticates a connection, not a request, in three messages:
 //!
-//! 1. the request carries `Authorization: NTLM <negotiate>`, a fixed message, and no data
-//!    (`Content-Length: 0` for a POST, as with `--digest`);
-//! 2. the server answers `401` with `WWW-Authenticate: NTLM <challenge>`: its flags, an
-//!    8-byte nonce and, usually, target information;
-//! 3. the same request goes again **on the same connection** with `Authorization: NTLM
-//!    <authenticate>` and its data; what that gets is the transfer's response.
+//! 1. the request (a `CONNECT`, or a request to a server) carries `NTLM <negotiate>`, a fixed
+//!    message ([`negotiate`]);
+//! 2. the peer answers `407` (or `401`) with `NTLM <challenge>`: its flags, an 8-byte nonce
+//!    and, usually, target information ([`Challenge`]);
+//! 3. the same request goes again **on the same connection** with `NTLM <authenticate>`
+//!    ([`authenticate`]); what that gets is the answer.
 //!
 //! The authenticate message answers the nonce as curl answers it: NTLMv2 when the challenge
 //! offers extended session security (the "NTLM2 key" flag, which every current server sets):
@@ -22,6 +23,9 @@
 //!
 //! The hashes come from the RustCrypto crates (`md4`, `des`, `md-5`, `hmac`); the messages are
 //! laid out here, since no maintained crate writes them without a whole SSPI stack.
+//!
+//! What this module does not do: sign or seal messages (HTTP's NTLM authenticates the
+//! connection and nothing more), or keep a connection's authentication for later requests.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -120,20 +124,9 @@ impl Challenge {
     }
 }
 
-/// Who answers a challenge.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Identity<'a> {
-    /// `user`, `DOMAIN\user` or `DOMAIN/user`.
-    pub(crate) user: &'a str,
-    /// The password.
-    pub(crate) password: &'a str,
-    /// The workstation's name ([`WORKSTATION`]).
-    pub(crate) workstation: &'a str,
-}
-
-/// The authenticate message's header value (`NTLM <base64>`) answering `challenge` as
-/// `identity`, with fresh random bytes and the time now for NTLMv2.
-pub(crate) fn authenticate(challenge: &Challenge, identity: Identity<'_>) -> String {
+/// The authenticate message's header value (`NTLM <base64>`, marked sensitive) answering
+/// `challenge` as `user` with `password`, with fresh random bytes and the time now for NTLMv2.
+pub(crate) fn authenticate(challenge: &Challenge, (user, password): (&str, &str)) -> HeaderValue {
     let mut client = [0u8; 8];
     // A failing random source leaves zeros, which only weakens this one answer.
     let _ = getrandom::fill(&mut client);
@@ -141,27 +134,26 @@ pub(crate) fn authenticate(challenge: &Challenge, identity: Identity<'_>) -> Str
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
         + EPOCH_1601;
-    header(&authenticate_message(
-        challenge,
-        identity,
-        client,
-        since_1601 * 10_000_000,
-    ))
+    let message =
+        authenticate_message(challenge, (user, password), client, since_1601 * 10_000_000);
+    let mut value = HeaderValue::from_str(&header(&message)).expect("base64 is a header value");
+    value.set_sensitive(true);
+    value
 }
 
 /// The authenticate message, with the client's 8 random bytes and the time in tenths of a
 /// microsecond since 1601 given (NTLMv2 only uses them).
 fn authenticate_message(
     challenge: &Challenge,
-    identity: Identity<'_>,
+    (user, password): (&str, &str),
     client: [u8; 8],
     timestamp: u64,
 ) -> Vec<u8> {
-    let (domain, user) = match identity.user.find(['\\', '/']) {
-        Some(at) => (&identity.user[..at], &identity.user[at + 1..]),
-        None => ("", identity.user),
+    let (domain, user) = match user.find(['\\', '/']) {
+        Some(at) => (&user[..at], &user[at + 1..]),
+        None => ("", user),
     };
-    let nt_hash = nt_hash(identity.password);
+    let nt_hash = nt_hash(password);
     let mut flags = challenge.flags;
     let (lm, nt) = if flags & EXTENDED_SECURITY != 0 {
         let key = ntlmv2_hash(&nt_hash, user, domain);
@@ -178,7 +170,7 @@ fn authenticate_message(
         (lm, nt)
     } else {
         flags &= !EXTENDED_SECURITY;
-        let lm = des_response(&lm_hash(identity.password), &challenge.nonce);
+        let lm = des_response(&lm_hash(password), &challenge.nonce);
         let nt = des_response(&nt_hash, &challenge.nonce);
         (lm.to_vec(), nt.to_vec())
     };
@@ -190,7 +182,7 @@ fn authenticate_message(
             s.as_bytes().to_vec()
         }
     };
-    let payload = [lm, nt, text(domain), text(user), text(identity.workstation)];
+    let payload = [lm, nt, text(domain), text(user), text(WORKSTATION)];
     let mut message = Vec::with_capacity(64 + payload.iter().map(Vec::len).sum::<usize>());
     message.extend_from_slice(SIGNATURE);
     message.extend_from_slice(&3u32.to_le_bytes());
@@ -299,7 +291,7 @@ fn hmac_md5(key: &[u8], parts: &[&[u8]]) -> [u8; 16] {
 
 /// The workstation every authenticate message names: curl 7.88 sends this rather than the
 /// machine's name, which NTLM would otherwise give away.
-pub(crate) const WORKSTATION: &str = "WORKSTATION";
+const WORKSTATION: &str = "WORKSTATION";
 
 #[cfg(test)]
 mod tests {
@@ -354,11 +346,7 @@ mod tests {
             nonce: NONCE,
             target_info,
         };
-        let identity = Identity {
-            user: "Domain\\User",
-            password: "Password",
-            workstation: "COMPUTER",
-        };
+        let identity = ("Domain\\User", "Password");
         let message = authenticate_message(&challenge, identity, CLIENT, 0);
         let lm = &message[64..88];
         assert_eq!(hex(lm), "86c35097ac9cec102554764a57cccc19aaaaaaaaaaaaaaaa");
@@ -373,11 +361,7 @@ mod tests {
             nonce: NONCE,
             target_info: Vec::new(),
         };
-        let identity = Identity {
-            user: "Domain/User",
-            password: "Password",
-            workstation: "HOST",
-        };
+        let identity = ("Domain/User", "Password");
         let m = authenticate_message(&challenge, identity, CLIENT, 0);
         assert_eq!(&m[..12], b"NTLMSSP\0\x03\0\0\0");
         let field = |at: usize| {
@@ -396,7 +380,7 @@ mod tests {
         let utf16 = |s: &str| s.bytes().flat_map(|b| [b, 0]).collect::<Vec<_>>();
         assert_eq!(field(28), utf16("Domain"));
         assert_eq!(field(36), utf16("User"));
-        assert_eq!(field(44), utf16("HOST"));
+        assert_eq!(field(44), utf16("WORKSTATION"));
         assert_eq!(field(52), b"");
         // NTLMv1 clears the extended security flag it did not use.
         let flags = u32::from_le_bytes(m[60..64].try_into().unwrap());
