@@ -39,6 +39,10 @@
 //!   `-p --proxy-anyauth` through `CONNECT`, wrong passwords both ways, and `poolcurl load`
 //!   through Digest tunnels, one challenge per connection in httpd's log (`apache.rs`); one
 //!   "skip" row without httpd.
+//! * **Squid requiring NTLM** (`ntlm_fake_auth`) in front of that nginx, beside curl:
+//!   `--proxy-ntlm` forwarded and through a tunnel to TLS h2, no credentials, and `poolcurl
+//!   load` through NTLM tunnels, one authenticated tunnel per connection in Squid's log
+//!   (`squid.rs`).
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -70,6 +74,7 @@ mod process;
 mod proxy;
 mod report;
 mod socks;
+mod squid;
 mod stapling;
 mod streams;
 
@@ -94,6 +99,7 @@ use process::*;
 use proxy::*;
 use report::*;
 use socks::*;
+use squid::*;
 use stapling::*;
 use streams::*;
 
@@ -161,6 +167,11 @@ fn main() -> ExitCode {
             &poolcurl,
             origin.clone(),
             &tmp.path().join("socks"),
+        ));
+        rows.extend(squid_checks(
+            &poolcurl,
+            origin.clone(),
+            &tmp.path().join("squid"),
         ));
         rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));

@@ -1,0 +1,210 @@
+//! NTLM through a proxy nobody here wrote: Squid with its `ntlm_fake_auth` helper, which runs
+//! NTLM's whole exchange (negotiate, challenge, authenticate, on one connection) and accepts
+//! any user's answer, to the nginx of the other checks. It checks the pool's
+//! `AuthScheme::Ntlm` (`--proxy-ntlm`) against a real proxy's NTLM state machine; the answer's
+//! cryptography is checked by the pool's tests against MS-NLMP's values and a server that
+//! verifies it.
+//!
+//! * Beside curl, the same stdout and exit code: a forward request on two URLs, a `CONNECT`
+//!   tunnel to TLS with ALPN h2, and no credentials (the `407` is the response).
+//! * `poolcurl load -n 200 -c 8` through NTLM tunnels to h2: every connection the pool made is
+//!   one `TCP_TUNNEL/200` line in Squid's access log, authenticated (a user named).
+//!
+//! Without Squid, its helper or curl, these checks are one "skip" row. `.ci/run` installs
+//! Debian's `squid`.
+
+use super::*;
+
+/// The checks, in table order.
+const CHECKS: [&str; 4] = [
+    "curl vs poolcurl via squid NTLM, forward, 2 URLs",
+    "curl vs poolcurl via squid NTLM, CONNECT to TLS h2",
+    "curl vs poolcurl via squid NTLM, no credentials: 407",
+    "squid NTLM CONNECT h2, -n 200 -c 8",
+];
+
+/// Where Debian installs Squid's NTLM helper that accepts any credentials.
+const FAKE_AUTH: &str = "/usr/lib/squid/ntlm_fake_auth";
+
+/// Squid's configuration: loopback only, no cache, NTLM required for everything, any port.
+const SQUID_CONF: &str = "http_port 127.0.0.1:PORT
+pid_filename DIR/squid.pid
+cache_log DIR/cache.log
+access_log DIR/access.log
+coredump_dir DIR
+cache deny all
+pinger_enable off
+shutdown_lifetime 0 seconds
+auth_param ntlm program HELPER
+auth_param ntlm children 4
+acl authed proxy_auth REQUIRED
+http_access allow authed
+http_access deny all
+";
+
+pub(crate) fn squid_checks(
+    poolcurl: &Path,
+    origin: Result<Origin, String>,
+    dir: &Path,
+) -> Vec<Row> {
+    let helper = Path::new(FAKE_AUTH);
+    let (Some(squid), Some(curl), true) =
+        (find_binary("squid"), find_binary("curl"), helper.is_file())
+    else {
+        return vec![Row::skipped(
+            "skipped: squid, its ntlm_fake_auth or curl".into(),
+            Some("the NTLM proxy checks need squid (with /usr/lib/squid/ntlm_fake_auth) and curl"),
+        )];
+    };
+    let names = announce(CHECKS);
+    let started = origin.and_then(|origin| {
+        let [port] = free_ports::<1>()?;
+        let server = start_squid(&squid, dir, helper, port)?;
+        Ok((server, port, origin))
+    });
+    let (_server, port, origin) = match started {
+        Ok(started) => started,
+        Err(e) => return names.map(|n| Row::broken(n, &e)).into(),
+    };
+    let [forward, tunnel, bare, load] = names;
+    let proxy = format!("http://127.0.0.1:{port}");
+    let http = format!("http://127.0.0.1:{}/", origin.http);
+    let https = format!("https://localhost:{}/", origin.tls);
+    let ca = origin.ca.display().to_string();
+    let ntlm = [
+        "-s",
+        "-x",
+        proxy.as_str(),
+        "--proxy-ntlm",
+        "-U",
+        "alice:any",
+    ];
+    let two = [
+        &ntlm[..],
+        &["-w", " %{http_code} %{num_connects}", &http, &http],
+    ]
+    .concat();
+    let tls = [
+        &ntlm[..],
+        &[
+            "-w",
+            " %{http_code} %{http_connect} %{http_version}",
+            "--cacert",
+            &ca,
+            &https,
+        ],
+    ]
+    .concat();
+    let rows = vec![
+        beside_curl(forward, &curl, poolcurl, &two),
+        beside_curl(tunnel, &curl, poolcurl, &tls),
+        beside_curl(
+            bare,
+            &curl,
+            poolcurl,
+            &[
+                "-s",
+                "-x",
+                &proxy,
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &http,
+            ],
+        ),
+        load_through_ntlm(poolcurl, load, dir, &proxy, &ca, &https),
+    ];
+    rows
+}
+
+/// Writes the configuration and starts Squid in the foreground (`-N`), waiting until it
+/// listens. Squid drops to its own user, so its directory is open to it.
+fn start_squid(squid: &Path, dir: &Path, helper: &Path, port: u16) -> Result<Server, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
+        .map_err(|e| format!("open {} to squid's user: {e}", dir.display()))?;
+    let conf = dir.join("squid.conf");
+    let text = SQUID_CONF
+        .replace("PORT", &port.to_string())
+        .replace("DIR", &dir.display().to_string())
+        .replace("HELPER", &helper.display().to_string());
+    std::fs::write(&conf, text).map_err(|e| format!("write {}: {e}", conf.display()))?;
+    let mut cmd = Command::new(squid);
+    cmd.arg("-f").arg(&conf).arg("-N");
+    let log = dir.join("squid.out");
+    let mut server = Server::start("squid", cmd, log.clone(), &log)?;
+    server.wait_ready(&[port])?;
+    Ok(server)
+}
+
+/// `poolcurl load` through Squid's NTLM tunnels to `https`: every connection the pool made
+/// must be one authenticated `TCP_TUNNEL/200` in the access log.
+fn load_through_ntlm(
+    poolcurl: &Path,
+    check: String,
+    dir: &Path,
+    proxy: &str,
+    ca: &str,
+    https: &str,
+) -> Row {
+    let access = dir.join("access.log");
+    let tunnels = || {
+        std::fs::read_to_string(&access)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("TCP_TUNNEL/200") && !l.contains(" - HIER_"))
+            .count() as u64
+    };
+    let before = tunnels();
+    let args: Vec<String> = [
+        "-x",
+        proxy,
+        "--proxy-ntlm",
+        "-U",
+        "alice:any",
+        "-n",
+        "200",
+        "-c",
+        "8",
+        "--http2",
+        &format!("--cacert={ca}"),
+        https,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let run = Running::spawn(poolcurl, &args).map(Running::finish);
+    // Squid writes a tunnel's line when it closes: after the run has ended.
+    let opened = run
+        .as_ref()
+        .ok()
+        .and_then(|r| serde_json::from_str::<Value>(&r.stdout).ok())
+        .and_then(|j| j.pointer("/connections/opened").and_then(Value::as_u64));
+    let logged = wait_for_lines(|| tunnels() - before, opened.unwrap_or(0));
+    let mut problems = Vec::new();
+    if Some(logged) != opened {
+        problems.push(format!(
+            "squid logged {logged} authenticated tunnel(s), poolcurl opened {}",
+            opened.map_or("n/a".into(), |o| o.to_string())
+        ));
+    }
+    let mut row = Row::judge(check, run, Some(200), "h2", problems);
+    row.details.push(format!(
+        "squid logged {logged} authenticated TCP_TUNNEL/200"
+    ));
+    row
+}
+
+/// `count()` once it reaches `expected`, or what it is after two seconds of looking (Squid
+/// logs a tunnel when it closes, a moment after the client's side).
+fn wait_for_lines(count: impl Fn() -> u64, expected: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let now = count();
+        if now >= expected || Instant::now() >= deadline {
+            return now;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
