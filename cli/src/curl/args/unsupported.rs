@@ -113,7 +113,7 @@ const TLS_SETTING: &str = "no such TLS setting in the pool (rustls)";
 /// The reason of proxy authentication options.
 const PROXY_AUTH: &str =
     "proxy authentication is Basic, Digest or NTLM only (-U, --proxy-digest, --proxy-ntlm)";
-/// The reason of authentication schemes other than Basic and Digest.
+/// The reason of authentication schemes other than Basic, Digest and NTLM.
 const HTTP_AUTH: &str = "Basic (-u), Digest (--digest) and NTLM (--ntlm) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -cert-type -key-type -pinnedpubkey -ciphers -tls13-ciphers";
