@@ -62,7 +62,7 @@ pub(crate) fn squid_checks(
         let server = start_squid(&squid, dir, helper, port)?;
         Ok((server, port, origin))
     });
-    let (_server, port, origin) = match started {
+    let (server, port, origin) = match started {
         Ok(started) => started,
         Err(e) => return names.map(|n| Row::broken(n, &e)).into(),
     };
@@ -113,7 +113,7 @@ pub(crate) fn squid_checks(
                 &http,
             ],
         ),
-        load_through_ntlm(poolcurl, load, dir, &proxy, &ca, &https),
+        load_through_ntlm(poolcurl, load, server, dir, (&proxy, &ca, &https)),
     ];
     rows
 }
@@ -135,19 +135,24 @@ fn start_squid(squid: &Path, dir: &Path, helper: &Path, port: u16) -> Result<Ser
     cmd.arg("-f").arg(&conf).arg("-N");
     let log = dir.join("squid.out");
     let mut server = Server::start("squid", cmd, log.clone(), &log)?;
+    // Stopped by its own command, so that it closes its tunnels and writes their log lines.
+    let mut stop = Command::new(squid);
+    stop.arg("-f").arg(&conf).args(["-k", "shutdown"]);
+    server.stop = Some(stop);
     server.wait_ready(&[port])?;
     Ok(server)
 }
 
 /// `poolcurl load` through Squid's NTLM tunnels to `https`: every connection the pool made
-/// must be one authenticated `TCP_TUNNEL/200` in the access log.
+/// must be one authenticated `TCP_TUNNEL/200` in the access log. Squid writes a tunnel's line
+/// when the tunnel closes, so the log is read once `squid` has been stopped (its own shutdown,
+/// which closes every tunnel and waits for Squid to exit).
 fn load_through_ntlm(
     poolcurl: &Path,
     check: String,
+    squid: Server,
     dir: &Path,
-    proxy: &str,
-    ca: &str,
-    https: &str,
+    (proxy, ca, https): (&str, &str, &str),
 ) -> Row {
     let access = dir.join("access.log");
     let tunnels = || {
@@ -158,6 +163,7 @@ fn load_through_ntlm(
             .count() as u64
     };
     let before = tunnels();
+    let cacert = format!("--cacert={ca}");
     let args: Vec<String> = [
         "-x",
         proxy,
@@ -169,19 +175,19 @@ fn load_through_ntlm(
         "-c",
         "8",
         "--http2",
-        &format!("--cacert={ca}"),
+        &cacert,
         https,
     ]
     .map(str::to_owned)
     .to_vec();
     let run = Running::spawn(poolcurl, &args).map(Running::finish);
-    // Squid writes a tunnel's line when it closes: after the run has ended.
+    drop(squid);
+    let logged = tunnels() - before;
     let opened = run
         .as_ref()
         .ok()
         .and_then(|r| serde_json::from_str::<Value>(&r.stdout).ok())
         .and_then(|j| j.pointer("/connections/opened").and_then(Value::as_u64));
-    let logged = wait_for_lines(|| tunnels() - before, opened.unwrap_or(0));
     let mut problems = Vec::new();
     if Some(logged) != opened {
         problems.push(format!(
@@ -194,17 +200,4 @@ fn load_through_ntlm(
         "squid logged {logged} authenticated TCP_TUNNEL/200"
     ));
     row
-}
-
-/// `count()` once it reaches `expected`, or what it is after two seconds of looking (Squid
-/// logs a tunnel when it closes, a moment after the client's side).
-fn wait_for_lines(count: impl Fn() -> u64, expected: u64) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let now = count();
-        if now >= expected || Instant::now() >= deadline {
-            return now;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
 }
