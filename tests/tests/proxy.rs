@@ -526,6 +526,59 @@ async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
     );
 }
 
+/// Through a forward proxy that authenticates with NTLM, the pool sends the negotiate message
+/// with the request and the `407` carrying the challenge is the response;
+/// `Proxy::answer_challenge` answers it and the same request, sent again with that
+/// `Proxy-Authorization`, passes on the same connection (the proxy checks both).
+#[tokio::test]
+async fn a_forward_proxy_s_ntlm_challenge_is_answered_by_the_caller_on_the_same_connection() {
+    let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", true).await;
+    let chosen = Proxy::parse(&proxy.url())
+        .unwrap()
+        .with_credentials("u", "secret")
+        .with_auth(AuthScheme::Ntlm);
+    let pool = ConnectionPool::builder()
+        .proxy(ProxyConfig::new().http(chosen.clone()), false)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://origin.test:8080/a?b=1";
+    let challenged = client.request(get(url)).await.expect("a response");
+    assert_eq!(challenged.status(), 407);
+    let request = Challenged {
+        method: "GET",
+        target: "/a?b=1",
+        body: b"",
+    };
+    let answer = chosen
+        .answer_challenge(challenged.headers(), request)
+        .expect("an NTLM challenge");
+    assert_eq!(answer.scheme, "NTLM");
+    // The challenge's body read to its end, so its connection is idle for the answer.
+    let _ = http_body_util::BodyExt::collect(challenged.into_body()).await;
+    let mut again = get(url);
+    again
+        .headers_mut()
+        .insert(http::header::PROXY_AUTHORIZATION, answer.value);
+    let response = client.request(again).await.expect("a response");
+    assert_eq!(response.status(), 200);
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 2);
+    let kinds: Vec<_> = requests
+        .iter()
+        .map(|r| {
+            let value = r.proxy_authorization.as_deref().unwrap_or_default();
+            pool_tests::ntlm::message(value).map(|(kind, _)| kind)
+        })
+        .collect();
+    assert_eq!(kinds, [Some(1), Some(3)]);
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the answer went on the challenge's connection"
+    );
+}
+
 /// A proxy that accepts the tunnel and then closes it: the origin's TLS handshake fails, the
 /// request gets a connect error, and the pool's accounting returns to zero.
 #[tokio::test]
