@@ -397,14 +397,11 @@ async fn an_ntlm_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_connectio
         assert_eq!(body, "tunnelled", "v2 {v2}");
         let requests = proxy.requests();
         assert_eq!(requests.len(), 2);
-        let kinds: Vec<_> = requests
-            .iter()
-            .map(|r| {
-                let value = r.proxy_authorization.as_deref().unwrap_or_default();
-                pool_tests::ntlm::message(value).map(|(kind, _)| kind)
-            })
-            .collect();
-        assert_eq!(kinds, [Some(1), Some(3)], "negotiate, then authenticate");
+        assert_eq!(
+            ntlm_kinds(&requests),
+            [Some(1), Some(3)],
+            "negotiate, then authenticate"
+        );
         assert_eq!(proxy.connections(), 1);
         let (_, answer) = requests[1]
             .proxy_authorization
@@ -481,16 +478,16 @@ fn ntlm_s_messages_for_a_caller() {
     assert_eq!(AuthScheme::Ntlm.answer([&bare], request, ("u", "p")), None);
 }
 
-/// Through a forward proxy that answers Digest, the pool sends no credentials and the `407` is
-/// the request's response; `Proxy::answer_challenge` answers it and the same request, sent
-/// again with that `Proxy-Authorization`, passes (the pool does not replace it).
-#[tokio::test]
-async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
-    let proxy = ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), true).await;
+/// Sends `GET http://origin.test:8080/a?b=1` through the forward proxy `proxy`, with the user
+/// `u` and the password `secret` presented as `auth`: the `407` is the request's response;
+/// `Proxy::answer_challenge` answers it, and the same request, sent again with that
+/// `Proxy-Authorization` (the challenge's body read to its end first, so its connection is idle
+/// for the answer), must pass. Returns the scheme that answered.
+async fn answer_a_forward_proxy(proxy: &ScriptedProxy, auth: AuthScheme) -> &'static str {
     let chosen = Proxy::parse(&proxy.url())
         .unwrap()
         .with_credentials("u", "secret")
-        .with_auth(AuthScheme::Digest);
+        .with_auth(auth);
     let pool = ConnectionPool::builder()
         .proxy(ProxyConfig::new().http(chosen.clone()), false)
         .build()
@@ -506,15 +503,25 @@ async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
     };
     let answer = chosen
         .answer_challenge(challenged.headers(), request)
-        .expect("a Digest challenge");
-    assert_eq!(answer.scheme, "Digest");
-    drop(challenged);
+        .expect("a challenge to answer");
+    let _ = http_body_util::BodyExt::collect(challenged.into_body()).await;
     let mut again = get(url);
     again
         .headers_mut()
         .insert(http::header::PROXY_AUTHORIZATION, answer.value);
     let response = client.request(again).await.expect("a response");
     assert_eq!(response.status(), 200);
+    answer.scheme
+}
+
+/// Through a forward proxy that answers Digest, the pool sends no credentials and the `407` is
+/// the request's response; `Proxy::answer_challenge` answers it and the same request, sent
+/// again with that `Proxy-Authorization`, passes (the pool does not replace it).
+#[tokio::test]
+async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
+    let proxy = ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), true).await;
+    let scheme = answer_a_forward_proxy(&proxy, AuthScheme::Digest).await;
+    assert_eq!(scheme, "Digest");
     let requests = proxy.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].proxy_authorization, None);
@@ -533,50 +540,28 @@ async fn a_forward_proxy_s_digest_challenge_is_answered_by_the_caller() {
 #[tokio::test]
 async fn a_forward_proxy_s_ntlm_challenge_is_answered_by_the_caller_on_the_same_connection() {
     let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", true).await;
-    let chosen = Proxy::parse(&proxy.url())
-        .unwrap()
-        .with_credentials("u", "secret")
-        .with_auth(AuthScheme::Ntlm);
-    let pool = ConnectionPool::builder()
-        .proxy(ProxyConfig::new().http(chosen.clone()), false)
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
-    let url = "http://origin.test:8080/a?b=1";
-    let challenged = client.request(get(url)).await.expect("a response");
-    assert_eq!(challenged.status(), 407);
-    let request = Challenged {
-        method: "GET",
-        target: "/a?b=1",
-        body: b"",
-    };
-    let answer = chosen
-        .answer_challenge(challenged.headers(), request)
-        .expect("an NTLM challenge");
-    assert_eq!(answer.scheme, "NTLM");
-    // The challenge's body read to its end, so its connection is idle for the answer.
-    let _ = http_body_util::BodyExt::collect(challenged.into_body()).await;
-    let mut again = get(url);
-    again
-        .headers_mut()
-        .insert(http::header::PROXY_AUTHORIZATION, answer.value);
-    let response = client.request(again).await.expect("a response");
-    assert_eq!(response.status(), 200);
+    let scheme = answer_a_forward_proxy(&proxy, AuthScheme::Ntlm).await;
+    assert_eq!(scheme, "NTLM");
     let requests = proxy.requests();
     assert_eq!(requests.len(), 2);
-    let kinds: Vec<_> = requests
-        .iter()
-        .map(|r| {
-            let value = r.proxy_authorization.as_deref().unwrap_or_default();
-            pool_tests::ntlm::message(value).map(|(kind, _)| kind)
-        })
-        .collect();
-    assert_eq!(kinds, [Some(1), Some(3)]);
+    assert_eq!(ntlm_kinds(&requests), [Some(1), Some(3)]);
     assert_eq!(
         proxy.connections(),
         1,
         "the answer went on the challenge's connection"
     );
+}
+
+/// The NTLM message type each request's `Proxy-Authorization` carried (1 negotiate, 3
+/// authenticate), `None` for none.
+fn ntlm_kinds(requests: &[pool_tests::proxy::ProxyRequest]) -> Vec<Option<u8>> {
+    requests
+        .iter()
+        .map(|r| {
+            let value = r.proxy_authorization.as_deref().unwrap_or_default();
+            pool_tests::ntlm::message(value).map(|(kind, _)| kind)
+        })
+        .collect()
 }
 
 /// A proxy that accepts the tunnel and then closes it: the origin's TLS handshake fails, the
