@@ -45,11 +45,14 @@ pub(crate) struct Composed {
     pub(crate) upload_name: Option<String>,
     /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
-    /// What `-v` names `user`'s scheme and user: `("Basic", -u's user)`, or `("Bearer", -u's
-    /// user or "")` with `--oauth2-bearer`.
-    pub(crate) user_shown: Option<(&'static str, String)>,
-    /// `--digest` or `--anyauth` without `--oauth2-bearer`: requests wait for a challenge.
-    pub(crate) challenged: Option<Challenged>,
+    /// `-u`'s user and password, as given.
+    pub(crate) given_user: Option<(String, String)>,
+    /// `--oauth2-bearer` was given.
+    pub(crate) bearer: bool,
+    /// `--digest`, `--anyauth` or `--ntlm` without `--oauth2-bearer` or `--aws-sigv4`: how a
+    /// challenge is answered (`Digest`, `Any` or `Ntlm`); requests wait for one (NTLM's first
+    /// request draws it with the negotiate message).
+    pub(crate) challenged: Option<pool::AuthScheme>,
     /// `-e URL;auto`: set `Referer` to the previous URL after a redirect.
     pub(crate) auto_referer: bool,
     /// `--aws-sigv4`: requests are signed (no `-u` Basic or Digest then).
@@ -181,17 +184,11 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
     let sigv4 = send.aws_sigv4.as_deref().map(|arg| sigv4::Setup {
         sigv4: sigv4::SigV4::parse(arg),
-        user: send.user.as_deref().map(split),
-        bearer: send.oauth2_bearer.is_some(),
         headers: signed_lines(&request.headers, json),
         data: postfields,
     });
+    let given_user = send.user.as_deref().map(split);
     let challenge = send.digest || send.anyauth || send.ntlm;
-    let user_shown = match (&send.oauth2_bearer, send.user.as_deref().map(split)) {
-        _ if sigv4.is_some() || challenge => None,
-        (Some(_), user) => Some(("Bearer", user.map(|u| u.0).unwrap_or_default())),
-        (None, user) => user.map(|u| ("Basic", u.0)),
-    };
     let (user, challenged) = match (&send.oauth2_bearer, challenge) {
         // curl signs instead of any other authentication.
         _ if sigv4.is_some() => (None, None),
@@ -199,19 +196,21 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             Some(header_value("--oauth2-bearer", &format!("Bearer {token}"))?),
             None,
         ),
-        (None, true) => (
-            None,
-            Some(Challenged {
-                user: send.user.as_deref().map(split),
-                any: send.anyauth,
-                ntlm: send.ntlm,
-            }),
-        ),
+        (None, true) => {
+            // The three flags override each other: one is set.
+            let scheme = if send.ntlm {
+                pool::AuthScheme::Ntlm
+            } else if send.anyauth {
+                pool::AuthScheme::Any
+            } else {
+                pool::AuthScheme::Digest
+            };
+            (None, Some(scheme))
+        }
         (None, false) => (
-            send.user
-                .as_deref()
-                .map(split)
-                .map(|(name, password)| basic(&name, &password)),
+            given_user
+                .as_ref()
+                .map(|(name, password)| basic(name, password)),
             None,
         ),
     };
@@ -225,7 +224,8 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         query,
         upload_name,
         user,
-        user_shown,
+        given_user,
+        bearer: send.oauth2_bearer.is_some(),
         challenged,
         auto_referer,
         sigv4,
@@ -299,9 +299,11 @@ impl Composed {
         if self.challenged.is_some() {
             return None;
         }
-        let (scheme, user) = match &self.user_shown {
-            Some((scheme, user)) => (*scheme, user.as_str()),
-            None => ("Basic", credentials?.0.as_str()),
+        let given = self.given_user.as_ref().map(|(user, _)| user.as_str());
+        let (scheme, user) = match (self.bearer, given) {
+            (true, user) => ("Bearer", user.unwrap_or_default()),
+            (false, Some(user)) => ("Basic", user),
+            (false, None) => ("Basic", credentials?.0.as_str()),
         };
         Some(format!("Server auth using {scheme} with user '{user}'"))
     }
@@ -312,41 +314,27 @@ impl Composed {
         &'a self,
         credentials: Option<&'a (String, String)>,
     ) -> Option<(&'a str, &'a str)> {
-        let challenged = self.challenged.as_ref().filter(|c| c.ntlm)?;
-        challenged
-            .user
-            .as_ref()
-            .or(credentials)
-            .map(|(user, password)| (user.as_str(), password.as_str()))
+        (self.challenged == Some(pool::AuthScheme::Ntlm))
+            .then(|| self.challenge_credentials(credentials))
+            .flatten()
     }
 
     /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
     /// neither the URL nor a `.netrc` does.
     pub(crate) fn names_user(&self) -> bool {
-        self.user.is_some() || self.challenged.as_ref().is_some_and(|c| c.user.is_some())
+        self.user.is_some() || (self.challenged.is_some() && self.given_user.is_some())
     }
 
-    /// With `--digest` or `--anyauth`, the user and password a challenge is answered with:
-    /// `-u`'s, else the URL's `credentials`; `None` without either flag or either user.
-    pub(crate) fn digest_credentials<'a>(
+    /// With `--digest`, `--anyauth` or `--ntlm`, the user and password a challenge is answered
+    /// with: `-u`'s, else the URL's `credentials`; `None` without such a flag or a user.
+    pub(crate) fn challenge_credentials<'a>(
         &'a self,
         credentials: Option<&'a (String, String)>,
     ) -> Option<(&'a str, &'a str)> {
-        let given = self.challenged.as_ref()?.user.as_ref().or(credentials)?;
+        self.challenged?;
+        let given = self.given_user.as_ref().or(credentials)?;
         Some((given.0.as_str(), given.1.as_str()))
     }
-}
-
-/// How `--digest` and `--anyauth` answer a server's challenge.
-#[derive(Debug, Clone)]
-pub(crate) struct Challenged {
-    /// `-u`'s user and password, if given.
-    pub(crate) user: Option<(String, String)>,
-    /// `--anyauth`: a challenge that offers only Basic is answered with Basic.
-    pub(crate) any: bool,
-    /// `--ntlm`: the first request carries NTLM's negotiate message and the challenge is
-    /// NTLM's ([`pool::AuthScheme::Ntlm`]).
-    pub(crate) ntlm: bool,
 }
 
 /// The `--url-query` pieces joined with `&`: each encoded as a `--data-urlencode` piece, or

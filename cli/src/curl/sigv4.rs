@@ -59,10 +59,6 @@ pub(crate) struct SigV4 {
 pub(crate) struct Setup {
     /// The argument.
     pub(crate) sigv4: SigV4,
-    /// `-u`'s key and secret (the URL's or `.netrc`'s are used without it).
-    pub(crate) user: Option<(String, String)>,
-    /// `--oauth2-bearer` was given: curl then signs even without a key (an empty one).
-    pub(crate) bearer: bool,
     /// The `-H` lines, `--json`'s implied ones after them ([`canonical_lines`]).
     pub(crate) headers: Vec<String>,
     /// The request data curl hashes (`-d`, `--json`, ...; not `-F`, `-T` or `-G`'s).

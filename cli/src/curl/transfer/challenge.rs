@@ -63,7 +63,10 @@ impl Session {
         state: &'a HopState,
     ) -> Pending<'a> {
         let server = (state.digest.is_none() && (!hop.drops_credentials() || state.own))
-            .then(|| self.composed.digest_credentials(state.credentials.as_ref()))
+            .then(|| {
+                self.composed
+                    .challenge_credentials(state.credentials.as_ref())
+            })
             .flatten();
         let proxy = state
             .proxy_digest
@@ -93,12 +96,7 @@ impl Session {
         match status.as_u16() {
             401 => {
                 let user = pending.server?;
-                let challenged = self.composed.challenged.as_ref();
-                let scheme = match challenged.map(|c| (c.ntlm, c.any)) {
-                    Some((true, _)) => pool::AuthScheme::Ntlm,
-                    Some((_, true)) => pool::AuthScheme::Any,
-                    _ => pool::AuthScheme::Digest,
-                };
+                let scheme = self.composed.challenged?;
                 let answer = scheme.answer(headers.get_all(WWW_AUTHENTICATE), request, user)?;
                 Some(Answered {
                     next: Next::Authenticate(answer.value),

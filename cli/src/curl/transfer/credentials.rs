@@ -95,11 +95,12 @@ impl Session {
         state: &HopState,
     ) -> Result<Option<sigv4::Signed>, CurlError> {
         let no_key = (String::new(), String::new());
-        let Some((key, secret)) = setup
-            .user
+        let composed = &self.composed;
+        let Some((key, secret)) = composed
+            .given_user
             .as_ref()
             .or(state.credentials.as_ref())
-            .or(setup.bearer.then_some(&no_key))
+            .or(composed.bearer.then_some(&no_key))
         else {
             return Ok(None);
         };
