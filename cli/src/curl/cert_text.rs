@@ -27,7 +27,6 @@
 //! that are not printable), which differs from curl for the few OpenSSL knows and this does
 //! not (certificate policies, name constraints, SCTs).
 
-use base64::Engine as _;
 use der::asn1::{Ia5StringRef, UintRef};
 use der::{Decode, Reader, SliceReader};
 use x509_cert::Certificate;
@@ -104,7 +103,9 @@ fn fields(cert: &Certificate, der: &[u8]) -> Vec<(Option<String>, String)> {
         "Signature",
         signature.iter().map(|b| format!("{b:02x}:")).collect(),
     );
-    out.push((None, pem(der)));
+    // PEM with LF line ends and 64 characters a line, as OpenSSL writes it.
+    let pem = der::pem::encode_string("CERTIFICATE", der::pem::LineEnding::LF, der);
+    out.push((None, pem.unwrap_or_default()));
     out
 }
 
@@ -426,18 +427,6 @@ fn bn_hex(magnitude: &[u8]) -> String {
     } else {
         trimmed.to_owned()
     }
-}
-
-/// The certificate as PEM, 64 characters a line.
-fn pem(der: &[u8]) -> String {
-    let body = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut text = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in body.as_bytes().chunks(64) {
-        text.push_str(std::str::from_utf8(line).unwrap_or_default());
-        text.push('\n');
-    }
-    text.push_str("-----END CERTIFICATE-----\n");
-    text
 }
 
 #[cfg(test)]
