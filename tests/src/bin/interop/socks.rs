@@ -197,13 +197,3 @@ pub(crate) fn dante_checks(
         ),
     ]
 }
-
-/// Starts a SOCKS server (`cmd`, listening on `port`) with its output in `dir/NAME.log`, and
-/// waits until it listens.
-fn start_in(dir: &Path, name: &'static str, cmd: Command, port: u16) -> Result<Server, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let log = dir.join(format!("{name}.log"));
-    let mut server = Server::start(name, cmd, log.clone(), &log)?;
-    server.wait_ready(&[port])?;
-    Ok(server)
-}

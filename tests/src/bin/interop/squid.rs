@@ -133,13 +133,11 @@ fn start_squid(squid: &Path, dir: &Path, helper: &Path, port: u16) -> Result<Ser
     std::fs::write(&conf, text).map_err(|e| format!("write {}: {e}", conf.display()))?;
     let mut cmd = Command::new(squid);
     cmd.arg("-f").arg(&conf).arg("-N");
-    let log = dir.join("squid.out");
-    let mut server = Server::start("squid", cmd, log.clone(), &log)?;
+    let mut server = start_in(dir, "squid", cmd, port)?;
     // Stopped by its own command, so that it closes its tunnels and writes their log lines.
     let mut stop = Command::new(squid);
     stop.arg("-f").arg(&conf).args(["-k", "shutdown"]);
     server.stop = Some(stop);
-    server.wait_ready(&[port])?;
     Ok(server)
 }
 
