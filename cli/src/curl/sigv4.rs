@@ -165,27 +165,21 @@ impl SigV4 {
             lines.push(format!("host:{host}"));
         }
         lines.extend(request.headers.iter().cloned());
-        // The timestamp: a `-H` date header's (the provider's, else `Date`), else now.
+        // The timestamp: a `-H` date header's (the provider's, else `Date`), else now, which is
+        // then signed as the provider's date header.
         let given = [date_key.as_str(), "date"]
             .into_iter()
             .find_map(|name| Some((name, find(request.headers, name)?)));
-        let (timestamp, date) = match given {
-            Some((name, value)) => {
-                let name = HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| CurlError::new(43, "bad date header"))?;
-                let sent = HeaderValue::from_str(value)
-                    .map_err(|_| CurlError::new(43, "bad date header"))?;
-                (cut(value, TIMESTAMP_LEN).to_owned(), (name, sent))
-            }
-            None => {
-                lines.push(format!("{date_key}:{}", request.now));
-                let name = HeaderName::from_bytes(date_key.as_bytes())
-                    .map_err(|_| CurlError::new(43, "provider names a bad header"))?;
-                let value = HeaderValue::from_str(request.now)
-                    .map_err(|_| CurlError::new(43, "bad date"))?;
-                (request.now.to_owned(), (name, value))
-            }
-        };
+        if given.is_none() {
+            lines.push(format!("{date_key}:{}", request.now));
+        }
+        let (name, value) = given.unwrap_or((date_key.as_str(), request.now));
+        let date = (
+            HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| CurlError::new(43, "provider names a bad header"))?,
+            HeaderValue::from_str(value).map_err(|_| CurlError::new(43, "bad date header"))?,
+        );
+        let timestamp = cut(value, TIMESTAMP_LEN);
         // curl sorts whole lines, byte by byte.
         lines.sort();
         let signed_headers = lines
@@ -197,21 +191,20 @@ impl SigV4 {
             Some(value) => value.trim_end_matches([' ', '\t']).to_owned(),
             None => hex(&Sha256::digest(request.data.unwrap_or_default())),
         };
-        let mut canonical = String::new();
-        for piece in [request.method, request.path, request.query] {
-            canonical.push_str(piece);
-            canonical.push('\n');
-        }
-        for line in &lines {
-            canonical.push_str(line);
-            canonical.push('\n');
-        }
-        canonical.push('\n');
-        canonical.push_str(&signed_headers);
-        canonical.push('\n');
-        canonical.push_str(&payload_hash);
+        let canonical = [
+            request.method,
+            request.path,
+            request.query,
+            &lines
+                .iter()
+                .map(|line| format!("{line}\n"))
+                .collect::<String>(),
+            &signed_headers,
+            &payload_hash,
+        ]
+        .join("\n");
 
-        let day = cut(&timestamp, 8);
+        let day = cut(timestamp, 8);
         let request_type = format!("{}4_request", self.provider0.to_ascii_lowercase());
         let scope = format!("{day}/{region}/{service}/{request_type}");
         let algorithm = format!("{}4-HMAC-SHA256", self.provider0.to_ascii_uppercase());
