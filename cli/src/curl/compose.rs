@@ -299,11 +299,16 @@ impl Composed {
         if self.challenged.is_some() {
             return None;
         }
-        let given = self.given_user.as_ref().map(|(user, _)| user.as_str());
-        let (scheme, user) = match (self.bearer, given) {
-            (true, user) => ("Bearer", user.unwrap_or_default()),
-            (false, Some(user)) => ("Basic", user),
-            (false, None) => ("Basic", credentials?.0.as_str()),
+        // curl names the user its connection has, whichever scheme goes: `-u`'s, else the
+        // URL's or `.netrc`'s, else none (a bearer needs no user).
+        let user = self
+            .given_user
+            .as_ref()
+            .or(credentials)
+            .map(|(user, _)| user.as_str());
+        let (scheme, user) = match self.bearer {
+            true => ("Bearer", user.unwrap_or_default()),
+            false => ("Basic", user?),
         };
         Some(format!("Server auth using {scheme} with user '{user}'"))
     }
@@ -319,10 +324,11 @@ impl Composed {
             .flatten()
     }
 
-    /// Whether the command line says who the user is (`-u`, or `--oauth2-bearer`), so that
-    /// neither the URL nor a `.netrc` does.
+    /// Whether `-u` says who the user is, so that neither the URL nor a `.netrc` does. Only
+    /// `-u`, as in curl: `--oauth2-bearer` and `--aws-sigv4` still read a `.netrc` (the bearer
+    /// goes, and `-v` names the entry's user; a signature takes the entry's key).
     pub(crate) fn names_user(&self) -> bool {
-        self.user.is_some() || (self.challenged.is_some() && self.given_user.is_some())
+        self.given_user.is_some()
     }
 
     /// With `--digest`, `--anyauth` or `--ntlm`, the user and password a challenge is answered
@@ -496,6 +502,11 @@ mod tests {
         assert_eq!(
             note(&["--oauth2-bearer", "t", "-u", "u:p", "http://a/"], None).unwrap(),
             "Server auth using Bearer with user 'u'"
+        );
+        // The URL's (or a `.netrc`'s) user is named beside a bearer too.
+        assert_eq!(
+            note(&["--oauth2-bearer", "t", "http://a/"], Some(&url)).unwrap(),
+            "Server auth using Bearer with user 'x'"
         );
         // Digest says so when it answers the challenge; a signature says so itself.
         assert_eq!(note(&["--digest", "-u", "a:b", "http://a/"], None), None);

@@ -69,6 +69,29 @@ pub(crate) fn cases() -> Vec<Case> {
             "netrc open quote",
             &["--netrc-file", "%DIR%/../netrc-bad.txt", "%BASE%/echo"],
         ),
+        // Only -u keeps curl from reading the file: a signature's -u does, a bearer does not.
+        case(
+            "netrc open quote under sigv4's -u",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc-bad.txt",
+                "--aws-sigv4",
+                "aws:amz:r:s",
+                "-u",
+                "AK:SECRET",
+                "%BASE%/sigv4",
+            ],
+        ),
+        case(
+            "netrc open quote beside a bearer",
+            &[
+                "--netrc-file",
+                "%DIR%/../netrc-bad.txt",
+                "--oauth2-bearer",
+                "tok",
+                "%BASE%/echo",
+            ],
+        ),
         case(
             "netrc with digest",
             &[
@@ -375,6 +398,18 @@ pub(crate) fn cases() -> Vec<Case> {
             Extra::VerboseAuth,
             "-v names a bearer token's user",
             &["-v", "--oauth2-bearer", "tok", "%BASE%/echo"],
+        ),
+        with(
+            Extra::VerboseAuth,
+            "-v names the .netrc's user beside a bearer",
+            &[
+                "-v",
+                "--netrc-file",
+                "%DIR%/../netrc.txt",
+                "--oauth2-bearer",
+                "tok",
+                "%BASE%/echo",
+            ],
         ),
         with(
             Extra::VerboseAuth,
