@@ -25,7 +25,6 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ::url::Url;
 use cookie_store::{CookieDomain, CookieExpiration, CookieStore};
@@ -33,6 +32,7 @@ use http::header::{HeaderValue, SET_COOKIE};
 use http::{HeaderMap, Uri};
 
 use super::exit::CurlError;
+use super::getdate::unix_now;
 
 /// The cookie engine's cookies, shared by every group of a command line.
 #[derive(Debug, Clone, Default)]
@@ -315,14 +315,6 @@ fn set_cookie_origin(set_cookie: &str) -> Option<Url> {
         domain.as_deref().unwrap_or("localhost")
     ))
     .ok()
-}
-
-/// Seconds since the Unix epoch.
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

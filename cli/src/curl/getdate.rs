@@ -24,6 +24,30 @@
 //! What this module does not do: read full month names (`October`), `am`/`pm`, or relative
 //! dates (`yesterday`); curl reads none of them either.
 
+/// Seconds since the Unix epoch, now.
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// `at` (seconds since the epoch) as curl's cache files write an expiry: `YYYYMMDD HH:MM:SS`,
+/// UTC (`unlimited` past what a date can hold).
+pub(crate) fn file_stamp(at: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp(at) {
+        Ok(t) => format!(
+            "{}{:02}{:02} {:02}:{:02}:{:02}",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => "unlimited".to_owned(),
+    }
+}
+
 /// Seconds since the Unix epoch (negative before 1970) of `text` read as a date as curl reads
 /// one; `None` for text curl does not take for a date.
 pub(crate) fn parse(text: &str) -> Option<i64> {

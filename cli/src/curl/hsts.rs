@@ -11,11 +11,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, Uri};
 
 use super::exit::CurlError;
+use super::getdate::{file_stamp as stamp, unix_now as now};
 
 /// One host that is HTTPS only.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,29 +167,6 @@ fn parse_header(value: &str) -> Option<(u64, bool)> {
         }
     }
     Some((max_age?, include_subdomains))
-}
-
-/// Seconds since the epoch.
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-/// `at` as the file writes it: `YYYYMMDD HH:MM:SS`, UTC.
-fn stamp(at: i64) -> String {
-    match time::OffsetDateTime::from_unix_timestamp(at) {
-        Ok(t) => format!(
-            "{}{:02}{:02} {:02}:{:02}:{:02}",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        ),
-        Err(_) => "unlimited".to_owned(),
-    }
 }
 
 #[cfg(test)]
