@@ -83,6 +83,9 @@ enum Extra {
     /// masked ([`without_run_specifics`]: serial numbers, key identifiers, signatures, PEM
     /// bodies, the CA's number); the unit tests of `cert_text` compare those bytes with curl's.
     CertsText,
+    /// `-v`'s `--alt-svc` notes (`Added alt-svc: ...`, `Alt-svc connecting from ...`), in
+    /// order, ports masked (each run has its own server).
+    VerboseAltSvc,
     /// stdout without the trace's `== Info:` lines (their text is each tool's own: curl's
     /// `Trying`, poolcurl's partition and connection), byte for byte.
     TraceWithoutInfo,
@@ -439,7 +442,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     Outcome {
         code: out.status.code().unwrap_or(-1),
         stdout: normalize(out.stdout),
-        files: files_in(&dir)
+        files: files_in(&dir, &port)
             .into_iter()
             .map(|(name, bytes)| (name, normalize(bytes)))
             .collect(),
@@ -459,7 +462,7 @@ fn program_named_curl(text: &str) -> String {
 }
 
 /// Every file under `dir` (relative name, contents), sorted; cookie jars without comments.
-fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+fn files_in(dir: &Path, port: &str) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
@@ -488,6 +491,24 @@ fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
                     .collect::<String>()
                     .into_bytes();
             }
+            if name.ends_with("altsvc.txt") {
+                // The comments are each tool's own; an expiry is a time of the run, and the
+                // server's port differs between the runs.
+                let text = String::from_utf8_lossy(&bytes);
+                bytes = text
+                    .lines()
+                    .filter(|l| !l.starts_with('#'))
+                    .map(|l| match l.split_once(" \"") {
+                        Some((head, tail)) => {
+                            let tail = tail.split_once('"').map_or("", |(_, t)| t);
+                            let head = format!("{head} ").replace(&format!(" {port} "), " %PORT% ");
+                            format!("{head}\"EXPIRY\"{tail}\n")
+                        }
+                        None => format!("{l}\n"),
+                    })
+                    .collect::<String>()
+                    .into_bytes();
+            }
             if name.ends_with("jar.txt") {
                 let text = String::from_utf8_lossy(&bytes);
                 bytes = text
@@ -511,6 +532,22 @@ fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
         }
     }
     out.sort();
+    out
+}
+
+/// `line` with every port (the digits after a colon) written `PORT`.
+fn mask_ports(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == ':' && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push_str("PORT");
+        }
+    }
     out
 }
 
@@ -757,6 +794,18 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 let (a, b) = (notes(&curl.stderr), notes(&ours.stderr));
                 if a != b || a.is_empty() {
                     problems.push(format!("-v auth notes: curl {a:?} poolcurl {b:?}"));
+                }
+            }
+            Extra::VerboseAltSvc => {
+                let notes = |stderr: &str| -> Vec<String> {
+                    stderr_lines(stderr)
+                        .filter(|l| l.starts_with("* Added alt-svc") || l.starts_with("* Alt-svc"))
+                        .map(mask_ports)
+                        .collect()
+                };
+                let (a, b) = (notes(&curl.stderr), notes(&ours.stderr));
+                if a != b || a.is_empty() {
+                    problems.push(format!("-v alt-svc notes: curl {a:?} poolcurl {b:?}"));
                 }
             }
             Extra::UnknownVariableWarning => {

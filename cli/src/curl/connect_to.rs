@@ -41,12 +41,33 @@ pub(crate) struct Dial {
     pub(crate) names_host: bool,
     /// Whether the matching entry names a port to connect to.
     pub(crate) names_port: bool,
+    /// `-v`'s line when an `--alt-svc` alternative sends the connection here.
+    pub(crate) alt_svc: Option<String>,
 }
 
 impl ConnectToArgs {
     /// Reads the entries in the order given.
     pub(crate) fn parse(entries: &[String]) -> ConnectToArgs {
-        let mut args = ConnectToArgs::default();
+        ConnectToArgs::default().with(entries)
+    }
+
+    /// The entries behind a rule that sends `host` on `port` to `to_host` on `to_port` first:
+    /// an `--alt-svc` alternative's connections, which curl follows only where no entry names a
+    /// host or port for the origin (one that names neither would otherwise hide it).
+    pub(crate) fn behind(
+        (host, port): (&str, u16),
+        (to_host, to_port): (&str, u16),
+        entries: &[String],
+    ) -> ConnectToArgs {
+        ConnectToArgs {
+            rules: ConnectTo::new().rule(Some(host), Some(port), Some(to_host), Some(to_port)),
+            targets: vec![Ok((true, true))],
+        }
+        .with(entries)
+    }
+
+    /// These entries with `entries` after them.
+    fn with(mut self, entries: &[String]) -> ConnectToArgs {
         for text in entries {
             let Some(entry) = Entry::parse(text) else {
                 continue;
@@ -55,15 +76,15 @@ impl ConnectToArgs {
                 Ok(port) => (entry.to_host, *port),
                 Err(_) => (None, None),
             };
-            args.rules =
-                std::mem::take(&mut args.rules).rule(entry.host, entry.port, to_host, to_port);
-            args.targets.push(
+            self.rules =
+                std::mem::take(&mut self.rules).rule(entry.host, entry.port, to_host, to_port);
+            self.targets.push(
                 entry
                     .to_port
                     .map(|port| (to_host.is_some(), port.is_some())),
             );
         }
-        args
+        self
     }
 
     /// The rules for the pool's connector.
@@ -90,6 +111,7 @@ impl ConnectToArgs {
             authority: to.to_string(),
             names_host,
             names_port,
+            alt_svc: None,
         })
     }
 }

@@ -7,6 +7,7 @@
 //! finishes each group (its `-D` file and cookie jar).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::ArgMatches;
 use futures_util::StreamExt as _;
@@ -16,7 +17,7 @@ use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 use super::output::Report;
 use super::plan::{self, Planned};
-use super::{Session, compose, cookies, setup, usage};
+use super::{Session, alt_svc, compose, cookies, setup, usage};
 
 /// Runs curl mode, one group of options and URLs per `--next` ([`next`](super::next)), and
 /// returns the process exit code. Every group is read before the first transfer starts, as
@@ -117,9 +118,24 @@ pub(super) struct Shared {
     clients: Vec<Built>,
     /// The cookie engine.
     pub(super) cookies: cookies::Cookies,
+    /// The `--alt-svc` caches, one per file: a group reads what an earlier group learned, as
+    /// curl's next transfer reads the file the last one wrote.
+    alt_svc: Vec<Arc<alt_svc::AltSvc>>,
 }
 
 impl Shared {
+    /// The `--alt-svc` cache of `path`: an earlier group's for the same file, else a new one
+    /// (always a new one without a file).
+    pub(super) fn alt_svc(&mut self, path: &str) -> Arc<alt_svc::AltSvc> {
+        let known = self.alt_svc.iter().find(|c| c.path() == path);
+        if let Some(cache) = known.filter(|_| !path.is_empty()) {
+            return cache.clone();
+        }
+        let cache = Arc::new(alt_svc::AltSvc::new(path));
+        self.alt_svc.push(cache.clone());
+        cache
+    }
+
     /// The client for the connection flags of `args`: the one an earlier group with the same
     /// flags built, so that its connections are reused as curl reuses them across `--next`,
     /// or a new pool. curl compares connections by the settings that apply to each (a `-k` in

@@ -40,8 +40,9 @@
 //! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+mod alt_svc;
 pub(crate) mod args;
 mod argv;
 mod cert_text;
@@ -161,7 +162,15 @@ pub(crate) struct Session {
     netrc: Option<Netrc>,
     /// `--hsts`: the hosts spoken to over HTTPS only.
     hsts: Option<hsts::Hsts>,
+    /// `--alt-svc`: the origins' alternatives (shared with the groups naming the same file).
+    alt_svc: Option<Arc<alt_svc::AltSvc>>,
+    /// The clients built for `--alt-svc` alternatives, by origin and alternative.
+    alternatives: Mutex<Vec<AlternativeClient>>,
 }
+
+/// A client that sends an origin's requests (host in lower case, port) to an alternative (host,
+/// port).
+type AlternativeClient = ((String, u16, String, u16), pool::Client);
 
 /// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
 /// for the body the response announces and never gets (until `-m` or the server closes);
@@ -248,8 +257,15 @@ impl Session {
             .map(|path| Mutex::new(Sink::file(in_output_dir(&args, path), dump_mode)));
         let tls_refusal = args.net.tls_refusal();
         let hsts = args.transfer.hsts.as_deref().map(hsts::Hsts::load);
+        let alt_svc = args
+            .transfer
+            .alt_svc
+            .as_deref()
+            .map(|path| shared.alt_svc(path));
         Ok(Session {
             hsts,
+            alt_svc,
+            alternatives: Mutex::default(),
             tls_refusal,
             connect_to,
             protocols: Protocols::new(args.proto.as_deref(), args.proto_redir.as_deref()),
@@ -297,6 +313,9 @@ impl Session {
         if let Some(hsts) = &self.hsts {
             let _ = hsts.save();
         }
+        if let Some(alt_svc) = &self.alt_svc {
+            alt_svc.save();
+        }
         Ok(())
     }
 
@@ -314,6 +333,10 @@ impl Session {
         if let Some(file) = &self.args.transfer.etag_save {
             // Each transfer starts its tags afresh; run_all checked that the file can be made.
             let _ = file_meta::start_etag_file(file);
+        }
+        // Without a file, curl's cache lives as long as the transfer's handle.
+        if let Some(alt_svc) = self.alt_svc.as_ref().filter(|c| c.path().is_empty()) {
+            alt_svc.clear();
         }
         let mut retry = Retry::new(&self.args.transfer);
         loop {

@@ -128,6 +128,8 @@ pub(crate) struct PerRequest {
     pub(crate) referer: Option<HeaderValue>,
     /// `Cookie` from `-b` and the cookie engine.
     pub(crate) cookie: Option<HeaderValue>,
+    /// `Alt-Used`: the `--alt-svc` alternative the request goes to.
+    pub(crate) alt_used: Option<HeaderValue>,
     /// `--digest`'s first request, which leaves its data for the answer to the challenge:
     /// `Content-Length: 0`, as curl sends it (a server may refuse a `POST` without a length),
     /// and the data's own headers (`Content-Type`) kept, as curl keeps them.
@@ -452,8 +454,11 @@ impl RequestTemplate {
             .time_condition
             .as_ref()
             .map(|(_, name, value)| (name, value));
+        // curl's order: `Alt-Used` (RFC 7838 §5) after `Referer`, before the cookies.
+        let alt_used = HeaderName::from_static("alt-used");
         let late = [
             (&REFERER, extra.referer.as_ref()),
+            (&alt_used, extra.alt_used.as_ref()),
             (&COOKIE, extra.cookie.as_ref()),
             (
                 condition.map_or(&IF_MODIFIED_SINCE, |(name, _)| name),
@@ -695,6 +700,7 @@ mod tests {
             range: Some(HeaderValue::from_static("bytes=0-1")),
             referer: Some(HeaderValue::from_static("http://r/")),
             cookie: Some(HeaderValue::from_static("c=1")),
+            alt_used: Some(HeaderValue::from_static("alt.test:8443")),
             empty_length: false,
         };
         let request = t
@@ -716,6 +722,7 @@ mod tests {
                 "user-agent",
                 "accept",
                 "referer",
+                "alt-used",
                 "cookie",
                 "x-a",
                 "content-length",

@@ -56,6 +56,11 @@ pub(crate) struct TransferArgs {
     #[arg(long = "hsts", value_name = "FILE")]
     pub(crate) hsts: Option<PathBuf>,
 
+    /// Read and write an Alt-Svc cache in FILE: an https:// origin's alternatives, used by later
+    /// requests to it ("" keeps them for the transfer only)
+    #[arg(long = "alt-svc", value_name = "FILE")]
+    pub(crate) alt_svc: Option<String>,
+
     /// Save the response's ETag to FILE ("-" is stdout; emptied when each transfer starts)
     #[arg(long = "etag-save", value_name = "FILE")]
     pub(crate) etag_save: Option<PathBuf>,

@@ -25,7 +25,6 @@ const FLAGS: &[Unsupported] = &[
     ),
     flag("--libcurl", None, "poolcurl is not libcurl"),
     flag("--manual", Some('M'), "see --help and the README"),
-    flag("--alt-svc", None, "no Alt-Svc cache"),
     // Options of curl's other protocols.
     flag("--append", Some('a'), OTHER_PROTOCOLS),
     flag("--list-only", Some('l'), OTHER_PROTOCOLS),

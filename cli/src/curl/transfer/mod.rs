@@ -14,6 +14,7 @@
 //!        at --max-filesize (exit 63); --limit-rate paces it, -Y/-y abort a slow one (28)
 //! ```
 
+mod alternative;
 mod challenge;
 mod credentials;
 mod send;
@@ -251,6 +252,7 @@ impl Session {
             range,
             referer: state.referer.clone(),
             cookie,
+            alt_used: None,
             empty_length: false,
         })
     }
@@ -278,7 +280,7 @@ impl Session {
         record: &mut TransferRecord,
         progress: &mut Progress,
     ) -> Result<Next, CurlError> {
-        let target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to, sink)?;
+        let target = self.target_for(uri, sink)?;
         // `--digest` or `--proxy-digest`, before this URL's challenge: the request that draws
         // it carries no data, which curl does not send twice.
         let pending = self.pending_challenges(uri, hop, state);
@@ -291,6 +293,7 @@ impl Session {
         let resume = self.resume_offset(sink);
         let mut extra = self.per_request(uri, hop, state, resume)?;
         extra.empty_length = probe.is_some();
+        extra.alt_used = target.alternative.as_ref().map(|a| a.used.clone());
         let ranged = extra.range.is_some();
         let sent = self.send(uri, hop, &extra, &target, record).await;
         self.write_tunnel_heads(record, sink)?;

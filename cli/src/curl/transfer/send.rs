@@ -58,7 +58,11 @@ impl Session {
             }
             _ => request.map(pool::RequestBody::new),
         };
-        let sent = self.client.request(request);
+        let client = target
+            .alternative
+            .as_ref()
+            .map_or(&self.client, |a| &a.client);
+        let sent = client.request(request);
         let answered = match pace.low_speed() {
             None => sent.await,
             Some(low) => tokio::time::timeout(low.time, sent)
@@ -129,6 +133,7 @@ impl Session {
         }
         record.size_download = 0;
         record.redirect_url = None;
+        let alt_svc_added = self.take_alternatives(uri, &parts);
         let context = VerboseContext {
             host: &target.host,
             dial: &target.dial,
@@ -142,6 +147,7 @@ impl Session {
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),
+            alt_svc_added: &alt_svc_added,
         };
         self.verbose.exchange(
             &context,
@@ -249,6 +255,8 @@ pub(super) struct Target {
     /// Whether `-v` leaves out its `[N bytes data]` notes: the body goes to a terminal, where
     /// it shows itself.
     pub(super) quiet_data: bool,
+    /// The `--alt-svc` alternative the request goes to, if any.
+    pub(super) alternative: Option<super::alternative::Alternative>,
 }
 
 impl Target {
@@ -281,6 +289,7 @@ impl Target {
             host: host.to_owned(),
             prior_knowledge,
             quiet_data: sink.path().is_none() && stdout_is_terminal(),
+            alternative: None,
         })
     }
 }

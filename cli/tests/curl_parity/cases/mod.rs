@@ -1,5 +1,6 @@
 //! The parity cases, by area; each bug of issue 19 has at least one.
 
+mod alt_svc;
 mod auth;
 mod connections;
 mod core;
@@ -20,6 +21,7 @@ pub(crate) fn all() -> Vec<Case> {
         core::cases(),
         tls_checks::cases(),
         tls_identity::cases(),
+        alt_svc::cases(),
         requests::cases(),
         connections::cases(),
         auth::cases(),

@@ -176,6 +176,7 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("set-cookie", "session=abc; Path=/")
             .header("location", "/echo"),
         "/sts" => Reply::ok("strict\n").header("strict-transport-security", "max-age=1000"),
+        p if p.starts_with("/altsvc/") => alt_svc(req, &p["/altsvc/".len()..]),
         "/cookies" => Reply::ok("set\n")
             .header("set-cookie", "a=1; Path=/")
             .header("set-cookie", "b=2; Path=/"),
@@ -216,6 +217,30 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
     }
 }
 
+/// A reply to `/altsvc/NAME` naming alternatives for its origin (`PORT` is the server's own,
+/// from `Host`): this server under another host name, a closed port, several, `clear` (bare,
+/// or with a parameter), a bad port; `redirect` names one and redirects to `/echo`.
+fn alt_svc(req: &RecordedRequest, name: &str) -> Reply {
+    let value = match name {
+        "use" | "redirect" => r#"h2="127.0.0.1:PORT"; ma=3600"#,
+        "closed" => r#"h2=":1""#,
+        "many" => r#"h3=":443"; ma=60, h2="127.0.0.1:PORT"; persist=1, http/1.1=":1""#,
+        "clear" => "clear",
+        "clear-params" => "clear; x=1",
+        "bad" => r#"h2=":99999", h2="127.0.0.1:PORT""#,
+        _ => return Reply::new(404),
+    };
+    let host = req.header("host").unwrap_or_default();
+    let port = host.rsplit(':').next().unwrap_or_default();
+    let value = value.replace("PORT", port);
+    match name {
+        "redirect" => Reply::new(302)
+            .header("alt-svc", &value)
+            .header("location", "/echo"),
+        _ => Reply::ok("alternatives\n").header("alt-svc", &value),
+    }
+}
+
 /// The request as the server saw it, minus what differs between the two clients by nature
 /// (the User-Agent value, a multipart boundary).
 fn echo(req: &RecordedRequest) -> Reply {
@@ -227,6 +252,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "accept",
         "accept-encoding",
         "referer",
+        "alt-used",
         "cookie",
         "if-modified-since",
         "if-unmodified-since",
