@@ -31,6 +31,9 @@
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
 //!   `--socks4` to HTTP/1.1 and TLS h2, `socks5://`, and a refused target (`socks.rs`).
+//! * **nginx naming an alternative service** (`add_header Alt-Svc`), beside curl: `--alt-svc`
+//!   with a redirect that goes to the alternative, and each tool following the cache file the
+//!   other wrote (`alt_svc.rs`).
 //! * **nginx refusing an upload before its body arrived** (`413` from the head): beside curl over
 //!   HTTP/1.1 and TLS http/1.1, poolcurl alone over h2c and TLS h2, where curl 7.88 fails
 //!   (`early.rs`).
@@ -66,6 +69,7 @@
 //! temp dir removed however the program ends, except when it is killed by a signal (a Ctrl-C
 //! reaches the servers too: same process group).
 
+mod alt_svc;
 mod apache;
 mod early;
 mod lifetime;
@@ -91,6 +95,7 @@ use std::time::{Duration, Instant};
 use pool_tests::tls::{TempDir, TestPki};
 use serde_json::{Map, Value};
 
+use alt_svc::*;
 use apache::*;
 use early::*;
 use lifetime::*;
@@ -177,6 +182,7 @@ fn main() -> ExitCode {
         rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         rows.push(nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_stapling(&poolcurl, &nginx, &nginx_dir));
+        rows.extend(nginx_alt_svc(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
         (rows, comparison)
@@ -217,7 +223,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 10]), String>;
+type Nginx = Result<(PathBuf, Server, [u16; 12]), String>;
 
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
@@ -361,7 +367,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
     write_staples(&pki, dir)?;
-    let ports = free_ports::<10>()?;
+    let ports = free_ports::<12>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -378,8 +384,9 @@ fn start_nginx(dir: &Path) -> Nginx {
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10] = ports;
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
+    let alt_svc = alt_svc_server(dir, (p11, p12));
     let conf = format!(
         "worker_processes 2;
 {user}
@@ -427,6 +434,8 @@ http {{
     }}
     # `--cert-status`: TLS stapling a good and a revoked OCSP response from files.
     {stapling}
+    # `--alt-svc`: an origin naming an alternative, both served here.
+    {alt_svc}
 }}
 "
     );
