@@ -14,7 +14,8 @@
 //! (source protocol, host and port; alternative protocol, host and port; expiry in UTC; the
 //! `persist` flag; a priority curl always writes as 0). Groups naming the same file share one
 //! cache, as curl's transfers share it through the file. An empty FILE keeps the cache in
-//! memory for one transfer only, as curl's handle of each transfer has its own.
+//! memory for one transfer only, as curl's handle of each transfer has its own (under `-Z`, the
+//! group's transfers running at once share it, and each one's start empties it).
 //!
 //! curl's reading is kept, quirks included, so that the same headers give the same file:
 //!

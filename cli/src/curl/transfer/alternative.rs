@@ -45,19 +45,19 @@ impl Session {
             return Ok(target);
         };
         let (to_host, to_port) = (entry.dst_host.as_str(), entry.dst_port);
-        let authority = match to_host.contains(':') {
-            true => format!("[{to_host}]:{to_port}"),
-            false => format!("{to_host}:{to_port}"),
-        };
-        target.dial.alt_svc = Some(entry.connecting_note(host, port));
-        target.dial.host = to_host.to_owned();
-        target.dial.port = to_port;
         target.alternative = Some(Alternative {
             client: self.alternative_client((host, port), (to_host, to_port))?,
             used: HeaderValue::from_str(&format!("{to_host}:{to_port}"))
                 .map_err(|_| CurlError::malformed_url())?,
         });
-        target.dial.authority = authority;
+        let dial = &mut target.dial;
+        dial.alt_svc = Some(entry.connecting_note(host, port));
+        dial.authority = match to_host.contains(':') {
+            true => format!("[{to_host}]:{to_port}"),
+            false => format!("{to_host}:{to_port}"),
+        };
+        dial.host = to_host.to_owned();
+        dial.port = to_port;
         Ok(target)
     }
 
