@@ -7,7 +7,6 @@
 use std::path::Path;
 
 use crate::Nginx;
-use crate::process::find_binary;
 use crate::proxy::{beside_curl, run_cli};
 use crate::report::Row;
 
@@ -36,16 +35,9 @@ pub(crate) fn nginx_alt_svc(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
         "curl vs poolcurl --alt-svc to nginx, a redirect to the alternative",
         "poolcurl --alt-svc follows the file curl wrote, and curl the file poolcurl wrote",
     ];
-    for check in checks {
-        eprintln!("interop: {check} ...");
-    }
-    let ports = match started {
-        Ok((_, _, ports)) => ports,
-        Err(e) => return checks.map(|c| Row::broken(c.to_string(), e)).into(),
-    };
-    let Some(curl) = find_binary("curl") else {
-        let skipped = format!("skipped: curl not found ({})", checks[0]);
-        return vec![Row::skipped(skipped, None)];
+    let (ports, curl) = match crate::nginx_and_curl(checks, started) {
+        Ok(found) => found,
+        Err(rows) => return rows,
     };
     let (origin, alternative) = (ports[10], ports[11]);
     let ca = dir.join("ca.pem").display().to_string();

@@ -225,6 +225,27 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
 type Nginx = Result<(PathBuf, Server, [u16; 12]), String>;
 
+/// Announces `checks` (nginx's, beside curl) and finds what they need: nginx's ports and curl.
+/// `Err` holds the rows to report instead: every check broken when nginx did not start, or one
+/// skip row when curl is not installed.
+fn nginx_and_curl<'a, const N: usize>(
+    checks: [&str; N],
+    started: &'a Nginx,
+) -> Result<(&'a [u16; 12], PathBuf), Vec<Row>> {
+    for check in checks {
+        eprintln!("interop: {check} ...");
+    }
+    let ports = match started {
+        Ok((_, _, ports)) => ports,
+        Err(e) => return Err(checks.map(|c| Row::broken(c.to_string(), e)).into()),
+    };
+    let Some(curl) = find_binary("curl") else {
+        let skipped = format!("skipped: curl not found ({})", checks[0]);
+        return Err(vec![Row::skipped(skipped, None)]);
+    };
+    Ok((ports, curl))
+}
+
 fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let name = |case: &str| format!("nginx {case}, -z 5s -c 32, {RELOADS} reloads");
     let (nginx, server, ports) = match started {

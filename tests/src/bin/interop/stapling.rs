@@ -9,7 +9,6 @@ use pool_tests::ocsp::{Staple, Status};
 use pool_tests::tls::TestPki;
 
 use crate::Nginx;
-use crate::process::find_binary;
 use crate::proxy::{beside_curl, beside_curl_exiting};
 use crate::report::Row;
 
@@ -60,16 +59,9 @@ pub(crate) fn nginx_stapling(poolcurl: &Path, started: &Nginx, dir: &Path) -> Ve
         "curl vs poolcurl --cert-status to nginx stapling a good status",
         "curl vs poolcurl --cert-status to nginx stapling a revoked status (91)",
     ];
-    for check in checks {
-        eprintln!("interop: {check} ...");
-    }
-    let ports = match started {
-        Ok((_, _, ports)) => ports,
-        Err(e) => return checks.map(|c| Row::broken(c.to_string(), e)).into(),
-    };
-    let Some(curl) = find_binary("curl") else {
-        let skipped = format!("skipped: curl not found ({})", checks[0]);
-        return vec![Row::skipped(skipped, None)];
+    let (ports, curl) = match crate::nginx_and_curl(checks, started) {
+        Ok(found) => found,
+        Err(rows) => return rows,
     };
     let ca = dir.join("ca.pem").display().to_string();
     let run = |port: u16| {
