@@ -1,6 +1,6 @@
-//! nginx naming an alternative service (`add_header Alt-Svc`), beside curl: `--alt-svc` with a
-//! redirect that goes to the alternative in the same transfer, and each tool reading the cache
-//! file the other wrote. One nginx `server` listens on two TLS ports, the origin's and the
+//! nginx naming an alternative service (`add_header Alt-Svc`) over TLS h2, beside curl:
+//! `--alt-svc` with a redirect that goes to the alternative in the same transfer, and each tool
+//! reading the cache file the other wrote (entries learned over h2). One nginx `server` listens on two TLS ports, the origin's and the
 //! alternative's, and answers with the port that took the request and the `Alt-Used` it
 //! carried, so the output says where each request went.
 
@@ -10,15 +10,20 @@ use crate::Nginx;
 use crate::proxy::{beside_curl, run_cli};
 use crate::report::Row;
 
-/// The `server` block: `origin` and `alternative` listen for it, every response names
-/// `alternative` in `Alt-Svc`, `/start` redirects to `/end`, anything else answers
-/// `PORT ALT-USED`.
-pub(crate) fn alt_svc_server(dir: &Path, (origin, alternative): (u16, u16)) -> String {
+/// The `server` block: `origin` and `alternative` listen for it over TLS with ALPN h2 (`h2`:
+/// the `listen` parameter and the `server` directive that turn it on, by nginx's version), every
+/// response names `alternative` in `Alt-Svc`, `/start` redirects to `/end`, anything else
+/// answers `PORT ALT-USED`.
+pub(crate) fn alt_svc_server(
+    dir: &Path,
+    (origin, alternative): (u16, u16),
+    (listen_h2, h2_on): (&str, &str),
+) -> String {
     let d = dir.display();
     format!(
         "server {{
-        listen 127.0.0.1:{origin} ssl;
-        listen 127.0.0.1:{alternative} ssl;
+        listen 127.0.0.1:{origin} ssl{listen_h2};
+        listen 127.0.0.1:{alternative} ssl{listen_h2}; {h2_on}
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
         add_header Alt-Svc 'h2=\"127.0.0.1:{alternative}\"; ma=600' always;
@@ -51,7 +56,7 @@ pub(crate) fn nginx_alt_svc(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
         "",
         "-L",
         "-w",
-        "%{num_connects}\n",
+        "%{http_version} %{num_connects}\n",
         &start,
     ];
     let mut rows = vec![beside_curl(
@@ -61,25 +66,27 @@ pub(crate) fn nginx_alt_svc(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
         &redirect,
     )];
     let want = format!("{alternative} 127.0.0.1:{alternative}\n");
+    let entry = format!("h2 localhost {origin} h2 127.0.0.1 {alternative} \"");
     rows.push(each_reads_the_other(
         checks[1].to_string(),
         (&curl, poolcurl),
         (&start, &end),
         (&ca, dir),
-        &want,
+        (&entry, &want),
     ));
     rows
 }
 
-/// Each tool learns the alternative from `start` into a file of its own; the other then reads
-/// that file and asks for `end`, which must answer `want` (the alternative's port and the
-/// `Alt-Used` it was sent).
+/// Each tool learns the alternative from `start` into a file of its own, whose one entry must
+/// start with `entry` (learned over h2, in curl's format); the other then reads that file and
+/// asks for `end`, which must answer `want` (the alternative's port and the `Alt-Used` it was
+/// sent).
 fn each_reads_the_other(
     check: String,
     (curl, poolcurl): (&Path, &Path),
     (start, end): (&str, &str),
     (ca, dir): (&str, &Path),
-    want: &str,
+    (entry, want): (&str, &str),
 ) -> Row {
     let mut problems = Vec::new();
     let mut seen = Vec::new();
@@ -114,6 +121,13 @@ fn each_reads_the_other(
             problems.push(format!(
                 "{writer} writing {file} failed: {}",
                 wrote.stderr.trim()
+            ));
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let entries: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        if entries.len() != 1 || !entries[0].starts_with(entry) {
+            problems.push(format!(
+                "{writer}'s file holds {entries:?}, not one entry starting {entry:?}"
             ));
         }
         if read.stdout != want {

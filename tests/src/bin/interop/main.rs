@@ -31,9 +31,9 @@
 //!   and password to HTTP/1.1 and TLS h2, and a wrong password (`socks.rs`).
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
 //!   `--socks4` to HTTP/1.1 and TLS h2, `socks5://`, and a refused target (`socks.rs`).
-//! * **nginx naming an alternative service** (`add_header Alt-Svc`), beside curl: `--alt-svc`
-//!   with a redirect that goes to the alternative, and each tool following the cache file the
-//!   other wrote (`alt_svc.rs`).
+//! * **nginx naming an alternative service** (`add_header Alt-Svc`, TLS h2), beside curl:
+//!   `--alt-svc` with a redirect that goes to the alternative, and each tool following the cache
+//!   file the other wrote, which must hold the entry in curl's format (`alt_svc.rs`).
 //! * **nginx refusing an upload before its body arrived** (`413` from the head): beside curl over
 //!   HTTP/1.1 and TLS http/1.1, poolcurl alone over h2c and TLS h2, where curl 7.88 fails
 //!   (`early.rs`).
@@ -407,7 +407,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
     let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
-    let alt_svc = alt_svc_server(dir, (p11, p12));
+    let alt_svc = alt_svc_server(dir, (p11, p12), (listen_h2, h2_on));
     let conf = format!(
         "worker_processes 2;
 {user}
