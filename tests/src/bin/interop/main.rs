@@ -32,8 +32,8 @@
 //! * **Dante** (SOCKS4 and SOCKS5) in front of that nginx, beside curl: `socks4://` and
 //!   `--socks4` to HTTP/1.1 and TLS h2, `socks5://`, and a refused target (`socks.rs`).
 //! * **nginx naming an alternative service** (`add_header Alt-Svc`, TLS h2), beside curl:
-//!   `--alt-svc` with a redirect that goes to the alternative, and each tool following the cache
-//!   file the other wrote, which must hold the entry in curl's format (`alt_svc.rs`).
+//!   `--alt-svc` with a redirect that goes to the alternative, and each tool following the
+//!   cache file the other wrote, which must hold the entry in curl's format (`alt_svc.rs`).
 //! * **nginx refusing an upload before its body arrived** (`413` from the head): beside curl over
 //!   HTTP/1.1 and TLS http/1.1, poolcurl alone over h2c and TLS h2, where curl 7.88 fails
 //!   (`early.rs`).
