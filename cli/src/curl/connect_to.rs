@@ -51,9 +51,10 @@ impl ConnectToArgs {
         ConnectToArgs::default().with(entries)
     }
 
-    /// The entries behind a rule that sends `host` on `port` to `to_host` on `to_port` first:
-    /// an `--alt-svc` alternative's connections, which curl follows only where no entry names a
-    /// host or port for the origin (one that names neither would otherwise hide it).
+    /// A rule that sends `host` on `port` to `to_host` on `to_port` (an `--alt-svc`
+    /// alternative), then `entries`. The rule goes first: curl follows an alternative only where
+    /// no entry names a host or port for the origin, and an entry that names neither would
+    /// otherwise match first and hide it.
     pub(crate) fn behind(
         (host, port): (&str, u16),
         (to_host, to_port): (&str, u16),
