@@ -63,8 +63,13 @@ fn trusting_pool(pki: &TestPki, proxy: &ScriptedProxy) -> (ConnectionPool, Event
 
 /// A request to `url` through `proxy` that must fail; the pool comes back for its stats.
 async fn failed_through(proxy: &ScriptedProxy, url: &str) -> (ConnectionPool, pool::Error) {
+    failed_with(via(proxy), url).await
+}
+
+/// A request to `url` routed by `config` that must fail; the pool comes back for its stats.
+async fn failed_with(config: ProxyConfig, url: &str) -> (ConnectionPool, pool::Error) {
     let pool = ConnectionPool::builder()
-        .proxy(via(proxy), false)
+        .proxy(config, false)
         .build()
         .unwrap();
     let client = pool.client().unwrap();
@@ -338,15 +343,7 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
             .all(Proxy::parse(&proxy.url()).unwrap())
             .with_credentials("u", "wrong")
             .with_auth(AuthScheme::Any);
-        let pool = ConnectionPool::builder()
-            .proxy(config, false)
-            .build()
-            .unwrap();
-        let client = pool.client().unwrap();
-        let error = tokio::time::timeout(LIMIT, client.request(get(&url)))
-            .await
-            .expect("in time")
-            .expect_err("refused");
+        let (pool, error) = failed_with(config, &url).await;
         assert!(error.is_proxy_auth(), "{error}");
         assert_eq!(error.proxy_status(), Some(407));
         assert_eq!(proxy.requests().len(), 2);
@@ -423,15 +420,7 @@ async fn an_ntlm_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_connectio
         .all(Proxy::parse(&proxy.url()).unwrap())
         .with_credentials("u", "wrong")
         .with_auth(AuthScheme::Ntlm);
-    let pool = ConnectionPool::builder()
-        .proxy(config, false)
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
-    let error = tokio::time::timeout(LIMIT, client.request(get(&url)))
-        .await
-        .expect("in time")
-        .expect_err("refused");
+    let (pool, error) = failed_with(config, &url).await;
     assert!(error.is_proxy_auth(), "{error}");
     assert_eq!(error.proxy_status(), Some(407));
     assert_eq!(proxy.requests().len(), 2);
