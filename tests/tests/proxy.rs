@@ -293,8 +293,7 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
         let proxy =
             ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), keep_open).await;
         let events = EventLog::new();
-        let config = ProxyConfig::new()
-            .all(Proxy::parse(&proxy.url()).unwrap())
+        let config = via(&proxy)
             .with_credentials("u", "secret")
             .with_auth(AuthScheme::Digest);
         let pool = ConnectionPool::builder()
@@ -339,8 +338,7 @@ async fn a_digest_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_or_a_new
         // A wrong password: the answer is refused and not tried again.
         let proxy =
             ScriptedProxy::start_digest(ConnectScript::Tunnel, ("u", "secret"), keep_open).await;
-        let config = ProxyConfig::new()
-            .all(Proxy::parse(&proxy.url()).unwrap())
+        let config = via(&proxy)
             .with_credentials("u", "wrong")
             .with_auth(AuthScheme::Any);
         let (pool, error) = failed_with(config, &url).await;
@@ -377,8 +375,7 @@ async fn an_ntlm_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_connectio
     let url = server.url("/");
     for v2 in [true, false] {
         let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", v2).await;
-        let config = ProxyConfig::new()
-            .all(Proxy::parse(&proxy.url()).unwrap())
+        let config = via(&proxy)
             .with_credentials("CORP\\u", "secret")
             .with_auth(AuthScheme::Ntlm);
         let pool = ConnectionPool::builder()
@@ -416,8 +413,7 @@ async fn an_ntlm_proxy_s_challenge_to_a_tunnel_is_answered_on_the_same_connectio
 
     // A wrong password: the answer is refused and not tried again.
     let proxy = ScriptedProxy::start_ntlm(ConnectScript::Tunnel, "secret", true).await;
-    let config = ProxyConfig::new()
-        .all(Proxy::parse(&proxy.url()).unwrap())
+    let config = via(&proxy)
         .with_credentials("u", "wrong")
         .with_auth(AuthScheme::Ntlm);
     let (pool, error) = failed_with(config, &url).await;
