@@ -10,6 +10,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::connection::H1Connection;
+use crate::expect::ContinueGate;
 
 /// What happens to the connection when the exchange ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,9 @@ enum Disposition {
 pub struct ExchangeGuard<B> {
     conn: Option<H1Connection<B>>,
     disposition: Disposition,
+    // The request body this response refused (`Expect: 100-continue` answered by a final
+    // response): it is aborted when the exchange ends, so hyper closes the connection.
+    refused: Option<Arc<ContinueGate>>,
 }
 
 impl<B: Send + 'static> ExchangeGuard<B> {
@@ -55,6 +59,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         let mut guard = ExchangeGuard {
             conn: Some(conn),
             disposition,
+            refused: None,
         };
         if disposition == Disposition::Retire(CloseReason::Upgraded) {
             // The pool's record ends here; the I/O now belongs to whoever calls
@@ -62,6 +67,21 @@ impl<B: Send + 'static> ExchangeGuard<B> {
             guard.retire(CloseReason::Upgraded);
         }
         guard
+    }
+
+    /// The request of this exchange held its body back for `100 Continue` behind `gate` (see
+    /// [`ContinueGate`]). If the gate is still waiting, this response refused the body: it is
+    /// never sent, the connection retires when the exchange ends, and the body is aborted then.
+    /// Returns whether the body was refused.
+    pub fn expected_continue(&mut self, gate: Arc<ContinueGate>) -> bool {
+        if !gate.refuse() {
+            return false;
+        }
+        if self.disposition == Disposition::Reuse {
+            self.disposition = Disposition::Retire(CloseReason::IncompleteH1Exchange);
+        }
+        self.refused = Some(gate);
+        true
     }
 
     /// The record of the connection this exchange runs on, while the guard holds it.
@@ -73,6 +93,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     /// home now if hyper is already ready for another request, or once it is (in a task on the
     /// owner partition).
     pub fn end_of_body(&mut self) {
+        self.abort_refused();
         let Some(conn) = self.conn.take() else { return };
         match self.disposition {
             Disposition::Retire(reason) => {
@@ -94,6 +115,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     }
 
     fn retire(&mut self, reason: CloseReason) {
+        self.abort_refused();
         if let Some(conn) = self.conn.take() {
             conn.record().close(reason, None);
         }
@@ -132,8 +154,21 @@ fn says_close<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> bool {
     })
 }
 
+impl<B> ExchangeGuard<B> {
+    /// Ends a refused request body, so that hyper stops waiting for it and closes. Almost
+    /// always a `None` check: only an exchange whose `Expect: 100-continue` was answered by a
+    /// final response has one.
+    #[inline]
+    fn abort_refused(&mut self) {
+        if let Some(gate) = self.refused.take() {
+            gate.abort();
+        }
+    }
+}
+
 impl<B> Drop for ExchangeGuard<B> {
     fn drop(&mut self) {
+        self.abort_refused();
         if let Some(conn) = self.conn.take() {
             conn.record().close(CloseReason::IncompleteH1Exchange, None);
         }
@@ -145,6 +180,7 @@ impl<B> fmt::Debug for ExchangeGuard<B> {
         f.debug_struct("ExchangeGuard")
             .field("conn", &self.conn)
             .field("disposition", &self.disposition)
+            .field("refused", &self.refused.is_some())
             .finish()
     }
 }

@@ -29,6 +29,7 @@
 //! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
 //! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
 //! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |
+//! | final response while the body waited for `100 Continue` | retired (`IncompleteH1Exchange`) at the response's end; the body is never sent ([`ContinueGate`]) |
 //!
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
@@ -48,6 +49,7 @@
 
 mod connection;
 mod exchange;
+mod expect;
 mod handshake;
 mod keep_alive;
 #[cfg(all(test, pool_loom))]
@@ -60,6 +62,7 @@ mod settings;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
+pub use expect::{ContinueGate, GateState};
 pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
 pub use raw_names::RawHeaderNames;

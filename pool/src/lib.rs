@@ -78,6 +78,7 @@ pub use body::{Body, RequestBody};
 pub use builder::{BuildError, Builder, DEFAULT_IDLE_TIMEOUT};
 pub use client::Client;
 pub use connection::ConnectionHandle;
+pub use dispatch::expect::{BodyWithheld, ExpectContinue, on_informational};
 pub use error::Error;
 pub use listener::CountingListener;
 pub use malformed::Malformed;

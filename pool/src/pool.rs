@@ -149,6 +149,9 @@ pub(crate) struct PoolInner {
     pub(crate) pool_timeout: Option<Duration>,
     /// The default body idle timeout of new clients.
     pub(crate) body_idle_timeout: Option<Duration>,
+    /// How long an HTTP/1 request with `Expect: 100-continue` holds its body back; `None`:
+    /// the body goes at once.
+    pub(crate) expect_continue: Option<Duration>,
     /// Whether responses also carry their connection handle as an extension.
     pub(crate) connection_extension: bool,
     /// Which requests are sent again on their own.

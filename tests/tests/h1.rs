@@ -1215,3 +1215,176 @@ async fn an_answer_before_the_request_body_ended_reaches_the_caller() {
     settle(&pool, &origin(&url), |s| *s == PartitionStats::default()).await;
     peer.await.unwrap();
 }
+
+/// A peer that reads one request head and runs `then` on the rest of the connection; returns
+/// its URL and the head it read.
+async fn expect_peer<F, Fut>(then: F) -> (String, tokio::task::JoinHandle<(String, Fut::Output)>)
+where
+    F: FnOnce(tokio::net::TcpStream, Vec<u8>) -> Fut + Send + 'static,
+    Fut: std::future::Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/upload", listener.local_addr().unwrap());
+    let peer = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut read = Vec::new();
+        let end = loop {
+            let mut chunk = [0u8; 1024];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the client closed before its head ended");
+            read.extend_from_slice(&chunk[..n]);
+            if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let rest = read.split_off(end);
+        let head = String::from_utf8(read).unwrap().to_ascii_lowercase();
+        (head, then(stream, rest).await)
+    });
+    (url, peer)
+}
+
+/// A 64-byte upload that asks for `100 Continue` with the header.
+fn upload(url: &str) -> Request<Full<Bytes>> {
+    Request::post(url)
+        .header("expect", "100-continue")
+        .body(Full::new(Bytes::from(vec![b'x'; 64])))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn expect_continue_holds_the_body_until_100_continue() {
+    // An hour's wait: only the server's 100 Continue can release the body in this test.
+    let builder =
+        ConnectionPool::builder().expect_continue_timeout(Some(Duration::from_secs(3600)));
+    let (pool, client, _events) = observed(builder);
+    let (url, peer) = expect_peer(|mut stream, mut body| async move {
+        stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .unwrap();
+        while body.len() < 64 {
+            let mut chunk = [0u8; 64];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the body never came");
+            body.extend_from_slice(&chunk[..n]);
+        }
+        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        stream.write_all(reply).await.unwrap();
+        // Kept open until the client closes, so the connection can go back to the pool.
+        let _ = stream.read(&mut [0u8; 16]).await;
+        body
+    })
+    .await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut request = upload(&url);
+    let log = seen.clone();
+    pool::on_informational(&mut request, move |response| {
+        log.lock().unwrap().push(response.status());
+    });
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.extensions().get::<pool::BodyWithheld>().is_none());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ok");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![StatusCode::CONTINUE],
+        "the caller's 1xx hook ran"
+    );
+    settle(&pool, &origin(&url), |s| s.h1_idle == 1).await;
+    // The last handles: the pool closes its idle connection, and the peer sees the end.
+    drop((pool, client));
+    let (head, sent) = peer.await.unwrap();
+    assert!(head.contains("\r\nexpect: 100-continue\r\n"), "{head}");
+    assert_eq!(sent, vec![b'x'; 64]);
+}
+
+#[tokio::test]
+async fn a_final_response_before_100_continue_keeps_the_body_and_retires_the_connection() {
+    let builder =
+        ConnectionPool::builder().expect_continue_timeout(Some(Duration::from_secs(3600)));
+    let (pool, client, events) = observed(builder);
+    let (url, peer) = expect_peer(|mut stream, mut after_head| async move {
+        let reply = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 4\r\n\r\nnope";
+        stream.write_all(reply).await.unwrap();
+        // Everything the client writes until it closes: none of it may be the body.
+        let _ = stream.read_to_end(&mut after_head).await;
+        after_head
+    })
+    .await;
+    let response = client.request(upload(&url)).await.unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(response.extensions().get::<pool::BodyWithheld>().is_some());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "nope", "the refusal's body arrives whole");
+    let (head, after_head) = peer.await.unwrap();
+    assert!(head.starts_with("post /upload http/1.1\r\n"), "{head}");
+    assert!(after_head.is_empty(), "the body was sent: {after_head:?}");
+    settle(&pool, &origin(&url), |s| {
+        s.h1_idle + s.h1_active + s.h1_draining == 0
+    })
+    .await;
+    assert_eq!(events.closed_with(CloseReason::IncompleteH1Exchange), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_sends_100_continue_gets_the_body_when_the_wait_runs_out() {
+    // The scripted peer reads whole requests and never answers 100 Continue on its own.
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("done"))).await;
+    let pool = ConnectionPool::builder()
+        .expect_continue_timeout(Some(Duration::from_secs(2)))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let started = tokio::time::Instant::now();
+    // Asked for with the mark: the pool adds the header on HTTP/1.1.
+    let mut request = Request::put(server.url("/file"))
+        .body(Full::new(Bytes::from_static(b"payload")))
+        .unwrap();
+    request.extensions_mut().insert(pool::ExpectContinue);
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the body waited"
+    );
+    response.into_body().collect().await.unwrap();
+    // An empty body never asks.
+    let mut empty = Request::put(server.url("/empty"))
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    empty.extensions_mut().insert(pool::ExpectContinue);
+    client
+        .request(empty)
+        .await
+        .unwrap()
+        .into_body()
+        .collect()
+        .await
+        .unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests[0].header("expect"), Some("100-continue"));
+    assert_eq!(requests[0].body, "payload");
+    assert_eq!(requests[1].header("expect"), None);
+}
+
+#[tokio::test]
+async fn without_a_wait_the_body_goes_with_the_head() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("done"))).await;
+    let pool = ConnectionPool::builder()
+        .expect_continue_timeout(None)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let request = Request::post(server.url("/x"))
+        .header("expect", "100-continue")
+        .body(Full::new(Bytes::from_static(b"now")))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    assert_eq!(server.requests()[0].body, "now");
+    assert_eq!(server.requests()[0].header("expect"), Some("100-continue"));
+}

@@ -82,6 +82,22 @@ impl Builder {
         self
     }
 
+    /// How long an HTTP/1 request that carries `Expect: 100-continue` (or asks for it with
+    /// [`ExpectContinue`](crate::ExpectContinue)) holds its body back for the server's
+    /// `100 Continue`; 1 second by default, as curl and Go's `DefaultTransport` wait.
+    ///
+    /// The body goes when `100 Continue` arrives or the wait runs out, whichever is first. A
+    /// final response that comes first (`413`, `401`, `417`...) is the request's response: the
+    /// body is never sent, and the connection retires once that response is read (its framing
+    /// is broken). `None` sends the body at once, as hyper does, whatever the header says.
+    /// HTTP/2 requests never wait. A request that sets its own
+    /// `hyper::ext::on_informational` hook is not held back (the pool's hook would replace
+    /// it): use [`on_informational`](crate::on_informational) to see its 1xx responses.
+    pub fn expect_continue_timeout(mut self, wait: Option<Duration>) -> Self {
+        self.expect_continue = wait;
+        self
+    }
+
     /// The maximum age of a connection; `None` (the default) keeps a connection as long as it
     /// is used and healthy.
     ///

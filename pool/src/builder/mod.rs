@@ -53,6 +53,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// | [`connect_timeout`](Builder::connect_timeout) | one establishment: resolve, TCP, TLS | the establishment fails with `is_connect_timeout()` |
 /// | [`read_timeout`](Builder::read_timeout) | from handing the request to a connection to the response head, re-sends included | the request fails with `is_read_timeout()` |
 /// | [`body_idle_timeout`](Builder::body_idle_timeout) | a gap between two frames of a response body | the body fails with `is_body_idle_timeout()`; the connection retires |
+/// | [`expect_continue_timeout`](Builder::expect_continue_timeout) | an HTTP/1 request body held back for `100 Continue` | the body is sent anyway |
 /// | [`idle_timeout`](Builder::idle_timeout) | a connection with no request | the connection closes (`IdleTimeout`) |
 /// | [`max_connection_lifetime`](Builder::max_connection_lifetime) | a connection's age | HTTP/1 retires at its next return or while idle; HTTP/2 is renewed, then drains (`MaxLifetime`) |
 ///
@@ -83,6 +84,7 @@ pub struct Builder {
     read_timeout: Option<Duration>,
     pool_timeout: Option<Duration>,
     body_idle_timeout: Option<Duration>,
+    expect_continue: Option<Duration>,
     lifetime: Option<Duration>,
     lifetime_jitter: Option<Duration>,
     connection_extension: bool,
@@ -121,6 +123,7 @@ impl Default for Builder {
             read_timeout: None,
             pool_timeout: None,
             body_idle_timeout: None,
+            expect_continue: Some(crate::dispatch::expect::DEFAULT_WAIT),
             lifetime: None,
             lifetime_jitter: None,
             connection_extension: false,
@@ -309,6 +312,7 @@ impl Builder {
             read_timeout: self.read_timeout,
             pool_timeout: self.pool_timeout,
             body_idle_timeout: self.body_idle_timeout,
+            expect_continue: self.expect_continue,
             connection_extension: self.connection_extension,
             retry: self.retry,
             tls,
@@ -365,6 +369,7 @@ impl fmt::Debug for Builder {
             .field("read_timeout", &self.read_timeout)
             .field("pool_timeout", &self.pool_timeout)
             .field("body_idle_timeout", &self.body_idle_timeout)
+            .field("expect_continue", &self.expect_continue)
             .field("max_connection_lifetime", &self.lifetime)
             .field("connection_extension", &self.connection_extension)
             .finish_non_exhaustive()

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use http::Request;
 use pool_core::ResendReason;
-use pool_h1::{H1Connection, SendOutcome};
+use pool_core::sync::Arc;
+use pool_h1::{ContinueGate, H1Connection, SendOutcome};
 use std::future::Future;
 
 use super::{Exchange, Served};
@@ -17,7 +18,8 @@ use crate::error::Error;
 /// Hands `request` to `conn`, a connection reserved for it; the caller awaits the returned
 /// future (under the read deadline) and passes its outcome to [`finish`]. Split in two, not an
 /// `async fn`, so the request's one future holds hyper's response future directly instead of
-/// another state machine around it.
+/// another state machine around it. The gate is the request body's when it waits for
+/// `100 Continue` (see `expect`).
 pub(super) fn start(
     client: &Client,
     entry: &CellEntry,
@@ -26,11 +28,13 @@ pub(super) fn start(
     waited: Option<Duration>,
 ) -> (
     Served,
+    Option<Arc<ContinueGate>>,
     impl Future<Output = SendOutcome<RequestBody>> + Send + use<>,
 ) {
     let served = client.dispatching(conn.record(), waited);
+    let gate = super::expect::hold(client, &mut request);
     conn.prepare(&mut request, &entry.host);
-    (served, conn.send(request))
+    (served, gate, conn.send(request))
 }
 
 /// What the exchange that [`start`] began came to.
@@ -38,10 +42,18 @@ pub(super) fn finish(
     client: &Client,
     entry: &CellEntry,
     served: Served,
+    gate: Option<Arc<ContinueGate>>,
     outcome: SendOutcome<RequestBody>,
 ) -> Result<Exchange, Error> {
     match outcome {
-        SendOutcome::Response(response, guard) => {
+        SendOutcome::Response(mut response, mut guard) => {
+            if let Some(gate) = gate {
+                if guard.expected_continue(gate) {
+                    response
+                        .extensions_mut()
+                        .insert(super::expect::BodyWithheld);
+                }
+            }
             Ok(client.respond(response, served, |incoming, handle| {
                 Body::h1(incoming, guard, handle)
             }))

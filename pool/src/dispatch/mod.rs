@@ -12,10 +12,12 @@
 //! request over and a `finish` that reads the outcome, so the loop is the request's only state
 //! machine; `resend` decides whether a
 //! request the server did not process goes round the loop again; `deadline` is the read
-//! timeout all attempts of one request share. This module holds the loop and what both
+//! timeout all attempts of one request share; `expect` holds an HTTP/1 request body back for
+//! `100 Continue`. This module holds the loop and what both
 //! protocols share: reuse events and attaching the connection handle to the response.
 
 pub(crate) mod deadline;
+pub(crate) mod expect;
 mod h1;
 mod h2;
 mod resend;
@@ -87,13 +89,13 @@ impl Client {
                 let sleep = &**self.timer();
                 let exchange = match selected {
                     Selected::H1(conn) => {
-                        let (served, sent) = h1::start(self, &entry, conn, request, waited);
+                        let (served, gate, sent) = h1::start(self, &entry, conn, request, waited);
                         // Pinned where it lies: the deadline then holds a pointer, and the
                         // exchange's future is not moved again into the deadline's and the
                         // await's slots (two copies of its 328 bytes per request).
                         let sent = std::pin::pin!(sent);
                         match deadline.bound(sleep, sent).await {
-                            Ok(outcome) => h1::finish(self, &entry, served, outcome),
+                            Ok(outcome) => h1::finish(self, &entry, served, gate, outcome),
                             Err(timeout) => Err(served.fail(timeout)),
                         }
                     }

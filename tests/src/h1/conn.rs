@@ -53,6 +53,8 @@ pub(super) struct H1Conn {
     pub(super) served: usize,
     /// Whether the last request read was `HEAD` (its reply carries no body).
     pub(super) last_was_head: bool,
+    /// Whether a head asking for `100 Continue` gets it before the body is read.
+    pub(super) continue_expected: bool,
 }
 
 impl H1Conn {
@@ -257,6 +259,16 @@ impl H1Conn {
         } else {
             Version::HTTP_11
         };
+
+        let expects = headers
+            .get("expect")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if self.continue_expected
+            && expects
+            && self.write(b"HTTP/1.1 100 Continue\r\n\r\n").await == Flow::End
+        {
+            return Err(ReadErr::Gone);
+        }
 
         // Body.
         let chunked = match headers.get_all("transfer-encoding").iter().next_back() {

@@ -19,7 +19,8 @@
 //! server never sleeps on its own.
 //!
 //! What this module does not do: it is not an HTTP server. It does not validate requests beyond
-//! framing, never answers on its own (no automatic `100 Continue`, no error pages), does not
+//! framing, never answers on its own (no `100 Continue` unless [`H1ServerBuilder::continue_expected`]
+//! asks, no error pages), does not
 //! pipeline-schedule (it reads the next request only when the plan says so), and treats client
 //! closes, resets and write failures as the end of the connection, not as errors.
 
@@ -95,6 +96,7 @@ pub struct H1ServerBuilder {
     core: CoreConfig,
     plans: Vec<ConnPlan>,
     default_plan: Option<ConnPlan>,
+    continue_expected: bool,
 }
 
 impl H1ServerBuilder {
@@ -116,6 +118,14 @@ impl H1ServerBuilder {
     /// is recorded as an error and closed.
     pub fn default_plan(mut self, plan: ConnPlan) -> Self {
         self.default_plan = Some(plan);
+        self
+    }
+
+    /// Answers a request head with `Expect: 100-continue` with `100 Continue` before reading
+    /// its body, as nginx and hyper's server do. Off by default: the server then reads the
+    /// body without a word, and a client that waits for the go-ahead waits out its timeout.
+    pub fn continue_expected(mut self) -> Self {
+        self.continue_expected = true;
         self
     }
 
@@ -141,6 +151,7 @@ impl H1ServerBuilder {
         });
         let plans = Arc::new(self.plans);
         let default_plan = self.default_plan;
+        let continue_expected = self.continue_expected;
         let serve: ServeFn = {
             let requests = requests.clone();
             Arc::new(move |id, io, shared| {
@@ -159,6 +170,7 @@ impl H1ServerBuilder {
                         requests,
                         served: 0,
                         last_was_head: false,
+                        continue_expected,
                     };
                     match plan {
                         Some(plan) => conn.run(plan).await,
