@@ -18,6 +18,7 @@ use pool_tests::refused::RefusedAddr;
 use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::{TempDir, TestPki};
 use pool_tests::unix::UnixBridge;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Upper bound for one poolcurl run; runs take milliseconds.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -58,9 +59,14 @@ fn temp_file(prefix: &str, name: &str, contents: impl AsRef<[u8]>) -> (TempDir, 
     (dir, file)
 }
 
-/// An H1 server answering every request with `reply` on kept-alive connections.
+/// An H1 server answering every request with `reply` on kept-alive connections (and an
+/// upload's `Expect: 100-continue` with `100 Continue`, as nginx does).
 async fn serving(reply: Reply) -> ScriptedH1Server {
-    ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await
+    ScriptedH1Server::builder()
+        .continue_expected()
+        .default_plan(ConnPlan::serve_forever(reply))
+        .start()
+        .await
 }
 
 /// An HTTP/1.1 server over TLS (ALPN http/1.1) answering every request with `reply`, its
@@ -73,6 +79,7 @@ async fn tls_serving(prefix: &str, reply: Reply) -> (TestPki, TempDir, String, S
     let ca = ca.to_str().unwrap().to_owned();
     let server = ScriptedH1Server::builder()
         .tls(pki.server_config(&[b"http/1.1"]))
+        .continue_expected()
         .default_plan(ConnPlan::serve_forever(reply))
         .start()
         .await;
@@ -527,10 +534,142 @@ async fn verbose_notes_the_data_and_a_complete_upload() {
         at("* We are completely uploaded and fine"),
     );
     let (status, received) = (at("< HTTP/1.1 200 OK"), at("{ [4 bytes data]"));
+    // The upload asked for the go-ahead, and the server gave it before the data went.
+    let (expect, go_ahead) = (at("> Expect: 100-continue"), at("< HTTP/1.1 100 Continue"));
     assert!(
-        sent < uploaded && uploaded < status && status < received,
+        expect < go_ahead
+            && go_ahead < sent
+            && sent < uploaded
+            && uploaded < status
+            && status < received,
         "{}",
         run.stderr
+    );
+    assert_eq!(server.requests()[0].body, "12345");
+}
+
+/// A peer for `connections` connections that reads each request's head and, when `early`
+/// has an answer for it, writes that at once without reading a body; otherwise it reads the
+/// body and answers `200` with `got BODY`. It returns what arrived after each early-answered
+/// head until the client closed (none of the body may have).
+async fn head_first_peer(
+    connections: usize,
+    early: fn(&str) -> Option<&'static [u8]>,
+) -> (String, tokio::task::JoinHandle<Vec<Vec<u8>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/up", listener.local_addr().unwrap());
+    let peer = tokio::spawn(async move {
+        let mut after_early = Vec::new();
+        for _ in 0..connections {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut read = Vec::new();
+            loop {
+                let end = loop {
+                    if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(at + 4);
+                    }
+                    let mut chunk = [0u8; 1024];
+                    match stream.read(&mut chunk).await.unwrap() {
+                        0 => break None,
+                        n => read.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let Some(end) = end else { break };
+                let rest = read.split_off(end);
+                let head = String::from_utf8(std::mem::replace(&mut read, rest)).unwrap();
+                let head = head.to_ascii_lowercase();
+                if let Some(answer) = early(&head) {
+                    stream.write_all(answer).await.unwrap();
+                    let _ = stream.read_to_end(&mut read).await;
+                    after_early.push(read);
+                    break;
+                }
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                while read.len() < length {
+                    let mut chunk = [0u8; 1024];
+                    let n = stream.read(&mut chunk).await.unwrap();
+                    assert!(n > 0, "the body never came");
+                    read.extend_from_slice(&chunk[..n]);
+                }
+                let body: Vec<u8> = read.drain(..length).collect();
+                let text = format!("got {}", String::from_utf8_lossy(&body));
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{text}",
+                    text.len()
+                );
+                stream.write_all(reply.as_bytes()).await.unwrap();
+            }
+        }
+        after_early
+    });
+    (url, peer)
+}
+
+/// A server that answers an upload's head without asking for its body (`413` before `100
+/// Continue`): the body is never sent, `-v` shows no data going out, `%{size_upload}` is 0,
+/// and the transfer succeeds with the server's answer, as with curl.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
+    let (url, peer) = head_first_peer(1, |_| {
+        Some(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 5\r\n\r\nlarge")
+    })
+    .await;
+    let (_dir, file) = temp_file("refused-upload", "up.txt", "12345");
+    let file = file.to_str().unwrap();
+    let run = poolcurl(&["-v", "-w", "|%{size_upload}", "-T", file, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "large|0");
+    assert!(
+        run.stderr.contains("> Expect: 100-continue"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("} ["), "data went out: {}", run.stderr);
+    let after_head = peer.await.unwrap();
+    assert_eq!(
+        after_head,
+        vec![Vec::<u8>::new()],
+        "the body reached the server"
+    );
+}
+
+/// `417 Expectation Failed` to an upload that asked for `100 Continue`: as curl does, the
+/// same request goes again without `Expect` (counted as a redirect), and `-i` shows both heads.
+#[tokio::test(flavor = "multi_thread")]
+async fn expectation_failed_sends_the_upload_again_without_asking() {
+    let (url, peer) = head_first_peer(2, |head| {
+        let refusal = b"HTTP/1.1 417 Expectation Failed\r\ncontent-length: 3\r\n\r\nno\n";
+        head.contains("\r\nexpect: 100-continue\r\n")
+            .then_some(&refusal[..])
+    })
+    .await;
+    let (_dir, file) = temp_file("expectation-failed", "up.txt", "12345");
+    let file = file.to_str().unwrap();
+    let write_out = "|%{num_redirects} %{size_upload}";
+    let run = poolcurl(&["-v", "-i", "-w", write_out, "-T", file, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout_text(),
+        "HTTP/1.1 417 Expectation Failed\r\ncontent-length: 3\r\n\r\n\
+         HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\ngot 12345|1 5"
+    );
+    for said in [
+        "* Got 417 while waiting for a 100".to_owned(),
+        "* Ignoring the response-body".to_owned(),
+        format!("* Issue another request to this URL: '{url}'"),
+    ] {
+        assert!(run.stderr.contains(&said), "{said:?} in {}", run.stderr);
+    }
+    let asked = run.stderr.matches("> Expect: 100-continue").count();
+    assert_eq!(asked, 1, "{}", run.stderr);
+    let after_head = peer.await.unwrap();
+    assert_eq!(
+        after_head,
+        vec![Vec::<u8>::new()],
+        "the first body was sent"
     );
 }
 

@@ -296,7 +296,13 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     };
     let (_server, port) = match case.server {
         Server::Routes => {
-            let server = ScriptedH1Server::start_with(plan).await;
+            // As nginx does: a request that asks for `100 Continue` gets it (curl's uploads
+            // ask, and so do poolcurl's).
+            let server = ScriptedH1Server::builder()
+                .continue_expected()
+                .default_plan(plan)
+                .start()
+                .await;
             let port = server.addr().port();
             (Some(server), port)
         }
@@ -310,6 +316,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
             let config = tls(case.server);
             let server = ScriptedH1Server::builder()
                 .tls(config)
+                .continue_expected()
                 .default_plan(plan)
                 .start()
                 .await;
@@ -678,6 +685,8 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     let root = TempDir::new("poolcurl-parity");
     std::fs::write(root.path().join("upload.txt"), "uploaded file\n").unwrap();
     std::fs::write(root.path().join("data.json"), "{\"a\": 1}\n").unwrap();
+    // Data over curl's 1 MiB: a POST of it asks for `100 Continue`.
+    std::fs::write(root.path().join("big.txt"), vec![b'b'; 1024 * 1024 + 1]).unwrap();
     std::fs::write(
         root.path().join("form-headers.txt"),
         "X-First: 1\n# a comment\nX-Second: two\n  folded\n",

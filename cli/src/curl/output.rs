@@ -78,7 +78,8 @@ fn http1(version: Version) -> &'static str {
 
 /// Collects the 1xx heads (`100 Continue`, `103 Early Hints`) an HTTP/1 server sends before
 /// its response, which hyper reads past unless a request asks for them
-/// (`hyper::ext::on_informational`; HTTP/2's are not passed on). Their header names print as
+/// (`pool::on_informational`, which shares hyper's one hook with the pool's `Expect:
+/// 100-continue`; HTTP/2's are not passed on). Their header names print as
 /// the server wrote them (the pool's `RawHeaderNames::informational`), their reason phrase as
 /// the status's usual one (hyper does not pass the written one on).
 #[derive(Clone, Default)]
@@ -100,7 +101,7 @@ impl Informational {
     /// Asks hyper for the 1xx heads of `request`'s response.
     pub(crate) fn listen<B>(&self, request: &mut Request<B>) {
         let heads = self.0.clone();
-        hyper::ext::on_informational(request, move |response| {
+        pool::on_informational(request, move |response| {
             let mut heads = heads.lock().unwrap_or_else(PoisonError::into_inner);
             heads.push(EarlyHead {
                 version: response.version(),

@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue,
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, EXPECT, HOST, HeaderName, HeaderValue,
     IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, USER_AGENT,
 };
 use http::{Method, Request, Uri, Version};
@@ -38,6 +38,9 @@ enum Source {
     /// request sent without it.
     Data,
 }
+
+/// Request data larger than this asks for `100 Continue` (curl's `EXPECT_100_THRESHOLD`).
+const EXPECT_DATA_ABOVE: usize = 1024 * 1024;
 
 /// One header of the template.
 #[derive(Debug, Clone)]
@@ -76,6 +79,9 @@ pub(crate) struct RequestTemplate {
     body: Bytes,
     /// Whether there is a payload (even empty data makes a POST).
     has_data: bool,
+    /// The payload size above which a request asks for `100 Continue` on HTTP/1.1: 0 for a
+    /// `-T` upload, 1 MiB for data, as curl 7.88 decides; `None` without a payload.
+    expect_above: Option<usize>,
     /// The HTTP version of requests (`--http1.0`).
     version: Version,
     /// Whether requests carry their own `Host` header first (curl mode), rather than leaving
@@ -134,6 +140,8 @@ pub(crate) struct PerRequest {
     /// `Content-Length: 0`, as curl sends it (a server may refuse a `POST` without a length),
     /// and the data's own headers (`Content-Type`) kept, as curl keeps them.
     pub(crate) empty_length: bool,
+    /// The server refused `Expect: 100-continue` for this URL (`417`): do not ask again.
+    pub(crate) no_expect: bool,
 }
 
 impl RequestTemplate {
@@ -195,6 +203,7 @@ impl RequestTemplate {
             removed: Vec::new(),
             body: Bytes::new(),
             has_data: false,
+            expect_above: None,
             version: Version::HTTP_11,
             host_first: false,
             target: None,
@@ -206,11 +215,12 @@ impl RequestTemplate {
                 HeaderAction::Set(value) => template.set_user(header.name.clone(), value.clone()),
             }
         }
-        let (body, content_type) = match payload {
+        let (body, content_type, expect_above) = match payload {
             Payload::None => return template,
-            Payload::Data { body, content_type } => (body, content_type),
-            Payload::Upload(body) => (body, None),
+            Payload::Data { body, content_type } => (body, content_type, EXPECT_DATA_ABOVE),
+            Payload::Upload(body) => (body, None, 0),
         };
+        template.expect_above = Some(expect_above);
         template.add_data(CONTENT_LENGTH, HeaderValue::from(body.len()));
         if let Some(content_type) = content_type {
             template.add_data(CONTENT_TYPE, content_type);
@@ -382,6 +392,22 @@ impl RequestTemplate {
         } else {
             Bytes::new()
         }
+    }
+
+    /// Whether `hop`'s request asks for `100 Continue` when it goes over HTTP/1.1 (the pool
+    /// adds the header there and holds the body back: [`pool::ExpectContinue`]). curl 7.88
+    /// asks for a `-T` upload with a body and for data over 1 MiB, never under `--http1.0`,
+    /// and leaves it to `-H` when that names `Expect` (set: the pool honours the header;
+    /// removed: nobody asks).
+    pub(crate) fn expects_continue(&self, hop: &Hop) -> bool {
+        let Some(above) = self.expect_above else {
+            return false;
+        };
+        hop.send_body
+            && self.body.len() > above
+            && self.version == Version::HTTP_11
+            && !self.removed.contains(&EXPECT)
+            && !self.headers.iter().any(|e| e.name == EXPECT)
     }
 
     /// The bytes a hop that sends data sends.
@@ -683,6 +709,43 @@ mod tests {
     }
 
     #[test]
+    fn uploads_and_large_data_ask_for_100_continue_as_curl_decides() {
+        let expects = |argv: &[&str], payload: Payload| {
+            let (args, _) = crate::curl::args::parse_test_args(argv);
+            let mut t = RequestTemplate::with_payload(&args.request, false, payload, &[]);
+            t.curl_mode(if argv.contains(&"--http1.0") {
+                Version::HTTP_10
+            } else {
+                Version::HTTP_11
+            });
+            t.expects_continue(&t.first_hop())
+        };
+        let upload = |n: usize| Payload::Upload(Bytes::from(vec![b'u'; n]));
+        let data = |n: usize| Payload::Data {
+            body: Bytes::from(vec![b'd'; n]),
+            content_type: None,
+        };
+        let url = "http://a.test/";
+        assert!(expects(&[url], upload(1)), "any upload with a body");
+        assert!(!expects(&[url], upload(0)), "an empty upload");
+        assert!(
+            expects(&[url], data(EXPECT_DATA_ABOVE + 1)),
+            "data over 1 MiB"
+        );
+        assert!(!expects(&[url], data(EXPECT_DATA_ABOVE)), "data of 1 MiB");
+        assert!(!expects(&["--http1.0", url], upload(1)), "HTTP/1.0");
+        assert!(
+            !expects(&["-H", "Expect:", url], upload(1)),
+            "-H removes it"
+        );
+        assert!(
+            !expects(&["-H", "Expect: 100-continue", url], data(1)),
+            "-H sets it itself"
+        );
+        assert!(!expects(&[url], Payload::None));
+    }
+
+    #[test]
     fn curl_mode_sends_host_first_and_per_request_headers_in_curls_order() {
         let (args, matches) =
             crate::curl::args::parse_test_args(&["-H", "X-A: 1", "-d", "x", "http://a.test:8080/"]);
@@ -702,6 +765,7 @@ mod tests {
             cookie: Some(HeaderValue::from_static("c=1")),
             alt_used: Some(HeaderValue::from_static("alt.test:8443")),
             empty_length: false,
+            no_expect: false,
         };
         let request = t
             .build_for(

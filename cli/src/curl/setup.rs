@@ -257,6 +257,7 @@ impl Resolve for CurlResolver {
 const MAX_RESPONSE_HEADERS: usize = 1000;
 
 /// The curl-only connection flags on top of [`pool_builder`]'s: `-4`/`-6`, `--http1.0`,
+/// `--expect100-timeout`,
 /// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of
 /// response heads.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
@@ -274,6 +275,9 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         .proxy_protocol(args.net.haproxy_protocol)
         .tcp_keepalive(args.net.tcp_keepalive())
         .local_ports(args.net.local_port.clone());
+    if let Some(wait) = args.send.expect100_timeout {
+        builder = builder.expect_continue_timeout(Some(wait));
+    }
     // Conflicting or unspeakable versions fail each `https://` transfer instead (exit 35).
     if let Ok((min, max)) = args.net.tls_versions() {
         builder = builder.min_tls_version(min).max_tls_version(max);

@@ -5,10 +5,6 @@
 //! each one's help says why it has no effect. Flags poolcurl cannot honour are refused instead
 //! ([`super::unsupported`]).
 
-use std::time::Duration;
-
-use super::parse::parse_seconds;
-
 /// Accepted for compatibility; none changes what poolcurl does.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CompatArgs {
@@ -27,10 +23,6 @@ pub(crate) struct CompatArgs {
     /// Style -I/-i output on a terminal (no effect: poolcurl prints plain text)
     #[arg(long = "styled-output")]
     pub(crate) styled_output: bool,
-
-    /// How long to wait for 100 Continue (no effect: poolcurl sends no Expect: 100-continue)
-    #[arg(long = "expect100-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
-    pub(crate) expect100_timeout: Option<Duration>,
 
     /// With -Z, open connections rather than wait to reuse one (no effect: the pool decides)
     #[arg(long = "parallel-immediate")]

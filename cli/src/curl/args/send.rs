@@ -4,6 +4,9 @@
 //! and [`crate::curl::cookies`].
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+use super::parse::parse_seconds;
 
 /// What else each request carries.
 #[derive(Debug, Clone, clap::Args)]
@@ -129,4 +132,8 @@ pub(crate) struct SendArgs {
     /// Ask for a compressed response (deflate, gzip, br, zstd) and decompress it
     #[arg(long = "compressed")]
     pub(crate) compressed: bool,
+
+    /// How long an upload waits for the server's 100 Continue before sending its body anyway (default 1)
+    #[arg(long = "expect100-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) expect100_timeout: Option<Duration>,
 }

@@ -49,6 +49,9 @@ enum Next {
     Authenticate(HeaderValue),
     /// `--proxy-digest`: the same request again, with this `Proxy-Authorization`.
     ProxyAuthenticate(HeaderValue),
+    /// `417 Expectation Failed` to a request that waited for `100 Continue` (its body never
+    /// went): the same request again without `Expect`, as curl sends it.
+    WithoutExpect,
 }
 
 /// What one hop of a transfer sends besides the template.
@@ -65,6 +68,8 @@ struct HopState {
     digest: Option<HeaderValue>,
     /// `--proxy-digest`: the answer to the forward proxy's challenge, once there was one.
     proxy_digest: Option<HeaderValue>,
+    /// The server refused `Expect: 100-continue` (`417`): this URL's requests go without it.
+    no_expect: bool,
 }
 
 impl Session {
@@ -139,6 +144,13 @@ impl Session {
                     self.verbose
                         .info(&format!("Issue another request to this URL: '{uri}'"));
                     state.proxy_digest = Some(answer);
+                }
+                Next::WithoutExpect => {
+                    // curl follows to the same URL, and counts it as a redirect.
+                    record.num_redirects += 1;
+                    self.verbose
+                        .info(&format!("Issue another request to this URL: '{uri}'"));
+                    state.no_expect = true;
                 }
                 Next::Redirect(next) => {
                     redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
@@ -254,7 +266,22 @@ impl Session {
             cookie,
             alt_used: None,
             empty_length: false,
+            no_expect: state.no_expect,
         })
+    }
+
+    /// Whether `parts` is a `417 Expectation Failed` to this hop's request that asked for
+    /// `100 Continue` (so the pool withheld its body): curl sends it again without asking.
+    fn expectation_failed(
+        &self,
+        parts: &http::response::Parts,
+        hop: &Hop,
+        state: &HopState,
+    ) -> bool {
+        parts.status == http::StatusCode::EXPECTATION_FAILED
+            && parts.extensions.get::<pool::BodyWithheld>().is_some()
+            && !state.no_expect
+            && self.composed.template.expects_continue(hop)
     }
 
     /// `-C`: the offset to resume at (`-` is the size of the output file so far).
@@ -341,6 +368,18 @@ impl Session {
                 .await?;
             self.verbose.done(connection, &target.host, closes);
             return Ok(answered.next);
+        }
+
+        if self.expectation_failed(&parts, hop, state) {
+            if include {
+                sink.write(&head)?;
+            }
+            self.verbose.info("Ignoring the response-body");
+            self.read_body(&mut body, &parts, &target, record, None, progress)
+                .await?;
+            // The head went without its body: the pool retires the connection.
+            self.verbose.done(connection, &target.host, true);
+            return Ok(Next::WithoutExpect);
         }
 
         let location = parts

@@ -5,6 +5,7 @@
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
 use http::response::Parts;
 use http::{Request, Uri};
@@ -39,7 +40,11 @@ impl Session {
         let mut request = template.build_for(uri, hop, extra)?;
         let informational = Informational::default();
         informational.listen(&mut request);
-        let sent_headers = request.headers().clone();
+        let expects_continue = !extra.no_expect && template.expects_continue(hop);
+        if expects_continue {
+            request.extensions_mut().insert(pool::ExpectContinue);
+        }
+        let mut sent_headers = request.headers().clone();
         record.method = hop.method.clone();
         record.size_upload = template.body_len(hop) as u64;
         record.referer = sent_headers
@@ -114,6 +119,17 @@ impl Session {
             }
         }
         let http2 = response.version() == http::Version::HTTP_2;
+        let expected_continue = expects_continue && !http2;
+        if expected_continue {
+            // The pool added it, last, as curl writes it.
+            let value = http::HeaderValue::from_static("100-continue");
+            sent_headers.append(http::header::EXPECT, value);
+        }
+        // A response before `100 Continue`: the pool never sent the body.
+        let withheld = response.extensions().get::<pool::BodyWithheld>().is_some();
+        if withheld {
+            record.size_upload = 0;
+        }
         // The body bytes of this request, counted above as its upload.
         let data = if self.composed.inline_data {
             record.size_upload as usize
@@ -134,6 +150,7 @@ impl Session {
         record.size_download = 0;
         record.redirect_url = None;
         let alt_svc_added = self.take_alternatives(uri, &parts);
+        let head = output::response_head(&parts);
         let context = VerboseContext {
             host: &target.host,
             dial: &target.dial,
@@ -148,13 +165,16 @@ impl Session {
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),
             alt_svc_added: &alt_svc_added,
+            continued: expected_continue && head.starts_with(b"HTTP/1.1 100 "),
+            expectation_failed: withheld && parts.status == http::StatusCode::EXPECTATION_FAILED,
         };
+        let sent_body = if withheld { Bytes::new() } else { upload };
         self.verbose.exchange(
             &context,
             connection.as_ref(),
             (&hop.method, uri, &sent_headers),
-            &upload,
-            &output::response_head(&parts),
+            &sent_body,
+            &head,
         );
         record.connection = connection;
         Ok((parts, body))

@@ -87,6 +87,12 @@ pub(crate) struct VerboseContext<'a> {
     /// For each `Alt-Svc` header of the response, in order, what `--alt-svc` took from it
     /// (`Added alt-svc: HOST:PORT over h2`), said before the header's line as curl says it.
     pub(crate) alt_svc_added: &'a [Vec<String>],
+    /// The request waited for `100 Continue` and got it: curl shows that head before the
+    /// data it let go.
+    pub(crate) continued: bool,
+    /// The server answered `417` instead of `100 Continue`: curl says so before the head's
+    /// end.
+    pub(crate) expectation_failed: bool,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -166,6 +172,18 @@ impl Verbose {
                 );
             }
             request_lines(lines, cx, connection, request);
+            let mut head = head;
+            if let Some(end) = head
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .filter(|_| cx.continued)
+            {
+                // Without its blank line, as `head_lines_noted` shows a 1xx head.
+                for text in String::from_utf8_lossy(&head[..end]).split("\r\n") {
+                    lines.head_line(Direction::Received, text);
+                }
+                head = &head[end + 4..];
+            }
             if !body.is_empty() {
                 // curl hands an upload over in blocks of its upload buffer's size.
                 for (i, block) in body.chunks(UPLOAD_BLOCK).enumerate() {
@@ -185,6 +203,9 @@ impl Verbose {
                     for note in added.next().into_iter().flatten() {
                         lines.info(note);
                     }
+                }
+                if text.is_empty() && cx.expectation_failed {
+                    lines.info("Got 417 while waiting for a 100");
                 }
             });
         });
@@ -438,7 +459,8 @@ fn head_lines(lines: &mut Lines, direction: Direction, head: &[u8]) {
     head_lines_noted(lines, direction, head, |_, _| {});
 }
 
-/// [`head_lines`], with `before` called ahead of each line (to add notes there).
+/// [`head_lines`], with `before` called ahead of each line, the closing blank one too (`""`),
+/// to add notes there.
 fn head_lines_noted(
     lines: &mut Lines,
     direction: Direction,
@@ -460,6 +482,7 @@ fn head_lines_noted(
         }
         rest = after;
         if rest.is_empty() {
+            before(lines, "");
             lines.head_line(direction, "");
         }
     }

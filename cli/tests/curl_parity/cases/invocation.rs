@@ -134,10 +134,72 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/echo",
             ],
         ),
+        // Expect: 100-continue, asked for by an upload and by data over 1 MiB (HTTP/1.1 only);
+        // the server says go before reading the body, as nginx does.
+        case(
+            "expect: an upload asks for 100 Continue, and -i shows it",
+            &["-i", "-T", "%DIR%/../upload.txt", "%BASE%/echo"],
+        ),
+        case(
+            "expect: data over 1 MiB asks, a short POST does not",
+            &[
+                "-w",
+                "%{size_upload}",
+                "-d",
+                "@%DIR%/../big.txt",
+                "-o",
+                "%DIR%/big.out",
+                "%BASE%/echo",
+                "--next",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "expect: not under --http1.0, nor when -H removes it",
+            &[
+                "--http1.0",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+                "--next",
+                "-H",
+                "Expect:",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "expect: -H asks for it on a short POST; --expect100-timeout is taken",
+            &[
+                "--expect100-timeout",
+                "2.5",
+                "-H",
+                "Expect: 100-continue",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
+            "expect: trace-ascii of an upload that waits for 100 Continue",
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+            ],
+        ),
         with(
             Extra::TraceWithoutInfo,
             "trace-ascii of an upload",
-            // curl 7.88 sends `Expect: 100-continue` with any `-T` upload; poolcurl does not.
+            // Without `Expect: 100-continue` (see the cases above for it).
             &[
                 "--trace-ascii",
                 "-",

@@ -258,6 +258,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "if-unmodified-since",
         "content-length",
         "content-type",
+        "expect",
         "x-proxy-header",
         "proxy-connection",
         "x-amz-date",
