@@ -9,6 +9,10 @@
 //! and over TLS, tried by hand, it ran at full CPU for ten minutes until killed. So poolcurl
 //! alone is checked there: the 413, then the second URL's `200` on the same connection
 //! (`%{num_connects}` 0), exit 0.
+//!
+//! A `-T` upload asks first (`Expect: 100-continue`, curl's rule and poolcurl's): to `/small`
+//! nginx answers `413` from the head and neither tool sends any of the body
+//! (`%{size_upload}` 0); to `/` nginx says `100 Continue` and the body goes.
 
 use super::*;
 
@@ -25,6 +29,7 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         "curl vs poolcurl: nginx 413 before a 1 MiB upload ends, TLS http/1.1, 2 URLs",
         "poolcurl: nginx 413 before a 1 MiB upload ends, h2c, 2 URLs on one connection",
         "poolcurl: nginx 413 before a 1 MiB upload ends, TLS h2, 2 URLs on one connection",
+        "curl vs poolcurl: -T asks for 100 Continue, nginx 413 gets no body, / gets it",
     ]);
     let ports = match started {
         Ok((_, _, ports)) => *ports,
@@ -65,6 +70,25 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
             [http(ports[1], "/small"), http(ports[1], "/")],
         ),
         with(&["--cacert", &ca, "--http2"], [https("/small"), https("/")]),
+        strings(&[
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_upload}|",
+            "-T",
+            &upload.display().to_string(),
+            &http(ports[0], "/small"),
+            "--next",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_upload}|",
+            "-T",
+            &upload.display().to_string(),
+            &http(ports[0], "/"),
+        ]),
     ];
     let curl = find_binary("curl");
     names
@@ -74,8 +98,10 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         .map(|(index, (name, args))| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             match (index, &curl) {
-                (0 | 1, Some(curl)) => beside_curl(name, curl, poolcurl, &args),
-                (0 | 1, None) => Row::skipped(format!("skipped: curl not found ({name})"), None),
+                (0 | 1 | 4, Some(curl)) => beside_curl(name, curl, poolcurl, &args),
+                (0 | 1 | 4, None) => {
+                    Row::skipped(format!("skipped: curl not found ({name})"), None)
+                }
                 _ => poolcurl_prints(name, poolcurl, &args, H2_EXPECTED),
             }
         })

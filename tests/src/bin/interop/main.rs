@@ -225,6 +225,11 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
 type Nginx = Result<(PathBuf, Server, [u16; 12]), String>;
 
+/// `args` as owned strings, for command lines built from borrowed pieces.
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
 /// Announces `checks` (nginx's, beside curl) and finds what they need: nginx's ports and curl.
 /// `Err` holds the rows to report instead: every check broken when nginx did not start, or one
 /// skip row when curl is not installed.

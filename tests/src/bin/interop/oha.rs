@@ -194,10 +194,6 @@ fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
     })
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| (*a).to_owned()).collect()
-}
-
 /// `poolcurl load` with `args`: its successes per second and latency percentiles.
 /// poolcurl's partitions: one per CPU, as oha's runtime has one worker per CPU (otherwise the
 /// comparison would be one thread against all).
