@@ -59,6 +59,21 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         args.extend(urls);
         args
     };
+    // One `-T` upload group, for joining with `--next`.
+    let uploaded = upload.display().to_string();
+    let put = |url: &str| {
+        let write_out = "%{http_code} %{size_upload}|";
+        strings(&[
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            write_out,
+            "-T",
+            &uploaded,
+            url,
+        ])
+    };
     let cases = [
         with(&[], [http(ports[0], "/small"), http(ports[0], "/")]),
         with(
@@ -70,25 +85,8 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
             [http(ports[1], "/small"), http(ports[1], "/")],
         ),
         with(&["--cacert", &ca, "--http2"], [https("/small"), https("/")]),
-        strings(&[
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %{size_upload}|",
-            "-T",
-            &upload.display().to_string(),
-            &http(ports[0], "/small"),
-            "--next",
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %{size_upload}|",
-            "-T",
-            &upload.display().to_string(),
-            &http(ports[0], "/"),
-        ]),
+        [put(&http(ports[0], "/small")), put(&http(ports[0], "/"))]
+            .join(&["--next".to_owned()][..]),
     ];
     let curl = find_binary("curl");
     names
