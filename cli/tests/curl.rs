@@ -548,6 +548,28 @@ async fn verbose_notes_the_data_and_a_complete_upload() {
     assert_eq!(server.requests()[0].body, "12345");
 }
 
+/// A server that never says `100 Continue` (the scripted peer reads the body without a word):
+/// the upload waits `--expect100-timeout`, then goes, and `-v` says so as curl does.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_goes_when_the_wait_for_100_continue_runs_out() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("kept"))).await;
+    let (_dir, file) = temp_file("waited-out", "up.txt", "12345");
+    let file = file.to_str().unwrap();
+    let url = server.url("/");
+    let run = poolcurl(&["-v", "--expect100-timeout", "0.2", "-T", file, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "kept");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let at = |text: &str| lines.iter().position(|l| *l == text);
+    let (done, sent) = (
+        at("* Done waiting for 100-continue"),
+        at("} [5 bytes data]"),
+    );
+    assert!(done.is_some() && done < sent, "{}", run.stderr);
+    assert_eq!(server.requests()[0].header("expect"), Some("100-continue"));
+    assert_eq!(server.requests()[0].body, "12345");
+}
+
 /// A peer for `connections` connections that reads each request's head and, when `early`
 /// has an answer for it, writes that at once without reading a body; otherwise it reads the
 /// body and answers `200` with `got BODY`. It returns what arrived after each early-answered

@@ -120,6 +120,22 @@ impl Informational {
     }
 }
 
+/// Whether a `100 Continue` head is among the 1xx heads that `head` (from
+/// [`response_head`]) starts with.
+pub(crate) fn has_continue(head: &[u8]) -> bool {
+    let mut rest = head;
+    while rest.starts_with(b"HTTP/1.") {
+        if rest.get(8..13) == Some(b" 100 ") {
+            return true;
+        }
+        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return false;
+        };
+        rest = &rest[end + 4..];
+    }
+    false
+}
+
 /// One 1xx head as curl prints it, with the header names as written when `written` has them.
 fn write_informational(
     out: &mut Vec<u8>,
@@ -222,6 +238,23 @@ mod tests {
             builder = builder.header(*n, *v);
         }
         builder.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn a_continue_is_found_among_the_1xx_heads_only() {
+        let final_only = b"HTTP/1.1 200 OK\r\nx: 1\r\n\r\n";
+        assert!(!has_continue(final_only));
+        assert!(has_continue(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"
+        ));
+        let hints_first = b"HTTP/1.1 103 Early Hints\r\nlink: <a>\r\n\r\n\
+                            HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n";
+        assert!(has_continue(hints_first));
+        assert!(!has_continue(b"HTTP/1.1 417 Expectation Failed\r\n\r\n"));
+        assert!(
+            !has_continue(b"HTTP/2 100 \r\n\r\n"),
+            "HTTP/2 heads are never 1xx here"
+        );
     }
 
     #[test]

@@ -166,6 +166,8 @@ impl Session {
             auth_note: extra.auth_note.as_deref(),
             alt_svc_added: &alt_svc_added,
             continued: expected_continue && head.starts_with(b"HTTP/1.1 100 "),
+            // The body went without a go-ahead and was not refused: the wait ran out.
+            waited_out: expected_continue && !withheld && !output::has_continue(&head),
             expectation_failed: withheld && parts.status == http::StatusCode::EXPECTATION_FAILED,
         };
         let sent_body = if withheld { Bytes::new() } else { upload };

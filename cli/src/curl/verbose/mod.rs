@@ -90,6 +90,9 @@ pub(crate) struct VerboseContext<'a> {
     /// The request waited for `100 Continue` and got it: curl shows that head before the
     /// data it let go.
     pub(crate) continued: bool,
+    /// The request waited for `100 Continue` until `--expect100-timeout` ran out, then sent
+    /// its body: curl says so before the data.
+    pub(crate) waited_out: bool,
     /// The server answered `417` instead of `100 Continue`: curl says so before the head's
     /// end.
     pub(crate) expectation_failed: bool,
@@ -183,6 +186,9 @@ impl Verbose {
                     lines.head_line(Direction::Received, text);
                 }
                 head = &head[end + 4..];
+            }
+            if cx.waited_out {
+                lines.info("Done waiting for 100-continue");
             }
             if !body.is_empty() {
                 // curl hands an upload over in blocks of its upload buffer's size.
