@@ -74,7 +74,7 @@ type Callback = dyn Fn(&http::Response<()>) + Send + Sync;
 #[derive(Clone)]
 struct InformationalHook(std::sync::Arc<Callback>);
 
-/// Marks a request whose body already waits behind `0`: hyper can hand a request back unsent,
+/// Marks a request whose body already waits behind its gate: hyper can hand a request back unsent,
 /// and the pool sends it again with the same gate (still waiting: hyper never polled the body).
 #[derive(Clone)]
 struct Held(Arc<ContinueGate>);

@@ -119,12 +119,18 @@ impl Session {
             }
         }
         let http2 = response.version() == http::Version::HTTP_2;
-        let expected_continue = expects_continue && !http2;
-        if expected_continue {
+        if expects_continue && !http2 {
             // The pool added it, last, as curl writes it.
             let value = http::HeaderValue::from_static("100-continue");
             sent_headers.append(http::header::EXPECT, value);
         }
+        // Whether the body waited for a go-ahead: asked for (by the pool or `-H`) on HTTP/1.1.
+        let expected_continue = !http2
+            && !self.args.net.http1_0
+            && !upload.is_empty()
+            && sent_headers
+                .get(http::header::EXPECT)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         // A response before `100 Continue`: the pool never sent the body.
         let withheld = response.extensions().get::<pool::BodyWithheld>().is_some();
         if withheld {
@@ -160,7 +166,8 @@ impl Session {
             proxy: self.proxy_for(uri),
             target: template.has_target().then_some(wire_target),
             quiet_data: target.quiet_data,
-            upload: !self.composed.inline_data,
+            // A body that waited for a go-ahead went after the head, as an upload's does.
+            upload: !self.composed.inline_data || (expected_continue && !withheld),
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),

@@ -74,8 +74,9 @@ pub(crate) struct VerboseContext<'a> {
     /// Whether `-v` leaves out its `[N bytes data]` notes: the body goes to a terminal,
     /// where it shows itself (curl's rule).
     pub(crate) quiet_data: bool,
-    /// Whether the request's data is an upload (`-T`, `-F`) rather than `-d`'s data: curl
-    /// then says it is "completely uploaded".
+    /// Whether the request's data went after its head (`-T`, `-F`, or any body that waited
+    /// for `100 Continue`) rather than with it (`-d`'s data): curl then says it is "completely
+    /// uploaded".
     pub(crate) upload: bool,
     /// `-k`: the server certificate's name is not checked (and its account says so).
     pub(crate) insecure: bool,

@@ -198,6 +198,21 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         with(
             Extra::TraceWithoutInfo,
+            "expect: trace-ascii of -d data that -H makes wait for 100 Continue",
+            &[
+                "--trace-ascii",
+                "-",
+                "-A",
+                "parity",
+                "-H",
+                "Expect: 100-continue",
+                "-d",
+                "a=b",
+                "%BASE%/echo",
+            ],
+        ),
+        with(
+            Extra::TraceWithoutInfo,
             "trace-ascii of an upload",
             // Without `Expect: 100-continue` (see the cases above for it).
             &[
