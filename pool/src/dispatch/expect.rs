@@ -44,6 +44,19 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(1);
 ///
 /// The header is added only when the request has no `Expect` header of its own and its body is
 /// not empty. A request that sets the header itself is held back on HTTP/1.1 without this mark.
+///
+/// ```no_run
+/// # async fn upload(client: pool::Client, bytes: bytes::Bytes) -> Result<(), Box<dyn std::error::Error>> {
+/// let mut put = http::Request::put("https://example.com/bucket/key")
+///     .body(pool::RequestBody::full(bytes))?;
+/// put.extensions_mut().insert(pool::ExpectContinue);
+/// let response = client.request(put).await?;
+/// if response.extensions().get::<pool::BodyWithheld>().is_some() {
+///     // Refused from the head (413, 401, 417...): none of the body was sent.
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExpectContinue;
 
