@@ -6,6 +6,8 @@
 //! bounded_transfer (-m) ── transfer: URL credentials out (.netrc's in) ── loop: exchange
 //!   exchange: per-request headers (auth, range, referer, cookies) ── send ── head
 //!     ├─ Content-Length over --max-filesize: exit 63, the head's lines written, no body
+//!     ├─ 417 to a body held for 100 Continue (none of it sent): the same request again
+//!     │  without Expect, counted as a redirect, as curl does
 //!     ├─ 3xx + -L: drain the body, next hop (redirect rules in super::redirect)
 //!     ├─ >= 400 + -f: exit 22, no body written, the head with -i/-I (--fail-with-body:
 //!     │  the body written too, then 22)
