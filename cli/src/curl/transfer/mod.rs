@@ -38,7 +38,7 @@ use super::request::{Hop, PerRequest};
 use super::sink::Sink;
 use super::url;
 use super::{Session, lock};
-use send::{Target, content_length};
+use send::{AskedAndRefused, Target, content_length};
 
 /// What follows an exchange.
 #[derive(Debug)]
@@ -272,20 +272,6 @@ impl Session {
         })
     }
 
-    /// Whether `parts` is a `417 Expectation Failed` to this hop's request that asked for
-    /// `100 Continue` (so the pool withheld its body): curl sends it again without asking.
-    fn expectation_failed(
-        &self,
-        parts: &http::response::Parts,
-        hop: &Hop,
-        state: &HopState,
-    ) -> bool {
-        parts.status == http::StatusCode::EXPECTATION_FAILED
-            && parts.extensions.get::<pool::BodyWithheld>().is_some()
-            && !state.no_expect
-            && self.composed.template.expects_continue(hop)
-    }
-
     /// `-C`: the offset to resume at (`-` is the size of the output file so far).
     fn resume_offset(&self, sink: &Sink) -> Option<u64> {
         match self.args.send.continue_at.as_deref()? {
@@ -372,7 +358,7 @@ impl Session {
             return Ok(answered.next);
         }
 
-        if self.expectation_failed(&parts, hop, state) {
+        if parts.extensions.get::<AskedAndRefused>().is_some() {
             if include {
                 sink.write(&head)?;
             }

@@ -23,6 +23,11 @@ use crate::curl::request_size::request_size;
 use crate::curl::sink::Sink;
 use crate::curl::verbose::VerboseContext;
 
+/// A response extension: `417 Expectation Failed` to a request whose `Expect: 100-continue`
+/// poolcurl added, before any of its body went; the transfer sends it again without asking.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AskedAndRefused;
+
 impl Session {
     /// Sends one request and waits for the response head, recording and tracing it.
     pub(super) async fn send(
@@ -125,7 +130,7 @@ impl Session {
             sent_headers.append(http::header::EXPECT, value);
         }
         // Whether the body waited for a go-ahead: asked for (by the pool or `-H`) on HTTP/1.1.
-        let expected_continue = !http2
+        let body_waited = !http2
             && !self.args.net.http1_0
             && !upload.is_empty()
             && sent_headers
@@ -146,6 +151,12 @@ impl Session {
         record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
         let (mut parts, body) = response.into_parts();
         informational.attach(&mut parts);
+        let expectation_failed = withheld && parts.status == http::StatusCode::EXPECTATION_FAILED;
+        if expectation_failed && expects_continue {
+            // poolcurl asked, so it may send the request again without asking (`-H`'s own
+            // `Expect` would ask again).
+            parts.extensions.insert(AskedAndRefused);
+        }
         // An HTTP/0.9 reply has no status line: curl's `%{http_code}` is 000 for it.
         record.status = (parts.version != http::Version::HTTP_09).then_some(parts.status);
         record.version = Some(parts.version);
@@ -167,15 +178,15 @@ impl Session {
             target: template.has_target().then_some(wire_target),
             quiet_data: target.quiet_data,
             // A body that waited for a go-ahead went after the head, as an upload's does.
-            upload: !self.composed.inline_data || (expected_continue && !withheld),
+            upload: !self.composed.inline_data || (body_waited && !withheld),
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),
             alt_svc_added: &alt_svc_added,
-            continued: expected_continue && head.starts_with(b"HTTP/1.1 100 "),
+            continued: body_waited && head.starts_with(b"HTTP/1.1 100 "),
             // The body went without a go-ahead and was not refused: the wait ran out.
-            waited_out: expected_continue && !withheld && !output::has_continue(&head),
-            expectation_failed: withheld && parts.status == http::StatusCode::EXPECTATION_FAILED,
+            waited_out: body_waited && !withheld && !output::has_continue(&head),
+            expectation_failed,
         };
         let sent_body = if withheld { Bytes::new() } else { upload };
         self.verbose.exchange(
