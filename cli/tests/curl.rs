@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pool_tests::gate::Gate;
-use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server, read_head};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::refused::RefusedAddr;
@@ -585,21 +585,7 @@ async fn head_first_peer(
         for _ in 0..connections {
             let (mut stream, _) = listener.accept().await.unwrap();
             let mut read = Vec::new();
-            loop {
-                let end = loop {
-                    if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break Some(at + 4);
-                    }
-                    let mut chunk = [0u8; 1024];
-                    match stream.read(&mut chunk).await.unwrap() {
-                        0 => break None,
-                        n => read.extend_from_slice(&chunk[..n]),
-                    }
-                };
-                let Some(end) = end else { break };
-                let rest = read.split_off(end);
-                let head = String::from_utf8(std::mem::replace(&mut read, rest)).unwrap();
-                let head = head.to_ascii_lowercase();
+            while let Some(head) = read_head(&mut stream, &mut read).await {
                 if let Some(answer) = early(&head) {
                     stream.write_all(answer).await.unwrap();
                     let _ = stream.read_to_end(&mut read).await;

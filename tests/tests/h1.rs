@@ -12,7 +12,7 @@ use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one};
 use pool_tests::events::{EventLog, observed};
 use pool_tests::gate::Gate;
-use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server, read_head};
 use pool_tests::resolve::{FixedResolver, HangingResolver};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -1228,18 +1228,9 @@ where
     let url = format!("http://{}/upload", listener.local_addr().unwrap());
     let peer = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        let mut read = Vec::new();
-        let end = loop {
-            let mut chunk = [0u8; 1024];
-            let n = stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "the client closed before its head ended");
-            read.extend_from_slice(&chunk[..n]);
-            if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-                break at + 4;
-            }
-        };
-        let rest = read.split_off(end);
-        let head = String::from_utf8(read).unwrap().to_ascii_lowercase();
+        let mut rest = Vec::new();
+        let head = read_head(&mut stream, &mut rest).await;
+        let head = head.expect("the client closed before its head ended");
         (head, then(stream, rest).await)
     });
     (url, peer)

@@ -44,6 +44,32 @@ use crate::server::{
     CoreConfig, ServeFn, ServerCore, common_builder_methods, common_server_methods,
 };
 
+/// Reads from `stream` until `buf` holds a whole message head, for raw peers that answer a
+/// head before (or instead of) reading its body: the head in lower case, with what followed it
+/// left in `buf`; `None` if the peer closed first.
+///
+/// # Panics
+///
+/// If reading fails or the head is not UTF-8.
+pub async fn read_head(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buf.split_off(at + 4);
+            let head = std::mem::replace(buf, rest);
+            return Some(String::from_utf8(head).unwrap().to_ascii_lowercase());
+        }
+        let mut chunk = [0u8; 1024];
+        match stream.read(&mut chunk).await.unwrap() {
+            0 => return None,
+            n => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
 /// One request as the scripted H1 server read it off the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedRequest {
