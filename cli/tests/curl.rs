@@ -50,6 +50,32 @@ async fn poolcurl(args: &[&str]) -> Run {
     }
 }
 
+/// As [`poolcurl`], with `input` on its stdin.
+async fn poolcurl_with_stdin(args: &[&str], input: &'static [u8]) -> Run {
+    let mut child = common::poolcurl_command()
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("poolcurl started");
+    let mut stdin = child.stdin.take().unwrap();
+    // Written while poolcurl runs: it reads stdin as the upload goes.
+    let feed = tokio::spawn(async move {
+        stdin.write_all(input).await.unwrap();
+    });
+    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
+        .await
+        .expect("poolcurl finished in time")
+        .expect("poolcurl ran");
+    feed.await.unwrap();
+    Run {
+        code: out.status.code().expect("poolcurl exited normally"),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// A file `name` holding `contents` in a new temporary directory named after `prefix`: the
 /// directory (removed when dropped) and the file's path.
 fn temp_file(prefix: &str, name: &str, contents: impl AsRef<[u8]>) -> (TempDir, PathBuf) {
@@ -568,6 +594,99 @@ async fn an_upload_goes_when_the_wait_for_100_continue_runs_out() {
     assert!(done.is_some() && done < sent, "{}", run.stderr);
     assert_eq!(server.requests()[0].header("expect"), Some("100-continue"));
     assert_eq!(server.requests()[0].body, "12345");
+}
+
+/// `-T -` streams stdin chunked, as curl does: `Transfer-Encoding: chunked`, no length,
+/// `%{size_upload}` counting the chunks' framing (curl's 21 for these 11 bytes), `-v` showing
+/// the last chunk; and `-T` pairs with the first URL only, the second is a plain GET.
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_uploads_go_chunked_to_their_own_url_only() {
+    let server = serving(Reply::ok("ok")).await;
+    let (a, b) = (server.url("/a"), server.url("/b"));
+    let args = ["-v", "-w", " %{size_upload}\n", "-T", "-", &a, &b];
+    let run = poolcurl_with_stdin(&args, b"stdin-data\n").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "ok 21\nok 0\n");
+    let requests = server.requests();
+    let (put, get) = (&requests[0], &requests[1]);
+    assert_eq!((put.method.as_str(), put.target.as_str()), ("PUT", "/a"));
+    assert_eq!(put.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(put.header("content-length"), None);
+    assert_eq!(put.header("expect"), Some("100-continue"));
+    assert_eq!(put.body, "stdin-data\n");
+    assert_eq!((get.method.as_str(), get.target.as_str()), ("GET", "/b"));
+    assert!(get.body.is_empty());
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let at = |text: &str| lines.iter().position(|l| *l == text);
+    let (te, chunk, end, last) = (
+        at("> Transfer-Encoding: chunked"),
+        at("} [16 bytes data]"),
+        at("* Signaling end of chunked upload via terminating chunk."),
+        at("} [5 bytes data]"),
+    );
+    assert!(
+        te.is_some() && te < chunk && chunk < end && end < last,
+        "{}",
+        run.stderr
+    );
+}
+
+/// A stream goes once: a redirect that keeps the method needs it again and fails with curl's
+/// 65 (a 303 turns it into a GET that needs nothing); `--http1.0` cannot chunk, curl's 25,
+/// before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_that_must_go_again_fails_and_http10_refuses_it() {
+    let kept = serving(Reply::new(307).header("location", "/again")).await;
+    let run = poolcurl_with_stdin(&["-L", "-T", "-", &kept.url("/")], b"once").await;
+    assert_eq!(run.code, 65, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("(65) seek callback returned error 2"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(kept.requests()[0].body, "once");
+
+    let server = serving(Reply::ok("ok")).await;
+    let run = poolcurl_with_stdin(&["--http1.0", "-T", "-", &server.url("/")], b"x").await;
+    assert_eq!(run.code, 25, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("Chunky upload is not supported by HTTP 1.0"),
+        "{}",
+        run.stderr
+    );
+    assert!(server.requests().is_empty());
+}
+
+/// curl opens a `-T` file when its transfer starts: the transfers before it run, and one that
+/// cannot be opened ends the run with 26 (no later URL is requested).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_that_cannot_be_opened_ends_the_run() {
+    let server = serving(Reply::ok("ok")).await;
+    let (_dir, file) = temp_file("unopened-upload", "up.txt", "12345");
+    let missing = file.with_file_name("missing.txt");
+    let run = poolcurl(&[
+        "-T",
+        file.to_str().unwrap(),
+        &server.url("/a/"),
+        "-T",
+        missing.to_str().unwrap(),
+        &server.url("/b/"),
+        &server.url("/c"),
+    ])
+    .await;
+    assert_eq!(run.code, 26, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "ok");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    // The file's name is appended to a URL that ends in a slash.
+    assert_eq!(requests[0].target, "/a/up.txt");
+    assert!(
+        run.stderr
+            .contains(&format!("Can't open '{}'!", missing.display())),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A peer for `connections` connections that reads each request's head and, when `early`

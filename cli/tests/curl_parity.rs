@@ -127,6 +127,8 @@ struct Case {
     args: Vec<&'static str>,
     extra: Extra,
     server: Server,
+    /// What both programs read on stdin (nothing: `/dev/null`).
+    stdin: Option<&'static str>,
 }
 
 fn case(name: &'static str, args: &[&'static str]) -> Case {
@@ -135,6 +137,14 @@ fn case(name: &'static str, args: &[&'static str]) -> Case {
         args: args.to_vec(),
         extra: Extra::None,
         server: Server::Routes,
+        stdin: None,
+    }
+}
+
+fn with_stdin(name: &'static str, stdin: &'static str, args: &[&'static str]) -> Case {
+    Case {
+        stdin: Some(stdin),
+        ..case(name, args)
     }
 }
 
@@ -423,6 +433,12 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         Tool::Poolcurl => common::poolcurl_command(),
     };
     command.args(&args).current_dir(&dir);
+    if let Some(input) = case.stdin {
+        // Beside the case's directory, whose files are compared.
+        let file = dir.with_extension("stdin");
+        std::fs::write(&file, input).unwrap();
+        command.stdin(std::fs::File::open(&file).unwrap());
+    }
     let out = tokio::time::timeout(LIMIT, command.output())
         .await
         .unwrap_or_else(|_| panic!("{:?} {} finished in time", tool, case.name))

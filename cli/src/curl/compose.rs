@@ -11,13 +11,14 @@
 //! | `--json DATA` | data as `--data-binary`, with `Content-Type` and `Accept` `application/json` |
 //! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
 //! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
-//! | `-T FILE` | a PUT of the file |
+//! | `-T FILE` | a PUT of the file, for the URL it pairs with (`Composed::upload_template`, [`super::upload`]) |
 //! | `-r RANGE` | `Range: bytes=RANGE` |
 //! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
 //! | `--etag-compare FILE` | `If-None-Match` with the file's tag, after the `-H` headers ([`super::file_meta`]) |
 //! | `--http1.0` | HTTP/1.0 requests |
 
 use base64::Engine as _;
+use bytes::Bytes;
 use clap::ArgMatches;
 use http::header::{
     ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderName, HeaderValue, IF_NONE_MATCH, REFERER,
@@ -26,13 +27,14 @@ use http::header::{
 use http::{Uri, Version};
 
 use super::args::{CurlArgs, DataArg, HeaderAction, HeaderArg};
-use super::data::{read_data, read_source, url_encode_piece};
+use super::data::{read_data, url_encode_piece};
 use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
 use super::file_meta;
 use super::form::{self, FormArg};
 use super::request::{Payload, RequestTemplate};
 use super::sigv4;
+use super::upload::UploadSource;
 
 /// What curl mode's requests are made from.
 #[derive(Debug, Clone)]
@@ -41,8 +43,10 @@ pub(crate) struct Composed {
     pub(crate) template: RequestTemplate,
     /// `-G`: the data to add to every URL's query.
     pub(crate) query: Option<String>,
-    /// `-T`: the upload's file name, appended to a URL that ends in `/`.
-    pub(crate) upload_name: Option<String>,
+    /// With `-T`: what an upload's requests are made from, its body left empty (see
+    /// [`upload_template`](Self::upload_template)); `template` then serves the URLs that
+    /// upload nothing.
+    pub(crate) upload: Option<RequestTemplate>,
     /// `-u`: the `Authorization` value (none with `--digest`, which answers a challenge).
     pub(crate) user: Option<HeaderValue>,
     /// `-u`'s user and password, as given.
@@ -86,7 +90,6 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     let forms = forms_in_order(args, matches);
     let send = &args.send;
     let mut query = None;
-    let mut upload_name = None;
     let mut inline_data = false;
     let mut warnings = Vec::new();
     let payload = if !forms.is_empty() {
@@ -100,12 +103,6 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             body: multipart.body,
             content_type: Some(header_value("-F", &multipart.content_type)?),
         }
-    } else if let Some(file) = &send.upload_file {
-        upload_name = std::path::Path::new(file)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|_| file != "-");
-        Payload::Upload(read_source(file)?.into())
     } else if data.is_empty() {
         Payload::None
     } else if send.get {
@@ -148,40 +145,25 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             action: HeaderAction::Set(file_meta::etag_to_compare(file, saving)?),
         });
     }
-    let mut template = RequestTemplate::with_payload(&request, args.head, payload, &defaults);
-    if let Some(text) = &send.request_target {
-        let target = text.parse::<pool::RequestTarget>().map_err(|_| {
-            CurlError::new(
-                2,
-                format!(
-                    "option --request-target: {text:?} cannot be sent: poolcurl sends * or a \
-                     target that starts with /"
-                ),
+    let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
+    let template = finish_template(args, &request, payload, &defaults, json)?;
+    // Built as every other request is, with an empty body in its place: each transfer puts
+    // its own `-T` upload in (`Composed::upload_template`).
+    let upload = (!send.upload_file.is_empty())
+        .then(|| {
+            finish_template(
+                args,
+                &request,
+                Payload::Upload(Bytes::new()),
+                &defaults,
+                json,
             )
-        })?;
-        template.set_target(target);
-    }
-    if let Some(agent) = &send.user_agent {
-        let value = (!agent.is_empty())
-            .then(|| header_value("-A", agent))
-            .transpose()?;
-        template.override_default(&USER_AGENT, value);
-    }
-    if data.iter().any(|d| matches!(d, DataArg::Json(_))) {
-        let json = HeaderValue::from_static("application/json");
-        template.add_implied(&[(CONTENT_TYPE, json.clone()), (ACCEPT, json)]);
-    }
-    let version = if args.net.http1_0 {
-        Version::HTTP_10
-    } else {
-        Version::HTTP_11
-    };
-    template.curl_mode(version);
+        })
+        .transpose()?;
     let split = |user: &str| {
         let (name, password) = user.split_once(':').unwrap_or((user, ""));
         (name.to_owned(), password.to_owned())
     };
-    let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
     let sigv4 = send.aws_sigv4.as_deref().map(|arg| sigv4::Setup {
         sigv4: sigv4::SigV4::parse(arg),
         headers: signed_lines(&request.headers, json),
@@ -222,7 +204,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     Ok(Composed {
         template,
         query,
-        upload_name,
+        upload,
         user,
         given_user,
         bearer: send.oauth2_bearer.is_some(),
@@ -233,6 +215,62 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         inline_data,
         warnings,
     })
+}
+
+/// The template for `payload`: the `-H` list (`request`, with `--etag-compare`'s header), the
+/// default headers, `--request-target`, `-A`, `--json`'s implied headers and curl mode's
+/// version.
+fn finish_template(
+    args: &CurlArgs,
+    request: &super::args::RequestArgs,
+    payload: Payload,
+    defaults: &[(HeaderName, HeaderValue)],
+    json: bool,
+) -> Result<RequestTemplate, CurlError> {
+    let send = &args.send;
+    let mut template = RequestTemplate::with_payload(request, args.head, payload, defaults);
+    if let Some(text) = &send.request_target {
+        let target = text.parse::<pool::RequestTarget>().map_err(|_| {
+            CurlError::new(
+                2,
+                format!(
+                    "option --request-target: {text:?} cannot be sent: poolcurl sends * or a \
+                     target that starts with /"
+                ),
+            )
+        })?;
+        template.set_target(target);
+    }
+    if let Some(agent) = &send.user_agent {
+        let value = (!agent.is_empty())
+            .then(|| header_value("-A", agent))
+            .transpose()?;
+        template.override_default(&USER_AGENT, value);
+    }
+    if json {
+        let json = HeaderValue::from_static("application/json");
+        template.add_implied(&[(CONTENT_TYPE, json.clone()), (ACCEPT, json)]);
+    }
+    let version = if args.net.http1_0 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    template.curl_mode(version);
+    Ok(template)
+}
+
+/// `name` as `curl_easy_escape` writes it: every byte but letters, digits and `-._~` as `%XX`.
+fn escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for &b in name.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// The `-H` lines `--aws-sigv4` signs: each `-H` argument, then `--json`'s `Content-Type` and
@@ -250,18 +288,22 @@ fn signed_lines(headers: &[HeaderArg], json: bool) -> Vec<String> {
 }
 
 impl Composed {
-    /// The URL a transfer requests: with `-G`'s query added and `-T`'s file name appended to
-    /// a path ending in `/`.
-    pub(crate) fn target_url(&self, url: &str) -> String {
+    /// The URL a transfer requests: with `-G`'s query added and the name of the file it uploads
+    /// (`upload`, `-T`'s; not stdin's) appended to a path ending in `/`, percent-encoded as
+    /// curl encodes it.
+    pub(crate) fn target_url(&self, url: &str, upload: Option<&str>) -> String {
         let mut url = url.to_owned();
-        if let Some(name) = &self.upload_name {
+        let name = upload
+            .filter(|file| *file != "-" && *file != ".")
+            .map(|file| file.rsplit(['/', '\\']).next().unwrap_or(file));
+        if let Some(name) = name {
             let path_start = url.find("://").map_or(0, |i| i + 3);
             let has_path = url[path_start..].contains('/');
             if !has_path {
                 url.push('/');
             }
             if url.ends_with('/') {
-                url.push_str(name);
+                url.push_str(&escape(name));
             }
         }
         if let Some(query) = &self.query {
@@ -277,6 +319,12 @@ impl Composed {
             }
         }
         url
+    }
+
+    /// The template of a transfer that uploads `source`: the upload template with the body in.
+    pub(crate) fn upload_template(&self, source: UploadSource) -> RequestTemplate {
+        let proto = self.upload.as_ref().unwrap_or(&self.template);
+        proto.with_upload(source)
     }
 
     /// The `Authorization` for a request to `uri` whose URL carried `credentials`: `-u` wins.
@@ -455,19 +503,22 @@ mod tests {
     #[test]
     fn get_moves_data_into_the_query_and_upload_names_the_file() {
         let c = composed(&["-G", "-d", "a=1", "--data-urlencode", "b=x y", "http://a/p"]);
-        assert_eq!(c.target_url("http://a/p"), "http://a/p?a=1&b=x+y");
+        assert_eq!(c.target_url("http://a/p", None), "http://a/p?a=1&b=x+y");
         assert_eq!(
-            c.target_url("http://a/p?z=0#f"),
+            c.target_url("http://a/p?z=0#f", None),
             "http://a/p?z=0&a=1&b=x+y#f"
         );
         assert_eq!(c.template.first_hop().method, http::Method::GET);
-        let c = Composed {
-            upload_name: Some("f.txt".into()),
-            ..composed(&["http://a/"])
-        };
-        assert_eq!(c.target_url("http://a/dir/"), "http://a/dir/f.txt");
-        assert_eq!(c.target_url("http://a"), "http://a/f.txt");
-        assert_eq!(c.target_url("http://a/x"), "http://a/x");
+        let c = composed(&["http://a/"]);
+        let f = Some("up/f.txt");
+        assert_eq!(c.target_url("http://a/dir/", f), "http://a/dir/f.txt");
+        assert_eq!(c.target_url("http://a", f), "http://a/f.txt");
+        assert_eq!(c.target_url("http://a/x", f), "http://a/x");
+        assert_eq!(c.target_url("http://a/", Some("-")), "http://a/");
+        assert_eq!(
+            c.target_url("http://a/", Some("a b+é")),
+            "http://a/a%20b%2B%C3%A9"
+        );
     }
 
     #[test]

@@ -204,10 +204,10 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
             .map(|(at, planned)| sessions[at].run_one(planned))
             .buffer_unordered(limit);
         let mut last_failure = 0;
-        while let Some(code) = transfers.next().await {
-            if code != 0 {
-                last_failure = code;
-                if fail_early {
+        while let Some(finished) = transfers.next().await {
+            if finished.code != 0 {
+                last_failure = finished.code;
+                if fail_early || finished.stops {
                     // Dropping the stream cancels the transfers still running, as curl
                     // stops them all at the first failure.
                     stopped = true;
@@ -225,8 +225,9 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
                 tokio::time::sleep_until(next_start).await;
                 next_start = tokio::time::Instant::now() + interval;
             }
-            last = sessions[at].run_one(planned).await;
-            if fail_early && last != 0 {
+            let finished = sessions[at].run_one(planned).await;
+            last = finished.code;
+            if (fail_early && last != 0) || finished.stops {
                 stopped = true;
                 break;
             }

@@ -24,7 +24,7 @@
 //!
 //! The concerns live in their own modules: [`argv`], [`args`], [`config`] and [`next`] (the
 //! command line), [`invocation`] (its groups and the order of transfers), [`compose`],
-//! [`request`], [`data`], [`form`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
+//! [`request`], [`data`], [`form`], [`upload`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
 //! [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is printed), [`exit`]
 //! (curl's exit codes), [`sigv4`] (`--aws-sigv4`), [`doh`] (`--doh-url`). What this mode does not do: curl's default
 //! progress meter, authentication other than Basic, Digest, NTLM, Bearer and AWS Signature Version 4,
@@ -39,6 +39,7 @@
 //! default headers, `-H` edits, request data), [`setup::pool_builder`] (TLS, `--resolve`,
 //! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -84,6 +85,7 @@ mod sink;
 mod time_cond;
 mod trace;
 mod transfer;
+mod upload;
 pub(crate) mod url;
 pub(crate) mod usage;
 mod verbose;
@@ -103,6 +105,7 @@ use output::Report;
 use plan::{Output, Planned};
 use proto::Protocols;
 use record::TransferRecord;
+use request::RequestTemplate;
 use retry::Retry;
 use sink::{FileMode, Sink};
 use time_cond::TimeCond;
@@ -168,6 +171,15 @@ pub(crate) struct Session {
     alternatives: Mutex<Vec<AlternativeClient>>,
 }
 
+/// How a transfer ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Finished {
+    /// Its exit code.
+    pub(crate) code: u8,
+    /// Whether no transfer may start after it.
+    pub(crate) stops: bool,
+}
+
 /// A client that sends an origin's requests (host in lower case, port) to an alternative (host,
 /// port).
 type AlternativeClient = ((String, u16, String, u16), pool::Client);
@@ -215,7 +227,12 @@ impl Session {
         }
         if let Some(text) = &args.transfer.time_cond {
             match TimeCond::parse(text) {
-                Some(cond) => composed.template.set_time_condition(cond),
+                Some(cond) => {
+                    if let Some(upload) = &mut composed.upload {
+                        upload.set_time_condition(cond);
+                    }
+                    composed.template.set_time_condition(cond);
+                }
                 None => {
                     for line in time_cond::ILLEGAL {
                         report.warning_raw(line);
@@ -319,11 +336,54 @@ impl Session {
         Ok(())
     }
 
-    /// One transfer with its retries and `-w`; returns its exit code.
-    async fn run_one(&self, planned: Planned) -> u8 {
+    /// One transfer with its retries and `-w`; returns its exit code, and whether no further
+    /// transfer may start (its `-T` file could not be opened, which ends curl's run).
+    async fn run_one(&self, planned: Planned) -> Finished {
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
-        let url = self.composed.target_url(&url);
-        let mut sink = match self.sink_for(&planned, &url) {
+        let url = self.composed.target_url(&url, planned.upload.as_deref());
+        let template = match planned.upload.as_deref().map(upload::open).transpose() {
+            Ok(None) => Cow::Borrowed(&self.composed.template),
+            Ok(Some(source)) => Cow::Owned(self.upload_template(source)),
+            Err(_) => {
+                let name = planned.upload.as_deref().unwrap_or_default();
+                errout::line(&format!("poolcurl: Can't open '{name}'!"));
+                errout::line(usage::TRY_HELP);
+                let error =
+                    CurlError::new(26, "Failed to open/read local data from file/application");
+                self.report.error(&error);
+                return Finished {
+                    code: error.code(),
+                    stops: true,
+                };
+            }
+        };
+        Finished {
+            code: self.run_planned(&planned, &url, &template).await,
+            stops: false,
+        }
+    }
+
+    /// The template of a transfer that uploads `source`, with the session's `-z` condition;
+    /// warns as curl does when stdin goes to a server that may ask for credentials first.
+    fn upload_template(&self, source: upload::UploadSource) -> RequestTemplate {
+        if let upload::UploadSource::Stream(stream) = &source {
+            if self.verbose.enabled() {
+                stream.keep_blocks();
+            }
+            if self.args.send.anyauth || self.args.connect.proxy_auth.proxy_anyauth {
+                self.report.warning(
+                    "Using --anyauth or --proxy-anyauth with upload from stdin involves a big \
+                     risk of it not working. Use a temporary file or a fixed auth type instead!",
+                );
+            }
+        }
+        self.composed.upload_template(source)
+    }
+
+    /// [`run_one`](Self::run_one) once the transfer's template is made.
+    async fn run_planned(&self, planned: &Planned, url: &str, template: &RequestTemplate) -> u8 {
+        let url = url.to_owned();
+        let mut sink = match self.sink_for(planned, &url) {
             Ok(sink) => sink,
             Err(error) => {
                 self.report.error(&error);
@@ -340,11 +400,13 @@ impl Session {
         }
         let mut retry = Retry::new(&self.args.transfer);
         loop {
-            let mut record = TransferRecord::start(&url, self.composed.template.first_hop().method);
+            let mut record = TransferRecord::start(&url, template.first_hop().method);
             record.input_url = planned.url.clone();
             record.url_num = planned.index;
             record.output_file = sink.path().map(|p| p.to_path_buf());
-            let result = self.bounded_transfer(&url, &mut sink, &mut record).await;
+            let result = self
+                .bounded_transfer(template, &url, &mut sink, &mut record)
+                .await;
             record.finished_at = Some(record.elapsed());
             // --no-clobber or -J may have taken another name.
             record.output_file = sink.effective_name();

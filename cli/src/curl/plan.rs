@@ -6,6 +6,10 @@
 //! as curl pairs them: the first `-o`/`-O` goes with the first URL (and all of its glob
 //! expansions, `#N` in an `-o` name taking the Nth glob's value), the second with the second,
 //! and so on; URLs left over go to stdout, or to their remote name with `--remote-name-all`.
+//! `-T` pairs the same way: the first `-T` uploads to the first URL, the second to the second,
+//! URLs left over upload nothing, and `-T ""` keeps its URL's place without an upload. A `-T`
+//! name is a glob too (unless `-g`): each file it names goes to each URL its URL expands to,
+//! files outermost, as curl orders them.
 
 use std::path::PathBuf;
 
@@ -34,6 +38,8 @@ pub(crate) struct Planned {
     pub(crate) index: usize,
     /// Where its output goes.
     pub(crate) output: Output,
+    /// What `-T` uploads to it (`-` or `.`: stdin), if anything.
+    pub(crate) upload: Option<String>,
 }
 
 /// One output flag, before it meets its URL.
@@ -69,34 +75,54 @@ pub(crate) fn plan(
     matches: &ArgMatches,
 ) -> Result<Vec<Planned>, super::exit::CurlError> {
     let specs = outputs_in_order(args, matches);
+    let uploads = uploads_in_order(args);
+    let globbed = |pattern: String| {
+        if args.transfer.globoff {
+            Ok(vec![glob::Expanded {
+                url: pattern,
+                values: Vec::new(),
+            }])
+        } else {
+            glob::expand(&pattern)
+        }
+    };
     let mut planned = Vec::new();
     for (n, url) in urls_in_order(args, matches).into_iter().enumerate() {
-        let expanded = if args.transfer.globoff {
-            vec![glob::Expanded {
-                url,
-                values: Vec::new(),
-            }]
-        } else {
-            glob::expand(&url)?
+        let files = match uploads.get(n).cloned().flatten() {
+            Some(pattern) => globbed(pattern)?.into_iter().map(|f| Some(f.url)).collect(),
+            None => vec![None],
         };
-        for one in expanded {
-            let output = match specs.get(n) {
-                Some(Spec::File(path)) => {
-                    let name = glob::fill_output(&path.to_string_lossy(), &one.values);
-                    Output::File(PathBuf::from(name))
-                }
-                Some(Spec::Remote) => Output::Remote,
-                None if args.transfer.remote_name_all => Output::Remote,
-                None => Output::Stdout,
-            };
-            planned.push(Planned {
-                url: one.url,
-                index: planned.len(),
-                output,
-            });
+        let expanded = globbed(url)?;
+        for upload in files {
+            for one in &expanded {
+                let output = match specs.get(n) {
+                    Some(Spec::File(path)) => {
+                        let name = glob::fill_output(&path.to_string_lossy(), &one.values);
+                        Output::File(PathBuf::from(name))
+                    }
+                    Some(Spec::Remote) => Output::Remote,
+                    None if args.transfer.remote_name_all => Output::Remote,
+                    None => Output::Stdout,
+                };
+                planned.push(Planned {
+                    url: one.url.clone(),
+                    index: planned.len(),
+                    output,
+                    upload: upload.clone(),
+                });
+            }
         }
     }
     Ok(planned)
+}
+
+/// `-T` in command-line order (clap keeps one flag's values in order): `None` for `-T ""`.
+fn uploads_in_order(args: &CurlArgs) -> Vec<Option<String>> {
+    args.send
+        .upload_file
+        .iter()
+        .map(|name| (!name.is_empty()).then(|| name.clone()))
+        .collect()
 }
 
 /// `-o` and `-O` in command-line order.
@@ -134,6 +160,53 @@ mod tests {
             .into_iter()
             .map(|p| (p.url, p.output))
             .collect()
+    }
+
+    fn uploads(argv: &[&str]) -> Vec<(String, Option<String>)> {
+        let (args, matches) = crate::curl::args::parse_test_args(argv);
+        plan(&args, &matches)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.url, p.upload))
+            .collect()
+    }
+
+    #[test]
+    fn uploads_pair_with_urls_in_order_and_glob_outermost() {
+        let up = |url: &str, file: Option<&str>| (url.to_owned(), file.map(str::to_owned));
+        assert_eq!(
+            uploads(&["-T", "-", "http://a/1", "http://a/2"]),
+            [up("http://a/1", Some("-")), up("http://a/2", None)]
+        );
+        assert_eq!(
+            uploads(&[
+                "-T",
+                "",
+                "-T",
+                "f",
+                "http://a/1",
+                "http://a/2",
+                "http://a/3"
+            ]),
+            [
+                up("http://a/1", None),
+                up("http://a/2", Some("f")),
+                up("http://a/3", None)
+            ]
+        );
+        assert_eq!(
+            uploads(&["-T", "{x,y}", "http://a/[1-2]/"]),
+            [
+                up("http://a/1/", Some("x")),
+                up("http://a/2/", Some("x")),
+                up("http://a/1/", Some("y")),
+                up("http://a/2/", Some("y")),
+            ]
+        );
+        assert_eq!(
+            uploads(&["-g", "-T", "{x,y}", "http://a/"]),
+            [up("http://a/", Some("{x,y}"))]
+        );
     }
 
     #[test]

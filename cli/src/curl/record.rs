@@ -50,6 +50,9 @@ pub(crate) struct TransferRecord {
     pub(crate) size_header: u64,
     /// Request body bytes sent by the last request.
     pub(crate) size_upload: u64,
+    /// The last request's streamed upload and whether it went chunked: the transfer ends
+    /// once it is sent, and `size_upload` is counted then, as curl counts it.
+    pub(crate) streamed: Option<(std::sync::Arc<super::upload::Streamed>, bool)>,
     /// Request bytes of the whole transfer, as curl counts them ([`super::request_size`]).
     pub(crate) size_request: u64,
     /// The proxy's answer to this transfer's `CONNECT` (200, or a refusal's status); 0 when
@@ -104,6 +107,7 @@ impl TransferRecord {
             received: 0,
             size_header: 0,
             size_upload: 0,
+            streamed: None,
             size_request: 0,
             http_connect: 0,
             tunnel_heads: Vec::new(),

@@ -1,8 +1,8 @@
 //! Building requests the way curl does: method, default headers, `-H` edits, the payload.
 //!
 //! Headers go out in curl's order: `Host`, `Authorization`, `Range`, `User-Agent`, `Accept`,
-//! `Accept-Encoding`, `Referer`, `Cookie`, the `-H` headers, then `Content-Length` and
-//! `Content-Type` for a payload. A `-H` header replaces a default of the same name in place;
+//! `Accept-Encoding`, `Referer`, a streamed upload's `Transfer-Encoding`, `Cookie`, the `-H`
+//! headers, then `Content-Length` and `Content-Type` for a payload. A `-H` header replaces a default of the same name in place;
 //! `-H "Name:"` removes it.
 //!
 //! The template holds what every request of an invocation shares; what differs per URL or per
@@ -11,10 +11,12 @@
 //! [`RequestTemplate::build`]: no `Host` of its own (the pool adds it), nothing per request.
 //! curl mode assembles its template in [`super::compose`].
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{
     AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, EXPECT, HOST, HeaderName, HeaderValue,
-    IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, USER_AGENT,
+    IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, TRANSFER_ENCODING, USER_AGENT,
 };
 use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
@@ -23,6 +25,7 @@ use super::args::{DataArg, HeaderAction, RequestArgs};
 use super::data::read_data;
 use super::exit::CurlError;
 use super::time_cond::TimeCond;
+use super::upload::{Streamed, UploadSource};
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
@@ -75,8 +78,10 @@ pub(crate) struct RequestTemplate {
     headers: Vec<Entry>,
     /// Header names `-H "Name:"` removed.
     removed: Vec<HeaderName>,
-    /// The payload; empty without one.
+    /// The payload; empty without one (and for a streamed upload).
     body: Bytes,
+    /// A `-T` upload of unknown size, streamed chunked instead of `body` ([`super::upload`]).
+    stream: Option<Arc<Streamed>>,
     /// Whether there is a payload (even empty data makes a POST).
     has_data: bool,
     /// The payload size above which a request asks for `100 Continue` on HTTP/1.1: 0 for a
@@ -202,6 +207,7 @@ impl RequestTemplate {
             headers,
             removed: Vec::new(),
             body: Bytes::new(),
+            stream: None,
             has_data: false,
             expect_above: None,
             version: Version::HTTP_11,
@@ -228,6 +234,34 @@ impl RequestTemplate {
         template.body = body;
         template.has_data = true;
         template
+    }
+
+    /// This template (made with an upload payload) sending `source` instead of its body: a
+    /// whole file with its `Content-Length`, a stream chunked, without one.
+    pub(crate) fn with_upload(&self, source: UploadSource) -> RequestTemplate {
+        let mut template = self.clone();
+        let is_length = |e: &Entry| e.name == CONTENT_LENGTH && e.source == Source::Data;
+        match source {
+            UploadSource::Whole(body) => {
+                let length = HeaderValue::from(body.len());
+                for entry in template.headers.iter_mut().filter(|e| is_length(e)) {
+                    entry.value = length.clone();
+                }
+                template.body = body;
+                template.stream = None;
+            }
+            UploadSource::Stream(stream) => {
+                template.headers.retain(|e| !is_length(e));
+                template.body = Bytes::new();
+                template.stream = Some(stream);
+            }
+        }
+        template
+    }
+
+    /// The streamed upload `hop` sends, if it sends one.
+    pub(crate) fn stream_for(&self, hop: &Hop) -> Option<&Arc<Streamed>> {
+        self.stream.as_ref().filter(|_| hop.send_body)
     }
 
     /// `-H "Name:"`: sends no header of that name, defaults included.
@@ -404,7 +438,7 @@ impl RequestTemplate {
             return false;
         };
         hop.send_body
-            && self.body.len() > above
+            && (self.body.len() > above || self.stream.is_some())
             && self.version == Version::HTTP_11
             && !self.removed.contains(&EXPECT)
             && !self.headers.iter().any(|e| e.name == EXPECT)
@@ -480,10 +514,14 @@ impl RequestTemplate {
             .time_condition
             .as_ref()
             .map(|(_, name, value)| (name, value));
-        // curl's order: `Alt-Used` (RFC 7838 §5) after `Referer`, before the cookies.
+        // curl's order: `Alt-Used` (RFC 7838 §5) after `Referer`, before the cookies; a
+        // streamed upload's `Transfer-Encoding` after `Referer` too (HTTP/2 leaves it out:
+        // hyper removes connection-specific fields there).
         let alt_used = HeaderName::from_static("alt-used");
+        let chunked = HeaderValue::from_static("chunked");
         let late = [
             (&REFERER, extra.referer.as_ref()),
+            (&TRANSFER_ENCODING, self.stream_for(hop).map(|_| &chunked)),
             (&alt_used, extra.alt_used.as_ref()),
             (&COOKIE, extra.cookie.as_ref()),
             (

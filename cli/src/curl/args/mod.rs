@@ -457,7 +457,7 @@ impl CurlArgs {
             && send.form_string.is_empty());
         let inferred = if self.head {
             "HEAD"
-        } else if send.upload_file.is_some() {
+        } else if !send.upload_file.is_empty() {
             "PUT"
         } else if data {
             "POST"

@@ -100,14 +100,15 @@ pub(crate) struct SendArgs {
     #[arg(long = "form-escape")]
     pub(crate) form_escape: bool,
 
-    /// Upload FILE with PUT ("-" is stdin); a URL ending in / gets the file name appended
+    /// Upload FILE with PUT ("-" or "." is stdin, sent chunked); pairs with the URLs in order,
+    /// as -o does, and "" uploads nothing; a URL ending in / gets the file name appended
     #[arg(
         short = 'T',
         long = "upload-file",
         value_name = "FILE",
         conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode"]
     )]
-    pub(crate) upload_file: Option<String>,
+    pub(crate) upload_file: Vec<String>,
 
     /// Ask for a byte RANGE only (e.g. 0-99, 100-, -50)
     #[arg(short = 'r', long = "range", value_name = "RANGE")]

@@ -29,7 +29,7 @@ use http::header::WWW_AUTHENTICATE;
 use http::{HeaderMap, Uri};
 
 use super::super::Session;
-use super::super::request::Hop;
+use super::super::request::{Hop, RequestTemplate};
 use super::{HopState, Next};
 
 /// The challenges the next request of a transfer may draw and answer.
@@ -60,7 +60,7 @@ impl Session {
         &'a self,
         uri: &Uri,
         hop: &Hop,
-        state: &'a HopState,
+        state: &'a HopState<'a>,
     ) -> Pending<'a> {
         let server = (state.digest.is_none() && (!hop.drops_credentials() || state.own))
             .then(|| {
@@ -83,10 +83,10 @@ impl Session {
         &self,
         pending: &Pending<'_>,
         (status, headers): (http::StatusCode, &HeaderMap),
-        uri: &Uri,
-        hop: &Hop,
+        (uri, hop): (&Uri, &Hop),
+        template: &RequestTemplate,
     ) -> Option<Answered> {
-        let data = self.composed.template.body_for(hop);
+        let data = template.body_for(hop);
         let target = uri.path_and_query().map_or("/", |p| p.as_str());
         let request = pool::Challenged {
             method: hop.method.as_str(),

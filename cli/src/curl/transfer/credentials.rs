@@ -36,7 +36,7 @@ impl Session {
         &self,
         uri: &Uri,
         hop: &Hop,
-        state: &HopState,
+        state: &HopState<'_>,
     ) -> Result<Credentials, CurlError> {
         if hop.drops_credentials() && !state.own {
             return Ok(Credentials::default());
@@ -92,7 +92,7 @@ impl Session {
         setup: &sigv4::Setup,
         uri: &Uri,
         hop: &Hop,
-        state: &HopState,
+        state: &HopState<'_>,
     ) -> Result<Option<sigv4::Signed>, CurlError> {
         let no_key = (String::new(), String::new());
         let composed = &self.composed;

@@ -34,7 +34,7 @@ use super::pace::PaceArgs;
 use super::progress::Progress;
 use super::record::TransferRecord;
 use super::redirect;
-use super::request::{Hop, PerRequest};
+use super::request::{Hop, PerRequest, RequestTemplate};
 use super::sink::Sink;
 use super::url;
 use super::{Session, lock};
@@ -56,9 +56,12 @@ enum Next {
     WithoutExpect,
 }
 
-/// What one hop of a transfer sends besides the template.
-#[derive(Debug, Default)]
-struct HopState {
+/// What one hop of a transfer sends: the transfer's template (the session's, or one with the
+/// transfer's `-T` upload in it) and what this hop adds to it.
+#[derive(Debug)]
+struct HopState<'t> {
+    /// What every request of the transfer is made from.
+    template: &'t RequestTemplate,
     /// Credentials from the URL of this hop, or its host's `.netrc` entry.
     credentials: Option<(String, String)>,
     /// Whether `credentials` are the `.netrc` entry of this hop's own host: a redirect from
@@ -74,17 +77,33 @@ struct HopState {
     no_expect: bool,
 }
 
+impl<'t> HopState<'t> {
+    /// A first hop's state, or a redirect's.
+    fn new(template: &'t RequestTemplate) -> HopState<'t> {
+        HopState {
+            template,
+            credentials: None,
+            own: false,
+            referer: None,
+            digest: None,
+            proxy_digest: None,
+            no_expect: false,
+        }
+    }
+}
+
 impl Session {
     /// One transfer, bounded by `-m`.
     pub(super) async fn bounded_transfer(
         &self,
+        template: &RequestTemplate,
         url: &str,
         sink: &mut Sink,
         record: &mut TransferRecord,
     ) -> Result<(), CurlError> {
         let bar = self.args.transfer.progress_bar && !self.args.transfer.no_progress_meter;
         let mut progress = Progress::new(bar && self.report.chatty());
-        let transfer = self.transfer(url, sink, record, &mut progress);
+        let transfer = self.transfer(template, url, sink, record, &mut progress);
         let limit = self.args.max_time.filter(|t| !t.is_zero());
         let result = match limit {
             None => transfer.await,
@@ -105,6 +124,7 @@ impl Session {
     /// One transfer: the request for `url` and, with `-L`, its redirects.
     async fn transfer(
         &self,
+        template: &RequestTemplate,
         url: &str,
         sink: &mut Sink,
         record: &mut TransferRecord,
@@ -124,19 +144,26 @@ impl Session {
         self.hsts_upgrade(&mut uri);
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = uri.to_string();
-        let mut hop = self.composed.template.first_hop();
+        let mut hop = template.first_hop();
         hop.trusted = self.args.location_trusted;
         let mut state = HopState {
             credentials,
             own,
-            ..HopState::default()
+            ..HopState::new(template)
         };
         loop {
             match self
                 .exchange(&uri, &hop, &state, sink, record, progress)
                 .await?
             {
-                Next::Done => return Ok(()),
+                Next::Done => {
+                    if let Some((stream, chunked)) = record.streamed.clone() {
+                        // The response can come before the upload is done: wait for it.
+                        stream.settled().await;
+                        record.size_upload = stream.sent(chunked);
+                    }
+                    return Ok(());
+                }
                 Next::Authenticate(answer) => {
                     self.verbose
                         .info(&format!("Issue another request to this URL: '{uri}'"));
@@ -188,7 +215,7 @@ impl Session {
                             .auto_referer
                             .then(|| compose::auto_referer(&uri))
                             .flatten(),
-                        ..HopState::default()
+                        ..HopState::new(template)
                     };
                     uri = next;
                     self.hsts_upgrade(&mut uri);
@@ -249,7 +276,7 @@ impl Session {
         &self,
         uri: &Uri,
         hop: &Hop,
-        state: &HopState,
+        state: &HopState<'_>,
         resume: Option<u64>,
     ) -> Result<PerRequest, CurlError> {
         let credentials = self.credentials(uri, hop, state)?;
@@ -290,7 +317,7 @@ impl Session {
         &self,
         uri: &Uri,
         hop: &Hop,
-        state: &HopState,
+        state: &HopState<'_>,
         sink: &mut Sink,
         record: &mut TransferRecord,
         progress: &mut Progress,
@@ -310,7 +337,9 @@ impl Session {
         extra.empty_length = probe.is_some();
         extra.alt_used = target.alternative.as_ref().map(|a| a.used.clone());
         let ranged = extra.range.is_some();
-        let sent = self.send(uri, hop, &extra, &target, record).await;
+        let sent = self
+            .send(state.template, uri, hop, &extra, &target, record)
+            .await;
         self.write_tunnel_heads(record, sink)?;
         let (parts, mut body) = sent?;
         let head = output::response_head(&parts);
@@ -346,7 +375,9 @@ impl Session {
             lock(dump).write(&head)?;
         }
         let challenge = (parts.status, &parts.headers);
-        if let Some(answered) = self.answer_challenge(&pending, challenge, uri, answered_hop) {
+        if let Some(answered) =
+            self.answer_challenge(&pending, challenge, (uri, answered_hop), state.template)
+        {
             if include {
                 sink.write(&head)?;
             }
@@ -416,7 +447,7 @@ impl Session {
         if include {
             sink.write(&head)?;
         }
-        let time_condition = self.composed.template.time_condition();
+        let time_condition = state.template.time_condition();
         let body_comes = !self.args.head;
         if let Some(cond) =
             time_condition.filter(|c| body_comes && !ranged && !c.met_by(&parts.headers))

@@ -18,7 +18,7 @@ use crate::curl::output::{self, Informational};
 use crate::curl::pace::{Pace, PacedUpload};
 use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
-use crate::curl::request::{Hop, PerRequest};
+use crate::curl::request::{Hop, PerRequest, RequestTemplate};
 use crate::curl::request_size::request_size;
 use crate::curl::sink::Sink;
 use crate::curl::verbose::VerboseContext;
@@ -32,6 +32,7 @@ impl Session {
     /// Sends one request and waits for the response head, recording and tracing it.
     pub(super) async fn send(
         &self,
+        template: &RequestTemplate,
         uri: &Uri,
         hop: &Hop,
         extra: &PerRequest,
@@ -41,7 +42,13 @@ impl Session {
         if let (Some("https"), Some(refusal)) = (uri.scheme_str(), &self.tls_refusal) {
             return Err(refusal.clone());
         }
-        let template = &self.composed.template;
+        let stream = template.stream_for(hop);
+        if stream.is_some() && self.args.net.http1_0 {
+            return Err(CurlError::new(
+                25,
+                "Chunky upload is not supported by HTTP 1.0",
+            ));
+        }
         let mut request = template.build_for(uri, hop, extra)?;
         let informational = Informational::default();
         informational.listen(&mut request);
@@ -61,6 +68,11 @@ impl Session {
         // `--limit-rate` paces an upload, as curl does (`-d`'s data goes with the head).
         let upload = template.body_for(hop);
         let request = match pace.limit_rate.filter(|&rate| rate > 0) {
+            _ if stream.is_some() => {
+                let body = stream.map(|s| s.body()).transpose()?;
+                let (parts, _) = request.into_parts();
+                Request::from_parts(parts, pool::RequestBody::new(body.expect("a stream")))
+            }
             Some(rate) if !upload.is_empty() && !self.composed.inline_data => {
                 let (parts, _) = request.into_parts();
                 let paced = PacedUpload::new(upload.clone(), rate);
@@ -132,7 +144,7 @@ impl Session {
         // Whether the body waited for a go-ahead: asked for (by the pool or `-H`) on HTTP/1.1.
         let body_waited = !http2
             && !self.args.net.http1_0
-            && !upload.is_empty()
+            && (!upload.is_empty() || stream.is_some())
             && sent_headers
                 .get(http::header::EXPECT)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
@@ -141,6 +153,21 @@ impl Session {
         if withheld {
             record.size_upload = 0;
         }
+        if http2 {
+            // hyper leaves the chunked framing's header out of an HTTP/2 request.
+            sent_headers.remove(http::header::TRANSFER_ENCODING);
+        }
+        // A streamed upload: what has gone so far, chunked over HTTP/1.1 (with the last
+        // chunk once the stream ended), and whether `-v` shows its end.
+        record.streamed = stream.filter(|_| !withheld).map(|s| (s.clone(), !http2));
+        let (streamed, chunked_end) = match stream.filter(|_| !withheld) {
+            Some(stream) => {
+                record.size_upload = stream.sent(!http2);
+                let (shown, ended) = stream.shown(!http2);
+                (Some(Bytes::from(shown)), ended && !http2)
+            }
+            None => (None, false),
+        };
         // The body bytes of this request, counted above as its upload.
         let data = if self.composed.inline_data {
             record.size_upload as usize
@@ -177,8 +204,11 @@ impl Session {
             proxy: self.proxy_for(uri),
             target: template.has_target().then_some(wire_target),
             quiet_data: target.quiet_data,
-            // A body that waited for a go-ahead went after the head, as an upload's does.
-            upload: !self.composed.inline_data || (body_waited && !withheld),
+            // A body that waited for a go-ahead went after the head, as an upload's does;
+            // curl says nothing of the kind for a chunked one, whose last chunk ends it.
+            upload: (!self.composed.inline_data || (body_waited && !withheld))
+                && (stream.is_none() || http2),
+            chunked_end,
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),
@@ -188,7 +218,11 @@ impl Session {
             waited_out: body_waited && !withheld && !output::has_continue(&head),
             expectation_failed,
         };
-        let sent_body = if withheld { Bytes::new() } else { upload };
+        let sent_body = match streamed {
+            Some(shown) => shown,
+            None if withheld => Bytes::new(),
+            None => upload,
+        };
         self.verbose.exchange(
             &context,
             connection.as_ref(),

@@ -78,6 +78,9 @@ pub(crate) struct VerboseContext<'a> {
     /// for `100 Continue`) rather than with it (`-d`'s data): curl then says it is "completely
     /// uploaded".
     pub(crate) upload: bool,
+    /// The request's body went chunked and its last chunk has gone: curl says so, and shows
+    /// the last chunk as a block of its own.
+    pub(crate) chunked_end: bool,
     /// `-k`: the server certificate's name is not checked (and its account says so).
     pub(crate) insecure: bool,
     /// `--cert-status`: a connection that was made had its stapled status found good.
@@ -200,6 +203,10 @@ impl Verbose {
                     lines.info("We are completely uploaded and fine");
                 }
             }
+            if cx.chunked_end {
+                lines.info("Signaling end of chunked upload via terminating chunk.");
+                lines.data(Direction::Sent, LAST_CHUNK, true, cx.quiet_data);
+            }
             // An HTTP/0.9 reply has no head: nothing to show.
             let mut added = cx.alt_svc_added.iter();
             head_lines_noted(lines, Direction::Received, head, |lines, text| {
@@ -289,6 +296,9 @@ impl Verbose {
         }
     }
 }
+
+/// The last chunk of a chunked upload, as it goes on the wire.
+const LAST_CHUNK: &[u8] = super::upload::LAST_CHUNK;
 
 /// The size of the blocks an upload is shown in: curl's upload buffer, 64 KiB.
 const UPLOAD_BLOCK: usize = 64 * 1024;

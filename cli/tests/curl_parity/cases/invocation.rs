@@ -1,6 +1,6 @@
 //! Parity cases: the command line as a whole: --next, header names as sent, traces, -Z.
 
-use crate::{Case, Extra, case, with};
+use crate::{Case, Extra, case, with, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -132,6 +132,63 @@ pub(crate) fn cases() -> Vec<Case> {
                 "-d",
                 "a=b",
                 "%BASE%/echo",
+            ],
+        ),
+        // -T pairs with URLs as -o does; stdin (or anything without a size) goes chunked.
+        with_stdin(
+            "upload: -T - streams stdin chunked to its own URL, the next one is a GET",
+            "stdin-data\n",
+            &[
+                "-w",
+                "|%{size_upload}|\n",
+                "-T",
+                "-",
+                "%BASE%/echo",
+                "%BASE%/echo",
+            ],
+        ),
+        with_stdin(
+            "upload: empty stdin is one last chunk; -T . is stdin too",
+            "",
+            &["-w", "|%{size_upload}|\n", "-T", ".", "%BASE%/echo"],
+        ),
+        case(
+            "upload: -T \"\" keeps its URL's place, the next -T goes with the next URL",
+            &[
+                "-T",
+                "",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo/",
+                "%BASE%/echo/",
+                "%BASE%/echo/",
+            ],
+        ),
+        case(
+            "upload: a -T glob sends each file to the URL, named after it",
+            &["-T", "%DIR%/../{upload,data}.{txt,json}", "%BASE%/echo/"],
+        ),
+        with_stdin(
+            // A pipe cannot go back: curl's 65, in curl.rs.
+            "upload: stdin redirected from a file goes again after a 307, from its start",
+            "twice\n",
+            &["-L", "-T", "-", "%BASE%/redirect307"],
+        ),
+        with_stdin(
+            "upload: --http1.0 cannot chunk a stream",
+            "x",
+            &["--http1.0", "-T", "-", "%BASE%/echo"],
+        ),
+        case(
+            "upload: a -T file that cannot be opened ends the run with 26",
+            &[
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo/",
+                "-T",
+                "%DIR%/missing.txt",
+                "%BASE%/echo/",
+                "%BASE%/hello",
             ],
         ),
         // Expect: 100-continue, asked for by an upload and by data over 1 MiB (HTTP/1.1 only);

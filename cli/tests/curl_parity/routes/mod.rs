@@ -104,6 +104,7 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "a")
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
+        "/redirect307" => Reply::new(307).header("location", "/echo").body("moved\n"),
         "/basic" if req.header("authorization") == Some("Basic YWxpY2U6czNjcmV0") => {
             Reply::ok("ok basic\n")
         }
@@ -257,6 +258,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "if-modified-since",
         "if-unmodified-since",
         "content-length",
+        "transfer-encoding",
         "content-type",
         "expect",
         "x-proxy-header",
