@@ -13,6 +13,10 @@
 //! A `-T` upload asks first (`Expect: 100-continue`, curl's rule and poolcurl's): to `/small`
 //! nginx answers `413` from the head and neither tool sends any of the body
 //! (`%{size_upload}` 0); to `/` nginx says `100 Continue` and the body goes.
+//!
+//! `-T -` from a pipe goes chunked (`Transfer-Encoding: chunked`, no length): both tools send
+//! 1,000 bytes (one write of `cat`, one chunk) to `/` and print nginx's `200` and the same
+//! `%{size_upload}`, the chunk's framing included (1,012).
 
 use super::*;
 
@@ -30,6 +34,7 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         "poolcurl: nginx 413 before a 1 MiB upload ends, h2c, 2 URLs on one connection",
         "poolcurl: nginx 413 before a 1 MiB upload ends, TLS h2, 2 URLs on one connection",
         "curl vs poolcurl: -T asks for 100 Continue, nginx 413 gets no body, / gets it",
+        "curl vs poolcurl: -T - from a pipe goes chunked to nginx",
     ]);
     let ports = match started {
         Ok((_, _, ports)) => *ports,
@@ -88,6 +93,25 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         [put(&http(ports[0], "/small")), put(&http(ports[0], "/"))]
             .join(&["--next".to_owned()][..]),
     ];
+    let piped = dir.join("piped.bin");
+    if let Err(e) = std::fs::write(&piped, [b'p'; 1000]) {
+        let why = format!("write {}: {e}", piped.display());
+        return names.map(|n| Row::broken(n, &why)).into();
+    }
+    let cases = {
+        let [a, b, c, d, e] = cases;
+        let streamed = strings(&[
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_upload}",
+            "-T",
+            "-",
+            &http(ports[0], "/"),
+        ]);
+        [a, b, c, d, e, streamed]
+    };
     let curl = find_binary("curl");
     names
         .into_iter()
@@ -96,6 +120,8 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
         .map(|(index, (name, args))| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             match (index, &curl) {
+                (5, Some(curl)) => piped_beside_curl(name, (curl, poolcurl), &piped, dir, &args),
+                (5, None) => Row::skipped(format!("skipped: curl not found ({name})"), None),
                 (0 | 1 | 4, Some(curl)) => beside_curl(name, curl, poolcurl, &args),
                 (0 | 1 | 4, None) => {
                     Row::skipped(format!("skipped: curl not found ({name})"), None)
@@ -104,6 +130,36 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
             }
         })
         .collect()
+}
+
+/// [`beside_curl`] with `input` piped to each program's stdin (through `cat`, so that stdin is
+/// a pipe, not a file either tool could seek in).
+fn piped_beside_curl(
+    check: String,
+    (curl, poolcurl): (&Path, &Path),
+    input: &Path,
+    dir: &Path,
+    args: &[&str],
+) -> Row {
+    let wrap = |program: &Path, name: &str| -> Result<PathBuf, String> {
+        let script = dir.join(name);
+        let text = format!(
+            "#!/bin/sh\ncat '{}' | exec '{}' \"$@\"\n",
+            input.display(),
+            program.display()
+        );
+        std::fs::write(&script, text).map_err(|e| format!("write {name}: {e}"))?;
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(&script, mode).map_err(|e| format!("chmod {name}: {e}"))?;
+        Ok(script)
+    };
+    match (
+        wrap(curl, "piped-curl.sh"),
+        wrap(poolcurl, "piped-poolcurl.sh"),
+    ) {
+        (Ok(curl), Ok(ours)) => beside_curl(check, &curl, &ours, args),
+        (Err(e), _) | (_, Err(e)) => Row::broken(check, &e),
+    }
 }
 
 /// poolcurl (curl mode) with `args` exits 0 and prints `expected`.
