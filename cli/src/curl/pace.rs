@@ -3,8 +3,8 @@
 //! `--limit-rate` holds the average download speed of a body to at most that many bytes per
 //! second: after each frame the transfer waits until the bytes received so far are due at the
 //! limit. Like curl's, the limit is an average from the body's start, so a pause earns a short
-//! burst afterwards. An upload (`-T`, `-F`) is paced too ([`PacedUpload`]): each block of it
-//! goes once the bytes before it are due. `-d`'s data is not, as curl sends it with the
+//! burst afterwards. An upload (`-T`, `-F`, a streamed `-T -` too) is paced ([`PacedUpload`]): each
+//! block of it goes once the bytes before it are due. `-d`'s data is not, as curl sends it with the
 //! request's head in one go.
 //!
 //! `-Y BYTES` with `-y SECONDS` aborts a transfer that stays slower than `BYTES` per second for
@@ -14,7 +14,6 @@
 //! the limit is 1 byte per second. The wait for the response head counts as one such window
 //! ([`LowSpeed::time`]).
 
-use std::convert::Infallible;
 use std::future::Future as _;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -153,9 +152,13 @@ impl Pace {
 
 /// `--limit-rate` for an upload: its bytes in blocks of a tenth of a second's worth (at most
 /// 16 KiB), each handed over once the bytes before it are due at the limit, counted from the
-/// first poll (when the request goes out).
+/// first poll (when the request goes out). `B` is the upload: a whole file's bytes
+/// (`Full<Bytes>`) or a stream read as it goes ([`super::upload::StreamBody`]), whose blocks
+/// are cut to the pace's as they arrive.
 #[derive(Debug)]
-pub(crate) struct PacedUpload {
+pub(crate) struct PacedUpload<B> {
+    inner: B,
+    /// What the inner body handed over and has not gone yet.
     rest: Bytes,
     limit: u64,
     block: usize,
@@ -166,14 +169,22 @@ pub(crate) struct PacedUpload {
     wait: Option<Pin<Box<Sleep>>>,
 }
 
-impl PacedUpload {
+impl<B> PacedUpload<B> {
+    /// The size of the blocks an upload goes in at `limit`: a tenth of a second's worth, at
+    /// most 16 KiB.
+    pub(crate) fn block(limit: u64) -> usize {
+        usize::try_from(limit / 10)
+            .unwrap_or(usize::MAX)
+            .clamp(1, 16 * 1024)
+    }
+
     /// `body` paced at `limit` bytes per second (more than 0).
-    pub(crate) fn new(body: Bytes, limit: u64) -> PacedUpload {
-        let block = usize::try_from(limit / 10).unwrap_or(usize::MAX);
+    pub(crate) fn new(body: B, limit: u64) -> PacedUpload<B> {
         PacedUpload {
-            rest: body,
+            inner: body,
+            rest: Bytes::new(),
             limit,
-            block: block.clamp(1, 16 * 1024),
+            block: PacedUpload::<B>::block(limit),
             start: None,
             sent: 0,
             wait: None,
@@ -181,17 +192,28 @@ impl PacedUpload {
     }
 }
 
-impl http_body::Body for PacedUpload {
+impl<B> http_body::Body for PacedUpload<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = B::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         let this = self.get_mut();
-        if this.rest.is_empty() {
-            return Poll::Ready(None);
+        while this.rest.is_empty() {
+            match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                None => return Poll::Ready(None),
+                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.rest = data,
+                    // Trailers go as they come.
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+            }
         }
         let start = *this.start.get_or_insert_with(Instant::now);
         let due = start + Duration::from_secs_f64(this.sent as f64 / this.limit as f64);
@@ -208,17 +230,24 @@ impl http_body::Body for PacedUpload {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.rest.is_empty()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.rest.len() as u64)
+        let mut hint = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        hint.set_lower(hint.lower() + rest);
+        if let Some(upper) = hint.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }
 
 #[cfg(test)]
 mod tests {
     use http_body::Body as _;
+    use http_body_util::Full;
 
     use super::*;
 
@@ -261,7 +290,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_upload_goes_in_blocks_each_when_the_bytes_before_it_are_due() {
-        let mut body = PacedUpload::new(Bytes::from(vec![7u8; 2500]), 1000);
+        let whole = Full::new(Bytes::from(vec![7u8; 2500]));
+        let mut body = PacedUpload::new(whole, 1000);
         assert_eq!(body.size_hint().exact(), Some(2500));
         let start = Instant::now();
         let mut sent = Vec::new();
@@ -277,9 +307,26 @@ mod tests {
         assert_eq!(sent[24].0, Duration::from_millis(2400));
         assert!(body.is_end_stream());
         // A high limit sends blocks of 16 KiB at most.
-        let mut fast = PacedUpload::new(Bytes::from(vec![0u8; 40_000]), 10_000_000);
+        let whole = Full::new(Bytes::from(vec![0u8; 40_000]));
+        let mut fast = PacedUpload::new(whole, 10_000_000);
         let first = fast.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(first.len(), 16 * 1024);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_is_paced_block_by_block_as_its_frames_arrive() {
+        let frames = [&[1u8; 250][..], &[2u8; 50][..]]
+            .map(|data| Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(data))));
+        let stream = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+        let mut body = PacedUpload::new(stream, 1000);
+        let start = Instant::now();
+        let mut sent = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.unwrap().into_data().unwrap();
+            sent.push((start.elapsed().as_millis(), data.len()));
+        }
+        // Blocks of 100 bytes at most, cut from each frame as it comes.
+        assert_eq!(sent, [(0, 100), (100, 100), (200, 50), (250, 50)]);
     }
 
     #[tokio::test(start_paused = true)]

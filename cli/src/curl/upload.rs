@@ -6,14 +6,14 @@
 //! HTTP/1.1 (DATA frames over HTTP/2), as curl 7.88 sends it. curl refuses such an upload
 //! under `--http1.0` (exit 25), and so does poolcurl.
 //!
-//! A request that has to go again (a redirect that keeps the method, a `417`, an
-//! authentication challenge) reads the stream again from where it started, as curl's seek
-//! callback does: a regular file (stdin redirected from one) goes back to its starting offset;
-//! a pipe or a terminal cannot, so unless nothing has been read from it yet (the server
-//! answered before the body went, as it does to a request that waited for `100 Continue`) the
-//! request fails with curl's exit 65 ("seek callback returned error 2"). What is not done: `--limit-rate` does not pace a
-//! streamed upload, and `-H "Transfer-Encoding:"` does not turn the chunking off (curl then
-//! sends the bytes unframed).
+//! A request that has to go again (a redirect that keeps the method, a `417`, an authentication
+//! challenge) reads the stream again from where it started, as curl's seek callback does: a
+//! regular file (stdin redirected from one) goes back to its starting offset; a pipe or a
+//! terminal cannot, so unless nothing has been read from it yet (the server answered before the
+//! body went, as it does to a request that waited for `100 Continue`) the request fails with
+//! curl's exit 65 ("seek callback returned error 2"). `--limit-rate` paces it as it paces a
+//! whole file. What is not done: `-H "Transfer-Encoding:"` does not turn the chunking off (curl
+//! then sends the bytes unframed).
 
 use std::io;
 use std::pin::Pin;
@@ -204,6 +204,7 @@ impl Streamed {
         state.active = true;
         Ok(StreamBody {
             source: self.clone(),
+            block: BLOCK,
         })
     }
 
@@ -268,6 +269,17 @@ pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 #[derive(Debug)]
 pub(crate) struct StreamBody {
     source: Arc<Streamed>,
+    /// The most one read (one chunk) takes.
+    block: usize,
+}
+
+impl StreamBody {
+    /// Reads at most `block` bytes at a time (at least 1), so that a pace cutting the upload
+    /// into blocks of that size sends each as it was read and counted: one chunk each.
+    pub(crate) fn in_blocks_of(mut self, block: usize) -> StreamBody {
+        self.block = block.clamp(1, BLOCK);
+        self
+    }
 }
 
 impl http_body::Body for StreamBody {
@@ -290,7 +302,7 @@ impl http_body::Body for StreamBody {
         if state.buffer.len() != BLOCK {
             state.buffer.resize(BLOCK, 0);
         }
-        let mut buf = ReadBuf::new(&mut state.buffer);
+        let mut buf = ReadBuf::new(&mut state.buffer[..self.block]);
         ready!(state.reader.poll_read(cx, &mut buf))?;
         let n = buf.filled().len();
         if n == 0 {
@@ -373,6 +385,19 @@ mod tests {
         let mut body = std::pin::pin!(body);
         while body.frame().await.is_some() {}
         source.settled().await; // ended, with the body still alive
+    }
+
+    #[tokio::test]
+    async fn smaller_blocks_are_smaller_chunks_counted_as_sent() {
+        let source = streamed(b"abcdef");
+        let body = source.body().unwrap().in_blocks_of(4);
+        let mut body = std::pin::pin!(body);
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(frames, [&b"abcd"[..], &b"ef"[..]]);
+        assert_eq!(source.sent(true), (1 + 2 + 4 + 2) + (1 + 2 + 2 + 2) + 5);
     }
 
     #[tokio::test]

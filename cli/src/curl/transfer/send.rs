@@ -67,16 +67,24 @@ impl Session {
         let pace = self.pace_args();
         // `--limit-rate` paces an upload, as curl does (`-d`'s data goes with the head).
         let upload = template.body_for(hop);
-        let request = match pace.limit_rate.filter(|&rate| rate > 0) {
-            _ if stream.is_some() => {
-                let body = stream.map(|s| s.body()).transpose()?;
+        let rate = pace.limit_rate.filter(|&rate| rate > 0);
+        let request = match (stream, rate) {
+            (Some(stream), rate) => {
+                let body = stream.body()?;
                 let (parts, _) = request.into_parts();
-                Request::from_parts(parts, pool::RequestBody::new(body.expect("a stream")))
+                let body = match rate {
+                    Some(rate) => {
+                        // Read in the pace's blocks: each goes as one chunk, as counted.
+                        let body = body.in_blocks_of(PacedUpload::<()>::block(rate));
+                        pool::RequestBody::new(PacedUpload::new(body, rate))
+                    }
+                    None => pool::RequestBody::new(body),
+                };
+                Request::from_parts(parts, body)
             }
-            Some(rate) if !upload.is_empty() && !self.composed.inline_data => {
-                let (parts, _) = request.into_parts();
-                let paced = PacedUpload::new(upload.clone(), rate);
-                Request::from_parts(parts, pool::RequestBody::new(paced))
+            (None, Some(rate)) if !upload.is_empty() && !self.composed.inline_data => {
+                let (parts, body) = request.into_parts();
+                Request::from_parts(parts, pool::RequestBody::new(PacedUpload::new(body, rate)))
             }
             _ => request.map(pool::RequestBody::new),
         };
