@@ -67,6 +67,9 @@ pub(crate) struct Composed {
     /// sends with an HTTP/1 head and counts in `%{size_request}`; `-F` and `-T` bodies follow
     /// the head and are not counted.
     pub(crate) inline_data: bool,
+    /// The request method the flags asked for that a `-T` upload (a PUT) cannot go with, as
+    /// curl names it: `-I`'s HEAD, `-G`'s GET of data, `-F`'s form or `-d`'s POST.
+    pub(crate) asked_method: Option<&'static str>,
     /// What curl warns about while reading the arguments (`-F`'s unknown modifiers), each
     /// printed after `Warning: ` once the transfers start.
     pub(crate) warnings: Vec<String>,
@@ -116,6 +119,17 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
                 "application/x-www-form-urlencoded",
             )),
         }
+    };
+    let asked_method = if args.head {
+        Some("HEAD (-I, --head)")
+    } else if send.get && !data.is_empty() {
+        Some("GET (-G, --get)")
+    } else if !forms.is_empty() {
+        Some("multipart formpost (-F, --form)")
+    } else if !data.is_empty() {
+        Some("POST (-d, --data)")
+    } else {
+        None
     };
     let query = join_queries(url_query(&send.url_query)?, query);
     let postfields = match &payload {
@@ -205,6 +219,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         template,
         query,
         upload,
+        asked_method,
         user,
         given_user,
         bearer: send.oauth2_bearer.is_some(),

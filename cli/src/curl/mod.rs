@@ -341,6 +341,18 @@ impl Session {
     async fn run_one(&self, planned: Planned) -> Finished {
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
         let url = self.composed.target_url(&url, planned.upload.as_deref());
+        if let (Some(_), Some(asked)) = (&planned.upload, self.composed.asked_method) {
+            // curl's check when it makes the transfer: the run ends here, with no message
+            // of its own beside the warning.
+            self.report.warning_raw(&output::curl_warning(&format!(
+                "You can only select one HTTP request method! You asked for both PUT \
+                 (-T, --upload-file) and {asked}."
+            )));
+            return Finished {
+                code: 2,
+                stops: true,
+            };
+        }
         let template = match planned.upload.as_deref().map(upload::open).transpose() {
             Ok(None) => Cow::Borrowed(&self.composed.template),
             Ok(Some(source)) => Cow::Owned(self.upload_template(source)),
@@ -371,10 +383,10 @@ impl Session {
                 stream.keep_blocks();
             }
             if self.args.send.anyauth || self.args.connect.proxy_auth.proxy_anyauth {
-                self.report.warning(
+                self.report.warning_raw(&output::curl_warning(
                     "Using --anyauth or --proxy-anyauth with upload from stdin involves a big \
                      risk of it not working. Use a temporary file or a fixed auth type instead!",
-                );
+                ));
             }
         }
         self.composed.upload_template(source)

@@ -222,6 +222,33 @@ impl Report {
     }
 }
 
+/// `message` as curl's `warnf` prints it: `Warning: ` before each piece of at most 70 bytes,
+/// cut after the last blank that fits (or at 70 when none does).
+pub(crate) fn curl_warning(message: &str) -> String {
+    const WIDTH: usize = 79 - "Warning: ".len();
+    // curl's messages end with a newline, which counts in the width.
+    let text = format!("{message}\n");
+    let mut rest = text.as_bytes();
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        out.extend_from_slice(b"Warning: ");
+        if rest.len() > WIDTH {
+            let cut = (1..WIDTH)
+                .rev()
+                .find(|&at| rest[at] == b' ' || rest[at] == b'\t')
+                .unwrap_or(WIDTH - 1);
+            out.extend_from_slice(&rest[..=cut]);
+            out.push(b'\n');
+            rest = &rest[cut + 1..];
+        } else {
+            out.extend_from_slice(rest);
+            rest = &[];
+        }
+    }
+    out.pop();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Writes one line where diagnostics go (stderr, or `--stderr`'s file); a closed stream is
 /// not worth failing a transfer for.
 pub(crate) fn stderr_line(line: &str) {
@@ -231,6 +258,24 @@ pub(crate) fn stderr_line(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_wrap_where_curl_wraps_them() {
+        assert_eq!(
+            curl_warning(
+                "You can only select one HTTP request method! You asked for both PUT \
+                 (-T, --upload-file) and HEAD (-I, --head)."
+            ),
+            "Warning: You can only select one HTTP request method! You asked for both PUT \n\
+             Warning: (-T, --upload-file) and HEAD (-I, --head)."
+        );
+        assert_eq!(curl_warning("short"), "Warning: short");
+        let long = "x".repeat(75);
+        assert_eq!(
+            curl_warning(&long),
+            format!("Warning: {}\nWarning: {}", "x".repeat(70), "x".repeat(5))
+        );
+    }
 
     fn parts(version: Version, status: u16, headers: &[(&str, &str)]) -> Parts {
         let mut builder = http::Response::builder().status(status).version(version);

@@ -88,7 +88,7 @@ pub(crate) struct SendArgs {
         short = 'F',
         long = "form",
         value_name = "NAME=CONTENT",
-        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode", "upload_file"]
+        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode"]
     )]
     pub(crate) form: Vec<String>,
 
@@ -102,12 +102,7 @@ pub(crate) struct SendArgs {
 
     /// Upload FILE with PUT ("-" or "." is stdin, sent chunked); pairs with the URLs in order,
     /// as -o does, and "" uploads nothing; a URL ending in / gets the file name appended
-    #[arg(
-        short = 'T',
-        long = "upload-file",
-        value_name = "FILE",
-        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode"]
-    )]
+    #[arg(short = 'T', long = "upload-file", value_name = "FILE")]
     pub(crate) upload_file: Vec<String>,
 
     /// Ask for a byte RANGE only (e.g. 0-99, 100-, -50)

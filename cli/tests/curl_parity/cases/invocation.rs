@@ -180,6 +180,34 @@ pub(crate) fn cases() -> Vec<Case> {
             &["--http1.0", "-T", "-", "%BASE%/echo"],
         ),
         case(
+            "upload: -T cannot go with -I: the transfer before it runs, then exit 2",
+            &[
+                "-I",
+                "%BASE%/hello",
+                "-T",
+                "",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo/",
+            ],
+        ),
+        case(
+            "upload: -T cannot go with -d, -F or -G's data",
+            &[
+                "-d",
+                "a=b",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+                "--next",
+                "-F",
+                "a=b",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
             "upload: a -T file that cannot be opened ends the run with 26",
             &[
                 "-T",
