@@ -15,6 +15,7 @@ use crate::exchange::ExchangeGuard;
 use crate::parking::ParkingSpot;
 use crate::raw_names::NamesSlot;
 use crate::request::ForwardProxy;
+use crate::request_names::RequestHeaderNames;
 use crate::sending::Sending;
 
 /// Where a finished HTTP/1 connection goes home to, implemented by the assembled pool.
@@ -159,6 +160,12 @@ where
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = SendOutcome<B>> + Send {
         let reused = self.record.record_dispatch();
         let read_mark = self.fixed.link.bytes_read();
+        if let Some(slot) = &self.fixed.names {
+            // For the transport's next write of a head (`request_names`); cloned, so that a
+            // request hyper hands back still carries it.
+            slot.request
+                .put(request.extensions().get::<RequestHeaderNames>().cloned());
+        }
         let response = self.sender.try_send_request(request);
         Sending {
             response,
@@ -197,6 +204,10 @@ where
         read_mark: u64,
     ) -> SendOutcome<B> {
         let unsent = err.take_message();
+        if let Some(slot) = &self.fixed.names {
+            // Nothing of this request may respell a later write.
+            slot.request.put(None);
+        }
         let error = err.into_error();
         match unsent {
             Some(request) => {

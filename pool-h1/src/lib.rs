@@ -57,6 +57,7 @@ mod loom_models;
 mod parking;
 mod raw_names;
 mod request;
+mod request_names;
 mod sending;
 mod settings;
 
@@ -67,4 +68,5 @@ pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
 pub use raw_names::RawHeaderNames;
 pub use request::{ForwardProxy, prepare_proxied_request, prepare_request, restore_absolute_uri};
+pub use request_names::RequestHeaderNames;
 pub use settings::H1Settings;

@@ -26,6 +26,8 @@ use std::task::{Context, Poll, ready};
 use http::{HeaderMap, HeaderValue};
 use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
 
+use crate::request_names::{SpellingSlot, respell};
+
 /// Largest response head looked at; a longer one gets no [`RawHeaderNames`].
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
@@ -156,18 +158,25 @@ impl<'a> FromIterator<&'a str> for RawHeaderNames {
 }
 
 /// Where the transport leaves the names of the latest final response head for the exchange
-/// that waits for it.
+/// that waits for it, and finds the spellings of the request head it writes next
+/// ([`crate::request_names`]).
 #[derive(Debug, Default)]
-pub(crate) struct NamesSlot(Mutex<Option<RawHeaderNames>>);
+pub(crate) struct NamesSlot {
+    response: Mutex<Option<RawHeaderNames>>,
+    pub(crate) request: SpellingSlot,
+}
 
 impl NamesSlot {
     fn put(&self, names: RawHeaderNames) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
+        *self.response.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
     }
 
     /// The names of the response that just arrived, if its head was read.
     pub(crate) fn take(&self) -> Option<RawHeaderNames> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+        self.response
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 }
 
@@ -194,6 +203,8 @@ pub(crate) struct NamesIo<I> {
     partial: Vec<u8>,
     /// Reads during [`Phase::Head`] land here before being copied into hyper's buffer.
     scratch: Box<[u8]>,
+    /// A request head respelled for [`RequestHeaderNames`], and how much of it went.
+    respelled: Option<(Vec<u8>, usize)>,
 }
 
 impl<I> NamesIo<I> {
@@ -206,7 +217,47 @@ impl<I> NamesIo<I> {
             phase: Phase::Between,
             partial: Vec::new(),
             scratch: vec![0; SCRATCH].into_boxed_slice(),
+            respelled: None,
         }
+    }
+
+    /// Writes the respelled request head in place of `first`, hyper's next bytes, when the
+    /// request handed over carries spellings (see [`crate::request_names`]); `None` when this
+    /// write goes as hyper made it.
+    fn poll_respelled(
+        &mut self,
+        cx: &mut Context<'_>,
+        first: &[u8],
+    ) -> Option<Poll<io::Result<usize>>>
+    where
+        I: Write + Unpin,
+    {
+        if self.respelled.is_none() {
+            let names = self.slot.request.take()?;
+            self.respelled = Some((respell(first, &names)?, 0));
+        }
+        let (head, sent) = self.respelled.as_mut()?;
+        // hyper's buffer still holds the rest of the head, byte for byte but for case.
+        let rest = &head[*sent..];
+        let n = rest.len().min(first.len());
+        let written = match Pin::new(&mut self.inner).poll_write(cx, &rest[..n]) {
+            Poll::Ready(Ok(written)) => written,
+            other => return Some(other),
+        };
+        *sent += written;
+        if *sent == head.len() {
+            self.respelled = None;
+        }
+        if written > 0 {
+            self.request_written();
+        }
+        Some(Poll::Ready(Ok(written)))
+    }
+
+    /// The transport inside (tests read what was written to it).
+    #[cfg(test)]
+    pub(crate) fn into_inner(self) -> I {
+        self.inner
     }
 
     /// A request is being written: a response head comes next.
@@ -348,6 +399,9 @@ impl<I: Write + Unpin> Write for NamesIo<I> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(polled) = this.poll_respelled(cx, buf) {
+            return polled;
+        }
         let written = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
         if written > 0 {
             this.request_written();
@@ -361,6 +415,14 @@ impl<I: Write + Unpin> Write for NamesIo<I> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        // The head is hyper's first slice; the rest follows in later writes.
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &b[..]);
+        if let Some(polled) = this.poll_respelled(cx, first) {
+            return polled;
+        }
         let written = ready!(Pin::new(&mut this.inner).poll_write_vectored(cx, bufs))?;
         if written > 0 {
             this.request_written();

@@ -98,7 +98,7 @@ pub use pool_core::{
     RequestTarget, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
-pub use pool_h1::RawHeaderNames;
+pub use pool_h1::{RawHeaderNames, RequestHeaderNames};
 pub use pool_tls::{
     AlpnOffer, AuthAnswer, AuthScheme, CertificateStatusError, Challenged, CipherSuite, Connect,
     ConnectError, ConnectFuture, ConnectTarget, ConnectTo, Connected, DialTarget, Io, NamedGroup,

@@ -712,6 +712,52 @@ async fn raw_header_names_are_the_servers_own_only_when_asked() {
     );
 }
 
+/// `RequestHeaderNames`: on a pool that keeps header names, a request's listed names go as
+/// spelled, whatever hyper would write (title case here), on a new and on a reused
+/// connection; the rest go as hyper writes them. A pool that does not keep names ignores it.
+#[tokio::test]
+async fn request_header_names_go_as_spelled_when_the_pool_keeps_names() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("k"))).await;
+    let spelled = |pool: &ConnectionPool| {
+        let client = pool.client().unwrap();
+        let url = server.url("/");
+        async move {
+            let mut request = get(&url);
+            let headers = request.headers_mut();
+            headers.insert("x-mixed-case", http::HeaderValue::from_static("1"));
+            headers.insert("x-plain", http::HeaderValue::from_static("2"));
+            let names: pool::RequestHeaderNames = ["x-Mixed-CASE"].into_iter().collect();
+            request.extensions_mut().insert(names);
+            let response = client.request(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+    };
+    let keeping = ConnectionPool::builder()
+        .http1_preserve_header_case(true)
+        .http1_title_case_headers(true)
+        .build()
+        .unwrap();
+    spelled(&keeping).await;
+    spelled(&keeping).await;
+    let plain = ConnectionPool::builder().build().unwrap();
+    spelled(&plain).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for (i, request) in requests.iter().enumerate() {
+        let names: Vec<&str> = request.names.iter().map(String::as_str).collect();
+        let expected: &[&str] = if i < 2 {
+            &["x-Mixed-CASE", "X-Plain", "Host"]
+        } else {
+            &["x-mixed-case", "x-plain", "host"]
+        };
+        assert_eq!(names, expected, "request {i}");
+    }
+    assert_eq!(
+        requests[1].conn_id, requests[0].conn_id,
+        "the second reused the first's"
+    );
+}
+
 /// The parked return, made certain. The reader (this test's thread) polls the body with a
 /// waker that holds the thread which wakes it, the driver's worker, until the test releases it:
 /// hyper wakes the reader once when it hands over the last byte and once when it drops its end

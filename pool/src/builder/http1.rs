@@ -20,6 +20,11 @@ impl Builder {
     /// in order, as a [`RawHeaderNames`](crate::RawHeaderNames) response extension; the
     /// `HeaderMap` stays lower-case. Off by default, and then costs nothing: the head is parsed
     /// a second time (by `httparse`, as its bytes pass) only on pools that turn this on.
+    ///
+    /// The other way too: a request carrying a
+    /// [`RequestHeaderNames`](crate::RequestHeaderNames) extension has the names it lists
+    /// written as spelled there (`x-Request-ID`), whatever
+    /// [`http1_title_case_headers`](Self::http1_title_case_headers) says for the rest.
     pub fn http1_preserve_header_case(mut self, enabled: bool) -> Self {
         self.h1.record_raw_header_names(enabled);
         self

@@ -224,7 +224,7 @@ impl H1Conn {
 
     async fn parse_request(&mut self) -> Result<RecordedRequest, ReadErr> {
         // Head.
-        let (head_len, method, target, version, headers) = loop {
+        let (head_len, method, target, version, headers, names) = loop {
             if !self.buf.is_empty() {
                 let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut req = httparse::Request::new(&mut slots);
@@ -236,6 +236,7 @@ impl H1Conn {
                             req.path.unwrap_or_default().to_owned(),
                             req.version.unwrap_or(1),
                             header_map(req.headers)?,
+                            req.headers.iter().map(|h| h.name.to_owned()).collect(),
                         );
                     }
                     Ok(httparse::Status::Partial) if self.buf.len() > MAX_HEAD => {
@@ -316,6 +317,7 @@ impl H1Conn {
             target,
             version,
             headers,
+            names,
             body,
             chunked,
             trailers,

@@ -86,6 +86,8 @@ pub struct RecordedRequest {
     pub version: Version,
     /// The header fields, in arrival order per name.
     pub headers: HeaderMap,
+    /// The header names as the client wrote them (`x-Custom-ID`), in order.
+    pub names: Vec<String>,
     /// The decoded body (de-chunked if it was chunked).
     pub body: Bytes,
     /// Whether the body was sent with `Transfer-Encoding: chunked`.
