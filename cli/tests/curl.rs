@@ -596,6 +596,29 @@ async fn an_upload_goes_when_the_wait_for_100_continue_runs_out() {
     assert_eq!(server.requests()[0].body, "12345");
 }
 
+/// `-H` names go on the wire as typed, as curl sends them, and in curl's place: a `-H` that
+/// replaces a default (`User-Agent`) goes with the other `-H` headers; the rest in title case.
+#[tokio::test(flavor = "multi_thread")]
+async fn header_names_go_as_typed() {
+    let server = serving(Reply::ok("ok")).await;
+    let run = poolcurl(&[
+        "-H",
+        "x-Mixed-CASE: 1",
+        "-H",
+        "user-agent: typed",
+        "-H",
+        "X-Title: 2",
+        &server.url("/"),
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let names = &server.requests()[0].names;
+    assert_eq!(
+        names,
+        &["Host", "Accept", "x-Mixed-CASE", "user-agent", "X-Title"]
+    );
+}
+
 /// `-T -` streams stdin chunked, as curl does: `Transfer-Encoding: chunked`, no length,
 /// `%{size_upload}` counting the chunks' framing (curl's 21 for these 11 bytes), `-v` showing
 /// the last chunk; and `-T` pairs with the first URL only, the second is a plain GET.

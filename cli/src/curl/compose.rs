@@ -156,6 +156,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         let saving = args.transfer.etag_save.is_some();
         request.headers.push(HeaderArg {
             name: IF_NONE_MATCH,
+            spelling: "If-None-Match".to_owned(),
             action: HeaderAction::Set(file_meta::etag_to_compare(file, saving)?),
         });
     }

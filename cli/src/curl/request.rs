@@ -2,8 +2,9 @@
 //!
 //! Headers go out in curl's order: `Host`, `Authorization`, `Range`, `User-Agent`, `Accept`,
 //! `Accept-Encoding`, `Referer`, a streamed upload's `Transfer-Encoding`, `Cookie`, the `-H`
-//! headers, then `Content-Length` and `Content-Type` for a payload. A `-H` header replaces a default of the same name in place;
-//! `-H "Name:"` removes it.
+//! headers, then `Content-Length` and `Content-Type` for a payload. A `-H` header leaves out
+//! the default of the same name and goes with the other `-H` headers (a `Host` stays first),
+//! its name as typed; `-H "Name:"` removes it.
 //!
 //! The template holds what every request of an invocation shares; what differs per URL or per
 //! hop (`Host`, credentials from the URL, `Range` for `-C -`, an automatic `Referer`, cookies)
@@ -96,6 +97,9 @@ pub(crate) struct RequestTemplate {
     target: Option<pool::RequestTarget>,
     /// `-z`: the condition, and its `If-Modified-Since` or `If-Unmodified-Since`.
     time_condition: Option<(TimeCond, HeaderName, HeaderValue)>,
+    /// `-H` names typed otherwise than in title case (`x-Custom-ID`), which curl mode's
+    /// requests carry for the pool to write as typed (HTTP/1).
+    spellings: Option<pool::RequestHeaderNames>,
 }
 
 /// How one request of a transfer is sent (the first, or one after a redirect).
@@ -214,7 +218,16 @@ impl RequestTemplate {
             host_first: false,
             target: None,
             time_condition: None,
+            spellings: None,
         };
+        let typed: pool::RequestHeaderNames = args
+            .headers
+            .iter()
+            .filter(|h| matches!(h.action, HeaderAction::Set(_)))
+            .filter(|h| h.spelling != title_case(h.name.as_str()))
+            .map(|h| h.spelling.clone())
+            .collect();
+        template.spellings = (typed != pool::RequestHeaderNames::default()).then_some(typed);
         for header in &args.headers {
             match &header.action {
                 HeaderAction::Remove => template.remove(&header.name),
@@ -270,22 +283,17 @@ impl RequestTemplate {
         self.removed.push(name.clone());
     }
 
-    /// `-H "Name: value"`: replaces a default of that name in place, else is appended.
+    /// `-H "Name: value"`: a default of that name is left out, and this goes after the
+    /// defaults, with the other `-H` headers, where curl writes its custom headers.
     fn set_user(&mut self, name: HeaderName, value: HeaderValue) {
         self.removed.retain(|n| *n != name);
-        let entry = Entry {
+        self.headers
+            .retain(|e| !(e.name == name && e.source == Source::Default));
+        self.headers.push(Entry {
             name,
             value,
             source: Source::User,
-        };
-        match self
-            .headers
-            .iter()
-            .position(|e| e.name == entry.name && e.source == Source::Default)
-        {
-            Some(at) => self.headers[at] = entry,
-            None => self.headers.push(entry),
-        }
+        });
     }
 
     /// A payload header, unless `-H` set or removed that name.
@@ -551,6 +559,9 @@ impl RequestTemplate {
         }
         if let Some(target) = &self.target {
             builder = builder.extension(target.clone());
+        }
+        if let Some(spellings) = self.spellings.as_ref().filter(|_| self.host_first) {
+            builder = builder.extension(spellings.clone());
         }
         builder
             .body(Full::new(self.body_for(hop)))

@@ -347,6 +347,7 @@ mod tests {
     fn header(name: &str, action: Option<&str>) -> HeaderArg {
         HeaderArg {
             name: HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            spelling: name.to_owned(),
             action: match action {
                 Some(value) => HeaderAction::Set(HeaderValue::from_str(value).unwrap()),
                 None => HeaderAction::Remove,

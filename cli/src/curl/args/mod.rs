@@ -333,6 +333,8 @@ impl ConnectArgs {
 pub(crate) struct HeaderArg {
     /// The header name.
     pub(crate) name: HeaderName,
+    /// The name as typed (`x-Custom-ID`), which curl sends as it is.
+    pub(crate) spelling: String,
     /// What to do with it.
     pub(crate) action: HeaderAction,
 }

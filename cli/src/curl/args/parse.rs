@@ -39,9 +39,14 @@ pub(super) fn parse_header(text: &str) -> Result<HeaderArg, String> {
             }
         },
     };
-    let name = HeaderName::from_bytes(name.trim().as_bytes())
+    let spelling = name.trim().to_owned();
+    let name = HeaderName::from_bytes(spelling.as_bytes())
         .map_err(|_| format!("invalid header name in {text:?}"))?;
-    Ok(HeaderArg { name, action })
+    Ok(HeaderArg {
+        name,
+        spelling,
+        action,
+    })
 }
 
 /// Parses a non-negative number of seconds (fractions allowed), cut to whole milliseconds as

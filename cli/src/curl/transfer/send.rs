@@ -57,6 +57,10 @@ impl Session {
             request.extensions_mut().insert(pool::ExpectContinue);
         }
         let mut sent_headers = request.headers().clone();
+        let spellings = request
+            .extensions()
+            .get::<pool::RequestHeaderNames>()
+            .cloned();
         record.method = hop.method.clone();
         record.size_upload = template.body_len(hop) as u64;
         record.referer = sent_headers
@@ -217,6 +221,7 @@ impl Session {
             upload: (!self.composed.inline_data || (body_waited && !withheld))
                 && (stream.is_none() || http2),
             chunked_end,
+            spellings: spellings.as_ref(),
             insecure: self.args.connect.insecure,
             cert_status: self.args.net.tls.cert_status,
             auth_note: extra.auth_note.as_deref(),

@@ -81,6 +81,8 @@ pub(crate) struct VerboseContext<'a> {
     /// The request's body went chunked and its last chunk has gone: curl says so, and shows
     /// the last chunk as a block of its own.
     pub(crate) chunked_end: bool,
+    /// `-H` names as typed, shown (and sent over HTTP/1) as they are.
+    pub(crate) spellings: Option<&'a pool::RequestHeaderNames>,
     /// `-k`: the server certificate's name is not checked (and its account says so).
     pub(crate) insecure: bool,
     /// `--cert-status`: a connection that was made had its stapled status found good.
@@ -441,12 +443,14 @@ fn request_lines(
         .iter()
         .chain(forward.map_or(&[][..], pool::Proxy::headers))
         .map(|(name, value)| (name, value));
+    let typed = cx.spellings.filter(|_| !http2);
     for (name, value) in headers.iter().chain(for_proxy) {
+        let spelled = typed.and_then(|s| s.spelling(name.as_str()));
         lines.head_line(
             Direction::Sent,
             &format!(
                 "{}: {}",
-                title_case(name.as_str()),
+                spelled.map_or_else(|| title_case(name.as_str()), str::to_owned),
                 String::from_utf8_lossy(value.as_bytes())
             ),
         );

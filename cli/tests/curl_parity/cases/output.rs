@@ -66,6 +66,21 @@ pub(crate) fn cases() -> Vec<Case> {
             "verbose header order",
             &["-v", "%BASE%/hello"],
         ),
+        // -H names go (and show) as typed, a default replaced in place included.
+        with(
+            Extra::VerboseHeaderOrder,
+            "verbose -H names as typed",
+            &[
+                "-v",
+                "-H",
+                "x-Mixed-CASE: 1",
+                "-H",
+                "user-agent: parity",
+                "-H",
+                "X-Title: 2",
+                "%BASE%/hello",
+            ],
+        ),
         // Issue 19: -w json, header_json, stderr; unknown variables warn.
         case(
             "write-out header_json",
