@@ -445,12 +445,17 @@ fn request_lines(
         .map(|(name, value)| (name, value));
     let typed = cx.spellings.filter(|_| !http2);
     for (name, value) in headers.iter().chain(for_proxy) {
-        let spelled = typed.and_then(|s| s.spelling(name.as_str()));
+        let shown = match typed.and_then(|s| s.spelling(name.as_str())) {
+            Some(spelled) => spelled.to_owned(),
+            // HTTP/2 names are lower case, as curl shows them; its `:authority` as `Host`.
+            None if http2 && *name != HOST => name.as_str().to_owned(),
+            None => title_case(name.as_str()),
+        };
         lines.head_line(
             Direction::Sent,
             &format!(
                 "{}: {}",
-                spelled.map_or_else(|| title_case(name.as_str()), str::to_owned),
+                shown,
                 String::from_utf8_lossy(value.as_bytes())
             ),
         );

@@ -1,6 +1,6 @@
 //! Parity cases: what is printed: --stderr, URL spellings, paths, -v, -w.
 
-use crate::{Case, Extra, case, with};
+use crate::{Case, Extra, Server, case, with, with_server};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -65,6 +65,25 @@ pub(crate) fn cases() -> Vec<Case> {
             Extra::VerboseHeaderOrder,
             "verbose header order",
             &["-v", "%BASE%/hello"],
+        ),
+        // Over HTTP/2 -v shows the names in lower case (the :authority as Host), as curl does.
+        with_server(
+            Server::H2c,
+            Extra::VerboseHeaderOrder,
+            "verbose header names over h2c",
+            &[
+                "-v",
+                "--http2-prior-knowledge",
+                "-H",
+                "X-Custom: 1",
+                "-H",
+                "accept: text/plain",
+                "-e",
+                "http://r/",
+                "-u",
+                "a:b",
+                "%BASE%/hello",
+            ],
         ),
         // -H names go (and show) as typed, a default replaced in place included.
         with(
