@@ -608,15 +608,31 @@ async fn header_names_go_as_typed() {
         "user-agent: typed",
         "-H",
         "X-Title: 2",
+        "-H",
+        "x-dup: 1",
+        "-H",
+        "X-DUP: 2",
+        "-H",
+        "host: typed.test",
         &server.url("/"),
     ])
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let names = &server.requests()[0].names;
+    let request = &server.requests()[0];
+    // Each field of one name as its own -H typed it; Host as curl writes it.
     assert_eq!(
-        names,
-        &["Host", "Accept", "x-Mixed-CASE", "user-agent", "X-Title"]
+        request.names,
+        [
+            "Host",
+            "Accept",
+            "x-Mixed-CASE",
+            "user-agent",
+            "X-Title",
+            "x-dup",
+            "X-DUP"
+        ]
     );
+    assert_eq!(request.host(), Some("typed.test"));
 }
 
 /// `-T -` streams stdin chunked, as curl does: `Transfer-Encoding: chunked`, no length,

@@ -19,8 +19,10 @@ use std::sync::{Mutex, PoisonError};
 
 /// Request header names as they should go on the wire over HTTP/1 (`x-Custom-ID`), a request
 /// extension. A field whose name equals one of these, ignoring case, is written with this
-/// spelling; other fields are written as the pool writes them. Honoured on pools built with
-/// `http1_preserve_header_case(true)`; ignored otherwise and over HTTP/2.
+/// spelling; other fields are written as the pool writes them. Several fields of one name take
+/// that name's spellings in order (`X-A` then `x-a`), the last one for any after them.
+/// Honoured on pools built with `http1_preserve_header_case(true)`; ignored otherwise and over
+/// HTTP/2.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestHeaderNames {
     names: Vec<String>,
@@ -32,12 +34,31 @@ impl RequestHeaderNames {
         self.names.push(name.into());
     }
 
-    /// The spelling for a field named `name` (any case), if one was given.
+    /// The spelling for a field named `name` (any case), if one was given: the first.
     pub fn spelling(&self, name: &str) -> Option<&str> {
         self.names
             .iter()
             .find(|n| n.eq_ignore_ascii_case(name))
             .map(String::as_str)
+    }
+
+    /// The spelling of each field of a head whose names are `names`, in order: a name's
+    /// spellings go to its fields in turn, the last one to any fields after them.
+    pub fn assign<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Vec<Option<&str>> {
+        let mut used = vec![false; self.names.len()];
+        names
+            .into_iter()
+            .map(|name| {
+                let matching = |(_, n): &(usize, &String)| n.eq_ignore_ascii_case(name);
+                let mut of_name = self.names.iter().enumerate().filter(matching);
+                let (at, spelling) = match of_name.clone().find(|(i, _)| !used[*i]) {
+                    Some(found) => found,
+                    None => of_name.next_back()?,
+                };
+                used[at] = true;
+                Some(spelling.as_str())
+            })
+            .collect()
     }
 }
 
@@ -73,8 +94,9 @@ pub(crate) fn respell(bytes: &[u8], names: &RequestHeaderNames) -> Option<Vec<u8
         return None;
     };
     let mut head = bytes[..len].to_vec();
-    for field in request.headers.iter() {
-        let Some(spelling) = names.spelling(field.name) else {
+    let spellings = names.assign(request.headers.iter().map(|field| field.name));
+    for (field, spelling) in request.headers.iter().zip(spellings) {
+        let Some(spelling) = spelling else {
             continue;
         };
         // The name lies in `bytes`; its offset is where it lies in the copy.
@@ -100,6 +122,15 @@ mod tests {
         );
         assert_eq!(names.spelling("X-MIXED-case"), Some("x-Mixed-CASE"));
         assert_eq!(names.spelling("x-b"), None);
+    }
+
+    #[test]
+    fn fields_of_one_name_take_its_spellings_in_turn() {
+        let names: RequestHeaderNames = ["X-A", "x-a"].into_iter().collect();
+        assert_eq!(
+            names.assign(["x-a", "host", "x-a", "x-a"]),
+            [Some("X-A"), None, Some("x-a"), Some("x-a")]
+        );
     }
 
     /// A transport that takes at most 7 bytes a write.

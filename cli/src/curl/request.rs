@@ -22,7 +22,7 @@ use http::header::{
 use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
 
-use super::args::{DataArg, HeaderAction, RequestArgs};
+use super::args::{DataArg, HeaderAction, HeaderArg, RequestArgs};
 use super::data::read_data;
 use super::exit::CurlError;
 use super::time_cond::TimeCond;
@@ -220,14 +220,20 @@ impl RequestTemplate {
             time_condition: None,
             spellings: None,
         };
-        let typed: pool::RequestHeaderNames = args
+        // Every `-H` name, so that fields of one name keep their own spellings in turn, when
+        // one of them is not title case; not `Host`, which curl writes as `Host` whatever
+        // was typed.
+        let set: Vec<&HeaderArg> = args
             .headers
             .iter()
-            .filter(|h| matches!(h.action, HeaderAction::Set(_)))
-            .filter(|h| h.spelling != title_case(h.name.as_str()))
-            .map(|h| h.spelling.clone())
+            .filter(|h| matches!(h.action, HeaderAction::Set(_)) && h.name != HOST)
             .collect();
-        template.spellings = (typed != pool::RequestHeaderNames::default()).then_some(typed);
+        if set
+            .iter()
+            .any(|h| h.spelling != title_case(h.name.as_str()))
+        {
+            template.spellings = Some(set.iter().map(|h| h.spelling.clone()).collect());
+        }
         for header in &args.headers {
             match &header.action {
                 HeaderAction::Remove => template.remove(&header.name),

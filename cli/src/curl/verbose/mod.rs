@@ -443,9 +443,13 @@ fn request_lines(
         .iter()
         .chain(forward.map_or(&[][..], pool::Proxy::headers))
         .map(|(name, value)| (name, value));
-    let typed = cx.spellings.filter(|_| !http2);
-    for (name, value) in headers.iter().chain(for_proxy) {
-        let shown = match typed.and_then(|s| s.spelling(name.as_str())) {
+    let typed = cx
+        .spellings
+        .filter(|_| !http2)
+        .map(|s| s.assign(headers.iter().map(|(name, _)| name.as_str())));
+    for (i, (name, value)) in headers.iter().chain(for_proxy).enumerate() {
+        let spelled = typed.as_ref().and_then(|t| t.get(i).copied().flatten());
+        let shown = match spelled {
             Some(spelled) => spelled.to_owned(),
             // HTTP/2 names are lower case, as curl shows them; its `:authority` as `Host`.
             None if http2 && *name != HOST => name.as_str().to_owned(),
@@ -453,11 +457,7 @@ fn request_lines(
         };
         lines.head_line(
             Direction::Sent,
-            &format!(
-                "{}: {}",
-                shown,
-                String::from_utf8_lossy(value.as_bytes())
-            ),
+            &format!("{}: {}", shown, String::from_utf8_lossy(value.as_bytes())),
         );
     }
     lines.head_line(Direction::Sent, "");
