@@ -380,7 +380,7 @@ impl Session {
     fn upload_template(&self, source: upload::UploadSource) -> RequestTemplate {
         if let upload::UploadSource::Stream(stream) = &source {
             if self.verbose.enabled() {
-                stream.keep_blocks();
+                stream.keep_blocks(self.verbose.dumps());
             }
             if self.args.send.anyauth || self.args.connect.proxy_auth.proxy_anyauth {
                 self.report.warning_raw(&output::curl_warning(

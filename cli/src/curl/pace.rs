@@ -169,22 +169,22 @@ pub(crate) struct PacedUpload<B> {
     wait: Option<Pin<Box<Sleep>>>,
 }
 
-impl<B> PacedUpload<B> {
-    /// The size of the blocks an upload goes in at `limit`: a tenth of a second's worth, at
-    /// most 16 KiB.
-    pub(crate) fn block(limit: u64) -> usize {
-        usize::try_from(limit / 10)
-            .unwrap_or(usize::MAX)
-            .clamp(1, 16 * 1024)
-    }
+/// The size of the blocks an upload goes in at `limit`: a tenth of a second's worth, at most
+/// 16 KiB.
+pub(crate) fn upload_block(limit: u64) -> usize {
+    usize::try_from(limit / 10)
+        .unwrap_or(usize::MAX)
+        .clamp(1, 16 * 1024)
+}
 
+impl<B> PacedUpload<B> {
     /// `body` paced at `limit` bytes per second (more than 0).
     pub(crate) fn new(body: B, limit: u64) -> PacedUpload<B> {
         PacedUpload {
             inner: body,
             rest: Bytes::new(),
             limit,
-            block: PacedUpload::<B>::block(limit),
+            block: upload_block(limit),
             start: None,
             sent: 0,
             wait: None,

@@ -153,6 +153,9 @@ struct State {
     ended: bool,
     /// The blocks sent, kept for `-v` and `--trace` when [`Streamed::keep_blocks`] asked.
     blocks: Option<Vec<Bytes>>,
+    /// Whether every block is kept (a `--trace` dump), or only the first (`-v` shows no more:
+    /// a stream of any length costs one block).
+    keep_all: bool,
     /// Whether a request's body is reading the source.
     active: bool,
 }
@@ -168,18 +171,21 @@ impl Streamed {
                 chunked: 0,
                 ended: false,
                 blocks: None,
+                keep_all: false,
                 active: false,
             }),
             settle: tokio::sync::Notify::new(),
         })
     }
 
-    /// Keeps a copy of each block sent, for the trace.
-    pub(crate) fn keep_blocks(&self) {
+    /// Keeps a copy of the blocks sent, for the trace: `all` of them for a dump, else the
+    /// first.
+    pub(crate) fn keep_blocks(&self, all: bool) {
         let mut state = lock(&self.state);
         if state.blocks.is_none() {
             state.blocks = Some(Vec::new());
         }
+        state.keep_all |= all;
     }
 
     /// A body for one request, from the stream's start (its counts start again too).
@@ -245,7 +251,8 @@ impl Streamed {
     }
 
     /// The blocks sent so far as the trace shows them (each with its chunk framing when
-    /// `chunked`), and whether the upload ended; nothing unless [`keep_blocks`](Self::keep_blocks).
+    /// `chunked`), and whether the upload ended; only what [`keep_blocks`](Self::keep_blocks)
+    /// kept.
     pub(crate) fn shown(&self, chunked: bool) -> (Vec<u8>, bool) {
         let state = lock(&self.state);
         let mut shown = Vec::new();
@@ -313,7 +320,8 @@ impl http_body::Body for StreamBody {
         let block = Bytes::copy_from_slice(&state.buffer[..n]);
         state.read += n as u64;
         state.chunked += chunk_len(n);
-        if let Some(blocks) = &mut state.blocks {
+        let keep_all = state.keep_all;
+        if let Some(blocks) = state.blocks.as_mut().filter(|b| keep_all || b.is_empty()) {
             blocks.push(block.clone());
         }
         Poll::Ready(Some(Ok(Frame::data(block))))
@@ -352,7 +360,7 @@ mod tests {
     #[tokio::test]
     async fn a_stream_counts_its_chunks_and_goes_once() {
         let source = streamed(b"stdin-data\n");
-        source.keep_blocks();
+        source.keep_blocks(true);
         let body = source.body().unwrap();
         let collected = body.collect().await.unwrap().to_bytes();
         assert_eq!(&collected[..], b"stdin-data\n");
@@ -390,6 +398,7 @@ mod tests {
     #[tokio::test]
     async fn smaller_blocks_are_smaller_chunks_counted_as_sent() {
         let source = streamed(b"abcdef");
+        source.keep_blocks(false);
         let body = source.body().unwrap().in_blocks_of(4);
         let mut body = std::pin::pin!(body);
         let mut frames = Vec::new();
@@ -398,6 +407,8 @@ mod tests {
         }
         assert_eq!(frames, [&b"abcd"[..], &b"ef"[..]]);
         assert_eq!(source.sent(true), (1 + 2 + 4 + 2) + (1 + 2 + 2 + 2) + 5);
+        // -v keeps the first block only: all it shows is that block's size.
+        assert_eq!(source.shown(true), (b"4\r\nabcd\r\n".to_vec(), true));
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use crate::curl::connect_to::{ConnectToArgs, Dial};
 use crate::curl::decode::Decoder;
 use crate::curl::exit::{self, Attempt, CurlError};
 use crate::curl::output::{self, Informational};
-use crate::curl::pace::{Pace, PacedUpload};
+use crate::curl::pace::{self, Pace, PacedUpload};
 use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
 use crate::curl::request::{Hop, PerRequest, RequestTemplate};
@@ -79,7 +79,7 @@ impl Session {
                 let body = match rate {
                     Some(rate) => {
                         // Read in the pace's blocks: each goes as one chunk, as counted.
-                        let body = body.in_blocks_of(PacedUpload::<()>::block(rate));
+                        let body = body.in_blocks_of(pace::upload_block(rate));
                         pool::RequestBody::new(PacedUpload::new(body, rate))
                     }
                     None => pool::RequestBody::new(body),

@@ -147,6 +147,11 @@ impl Verbose {
         Verbose { mode, clock }
     }
 
+    /// Whether every block of data is dumped (`--trace`, `--trace-ascii`), not just noted.
+    pub(crate) fn dumps(&self) -> bool {
+        matches!(self.mode, Mode::Dump(_))
+    }
+
     /// Whether anything is traced (`-v`, `--trace`, `--trace-ascii`).
     pub(crate) fn enabled(&self) -> bool {
         !matches!(self.mode, Mode::Off)
