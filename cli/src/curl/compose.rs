@@ -12,7 +12,7 @@
 //! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
 //! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
 //! | `-T FILE` | a PUT of the file, for the URL it pairs with (`Composed::upload_template`, [`super::upload`]) |
-//! | `-r RANGE` | `Range: bytes=RANGE` |
+//! | `-r RANGE` | `Range: bytes=RANGE` (on a `-T` upload, `Content-Range`: [`super::upload::resume`]) |
 //! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
 //! | `--etag-compare FILE` | `If-None-Match` with the file's tag, after the `-H` headers ([`super::file_meta`]) |
 //! | `--http1.0` | HTTP/1.0 requests |
@@ -337,10 +337,15 @@ impl Composed {
         url
     }
 
-    /// The template of a transfer that uploads `source`: the upload template with the body in.
-    pub(crate) fn upload_template(&self, source: UploadSource) -> RequestTemplate {
+    /// The template of a transfer that uploads `source`: the upload template with the body in
+    /// (and the `Content-Range` `-C`/`-r` made of it).
+    pub(crate) fn upload_template(
+        &self,
+        source: UploadSource,
+        content_range: Option<HeaderValue>,
+    ) -> RequestTemplate {
         let proto = self.upload.as_ref().unwrap_or(&self.template);
-        proto.with_upload(source)
+        proto.with_upload(source, content_range)
     }
 
     /// The `Authorization` for a request to `uri` whose URL carried `credentials`: `-u` wins.

@@ -355,7 +355,17 @@ impl Session {
         }
         let template = match planned.upload.as_deref().map(upload::open).transpose() {
             Ok(None) => Cow::Borrowed(&self.composed.template),
-            Ok(Some(source)) => Cow::Owned(self.upload_template(source)),
+            Ok(Some(source)) => match self.upload_template(source) {
+                Ok(template) => Cow::Owned(template),
+                Err(error) => {
+                    // A transfer that failed before it sent anything: the next one runs.
+                    self.report.error(&error);
+                    return Finished {
+                        code: error.code(),
+                        stops: false,
+                    };
+                }
+            },
             Err(_) => {
                 let name = planned.upload.as_deref().unwrap_or_default();
                 errout::line(&format!("poolcurl: Can't open '{name}'!"));
@@ -375,9 +385,14 @@ impl Session {
         }
     }
 
-    /// The template of a transfer that uploads `source`, with the session's `-z` condition;
-    /// warns as curl does when stdin goes to a server that may ask for credentials first.
-    fn upload_template(&self, source: upload::UploadSource) -> RequestTemplate {
+    /// The template of a transfer that uploads `source`, with the session's `-z` condition and
+    /// what `-C`/`-r` make of a whole file; warns as curl does when stdin goes to a server that
+    /// may ask for credentials first.
+    ///
+    /// # Errors
+    ///
+    /// Exit 18 when `-C` starts at or past the file's end.
+    fn upload_template(&self, source: upload::UploadSource) -> Result<RequestTemplate, CurlError> {
         if let upload::UploadSource::Stream(stream) = &source {
             if self.verbose.enabled() {
                 stream.keep_blocks(self.verbose.dumps());
@@ -389,7 +404,16 @@ impl Session {
                 ));
             }
         }
-        self.composed.upload_template(source)
+        let send = &self.args.send;
+        let (source, content_range) = match source {
+            upload::UploadSource::Whole(bytes) => {
+                let (bytes, range) =
+                    upload::resume(bytes, send.continue_at.as_deref(), send.range.as_deref())?;
+                (upload::UploadSource::Whole(bytes), range)
+            }
+            stream => (stream, None),
+        };
+        Ok(self.composed.upload_template(source, content_range))
     }
 
     /// [`run_one`](Self::run_one) once the transfer's template is made.

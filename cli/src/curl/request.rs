@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, EXPECT, HOST, HeaderName, HeaderValue,
-    IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, TRANSFER_ENCODING, USER_AGENT,
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, COOKIE, EXPECT, HOST, HeaderName,
+    HeaderValue, IF_MODIFIED_SINCE, PROXY_AUTHORIZATION, RANGE, REFERER, TRANSFER_ENCODING,
+    USER_AGENT,
 };
 use http::{Method, Request, Uri, Version};
 use http_body_util::Full;
@@ -83,6 +84,11 @@ pub(crate) struct RequestTemplate {
     body: Bytes,
     /// A `-T` upload of unknown size, streamed chunked instead of `body` ([`super::upload`]).
     stream: Option<Arc<Streamed>>,
+    /// Whether the body is a transfer's `-T` upload (made by [`with_upload`](Self::with_upload)):
+    /// `-C` and `-r` then shape it (`content_range`), not the response.
+    uploads: bool,
+    /// `-C`/`-r` on an upload: the `Content-Range` its requests carry.
+    content_range: Option<HeaderValue>,
     /// Whether there is a payload (even empty data makes a POST).
     has_data: bool,
     /// The payload size above which a request asks for `100 Continue` on HTTP/1.1: 0 for a
@@ -212,6 +218,8 @@ impl RequestTemplate {
             removed: Vec::new(),
             body: Bytes::new(),
             stream: None,
+            uploads: false,
+            content_range: None,
             has_data: false,
             expect_above: None,
             version: Version::HTTP_11,
@@ -256,9 +264,16 @@ impl RequestTemplate {
     }
 
     /// This template (made with an upload payload) sending `source` instead of its body: a
-    /// whole file with its `Content-Length`, a stream chunked, without one.
-    pub(crate) fn with_upload(&self, source: UploadSource) -> RequestTemplate {
+    /// whole file with its `Content-Length`, a stream chunked, without one; `content_range`
+    /// is what `-C`/`-r` made of the upload ([`super::upload::resume`]).
+    pub(crate) fn with_upload(
+        &self,
+        source: UploadSource,
+        content_range: Option<HeaderValue>,
+    ) -> RequestTemplate {
         let mut template = self.clone();
+        template.uploads = true;
+        template.content_range = content_range;
         let is_length = |e: &Entry| e.name == CONTENT_LENGTH && e.source == Source::Data;
         match source {
             UploadSource::Whole(body) => {
@@ -276,6 +291,12 @@ impl RequestTemplate {
             }
         }
         template
+    }
+
+    /// Whether this is a transfer's `-T` upload (`-C` and `-r` apply to it, not to the
+    /// response).
+    pub(crate) fn uploads(&self) -> bool {
+        self.uploads
     }
 
     /// The streamed upload `hop` sends, if it sends one.
@@ -509,10 +530,13 @@ impl RequestTemplate {
             }
         }
         // The proxy's answer before the server's credentials, in curl's order.
+        let content_range = self.content_range.clone().filter(|_| hop.send_body);
         let mut per_hop = [
             (PROXY_AUTHORIZATION, &extra.proxy_authorization),
             (AUTHORIZATION, &extra.authorization),
             (RANGE, &extra.range),
+            // An upload's `-C`/`-r`, in the place curl gives a range.
+            (CONTENT_RANGE, &content_range),
         ];
         for (name, value) in &mut per_hop {
             if let Some(value) = value.as_ref().filter(|_| !self.overridden(name)) {

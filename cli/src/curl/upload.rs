@@ -120,6 +120,40 @@ impl Reader {
     }
 }
 
+/// `-C` and `-r` on the upload of a whole file, as curl 7.88 applies them to a PUT: `-C N`
+/// sends the file from byte N with `Content-Range: bytes N-LAST/SIZE` (exit 18 when nothing is
+/// left), `-C -` the whole file as `bytes 0-LAST/SIZE` (curl does not ask the server how much
+/// it has), and `-r RANGE` the whole file as `bytes RANGE/SIZE`. A streamed upload takes
+/// neither (its size is not known ahead).
+///
+/// # Errors
+///
+/// Exit 18 when `-C` starts at or past the file's end.
+pub(crate) fn resume(
+    bytes: Bytes,
+    continue_at: Option<&str>,
+    range: Option<&str>,
+) -> Result<(Bytes, Option<http::HeaderValue>), CurlError> {
+    let size = bytes.len() as u64;
+    let last = i128::from(size) - 1;
+    let header = |text: String| http::HeaderValue::from_str(&text).ok();
+    match continue_at.map(|at| (at, at.parse::<u64>())) {
+        Some(("-", _)) => return Ok((bytes, header(format!("bytes 0-{last}/{size}")))),
+        Some((_, Ok(from))) if from >= size && from > 0 => {
+            return Err(CurlError::new(18, "File already completely uploaded"));
+        }
+        Some((_, Ok(from))) if from > 0 => {
+            let rest = bytes.slice(from as usize..);
+            return Ok((rest, header(format!("bytes {from}-{last}/{size}"))));
+        }
+        _ => {}
+    }
+    Ok(match range {
+        Some(range) => (bytes, header(format!("bytes {range}/{size}"))),
+        None => (bytes, None),
+    })
+}
+
 /// A streamed upload's source, shared by the bodies of the requests that may send it.
 pub(crate) struct Streamed {
     state: Mutex<State>,
@@ -444,6 +478,39 @@ mod tests {
             assert_eq!(source.sent(false), 10, "each request counts its own");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn resuming_an_upload_sends_the_rest_with_curls_content_range() {
+        let file = Bytes::from_static(b"0123456789\n");
+        let text = |r: (Bytes, Option<http::HeaderValue>)| {
+            let range = r.1.map(|v| v.to_str().unwrap().to_owned());
+            (String::from_utf8(r.0.to_vec()).unwrap(), range)
+        };
+        let range = |s: &str| Some(s.to_owned());
+        let whole = "0123456789\n".to_owned();
+        assert_eq!(
+            text(resume(file.clone(), Some("5"), None).unwrap()),
+            ("56789\n".to_owned(), range("bytes 5-10/11"))
+        );
+        assert_eq!(
+            text(resume(file.clone(), Some("-"), None).unwrap()),
+            (whole.clone(), range("bytes 0-10/11"))
+        );
+        assert_eq!(
+            text(resume(file.clone(), None, Some("2-4")).unwrap()),
+            (whole.clone(), range("bytes 2-4/11"))
+        );
+        assert_eq!(
+            text(resume(file.clone(), Some("3"), Some("1-2")).unwrap()),
+            ("3456789\n".to_owned(), range("bytes 3-10/11")),
+            "-C wins over -r"
+        );
+        assert_eq!(
+            text(resume(file.clone(), Some("0"), None).unwrap()),
+            (whole, None)
+        );
+        assert_eq!(resume(file, Some("11"), None).unwrap_err().code(), 18);
     }
 
     #[test]

@@ -282,6 +282,8 @@ impl Session {
         let credentials = self.credentials(uri, hop, state)?;
         let range = match resume {
             Some(offset) if offset > 0 => HeaderValue::from_str(&format!("bytes={offset}-")).ok(),
+            // An upload's `-r` is its `Content-Range` (the template's).
+            _ if state.template.uploads() => None,
             _ => self.composed.range.clone(),
         };
         let cookie = self.cookies.as_ref().and_then(|jar| jar.header_for(uri));
@@ -332,7 +334,10 @@ impl Session {
         });
         let (answered_hop, hop) = (hop, probe.as_ref().unwrap_or(hop));
         // Read once: the request's `Range` and the check of a whole response both need it.
-        let resume = self.resume_offset(sink);
+        // An upload's `-C` shaped what it sends, not what comes back.
+        let resume = (!state.template.uploads())
+            .then(|| self.resume_offset(sink))
+            .flatten();
         let mut extra = self.per_request(uri, hop, state, resume)?;
         extra.empty_length = probe.is_some();
         extra.alt_used = target.alternative.as_ref().map(|a| a.used.clone());

@@ -207,6 +207,46 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/echo",
             ],
         ),
+        // -C and -r on an upload shape what it sends (Content-Range), not the response.
+        case(
+            "upload: -C N sends the rest of the file with a Content-Range",
+            &[
+                "-w",
+                "|%{size_upload}",
+                "-C",
+                "5",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "upload: -C - and -r send the whole file with a Content-Range",
+            &[
+                "-C",
+                "-",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+                "--next",
+                "-r",
+                "2-4",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "upload: -C at the file's end is 18, and the next URL still runs",
+            &[
+                "-C",
+                "14",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo",
+                "%BASE%/hello",
+            ],
+        ),
         case(
             "upload: a -T file that cannot be opened ends the run with 26",
             &[

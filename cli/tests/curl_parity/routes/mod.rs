@@ -250,6 +250,7 @@ fn echo(req: &RecordedRequest) -> Reply {
         "host",
         "authorization",
         "range",
+        "content-range",
         "accept",
         "accept-encoding",
         "referer",
