@@ -27,7 +27,9 @@ use super::args::{DataArg, HeaderAction, HeaderArg, RequestArgs};
 use super::data::read_data;
 use super::exit::CurlError;
 use super::time_cond::TimeCond;
-use super::upload::{Streamed, UploadSource};
+use super::upload::Streamed;
+
+mod uploading;
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
@@ -261,47 +263,6 @@ impl RequestTemplate {
         template.body = body;
         template.has_data = true;
         template
-    }
-
-    /// This template (made with an upload payload) sending `source` instead of its body: a
-    /// whole file with its `Content-Length`, a stream chunked, without one; `content_range`
-    /// is what `-C`/`-r` made of the upload ([`super::upload::resume`]).
-    pub(crate) fn with_upload(
-        &self,
-        source: UploadSource,
-        content_range: Option<HeaderValue>,
-    ) -> RequestTemplate {
-        let mut template = self.clone();
-        template.uploads = true;
-        template.content_range = content_range;
-        let is_length = |e: &Entry| e.name == CONTENT_LENGTH && e.source == Source::Data;
-        match source {
-            UploadSource::Whole(body) => {
-                let length = HeaderValue::from(body.len());
-                for entry in template.headers.iter_mut().filter(|e| is_length(e)) {
-                    entry.value = length.clone();
-                }
-                template.body = body;
-                template.stream = None;
-            }
-            UploadSource::Stream(stream) => {
-                template.headers.retain(|e| !is_length(e));
-                template.body = Bytes::new();
-                template.stream = Some(stream);
-            }
-        }
-        template
-    }
-
-    /// Whether this is a transfer's `-T` upload (`-C` and `-r` apply to it, not to the
-    /// response).
-    pub(crate) fn uploads(&self) -> bool {
-        self.uploads
-    }
-
-    /// The streamed upload `hop` sends, if it sends one.
-    pub(crate) fn stream_for(&self, hop: &Hop) -> Option<&Arc<Streamed>> {
-        self.stream.as_ref().filter(|_| hop.send_body)
     }
 
     /// `-H "Name:"`: sends no header of that name, defaults included.
