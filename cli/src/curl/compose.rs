@@ -27,7 +27,7 @@ use http::header::{
 use http::{Uri, Version};
 
 use super::args::{CurlArgs, DataArg, HeaderAction, HeaderArg};
-use super::data::{read_data, url_encode_piece};
+use super::data::{UNRESERVED, read_data, url_encode_piece};
 use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
 use super::file_meta;
@@ -276,19 +276,6 @@ fn finish_template(
     Ok(template)
 }
 
-/// `name` as `curl_easy_escape` writes it: every byte but letters, digits and `-._~` as `%XX`.
-fn escape(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for &b in name.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// The `-H` lines `--aws-sigv4` signs: each `-H` argument, then `--json`'s `Content-Type` and
 /// `Accept` unless `-H` names them (curl adds those two to its `-H` list).
 fn signed_lines(headers: &[HeaderArg], json: bool) -> Vec<String> {
@@ -319,7 +306,8 @@ impl Composed {
                 url.push('/');
             }
             if url.ends_with('/') {
-                url.push_str(&escape(name));
+                // As `curl_easy_escape` writes it.
+                url.extend(percent_encoding::utf8_percent_encode(name, UNRESERVED));
             }
         }
         if let Some(query) = &self.query {

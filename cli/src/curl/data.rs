@@ -14,14 +14,16 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 use super::args::DataArg;
 use super::exit::CurlError;
 
-/// What `--data-urlencode` leaves as it is: the unreserved characters of RFC 3986, and the
-/// space (sent as `+`).
-const URL_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b' ')
+/// The unreserved characters of RFC 3986, which `curl_easy_escape` leaves as they are.
+pub(crate) const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')
     .remove(b'~');
+
+/// What `--data-urlencode` leaves as it is: the unreserved characters and the space (sent as
+/// `+`).
+const URL_ENCODE: &AsciiSet = &UNRESERVED.remove(b' ');
 
 /// Reads and joins the data pieces.
 ///

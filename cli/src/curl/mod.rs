@@ -184,12 +184,12 @@ pub(crate) struct Finished {
 /// port).
 type AlternativeClient = ((String, u16, String, u16), pool::Client);
 
-/// curl's warning for `-X HEAD` without `-I`, wrapped where curl wraps it. curl then waits
-/// for the body the response announces and never gets (until `-m` or the server closes);
-/// poolcurl sends HEAD and reads no body, but prints the same hint so that a script's user
-/// learns what curl would have told them.
-const CUSTOM_HEAD_WARNING: &str = "Warning: Setting custom HTTP method to HEAD with \
-    -X/--request may not work the \nWarning: way you want. Consider using -I/--head instead.";
+/// curl's warning for `-X HEAD` without `-I` (printed as curl's `warnf` wraps it). curl then
+/// waits for the body the response announces and never gets (until `-m` or the server
+/// closes); poolcurl sends HEAD and reads no body, but prints the same hint so that a script's
+/// user learns what curl would have told them.
+const CUSTOM_HEAD_WARNING: &str = "Setting custom HTTP method to HEAD with -X/--request may \
+    not work the way you want. Consider using -I/--head instead.";
 
 impl Session {
     /// Validates what the command line refers to (files, pool settings) and builds the pool.
@@ -213,7 +213,7 @@ impl Session {
             report.warning_raw(&format!("Warning: {warning}"));
         }
         if args.custom_head() {
-            report.warning_raw(CUSTOM_HEAD_WARNING);
+            report.warning_raw(&output::curl_warning(CUSTOM_HEAD_WARNING));
         }
         let verbose = Verbose::new(args.verbose, args.trace_time);
         if let Some(method) = args.unnecessary_method().filter(|_| verbose.enabled()) {
@@ -233,11 +233,7 @@ impl Session {
                     }
                     composed.template.set_time_condition(cond);
                 }
-                None => {
-                    for line in time_cond::ILLEGAL {
-                        report.warning_raw(line);
-                    }
-                }
+                None => report.warning_raw(&output::curl_warning(time_cond::ILLEGAL)),
             }
         }
         let cookies = CookieJar::new(

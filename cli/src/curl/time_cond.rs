@@ -29,11 +29,10 @@ pub(crate) struct TimeCond {
     pub(crate) unmodified: bool,
 }
 
-/// curl's warning for a `-z` that is neither a date nor a file, line by line.
-pub(crate) const ILLEGAL: [&str; 2] = [
-    "Warning: Illegal date format for -z, --time-cond (and not a file name). ",
-    "Warning: Disabling time condition. See curl_getdate(3) for valid date syntax.",
-];
+/// curl's warning for a `-z` that is neither a date nor a file (printed as curl's `warnf`
+/// wraps it).
+pub(crate) const ILLEGAL: &str = "Illegal date format for -z, --time-cond (and not a file \
+    name). Disabling time condition. See curl_getdate(3) for valid date syntax.";
 
 impl TimeCond {
     /// The condition `-z TEXT` asks for; `None` for text that is neither a date nor a file.
