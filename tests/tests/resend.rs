@@ -24,7 +24,7 @@ use pool_tests::gate::{Gate, Signal};
 use pool_tests::gated::{GatedConnector, Gates};
 use pool_tests::h2::{Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::h2frames::{FramePeer, GoAwayScript};
-use tokio::io::DuplexStream;
+use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Real-time bound for tests that wait on other tasks; a hang fails instead of blocking CI.
@@ -198,6 +198,71 @@ async fn a_streaming_body_is_not_replayed_but_its_error_is_retryable() {
     assert!(error.to_string().contains("did not process"), "{error}");
     assert!(ends.try_recv().is_err());
     assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// hyper hands back a request it never wrote (the peer closed the idle connection before the
+/// pool's pick; see `h1.rs`'s stale test). When the pool holds no copy (a streaming body, or the
+/// `unsent_only` policy, which keeps none) the request hyper handed back is what goes again: the
+/// second connection reads the same head, custom header included, and the whole body.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_hyper_hands_back_goes_again_when_no_copy_is_held() {
+    for (policy, streamed) in [
+        (RetryPolicy::default(), true),
+        (RetryPolicy::unsent_only(), false),
+        (RetryPolicy::default(), false),
+    ] {
+        let (pool, mut ends, _events) = duplex_pool(policy);
+        let client = pool.client().unwrap();
+        let url = "http://handed-back.test/upload";
+        let mut idle = warm(&client, &pool, &mut ends, url).await;
+        idle.shutdown().await.unwrap();
+        drop(idle);
+
+        let request = Request::put(url)
+            .header("content-length", "8")
+            .header("x-trace", "handed back");
+        let (result, (head, body)) = if streamed {
+            let body = Chunks::new([Bytes::from_static(b"stre"), Bytes::from_static(b"amed")]);
+            answer_on_a_new_connection(&client, &mut ends, request.body(body).unwrap()).await
+        } else {
+            let body = Full::new(Bytes::from_static(b"streamed"));
+            answer_on_a_new_connection(&client, &mut ends, request.body(body).unwrap()).await
+        };
+        let response = result.unwrap_or_else(|e| panic!("{policy:?}: {e}"));
+        assert_eq!(response.status(), 204);
+        assert!(head.starts_with("PUT /upload HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("x-trace: handed back\r\n"), "{head}");
+        assert_eq!(body, b"streamed", "{policy:?}, streamed {streamed}");
+        let counters = pool.counters();
+        assert_eq!(counters.resends.get(ResendReason::Unsent), 1, "{policy:?}");
+        assert_eq!(counters.transparent_retries, 1);
+    }
+}
+
+/// Sends `request` and answers `204` to what the next new connection reads.
+async fn answer_on_a_new_connection<B>(
+    client: &pool::Client,
+    ends: &mut UnboundedReceiver<DuplexStream>,
+    request: Request<B>,
+) -> (
+    Result<http::Response<pool::Body>, pool::Error>,
+    (String, Vec<u8>),
+)
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    // The server's end outlives the exchange: closing it at once could race the head.
+    let (result, (seen, _fresh)) = tokio::join!(client.request(request), async {
+        let mut fresh = ends.recv().await.unwrap();
+        let seen = read_request(&mut fresh).await;
+        fresh
+            .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .unwrap();
+        (seen, fresh)
+    });
+    (result, seen)
 }
 
 /// Once a byte of the response arrived the server was answering: not sent again.
