@@ -6,7 +6,7 @@
 //! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%CLOSED%` a URL whose
 //! port refuses connections, `%CLOSEDPORT%` that port; `%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
-//! the server's certificate is `%CRL%`; `%UNIX%` is a Unix socket path piped to the case's
+//! the server's certificate is `%CRL%`, the self-signed server's certificate `%SELF%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
 //! SOCKS proxy (SOCKS5 and SOCKS4) started for the run, `%DPROXY%` and `%DPROXYC%` the URL of
 //! a Digest proxy started for the run (keeping its connection after a `407`, or saying
@@ -262,6 +262,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         dir.with_extension("key.der"),
     );
     let crl = dir.with_extension("crl.pem");
+    let self_signed = dir.with_extension("self.pem");
     let public_key = dir.with_extension("pub.pem");
     let key_encrypted = dir.with_extension("key-enc.pem");
     let tls = |server: Server| {
@@ -278,7 +279,11 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         std::fs::write(&key_encrypted, encrypted_pem(private_key.secret_der())).unwrap();
         match server {
             Server::TlsExpired => pki.expired_server_config(&[b"http/1.1"]),
-            Server::TlsSelfSigned => pki.self_signed_server_config(&[b"http/1.1"], true),
+            Server::TlsSelfSigned => {
+                let (config, pem) = pki.self_signed_server(&[b"http/1.1"], true);
+                std::fs::write(&self_signed, pem).unwrap();
+                config
+            }
             Server::TlsWithRoot => pki.server_config_with_root(&[b"http/1.1"]),
             Server::TlsClientAuth => pki.server_config_with_client_auth(&[b"http/1.1"]),
             Server::TlsP384Only => {
@@ -397,6 +402,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%DIR%", &dir.to_string_lossy())
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())
+                .replace("%SELF%", &self_signed.to_string_lossy())
                 .replace("%CERTDER%", &cert_der.to_string_lossy())
                 .replace("%KEYDER%", &key_der.to_string_lossy())
                 .replace("%KEYENC%", &key_encrypted.to_string_lossy())

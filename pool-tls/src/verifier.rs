@@ -2,7 +2,8 @@
 //! that says, after such a handshake, what verification would have found ([`check`]), and
 //! [`NamingUntrusted`], rustls's own verifier that says when an untrusted certificate is
 //! self-signed or comes with a self-signed root, as curl's messages do, instead of only
-//! "unknown issuer".
+//! "unknown issuer", and that takes a server certificate which is itself one of the trust
+//! anchors (see [`anchor_as_leaf`]).
 //!
 //! The type is named for what it is so that it cannot be mistaken for anything else in a
 //! review or a stack trace. It skips *certificate* validation only: the handshake signatures
@@ -12,14 +13,17 @@
 //! their own certificate.
 
 use pool_core::CertificateCheck;
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{WebPkiServerVerifier, verify_server_name};
 use rustls::crypto::{
     CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature,
 };
 use rustls::pki_types::SignatureVerificationAlgorithm;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
+use rustls::server::ParsedCertificate;
+use rustls::{
+    CertificateError, DigitallySignedStruct, Error, OtherError, RootCertStore, SignatureScheme,
+};
 use std::sync::Arc;
 
 /// Accepts any server certificate, valid or not, for any name.
@@ -75,7 +79,7 @@ impl ServerCertVerifier for DangerousAcceptAnyServerCert {
 /// Verifies `chain` (the server's certificate first) for `server_name` with `checker`, the
 /// verifier a handshake would have used (`None`: no trusted root at all), as of now.
 pub(crate) fn check(
-    checker: Option<&WebPkiServerVerifier>,
+    checker: Option<&NamingUntrusted>,
     chain: &[CertificateDer<'_>],
     server_name: &ServerName<'_>,
     algorithms: Algorithms,
@@ -86,7 +90,7 @@ pub(crate) fn check(
     let Some(checker) = checker else {
         return untrusted(chain, algorithms);
     };
-    match checker.verify_server_cert(end_entity, intermediates, server_name, &[], UnixTime::now()) {
+    match checker.verify(end_entity, intermediates, server_name, &[], UnixTime::now()) {
         Ok(_) => CertificateCheck::Valid,
         Err(error) => {
             named_untrusted(&error, chain, algorithms).unwrap_or_else(|| classify(&error))
@@ -110,8 +114,7 @@ fn named_untrusted(
         return None;
     };
     let unknown_issuer = matches!(problem, CertificateError::UnknownIssuer);
-    let ca_as_leaf = matches!(problem, CertificateError::Other(OtherError(other))
-        if other.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity));
+    let ca_as_leaf = is_ca_as_leaf(problem);
     match untrusted(chain, algorithms) {
         CertificateCheck::UnknownIssuer if unknown_issuer => Some(CertificateCheck::UnknownIssuer),
         named @ (CertificateCheck::SelfSigned | CertificateCheck::SelfSignedInChain)
@@ -121,6 +124,46 @@ fn named_untrusted(
         }
         _ => None,
     }
+}
+
+/// Whether `problem` is webpki's "CA used as end entity".
+fn is_ca_as_leaf(problem: &CertificateError) -> bool {
+    matches!(problem, CertificateError::Other(OtherError(other))
+        if other.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity))
+}
+
+/// When `end_entity`, which webpki refused with `error`, is one of `anchors` (the same subject
+/// and public key): whether it names `server_name`, as rustls would say it. A self-signed
+/// certificate made as a CA (`openssl req -x509` makes them so) that the caller trusts as a
+/// root, served as the server's own. webpki refuses any CA certificate as a server's; OpenSSL
+/// (so curl) and Go accept one that is itself trusted, since trusting a root is trusting its
+/// key, and the handshake still proves the server holds that key. Only "CA used as end
+/// entity" qualifies: webpki raises it after checking the certificate's validity period, so
+/// an expired anchor is still refused as expired. The extended key usage is not checked
+/// (webpki reads it after the basic constraints), as OpenSSL does not check it on a trusted
+/// self-signed certificate.
+fn anchor_as_leaf(
+    error: &Error,
+    end_entity: &CertificateDer<'_>,
+    server_name: &ServerName<'_>,
+    anchors: &RootCertStore,
+) -> Option<Result<ServerCertVerified, Error>> {
+    let Error::InvalidCertificate(problem) = error else {
+        return None;
+    };
+    if !is_ca_as_leaf(problem) {
+        return None;
+    }
+    let itself = webpki::anchor_from_trusted_cert(end_entity).ok()?;
+    let trusted = anchors.roots.iter().any(|anchor| {
+        anchor.subject == itself.subject
+            && anchor.subject_public_key_info == itself.subject_public_key_info
+    });
+    if !trusted {
+        return None;
+    }
+    let parsed = ParsedCertificate::try_from(end_entity).ok()?;
+    Some(verify_server_name(&parsed, server_name).map(|()| ServerCertVerified::assertion()))
 }
 
 /// What a chain (the server's certificate first) that no trusted root issued is: its
@@ -164,18 +207,52 @@ fn is_self_signed(der: &CertificateDer<'_>, algorithms: Algorithms) -> bool {
 }
 
 /// rustls's own verifier, whose "unknown issuer" (or webpki's "CA used as end entity") says
-/// when the certificate is self-signed or the chain ends in a self-signed root ([`Untrusted`], an error rustls carries as
-/// `CertificateError::Other`, sent to the server as `certificate_unknown` instead of
-/// `unknown_ca`). Everything else is rustls's.
+/// when the certificate is self-signed or the chain ends in a self-signed root
+/// ([`Untrusted`], an error rustls carries as `CertificateError::Other`, sent to the server
+/// as `certificate_unknown` instead of `unknown_ca`), and which takes a server certificate
+/// that is itself a trust anchor ([`anchor_as_leaf`]). Everything else is rustls's.
 #[derive(Debug)]
 pub(crate) struct NamingUntrusted {
     inner: Arc<WebPkiServerVerifier>,
+    /// The roots `inner` trusts.
+    anchors: Arc<RootCertStore>,
     algorithms: Algorithms,
 }
 
 impl NamingUntrusted {
-    pub(crate) fn new(inner: Arc<WebPkiServerVerifier>, algorithms: Algorithms) -> NamingUntrusted {
-        NamingUntrusted { inner, algorithms }
+    pub(crate) fn new(
+        inner: Arc<WebPkiServerVerifier>,
+        anchors: Arc<RootCertStore>,
+        algorithms: Algorithms,
+    ) -> NamingUntrusted {
+        NamingUntrusted {
+            inner,
+            anchors,
+            algorithms,
+        }
+    }
+
+    /// rustls's verdict, but for a certificate that is itself a trust anchor.
+    fn verify(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(error) => {
+                anchor_as_leaf(&error, end_entity, server_name, &self.anchors).unwrap_or(Err(error))
+            }
+            verified => verified,
+        }
     }
 }
 
@@ -188,13 +265,7 @@ impl ServerCertVerifier for NamingUntrusted {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let verified = self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        );
+        let verified = self.verify(end_entity, intermediates, server_name, ocsp_response, now);
         let Err(error) = verified else {
             return verified;
         };
@@ -297,5 +368,116 @@ pub(crate) fn classify(error: &Error) -> CertificateCheck {
         C::Revoked => CertificateCheck::Revoked,
         C::BadSignature => CertificateCheck::BadSignature,
         _ => CertificateCheck::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+
+    /// A self-signed certificate for `localhost` named `name`, made as a CA (`openssl req
+    /// -x509`'s kind) or not, valid now or only in 2000.
+    fn self_signed(name: &str, as_ca: bool, expired: bool) -> CertificateDer<'static> {
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        if as_ca {
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        }
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        }
+        let key = KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().clone()
+    }
+
+    /// The verifier a connector builds for `roots`.
+    fn trusting(roots: &[&CertificateDer<'static>]) -> NamingUntrusted {
+        let mut store = RootCertStore::empty();
+        for root in roots {
+            store.add((*root).clone()).unwrap();
+        }
+        let store = Arc::new(store);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let algorithms = provider.signature_verification_algorithms.all;
+        let inner = WebPkiServerVerifier::builder_with_provider(store.clone(), provider)
+            .build()
+            .unwrap();
+        NamingUntrusted::new(inner, store, algorithms)
+    }
+
+    fn verify(
+        verifier: &NamingUntrusted,
+        cert: &CertificateDer<'_>,
+        name: &str,
+    ) -> Result<(), Error> {
+        let name = ServerName::try_from(name.to_owned()).unwrap();
+        verifier
+            .verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+            .map(|_| ())
+    }
+
+    #[test]
+    fn a_trusted_self_signed_ca_certificate_serves_as_its_own_chain() {
+        let cert = self_signed("dev server", true, false);
+        let verifier = trusting(&[&cert]);
+        assert_eq!(verify(&verifier, &cert, "localhost"), Ok(()));
+        let algorithms = verifier.algorithms;
+        let localhost = ServerName::try_from("localhost").unwrap();
+        let chain = [cert.clone()];
+        assert_eq!(
+            check(Some(&verifier), &chain, &localhost, algorithms),
+            CertificateCheck::Valid,
+            "-k's account agrees with the handshake"
+        );
+    }
+
+    #[test]
+    fn a_trusted_self_signed_certificate_still_needs_the_name() {
+        let cert = self_signed("dev server", true, false);
+        let error = verify(&trusting(&[&cert]), &cert, "other.test").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn an_expired_trusted_self_signed_certificate_is_refused_as_expired() {
+        let cert = self_signed("dev server", true, true);
+        let error = verify(&trusting(&[&cert]), &cert, "localhost").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidCertificate(CertificateError::ExpiredContext { .. })
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_self_signed_ca_certificate_that_is_not_trusted_is_named_self_signed() {
+        let cert = self_signed("dev server", true, false);
+        // Another root of the same name: the subject alone does not make it trusted.
+        let other = self_signed("dev server", true, false);
+        let error = verify(&trusting(&[&other]), &cert, "localhost").unwrap_err();
+        let Error::InvalidCertificate(CertificateError::Other(OtherError(named))) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(named.to_string(), "self-signed certificate");
+    }
+
+    #[test]
+    fn a_trusted_self_signed_leaf_verifies_as_before() {
+        // Not made as a CA: webpki itself takes it, through its own anchor.
+        let cert = self_signed("dev server", false, false);
+        assert_eq!(verify(&trusting(&[&cert]), &cert, "localhost"), Ok(()));
     }
 }

@@ -321,6 +321,12 @@ impl TestPki {
     /// issued it; curl's `%{ssl_verify_result}` 18); `as_ca` makes it a CA certificate too,
     /// as `openssl req -x509` does.
     pub fn self_signed_server_config(&self, alpn: &[&[u8]], as_ca: bool) -> Arc<ServerConfig> {
+        self.self_signed_server(alpn, as_ca).0
+    }
+
+    /// As [`self_signed_server_config`](Self::self_signed_server_config), with the
+    /// certificate as PEM (for a client that trusts it as a root: `--cacert`).
+    pub fn self_signed_server(&self, alpn: &[&[u8]], as_ca: bool) -> (Arc<ServerConfig>, String) {
         let names: Vec<String> = DEFAULT_NAMES.iter().map(|n| (*n).to_owned()).collect();
         let mut params = CertificateParams::new(names).expect("leaf names");
         if as_ca {
@@ -332,7 +338,8 @@ impl TestPki {
         let key = KeyPair::generate().expect("leaf key");
         let cert = params.self_signed(&key).expect("self-sign");
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        build_server_chain(vec![cert.der().clone()], key, alpn)
+        let config = build_server_chain(vec![cert.der().clone()], key, alpn);
+        (config, cert.pem())
     }
 
     /// A server config presenting the server leaf followed by this CA's own certificate, a

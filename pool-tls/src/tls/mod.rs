@@ -82,7 +82,7 @@ struct Configs {
     both: Arc<ClientConfig>,
     /// With `danger_accept_invalid_certs`: the verifier the handshakes would otherwise have
     /// used, to say what verification would have found.
-    checker: Option<Arc<WebPkiServerVerifier>>,
+    checker: Option<NamingUntrusted>,
 }
 
 impl Configs {
@@ -211,7 +211,7 @@ impl TlsConnector {
         session: &ClientConnection,
         server_name: &ServerName<'_>,
     ) -> CertificateCheck {
-        let checker = self.inner.configs.get().and_then(|c| c.checker.as_deref());
+        let checker = self.inner.configs.get().and_then(|c| c.checker.as_ref());
         let chain = session.peer_certificates().unwrap_or_default();
         let algorithms = self.inner.provider.signature_verification_algorithms.all;
         crate::verifier::check(checker, chain, server_name, algorithms)
@@ -234,17 +234,21 @@ impl TlsConnector {
 }
 
 impl Inner {
-    /// rustls's verifier for `trusted`, with the CRLs if there are any; revocation is
-    /// checked only where a CRL covers the certificate's issuer (rustls's "unknown status
-    /// allowed"), as curl's `--crlfile` does.
+    /// rustls's verifier for `trusted`, with the CRLs if there are any (revocation is
+    /// checked only where a CRL covers the certificate's issuer: rustls's "unknown status
+    /// allowed", as curl's `--crlfile` does), wrapped in [`NamingUntrusted`].
     fn webpki_verifier(
         &self,
         trusted: RootCertStore,
-    ) -> Result<Arc<WebPkiServerVerifier>, rustls::client::VerifierBuilderError> {
-        WebPkiServerVerifier::builder_with_provider(Arc::new(trusted), self.provider.clone())
-            .with_crls(self.crls.iter().cloned())
-            .allow_unknown_revocation_status()
-            .build()
+    ) -> Result<NamingUntrusted, rustls::client::VerifierBuilderError> {
+        let trusted = Arc::new(trusted);
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(trusted.clone(), self.provider.clone())
+                .with_crls(self.crls.iter().cloned())
+                .allow_unknown_revocation_status()
+                .build()?;
+        let algorithms = self.provider.signature_verification_algorithms.all;
+        Ok(NamingUntrusted::new(verifier, trusted, algorithms))
     }
 
     fn build(&self) -> Result<Configs, TlsConfigError> {
@@ -295,9 +299,7 @@ impl Inner {
             })?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(with_status(Arc::new(NamingUntrusted::new(
-                    verifier, algorithms,
-                ))))
+                .with_custom_certificate_verifier(with_status(Arc::new(verifier)))
         };
         let mut base = match &self.identity {
             Some(identity) => builder

@@ -16,7 +16,9 @@ pub struct TlsOptions {
     /// Trust the platform's native root certificates. Default `true`.
     pub native_roots: bool,
     /// PEM bundles of extra trust anchors (curl's `--cacert`). Each bundle must contain at
-    /// least one certificate.
+    /// least one certificate. A server may present one of them as its own certificate (a
+    /// self-signed development certificate, made as a CA by `openssl req -x509` or not): it is
+    /// trusted for the names it carries, within its validity period, as curl and Go trust it.
     pub extra_roots_pem: Vec<Vec<u8>>,
     /// A client certificate for servers that ask for one (curl's `--cert` / `--key`):
     /// `(certificate chain PEM, private key PEM)`, end-entity certificate first.

@@ -410,6 +410,43 @@ pub(crate) fn cases() -> Vec<Case> {
                 &["-k", "-w", " %{ssl_verify_result}", "%TLS%/hello"],
             )
         },
+        // A self-signed certificate made as a CA (`openssl req -x509`'s kind) is trusted when
+        // it is itself the root given: by name, by address, not for another name.
+        Case {
+            server: Server::TlsSelfSigned,
+            ..case(
+                "self-signed certificate trusted with --cacert",
+                &[
+                    "--cacert",
+                    "%SELF%",
+                    "-w",
+                    " %{ssl_verify_result}",
+                    "%TLS%/hello",
+                ],
+            )
+        },
+        Case {
+            server: Server::TlsSelfSigned,
+            ..case(
+                "self-signed certificate trusted with --cacert, by address",
+                &["--cacert", "%SELF%", "https://127.0.0.1:%PORT%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsSelfSigned,
+            ..case(
+                "self-signed certificate trusted with --cacert, for another name",
+                &[
+                    "--cacert",
+                    "%SELF%",
+                    "--resolve",
+                    "other.test:%PORT%:127.0.0.1",
+                    "-w",
+                    "%{ssl_verify_result}",
+                    "https://other.test:%PORT%/hello",
+                ],
+            )
+        },
         Case {
             server: Server::TlsWithRoot,
             ..case(
