@@ -66,6 +66,8 @@ enum Extra {
     VerboseHeaderOrder,
     /// stderr warns about an unknown `-w` variable.
     UnknownVariableWarning,
+    /// stderr's `Warning: ` and `Note: ` lines (curl's `warnf`, `notef`), in order.
+    Warnings,
     /// Selected fields of `%{json}` (times and ports differ by nature).
     JsonFields,
     /// The response head lines `-v` shows (`< ...`), byte for byte.
@@ -847,6 +849,21 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                     problems.push(format!(
                         "warning:\n  curl     {:?}\n  poolcurl {:?}",
                         curl.stderr, ours.stderr
+                    ));
+                }
+            }
+            Extra::Warnings => {
+                let warnings = |stderr: &str| -> Vec<String> {
+                    stderr
+                        .lines()
+                        .filter(|l| l.starts_with("Warning: ") || l.starts_with("Note: "))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let (theirs, mine) = (warnings(&curl.stderr), warnings(&ours.stderr));
+                if theirs != mine {
+                    problems.push(format!(
+                        "warnings:\n  curl     {theirs:?}\n  poolcurl {mine:?}"
                     ));
                 }
             }

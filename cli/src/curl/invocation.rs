@@ -199,6 +199,10 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
     let fail_early = global.fail_early;
     let mut stopped = false;
     let mut exit_code = if global.parallel {
+        // curl makes the transfers up front here, so it finds the outputs left over first.
+        for session in sessions {
+            session.warn_extra_outputs();
+        }
         let limit = usize::from(global.parallel_max);
         let mut transfers = futures_util::stream::iter(jobs)
             .map(|(at, planned)| sessions[at].run_one(planned))
@@ -219,7 +223,8 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
     } else {
         let mut last = 0;
         let mut next_start = tokio::time::Instant::now();
-        for (at, planned) in jobs {
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some((at, planned)) = jobs.next() {
             // --rate: transfer starts at least this far apart.
             if let Some(interval) = global.rate {
                 tokio::time::sleep_until(next_start).await;
@@ -230,6 +235,9 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
             if (fail_early && last != 0) || finished.stops {
                 stopped = true;
                 break;
+            }
+            if jobs.peek().is_none_or(|(next, _)| *next != at) {
+                sessions[at].warn_extra_outputs();
             }
         }
         last

@@ -169,6 +169,8 @@ pub(crate) struct Session {
     alt_svc: Option<Arc<alt_svc::AltSvc>>,
     /// The clients built for `--alt-svc` alternatives, by origin and alternative.
     alternatives: Mutex<Vec<AlternativeClient>>,
+    /// More `-o`/`-O` than URLs: curl warns once the group's last transfer has run.
+    extra_outputs: bool,
 }
 
 /// How a transfer ended.
@@ -212,19 +214,7 @@ impl Session {
         for warning in &composed.warnings {
             report.warning_raw(&format!("Warning: {warning}"));
         }
-        if args.custom_head() {
-            report.warning_raw(&output::curl_warning(CUSTOM_HEAD_WARNING));
-        }
-        let verbose = Verbose::new(args.verbose, args.trace_time);
-        if let Some(method) = args.unnecessary_method().filter(|_| verbose.enabled()) {
-            report.warning_raw(&format!(
-                "Note: Unnecessary use of -X or --request, {method} is already inferred."
-            ));
-        }
-        let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
-        if outputs > args.urls.len() + args.transfer.url.len() {
-            report.warning("Got more output options than URLs");
-        }
+        // Read while curl parses the command line: before anything a transfer prints.
         if let Some(text) = &args.transfer.time_cond {
             match TimeCond::parse(text) {
                 Some(cond) => {
@@ -236,6 +226,9 @@ impl Session {
                 None => report.warning_raw(&output::curl_warning(time_cond::ILLEGAL)),
             }
         }
+        let verbose = Verbose::new(args.verbose, args.trace_time);
+        let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
+        let extra_outputs = outputs > args.urls.len() + args.transfer.url.len();
         let cookies = CookieJar::new(
             &args.send.cookie,
             args.send.cookie_jar.as_deref(),
@@ -276,6 +269,7 @@ impl Session {
             .as_deref()
             .map(|path| shared.alt_svc(path));
         Ok(Session {
+            extra_outputs,
             hsts,
             alt_svc,
             alternatives: Mutex::default(),
@@ -335,6 +329,7 @@ impl Session {
     /// One transfer with its retries and `-w`; returns its exit code, and whether no further
     /// transfer may start (its `-T` file could not be opened, which ends curl's run).
     async fn run_one(&self, planned: Planned) -> Finished {
+        self.method_notes();
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
         let url = self.composed.target_url(&url, planned.upload.as_deref());
         if let (Some(_), Some(asked)) = (&planned.upload, self.composed.asked_method) {
@@ -388,6 +383,33 @@ impl Session {
     /// # Errors
     ///
     /// Exit 18 when `-C` starts at or past the file's end.
+    /// curl's notes on `-X` as it makes each transfer: `-X HEAD` without `-I`, and (with
+    /// `-v`) a method the other flags already imply.
+    fn method_notes(&self) {
+        if self.args.custom_head() {
+            self.report
+                .warning_raw(&output::curl_warning(CUSTOM_HEAD_WARNING));
+        }
+        if let Some(method) = self
+            .args
+            .unnecessary_method()
+            .filter(|_| self.verbose.enabled())
+        {
+            self.report.warning_raw(&format!(
+                "Note: Unnecessary use of -X or --request, {method} is already inferred."
+            ));
+        }
+    }
+
+    /// curl's warning when a group's outputs outnumber its URLs, printed once the group's
+    /// last transfer has been made (curl finds out looking for the next URL).
+    pub(crate) fn warn_extra_outputs(&self) {
+        if self.extra_outputs {
+            self.report
+                .warning_raw(&output::curl_warning("Got more output options than URLs"));
+        }
+    }
+
     fn upload_template(&self, source: upload::UploadSource) -> Result<RequestTemplate, CurlError> {
         if let upload::UploadSource::Stream(stream) = &source {
             if self.verbose.enabled() {

@@ -202,13 +202,6 @@ impl Report {
         }
     }
 
-    /// Prints `poolcurl: message`.
-    pub(crate) fn warning(&self, message: &str) {
-        if self.warnings {
-            stderr_line(&format!("poolcurl: {message}"));
-        }
-    }
-
     /// Prints `message` as it is (curl's `Warning: ...` lines), unless `-s`.
     pub(crate) fn warning_raw(&self, message: &str) {
         if self.warnings {

@@ -4,6 +4,33 @@ use crate::{Case, Extra, case, with, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // Warnings and notes come when curl finds their cause: -z's while the command line is
+        // read, -X's as each transfer is made, surplus outputs after the group's last URL.
+        Case {
+            extra: Extra::Warnings,
+            ..case(
+                "warnings in curl's order",
+                &[
+                    "-z",
+                    "not a date",
+                    "-X",
+                    "GET",
+                    "-v",
+                    "-o",
+                    "%DIR%/a.txt",
+                    "-o",
+                    "%DIR%/b.txt",
+                    "-o",
+                    "%DIR%/c.txt",
+                    "%BASE%/hello",
+                    "%BASE%/hello",
+                    "--next",
+                    "-o",
+                    "%DIR%/d.txt",
+                    "%BASE%/hello",
+                ],
+            )
+        },
         // --next: each group its own options; global options everywhere.
         case(
             "next: a GET then a POST on the same connection",
