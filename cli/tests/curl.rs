@@ -2349,3 +2349,126 @@ async fn serve_listens_on_the_port_it_is_given() {
     }
     serve.kill().await.expect("serve stops");
 }
+
+/// A DNS server on loopback UDP for `--dns-servers`: `dns.test.` has the A record 127.0.0.1,
+/// every other name is NXDOMAIN. Counts the queries it answered.
+struct ScriptedDns {
+    addr: std::net::SocketAddr,
+    queries: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ScriptedDns {
+    async fn start() -> ScriptedDns {
+        use hickory_proto::op::{Message, MessageType, ResponseCode};
+        use hickory_proto::rr::rdata::A;
+        use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let queries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = queries.clone();
+        tokio::spawn(async move {
+            let known = Name::from_ascii("dns.test.").unwrap();
+            let mut buf = [0u8; 1500];
+            while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
+                let Ok(query) = Message::from_vec(&buf[..n]) else {
+                    continue;
+                };
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut reply = Message::new();
+                reply
+                    .set_id(query.id())
+                    .set_message_type(MessageType::Response)
+                    .set_recursion_desired(query.recursion_desired())
+                    .set_recursion_available(true)
+                    .add_queries(query.queries().to_vec());
+                for q in query.queries() {
+                    if q.name() != &known {
+                        reply.set_response_code(ResponseCode::NXDomain);
+                    } else if q.query_type() == RecordType::A {
+                        let a = RData::A(A::new(127, 0, 0, 1));
+                        reply.add_answer(Record::from_rdata(known.clone(), 60, a));
+                    }
+                }
+                let _ = socket.send_to(&reply.to_vec().unwrap(), peer).await;
+            }
+        });
+        ScriptedDns { addr, queries }
+    }
+
+    fn queries(&self) -> usize {
+        self.queries.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `--dns-servers` asks the listed server (and nothing else): a name it knows is fetched, one
+/// it does not is curl's 6, a list that does not parse curl's 43 before any query.
+/// `--dns-ipv4-addr` sends the queries from that address; `--resolve` still comes first.
+#[tokio::test(flavor = "multi_thread")]
+async fn dns_servers_are_asked_instead_of_the_systems() {
+    let dns = ScriptedDns::start().await;
+    let server = serving(Reply::ok("resolved\n")).await;
+    let port = server.addr().port();
+    let listed = dns.addr.to_string();
+    let url = format!("http://dns.test:{port}/");
+
+    let run = poolcurl(&["--dns-servers", &listed, &url]).await;
+    assert_eq!(
+        (run.code, run.stdout_text().as_str()),
+        (0, "resolved\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(dns.queries() >= 1, "the listed server was asked");
+
+    let run = poolcurl(&[
+        "--dns-servers",
+        &listed,
+        "--dns-ipv4-addr",
+        "127.0.0.1",
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let asked = dns.queries();
+    let run = poolcurl(&[
+        "--dns-servers",
+        &listed,
+        "--resolve",
+        &format!("dns.test:{port}:127.0.0.1"),
+        &url,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(dns.queries(), asked, "--resolve answered first");
+
+    let run = poolcurl(&[
+        "--dns-servers",
+        &listed,
+        &format!("http://other.test:{port}/"),
+    ])
+    .await;
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Could not resolve host: other.test"),
+        "{}",
+        run.stderr
+    );
+
+    let asked = dns.queries();
+    for bad in [
+        vec!["--dns-servers", "dns.example", url.as_str()],
+        vec!["--dns-ipv4-addr", "::1", url.as_str()],
+    ] {
+        let run = poolcurl(&bad).await;
+        assert_eq!(run.code, 43, "{bad:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("(43) A libcurl function was given a bad argument"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(dns.queries(), asked, "nothing asked for a bad list");
+}

@@ -55,6 +55,7 @@ pub(crate) mod connect_to;
 mod cookies;
 mod data;
 mod decode;
+mod dns_servers;
 mod doh;
 mod errout;
 pub(crate) mod exit;

@@ -12,6 +12,7 @@
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | `--doh-url`, `--doh-insecure`, `--doh-cert-status` | a [`super::doh::DohResolver`] behind the `--resolve` entries, asking through a pool of its own (curl mode) |
+//! | `--dns-servers`, `--dns-ipv4-addr`, `--dns-ipv6-addr` | a [`pool::HickoryResolver`] behind the `--resolve` entries, unless `--doh-url` is given (curl mode; see [`super::dns_servers`]) |
 //! | `--http1.0`, `--ntlm` | `Http1Only` (curl mode; `--http1.0`'s requests say HTTP/1.0; NTLM authenticates a connection) |
 //! | `--cert` / `--key`, `--cert-type` / `--key-type` | `client_identity_pem`, DER read as PEM (curl mode; unusable files are exit 58, see [`super::client_cert`]) |
 //! | `--pinnedpubkey` | `pin_public_key` for each pin (curl mode; see [`super::pinned_key`]: a mismatch is exit 90) |
@@ -50,6 +51,7 @@ use super::args::parse::parse_resolve;
 use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
+use super::dns_servers;
 use super::doh::DohResolver;
 use super::exit::CurlError;
 use super::pinned_key;
@@ -210,8 +212,9 @@ pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
     }
 }
 
-/// curl mode's resolver when it is not the system's: `--doh-url`'s or the system's behind the
-/// `--resolve` entries, keeping only the addresses of one family under `-4` / `-6`.
+/// curl mode's resolver when it is not the system's: `--doh-url`'s, `--dns-servers`'s or the
+/// system's behind the `--resolve` entries, keeping only the addresses of one family under
+/// `-4` / `-6`.
 struct CurlResolver {
     /// The resolver asked.
     inner: Arc<dyn Resolve>,
@@ -301,12 +304,13 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     if let Some(ms) = args.net.happy_eyeballs_timeout_ms {
         builder = builder.happy_eyeballs_delay(Some(Duration::from_millis(ms)));
     }
-    let doh = doh_resolver(args)?;
-    if doh.is_some() || args.net.ipv4 || args.net.ipv6 {
-        let names: Arc<dyn Resolve> = match doh {
-            Some(doh) => Arc::new(doh),
-            None => Arc::new(SystemResolver),
-        };
+    // curl asks DoH instead of its resolver when both are set.
+    let names: Option<Arc<dyn Resolve>> = match doh_resolver(args)? {
+        Some(doh) => Some(Arc::new(doh)),
+        None => dns_servers::resolver(&args.net)?.map(|r| Arc::new(r) as Arc<dyn Resolve>),
+    };
+    if names.is_some() || args.net.ipv4 || args.net.ipv6 {
+        let names = names.unwrap_or_else(|| Arc::new(SystemResolver));
         let inner: Arc<dyn Resolve> = match static_resolver_over(&args.connect, names.clone())? {
             Some(resolver) => Arc::new(resolver),
             None => names,

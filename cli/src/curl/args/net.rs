@@ -21,6 +21,18 @@ pub(crate) struct NetArgs {
     #[arg(long = "doh-url", value_name = "URL")]
     pub(crate) doh_url: Option<String>,
 
+    /// Ask these DNS servers (HOST[:PORT],...) instead of the system's
+    #[arg(long = "dns-servers", value_name = "ADDRESSES")]
+    pub(crate) dns_servers: Option<String>,
+
+    /// Send DNS queries from this local IPv4 address
+    #[arg(long = "dns-ipv4-addr", value_name = "ADDRESS")]
+    pub(crate) dns_ipv4_addr: Option<String>,
+
+    /// Send DNS queries from this local IPv6 address
+    #[arg(long = "dns-ipv6-addr", value_name = "ADDRESS")]
+    pub(crate) dns_ipv6_addr: Option<String>,
+
     /// Do not verify the DoH server's certificate
     #[arg(long = "doh-insecure")]
     pub(crate) doh_insecure: bool,

@@ -78,10 +78,11 @@ const FLAGS: &[Unsupported] = &[
     flag("--socks5-gssapi-nec", None, SOCKS_GSSAPI),
     flag("--socks5-gssapi-service", None, SOCKS_GSSAPI),
     // Name resolution.
-    flag("--dns-interface", None, RESOLVER),
-    flag("--dns-ipv4-addr", None, RESOLVER),
-    flag("--dns-ipv6-addr", None, RESOLVER),
-    flag("--dns-servers", None, RESOLVER),
+    flag(
+        "--dns-interface",
+        None,
+        "DNS queries bind to an address (--dns-ipv4-addr, --dns-ipv6-addr), not a device",
+    ),
     // HTTP and transfer features poolcurl does not have.
     flag(
         "--ignore-content-length",
@@ -116,8 +117,6 @@ const PROXY_AUTH: &str =
 const HTTP_AUTH: &str = "Basic (-u), Digest (--digest) and NTLM (--ntlm) authentication only";
 /// The reason of the HTTPS proxy's own TLS options.
 const PROXY_TLS: &str = "proxy TLS takes --proxy-cacert -capath -crlfile -insecure -cert -key -cert-type -key-type -pinnedpubkey -ciphers -tls13-ciphers";
-/// The reason of resolver options.
-const RESOLVER: &str = "the system resolver, --doh-url or --resolve only";
 /// SOCKS5 authentication other than user name and password.
 const SOCKS_GSSAPI: &str = "SOCKS5 with no authentication or a user and password only";
 
