@@ -21,7 +21,7 @@ pub(crate) struct NetArgs {
     #[arg(long = "doh-url", value_name = "URL")]
     pub(crate) doh_url: Option<String>,
 
-    /// Ask these DNS servers (HOST[:PORT],...) instead of the system's
+    /// Ask these DNS servers (ADDRESS or ADDRESS:PORT, comma-separated) instead of the system's
     #[arg(long = "dns-servers", value_name = "ADDRESSES")]
     pub(crate) dns_servers: Option<String>,
 
