@@ -2472,3 +2472,26 @@ async fn dns_servers_are_asked_instead_of_the_systems() {
     }
     assert_eq!(dns.queries(), asked, "nothing asked for a bad list");
 }
+
+/// `-u USER` without a password asks for it as curl does: the prompt on stderr even under `-s`,
+/// the answer read once from stdin when there is no terminal, its last byte (the Enter)
+/// dropped. A `-u` with a password asks nothing and leaves stdin alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_without_a_password_is_asked_for_one() {
+    let server = serving(Reply::ok("in")).await;
+    let url = server.url("/");
+    let run = poolcurl_with_stdin(&["-s", "-u", "bob", &url], b"secret\n").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "Enter host password for user 'bob':\n");
+    let run = poolcurl_with_stdin(&["-s", "-u", "bob:given", "-d", "@-", &url], b"body").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let seen = server.requests();
+    // base64("bob:secret"), base64("bob:given")
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some("Basic Ym9iOnNlY3JldA==")
+    );
+    assert_eq!(seen[1].header("authorization"), Some("Basic Ym9iOmdpdmVu"));
+    assert_eq!(&seen[1].body[..], b"body", "stdin stayed the upload's");
+}

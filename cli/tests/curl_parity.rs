@@ -68,6 +68,9 @@ enum Extra {
     UnknownVariableWarning,
     /// stderr's `Warning: ` and `Note: ` lines (curl's `warnf`, `notef`), in order.
     Warnings,
+    /// stderr byte for byte, `poolcurl:` read as `curl:` (for cases under `-s`, where only
+    /// what curl prints regardless remains, such as a password prompt).
+    Stderr,
     /// Selected fields of `%{json}` (times and ports differ by nature).
     JsonFields,
     /// The response head lines `-v` shows (`< ...`), byte for byte.
@@ -849,6 +852,15 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                     problems.push(format!(
                         "warning:\n  curl     {:?}\n  poolcurl {:?}",
                         curl.stderr, ours.stderr
+                    ));
+                }
+            }
+            Extra::Stderr => {
+                let ours = ours.stderr.replace("poolcurl: ", "curl: ");
+                if curl.stderr != ours {
+                    problems.push(format!(
+                        "stderr:\n  curl     {:?}\n  poolcurl {ours:?}",
+                        curl.stderr
                     ));
                 }
             }

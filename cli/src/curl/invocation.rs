@@ -22,7 +22,9 @@ use super::{Session, alt_svc, compose, cookies, setup, usage};
 /// Runs curl mode, one group of options and URLs per `--next` ([`next`](super::next)), and
 /// returns the process exit code. Every group is read before the first transfer starts, as
 /// curl reads its whole command line first.
-pub(crate) fn run(groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
+pub(crate) fn run(mut groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
+    // curl asks for missing passwords once the command line is read, before anything else.
+    super::password::complete(&mut groups);
     let Some((first, _)) = groups.first() else {
         return ExitCode::from(2);
     };

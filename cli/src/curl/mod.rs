@@ -70,6 +70,7 @@ mod netrc;
 mod next;
 mod output;
 mod pace;
+mod password;
 mod pinned_key;
 mod plan;
 mod progress;

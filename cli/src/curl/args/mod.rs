@@ -273,7 +273,7 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "noproxy", value_name = "LIST")]
     pub(crate) noproxy: Option<String>,
 
-    /// The proxy's user and password (USER:PASSWORD)
+    /// The proxy's user and password (USER:PASSWORD; USER alone asks for the password)
     #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
     pub(crate) proxy_user: Option<String>,
 

@@ -23,7 +23,7 @@ pub(crate) struct SendArgs {
     #[arg(short = 'e', long = "referer", value_name = "URL")]
     pub(crate) referer: Option<String>,
 
-    /// Server user and password for Basic authentication (USER:PASSWORD; USER alone sends an empty password)
+    /// Server user and password for Basic authentication (USER:PASSWORD; USER alone asks for the password)
     #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
     pub(crate) user: Option<String>,
 

@@ -1,10 +1,57 @@
 //! Parity cases: server authentication: .netrc, --digest, --aws-sigv4, --ntlm, and what -v says of
-//! it.
+//! it; the password `-u USER` asks for.
 
-use crate::{Case, Extra, case, with};
+use crate::{Case, Extra, case, with, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // -u USER without a password: the prompt on stderr (under -s too), the answer read once
+        // from stdin (no terminal here), its last byte dropped; one prompt per group, numbered
+        // when there are several (the first read takes all of stdin, the second finds nothing).
+        Case {
+            extra: Extra::Stderr,
+            ..with_stdin(
+                "-u without a password asks for one",
+                "secret\n",
+                &["-s", "-u", "bob", "%BASE%/echo"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..with_stdin(
+                "-u without a password in each group",
+                "one\ntwo\n",
+                &[
+                    "-s",
+                    "-u",
+                    "bob",
+                    "%BASE%/echo",
+                    "--next",
+                    "-u",
+                    "carol;x",
+                    "%BASE%/echo",
+                ],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..with_stdin(
+                "-u with a password or a bearer token asks nothing",
+                "unread\n",
+                &[
+                    "-s",
+                    "-u",
+                    "bob:pw",
+                    "%BASE%/echo",
+                    "--next",
+                    "-u",
+                    "carol",
+                    "--oauth2-bearer",
+                    "token",
+                    "%BASE%/echo",
+                ],
+            )
+        },
         // .netrc: the host's first entry, the URL's user's own, the default; -u and
         // --netrc-optional's URL password win; curl's dialect (quotes, comments, keywords in
         // any case); a quote left open exits 26.
