@@ -327,19 +327,18 @@ impl TestPki {
     /// As [`self_signed_server_config`](Self::self_signed_server_config), with the
     /// certificate as PEM (for a client that trusts it as a root: `--cacert`).
     pub fn self_signed_server(&self, alpn: &[&[u8]], as_ca: bool) -> (Arc<ServerConfig>, String) {
-        let names: Vec<String> = DEFAULT_NAMES.iter().map(|n| (*n).to_owned()).collect();
-        let mut params = CertificateParams::new(names).expect("leaf names");
-        if as_ca {
-            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        }
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "pool-tests self-signed");
-        let key = KeyPair::generate().expect("leaf key");
-        let cert = params.self_signed(&key).expect("self-sign");
+        let (cert, key) = self_signed(as_ca);
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let config = build_server_chain(vec![cert.der().clone()], key, alpn);
         (config, cert.pem())
+    }
+
+    /// A self-signed certificate for [`DEFAULT_NAMES`] and its key, as PEM, for a server
+    /// configured from files (nginx); `as_ca` as in
+    /// [`self_signed_server_config`](Self::self_signed_server_config).
+    pub fn self_signed_pem(&self, as_ca: bool) -> (String, String) {
+        let (cert, key) = self_signed(as_ca);
+        (cert.pem(), key.serialize_pem())
     }
 
     /// A server config presenting the server leaf followed by this CA's own certificate, a
@@ -479,6 +478,22 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
+}
+
+/// A self-signed certificate for [`DEFAULT_NAMES`] named "pool-tests self-signed", made as a
+/// CA or not, and its key.
+fn self_signed(as_ca: bool) -> (rcgen::Certificate, KeyPair) {
+    let names: Vec<String> = DEFAULT_NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let mut params = CertificateParams::new(names).expect("leaf names");
+    if as_ca {
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    }
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "pool-tests self-signed");
+    let key = KeyPair::generate().expect("leaf key");
+    let cert = params.self_signed(&key).expect("self-sign");
+    (cert, key)
 }
 
 #[cfg(test)]

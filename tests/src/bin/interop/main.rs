@@ -25,6 +25,8 @@
 //!   reused connection.
 //! * **nginx reading HAProxy's PROXY line** (`listen ... proxy_protocol`), beside curl:
 //!   `--haproxy-protocol` over HTTP/1.1 and TLS, nginx answering with the address it read.
+//! * **nginx with a self-signed certificate made as a CA**, beside curl: `--cacert` naming that
+//!   certificate is trusted, by name, not for another name (`beside.rs`, with the two above).
 //! * **nginx stapling OCSP responses** (`ssl_stapling_file`), beside curl: `--cert-status` to
 //!   a listener stapling a good status and to one stapling a revoked one (`stapling.rs`).
 //! * **microsocks** (SOCKS5) in front of that nginx, beside curl: `socks5h://` with a user
@@ -71,6 +73,7 @@
 
 mod alt_svc;
 mod apache;
+mod beside;
 mod early;
 mod lifetime;
 mod oha;
@@ -179,8 +182,9 @@ fn main() -> ExitCode {
             &tmp.path().join("squid"),
         ));
         rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
-        rows.push(nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
-        rows.push(nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
+        rows.push(beside::nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
+        rows.push(beside::nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
+        rows.extend(beside::nginx_self_signed(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_stapling(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_alt_svc(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
@@ -223,7 +227,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-type Nginx = Result<(PathBuf, Server, [u16; 12]), String>;
+pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 13]), String>;
 
 /// `args` as owned strings, for command lines built from borrowed pieces.
 pub(crate) fn strings(args: &[&str]) -> Vec<String> {
@@ -236,7 +240,7 @@ pub(crate) fn strings(args: &[&str]) -> Vec<String> {
 fn nginx_and_curl<'a, const N: usize>(
     checks: [&str; N],
     started: &'a Nginx,
-) -> Result<(&'a [u16; 12], PathBuf), Vec<Row>> {
+) -> Result<(&'a [u16; 13], PathBuf), Vec<Row>> {
     for check in checks {
         eprintln!("interop: {check} ...");
     }
@@ -293,66 +297,6 @@ fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     rows
 }
 
-/// curl and poolcurl through nginx's Unix socket listener (`--unix-socket`) with two URLs:
-/// the same bytes (nginx's body, the status and `%{num_connects}`, 1 then 0 as the connection
-/// is reused) and the same exit code.
-fn nginx_unix_socket(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
-    let check = "curl vs poolcurl --unix-socket to nginx, 2 URLs".to_string();
-    eprintln!("interop: {check} ...");
-    if let Err(e) = started {
-        return Row::broken(check, e);
-    }
-    let Some(curl) = find_binary("curl") else {
-        return Row::skipped(format!("skipped: curl not found ({check})"), None);
-    };
-    let socket = dir.join("nginx.sock").display().to_string();
-    let args = [
-        "-s",
-        "--unix-socket",
-        &socket,
-        "-w",
-        " %{http_code} %{num_connects}",
-        "http://localhost/",
-        "http://localhost/",
-    ];
-    beside_curl(check, &curl, poolcurl, &args)
-}
-
-/// curl and poolcurl with `--haproxy-protocol` to nginx's `proxy_protocol` listeners, over
-/// HTTP/1.1 and TLS (the line goes before the handshake): the same bytes (the address nginx
-/// read from the line, the status) and the same exit code.
-fn nginx_proxy_protocol(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
-    let check = "curl vs poolcurl --haproxy-protocol to nginx, HTTP/1.1 and TLS".to_string();
-    eprintln!("interop: {check} ...");
-    let ports = match started {
-        Ok((_, _, ports)) => ports,
-        Err(e) => return Row::broken(check, e),
-    };
-    let Some(curl) = find_binary("curl") else {
-        return Row::skipped(format!("skipped: curl not found ({check})"), None);
-    };
-    let ca = dir.join("ca.pem").display().to_string();
-    let (http, tls) = (ports[6], ports[7]);
-    let resolve = format!("localhost:{tls}:127.0.0.1");
-    let (http_url, tls_url) = (
-        format!("http://127.0.0.1:{http}/"),
-        format!("https://localhost:{tls}/"),
-    );
-    let args = [
-        "-s",
-        "--haproxy-protocol",
-        "--cacert",
-        &ca,
-        "--resolve",
-        &resolve,
-        "-w",
-        "%{http_code}\n",
-        &http_url,
-        &tls_url,
-    ];
-    beside_curl(check, &curl, poolcurl, &args)
-}
-
 /// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`. The
 /// sleeps only place them in time; no result depends on their exact moment. Returns failures.
 fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
@@ -393,7 +337,11 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
     write_staples(&pki, dir)?;
-    let ports = free_ports::<12>()?;
+    // A self-signed certificate made as a CA, as `openssl req -x509` makes one.
+    let (self_signed, self_signed_key) = pki.self_signed_pem(true);
+    write("self-signed.pem", self_signed)?;
+    write("self-signed.key", self_signed_key)?;
+    let ports = free_ports::<13>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -410,7 +358,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12] = ports;
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
     let alt_svc = alt_svc_server(dir, (p11, p12), (listen_h2, h2_on));
     let conf = format!(
@@ -457,6 +405,13 @@ http {{
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
         {proxied}
+    }}
+    # Its own self-signed certificate, which a client trusts by naming it as the root.
+    server {{
+        listen 127.0.0.1:{p13} ssl;
+        ssl_certificate {d}/self-signed.pem;
+        ssl_certificate_key {d}/self-signed.key;
+        {ok}
     }}
     # `--cert-status`: TLS stapling a good and a revoked OCSP response from files.
     {stapling}
