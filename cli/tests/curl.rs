@@ -2350,11 +2350,11 @@ async fn serve_listens_on_the_port_it_is_given() {
     serve.kill().await.expect("serve stops");
 }
 
-/// A DNS server on loopback UDP for `--dns-servers`: `dns.test.` has the A record 127.0.0.1,
-/// every other name is NXDOMAIN. Counts the queries it answered.
+/// A DNS server on loopback UDP for `--dns-servers`: `dns.test.` has the A record 127.0.0.1
+/// (and no AAAA), every other name is NXDOMAIN. Records the record types it was asked for.
 struct ScriptedDns {
     addr: std::net::SocketAddr,
-    queries: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ScriptedDns {
@@ -2365,8 +2365,8 @@ impl ScriptedDns {
 
         let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let addr = socket.local_addr().unwrap();
-        let queries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = queries.clone();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
         tokio::spawn(async move {
             let known = Name::from_ascii("dns.test.").unwrap();
             let mut buf = [0u8; 1500];
@@ -2374,7 +2374,6 @@ impl ScriptedDns {
                 let Ok(query) = Message::from_vec(&buf[..n]) else {
                     continue;
                 };
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let mut reply = Message::new();
                 reply
                     .set_id(query.id())
@@ -2383,6 +2382,7 @@ impl ScriptedDns {
                     .set_recursion_available(true)
                     .add_queries(query.queries().to_vec());
                 for q in query.queries() {
+                    log.lock().unwrap().push(q.query_type().to_string());
                     if q.name() != &known {
                         reply.set_response_code(ResponseCode::NXDomain);
                     } else if q.query_type() == RecordType::A {
@@ -2393,11 +2393,18 @@ impl ScriptedDns {
                 let _ = socket.send_to(&reply.to_vec().unwrap(), peer).await;
             }
         });
-        ScriptedDns { addr, queries }
+        ScriptedDns { addr, asked }
     }
 
     fn queries(&self) -> usize {
-        self.queries.load(std::sync::atomic::Ordering::SeqCst)
+        self.asked.lock().unwrap().len()
+    }
+
+    /// The record types asked for since the last call, sorted.
+    fn take_asked(&self) -> Vec<String> {
+        let mut asked = std::mem::take(&mut *self.asked.lock().unwrap());
+        asked.sort();
+        asked
     }
 }
 
@@ -2419,7 +2426,14 @@ async fn dns_servers_are_asked_instead_of_the_systems() {
         "{}",
         run.stderr
     );
-    assert!(dns.queries() >= 1, "the listed server was asked");
+    assert_eq!(
+        dns.take_asked(),
+        ["A", "AAAA"],
+        "both families, as curl asks c-ares"
+    );
+    let run = poolcurl(&["-4", "--dns-servers", &listed, &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(dns.take_asked(), ["A"], "-4 asks for IPv4 only");
 
     let run = poolcurl(&[
         "--dns-servers",

@@ -5,8 +5,9 @@
 //! installed libcurl version doesn't support this", exit 2. poolcurl asks through the pool's
 //! [`pool::HickoryResolver`]: over UDP, over TCP when an answer comes back truncated, the hosts
 //! file first (c-ares reads it first too), and each answer kept for its TTL for the rest of the
-//! run. `--resolve` entries are looked up before it and `--doh-url`, when given, is asked
-//! instead of it, as in curl; `-4`/`-6` keep one family of what it finds.
+//! run. It asks for `A` and `AAAA` records at once (only one of them under `-4`/`-6`), as curl
+//! asks c-ares. `--resolve` entries are looked up before it and `--doh-url`, when given, is
+//! asked instead of it, as in curl.
 //!
 //! The list is read as c-ares reads it: `HOST[:PORT]` separated by commas, where `HOST` is an
 //! IPv4 or IPv6 address (in brackets when a port follows: `[::1]:5353`) and the port is 53 by
@@ -22,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use pool::HickoryResolver;
 use pool::hickory_resolver::TokioResolver;
 use pool::hickory_resolver::config::{
-    NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts,
+    LookupIpStrategy, NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts,
 };
 use pool::hickory_resolver::name_server::TokioConnectionProvider;
 use pool::hickory_resolver::proto::xfer::Protocol;
@@ -85,6 +86,15 @@ pub(crate) fn resolver(args: &NetArgs) -> Result<Option<HickoryResolver>, CurlEr
         name_servers,
     );
     options.use_hosts_file = ResolveHosts::Always;
+    // curl asks c-ares for both families at once, or for the one `-4`/`-6` names (hickory's
+    // default would ask for IPv6 only when IPv4 has no answer).
+    options.ip_strategy = if args.ipv4 {
+        LookupIpStrategy::Ipv4Only
+    } else if args.ipv6 {
+        LookupIpStrategy::Ipv6Only
+    } else {
+        LookupIpStrategy::Ipv4AndIpv6
+    };
     let resolver = TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
         .with_options(options)
         .build();
