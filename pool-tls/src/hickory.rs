@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hickory_resolver::TokioResolver;
-use hickory_resolver::config::{NameServerConfig, ResolverConfig, ResolverOpts};
+use hickory_resolver::config::{LookupIpStrategy, NameServerConfig, ResolverConfig, ResolverOpts};
 use hickory_resolver::proto::xfer::Protocol;
 
 use crate::resolve::{Resolve, ResolveFuture};
@@ -41,13 +41,17 @@ pub struct HickoryResolver {
 
 impl HickoryResolver {
     /// A resolver configured like the system's: name servers, search domains and options from
-    /// `/etc/resolv.conf` (on Unix), with hickory's default cache.
+    /// `/etc/resolv.conf` (on Unix), with hickory's default cache. It asks for `A` and `AAAA`
+    /// records at once, as `getaddrinfo` does, so a dual-stack origin's addresses of both
+    /// families reach the pool's happy eyeballs (hickory's own default asks for `AAAA` only
+    /// when there is no `A`).
     ///
     /// # Errors
     ///
     /// The system configuration could not be read.
     pub fn from_system_conf() -> io::Result<HickoryResolver> {
-        let builder = TokioResolver::builder_tokio().map_err(io::Error::other)?;
+        let mut builder = TokioResolver::builder_tokio().map_err(io::Error::other)?;
+        builder.options_mut().ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
         Ok(HickoryResolver::from_resolver(builder.build()))
     }
 
@@ -102,5 +106,20 @@ impl std::fmt::Debug for HickoryResolver {
         f.debug_struct("HickoryResolver")
             .field("options", self.inner.options())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs on a machine with `/etc/resolv.conf`, as every machine this project builds on has.
+    #[tokio::test]
+    async fn the_system_configuration_asks_for_both_families_at_once() {
+        let resolver = HickoryResolver::from_system_conf().expect("the system's DNS configuration");
+        assert_eq!(
+            resolver.inner.options().ip_strategy,
+            LookupIpStrategy::Ipv4AndIpv6
+        );
     }
 }
