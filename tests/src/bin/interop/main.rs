@@ -48,6 +48,8 @@
 //!   `--proxy-ntlm` forwarded and through a tunnel to TLS h2, no credentials, and `poolcurl
 //!   load` through NTLM tunnels, one authenticated tunnel per connection in Squid's log
 //!   (`squid.rs`).
+//! * **dnsmasq** answering `--dns-servers` for a name of that nginx's, and refusing another
+//!   (`dns.rs`).
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -74,6 +76,7 @@
 mod alt_svc;
 mod apache;
 mod beside;
+mod dns;
 mod early;
 mod lifetime;
 mod oha;
@@ -181,7 +184,16 @@ fn main() -> ExitCode {
             origin.clone(),
             &tmp.path().join("squid"),
         ));
-        rows.extend(dante_checks(&poolcurl, origin, &tmp.path().join("dante")));
+        rows.extend(dante_checks(
+            &poolcurl,
+            origin.clone(),
+            &tmp.path().join("dante"),
+        ));
+        rows.extend(dns::dnsmasq_checks(
+            &poolcurl,
+            origin,
+            &tmp.path().join("dnsmasq"),
+        ));
         rows.push(beside::nginx_unix_socket(&poolcurl, &nginx, &nginx_dir));
         rows.push(beside::nginx_proxy_protocol(&poolcurl, &nginx, &nginx_dir));
         rows.extend(beside::nginx_self_signed(&poolcurl, &nginx, &nginx_dir));
