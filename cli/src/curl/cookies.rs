@@ -277,7 +277,7 @@ impl CookieJar {
     ///
     /// # Errors
     ///
-    /// Exit 23 when the file cannot be written.
+    /// Exit 23 when the file cannot be written (which curl mode only notes under `-v`).
     pub(crate) fn save(&self, path: &Path) -> Result<(), CurlError> {
         let text = self.netscape();
         if path.as_os_str() == "-" {

@@ -249,9 +249,7 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
         exit_code = 2;
     }
     for session in sessions {
-        if let Err(code) = session.finish() {
-            exit_code = code;
-        }
+        session.finish();
     }
     exit_code
 }

@@ -306,26 +306,29 @@ impl Session {
         })
     }
 
-    /// After the last transfer: flushes the `-D` file and writes the cookie jar (`-c`). `Err`
-    /// is the exit code of a jar that could not be written, reported.
-    fn finish(&self) -> Result<(), u8> {
+    /// After the last transfer: flushes the `-D` file and writes the cookie jar (`-c`) and the
+    /// `--hsts` and `--alt-svc` caches.
+    fn finish(&self) {
         if let Some(dump) = &self.dump_header {
             lock(dump).flush();
         }
+        // As curl, a cookie jar or a cache that cannot be written fails nothing; curl says so
+        // of the jar under -v.
         if let (Some(jar), Some(path)) = (&self.cookies, &self.args.send.cookie_jar) {
-            if let Err(error) = jar.save(path) {
-                self.report.error(&error);
-                return Err(error.code());
+            if jar.save(path).is_err() {
+                self.verbose.info(&format!(
+                    "WARNING: failed to save cookies in {}: Failed writing received data to \
+                     disk/application",
+                    path.display()
+                ));
             }
         }
-        // As curl, a cache that cannot be written fails nothing.
         if let Some(hsts) = &self.hsts {
             let _ = hsts.save();
         }
         if let Some(alt_svc) = &self.alt_svc {
             alt_svc.save();
         }
-        Ok(())
     }
 
     /// One transfer with its retries and `-w`; returns its exit code, and whether no further

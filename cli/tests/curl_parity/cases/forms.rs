@@ -144,6 +144,11 @@ pub(crate) fn cases() -> Vec<Case> {
             "cookie engine",
             &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],
         ),
+        // A jar that cannot be written fails nothing (curl notes it under -v only).
+        case(
+            "cookie jar in a directory that does not exist",
+            &["-c", "%DIR%/missing/jar.txt", "-L", "%BASE%/setcookie"],
+        ),
         // --xattr: the effective URL without credentials and the Content-Type, in the output
         // file's extended attributes (compared with the files).
         case(
