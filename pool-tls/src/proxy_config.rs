@@ -271,6 +271,10 @@ impl fmt::Debug for Proxy {
     }
 }
 
+/// Why a proxy URL whose scheme the pool does not speak is refused.
+const UNSUPPORTED_SCHEME: &str =
+    "unsupported proxy scheme (expected http, https, socks4, socks4a, socks5 or socks5h)";
+
 fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
     let (scheme, rest) = match input.split_once("://") {
         None => (ProxyScheme::Http, input),
@@ -282,11 +286,7 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
             // curl reads a bare `socks://` as SOCKS4.
             "socks4" | "socks" => (ProxyScheme::Socks4, rest),
             "socks4a" => (ProxyScheme::Socks4a, rest),
-            _ => {
-                return Err(
-                    "unsupported proxy scheme (expected http, https, socks4, socks4a, socks5 or socks5h)",
-                );
-            }
+            _ => return Err(UNSUPPORTED_SCHEME),
         },
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -504,6 +504,12 @@ pub struct ProxyError {
 }
 
 impl ProxyError {
+    /// Whether the URL names a scheme the pool does not speak (`ftp://`, `socks9://`), rather
+    /// than being malformed.
+    pub fn is_unsupported_scheme(&self) -> bool {
+        self.reason == UNSUPPORTED_SCHEME
+    }
+
     fn new(input: &str, reason: &'static str) -> Self {
         let (input, var) = (redact(input), None);
         ProxyError { input, reason, var }
@@ -607,6 +613,12 @@ mod tests {
     fn rejects_bad_input() {
         let err = Proxy::parse("socks6://proxy:1080").unwrap_err();
         assert!(err.to_string().contains("socks4a"), "{err}");
+        assert!(err.is_unsupported_scheme());
+        assert!(
+            !Proxy::parse("http://p q")
+                .unwrap_err()
+                .is_unsupported_scheme()
+        );
         let socks = Proxy::parse("socks5h://u:p@proxy").unwrap();
         assert_eq!(
             (socks.scheme(), socks.port(), socks.credentials()),

@@ -84,6 +84,26 @@ pub(crate) fn parse_rate(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// Parses `--parallel-max` as curl 7.88 does: above 300 is 300, and 0 is the default of 50.
+pub(crate) fn parse_parallel_max(text: &str) -> Result<u16, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Ok(50),
+        Ok(n) => Ok(u16::try_from(n.min(300)).unwrap_or(300)),
+        Err(_) => Err(format!("expected a number of transfers, got {text:?}")),
+    }
+}
+
+/// Checks `-C`'s offset: a number of bytes, or `-` (after what the output file holds).
+pub(crate) fn parse_continue_at(text: &str) -> Result<String, String> {
+    if text == "-" || text.parse::<u64>().is_ok() {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "expected an offset in bytes or \"-\", got {text:?}"
+        ))
+    }
+}
+
 /// Parses a file mode in octal (`0644`, `600`), as `--create-file-mode` takes it.
 pub(crate) fn parse_octal(text: &str) -> Result<u32, String> {
     u32::from_str_radix(text.trim(), 8)

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::parse_seconds;
+use super::parse::{self, parse_seconds};
 
 /// What else each request carries.
 #[derive(Debug, Clone, clap::Args)]
@@ -110,7 +110,12 @@ pub(crate) struct SendArgs {
     pub(crate) range: Option<String>,
 
     /// Resume at byte OFFSET; "-" resumes after what the -o file already holds
-    #[arg(short = 'C', long = "continue-at", value_name = "OFFSET")]
+    #[arg(
+        short = 'C',
+        long = "continue-at",
+        value_name = "OFFSET",
+        value_parser = parse::parse_continue_at
+    )]
     pub(crate) continue_at: Option<String>,
 
     /// Send cookies: "NAME=VALUE; ..." as given, or read FILE (Netscape format or Set-Cookie lines); enables the cookie engine

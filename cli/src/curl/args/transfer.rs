@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::{parse_octal, parse_rate, parse_seconds, parse_size};
+use super::parse::{self, parse_octal, parse_rate, parse_seconds, parse_size};
 
 /// Outputs, URLs, parallelism and retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -97,12 +97,12 @@ pub(crate) struct TransferArgs {
     #[arg(short = 'Z', long = "parallel")]
     pub(crate) parallel: bool,
 
-    /// With -Z, at most NUM transfers at once (1..=300)
+    /// With -Z, at most NUM transfers at once (at most 300; 0 means the default, 50)
     #[arg(
         long = "parallel-max",
         value_name = "NUM",
         default_value_t = 50,
-        value_parser = clap::value_parser!(u16).range(1..=300)
+        value_parser = parse::parse_parallel_max
     )]
     pub(crate) parallel_max: u16,
 

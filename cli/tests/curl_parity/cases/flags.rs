@@ -5,6 +5,28 @@ use crate::{Case, Extra, case, h2c, with};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // Values curl refuses or bends: -C wants a number or "-" (exit 2); --parallel-max 0 is
+        // the default and above 300 is 300; a proxy scheme nobody speaks is exit 7.
+        case(
+            "continue-at that is not a number",
+            &["-C", "x", "%BASE%/hello"],
+        ),
+        case(
+            "parallel-max 0 and 9999",
+            &[
+                "-Z",
+                "--parallel-max",
+                "0",
+                "%BASE%/hello",
+                "--parallel-max",
+                "9999",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "proxy with a scheme nobody speaks",
+            &["-x", "socks9://127.0.0.1:1", "%BASE%/hello"],
+        ),
         // Flags curl users reach for that are not in issue 19's list; -A pins the User-Agent
         // so that %{size_request} counts the same bytes for both programs.
         case(
