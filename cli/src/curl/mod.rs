@@ -470,21 +470,29 @@ impl Session {
             // --no-clobber or -J may have taken another name.
             record.output_file = sink.effective_name();
             let code = result.as_ref().err().map_or(0, CurlError::code);
-            if let Some(again) = retry.next(&self.args.transfer, code, &record) {
-                self.report.warning_raw(&again.warning);
-                if sink.path().is_some() && sink.written() > 0 {
+            // curl reports each attempt's failure, then decides whether to try again.
+            if let Err(error) = &result {
+                self.report.error(error);
+            }
+            match retry.next(&self.args.transfer, code, &record) {
+                Ok(again) => {
                     self.report
-                        .warning_raw(&format!("Throwing away {} bytes", sink.written()));
+                        .warning_raw(&output::curl_warning(&again.warning));
+                    if sink.path().is_some() && sink.written() > 0 {
+                        self.report
+                            .warning_raw(&format!("Throwing away {} bytes", sink.written()));
+                    }
+                    sink.reset();
+                    tokio::time::sleep(again.delay).await;
+                    continue;
                 }
-                sink.reset();
-                tokio::time::sleep(again.delay).await;
-                continue;
+                Err(Some(why)) => self.report.warning_raw(&output::curl_warning(why)),
+                Err(None) => {}
             }
             if let Err(error) = &result {
                 if self.args.transfer.remove_on_error {
                     sink.remove();
                 }
-                self.report.error(error);
                 record.exit_code = error.code();
                 record.error = Some(error.message().to_owned());
             }

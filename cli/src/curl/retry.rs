@@ -7,11 +7,15 @@
 //! * a response with status 408, 429, 500, 502, 503 or 504 (with or without `-f`);
 //! * any error at all with `--retry-all-errors`.
 //!
-//! The wait is `--retry-delay` if given, else the response's `Retry-After` (seconds) for an
+//! The wait is `--retry-delay` if given (and not 0), else the response's `Retry-After` (seconds) for an
 //! HTTP status, else 1 s doubling after each retry up to 10 minutes. `--retry-max-time` stops
-//! retrying once the next attempt would start after that much time since the first.
+//! retrying once that much time has passed since the first attempt started, and refuses a
+//! `Retry-After` that would pass it (with curl's warning).
+//!
+//! The warning is curl 7.88's: the retries left counted before this one is taken (`--retry 1`
+//! says "1 retries left"), the wait in whole seconds.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::header::RETRY_AFTER;
 
@@ -52,6 +56,8 @@ pub(crate) struct Retry {
     left: u32,
     /// The next backoff when no delay is given.
     backoff: Duration,
+    /// When the first attempt started (`--retry-max-time` counts from here).
+    started: Instant,
 }
 
 /// A decision to try again.
@@ -59,28 +65,35 @@ pub(crate) struct Retry {
 pub(crate) struct Again {
     /// How long to wait first.
     pub(crate) delay: Duration,
-    /// The warning curl prints.
+    /// The warning curl prints (without its `Warning: ` prefix).
     pub(crate) warning: String,
 }
 
+/// curl's warning when a `Retry-After` would pass `--retry-max-time`.
+pub(crate) const RETRY_AFTER_TOO_LATE: &str = "The Retry-After: time would make this command \
+    line exceed the maximum allowed time for retries.";
+
 impl Retry {
-    /// The state for a transfer under `args`.
+    /// The state for a transfer under `args`, whose first attempt starts now.
     pub(crate) fn new(args: &TransferArgs) -> Retry {
         Retry {
             left: args.retry,
             backoff: Duration::from_secs(1),
+            started: Instant::now(),
         }
     }
 
-    /// Whether and when the transfer that produced `record` (exit code `code`) runs again.
+    /// Whether and when the transfer that produced `record` (exit code `code`) runs again:
+    /// `Ok` to try again, `Err` to stop, with curl's warning when it says why.
     pub(crate) fn next(
         &mut self,
         args: &TransferArgs,
         code: u8,
         record: &TransferRecord,
-    ) -> Option<Again> {
-        if self.left == 0 {
-            return None;
+    ) -> Result<Again, Option<&'static str>> {
+        let max_time = args.retry_max_time.filter(|m| !m.is_zero());
+        if self.left == 0 || max_time.is_some_and(|max| self.started.elapsed() >= max) {
+            return Err(None);
         }
         let status = record.status.map(|s| s.as_u16());
         let transient_status = matches!(status, Some(408 | 429 | 500 | 502 | 503 | 504));
@@ -88,9 +101,9 @@ impl Retry {
             28 | 6 | 5 => Reason::Timeout,
             7 if args.retry_connrefused => Reason::ConnRefused,
             0 | 22 if transient_status => Reason::Http,
-            0 => return None,
+            0 => return Err(None),
             _ if args.retry_all_errors => Reason::AllErrors,
-            _ => return None,
+            _ => return Err(None),
         };
         let retry_after = (reason == Reason::Http)
             .then(|| record.headers.get(RETRY_AFTER))
@@ -98,31 +111,32 @@ impl Retry {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let delay = match (args.retry_delay, retry_after) {
+        // `--retry-delay 0` is curl's "not given": the backoff applies.
+        let fixed = args.retry_delay.filter(|delay| !delay.is_zero());
+        let delay = match (fixed, retry_after) {
             (Some(delay), _) => delay,
-            (None, Some(after)) => after,
+            (None, Some(after)) => {
+                // In whole seconds, as curl counts both.
+                let elapsed = Duration::from_secs(self.started.elapsed().as_secs());
+                if max_time.is_some_and(|max| elapsed + after > max) {
+                    return Err(Some(RETRY_AFTER_TOO_LATE));
+                }
+                after
+            }
             (None, None) => {
                 let delay = self.backoff;
                 self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
                 delay
             }
         };
-        if let Some(max) = args.retry_max_time.filter(|m| !m.is_zero()) {
-            if record.started.elapsed() + delay > max {
-                return None;
-            }
-        }
+        let warning = format!(
+            "Problem {}. Will retry in {} seconds. {} retries left.",
+            reason.text(),
+            delay.as_secs(),
+            self.left
+        );
         self.left -= 1;
-        let seconds = delay.as_secs_f64();
-        let plural = if self.left == 1 { "retry" } else { "retries" };
-        Some(Again {
-            delay,
-            warning: format!(
-                "Warning: Problem {}. Will retry in {seconds} seconds. {} {plural} left.",
-                reason.text(),
-                self.left
-            ),
-        })
+        Ok(Again { delay, warning })
     }
 }
 
@@ -149,9 +163,10 @@ mod tests {
         let mut retry = Retry::new(&a);
         let first = retry.next(&a, 0, &record(Some(503))).unwrap();
         assert_eq!(first.delay, Duration::from_secs(1));
+        // curl 7.88 counts the retries left before taking this one.
         assert_eq!(
             first.warning,
-            "Warning: Problem : HTTP error. Will retry in 1 seconds. 2 retries left."
+            "Problem : HTTP error. Will retry in 1 seconds. 3 retries left."
         );
         assert_eq!(
             retry.next(&a, 28, &record(None)).unwrap().delay,
@@ -161,8 +176,9 @@ mod tests {
             retry.next(&a, 6, &record(None)).unwrap().delay,
             Duration::from_secs(4)
         );
-        assert!(
-            retry.next(&a, 28, &record(None)).is_none(),
+        assert_eq!(
+            retry.next(&a, 28, &record(None)).unwrap_err(),
+            None,
             "no retries left"
         );
     }
@@ -171,17 +187,17 @@ mod tests {
     fn what_is_not_transient_is_not_retried() {
         let a = args(&["--retry", "3"]);
         let mut retry = Retry::new(&a);
-        assert!(retry.next(&a, 0, &record(Some(200))).is_none());
-        assert!(retry.next(&a, 0, &record(Some(404))).is_none());
-        assert!(retry.next(&a, 7, &record(None)).is_none());
-        assert!(retry.next(&a, 56, &record(None)).is_none());
+        assert!(retry.next(&a, 0, &record(Some(200))).is_err());
+        assert!(retry.next(&a, 0, &record(Some(404))).is_err());
+        assert!(retry.next(&a, 7, &record(None)).is_err());
+        assert!(retry.next(&a, 56, &record(None)).is_err());
         let all = args(&["--retry", "1", "--retry-all-errors"]);
-        assert!(Retry::new(&all).next(&all, 56, &record(None)).is_some());
+        assert!(Retry::new(&all).next(&all, 56, &record(None)).is_ok());
         let refused = args(&["--retry", "1", "--retry-connrefused"]);
         assert!(
             Retry::new(&refused)
                 .next(&refused, 7, &record(None))
-                .is_some()
+                .is_ok()
         );
     }
 
@@ -200,9 +216,21 @@ mod tests {
             Duration::from_secs(7)
         );
         let c = args(&["--retry", "2", "--retry-max-time", "3"]);
-        assert!(
-            Retry::new(&c).next(&c, 0, &r).is_none(),
+        assert_eq!(
+            Retry::new(&c).next(&c, 0, &r).unwrap_err(),
+            Some(RETRY_AFTER_TOO_LATE),
             "7 s would pass the 3 s limit"
+        );
+        // Without Retry-After, only the time already spent counts, as in curl: a 1 s backoff
+        // right after the first attempt goes ahead under a 1 s limit.
+        let d = args(&["--retry", "2", "--retry-max-time", "1"]);
+        assert!(Retry::new(&d).next(&d, 28, &record(None)).is_ok());
+        let zero = args(&["--retry", "2", "--retry-delay", "0"]);
+        let again = Retry::new(&zero).next(&zero, 28, &record(None)).unwrap();
+        assert_eq!(
+            again.delay,
+            Duration::from_secs(1),
+            "0 is curl's default backoff"
         );
     }
 }

@@ -433,6 +433,37 @@ pub(crate) fn cases() -> Vec<Case> {
             "retry transient",
             &["--retry", "1", "--retry-delay", "0", "%BASE%/flaky"],
         ),
+        // Each failed attempt's error is reported, then curl's warning, which counts the
+        // retries left before taking one.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "retry reports every attempt's error",
+                &[
+                    "-sS",
+                    "-f",
+                    "--retry",
+                    "1",
+                    "--retry-all-errors",
+                    "%BASE%/status/404",
+                ],
+            )
+        },
+        Case {
+            extra: Extra::Warnings,
+            ..case(
+                "retry warnings count what is left",
+                &[
+                    "-f",
+                    "--retry",
+                    "1",
+                    "--retry-delay",
+                    "1",
+                    "--retry-all-errors",
+                    "%BASE%/status/404",
+                ],
+            )
+        },
         case(
             "no retry without flag",
             &["-w", "%{http_code}", "%BASE%/flaky"],
