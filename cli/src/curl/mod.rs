@@ -381,13 +381,6 @@ impl Session {
         }
     }
 
-    /// The template of a transfer that uploads `source`, with the session's `-z` condition and
-    /// what `-C`/`-r` make of a whole file; warns as curl does when stdin goes to a server that
-    /// may ask for credentials first.
-    ///
-    /// # Errors
-    ///
-    /// Exit 18 when `-C` starts at or past the file's end.
     /// curl's notes on `-X` as it makes each transfer: `-X HEAD` without `-I`, and (with
     /// `-v`) a method the other flags already imply.
     fn method_notes(&self) {
@@ -415,6 +408,13 @@ impl Session {
         }
     }
 
+    /// The template of a transfer that uploads `source`, with the session's `-z` condition and
+    /// what `-C`/`-r` make of a whole file; warns as curl does when stdin goes to a server that
+    /// may ask for credentials first.
+    ///
+    /// # Errors
+    ///
+    /// Exit 18 when `-C` starts at or past the file's end.
     fn upload_template(&self, source: upload::UploadSource) -> Result<RequestTemplate, CurlError> {
         if let upload::UploadSource::Stream(stream) = &source {
             if self.verbose.enabled() {
