@@ -89,35 +89,3 @@ pub(crate) fn dnsmasq_checks(
     );
     vec![two, refused]
 }
-
-/// poolcurl with `args` exits `code`, prints `stdout` and says `stderr` (a part of it).
-fn expect_run(
-    check: String,
-    poolcurl: &Path,
-    args: &[&str],
-    code: i32,
-    stdout: &str,
-    stderr: &str,
-) -> Row {
-    let run = match run_cli(poolcurl, args, &[]) {
-        Ok(run) => run,
-        Err(e) => return Row::broken(check, &e),
-    };
-    let mut problems = Vec::new();
-    if run.status.and_then(|s| s.code()) != Some(code) {
-        problems.push(format!("poolcurl exited {:?}, not {code}", run.status));
-    }
-    if run.stdout != stdout {
-        problems.push(format!("printed {:?}, not {stdout:?}", run.stdout));
-    }
-    if !run.stderr.contains(stderr) {
-        problems.push(format!("stderr {:?} does not say {stderr:?}", run.stderr));
-    }
-    let mut row = Row::new(check, Some(problems.is_empty()));
-    row.details = if problems.is_empty() {
-        vec![format!("exit {code}, printed {stdout:?}")]
-    } else {
-        problems
-    };
-    row
-}

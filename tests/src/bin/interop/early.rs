@@ -126,7 +126,7 @@ pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -
                 (0 | 1 | 4, None) => {
                     Row::skipped(format!("skipped: curl not found ({name})"), None)
                 }
-                _ => poolcurl_prints(name, poolcurl, &args, H2_EXPECTED),
+                _ => expect_run(name, poolcurl, &args, 0, H2_EXPECTED, ""),
             }
         })
         .collect()
@@ -160,30 +160,4 @@ fn piped_beside_curl(
         (Ok(curl), Ok(ours)) => beside_curl(check, &curl, &ours, args),
         (Err(e), _) | (_, Err(e)) => Row::broken(check, &e),
     }
-}
-
-/// poolcurl (curl mode) with `args` exits 0 and prints `expected`.
-fn poolcurl_prints(check: String, poolcurl: &Path, args: &[&str], expected: &str) -> Row {
-    let run = match run_cli(poolcurl, args, &[]) {
-        Ok(run) => run,
-        Err(e) => return Row::broken(check, &e),
-    };
-    let mut problems = Vec::new();
-    if run.status.and_then(|s| s.code()) != Some(0) {
-        problems.push(format!("poolcurl exited {:?}", run.status));
-    }
-    if run.stdout != expected {
-        problems.push(format!("printed {:?}, not {expected:?}", run.stdout));
-    }
-    let mut row = Row::new(check, Some(problems.is_empty()));
-    if problems.is_empty() {
-        row.details.push(format!("printed {expected:?}"));
-    } else {
-        row.details = problems;
-        row.details.push(format!(
-            "stderr: {}",
-            run.stderr.trim().replace('\n', " | ")
-        ));
-    }
-    row
 }

@@ -357,6 +357,42 @@ pub(crate) fn run_cli(
     Running::start(cmd).map(Running::finish)
 }
 
+/// poolcurl with `args` exits `code`, prints `stdout` and says `stderr` (a part of it).
+pub(crate) fn expect_run(
+    check: String,
+    poolcurl: &Path,
+    args: &[&str],
+    code: i32,
+    stdout: &str,
+    stderr: &str,
+) -> Row {
+    let run = match run_cli(poolcurl, args, &[]) {
+        Ok(run) => run,
+        Err(e) => return Row::broken(check, &e),
+    };
+    let mut problems = Vec::new();
+    if run.status.and_then(|s| s.code()) != Some(code) {
+        problems.push(format!("poolcurl exited {:?}, not {code}", run.status));
+    }
+    if run.stdout != stdout {
+        problems.push(format!("printed {:?}, not {stdout:?}", run.stdout));
+    }
+    if !run.stderr.contains(stderr) {
+        problems.push(format!("stderr {:?} does not say {stderr:?}", run.stderr));
+    }
+    let mut row = Row::new(check, Some(problems.is_empty()));
+    if problems.is_empty() {
+        row.details.push(format!("exit {code}, printed {stdout:?}"));
+    } else {
+        row.details = problems;
+        row.details.push(format!(
+            "stderr: {}",
+            run.stderr.trim().replace('\n', " | ")
+        ));
+    }
+    row
+}
+
 /// tinyproxy's status code for `request`, sent by hand on a connection of its own: what a
 /// refused login is answered with. It must be a refusal (401 or 407).
 fn probe(port: u16, request: &str) -> Result<u16, String> {
