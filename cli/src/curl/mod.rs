@@ -459,7 +459,8 @@ impl Session {
         }
         let mut retry = Retry::new(&self.args.transfer);
         loop {
-            let mut record = TransferRecord::start(&url, template.first_hop().method);
+            let mut record =
+                TransferRecord::start(&url, template.method_for(&template.first_hop()));
             record.input_url = planned.url.clone();
             record.url_num = planned.index;
             record.output_file = sink.path().map(|p| p.to_path_buf());

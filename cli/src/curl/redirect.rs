@@ -8,6 +8,11 @@
 //!
 //! `--post301`, `--post302` and `--post303` keep a POST (with its data) after that status.
 //!
+//! The method decided on is curl's `httpreq`, what the data, `-T` or `-I` make of the request;
+//! `-X` only names the method each request is sent with, redirected ones too
+//! ([`RequestTemplate::method_for`](super::request::RequestTemplate::method_for)): after `-X PUT
+//! -d a` a 303 goes as `PUT` without the data, as curl 7.88 sends it.
+//!
 //! As curl does, `Authorization`, `Cookie` and a custom `Host` given with `-H` are not sent
 //! to another host. The `Location` resolves against the URL that answered
 //! ([`super::url::resolve_location`]).

@@ -36,7 +36,7 @@ impl RequestTemplate {
         extra: &PerRequest,
     ) -> Result<Request<Full<Bytes>>, CurlError> {
         let mut builder = Request::builder()
-            .method(hop.method.clone())
+            .method(self.method_for(hop))
             .uri(uri.clone())
             .version(self.version);
         let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE].contains(name);

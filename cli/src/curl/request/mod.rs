@@ -74,8 +74,12 @@ pub(crate) enum Payload {
 /// What every request of an invocation starts from.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestTemplate {
-    /// The method of the first request of each transfer.
+    /// What the first request of each transfer is, whatever `-X` says: `GET`, `POST` with
+    /// data, `PUT` with `-T`, `HEAD` with `-I` (curl's `httpreq`). Redirects decide on it.
     method: Method,
+    /// `-X`: the method every request of the transfer is sent with, redirected ones too, as
+    /// curl 7.88 sends its custom request (a 302 after `-X POST` is followed with `POST`).
+    custom_method: Option<Method>,
     /// The headers, in sending order.
     headers: Vec<Entry>,
     /// Header names `-H "Name:"` removed.
@@ -188,12 +192,11 @@ impl RequestTemplate {
         payload: Payload,
         defaults: &[(HeaderName, HeaderValue)],
     ) -> Self {
-        let method = match (&args.method, &payload) {
-            (Some(method), _) => method.clone(),
-            (None, _) if head => Method::HEAD,
-            (None, Payload::None) => Method::GET,
-            (None, Payload::Data { .. }) => Method::POST,
-            (None, Payload::Upload(_)) => Method::PUT,
+        let method = match &payload {
+            _ if head => Method::HEAD,
+            Payload::None => Method::GET,
+            Payload::Data { .. } => Method::POST,
+            Payload::Upload(_) => Method::PUT,
         };
         let mut headers = vec![
             Entry {
@@ -214,6 +217,7 @@ impl RequestTemplate {
         }));
         let mut template = RequestTemplate {
             method,
+            custom_method: args.method.clone(),
             headers,
             removed: Vec::new(),
             body: Bytes::new(),
@@ -413,6 +417,13 @@ impl RequestTemplate {
         }
     }
 
+    /// The method `hop`'s request goes with: `-X`'s, else the hop's own.
+    pub(crate) fn method_for(&self, hop: &Hop) -> Method {
+        self.custom_method
+            .clone()
+            .unwrap_or_else(|| hop.method.clone())
+    }
+
     /// The payload `hop` sends (empty when it sends none).
     pub(crate) fn body_for(&self, hop: &Hop) -> Bytes {
         if hop.send_body {
@@ -598,12 +609,12 @@ mod tests {
             template(&["-I", "http://a.test/"]).first_hop().method,
             Method::HEAD
         );
-        assert_eq!(
-            template(&["-X", "PUT", "-d", "x", "http://a.test/"])
-                .first_hop()
-                .method,
-            "PUT"
-        );
+        // `-X` names the method sent; the hop stays what the data makes it, for redirects.
+        let put = template(&["-X", "PUT", "-d", "x", "http://a.test/"]);
+        assert_eq!(put.first_hop().method, Method::POST);
+        assert_eq!(put.method_for(&put.first_hop()), "PUT");
+        let (sent_method, _, body) = sent(&put, &put.first_hop());
+        assert_eq!((sent_method.as_str(), &body[..]), ("PUT", &b"x"[..]));
     }
 
     #[test]

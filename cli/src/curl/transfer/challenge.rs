@@ -88,8 +88,9 @@ impl Session {
     ) -> Option<Answered> {
         let data = template.body_for(hop);
         let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let method = template.method_for(hop);
         let request = pool::Challenged {
-            method: hop.method.as_str(),
+            method: method.as_str(),
             target,
             body: &data,
         };

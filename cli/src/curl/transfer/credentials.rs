@@ -111,8 +111,9 @@ impl Session {
             .iter()
             .any(|line| line.starts_with("host:") || line.starts_with("host;"));
         let now = sigv4::timestamp_now();
+        let method = state.template.method_for(hop);
         let signing = sigv4::Signing {
-            method: hop.method.as_str(),
+            method: method.as_str(),
             host_name: Target::host_of(uri),
             host: host.filter(|_| !names_host),
             path: uri.path(),

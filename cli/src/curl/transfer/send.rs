@@ -61,7 +61,8 @@ impl Session {
             .extensions()
             .get::<pool::RequestHeaderNames>()
             .cloned();
-        record.method = hop.method.clone();
+        let method = request.method().clone();
+        record.method = method.clone();
         record.size_upload = template.body_len(hop) as u64;
         record.referer = sent_headers
             .get(http::header::REFERER)
@@ -187,7 +188,7 @@ impl Session {
             0
         };
         let wire_target = template.target_for(uri);
-        record.size_request += request_size(&hop.method, wire_target, &sent_headers, http2, data);
+        record.size_request += request_size(&method, wire_target, &sent_headers, http2, data);
         let (mut parts, body) = response.into_parts();
         informational.attach(&mut parts);
         let expectation_failed = withheld && parts.status == http::StatusCode::EXPECTATION_FAILED;
@@ -239,7 +240,7 @@ impl Session {
         self.verbose.exchange(
             &context,
             connection.as_ref(),
-            (&hop.method, uri, &sent_headers),
+            (&method, uri, &sent_headers),
             &sent_body,
             &head,
         );

@@ -33,6 +33,28 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-L", "-w", " %{num_redirects}", "%BASE%/redirect"],
         ),
         case("redirect include", &["-L", "-i", "%BASE%/redirect"]),
+        // -X names the method of every request, redirected ones too; the data still goes or
+        // not by the status (302 and 303 drop it), as curl 7.88 does.
+        case(
+            "-X POST follows a 302 as POST",
+            &["-L", "-X", "POST", "%BASE%/found"],
+        ),
+        case(
+            "-X PUT with data after a 302 and a 303",
+            &[
+                "-L",
+                "-X",
+                "PUT",
+                "-d",
+                "a",
+                "%BASE%/found",
+                "%BASE%/see-other",
+            ],
+        ),
+        case(
+            "data after a 302 and a 303 without -X",
+            &["-L", "-d", "a", "%BASE%/found", "%BASE%/see-other"],
+        ),
         // Issue 19: EOF mid-body exits 18 (a declared length and chunked).
         case("eof mid body", &["%BASE%/truncated"]),
         case("eof mid chunked body", &["%BASE%/truncated-chunked"]),

@@ -105,6 +105,14 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
         "/redirect307" => Reply::new(307).header("location", "/echo").body("moved\n"),
+        // The method and body length a redirected request came with.
+        "/found" => Reply::new(302)
+            .header("location", "/method")
+            .body("moved\n"),
+        "/see-other" => Reply::new(303)
+            .header("location", "/method")
+            .body("moved\n"),
+        "/method" => Reply::ok(format!("{} {}\n", req.method, req.body.len())),
         "/basic" if req.header("authorization") == Some("Basic YWxpY2U6czNjcmV0") => {
             Reply::ok("ok basic\n")
         }
