@@ -313,15 +313,22 @@ impl RequestTemplate {
         }
     }
 
-    /// Adds headers that act as `-H` would, before the `-H` ones, unless `-H` set or removed
-    /// that name (`--json`'s `Content-Type` and `Accept`). A default of the same name goes.
+    /// Adds headers that act as `-H` would, after the `-H` ones (curl appends them to its `-H`
+    /// list), unless `-H` set or removed that name (`--json`'s `Content-Type` and `Accept`). A
+    /// default of the same name goes.
     pub(crate) fn add_implied(&mut self, implied: &[(HeaderName, HeaderValue)]) {
-        let first_user = self
+        let after_user = self
             .headers
             .iter()
-            .position(|e| e.source != Source::Default)
-            .unwrap_or(self.headers.len());
-        let mut at = first_user;
+            .rposition(|e| e.source == Source::User)
+            .map(|last| last + 1);
+        let first_data = || {
+            self.headers
+                .iter()
+                .position(|e| e.source == Source::Data)
+                .unwrap_or(self.headers.len())
+        };
+        let mut at = after_user.unwrap_or_else(first_data);
         for (name, value) in implied {
             let user_set = self
                 .headers

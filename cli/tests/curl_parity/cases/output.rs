@@ -171,6 +171,24 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         ),
         case("json", &["--json", "{\"a\":1}", "%BASE%/echo"]),
+        // --json's two headers go after the -H ones, unless -H names them (curl appends them
+        // to its -H list).
+        Case {
+            extra: Extra::VerboseHeaderOrder,
+            ..case(
+                "json headers after -H",
+                &[
+                    "-v",
+                    "--json",
+                    "[1]",
+                    "-H",
+                    "X-A: 1",
+                    "-H",
+                    "Accept: text/plain",
+                    "%BASE%/echo",
+                ],
+            )
+        },
         case("put method", &["-X", "PUT", "-d", "x", "%BASE%/echo"]),
         case(
             "form",
