@@ -100,6 +100,11 @@ pub(crate) struct CurlArgs {
     #[arg(short = 's', long = "silent")]
     pub(crate) silent: bool,
 
+    /// Do not read a config file such as ~/.curlrc (poolcurl reads none); curl heeds it as the
+    /// first argument and takes it, doing nothing, anywhere else
+    #[arg(short = 'q', long = "disable")]
+    _disable: bool,
+
     /// With -s, show error messages anyway
     #[arg(short = 'S', long = "show-error")]
     pub(crate) show_error: bool,

@@ -286,18 +286,15 @@ mod tests {
         let mut missing = Vec::new();
         for option in CURL_LONG_OPTIONS.split_whitespace() {
             let long = &option[2..];
-            // `-q`/`--disable` is read before clap, as the first argument only (curl's rule).
-            let known =
-                long == "disable" || taken_long(long) || FLAGS.iter().any(|f| f.long == option);
+            let known = taken_long(long) || FLAGS.iter().any(|f| f.long == option);
             if !known {
                 missing.push(option.to_owned());
             }
         }
         for short in CURL_SHORT_OPTIONS.chars() {
-            let known = short == 'q'
-                || command
-                    .get_arguments()
-                    .any(|a| a.get_short() == Some(short))
+            let known = command
+                .get_arguments()
+                .any(|a| a.get_short() == Some(short))
                 || FLAGS.iter().any(|f| f.short == Some(short));
             if !known {
                 missing.push(format!("-{short}"));

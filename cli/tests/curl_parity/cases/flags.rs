@@ -11,6 +11,11 @@ pub(crate) fn cases() -> Vec<Case> {
             "continue-at that is not a number",
             &["-C", "x", "%BASE%/hello"],
         ),
+        // -q is curl's "read no .curlrc" as the first argument, and taken anywhere else.
+        case(
+            "-q after another flag",
+            &["-s", "-q", "-w", "%{http_code}", "%BASE%/hello"],
+        ),
         case(
             "parallel-max 0 and 9999",
             &[
