@@ -39,6 +39,7 @@ pub(crate) fn run(mut groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
     }
     let mut prepared = Vec::with_capacity(groups.len());
     let mut transfers = 0;
+    let mut url_nodes = 0;
     for (args, matches) in groups {
         let group = plan::plan(&args, &matches).and_then(|plan| {
             let composed = compose::compose(&args, &matches)?;
@@ -48,8 +49,9 @@ pub(crate) fn run(mut groups: Vec<(CurlArgs, ArgMatches)>) -> ExitCode {
             Ok((mut plan, composed)) => {
                 // `%{urlnum}` counts on across groups, as in curl.
                 for planned in &mut plan {
-                    planned.index += transfers;
+                    planned.index += url_nodes;
                 }
+                url_nodes += plan::url_nodes(&args, &matches);
                 transfers += plan.len();
                 prepared.push((args, composed, plan));
             }

@@ -34,7 +34,8 @@ pub(crate) enum Output {
 pub(crate) struct Planned {
     /// The URL as given (after glob expansion).
     pub(crate) url: String,
-    /// Its position among the invocation's transfers, from 0.
+    /// The position of its URL on the command line, from 0, counted on across `--next`
+    /// groups (curl's `%{urlnum}`): the transfers of one glob share it.
     pub(crate) index: usize,
     /// Where its output goes.
     pub(crate) output: Output,
@@ -106,7 +107,7 @@ pub(crate) fn plan(
                 };
                 planned.push(Planned {
                     url: one.url.clone(),
-                    index: planned.len(),
+                    index: n,
                     output,
                     upload: upload.clone(),
                 });
@@ -117,6 +118,14 @@ pub(crate) fn plan(
 }
 
 /// `-T` in command-line order (clap keeps one flag's values in order): `None` for `-T ""`.
+/// How far the group moves curl's `%{urlnum}` count on: curl numbers each URL node it makes,
+/// and a URL, an `-o`/`-O` or a `-T` each fill the next node or make one.
+pub(crate) fn url_nodes(args: &CurlArgs, matches: &ArgMatches) -> usize {
+    let urls = args.urls.len() + args.transfer.url.len();
+    urls.max(outputs_in_order(args, matches).len())
+        .max(args.send.upload_file.len())
+}
+
 fn uploads_in_order(args: &CurlArgs) -> Vec<Option<String>> {
     args.send
         .upload_file

@@ -423,6 +423,28 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-v", "-d", "a=b", "-o", "/dev/null", "%BASE%/echo"],
         ),
         case("glob braces", &["%BASE%/files/{a,b}"]),
+        // A glob's transfers share their URL's %{urlnum}; -o's without a URL count as URLs.
+        case(
+            "urlnum of globs and groups",
+            &[
+                "-w",
+                "%{urlnum} ",
+                "%BASE%/files/[1-2]",
+                "%BASE%/hello",
+                "--next",
+                "-o",
+                "%DIR%/a",
+                "-o",
+                "%DIR%/b",
+                "-w",
+                "%{urlnum} ",
+                "%BASE%/files/{x,y}",
+                "--next",
+                "-w",
+                "%{urlnum}",
+                "%BASE%/hello",
+            ],
+        ),
         case(
             "glob range to files",
             &["-o", "%DIR%/n_#1.txt", "%BASE%/files/[1-3]"],
