@@ -1984,16 +1984,27 @@ async fn config_files_add_options_and_urls() {
 async fn parallel_transfers_share_one_pool() {
     let server = serving(Reply::ok("p")).await;
     let url = server.url("/[1-4]");
-    let run = poolcurl(&["-Z", "--parallel-max", "2", &url, "-w", "%{urlnum} "]).await;
+    let run = poolcurl(&[
+        "-Z",
+        "--parallel-max",
+        "2",
+        &url,
+        "-w",
+        "|%{urlnum}:%{url}\n",
+    ])
+    .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let mut nums: Vec<String> = run
+    let mut done: Vec<String> = run
         .stdout_text()
-        .split(['p', ' '])
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+        .lines()
+        .filter_map(|line| line.split_once('|').map(|(_, done)| done.to_owned()))
         .collect();
-    nums.sort();
-    assert_eq!(nums, ["0", "1", "2", "3"]);
+    done.sort();
+    // Every transfer of the glob ran once; they share their URL's %{urlnum}, as in curl.
+    let expected: Vec<String> = (1..=4)
+        .map(|n| format!("0:{}", server.url(&format!("/{n}"))))
+        .collect();
+    assert_eq!(done, expected);
     assert!(
         server.accepted() <= 2,
         "at most two connections at once, reused"
