@@ -208,13 +208,15 @@ impl CookieJar {
         }
     }
 
-    /// The `Cookie` header for a request to `uri`, if any cookie applies.
+    /// The `Cookie` header for a request to `uri`, if any cookie applies: the engine's
+    /// cookies, then `-b NAME=VALUE`'s, as curl appends its cookie string to the engine's.
     pub(crate) fn header_for(&self, uri: &Uri) -> Option<HeaderValue> {
-        let mut pairs: Vec<String> = self.literal.clone();
+        let mut pairs: Vec<String> = Vec::new();
         // The shared engine's cookies go only with a group whose own engine is on.
         if let Some(url) = to_url(uri).filter(|_| self.engine) {
             pairs.extend(self.store.lock().request_values(&url));
         }
+        pairs.extend(self.literal.iter().cloned());
         if pairs.is_empty() {
             return None;
         }
@@ -345,7 +347,8 @@ mod tests {
             &uri,
             &headers(&["s=v; Path=/app", "other=o; Path=/elsewhere; HttpOnly"]),
         );
-        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2; s=v");
+        // The engine's first, then the string, as curl appends it.
+        assert_eq!(jar.header_for(&uri).unwrap(), "s=v; a=1; b=2");
         let other: Uri = "http://another.test/app/".parse().unwrap();
         assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2");
     }

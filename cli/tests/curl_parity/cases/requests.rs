@@ -10,6 +10,11 @@ pub(crate) fn cases() -> Vec<Case> {
             "cookie jar loaded",
             &["-b", "%DIR%/../jar.txt", "%BASE%/echo"],
         ),
+        // A cookie string goes after the engine's cookies, as curl appends it.
+        case(
+            "cookie string beside a jar",
+            &["-b", "z=9", "-b", "%DIR%/../jar.txt", "%BASE%/echo"],
+        ),
         case(
             "cookie jar without session cookies",
             &["-j", "-b", "%DIR%/../jar.txt", "%BASE%/echo"],
