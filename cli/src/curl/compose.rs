@@ -332,7 +332,12 @@ impl Composed {
         source: UploadSource,
         content_range: Option<HeaderValue>,
     ) -> RequestTemplate {
-        let proto = self.upload.as_ref().unwrap_or(&self.template);
+        // `compose` makes the upload template whenever the group has a `-T`, and only a `-T`
+        // gives a transfer something to upload.
+        let proto = self
+            .upload
+            .as_ref()
+            .expect("a group with a -T upload has its upload template");
         proto.with_upload(source, content_range)
     }
 

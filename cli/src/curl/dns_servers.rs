@@ -47,44 +47,43 @@ pub(crate) fn resolver(args: &NetArgs) -> Result<Option<HickoryResolver>, CurlEr
     if servers.is_none() && local_v4.is_none() && local_v6.is_none() {
         return Ok(None);
     }
-    let (config, mut options) = match servers {
+    // The name servers asked, with the search domains of the system's configuration when
+    // no list replaces it; each bound to the local address of its family, if one is given.
+    let (domain, search, mut name_servers, mut options) = match servers {
         Some(servers) => {
-            let mut config =
-                ResolverConfig::from_parts(None, Vec::new(), Vec::<NameServerConfig>::new());
-            for server in servers {
-                config.add_name_server(NameServerConfig::new(server, Protocol::Udp));
-                config.add_name_server(NameServerConfig::new(server, Protocol::Tcp));
-            }
-            (config, ResolverOpts::default())
+            let both = servers.into_iter().flat_map(|server| {
+                [Protocol::Udp, Protocol::Tcp].map(|proto| NameServerConfig::new(server, proto))
+            });
+            (None, Vec::new(), both.collect(), ResolverOpts::default())
         }
-        None => pool::hickory_resolver::system_conf::read_system_conf().map_err(|e| {
-            CurlError::new(
-                2,
-                format!("could not read the system's DNS configuration: {e}"),
+        None => {
+            let (config, options) = pool::hickory_resolver::system_conf::read_system_conf()
+                .map_err(|e| {
+                    CurlError::new(
+                        2,
+                        format!("could not read the system's DNS configuration: {e}"),
+                    )
+                })?;
+            let servers: Vec<NameServerConfig> = config.name_servers().to_vec();
+            (
+                config.domain().cloned(),
+                config.search().to_vec(),
+                servers,
+                options,
             )
-        })?,
+        }
     };
-    let name_servers: Vec<NameServerConfig> = config
-        .name_servers()
-        .iter()
-        .cloned()
-        .map(|mut server| {
-            let local = if server.socket_addr.is_ipv6() {
-                local_v6
-            } else {
-                local_v4
-            };
-            if let Some(ip) = local {
-                server.bind_addr = Some(SocketAddr::new(ip, 0));
-            }
-            server
-        })
-        .collect();
-    let config = ResolverConfig::from_parts(
-        config.domain().cloned(),
-        config.search().to_vec(),
-        name_servers,
-    );
+    for server in &mut name_servers {
+        let local = if server.socket_addr.is_ipv6() {
+            local_v6
+        } else {
+            local_v4
+        };
+        if let Some(ip) = local {
+            server.bind_addr = Some(SocketAddr::new(ip, 0));
+        }
+    }
+    let config = ResolverConfig::from_parts(domain, search, name_servers);
     options.use_hosts_file = ResolveHosts::Always;
     // curl asks c-ares for both families at once, or for the one `-4`/`-6` names (hickory's
     // default would ask for IPv6 only when IPv4 has no answer).

@@ -394,13 +394,12 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
 /// for a `-U` without a colon.
 /// curl's exit for a proxy URL it cannot use: 7 and "Unsupported proxy scheme" for a scheme it
 /// does not speak (`-x ftp://...`), 5 for one that does not parse.
-fn proxy_error(error: &pool::ProxyError, url: &str) -> CurlError {
-    if error.is_unsupported_scheme() && !url.is_empty() {
-        CurlError::new(7, format!("Unsupported proxy scheme for '{url}'"))
-    } else if error.is_unsupported_scheme() {
-        CurlError::new(7, error.to_string())
-    } else {
-        CurlError::new(5, error.to_string())
+/// `url` is `-x`'s (`None`: the environment's, which the error names).
+fn proxy_error(error: &pool::ProxyError, url: Option<&str>) -> CurlError {
+    match (error.is_unsupported_scheme(), url) {
+        (true, Some(url)) => CurlError::new(7, format!("Unsupported proxy scheme for '{url}'")),
+        (true, None) => CurlError::new(7, error.to_string()),
+        (false, _) => CurlError::new(5, error.to_string()),
     }
 }
 
@@ -412,8 +411,10 @@ pub(crate) fn proxy_config(
         // A Unix socket replaces the network, proxies included, as in curl.
         _ if args.unix_socket().is_some() => return Ok(None),
         Some("") => return Ok(None),
-        Some(url) => ProxyConfig::new().all(Proxy::parse(url).map_err(|e| proxy_error(&e, url))?),
-        None => ProxyConfig::from_env().map_err(|e| proxy_error(&e, ""))?,
+        Some(url) => {
+            ProxyConfig::new().all(Proxy::parse(url).map_err(|e| proxy_error(&e, Some(url)))?)
+        }
+        None => ProxyConfig::from_env().map_err(|e| proxy_error(&e, None))?,
     };
     if let Some(user) = &args.proxy_user {
         let (name, password) = user
