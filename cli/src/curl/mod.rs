@@ -599,8 +599,8 @@ fn in_output_dir(args: &CurlArgs, path: &Path) -> PathBuf {
     }
 }
 
-/// Locks a mutex of the session; a panic elsewhere does not make its data unusable here.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks one of curl mode's mutexes; a panic elsewhere does not make its data unusable here.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

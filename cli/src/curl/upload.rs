@@ -27,6 +27,7 @@ use std::os::fd::AsFd as _;
 use tokio::io::{AsyncRead, AsyncSeek, ReadBuf};
 
 use super::exit::CurlError;
+use super::lock;
 
 /// The data a streamed upload reads at a time: curl's upload buffer less the room it keeps for
 /// a chunk's framing, so each block is one chunk of curl's size.
@@ -374,12 +375,6 @@ impl Drop for StreamBody {
 fn chunk_len(n: usize) -> u64 {
     let digits = format!("{n:X}").len();
     (digits + 2 + n + 2) as u64
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
