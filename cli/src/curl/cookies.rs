@@ -19,6 +19,9 @@
 //! `Set-Cookie:` line without `Expires` or `Max-Age`), as a new browser session would; session
 //! cookies that responses set during the run are kept.
 //!
+//! A `Domain` attribute naming an IP address makes a host-only cookie, as in curl (an address
+//! has no subdomains).
+//!
 //! What this does not do: public-suffix checks (cookie_store's `public_suffix` feature is off).
 
 use std::collections::HashMap;
@@ -59,9 +62,16 @@ struct Engine {
 impl Engine {
     /// Stores one `Set-Cookie` value received from `url` (or read from a jar as if it was).
     fn add(&mut self, set_cookie: &str, url: &Url) {
-        let Ok(cookie) = cookie_store::Cookie::parse(set_cookie, url) else {
+        let Ok(mut cookie) = cookie_store::Cookie::parse(set_cookie, url) else {
             return;
         };
+        // An IP address has no subdomains: curl keeps `Domain=127.0.0.1` host-only (its jar
+        // line says `FALSE`), where cookie_store would store a domain cookie.
+        if let CookieDomain::Suffix(host) = &cookie.domain {
+            if host.parse::<std::net::IpAddr>().is_ok() {
+                cookie.domain = CookieDomain::HostOnly(host.clone());
+            }
+        }
         let key = key_of(&cookie);
         let replaces = self.store.contains(&key.0, &key.1, &key.2);
         if self.store.insert(cookie.into_owned(), url).is_ok() && !replaces {
@@ -351,6 +361,21 @@ mod tests {
         assert_eq!(jar.header_for(&uri).unwrap(), "s=v; a=1; b=2");
         let other: Uri = "http://another.test/app/".parse().unwrap();
         assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2");
+    }
+
+    #[test]
+    fn a_domain_that_is_an_address_makes_a_host_only_cookie() {
+        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
+            .unwrap()
+            .unwrap();
+        let uri: Uri = "http://127.0.0.1:8080/".parse().unwrap();
+        jar.store_from(&uri, &headers(&["ip=1; Domain=127.0.0.1"]));
+        let text = jar.netscape();
+        assert!(
+            text.contains("\n127.0.0.1\tFALSE\t/\tFALSE\t0\tip\t1\n"),
+            "{text}"
+        );
+        assert_eq!(jar.header_for(&uri).unwrap(), "ip=1");
     }
 
     #[test]

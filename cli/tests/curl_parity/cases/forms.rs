@@ -177,5 +177,9 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/echo",
             ],
         ),
+        case(
+            "cookie with an address for its domain",
+            &["-c", "%DIR%/jar.txt", "%BASE%/ip-domain", "%BASE%/echo"],
+        ),
     ]
 }

@@ -192,6 +192,8 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/cookies2" => Reply::ok("set again\n")
             .header("set-cookie", "a=3; Path=/")
             .header("set-cookie", "c=4; Path=/"),
+        // A Domain naming the server's address: a host-only cookie in curl's jar.
+        "/ip-domain" => Reply::ok("set\n").header("set-cookie", "ip=1; Domain=127.0.0.1"),
         "/range" => range(req),
         "/gzip" => encoded("gzip", gzip(b"gzipped body\n")),
         "/deflate" => encoded("deflate", deflate(b"deflated body\n")),
