@@ -1,14 +1,15 @@
 //! `-H @FILE`: request headers read from a file (`@-`: stdin), spliced into the command line
 //! as one `-H LINE` per header before clap parses it, as curl reads them.
 //!
-//! The file is split at every CR and LF; empty lines are skipped, and so are lines with neither
-//! `:` nor `;` (curl sends no such line). A file that cannot be opened is a warning
+//! The file is split at every CR and LF; empty lines are skipped, and so are the lines curl
+//! makes nothing of ([`is_header_line`]). A file that cannot be opened is a warning
 //! (`Warning: Failed to open FILE!`), not an error: the request goes without its headers, as in
 //! curl, and the warning is muted when `-s` came earlier on the command line (curl warns while
 //! it reads its arguments, so a later `-s` does not yet apply).
 //!
-//! A `-H` value on the command line with neither `:` nor `;` is dropped here as well: curl
-//! sends nothing for it and goes on, where clap's parser would refuse it (exit 2).
+//! Such a `-H` value on the command line is dropped here as well (`-H nocolon`, `-H ': x'`,
+//! `-H 'x; y'`): curl sends nothing for it and goes on, where clap's parser would refuse it
+//! (exit 2).
 //!
 //! `--proxy-header @FILE` reads its file the same way.
 
@@ -54,8 +55,8 @@ fn splice(out: &mut Vec<String>, option: &str, value: Option<String>, silent: bo
         return;
     };
     let Some(file) = value.strip_prefix('@') else {
-        // curl sends no header for a value with neither `:` nor `;`, and says nothing.
-        if value.contains([':', ';']) {
+        // curl sends nothing for a line that is not a header, and says nothing.
+        if is_header_line(&value) {
             out.push(option.to_owned());
             out.push(value);
         }
@@ -75,8 +76,20 @@ fn splice(out: &mut Vec<String>, option: &str, value: Option<String>, silent: bo
 
 /// The header lines of a header file's text.
 fn header_lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split(['\r', '\n'])
-        .filter(|line| !line.is_empty() && line.contains([':', ';']))
+    text.split(['\r', '\n']).filter(|line| is_header_line(line))
+}
+
+/// Whether curl 7.88 makes anything of a `-H` line (`Curl_add_custom_headers`): a name before
+/// its first `:` (`Name: value`, or `Name:` to remove one), or without a colon a name before a
+/// `;` that ends the line (`Name;`, sent empty). A line that starts with its separator, one
+/// with neither, and one with more after its `;` are not headers.
+fn is_header_line(line: &str) -> bool {
+    match line.find(':') {
+        Some(at) => at > 0,
+        None => line
+            .find(';')
+            .is_some_and(|at| at > 0 && at + 1 == line.len()),
+    }
 }
 
 /// The file's text (`-` is stdin), if it can be read.
@@ -132,6 +145,17 @@ mod tests {
         assert_eq!(expand_strs(&["-dH"]), ["-dH"]);
         assert_eq!(expand_strs(&["-H"]), ["-H"]);
         assert_eq!(expand_strs(&["-H", "no colon", "-H", "A;"]), ["-H", "A;"]);
+    }
+
+    #[test]
+    fn lines_curl_makes_nothing_of_are_dropped() {
+        for line in [": x", ";", "x; y", "x; ", "x;;", "", "no colon"] {
+            assert!(!is_header_line(line), "{line:?}");
+            assert_eq!(expand_strs(&["-H", line]), [] as [&str; 0], "{line:?}");
+        }
+        for line in ["A: 1", "A:", "A;", "a:b;c", "A: ;"] {
+            assert!(is_header_line(line), "{line:?}");
+        }
     }
 
     #[test]

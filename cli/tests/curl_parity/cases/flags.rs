@@ -93,6 +93,21 @@ pub(crate) fn cases() -> Vec<Case> {
             "a header without a colon is not sent",
             &["-H", "no colon here", "-H", "X-Kept: 1", "%BASE%/echo"],
         ),
+        // No name before the colon, or more after a semicolon: curl sends nothing for them.
+        case(
+            "header lines that are not headers are not sent",
+            &[
+                "-H",
+                ": x",
+                "-H",
+                "x; y",
+                "-H",
+                "y; ",
+                "-H",
+                "X-Kept: 1",
+                "%BASE%/echo",
+            ],
+        ),
         case(
             "headers from a missing file",
             &["-H", "@%DIR%/../no-such-headers.txt", "%BASE%/echo"],
