@@ -2,7 +2,8 @@
 //!
 //! Several steps rewrite the command line before clap parses it: `-K` files are spliced in
 //! ([`super::config`]), refused flags are named ([`super::args::unsupported`]), `-H @FILE`
-//! headers are spliced in ([`super::header_file`]) and `--next` splits it into groups
+//! headers are spliced in ([`super::header_file`]), values that start with `-` are attached to
+//! their options ([`attach_dashed_values`]) and `--next` splits it into groups
 //! ([`super::next`]). Each needs the same answer to one question, which argument is an option,
 //! which is an option's value and which is a URL, so [`read`] answers it once, by curl's rules:
 //!
@@ -121,6 +122,34 @@ pub(crate) fn read(argv: Vec<String>, takes_value: &dyn Fn(&str) -> bool) -> Vec
     out
 }
 
+/// `argv` with every option value that starts with `-` attached to its option (`-d -x` becomes
+/// `-d-x`, `--range -500` becomes `--range=-500`): curl takes the argument after an option
+/// that takes a value as that value, whatever it looks like, where clap would read `-x` as an
+/// option of its own.
+pub(crate) fn attach_dashed_values(
+    argv: Vec<String>,
+    takes_value: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    for arg in read(argv, takes_value) {
+        let separate = arg.raw.len() == 2;
+        match arg.kind {
+            Kind::Long {
+                name,
+                value: Some(value),
+            } if separate && value.starts_with('-') => out.push(format!("--{name}={value}")),
+            Kind::Short {
+                flags,
+                valued: Some((letter, Some(value))),
+            } if separate && value.starts_with('-') => {
+                out.push(format!("-{flags}{letter}{value}"));
+            }
+            _ => out.extend(arg.raw),
+        }
+    }
+    out
+}
+
 /// `-FLAGS`, or nothing for no flags: what is left of a bundle when its valued letter is
 /// taken out of it.
 pub(crate) fn bundle(flags: &str) -> Option<String> {
@@ -133,6 +162,39 @@ mod tests {
 
     fn takes_value(name: &str) -> bool {
         matches!(name, "-o" | "--output" | "-d" | "--data" | "-H" | "--url")
+    }
+
+    #[test]
+    fn values_that_look_like_options_are_attached() {
+        let argv = [
+            "-d",
+            "-x",
+            "-so",
+            "-",
+            "--data",
+            "-1",
+            "--output=-y",
+            "-H",
+            "A: 1",
+            "-v",
+            "--",
+            "-u",
+        ];
+        let attached = attach_dashed_values(argv.map(String::from).to_vec(), &takes_value);
+        assert_eq!(
+            attached,
+            [
+                "-d-x",
+                "-so-",
+                "--data=-1",
+                "--output=-y",
+                "-H",
+                "A: 1",
+                "-v",
+                "--",
+                "-u"
+            ]
+        );
     }
 
     fn read_strs(argv: &[&str]) -> Vec<Kind> {

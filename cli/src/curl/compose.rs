@@ -161,7 +161,15 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         });
     }
     let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
-    let template = finish_template(args, &request, payload, &defaults, json)?;
+    let mut template = finish_template(args, &request, payload, &defaults, json)?;
+    // `-C N` and `-r` on a POST shape what it sends, as on a `-T` upload. (`-C -` resumes from
+    // the output file; curl 7.88 does that for a POST's data too, which poolcurl does not.)
+    let resume_at = send.continue_at.as_deref().filter(|at| *at != "-");
+    let posts = inline_data || !forms.is_empty();
+    if posts && (resume_at.is_some() || send.range.is_some()) {
+        template =
+            template.with_posted_range(!forms.is_empty(), resume_at, send.range.as_deref())?;
+    }
     // Built as every other request is, with an empty body in its place: each transfer puts
     // its own `-T` upload in (`Composed::upload_template`).
     let upload = (!send.upload_file.is_empty())

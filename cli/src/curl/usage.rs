@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::{config, errout, header_file, next};
+use super::{argv, config, errout, header_file, next};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -62,6 +62,7 @@ pub(crate) fn prepare(
         return Err(ExitCode::from(2));
     }
     let rest = header_file::expand(rest, takes_value);
+    let rest = argv::attach_dashed_values(rest, takes_value);
     Ok(next::split(rest, takes_value)
         .into_iter()
         .map(|group| {

@@ -88,10 +88,11 @@ pub(crate) struct RequestTemplate {
     body: Bytes,
     /// A `-T` upload of unknown size, streamed chunked instead of `body` ([`super::upload`]).
     stream: Option<Arc<Streamed>>,
-    /// Whether the body is a transfer's `-T` upload (made by [`with_upload`](Self::with_upload)):
-    /// `-C` and `-r` then shape it (`content_range`), not the response.
+    /// Whether the body is a transfer's `-T` upload (made by [`with_upload`](Self::with_upload))
+    /// or a POST that `-C`/`-r` apply to: they then shape it (`content_range`), not the
+    /// response.
     uploads: bool,
-    /// `-C`/`-r` on an upload: the `Content-Range` its requests carry.
+    /// `-C`/`-r` on an upload or a POST's data: the `Content-Range` its requests carry.
     content_range: Option<HeaderValue>,
     /// Whether there is a payload (even empty data makes a POST).
     has_data: bool,

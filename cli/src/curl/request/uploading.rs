@@ -7,7 +7,8 @@ use bytes::Bytes;
 use http::HeaderValue;
 use http::header::CONTENT_LENGTH;
 
-use super::super::upload::{Streamed, UploadSource};
+use super::super::exit::CurlError;
+use super::super::upload::{Streamed, UploadSource, resume};
 use super::{Entry, Hop, RequestTemplate, Source};
 
 impl RequestTemplate {
@@ -41,8 +42,31 @@ impl RequestTemplate {
         template
     }
 
-    /// Whether this is a transfer's `-T` upload (`-C` and `-r` apply to it, not to the
-    /// response).
+    /// This template (a POST of `-d`'s data or of a `-F` form) with `-C N` and `-r` applied to
+    /// what it sends, as curl 7.88 applies them to a POST (`Curl_http_resume`,
+    /// `Curl_http_range`): the data goes from byte N with a `Content-Range`, as a `-T`
+    /// upload's would ([`resume`]); a form goes whole, with neither header. Either way no
+    /// `Range` asks for part of the response.
+    ///
+    /// # Errors
+    ///
+    /// Exit 18 when `-C` starts at or past the data's end.
+    pub(crate) fn with_posted_range(
+        &self,
+        form: bool,
+        continue_at: Option<&str>,
+        range: Option<&str>,
+    ) -> Result<RequestTemplate, CurlError> {
+        let (body, content_range) = if form {
+            (self.body.clone(), None)
+        } else {
+            resume(self.body.clone(), continue_at, range)?
+        };
+        Ok(self.with_upload(UploadSource::Whole(body), content_range))
+    }
+
+    /// Whether `-C` and `-r` shape what this template sends (a transfer's `-T` upload, a POST
+    /// [`with_posted_range`](Self::with_posted_range)), not the response.
     pub(crate) fn uploads(&self) -> bool {
         self.uploads
     }
@@ -77,5 +101,36 @@ mod tests {
         assert_eq!(headers["content-range"], "bytes 2-4/5");
         assert!(!headers.contains_key("transfer-encoding"));
         assert!(!proto.uploads(), "the prototype stays as it was");
+    }
+
+    #[test]
+    fn a_posts_range_shapes_its_data_and_leaves_a_form_whole() {
+        let (args, _) = crate::curl::args::parse_test_args(&["http://a.test/"]);
+        let data = |body: &'static [u8]| Payload::Data {
+            body: Bytes::from_static(body),
+            content_type: None,
+        };
+        let uri = "http://a.test/".parse().unwrap();
+        let post = RequestTemplate::with_payload(&args.request, false, data(b"abcde"), &[]);
+        let t = post.with_posted_range(false, Some("2"), None).unwrap();
+        let request = t.build(&uri, &t.first_hop()).unwrap();
+        assert_eq!(request.method(), http::Method::POST);
+        assert_eq!(request.headers()["content-length"], "3");
+        assert_eq!(request.headers()["content-range"], "bytes 2-4/5");
+        assert_eq!(t.body_for(&t.first_hop()), "cde");
+        assert!(t.uploads());
+        let t = post.with_posted_range(false, None, Some("0-1")).unwrap();
+        let request = t.build(&uri, &t.first_hop()).unwrap();
+        assert_eq!(request.headers()["content-range"], "bytes 0-1/5");
+        assert_eq!(t.body_for(&t.first_hop()), "abcde");
+        let error = post.with_posted_range(false, Some("5"), None).unwrap_err();
+        assert_eq!(error.code(), 18);
+        let form = post
+            .with_posted_range(true, Some("2"), Some("0-1"))
+            .unwrap();
+        let request = form.build(&uri, &form.first_hop()).unwrap();
+        assert!(!request.headers().contains_key("content-range"));
+        assert_eq!(request.headers()["content-length"], "5");
+        assert!(form.uploads());
     }
 }

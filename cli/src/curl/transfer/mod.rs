@@ -23,8 +23,8 @@ mod send;
 
 use std::time::Duration;
 
-use http::Uri;
 use http::header::{HeaderValue, LOCATION};
+use http::{Method, Uri};
 
 use super::compose;
 use super::exit::CurlError;
@@ -438,7 +438,9 @@ impl Session {
             self.verbose.done(connection, &target.host, true);
             return Err(CurlError::http_error(status));
         }
-        if ranged && status == 200 && self.args.send.continue_at.is_some() {
+        // Only a GET is held to it, as in curl (`-I -C N` takes a whole head).
+        let resuming = self.args.send.continue_at.is_some() && hop.method == Method::GET;
+        if ranged && status == 200 && resuming {
             self.verbose.done(connection, &target.host, true);
             // curl's exception: a whole resource exactly as long as what `-C` already has is
             // the download complete, not a server that cannot resume.

@@ -105,6 +105,36 @@ pub(crate) fn cases() -> Vec<Case> {
             &["%BASE%/echo", "-K", "%DIR%/../next.cfg", "%BASE%/echo"],
         ),
         case("range", &["-r", "2-5", "%BASE%/range"]),
+        // On a POST, -r and -C describe what is sent: the data's Content-Range, nothing for a
+        // form, and no Range asked of the response (so no exit 33 on its 200).
+        case(
+            "range of posted data",
+            &["-r", "0-1", "-d", "abc", "%BASE%/echo"],
+        ),
+        case(
+            "range of a posted form",
+            &["-r", "0-1", "-F", "a=b", "%BASE%/echo"],
+        ),
+        case("resumed form", &["-C", "1", "-F", "a=b", "%BASE%/echo"]),
+        case(
+            "resumed past the posted data",
+            &["-C", "5", "-d", "abc", "%BASE%/echo"],
+        ),
+        case("resumed head", &["-C", "1", "-I", "%BASE%/echo"]),
+        case("data that starts with a dash", &["-d", "-x", "%BASE%/echo"]),
+        // An option's value may start with a dash: curl takes the next argument whatever it is.
+        case(
+            "values that start with a dash",
+            &[
+                "-r",
+                "-3",
+                "--user-agent",
+                "-ua",
+                "-sH",
+                "-x: 1",
+                "%BASE%/echo",
+            ],
+        ),
         case("compressed gzip", &["--compressed", "%BASE%/gzip"]),
         case("compressed deflate", &["--compressed", "%BASE%/deflate"]),
         case("compressed br", &["--compressed", "%BASE%/br"]),
