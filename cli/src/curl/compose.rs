@@ -32,6 +32,7 @@ use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
 use super::file_meta;
 use super::form::{self, FormArg};
+use super::method;
 use super::request::{Payload, RequestTemplate};
 use super::sigv4;
 use super::upload::UploadSource;
@@ -67,9 +68,9 @@ pub(crate) struct Composed {
     /// sends with an HTTP/1 head and counts in `%{size_request}`; `-F` and `-T` bodies follow
     /// the head and are not counted.
     pub(crate) inline_data: bool,
-    /// The request method the flags asked for that a `-T` upload (a PUT) cannot go with, as
-    /// curl names it: `-I`'s HEAD, `-G`'s GET of data, `-F`'s form or `-d`'s POST.
-    pub(crate) asked_method: Option<&'static str>,
+    /// The request kind the flags settled on, which a `-T` upload (a PUT) cannot go with,
+    /// and the refusal that ends the run at the group's first transfer, if any.
+    pub(crate) chosen: method::Chosen,
     /// What curl warns about while reading the arguments (`-F`'s unknown modifiers), each
     /// printed after `Warning: ` once the transfers start.
     pub(crate) warnings: Vec<String>,
@@ -84,9 +85,9 @@ pub(crate) struct Composed {
 pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed, CurlError> {
     if args.transfer.remote_header_name && (args.include || args.head) {
         // curl's rule: the head would go into a file the head has not named yet.
-        return Err(CurlError::new(
-            2,
+        return Err(CurlError::usage(
             "showing headers and --remote-header-name cannot be combined",
+            None,
         ));
     }
     let data = args.data_in_order(matches);
@@ -120,17 +121,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             )),
         }
     };
-    let asked_method = if args.head {
-        Some("HEAD (-I, --head)")
-    } else if send.get && !data.is_empty() {
-        Some("GET (-G, --get)")
-    } else if !forms.is_empty() {
-        Some("multipart formpost (-F, --form)")
-    } else if !data.is_empty() {
-        Some("POST (-d, --data)")
-    } else {
-        None
-    };
+    let chosen = method::choose(matches, send.get, args.head, !data.is_empty())?;
     let query = join_queries(url_query(&send.url_query)?, query);
     let postfields = match &payload {
         Payload::Data { body, .. } if inline_data => Some(body.clone()),
@@ -228,7 +219,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         template,
         query,
         upload,
-        asked_method,
+        chosen,
         user,
         given_user,
         bearer: send.oauth2_bearer.is_some(),

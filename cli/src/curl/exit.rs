@@ -42,6 +42,11 @@ use std::time::Duration;
 pub(crate) struct CurlError {
     code: u8,
     message: String,
+    /// A usage error (exit 2): printed as `poolcurl: message` and the `--help` hint even under
+    /// `-s`, as curl prints a badly used option.
+    usage: bool,
+    /// curl's warning before a usage error (muted by `-s`).
+    warning: Option<String>,
 }
 
 impl CurlError {
@@ -50,7 +55,30 @@ impl CurlError {
         CurlError {
             code,
             message: message.into(),
+            usage: false,
+            warning: None,
         }
+    }
+
+    /// Exit 2 for an option used in a way curl refuses while it reads the command line
+    /// (`option -F: is badly used here`), after curl's `warning` if it gives one.
+    pub(crate) fn usage(message: impl Into<String>, warning: Option<String>) -> CurlError {
+        CurlError {
+            code: 2,
+            message: message.into(),
+            usage: true,
+            warning,
+        }
+    }
+
+    /// Whether this is a usage error ([`usage`](Self::usage)).
+    pub(crate) fn is_usage(&self) -> bool {
+        self.usage
+    }
+
+    /// The warning curl prints before this usage error, if any.
+    pub(crate) fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// The process exit code curl uses for this error.

@@ -66,6 +66,7 @@ mod glob;
 mod header_file;
 mod hsts;
 mod invocation;
+mod method;
 mod netrc;
 mod next;
 mod output;
@@ -337,13 +338,15 @@ impl Session {
         self.method_notes();
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
         let url = self.composed.target_url(&url, planned.upload.as_deref());
-        if let (Some(_), Some(asked)) = (&planned.upload, self.composed.asked_method) {
-            // curl's check when it makes the transfer: the run ends here, with no message
-            // of its own beside the warning.
-            self.report.warning_raw(&output::curl_warning(&format!(
-                "You can only select one HTTP request method! You asked for both PUT \
-                 (-T, --upload-file) and {asked}."
-            )));
+        // curl's checks when it makes the transfer: the run ends here, with no message of
+        // its own beside the warning.
+        let chosen = &self.composed.chosen;
+        let refused = chosen.refused.clone().or_else(|| {
+            let chosen = chosen.req.filter(|_| planned.upload.is_some())?;
+            Some(method::conflict(method::HttpReq::Put, chosen))
+        });
+        if let Some(warning) = refused {
+            self.report.warning_raw(&output::curl_warning(&warning));
             return Finished {
                 code: 2,
                 stops: true,

@@ -195,9 +195,16 @@ impl Report {
         }
     }
 
-    /// Prints `poolcurl: (CODE) message`.
+    /// Prints `poolcurl: (CODE) message`; a usage error as curl prints one, whatever `-s`
+    /// says: `poolcurl: message` and the `--help` hint (after its warning, unless `-s`).
     pub(crate) fn error(&self, error: &CurlError) {
-        if self.errors {
+        if error.is_usage() {
+            if let Some(warning) = error.warning() {
+                self.warning_raw(&curl_warning(warning));
+            }
+            stderr_line(&format!("poolcurl: {}", error.message()));
+            stderr_line(super::usage::TRY_HELP);
+        } else if self.errors {
             stderr_line(&format!("poolcurl: {error}"));
         }
     }

@@ -76,11 +76,7 @@ pub(crate) struct CurlArgs {
     pub(crate) include: bool,
 
     /// Send HEAD and show the response head only
-    #[arg(
-        short = 'I',
-        long = "head",
-        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode", "form"]
-    )]
+    #[arg(short = 'I', long = "head")]
     pub(crate) head: bool,
 
     /// Show the connection, the request and response heads on stderr

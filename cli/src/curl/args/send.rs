@@ -84,12 +84,7 @@ pub(crate) struct SendArgs {
     pub(crate) data_urlencode: Vec<String>,
 
     /// Multipart form field NAME=VALUE, NAME=@FILE (upload; @FILE,FILE for several), NAME=<FILE (contents) or NAME=( ... =) (nested); ";type=", ";filename=", ";headers=", ";encoder=" may follow
-    #[arg(
-        short = 'F',
-        long = "form",
-        value_name = "NAME=CONTENT",
-        conflicts_with_all = ["data", "data_binary", "data_raw", "json", "data_urlencode"]
-    )]
+    #[arg(short = 'F', long = "form", value_name = "NAME=CONTENT")]
     pub(crate) form: Vec<String>,
 
     /// Multipart form field NAME=STRING taken literally (no @ or <)

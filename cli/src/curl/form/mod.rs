@@ -112,10 +112,9 @@ fn build_with(
         let part = match parsed.field {
             Field::Close => {
                 if open.len() == 1 {
-                    let why = "no multipart to terminate";
-                    return Err(CurlError::new(
-                        2,
-                        format!("option -F: is badly used here ({why})"),
+                    return Err(CurlError::usage(
+                        "option -F: is badly used here",
+                        Some("no multipart to terminate!".to_owned()),
                     ));
                 }
                 close_innermost(&mut open);

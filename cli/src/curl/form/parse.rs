@@ -64,7 +64,7 @@ pub(super) struct Parsed {
 pub(super) fn parse(text: &str, literal: bool) -> Result<Parsed, CurlError> {
     let (name, value) = text
         .split_once('=')
-        .ok_or_else(|| bad_use(&format!("illegally formatted input field '{text}'")))?;
+        .ok_or_else(|| bad_use("Illegally formatted input field!"))?;
     let name = Some(name.to_owned()).filter(|n| !n.is_empty());
     let mut reader = Reader {
         warnings: Vec::new(),
@@ -106,8 +106,8 @@ pub(super) fn parse(text: &str, literal: bool) -> Result<Parsed, CurlError> {
 }
 
 /// Exit 2 with curl's wording for a malformed `-F`.
-fn bad_use(why: &str) -> CurlError {
-    CurlError::new(2, format!("option -F: is badly used here ({why})"))
+fn bad_use(warning: &str) -> CurlError {
+    CurlError::usage("option -F: is badly used here", Some(warning.to_owned()))
 }
 
 /// Whitespace as C's `isspace` sees it.
@@ -193,7 +193,7 @@ impl Reader {
                     after.find([';', ',', ' ', '\n']).unwrap_or(after.len())
                 });
                 if major == 0 || !value[major..].starts_with('/') || minor == 0 {
-                    return Err(bad_use("illegally formatted content-type field"));
+                    return Err(bad_use("Illegally formatted content-type field!"));
                 }
                 let after_type = &value[major + 1 + minor..];
                 let stop = after_type.find(stops).unwrap_or(after_type.len());

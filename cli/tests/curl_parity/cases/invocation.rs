@@ -480,6 +480,59 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-o", "%DIR%/n_#1.txt", "%BASE%/files/[1-3]"],
         ),
         case("globoff", &["-g", "-w", "%{http_code}", "%BASE%/files/x"]),
+        // -I and -F are settled while the command line is read: the later one is badly used
+        // (printed under -s too). Data against them ends the run when the group's first
+        // transfer is made, after the groups before it.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "head after a form",
+                &["-s", "-F", "a=b", "-I", "%BASE%/echo"],
+            )
+        },
+        Case {
+            extra: Extra::Warnings,
+            ..case("form after head", &["-I", "-F", "a=b", "%BASE%/echo"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "form field without a value",
+                &["-s", "-F", "a", "%BASE%/echo"],
+            )
+        },
+        Case {
+            extra: Extra::Warnings,
+            ..case("data with head", &["-I", "-d", "x", "%BASE%/echo"])
+        },
+        Case {
+            extra: Extra::Warnings,
+            ..case("data with a form", &["-d", "x", "-F", "a=b", "%BASE%/echo"])
+        },
+        case(
+            "head of a get with data",
+            &["-G", "-I", "-d", "x", "%BASE%/hello"],
+        ),
+        case(
+            "data with head in a later group",
+            &[
+                "%BASE%/hello",
+                "--next",
+                "-I",
+                "-d",
+                "x",
+                "%BASE%/hello",
+                "--next",
+                "%BASE%/hello",
+            ],
+        ),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "remote header name with headers shown",
+                &["-s", "-J", "-i", "-O", "%BASE%/hello"],
+            )
+        },
         case("url flag", &["--url", "%BASE%/hello", "%BASE%/files/z"]),
         case(
             "retry transient",
