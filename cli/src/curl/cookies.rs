@@ -226,7 +226,10 @@ impl CookieJar {
         if let Some(url) = to_url(uri).filter(|_| self.engine) {
             pairs.extend(self.store.lock().request_values(&url));
         }
-        pairs.extend(self.literal.iter().cloned());
+        // curl joins its `-b` strings with a bare `;`, and that string to the engine's with `; `.
+        if !self.literal.is_empty() {
+            pairs.push(self.literal.join(";"));
+        }
         if pairs.is_empty() {
             return None;
         }
@@ -344,7 +347,7 @@ mod tests {
     #[test]
     fn literal_cookies_go_everywhere_and_the_engine_matches_paths() {
         let jar = CookieJar::new(
-            &["a=1; b=2".into()],
+            &["a=1; b=2".into(), "c=3".into()],
             Some(Path::new("-")),
             false,
             &Cookies::default(),
@@ -352,15 +355,16 @@ mod tests {
         .unwrap()
         .unwrap();
         let uri: Uri = "http://example.test/app/x".parse().unwrap();
-        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2");
+        // Each string as given, joined by a bare `;` as curl joins them.
+        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2;c=3");
         jar.store_from(
             &uri,
             &headers(&["s=v; Path=/app", "other=o; Path=/elsewhere; HttpOnly"]),
         );
         // The engine's first, then the string, as curl appends it.
-        assert_eq!(jar.header_for(&uri).unwrap(), "s=v; a=1; b=2");
+        assert_eq!(jar.header_for(&uri).unwrap(), "s=v; a=1; b=2;c=3");
         let other: Uri = "http://another.test/app/".parse().unwrap();
-        assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2");
+        assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2;c=3");
     }
 
     #[test]

@@ -182,7 +182,13 @@ impl Session {
                     state.no_expect = true;
                 }
                 Next::Redirect(next) => {
-                    redirect::check_limit(record.num_redirects, self.args.redirect_limit())?;
+                    if let Err(error) =
+                        redirect::check_limit(record.num_redirects, self.args.redirect_limit())
+                    {
+                        // curl keeps the URL it would have gone to for `%{redirect_url}`.
+                        record.redirect_url = Some(next.to_string());
+                        return Err(error);
+                    }
                     self.protocols
                         .check_redirect(next.scheme_str().unwrap_or_default())?;
                     record.num_redirects += 1;

@@ -140,6 +140,7 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-F", "a=1;encoder=rot13", "%BASE%/echo"],
         ),
         case("cookie string", &["-b", "a=1; b=2", "%BASE%/echo"]),
+        case("cookie strings", &["-b", "a=1", "-b", "b=2", "%BASE%/echo"]),
         case(
             "cookie engine",
             &["-c", "%DIR%/jar.txt", "-L", "%BASE%/setcookie"],

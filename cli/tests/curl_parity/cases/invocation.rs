@@ -608,5 +608,16 @@ pub(crate) fn cases() -> Vec<Case> {
             &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
         ),
         case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
+        case(
+            "max redirs names the redirect it did not follow",
+            &[
+                "-sL",
+                "--max-redirs",
+                "0",
+                "-w",
+                "%{http_code} %{num_redirects} %{redirect_url}",
+                "%BASE%/redirect",
+            ],
+        ),
     ]
 }
