@@ -145,7 +145,7 @@ pub(crate) fn build_socket(
         }
         (None, Some(ip)) => socket
             .bind(&SocketAddr::new(ip, 0).into())
-            .map_err(failed)?,
+            .map_err(|e| ConnectError::local_address(ip, e).with_addr(addr))?,
         (None, None) => {}
     }
     // tokio requires a non-blocking socket; connect then completes through the reactor.
@@ -249,6 +249,19 @@ mod tests {
             let local = socket.local_addr().unwrap().as_socket().unwrap();
             assert!(local.ip().is_unspecified());
         }
+    }
+
+    #[test]
+    fn a_local_address_this_host_does_not_have_is_a_local_address_error() {
+        // TEST-NET-1 (RFC 5737): no host is given it, so the bind fails (EADDRNOTAVAIL).
+        let options = DialOptions {
+            local_address: Some("192.0.2.1".parse().unwrap()),
+            ..Default::default()
+        };
+        let err = build_socket(loopback(), &options, None).unwrap_err();
+        assert!(err.is_local_address() && err.is_connect(), "{err:#}");
+        assert!(!err.is_local_port() && !err.is_interface());
+        assert_eq!(err.to_string(), "binding to local address 192.0.2.1 failed");
     }
 
     #[test]

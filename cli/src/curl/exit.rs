@@ -19,7 +19,7 @@
 //! | 28 | connect timeout, read timeout or `-m` |
 //! | 33 | `-C` / `-r`: the server ignored the range |
 //! | 35 | TLS handshake failed |
-//! | 45 | binding to `--interface`, or to a `--local-port`, failed |
+//! | 45 | binding to `--interface` (a device or a local address), or to a `--local-port`, failed |
 //! | 47 | too many redirects |
 //! | 49 | a malformed `--resolve` entry |
 //! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
@@ -241,7 +241,8 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_tls() {
         return CurlError::new(35, format!("TLS connect error: {}", root_cause(error)));
     }
-    if let Some(bind) = find::<pool::ConnectError>(error).filter(|e| e.is_local_port()) {
+    let bind = find::<pool::ConnectError>(error);
+    if let Some(bind) = bind.filter(|e| e.is_local_port() || e.is_local_address()) {
         // "binding to local port 41020 failed: Address in use (os error 98)"
         return CurlError::new(45, format!("{bind:#}"));
     }

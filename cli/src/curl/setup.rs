@@ -48,7 +48,7 @@ use rustls_pki_types::CertificateRevocationListDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
-use super::args::{ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
+use super::args::{Bind, ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
 use super::dns_servers;
@@ -572,9 +572,17 @@ pub(crate) fn build_client(
 ) -> Result<pool::Client, CurlError> {
     let connect = &args.connect;
     let mut builder = curl_builder(args, connect_to)?;
-    if let Some(name) = &connect.interface {
+    let device = match connect.bind() {
+        Some(Bind::Device(name)) => Some(name),
+        Some(Bind::Address(address)) => {
+            builder = builder.local_address(Some(address));
+            None
+        }
+        None => None,
+    };
+    if let Some(name) = device {
         let partition = Partition::new(INTERFACE_PARTITION, pool::TokioDriverSpawner::current())
-            .interface(name.as_str());
+            .interface(name);
         builder = builder.partitions([partition]);
     }
     let pool = builder
@@ -586,7 +594,7 @@ pub(crate) fn build_client(
             ),
             _ => build_error(connect, &e),
         })?;
-    let client = match connect.interface {
+    let client = match device {
         Some(_) => pool.client_for(INTERFACE_PARTITION),
         None => pool.client(),
     }

@@ -95,6 +95,7 @@ use prototype::Prototype;
 
 pub(crate) use args::LoadArgs;
 
+use crate::curl::args::Bind;
 use crate::curl::connect_to::ConnectToArgs;
 use crate::curl::request::RequestTemplate;
 use crate::curl::setup;
@@ -345,8 +346,10 @@ fn build_pool(
     let mut threads = ThreadPerCore::builder()
         .partitions(partitions)
         .thread_name("poolcurl-partition");
-    if let Some(name) = &connect.interface {
-        threads = threads.interface(name.as_str());
+    match connect.bind() {
+        Some(Bind::Device(name)) => threads = threads.interface(name),
+        Some(Bind::Address(address)) => builder = builder.local_address(Some(address)),
+        None => {}
     }
     // Header names go out as `http` stores them (lower case), as load tools send them: curl
     // mode's title case costs a pass over every name of every request.

@@ -84,6 +84,9 @@ impl fmt::Display for ConnectError {
             ) => {
                 write!(f, "binding to interface {name} failed")?;
             }
+            (Kind::LocalAddress(address), _) => {
+                write!(f, "binding to local address {address} failed")?;
+            }
             (Kind::LocalPort { first, last }, _) if first == last => {
                 write!(f, "binding to local port {first} failed")?;
             }

@@ -9,7 +9,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 mod display;
@@ -70,6 +70,9 @@ enum Kind {
         /// The range's last port.
         last: u16,
     },
+    /// The socket could not be bound to the requested local address (one that is not this
+    /// host's, say); also a connect failure.
+    LocalAddress(IpAddr),
     /// The connect timeout elapsed before the transport was ready.
     Timeout(Duration),
     /// The TLS handshake failed for a reason other than the server certificate.
@@ -178,6 +181,11 @@ impl ConnectError {
         ConnectError::new(kind, Some(error.into()))
     }
 
+    /// Binding a socket to the local address `address` failed with `error`.
+    pub(crate) fn local_address(address: IpAddr, error: io::Error) -> ConnectError {
+        ConnectError::new(Kind::LocalAddress(address), Some(error.into()))
+    }
+
     /// This platform cannot bind a socket to an interface by name.
     #[cfg_attr(
         any(target_os = "android", target_os = "fuchsia", target_os = "linux"),
@@ -269,13 +277,19 @@ impl ConnectError {
     }
 
     /// Whether the TCP connection could not be established: refused, unreachable, or any other
-    /// dial failure, including failing to bind the socket to the requested interface or to a
-    /// local port of the requested range.
+    /// dial failure, including failing to bind the socket to the requested interface, local
+    /// address or local port of the requested range.
     pub fn is_connect(&self) -> bool {
         matches!(
             self.inner.kind,
-            Kind::Connect | Kind::Interface { .. } | Kind::LocalPort { .. }
+            Kind::Connect | Kind::Interface { .. } | Kind::LocalAddress(_) | Kind::LocalPort { .. }
         )
+    }
+
+    /// Whether the socket could not be bound to the requested local address
+    /// (`DialOptions::local_address`). Such an error is also [`is_connect`](Self::is_connect).
+    pub fn is_local_address(&self) -> bool {
+        matches!(self.inner.kind, Kind::LocalAddress(_))
     }
 
     /// Whether no local port of the requested range (`DialOptions::local_ports`) could be

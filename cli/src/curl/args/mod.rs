@@ -250,7 +250,7 @@ pub(crate) struct ConnectArgs {
     #[arg(long = "http2-prior-knowledge", overrides_with_all = ["http1_1", "http2"])]
     pub(crate) http2_prior_knowledge: bool,
 
-    /// Bind connections to this network interface
+    /// Bind connections to this network interface, or to this local IP address ("if!NAME" and "host!ADDRESS" say which)
     #[arg(long = "interface", value_name = "NAME")]
     pub(crate) interface: Option<String>,
 
@@ -327,6 +327,32 @@ impl ConnectArgs {
             (None, None) => None,
         }
     }
+
+    /// What `--interface` binds connections to, read as curl reads it: `if!NAME` is a
+    /// device, `host!ADDRESS` and an IP address a local address, anything else a device.
+    /// (curl also takes a host name to resolve; poolcurl takes it as a device name, which
+    /// then fails to bind, exit 45.)
+    pub(crate) fn bind(&self) -> Option<Bind<'_>> {
+        let text = self.interface.as_deref()?;
+        if let Some(device) = text.strip_prefix("if!") {
+            return Some(Bind::Device(device));
+        }
+        let host = text.strip_prefix("host!").unwrap_or(text);
+        let unbracketed = host.trim_start_matches('[').trim_end_matches(']');
+        Some(match unbracketed.parse() {
+            Ok(address) => Bind::Address(address),
+            Err(_) => Bind::Device(host),
+        })
+    }
+}
+
+/// What connections are bound to ([`ConnectArgs::bind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bind<'a> {
+    /// A network device, by name (`SO_BINDTODEVICE`).
+    Device(&'a str),
+    /// A local address.
+    Address(std::net::IpAddr),
 }
 
 /// One `-H` argument.
@@ -520,6 +546,22 @@ mod tests {
 
     fn parse(argv: &[&str]) -> (CurlArgs, ArgMatches) {
         parse_test_args(argv)
+    }
+
+    #[test]
+    fn interface_names_a_device_or_a_local_address_as_curl_reads_it() {
+        let bind = |value: &str| {
+            let (args, _) = parse(&["--interface", value, "http://x/"]);
+            args.connect.bind().map(|b| format!("{b:?}"))
+        };
+        assert_eq!(bind("eth0").unwrap(), "Device(\"eth0\")");
+        assert_eq!(bind("if!eth0").unwrap(), "Device(\"eth0\")");
+        assert_eq!(bind("if!10.0.0.1").unwrap(), "Device(\"10.0.0.1\")");
+        assert_eq!(bind("10.0.0.1").unwrap(), "Address(10.0.0.1)");
+        assert_eq!(bind("host!10.0.0.1").unwrap(), "Address(10.0.0.1)");
+        assert_eq!(bind("[::1]").unwrap(), "Address(::1)");
+        let (args, _) = parse(&["http://x/"]);
+        assert_eq!(args.connect.bind(), None);
     }
 
     #[test]

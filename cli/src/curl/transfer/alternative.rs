@@ -32,7 +32,10 @@ impl Session {
     /// Exit 49 for a `--connect-to` entry with a bad port; a pool that cannot be built for
     /// the alternative.
     pub(super) fn target_for(&self, uri: &Uri, sink: &Sink) -> Result<Target, CurlError> {
-        let mut target = Target::of(uri, self.prior_knowledge(uri), &self.connect_to, sink)?;
+        let net = &self.args.net;
+        let only_ipv6 = (net.ipv4 || net.ipv6).then_some(net.ipv6);
+        let dial_with = (&self.connect_to, only_ipv6);
+        let mut target = Target::of(uri, self.prior_knowledge(uri), dial_with, sink)?;
         let Some(cache) = &self.alt_svc else {
             return Ok(target);
         };

@@ -356,15 +356,17 @@ impl Target {
             .unwrap_or(host)
     }
 
-    /// Where a request for `uri` goes.
+    /// Where a request for `uri` goes; `only_ipv6` is `-6` (`Some(true)`) or `-4`
+    /// (`Some(false)`).
     ///
     /// # Errors
     ///
-    /// Exit 49 when the `--connect-to` entry it matches has a bad port.
+    /// Exit 49 when the `--connect-to` entry it matches has a bad port; exit 7 when it would
+    /// dial an address of the family `-4`/`-6` rules out (curl finds no address to try).
     pub(super) fn of(
         uri: &Uri,
         prior_knowledge: bool,
-        connect_to: &ConnectToArgs,
+        (connect_to, only_ipv6): (&ConnectToArgs, Option<bool>),
         sink: &Sink,
     ) -> Result<Target, CurlError> {
         let host = Target::host_of(uri);
@@ -372,8 +374,17 @@ impl Target {
             Some("https") => 443,
             _ => 80,
         });
+        let dial = connect_to.check(host, port)?;
+        // The pool dials an address as given; the resolver's family filter never sees it.
+        let literal = dial.host.parse::<std::net::IpAddr>().ok();
+        if literal
+            .zip(only_ipv6)
+            .is_some_and(|(ip, v6)| ip.is_ipv6() != v6)
+        {
+            return Err(CurlError::new(7, "Couldn't connect to server"));
+        }
         Ok(Target {
-            dial: connect_to.check(host, port)?,
+            dial,
             host: host.to_owned(),
             prior_knowledge,
             quiet_data: sink.path().is_none() && stdout_is_terminal(),

@@ -226,6 +226,35 @@ pub(crate) fn cases() -> Vec<Case> {
             "local port taken",
             &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
         ),
+        // --interface with a local address (plain or after host!); an address this host does
+        // not have is 45 (TEST-NET-1). (A device needs CAP_NET_RAW: see the unit tests.)
+        case(
+            "interface address",
+            &[
+                "--interface",
+                "127.0.0.1",
+                "-w",
+                " %{local_ip}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "interface host! prefix",
+            &["--interface", "host!127.0.0.1", "%BASE%/hello"],
+        ),
+        case(
+            "interface address not this host's",
+            &["--interface", "192.0.2.1", "%BASE%/hello"],
+        ),
+        // -4/-6 against an address of the other family: nothing to try, exit 7.
+        case(
+            "ipv6 only with an ipv4 address",
+            &["-6", "-w", "%{http_code} %{errormsg}", "%BASE%/hello"],
+        ),
+        case(
+            "ipv4 only with an ipv6 address",
+            &["-4", "-w", "%{http_code}", "http://[::1]:%PORT%/hello"],
+        ),
         // SOCKS5: -x socks5:// and socks5h://, --socks5 and --socks5-hostname (the last of
         // them and -x wins), no CONNECT (%{http_connect} 0), a target the proxy cannot reach
         // exits 97.
