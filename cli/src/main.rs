@@ -72,9 +72,7 @@ fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let curl_mode = curl::usage::is_curl_mode(&argv);
     let mut groups = if curl_mode {
-        let command = Cli::command();
-        let takes_value = |name: &str| curl::takes_value(&command, name);
-        match curl::usage::prepare(argv, &takes_value) {
+        match curl::usage::prepare(argv, &Cli::command()) {
             Ok(groups) => groups.into_iter(),
             Err(code) => return code,
         }

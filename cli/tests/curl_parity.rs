@@ -763,6 +763,12 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     ] {
         std::fs::write(root.path().join(name), text).unwrap();
     }
+    // A -w file: its line ends go, and what follows a CR on a line.
+    std::fs::write(
+        root.path().join("format.txt"),
+        "%{http_code}\r junk\n|\\%{http_code}|\\n\n",
+    )
+    .unwrap();
     std::fs::write(
         root.path().join("headers.txt"),
         "X-From-File: 1\r\n\r\nnot a header\nAccept: text/plain\n",

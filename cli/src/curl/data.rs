@@ -98,9 +98,39 @@ pub(crate) fn read_source(path: &str) -> Result<Vec<u8>, CurlError> {
     std::fs::read(path).map_err(|e| CurlError::read_failed(path, &e))
 }
 
+/// A file's text as curl 7.88 reads `-w @FILE` and `--etag-compare` (`file2string`): line by
+/// line in pieces of at most 255 bytes (its `fgets` buffer), each cut at its first CR, LF or
+/// NUL, the pieces joined with nothing between them.
+pub(crate) fn file_string(bytes: &[u8]) -> Vec<u8> {
+    const PIECE: usize = 255;
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        for piece in line.chunks(PIECE) {
+            let end = piece
+                .iter()
+                .position(|b| matches!(b, b'\r' | b'\n' | 0))
+                .unwrap_or(piece.len());
+            out.extend_from_slice(&piece[..end]);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_strings_drop_line_ends_and_what_follows_a_cr() {
+        assert_eq!(file_string(b"%{http_code}\n"), b"%{http_code}");
+        assert_eq!(file_string(b"a\r\nb\nc"), b"abc");
+        assert_eq!(file_string(b"a\rjunk\nb"), b"ab");
+        let long = [b'x'; 300];
+        let mut text = long.to_vec();
+        text[10] = b'\r';
+        // The CR cuts its 255-byte piece only; the next piece is kept.
+        assert_eq!(file_string(&text).len(), 10 + (300 - 255));
+    }
 
     #[test]
     fn pieces_join_with_ampersands_and_json_continues() {

@@ -34,10 +34,7 @@ pub(crate) fn etag_to_compare(file: &str, saving: bool) -> Result<HeaderValue, C
         Err(_) if saving => Vec::new(),
         Err(_) => return Err(CurlError::new(26, format!("Failed to open {file}"))),
     };
-    let tag: Vec<u8> = text
-        .into_iter()
-        .filter(|b| *b != b'\r' && *b != b'\n')
-        .collect();
+    let tag = super::data::file_string(&text);
     let tag = if tag.is_empty() {
         b"\"\"".to_vec()
     } else {

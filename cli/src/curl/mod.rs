@@ -67,6 +67,7 @@ mod header_file;
 mod hsts;
 mod invocation;
 mod method;
+mod negate;
 mod netrc;
 mod next;
 mod output;
@@ -114,6 +115,15 @@ use sink::{FileMode, Sink};
 use time_cond::TimeCond;
 use verbose::Verbose;
 use write_out::{Stream, WriteOut};
+
+/// What `command` says of its long option `long` (without `--`): `None` when it has none,
+/// else whether it takes a value and its short letter; for `--no-` negations.
+pub(crate) fn long_option(command: &clap::Command, long: &str) -> Option<(bool, Option<char>)> {
+    let arg = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
+    Some((arg.get_action().takes_values(), arg.get_short()))
+}
 
 /// Whether option `name` (as written on a command line: `-o`, `--output`) of `command` takes a
 /// value; for `-K` files.
@@ -208,7 +218,10 @@ impl Session {
             None => None,
             Some(format) => {
                 let format = match format.strip_prefix('@') {
-                    Some(path) => String::from_utf8_lossy(&data::read_source(path)?).into_owned(),
+                    Some(path) => {
+                        let text = data::file_string(&data::read_source(path)?);
+                        String::from_utf8_lossy(&text).into_owned()
+                    }
                     None => format.clone(),
                 };
                 Some(WriteOut::parse(&format).0)

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::{argv, config, errout, header_file, next};
+use super::{argv, config, errout, header_file, negate, next};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -32,13 +32,15 @@ pub(crate) fn is_curl_mode(argv: &[OsString]) -> bool {
 
 /// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in,
 /// refuses deliberately unsupported flags, splices `-H @FILE` headers in and splits it at
-/// `--next` ([`next::split`]). Returns one command line (with the program name) per group.
-/// `takes_value` says whether an option takes a value. `Err` is the exit code, the message
+/// `--next` ([`next::split`]), then applies each group's `--no-` negations ([`negate`]).
+/// Returns one command line (with the program name) per group. `command` is clap's
+/// definition, asked which options exist and take a value. `Err` is the exit code, the message
 /// already printed.
 pub(crate) fn prepare(
     argv: Vec<OsString>,
-    takes_value: &dyn Fn(&str) -> bool,
+    command: &clap::Command,
 ) -> Result<Vec<Vec<OsString>>, ExitCode> {
+    let takes_value = &|name: &str| super::takes_value(command, name);
     let mut argv = argv.into_iter();
     let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
     let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
@@ -63,14 +65,21 @@ pub(crate) fn prepare(
     }
     let rest = header_file::expand(rest, takes_value);
     let rest = argv::attach_dashed_values(rest, takes_value);
-    Ok(next::split(rest, takes_value)
-        .into_iter()
-        .map(|group| {
+    let lookup = |long: &str| super::long_option(command, long);
+    let mut groups = Vec::new();
+    for group in next::split(rest, takes_value) {
+        let group = negate::apply(group, takes_value, &lookup).map_err(|message| {
+            errout::line(&format!("poolcurl: {message}"));
+            errout::line(TRY_HELP);
+            ExitCode::from(2)
+        })?;
+        groups.push(
             std::iter::once(program.clone())
                 .chain(group.into_iter().map(OsString::from))
-                .collect()
-        })
-        .collect())
+                .collect(),
+        );
+    }
+    Ok(groups)
 }
 
 /// Reports a clap error in curl mode as curl reports usage errors, and returns exit code 2

@@ -162,17 +162,22 @@ impl WriteOut {
         while let Some(c) = rest.chars().next() {
             rest = &rest[c.len_utf8()..];
             match c {
+                // curl 7.88 knows `\n`, `\r` and `\t`; any other pair goes out as written,
+                // the second character included (`\\` is two backslashes, `\%` hides a `%`).
                 '\\' => match rest.chars().next() {
-                    Some(e @ ('n' | 'r' | 't' | '\\')) => {
-                        text.push(match e {
-                            'n' => '\n',
-                            'r' => '\r',
-                            't' => '\t',
-                            _ => '\\',
-                        });
-                        rest = &rest[1..];
+                    Some(e) => {
+                        match e {
+                            'n' => text.push('\n'),
+                            'r' => text.push('\r'),
+                            't' => text.push('\t'),
+                            other => {
+                                text.push('\\');
+                                text.push(other);
+                            }
+                        }
+                        rest = &rest[e.len_utf8()..];
                     }
-                    _ => text.push('\\'),
+                    None => text.push('\\'),
                 },
                 '%' if rest.starts_with('%') => {
                     text.push('%');
@@ -505,7 +510,9 @@ mod tests {
     #[test]
     fn variables_and_escapes() {
         assert_eq!(render("%{http_code} %{num_connects}\\n"), "404 1\n");
-        assert_eq!(render("%{response_code}\\t%%\\\\"), "404\t%\\");
+        // Only \n, \r and \t are escapes: another pair goes out whole, as curl 7.88 writes it.
+        assert_eq!(render("%{response_code}\\t%%\\\\"), "404\t%\\\\");
+        assert_eq!(render("\\%{http_code}\\x"), "\\%{http_code}\\x");
         assert_eq!(
             render("%{time_total}|%{time_starttransfer}"),
             "1.500000|1.234567"

@@ -122,6 +122,58 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case("resumed head", &["-C", "1", "-I", "%BASE%/echo"]),
         case("data that starts with a dash", &["-d", "-x", "%BASE%/echo"]),
+        case(
+            "write-out from a file",
+            &[
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "@%DIR%/../format.txt",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "write-out escapes curl does not know",
+            &[
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "\\\\ \\%{http_code} \\q\\t|",
+                "%BASE%/hello",
+            ],
+        ),
+        // --no-NAME turns a boolean flag off (the last word wins); --NAME turns on one whose
+        // own name starts with no-.
+        case(
+            "no- turns flags off",
+            &["-sLi", "--no-location", "--no-include", "%BASE%/redirect"],
+        ),
+        case(
+            "no- before a later flag",
+            &[
+                "--no-include",
+                "-i",
+                "--no-keepalive",
+                "--keepalive",
+                "%BASE%/hello",
+            ],
+        ),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "no- before a flag that is not a boolean",
+                &["-s", "--no-http2", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "no- before an option with a value",
+                &["-s", "--no-output", "%BASE%/hello"],
+            )
+        },
         // An option's value may start with a dash: curl takes the next argument whatever it is.
         case(
             "values that start with a dash",
