@@ -7,7 +7,7 @@
 //! | `-e URL` | a `Referer` default; `URL;auto` / `;auto` also sets it to the previous URL after a redirect |
 //! | `-u USER:PASSWORD`, URL userinfo | `Authorization: Basic` (`-u` wins over the URL) |
 //! | `--oauth2-bearer TOKEN` | `Authorization: Bearer TOKEN` (wins over `-u`, as in curl) |
-//! | `--url-query DATA` | a piece added to every URL's query, encoded as `--data-urlencode` encodes it (`+DATA`: as given), before `-G`'s |
+//! | `--url-query DATA` | a piece added to every URL's query, encoded as `--data-urlencode` encodes it (`+DATA`: as given); left out when `-G` has data, as curl leaves it |
 //! | `--json DATA` | data as `--data-binary`, with `Content-Type` and `Accept` `application/json` |
 //! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
 //! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
@@ -417,12 +417,29 @@ fn url_query(pieces: &[String]) -> Result<Option<String>, CurlError> {
     Ok((!encoded.is_empty()).then(|| encoded.join("&")))
 }
 
-/// `--url-query`'s pieces, then `-G`'s data, joined with `&`.
-fn join_queries(first: Option<String>, second: Option<String>) -> Option<String> {
-    match (first, second) {
-        (Some(a), Some(b)) => Some(format!("{a}&{b}")),
-        (a, b) => a.or(b),
+/// What goes into every URL's query: `-G`'s data, or else `--url-query`'s pieces (curl uses
+/// the pieces only when `-G` has no data), with the hex digits of their percent-escapes in
+/// lower case: curl 7.88 appends them to the URL's query through its URL API, which writes
+/// `%2f` for `%2F` (the URL's own query stays as written).
+fn join_queries(pieces: Option<String>, get_data: Option<String>) -> Option<String> {
+    get_data.or(pieces).map(|query| lower_escapes(&query))
+}
+
+/// `text` with the two hex digits after each `%` in lower case (a `%` without two hex digits
+/// after it stays as it is).
+fn lower_escapes(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    let mut at = 0;
+    while at + 2 < out.len() {
+        if out[at] == b'%' && out[at + 1].is_ascii_hexdigit() && out[at + 2].is_ascii_hexdigit() {
+            out[at + 1].make_ascii_lowercase();
+            out[at + 2].make_ascii_lowercase();
+            at += 3;
+        } else {
+            at += 1;
+        }
     }
+    String::from_utf8(out).expect("only ASCII hex digits changed")
 }
 
 /// `Basic base64(user:password)`.
@@ -522,6 +539,15 @@ mod tests {
             "http://a/p?z=0&a=1&b=x+y#f"
         );
         assert_eq!(c.template.first_hop().method, http::Method::GET);
+        // What is appended gets curl's lower-case escapes; the URL's own query keeps its own.
+        // -G's data leaves --url-query out, as in curl.
+        let c = composed(&["-G", "-d", "a=%2F%G1%", "--url-query", "é", "http://a/"]);
+        assert_eq!(
+            c.target_url("http://a/?z=%2F", None),
+            "http://a/?z=%2F&a=%2f%G1%"
+        );
+        let c = composed(&["--url-query", "é", "--url-query", "+x=%2F", "http://a/"]);
+        assert_eq!(c.target_url("http://a/", None), "http://a/?%c3%a9&x=%2f");
         let c = composed(&["http://a/"]);
         let f = Some("up/f.txt");
         assert_eq!(c.target_url("http://a/dir/", f), "http://a/dir/f.txt");

@@ -28,16 +28,25 @@ pub(crate) fn expand(
     argv: Vec<String>,
     takes_value: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<String>, CurlError> {
-    expand_at(argv, takes_value, 0)
+    expand_at(argv, takes_value, 0, &mut false)
 }
 
+/// [`expand`] at `depth` files deep; `silent` says whether a `-s` came earlier on the command
+/// line (curl notes a file it cannot read unless one did: it reads `-K` files while it
+/// reads the arguments, so a later `-s` does not yet apply).
 fn expand_at(
     argv: Vec<String>,
     takes_value: &dyn Fn(&str) -> bool,
     depth: usize,
+    silent: &mut bool,
 ) -> Result<Vec<String>, CurlError> {
     let mut out = Vec::with_capacity(argv.len());
     for arg in argv::read(argv, takes_value) {
+        *silent |= match &arg.kind {
+            Kind::Long { name, .. } => name == "silent",
+            Kind::Short { flags, .. } => flags.contains('s'),
+            _ => false,
+        };
         let file = match arg.kind {
             Kind::Long { name, value } if name == "config" => value,
             Kind::Short {
@@ -58,9 +67,14 @@ fn expand_at(
         if depth >= MAX_DEPTH {
             return Err(CurlError::new(26, "option -K: config files nest too deep"));
         }
-        let text = read(&file)?;
+        let text = read(&file).inspect_err(|_| {
+            if !*silent {
+                let note = format!("cannot read config from '{file}'");
+                eprintln!("{}", super::output::curl_error_note(&note));
+            }
+        })?;
         let options = parse(&text, takes_value);
-        out.extend(expand_at(options, takes_value, depth + 1)?);
+        out.extend(expand_at(options, takes_value, depth + 1, silent)?);
     }
     Ok(out)
 }

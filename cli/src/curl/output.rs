@@ -225,18 +225,28 @@ impl Report {
 /// `message` as curl's `warnf` prints it: `Warning: ` before each piece of at most 70 bytes,
 /// cut after the last blank that fits (or at 70 when none does).
 pub(crate) fn curl_warning(message: &str) -> String {
-    const WIDTH: usize = 79 - "Warning: ".len();
+    wrapped("Warning: ", 79 - "Warning: ".len(), message)
+}
+
+/// `message` as curl's `errorf` prints it while it reads its arguments: as [`curl_warning`],
+/// after `poolcurl: ` (the pieces as long as curl's after its shorter `curl: `).
+pub(crate) fn curl_error_note(message: &str) -> String {
+    wrapped("poolcurl: ", 79 - "curl: ".len(), message)
+}
+
+/// `message` in pieces of at most `width` bytes, each after `prefix` (curl's `voutf`).
+fn wrapped(prefix: &str, width: usize, message: &str) -> String {
     // curl's messages end with a newline, which counts in the width.
     let text = format!("{message}\n");
     let mut rest = text.as_bytes();
     let mut out = Vec::new();
     while !rest.is_empty() {
-        out.extend_from_slice(b"Warning: ");
-        if rest.len() > WIDTH {
-            let cut = (1..WIDTH)
+        out.extend_from_slice(prefix.as_bytes());
+        if rest.len() > width {
+            let cut = (1..width)
                 .rev()
                 .find(|&at| rest[at] == b' ' || rest[at] == b'\t')
-                .unwrap_or(WIDTH - 1);
+                .unwrap_or(width - 1);
             out.extend_from_slice(&rest[..=cut]);
             out.push(b'\n');
             rest = &rest[cut + 1..];
@@ -258,6 +268,17 @@ pub(crate) fn stderr_line(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_notes_wrap_where_curls_do_after_the_longer_name() {
+        let path = format!("/{}", "d".repeat(80));
+        let note = curl_error_note(&format!("cannot read config from '{path}'"));
+        let lines: Vec<&str> = note.lines().collect();
+        assert_eq!(lines[0], "poolcurl: cannot read config from ");
+        // 73 bytes after the name, as after curl's `curl: `.
+        assert_eq!(lines[1].len(), "poolcurl: ".len() + 73);
+        assert_eq!(lines[2], format!("poolcurl: {}'", "d".repeat(80 - (73 - 2))));
+    }
 
     #[test]
     fn warnings_wrap_where_curl_wraps_them() {

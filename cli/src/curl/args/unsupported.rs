@@ -150,7 +150,8 @@ pub(crate) fn help() -> String {
 
 /// The message for the first deliberately unsupported flag on the command line (`argv`
 /// without the program name, read by [`argv::read`]), if any: every letter of a bundle of
-/// short flags counts, another option's value never does, and `--` ends the search.
+/// short flags counts, another option's value never does, and `--` ends the search. A lone
+/// `-` is refused here too, as curl's unknown option.
 pub(crate) fn find(argv: &[String], takes_value: &dyn Fn(&str) -> bool) -> Option<String> {
     for arg in argv::read(argv.to_vec(), takes_value) {
         let (flag, shown) = match &arg.kind {
@@ -172,6 +173,8 @@ pub(crate) fn find(argv: &[String], takes_value: &dyn Fn(&str) -> bool) -> Optio
                 };
                 (flag, format!("-{c}"))
             }
+            // curl reads a lone `-` as an option without letters, which it does not know.
+            Kind::Url if arg.raw[0] == "-" => return Some("option -: is unknown".to_owned()),
             Kind::Url => continue,
             Kind::Rest => return None,
         };

@@ -122,6 +122,30 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case("resumed head", &["-C", "1", "-I", "%BASE%/echo"]),
         case("data that starts with a dash", &["-d", "-x", "%BASE%/echo"]),
+        Case {
+            extra: Extra::Stderr,
+            ..case("a lone dash", &["-s", "-", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "config file that cannot be read",
+                &["-K", "missing.cfg", "%BASE%/hello"],
+            )
+        },
+        case(
+            "query escapes appended in lower case",
+            &[
+                "-G",
+                "-d",
+                "a=%2F",
+                "--url-query",
+                "b=é",
+                "-w",
+                "%{url_effective}",
+                "%BASE%/echo?c=%2F",
+            ],
+        ),
         case(
             "write-out from a file",
             &[
