@@ -1446,25 +1446,34 @@ async fn tls_version_flags_bound_the_negotiated_version() {
     assert_eq!(server.accepted(), accepted, "nothing was dialed");
 }
 
-/// `--capath`: the PEM certificates of a directory are trusted (other files are passed over);
-/// a file that looks like a certificate but is not one is curl's exit 77.
+/// `--capath`: the certificates of a directory's OpenSSL hash links (`HASH.N`) are trusted,
+/// and no other file there, as OpenSSL looks them up; a hash link that looks like a
+/// certificate but is not one is exit 77.
 #[tokio::test(flavor = "multi_thread")]
 async fn capath_trusts_the_certificates_of_a_directory() {
-    let (_pki, dir, _ca, server) = tls_serving("poolcurl-capath", Reply::ok("trusted")).await;
+    let (_pki, dir, ca, server) = tls_serving("poolcurl-capath", Reply::ok("trusted")).await;
     std::fs::write(dir.path().join("README"), "not a certificate\n").unwrap();
     let url = server.url("/");
     let capath = dir.path().to_str().unwrap();
+    // The CA as a plain file only: OpenSSL would not find it.
+    let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    std::fs::copy(&ca, dir.path().join("0123abcd.0")).unwrap();
     let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout_text(), "trusted");
     let empty = TempDir::new("poolcurl-capath-empty");
     let run = poolcurl(&["-sS", "--capath", empty.path().to_str().unwrap(), &url]).await;
     assert_eq!(run.code, 60, "{}", run.stderr);
-    std::fs::write(
-        dir.path().join("broken.pem"),
-        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
-    )
-    .unwrap();
+    let broken = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+    std::fs::write(dir.path().join("broken.pem"), broken).unwrap();
+    let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
+    assert_eq!(
+        run.code, 0,
+        "a file that is no hash link is not read: {}",
+        run.stderr
+    );
+    std::fs::write(dir.path().join("0123abcd.1"), broken).unwrap();
     let run = poolcurl(&["-sS", "--capath", capath, &url]).await;
     assert_eq!(run.code, 77, "{}", run.stderr);
 }

@@ -277,7 +277,10 @@ mod tests {
         assert_eq!(lines[0], "poolcurl: cannot read config from ");
         // 73 bytes after the name, as after curl's `curl: `.
         assert_eq!(lines[1].len(), "poolcurl: ".len() + 73);
-        assert_eq!(lines[2], format!("poolcurl: {}'", "d".repeat(80 - (73 - 2))));
+        assert_eq!(
+            lines[2],
+            format!("poolcurl: {}'", "d".repeat(80 - (73 - 2)))
+        );
     }
 
     #[test]

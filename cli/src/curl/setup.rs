@@ -7,7 +7,7 @@
 //! | `-k` | `danger_accept_invalid_certs(true)` |
 //! | `--cacert FILE` | `add_root_certificates_pem`, and no platform roots (curl replaces its CA bundle) |
 //! | `--crlfile FILE` | `add_crl_pem` (an unreadable or malformed file is exit 82, curl's "could not load CRL file") |
-//! | `--capath DIR[:DIR...]` | `add_root_certificates_pem` for each PEM certificate file of the directories, beside the platform's roots or `--cacert` |
+//! | `--capath DIR[:DIR...]` | `add_root_certificates_pem` for each OpenSSL hash link (`HASH.N`) of the directories, beside the platform's roots or `--cacert` |
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
@@ -518,18 +518,28 @@ fn read_crl_file(path: &Path) -> Result<Vec<u8>, CurlError> {
     Ok(pem)
 }
 
-/// `--capath DIR[:DIR...]`: the PEM files of each directory that hold a certificate, in name
-/// order (a `c_rehash` directory's hash links repeat some, which is harmless). A directory
-/// that cannot be read adds nothing, as with curl, whose handshake then fails verification
-/// (exit 60) if nothing else trusts the server; a file that looks like PEM but does not parse
-/// is exit 77 when the pool is built.
+/// `--capath DIR[:DIR...]`: the PEM certificate files of each directory named as OpenSSL
+/// looks them up, `HASH.N` (8 hex digits, a dot, a number: what `openssl rehash` and
+/// `c_rehash` make), in name order; curl (OpenSSL) reads no other file there, so a
+/// `cert.pem` beside them is not trusted. (The hash in the name is not checked against the
+/// certificate's subject.) A directory that cannot be read adds nothing, as with curl, whose
+/// handshake then fails verification (exit 60) if nothing else trusts the server; a file that
+/// looks like PEM but does not parse is exit 77 when the pool is built (curl: 35 when its
+/// handshake reaches it).
 fn ca_directories(dirs: &str) -> Vec<Vec<u8>> {
     let mut pems = Vec::new();
     for dir in dirs.split(':').filter(|d| !d.is_empty()) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
-        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_hash_name)
+            })
+            .collect();
         paths.sort();
         for path in paths {
             let Ok(bytes) = std::fs::read(&path) else {
@@ -544,6 +554,16 @@ fn ca_directories(dirs: &str) -> Vec<Vec<u8>> {
         }
     }
     pems
+}
+
+/// Whether `name` is an OpenSSL hash link's (`5ed36f99.0`).
+fn is_hash_name(name: &str) -> bool {
+    name.split_once('.').is_some_and(|(hash, n)| {
+        hash.len() == 8
+            && hash.bytes().all(|b| b.is_ascii_hexdigit())
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// What a PEM certificate starts with.
