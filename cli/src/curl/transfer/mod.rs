@@ -446,6 +446,18 @@ impl Session {
         }
         // Only a GET is held to it, as in curl (`-I -C N` takes a whole head).
         let resuming = self.args.send.continue_at.is_some() && hop.method == Method::GET;
+        if resuming && status == 416 && resume.is_some_and(|offset| offset > 0) {
+            // curl's reading of a 416 to `-C`: the file is presumably complete. Its body (an
+            // error page) is not appended to it, and (without `-f`) the transfer is no failure.
+            if include {
+                sink.write(&head)?;
+            }
+            self.read_body(&mut body, &parts, &target, record, None, progress)
+                .await?;
+            self.verbose.done(connection, &target.host, closes);
+            sink.finish()?;
+            return Ok(Next::Done);
+        }
         if ranged && status == 200 && resuming {
             self.verbose.done(connection, &target.host, true);
             // curl's exception: a whole resource exactly as long as what `-C` already has is

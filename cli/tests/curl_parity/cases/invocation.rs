@@ -105,6 +105,22 @@ pub(crate) fn cases() -> Vec<Case> {
             &["%BASE%/echo", "-K", "%DIR%/../next.cfg", "%BASE%/echo"],
         ),
         case("range", &["-r", "2-5", "%BASE%/range"]),
+        // A 416 to -C: the file is taken as complete (its error page not appended), unless -f.
+        case(
+            "resumed past the end",
+            &[
+                "-C",
+                "100",
+                "-w",
+                "%{http_code} %{size_download}",
+                "%BASE%/range",
+            ],
+        ),
+        case(
+            "resumed past the end with fail",
+            &["-f", "-C", "100", "-w", "%{http_code}", "%BASE%/range"],
+        ),
+        case("range past the end", &["-r", "100-", "%BASE%/range"]),
         // On a POST, -r and -C describe what is sent: the data's Content-Range, nothing for a
         // form, and no Range asked of the response (so no exit 33 on its 200).
         case(

@@ -326,6 +326,11 @@ fn range(req: &RecordedRequest) -> Reply {
     };
     let (from, to) = spec.split_once('-').unwrap_or((spec, ""));
     let from: usize = from.parse().unwrap_or(0);
+    if from >= DIGITS.len() {
+        return Reply::new(416)
+            .header("content-range", &format!("bytes */{}", DIGITS.len()))
+            .body("range not satisfiable\n");
+    }
     let to: usize = to.parse().unwrap_or(DIGITS.len() - 1).min(DIGITS.len() - 1);
     Reply::new(206)
         .header(
