@@ -12,7 +12,7 @@
 //! with the code of the last transfer (with `-Z`, of the last one to fail), as curl does.
 //!
 //! ```text
-//! main ── usage::prepare (argv: -K files, unsupported flags, -H @FILE, --next groups)
+//! main ── usage::prepare (argv: -K files, unsupported flags, -H @FILE, --next groups, --no-)
 //!      ── clap, per group ── run
 //! run ── compose (template) ── plan (URLs, outputs) ── Shared::client_for ── for each URL:
 //!          retry loop ── transfer (bounded by -m) ── hop: request ─ head ─ -v trace
@@ -22,9 +22,10 @@
 //!          -w ── after the last: -c cookie jar
 //! ```
 //!
-//! The concerns live in their own modules: [`argv`], [`args`], [`config`] and [`next`] (the
-//! command line), [`invocation`] (its groups and the order of transfers), [`compose`],
-//! [`request`], [`data`], [`form`], [`upload`] (what is sent), [`cookies`], [`decode`] (`--compressed`),
+//! The concerns live in their own modules: [`argv`], [`args`], [`config`], [`next`] and
+//! [`negate`] (the command line), [`invocation`] (its groups and the order of transfers),
+//! [`compose`], [`method`], [`request`], [`data`], [`form`], [`upload`] (what is sent),
+//! [`ca_files`] (whom TLS trusts), [`cookies`], [`decode`] (`--compressed`),
 //! [`sink`], [`output`], [`verbose`], [`progress`], [`write_out`] (what is printed), [`exit`]
 //! (curl's exit codes), [`sigv4`] (`--aws-sigv4`), [`doh`] (`--doh-url`). What this mode does not do: curl's default
 //! progress meter, authentication other than Basic, Digest, NTLM, Bearer and AWS Signature Version 4,
@@ -46,6 +47,7 @@ use std::sync::{Arc, Mutex};
 mod alt_svc;
 pub(crate) mod args;
 mod argv;
+mod ca_files;
 mod cert_text;
 mod ciphers;
 mod client_cert;
@@ -115,32 +117,6 @@ use sink::{FileMode, Sink};
 use time_cond::TimeCond;
 use verbose::Verbose;
 use write_out::{Stream, WriteOut};
-
-/// What `command` says of its long option `long` (without `--`): `None` when it has none,
-/// else whether it takes a value and its short letter; for `--no-` negations.
-pub(crate) fn long_option(command: &clap::Command, long: &str) -> Option<(bool, Option<char>)> {
-    let arg = command
-        .get_arguments()
-        .find(|a| a.get_long() == Some(long))?;
-    Some((arg.get_action().takes_values(), arg.get_short()))
-}
-
-/// Whether option `name` (as written on a command line: `-o`, `--output`) of `command` takes a
-/// value; for `-K` files.
-pub(crate) fn takes_value(command: &clap::Command, name: &str) -> bool {
-    let found = if let Some(long) = name.strip_prefix("--") {
-        command.get_arguments().find(|a| a.get_long() == Some(long))
-    } else if let Some(short) = name.strip_prefix('-') {
-        let mut chars = short.chars();
-        match (chars.next(), chars.next()) {
-            (Some(c), None) => command.get_arguments().find(|a| a.get_short() == Some(c)),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    found.is_some_and(|arg| arg.get_action().takes_values())
-}
 
 /// Everything the transfers of one group of the command line share (the whole command line
 /// without `--next`).

@@ -34,7 +34,6 @@
 //! [`pool_builder`] applies the flags every pool of this binary shares (protocol, TLS,
 //! `--resolve`); `poolcurl load` starts from it and adds its partitions and bounds.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,11 +43,10 @@ use pool::{
     BuildError, Builder, ConnectionPool, NoProxy, Partition, PartitionId, ProtocolPolicy, Proxy,
     ProxyConfig, Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions,
 };
-use rustls_pki_types::CertificateRevocationListDer;
-use rustls_pki_types::pem::PemObject;
 
 use super::args::parse::parse_resolve;
 use super::args::{Bind, ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
+use super::ca_files::{ca_directories, read_ca_file, read_crl_file};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
 use super::dns_servers;
@@ -490,84 +488,6 @@ pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
         _ => CurlError::new(2, error.to_string()),
     }
 }
-
-/// `--cacert FILE` (or `--proxy-cacert`), read.
-///
-/// # Errors
-///
-/// Exit 77 when the file cannot be read.
-fn read_ca_file(path: &Path) -> Result<Vec<u8>, CurlError> {
-    std::fs::read(path).map_err(|e| CurlError::ca_file(&path.display().to_string(), e))
-}
-
-/// `--crlfile FILE`, read and checked here so that a bad file is its own exit code (82)
-/// rather than one of the pool's TLS settings.
-///
-/// # Errors
-///
-/// Exit 82 when the file cannot be read or holds no CRL that parses.
-fn read_crl_file(path: &Path) -> Result<Vec<u8>, CurlError> {
-    let shown = path.display().to_string();
-    let pem = std::fs::read(path).map_err(|e| CurlError::crl_file(&shown, e))?;
-    let crls = CertificateRevocationListDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CurlError::crl_file(&shown, e))?;
-    if crls.is_empty() {
-        return Err(CurlError::crl_file(&shown, "no CRL in the file"));
-    }
-    Ok(pem)
-}
-
-/// `--capath DIR[:DIR...]`: the PEM certificate files of each directory named as OpenSSL
-/// looks them up, `HASH.N` (8 hex digits, a dot, a number: what `openssl rehash` and
-/// `c_rehash` make), in name order; curl (OpenSSL) reads no other file there, so a
-/// `cert.pem` beside them is not trusted. (The hash in the name is not checked against the
-/// certificate's subject.) A directory that cannot be read adds nothing, as with curl, whose
-/// handshake then fails verification (exit 60) if nothing else trusts the server; a file that
-/// looks like PEM but does not parse is exit 77 when the pool is built (curl: 35 when its
-/// handshake reaches it).
-fn ca_directories(dirs: &str) -> Vec<Vec<u8>> {
-    let mut pems = Vec::new();
-    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut paths: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|path| {
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(is_hash_name)
-            })
-            .collect();
-        paths.sort();
-        for path in paths {
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            if bytes
-                .windows(CERTIFICATE_MARK.len())
-                .any(|w| w == CERTIFICATE_MARK)
-            {
-                pems.push(bytes);
-            }
-        }
-    }
-    pems
-}
-
-/// Whether `name` is an OpenSSL hash link's (`5ed36f99.0`).
-fn is_hash_name(name: &str) -> bool {
-    name.split_once('.').is_some_and(|(hash, n)| {
-        hash.len() == 8
-            && hash.bytes().all(|b| b.is_ascii_hexdigit())
-            && !n.is_empty()
-            && n.bytes().all(|b| b.is_ascii_digit())
-    })
-}
-
-/// What a PEM certificate starts with.
-const CERTIFICATE_MARK: &[u8] = b"-----BEGIN CERTIFICATE-----";
 
 /// `--connect-timeout`, or `default` when it is not given (or is 0).
 pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration {

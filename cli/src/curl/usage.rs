@@ -40,7 +40,7 @@ pub(crate) fn prepare(
     argv: Vec<OsString>,
     command: &clap::Command,
 ) -> Result<Vec<Vec<OsString>>, ExitCode> {
-    let takes_value = &|name: &str| super::takes_value(command, name);
+    let takes_value = &|name: &str| takes_value(command, name);
     let mut argv = argv.into_iter();
     let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
     let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
@@ -65,7 +65,7 @@ pub(crate) fn prepare(
     }
     let rest = header_file::expand(rest, takes_value);
     let rest = argv::attach_dashed_values(rest, takes_value);
-    let lookup = |long: &str| super::long_option(command, long);
+    let lookup = |long: &str| long_option(command, long);
     let mut groups = Vec::new();
     for group in next::split(rest, takes_value) {
         let group = negate::apply(group, takes_value, &lookup).map_err(|message| {
@@ -80,6 +80,32 @@ pub(crate) fn prepare(
         );
     }
     Ok(groups)
+}
+
+/// What `command` says of its long option `long` (without `--`): `None` when it has none,
+/// else whether it takes a value and its short letter; for `--no-` negations.
+fn long_option(command: &clap::Command, long: &str) -> Option<(bool, Option<char>)> {
+    let arg = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
+    Some((arg.get_action().takes_values(), arg.get_short()))
+}
+
+/// Whether option `name` (as written on a command line: `-o`, `--output`) of `command` takes a
+/// value.
+fn takes_value(command: &clap::Command, name: &str) -> bool {
+    let found = if let Some(long) = name.strip_prefix("--") {
+        command.get_arguments().find(|a| a.get_long() == Some(long))
+    } else if let Some(short) = name.strip_prefix('-') {
+        let mut chars = short.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => command.get_arguments().find(|a| a.get_short() == Some(c)),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    found.is_some_and(|arg| arg.get_action().takes_values())
 }
 
 /// Reports a clap error in curl mode as curl reports usage errors, and returns exit code 2
