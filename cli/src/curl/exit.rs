@@ -477,6 +477,20 @@ fn certificate_problem(error: &pool::Error, host: &str) -> CurlError {
 }
 
 /// The first error of type `T` in `error`'s source chain.
+/// The server a failed TLS handshake with the origin was connected to: curl fills
+/// `%{remote_ip}` and `%{scheme}` once its TCP connection stands, so a TLS failure shows them
+/// where a refused connection does not.
+pub(crate) fn tls_peer(error: &pool::Error) -> Option<std::net::SocketAddr> {
+    let handshake = error.is_tls()
+        || error.is_certificate()
+        || error.is_pinned_key_mismatch()
+        || error.is_certificate_status();
+    if !handshake || error.is_proxy() {
+        return None;
+    }
+    find::<pool::ConnectError>(error).and_then(pool::ConnectError::addr)
+}
+
 fn find<T: StdError + 'static>(error: &pool::Error) -> Option<&T> {
     let mut next: Option<&(dyn StdError + 'static)> = error.source();
     while let Some(current) = next {

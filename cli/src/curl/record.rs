@@ -64,6 +64,9 @@ pub(crate) struct TransferRecord {
     pub(crate) tunnel_heads: Vec<u8>,
     /// The `Location` of a redirect that was not followed.
     pub(crate) redirect_url: Option<String>,
+    /// The server a TLS handshake that failed was connected to (`%{remote_ip}`,
+    /// `%{remote_port}` and `%{scheme}` show it, as curl's do once TCP stands).
+    pub(crate) tls_peer: Option<std::net::SocketAddr>,
     /// The `-o` file of this transfer.
     pub(crate) output_file: Option<PathBuf>,
     /// The transfer's exit code (0 on success).
@@ -112,6 +115,7 @@ impl TransferRecord {
             http_connect: 0,
             tunnel_heads: Vec::new(),
             redirect_url: None,
+            tls_peer: None,
             output_file: None,
             exit_code: 0,
             error: None,

@@ -372,16 +372,23 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
                 (None, Some(addr)) => write!(out, "{}", addr.ip()),
                 (None, None) => Ok(()),
             },
-            None => Ok(()),
+            None => match record.tls_peer {
+                Some(peer) => write!(out, "{}", peer.ip()),
+                None => Ok(()),
+            },
         },
         Var::RemotePort => match info {
             Some(info) if info.unix_socket().is_some() => write!(out, "{}", info.origin().port()),
             _ => write!(
                 out,
                 "{}",
-                info.and_then(|i| i.remote_addr()).map_or(0, |a| a.port())
+                info.and_then(|i| i.remote_addr())
+                    .or(record.tls_peer)
+                    .map_or(0, |a| a.port())
             ),
         },
+        // curl names the scheme once a connection stands: not after a failed resolve or dial.
+        Var::Scheme if info.is_none() && record.tls_peer.is_none() => Ok(()),
         Var::Scheme => write!(
             out,
             "{}",
@@ -517,10 +524,15 @@ mod tests {
             render("%{time_total}|%{time_starttransfer}"),
             "1.500000|1.234567"
         );
+        // No connection stood: no scheme, as in curl; a failed handshake's server has one.
         assert_eq!(
             render("%{url_effective} %{scheme} %{method}"),
-            "http://a.test/x HTTP GET"
+            "http://a.test/x  GET"
         );
+        let mut shook = record();
+        shook.tls_peer = Some("127.0.0.1:8443".parse().unwrap());
+        let (w, _) = WriteOut::parse("%{scheme} %{remote_ip} %{remote_port}");
+        assert_eq!(w.render(&shook), "HTTP 127.0.0.1 8443");
         assert_eq!(
             render("%header{content-type}/%{content_type}"),
             "text/plain/text/plain"

@@ -108,6 +108,7 @@ impl Session {
             Ok(response) => response,
             Err(error) => {
                 record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
+                record.tls_peer = exit::tls_peer(&error);
                 record.certificate_failure = error.certificate_check().map(|check| {
                     let through = if error.is_proxy() {
                         Through::Proxy

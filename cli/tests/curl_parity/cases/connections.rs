@@ -142,6 +142,19 @@ pub(crate) fn cases() -> Vec<Case> {
             )
         },
         case("port over 65535", &["http://127.0.0.1:99999/"]),
+        // curl names the scheme and the server once TCP stands: after a refused connection
+        // neither, after a certificate it does not trust both.
+        case(
+            "what a refused connection shows",
+            &["-w", "[%{scheme}|%{remote_ip}|%{remote_port}]", "%CLOSED%"],
+        ),
+        Case {
+            server: Server::Tls,
+            ..case(
+                "what a failed handshake shows",
+                &["-w", "[%{scheme}|%{remote_ip}]", "%TLS%/hello"],
+            )
+        },
         // An https:// proxy (the TLS server, which answers absolute-form requests as a
         // forward proxy) is trusted by its own flags; --cacert and -k are the origin's.
         // --proxy-pinnedpubkey is the proxy's: its key passes, and --pinnedpubkey does not
