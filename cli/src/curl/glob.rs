@@ -117,6 +117,10 @@ fn parse(pattern: &str) -> Result<Vec<Piece>, CurlError> {
                     .map(|e| i + e)
                     .ok_or_else(|| bad(i + 1, "unmatched brace"))?;
                 let inner = &pattern[i + 1..end];
+                if inner.is_empty() {
+                    // curl points at the closing brace.
+                    return Err(bad(end + 1, "empty string within braces"));
+                }
                 flush(&mut pieces, &mut text);
                 pieces.push(Piece::Choice(inner.split(',').map(str::to_owned).collect()));
                 i = end + 1;
@@ -241,9 +245,15 @@ mod tests {
             "http://h/[1-",
             "http://h/[3-1]",
             "http://h/a]",
+            "http://h/{}",
         ] {
             assert_eq!(expand(bad).unwrap_err().code(), 3, "{bad}");
         }
+        let empty = expand("http://h/f{}.txt").unwrap_err();
+        assert_eq!(
+            empty.message(),
+            "empty string within braces in URL position 12:\nhttp://h/f{}.txt\n           ^"
+        );
     }
 
     #[test]

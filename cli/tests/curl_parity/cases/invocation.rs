@@ -572,6 +572,10 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-o", "%DIR%/n_#1.txt", "%BASE%/files/[1-3]"],
         ),
         case("globoff", &["-g", "-w", "%{http_code}", "%BASE%/files/x"]),
+        Case {
+            extra: Extra::Stderr,
+            ..case("empty braces", &["-sS", "http://h.test/files/{}"])
+        },
         // -I and -F are settled while the command line is read: the later one is badly used
         // (printed under -s too). Data against them ends the run when the group's first
         // transfer is made, after the groups before it.
