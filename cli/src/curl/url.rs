@@ -198,6 +198,37 @@ fn remove_dot_segments(path: &str) -> String {
 
 /// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
 /// delimiters), as curl does with a `Location` it follows.
+/// `uri` as its request line carries it: a path with bytes outside ASCII (`/é`, which the URL
+/// keeps as typed, and `%{url_effective}` shows so) percent-encoded, in curl's lower-case
+/// hex, as curl's URL parser sends it; a raw byte above 0x7f is no valid request-target (RFC
+/// 9112). The query goes as it is, as curl 7.88 sends it.
+pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
+    let path = uri.path();
+    if path.is_ascii() {
+        return std::borrow::Cow::Borrowed(uri);
+    }
+    let mut target = String::with_capacity(path.len() * 3);
+    for &b in path.as_bytes() {
+        if b.is_ascii() {
+            target.push(char::from(b));
+        } else {
+            target.push_str(&format!("%{b:02x}"));
+        }
+    }
+    if let Some(query) = uri.query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    let mut parts = uri.clone().into_parts();
+    match target.parse() {
+        Ok(path_and_query) => {
+            parts.path_and_query = Some(path_and_query);
+            Uri::from_parts(parts).map_or(std::borrow::Cow::Borrowed(uri), std::borrow::Cow::Owned)
+        }
+        Err(_) => std::borrow::Cow::Borrowed(uri),
+    }
+}
+
 fn encode_unsafe(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
@@ -208,7 +239,8 @@ fn encode_unsafe(bytes: &[u8]) -> String {
                 b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
             );
         if unsafe_byte {
-            out.push_str(&format!("%{b:02X}"));
+            // Lower-case hex, as curl's URL API writes it.
+            out.push_str(&format!("%{b:02x}"));
         } else {
             out.push(char::from(b));
         }
@@ -219,6 +251,14 @@ fn encode_unsafe(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_lines_carry_non_ascii_paths_encoded_and_queries_as_they_are() {
+        let uri = parse_url("http://h/é/x?q=é").unwrap();
+        assert_eq!(wire_uri(&uri).to_string(), "http://h/%c3%a9/x?q=é");
+        let plain = parse_url("http://h/a%20b?c").unwrap();
+        assert!(matches!(wire_uri(&plain), std::borrow::Cow::Borrowed(_)));
+    }
 
     fn resolve(base: &str, location: &str) -> String {
         resolve_location(&base.parse().unwrap(), location.as_bytes())

@@ -37,7 +37,7 @@ impl RequestTemplate {
     ) -> Result<Request<Full<Bytes>>, CurlError> {
         let mut builder = Request::builder()
             .method(self.method_for(hop))
-            .uri(uri.clone())
+            .uri(super::super::url::wire_uri(uri).into_owned())
             .version(self.version);
         let credential = |name: &HeaderName| [AUTHORIZATION, COOKIE].contains(name);
         // Without the data, its headers go too; `--digest`'s first request keeps them but

@@ -412,9 +412,11 @@ impl Session {
             return Ok(Next::WithoutExpect);
         }
 
+        // An empty `Location` is no redirect (curl ignores it), not one to this same URL.
         let location = parts
             .headers
             .get(LOCATION)
+            .filter(|value| !value.as_bytes().trim_ascii().is_empty())
             .filter(|_| redirect::is_followed(parts.status))
             .map(|value| url::resolve_location(uri, value.as_bytes()));
         if let Some(next) = location {

@@ -705,6 +705,23 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
         case(
+            "empty location",
+            &[
+                "-L",
+                "-w",
+                "%{http_code} %{redirect_url}",
+                "%BASE%/empty-location",
+            ],
+        ),
+        case(
+            "location with raw utf-8",
+            &["-L", "-w", "%{url_effective}", "%BASE%/utf8-location"],
+        ),
+        case(
+            "path with raw utf-8",
+            &["-g", "-w", "%{url_effective}", "%BASE%/echo/é"],
+        ),
+        case(
             "max redirs names the redirect it did not follow",
             &[
                 "-sL",

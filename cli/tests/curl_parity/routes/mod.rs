@@ -105,6 +105,11 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("x-two", "b"),
         "/redirect" => Reply::new(302).header("location", "/hello").body("moved\n"),
         "/redirect307" => Reply::new(307).header("location", "/echo").body("moved\n"),
+        // An empty Location is no redirect; one with raw UTF-8 goes percent-encoded.
+        "/empty-location" => Reply::new(302).header("location", "").body("nowhere\n"),
+        "/utf8-location" => Reply::new(302)
+            .header("location", "/echo/é")
+            .body("moved\n"),
         // The method and body length a redirected request came with.
         "/found" => Reply::new(302)
             .header("location", "/method")
