@@ -763,6 +763,12 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     ] {
         std::fs::write(root.path().join(name), text).unwrap();
     }
+    // -d @FILE as text: line ends go, and what follows a CR or a NUL on a line.
+    std::fs::write(
+        root.path().join("text-data.txt"),
+        b"a\x00b\r\nc=1\rjunk\nd\n",
+    )
+    .unwrap();
     // A -w file: its line ends go, and what follows a CR on a line.
     std::fs::write(
         root.path().join("format.txt"),

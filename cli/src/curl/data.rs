@@ -37,12 +37,10 @@ pub(crate) fn read_data(data: &[DataArg]) -> Result<Bytes, CurlError> {
             body.push(b'&');
         }
         match piece {
+            // curl reads `-d @FILE` as text ([`file_string`]): line ends go, and with them
+            // whatever follows a CR or NUL on a line.
             DataArg::Ascii(text) => match text.strip_prefix('@') {
-                Some(path) => body.extend(
-                    read_source(path)?
-                        .into_iter()
-                        .filter(|b| *b != b'\r' && *b != b'\n'),
-                ),
+                Some(path) => body.extend(file_string(&read_source(path)?)),
                 None => body.extend_from_slice(text.as_bytes()),
             },
             DataArg::Binary(text) | DataArg::Json(text) => match text.strip_prefix('@') {
@@ -98,9 +96,9 @@ pub(crate) fn read_source(path: &str) -> Result<Vec<u8>, CurlError> {
     std::fs::read(path).map_err(|e| CurlError::read_failed(path, &e))
 }
 
-/// A file's text as curl 7.88 reads `-w @FILE` and `--etag-compare` (`file2string`): line by
-/// line in pieces of at most 255 bytes (its `fgets` buffer), each cut at its first CR, LF or
-/// NUL, the pieces joined with nothing between them.
+/// A file's text as curl 7.88 reads `-d @FILE`, `-w @FILE` and `--etag-compare`
+/// (`file2string`): line by line in pieces of at most 255 bytes (its `fgets` buffer), each
+/// cut at its first CR, LF or NUL, the pieces joined with nothing between them.
 pub(crate) fn file_string(bytes: &[u8]) -> Vec<u8> {
     const PIECE: usize = 255;
     let mut out = Vec::with_capacity(bytes.len());

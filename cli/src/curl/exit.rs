@@ -212,6 +212,20 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_invalid_uri() {
         return CurlError::malformed_url();
     }
+    // `io::Error` hides a custom error from `source()`: look inside each one.
+    let upload = find_all::<std::io::Error>(error).find_map(|e| {
+        e.get_ref()?
+            .downcast_ref::<super::upload::UploadReadFailed>()
+    });
+    if let Some(failed) = upload {
+        return CurlError::new(
+            26,
+            format!(
+                "Failed to open/read local data from file/application: {}",
+                failed.0
+            ),
+        );
+    }
     if error.is_proxy() {
         if let Some(proxy) = proxy_error(error, attempt) {
             return proxy;
@@ -491,15 +505,14 @@ pub(crate) fn tls_peer(error: &pool::Error) -> Option<std::net::SocketAddr> {
     find::<pool::ConnectError>(error).and_then(pool::ConnectError::addr)
 }
 
+/// Every error of type `T` in `error`'s source chain, outermost first.
+fn find_all<T: StdError + 'static>(error: &pool::Error) -> impl Iterator<Item = &T> {
+    let first: Option<&(dyn StdError + 'static)> = error.source();
+    std::iter::successors(first, |e| (*e).source()).filter_map(|e| e.downcast_ref::<T>())
+}
+
 fn find<T: StdError + 'static>(error: &pool::Error) -> Option<&T> {
-    let mut next: Option<&(dyn StdError + 'static)> = error.source();
-    while let Some(current) = next {
-        if let Some(found) = current.downcast_ref::<T>() {
-            return Some(found);
-        }
-        next = current.source();
-    }
-    None
+    find_all(error).next()
 }
 
 /// The innermost error's message (the pool's own layers only add context the curl message

@@ -304,6 +304,30 @@ impl Streamed {
     }
 }
 
+/// A streamed upload's source failed to read (`-T DIR`, an I/O error): curl's exit 26, not
+/// the peer's failure that a body error would otherwise read as ([`super::exit::classify`]
+/// finds it inside the `io::Error` the body yields).
+#[derive(Debug)]
+pub(crate) struct UploadReadFailed(pub(crate) io::Error);
+
+impl UploadReadFailed {
+    fn wrap(error: io::Error) -> io::Error {
+        io::Error::new(error.kind(), UploadReadFailed(error))
+    }
+}
+
+impl std::fmt::Display for UploadReadFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "reading the upload failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for UploadReadFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 /// The last chunk of a chunked body, as hyper writes it (no trailers).
 pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
@@ -345,7 +369,7 @@ impl http_body::Body for StreamBody {
             state.buffer.resize(BLOCK, 0);
         }
         let mut buf = ReadBuf::new(&mut state.buffer[..self.block]);
-        ready!(state.reader.poll_read(cx, &mut buf))?;
+        ready!(state.reader.poll_read(cx, &mut buf)).map_err(UploadReadFailed::wrap)?;
         let n = buf.filled().len();
         if n == 0 {
             state.ended = true;

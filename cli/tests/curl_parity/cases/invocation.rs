@@ -138,6 +138,10 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case("resumed head", &["-C", "1", "-I", "%BASE%/echo"]),
         case("data that starts with a dash", &["-d", "-x", "%BASE%/echo"]),
+        case(
+            "data from a text file",
+            &["-d", "@%DIR%/../text-data.txt", "%BASE%/echo"],
+        ),
         Case {
             extra: Extra::Stderr,
             ..case("a lone dash", &["-s", "-", "%BASE%/hello"])
