@@ -697,6 +697,25 @@ async fn a_stream_that_must_go_again_fails_and_http10_refuses_it() {
     assert!(server.requests().is_empty());
 }
 
+/// `--create-file-mode` is taken and changes nothing here: curl sets it on files it creates
+/// remotely (SFTP, SCP, FILE), never on an HTTP transfer's output file.
+#[tokio::test(flavor = "multi_thread")]
+async fn create_file_mode_leaves_output_files_as_they_would_be() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = serving(Reply::ok("ok")).await;
+    let dir = TempDir::new("poolcurl-file-mode");
+    let (plain, moded) = (dir.path().join("plain"), dir.path().join("moded"));
+    let run = poolcurl(&["-o", plain.to_str().unwrap(), &server.url("/")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let args = ["--create-file-mode", "0600", "-o", moded.to_str().unwrap()];
+    let run = poolcurl(&[&args[..], &[server.url("/").as_str()]].concat()).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&moded), mode(&plain));
+    let run = poolcurl(&["--create-file-mode", "999", &server.url("/")]).await;
+    assert_eq!(run.code, 2, "not octal: {}", run.stderr);
+}
+
 /// A streamed upload whose source fails to read (here a directory: it opens, and each read
 /// is EISDIR) is a local read failure, exit 26, not the peer's (56). (curl 7.88 takes the
 /// failed read for the end of the file and uploads nothing.)

@@ -244,10 +244,7 @@ impl Session {
             pool::ProtocolPolicy::Http1Only => "http/1.1",
             _ => "h2,http/1.1",
         };
-        let dump_mode = FileMode {
-            file_mode: args.transfer.create_file_mode,
-            ..FileMode::default()
-        };
+        let dump_mode = FileMode::default();
         let dump_header = args
             .transfer
             .dump_header
@@ -519,7 +516,6 @@ impl Session {
             append,
             create_dirs: transfer.create_dirs,
             no_clobber: transfer.no_clobber && !append,
-            file_mode: transfer.create_file_mode,
             must_be_new: false,
         };
         let sink = match &planned.output {

@@ -24,8 +24,6 @@ pub(crate) struct FileMode {
     /// Never overwrite: take the first free name of `NAME`, `NAME.1` ... `NAME.100`
     /// (`--no-clobber`; not with `append`).
     pub(crate) no_clobber: bool,
-    /// The permissions of a file this creates (`--create-file-mode`).
-    pub(crate) file_mode: Option<u32>,
     /// Create the file only if it does not exist yet (a name the server chose, `-J`).
     pub(crate) must_be_new: bool,
 }
@@ -204,10 +202,6 @@ impl Sink {
             }
             let mut options = OpenOptions::new();
             options.create(true);
-            #[cfg(unix)]
-            if let Some(mode) = self.mode.file_mode {
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-            }
             let opened = if self.mode.append {
                 options.append(true).open(&path)
             } else if self.mode.must_be_new {

@@ -12,6 +12,10 @@ pub(crate) struct CompatArgs {
     #[arg(long = "socks5-basic")]
     pub(crate) socks5_basic: bool,
 
+    /// Permissions (octal) of files created remotely (no effect: curl sets them on SFTP, SCP and FILE uploads, never on an HTTP transfer's output file)
+    #[arg(long = "create-file-mode", value_name = "MODE", value_parser = super::parse::parse_octal)]
+    pub(crate) create_file_mode: Option<u32>,
+
     /// Set TCP_NODELAY (no effect: the pool always sets it)
     #[arg(long = "tcp-nodelay")]
     pub(crate) tcp_nodelay: bool,

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::parse::{self, parse_octal, parse_rate, parse_seconds, parse_size};
+use super::parse::{self, parse_rate, parse_seconds, parse_size};
 
 /// Outputs, URLs, parallelism and retries.
 #[derive(Debug, Clone, clap::Args)]
@@ -37,10 +37,6 @@ pub(crate) struct TransferArgs {
     /// Delete the -o/-O file of a transfer that fails
     #[arg(long = "remove-on-error")]
     pub(crate) remove_on_error: bool,
-
-    /// Permissions (octal, e.g. 0600) of the files poolcurl creates
-    #[arg(long = "create-file-mode", value_name = "MODE", value_parser = parse_octal)]
-    pub(crate) create_file_mode: Option<u32>,
 
     /// Set an output file's time to the response's Last-Modified
     #[arg(short = 'R', long = "remote-time")]
