@@ -50,6 +50,9 @@ impl Session {
             ));
         }
         let mut request = template.build_for(uri, hop, extra)?;
+        // What the request line carries (a non-ASCII path percent-encoded), for `-v` and
+        // `%{size_request}`.
+        let wire = request.uri().clone();
         let informational = Informational::default();
         informational.listen(&mut request);
         let expects_continue = !extra.no_expect && template.expects_continue(hop);
@@ -188,7 +191,7 @@ impl Session {
         } else {
             0
         };
-        let wire_target = template.target_for(uri);
+        let wire_target = template.target_for(&wire);
         record.size_request += request_size(&method, wire_target, &sent_headers, http2, data);
         let (mut parts, body) = response.into_parts();
         informational.attach(&mut parts);
@@ -241,7 +244,7 @@ impl Session {
         self.verbose.exchange(
             &context,
             connection.as_ref(),
-            (&method, uri, &sent_headers),
+            (&method, &wire, &sent_headers),
             &sent_body,
             &head,
         );

@@ -723,7 +723,14 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case(
             "path with raw utf-8",
-            &["-g", "-w", "%{url_effective}", "%BASE%/echo/é"],
+            &[
+                "-g",
+                "-A",
+                "x",
+                "-w",
+                "%{url_effective} %{size_request}",
+                "%BASE%/echo/é",
+            ],
         ),
         case(
             "max redirs names the redirect it did not follow",
