@@ -198,6 +198,32 @@ fn remove_dot_segments(path: &str) -> String {
 
 /// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
 /// delimiters), as curl does with a `Location` it follows.
+/// The fragment of a URL or `Location` (after its first `#`), if it has one: the request
+/// never carries it, `%{url_effective}` shows it, as curl's.
+pub(crate) fn fragment(text: &[u8]) -> Option<String> {
+    let at = text.iter().position(|b| *b == b'#')?;
+    Some(encode_unsafe(&text[at + 1..])).filter(|f| !f.is_empty())
+}
+
+/// `%{url_effective}` for a request to `uri` whose URL was `written` (credentials and all)
+/// and had `fragment`: curl shows the URL's `user:password@` and fragment, which the request
+/// line never carries.
+pub(crate) fn effective(uri: &Uri, written: &Uri, fragment: Option<String>) -> String {
+    let mut shown = uri.to_string();
+    let userinfo = written
+        .authority()
+        .and_then(|a| a.as_str().rsplit_once('@'))
+        .map(|(userinfo, _)| userinfo);
+    if let (Some(userinfo), Some(at)) = (userinfo, shown.find("://")) {
+        shown.insert_str(at + 3, &format!("{userinfo}@"));
+    }
+    if let Some(fragment) = fragment {
+        shown.push('#');
+        shown.push_str(&fragment);
+    }
+    shown
+}
+
 /// `uri` as its request line carries it: a path with bytes outside ASCII (`/é`, which the URL
 /// keeps as typed, and `%{url_effective}` shows so) percent-encoded, in curl's lower-case
 /// hex, as curl's URL parser sends it; a raw byte above 0x7f is no valid request-target (RFC
@@ -251,6 +277,21 @@ fn encode_unsafe(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effective_urls_keep_their_fragment() {
+        let uri = parse_url("http://h/a#top").unwrap();
+        let top = fragment(b"http://h/a#top");
+        assert_eq!(effective(&uri, &uri, top), "http://h/a#top");
+        assert_eq!(
+            effective(&uri, &uri, fragment(b"http://h/a#")),
+            "http://h/a"
+        );
+        assert_eq!(fragment(b"../x?y#z#w").as_deref(), Some("z#w"));
+        let written = parse_url("http://u:p%40@h/a").unwrap();
+        let (bare, _) = take_credentials(&written);
+        assert_eq!(effective(&bare, &written, None), "http://u:p%40@h/a");
+    }
 
     #[test]
     fn request_lines_carry_non_ascii_paths_encoded_and_queries_as_they_are() {

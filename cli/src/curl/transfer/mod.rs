@@ -45,8 +45,9 @@ use send::{AskedAndRefused, Target, content_length};
 enum Next {
     /// The transfer is complete.
     Done,
-    /// `-L` follows a redirect to this URL.
-    Redirect(Uri),
+    /// `-L` follows a redirect to this URL (and the `Location`'s fragment, which only
+    /// `%{url_effective}` shows).
+    Redirect(Uri, Option<String>),
     /// `--digest`: the same request again, with this `Authorization`.
     Authenticate(HeaderValue),
     /// `--proxy-digest`: the same request again, with this `Proxy-Authorization`.
@@ -143,7 +144,7 @@ impl Session {
         }
         self.hsts_upgrade(&mut uri);
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
-        record.url = uri.to_string();
+        record.url = url::effective(&uri, &parsed, url::fragment(url.as_bytes()));
         let mut hop = template.first_hop();
         hop.trusted = self.args.location_trusted;
         let mut state = HopState {
@@ -181,7 +182,7 @@ impl Session {
                         .info(&format!("Issue another request to this URL: '{uri}'"));
                     state.no_expect = true;
                 }
-                Next::Redirect(next) => {
+                Next::Redirect(next, fragment) => {
                     if let Err(error) =
                         redirect::check_limit(record.num_redirects, self.args.redirect_limit())
                     {
@@ -207,7 +208,8 @@ impl Session {
                         &next,
                         keep_post,
                     );
-                    let (next, credentials) = url::take_credentials(&next);
+                    let written = next;
+                    let (next, credentials) = url::take_credentials(&written);
                     let credentials = credentials
                         .or(state.credentials)
                         .filter(|_| !hop.drops_credentials());
@@ -225,7 +227,7 @@ impl Session {
                     };
                     uri = next;
                     self.hsts_upgrade(&mut uri);
-                    record.url = uri.to_string();
+                    record.url = url::effective(&uri, &written, fragment);
                 }
             }
         }
@@ -417,8 +419,9 @@ impl Session {
             .headers
             .get(LOCATION)
             .filter(|value| !value.as_bytes().trim_ascii().is_empty())
-            .filter(|_| redirect::is_followed(parts.status))
-            .map(|value| url::resolve_location(uri, value.as_bytes()));
+            .filter(|_| redirect::is_followed(parts.status));
+        let fragment = location.and_then(|value| url::fragment(value.as_bytes()));
+        let location = location.map(|value| url::resolve_location(uri, value.as_bytes()));
         if let Some(next) = location {
             if self.args.location || self.args.location_trusted {
                 if include {
@@ -428,7 +431,7 @@ impl Session {
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;
                 self.verbose.done(connection, &target.host, closes);
-                return Ok(Next::Redirect(next?));
+                return Ok(Next::Redirect(next?, fragment));
             }
             record.redirect_url = next.ok().map(|u| u.to_string());
         }

@@ -708,6 +708,15 @@ pub(crate) fn cases() -> Vec<Case> {
             &["--http1.0", "-w", "%{http_version}", "%BASE%/echo"],
         ),
         case("max redirs", &["-L", "--max-redirs", "1", "%BASE%/loop"]),
+        // %{url_effective} shows the URL's credentials and fragment, as curl's does.
+        case(
+            "effective url with credentials and a fragment",
+            &[
+                "-w",
+                "%{url_effective}",
+                "http://u:p@127.0.0.1:%PORT%/hello#top",
+            ],
+        ),
         case(
             "empty location",
             &[
