@@ -205,6 +205,14 @@ pub(crate) fn fragment(text: &[u8]) -> Option<String> {
     Some(encode_unsafe(&text[at + 1..])).filter(|f| !f.is_empty())
 }
 
+/// Whether a `Location` stays within the current URL's authority (a path or a query: no
+/// scheme, no `//host`), so that curl's resolved URL keeps its `user:password@`.
+pub(crate) fn keeps_authority(location: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(location);
+    let text = text.trim();
+    !has_scheme(text) && !text.starts_with("//")
+}
+
 /// `%{url_effective}` for a request to `uri` whose URL was `written` (credentials and all)
 /// and had `fragment`: curl shows the URL's `user:password@` and fragment, which the request
 /// line never carries.
@@ -291,6 +299,8 @@ mod tests {
         let written = parse_url("http://u:p%40@h/a").unwrap();
         let (bare, _) = take_credentials(&written);
         assert_eq!(effective(&bare, &written, None), "http://u:p%40@h/a");
+        assert!(keeps_authority(b"/a") && keeps_authority(b"x?y") && keeps_authority(b"?q"));
+        assert!(!keeps_authority(b"//other/a") && !keeps_authority(b"http://h/"));
     }
 
     #[test]

@@ -45,9 +45,9 @@ use send::{AskedAndRefused, Target, content_length};
 enum Next {
     /// The transfer is complete.
     Done,
-    /// `-L` follows a redirect to this URL (and the `Location`'s fragment, which only
-    /// `%{url_effective}` shows).
-    Redirect(Uri, Option<String>),
+    /// `-L` follows a redirect to this URL (and what only `%{url_effective}` shows: the
+    /// `Location`'s fragment, and whether it kept the URL's authority, credentials and all).
+    Redirect(Uri, Option<String>, bool),
     /// `--digest`: the same request again, with this `Authorization`.
     Authenticate(HeaderValue),
     /// `--proxy-digest`: the same request again, with this `Proxy-Authorization`.
@@ -145,6 +145,8 @@ impl Session {
         self.hsts_upgrade(&mut uri);
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = url::effective(&uri, &parsed, url::fragment(url.as_bytes()));
+        // The URL whose `user:password@` `%{url_effective}` shows, as written.
+        let mut shown = parsed.clone();
         let mut hop = template.first_hop();
         hop.trusted = self.args.location_trusted;
         let mut state = HopState {
@@ -182,7 +184,7 @@ impl Session {
                         .info(&format!("Issue another request to this URL: '{uri}'"));
                     state.no_expect = true;
                 }
-                Next::Redirect(next, fragment) => {
+                Next::Redirect(next, fragment, same_authority) => {
                     if let Err(error) =
                         redirect::check_limit(record.num_redirects, self.args.redirect_limit())
                     {
@@ -227,7 +229,11 @@ impl Session {
                     };
                     uri = next;
                     self.hsts_upgrade(&mut uri);
-                    record.url = url::effective(&uri, &written, fragment);
+                    // A path or query reference keeps the URL's credentials in curl's view.
+                    if !same_authority {
+                        shown = written;
+                    }
+                    record.url = url::effective(&uri, &shown, fragment);
                 }
             }
         }
@@ -421,6 +427,7 @@ impl Session {
             .filter(|value| !value.as_bytes().trim_ascii().is_empty())
             .filter(|_| redirect::is_followed(parts.status));
         let fragment = location.and_then(|value| url::fragment(value.as_bytes()));
+        let same_authority = location.is_some_and(|value| url::keeps_authority(value.as_bytes()));
         let location = location.map(|value| url::resolve_location(uri, value.as_bytes()));
         if let Some(next) = location {
             if self.args.location || self.args.location_trusted {
@@ -431,7 +438,7 @@ impl Session {
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;
                 self.verbose.done(connection, &target.host, closes);
-                return Ok(Next::Redirect(next?, fragment));
+                return Ok(Next::Redirect(next?, fragment, same_authority));
             }
             record.redirect_url = next.ok().map(|u| u.to_string());
         }

@@ -718,6 +718,15 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "effective url after a relative redirect keeps the credentials",
+            &[
+                "-L",
+                "-w",
+                "%{url_effective}",
+                "http://u:p@127.0.0.1:%PORT%/redirect",
+            ],
+        ),
+        case(
             "empty location",
             &[
                 "-L",
