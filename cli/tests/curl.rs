@@ -35,6 +35,13 @@ impl Run {
     fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+
+    /// Asserts that the run exited with `code` and said `message` on stderr.
+    #[track_caller]
+    fn assert_exit(&self, code: i32, message: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        assert!(self.stderr.contains(message), "{}", self.stderr);
+    }
 }
 
 async fn poolcurl(args: &[&str]) -> Run {
@@ -677,23 +684,12 @@ async fn stdin_uploads_go_chunked_to_their_own_url_only() {
 async fn a_stream_that_must_go_again_fails_and_http10_refuses_it() {
     let kept = serving(Reply::new(307).header("location", "/again")).await;
     let run = poolcurl_with_stdin(&["-L", "-T", "-", &kept.url("/")], b"once").await;
-    assert_eq!(run.code, 65, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("(65) seek callback returned error 2"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(65, "(65) seek callback returned error 2");
     assert_eq!(kept.requests()[0].body, "once");
 
     let server = serving(Reply::ok("ok")).await;
     let run = poolcurl_with_stdin(&["--http1.0", "-T", "-", &server.url("/")], b"x").await;
-    assert_eq!(run.code, 25, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("Chunky upload is not supported by HTTP 1.0"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(25, "Chunky upload is not supported by HTTP 1.0");
     assert!(server.requests().is_empty());
 }
 
@@ -724,12 +720,9 @@ async fn an_upload_that_fails_to_read_is_a_local_read_failure() {
     let server = serving(Reply::ok("ok")).await;
     let dir = TempDir::new("poolcurl-upload-dir");
     let run = poolcurl(&["-sS", "-T", dir.path().to_str().unwrap(), &server.url("/")]).await;
-    assert_eq!(run.code, 26, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("(26) Failed to open/read local data from file/application: Is a directory"),
-        "{}",
-        run.stderr
+    run.assert_exit(
+        26,
+        "(26) Failed to open/read local data from file/application: Is a directory",
     );
 }
 
@@ -1128,20 +1121,9 @@ async fn request_target_shows_in_verbose_and_a_target_it_cannot_send_is_refused(
     let server = serving(Reply::ok("x")).await;
     let url = server.url("/ignored");
     let run = poolcurl(&["-sv", "-X", "OPTIONS", "--request-target", "*", &url]).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("> OPTIONS * HTTP/1.1\r\n"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(0, "> OPTIONS * HTTP/1.1\r\n");
     let run = poolcurl(&["-sS", "--request-target", "no-slash", &url]).await;
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("option --request-target: \"no-slash\" cannot be sent"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(2, "option --request-target: \"no-slash\" cannot be sent");
     assert_eq!(server.accepted(), 1, "the refused target sent nothing");
 }
 
@@ -2299,12 +2281,7 @@ async fn proxies_forward_tunnel_and_fail_with_curls_codes() {
         "http://origin.test/",
     ])
     .await;
-    assert_eq!(run.code, 5, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("Could not resolve proxy"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(5, "Could not resolve proxy");
 
     // `--noproxy '*'` and `-x ""` both go direct: the origin does not exist, so resolving it
     // fails (6), which proves the proxy was not asked.
@@ -2520,12 +2497,7 @@ async fn dns_servers_are_asked_instead_of_the_systems() {
         &format!("http://other.test:{port}/"),
     ])
     .await;
-    assert_eq!(run.code, 6, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("Could not resolve host: other.test"),
-        "{}",
-        run.stderr
-    );
+    run.assert_exit(6, "Could not resolve host: other.test");
 
     let asked = dns.queries();
     for bad in [
