@@ -490,7 +490,6 @@ fn certificate_problem(error: &pool::Error, host: &str) -> CurlError {
     CurlError::new(60, format!("SSL certificate problem: {problem}"))
 }
 
-/// The first error of type `T` in `error`'s source chain.
 /// The server a failed TLS handshake with the origin was connected to: curl fills
 /// `%{remote_ip}` and `%{scheme}` once its TCP connection stands, so a TLS failure shows them
 /// where a refused connection does not.
@@ -511,6 +510,7 @@ fn find_all<T: StdError + 'static>(error: &pool::Error) -> impl Iterator<Item = 
     std::iter::successors(first, |e| (*e).source()).filter_map(|e| e.downcast_ref::<T>())
 }
 
+/// The first error of type `T` in `error`'s source chain.
 fn find<T: StdError + 'static>(error: &pool::Error) -> Option<&T> {
     find_all(error).next()
 }

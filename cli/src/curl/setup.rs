@@ -382,17 +382,9 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
     Ok(options)
 }
 
-/// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none. A
-/// tunnel's `CONNECT` carries `user_agent` (`-A`, sent even when empty, as curl does; a value
-/// that is not a header value is `-A`'s usage error elsewhere) or poolcurl's own.
-///
-/// # Errors
-///
-/// Exit 5 for a proxy URL that cannot be used (curl's "Could not resolve proxy" class), exit 2
-/// for a `-U` without a colon.
 /// curl's exit for a proxy URL it cannot use: 7 and "Unsupported proxy scheme" for a scheme it
-/// does not speak (`-x ftp://...`), 5 for one that does not parse.
-/// `url` is `-x`'s (`None`: the environment's, which the error names).
+/// does not speak (`-x ftp://...`), 5 for one that does not parse. `url` is `-x`'s (`None`:
+/// the environment's, which the error names).
 fn proxy_error(error: &pool::ProxyError, url: Option<&str>) -> CurlError {
     match (error.is_unsupported_scheme(), url) {
         (true, Some(url)) => CurlError::new(7, format!("Unsupported proxy scheme for '{url}'")),
@@ -401,6 +393,14 @@ fn proxy_error(error: &pool::ProxyError, url: Option<&str>) -> CurlError {
     }
 }
 
+/// The proxies the flags (or, without `-x`, the environment) ask for; `None` for none. A
+/// tunnel's `CONNECT` carries `user_agent` (`-A`, sent even when empty, as curl does; a value
+/// that is not a header value is `-A`'s usage error elsewhere) or poolcurl's own.
+///
+/// # Errors
+///
+/// Exit 5 for a proxy URL that cannot be parsed (curl's "Could not resolve proxy" class), 7
+/// for a scheme no proxy speaks, exit 2 for a `-U` without a colon.
 pub(crate) fn proxy_config(
     args: &ConnectArgs,
     user_agent: Option<&str>,

@@ -196,8 +196,6 @@ fn remove_dot_segments(path: &str) -> String {
     result
 }
 
-/// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
-/// delimiters), as curl does with a `Location` it follows.
 /// The fragment of a URL or `Location` (after its first `#`), if it has one: the request
 /// never carries it, `%{url_effective}` shows it, as curl's.
 pub(crate) fn fragment(text: &[u8]) -> Option<String> {
@@ -241,14 +239,7 @@ pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
     if path.is_ascii() {
         return std::borrow::Cow::Borrowed(uri);
     }
-    let mut target = String::with_capacity(path.len() * 3);
-    for &b in path.as_bytes() {
-        if b.is_ascii() {
-            target.push(char::from(b));
-        } else {
-            target.push_str(&format!("%{b:02x}"));
-        }
-    }
+    let mut target = escape(path.as_bytes(), |b| !b.is_ascii());
     if let Some(query) = uri.query() {
         target.push('?');
         target.push_str(query);
@@ -263,17 +254,25 @@ pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
     }
 }
 
+/// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
+/// delimiters), as curl does with a `Location` it follows.
 fn encode_unsafe(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        let unsafe_byte = b <= 0x20
+    escape(bytes, |b| {
+        b <= 0x20
             || b >= 0x7f
             || matches!(
                 b,
                 b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
-            );
-        if unsafe_byte {
-            // Lower-case hex, as curl's URL API writes it.
+            )
+    })
+}
+
+/// `bytes` with each one `escaped` says percent-encoded, in lower-case hex as curl's URL API
+/// writes it.
+fn escape(bytes: &[u8], escaped: impl Fn(u8) -> bool) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if escaped(b) {
             out.push_str(&format!("%{b:02x}"));
         } else {
             out.push(char::from(b));
