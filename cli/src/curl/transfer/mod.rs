@@ -45,9 +45,9 @@ use send::{AskedAndRefused, Target, content_length};
 enum Next {
     /// The transfer is complete.
     Done,
-    /// `-L` follows a redirect to this URL (and what only `%{url_effective}` shows: the
-    /// `Location`'s fragment, and whether it kept the URL's authority, credentials and all).
-    Redirect(Uri, Option<String>, bool),
+    /// `-L` follows a redirect to this URL, from this `Location` (its fragment, and whether
+    /// it kept the URL's authority, are what only `%{url_effective}` shows).
+    Redirect(Uri, HeaderValue),
     /// `--digest`: the same request again, with this `Authorization`.
     Authenticate(HeaderValue),
     /// `--proxy-digest`: the same request again, with this `Proxy-Authorization`.
@@ -184,7 +184,7 @@ impl Session {
                         .info(&format!("Issue another request to this URL: '{uri}'"));
                     state.no_expect = true;
                 }
-                Next::Redirect(next, fragment, same_authority) => {
+                Next::Redirect(next, location) => {
                     if let Err(error) =
                         redirect::check_limit(record.num_redirects, self.args.redirect_limit())
                     {
@@ -230,9 +230,10 @@ impl Session {
                     uri = next;
                     self.hsts_upgrade(&mut uri);
                     // A path or query reference keeps the URL's credentials in curl's view.
-                    if !same_authority {
+                    if !url::keeps_authority(location.as_bytes()) {
                         shown = written;
                     }
+                    let fragment = url::fragment(location.as_bytes());
                     record.url = url::effective(&uri, &shown, fragment);
                 }
             }
@@ -426,10 +427,8 @@ impl Session {
             .get(LOCATION)
             .filter(|value| !value.as_bytes().trim_ascii().is_empty())
             .filter(|_| redirect::is_followed(parts.status));
-        let fragment = location.and_then(|value| url::fragment(value.as_bytes()));
-        let same_authority = location.is_some_and(|value| url::keeps_authority(value.as_bytes()));
-        let location = location.map(|value| url::resolve_location(uri, value.as_bytes()));
-        if let Some(next) = location {
+        if let Some(location) = location {
+            let next = url::resolve_location(uri, location.as_bytes());
             if self.args.location || self.args.location_trusted {
                 if include {
                     sink.write(&head)?;
@@ -438,7 +437,7 @@ impl Session {
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;
                 self.verbose.done(connection, &target.host, closes);
-                return Ok(Next::Redirect(next?, fragment, same_authority));
+                return Ok(Next::Redirect(next?, location.clone()));
             }
             record.redirect_url = next.ok().map(|u| u.to_string());
         }
