@@ -45,6 +45,16 @@ pub(crate) enum Kind {
 }
 
 impl Arg {
+    /// Whether this argument is `-s` / `--silent` (alone or in a bundle): what curl has read
+    /// so far mutes the warnings it prints while it reads the rest.
+    pub(crate) fn silences(&self) -> bool {
+        match &self.kind {
+            Kind::Long { name, .. } => name == "silent",
+            Kind::Short { flags, .. } => flags.contains('s'),
+            Kind::Url | Kind::Rest => false,
+        }
+    }
+
     /// The URLs this argument adds to its group: a URL, `--url`'s value, or those after `--`.
     pub(crate) fn urls(&self) -> usize {
         match &self.kind {

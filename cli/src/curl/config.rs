@@ -42,11 +42,7 @@ fn expand_at(
 ) -> Result<Vec<String>, CurlError> {
     let mut out = Vec::with_capacity(argv.len());
     for arg in argv::read(argv, takes_value) {
-        *silent |= match &arg.kind {
-            Kind::Long { name, .. } => name == "silent",
-            Kind::Short { flags, .. } => flags.contains('s'),
-            _ => false,
-        };
+        *silent |= arg.silences();
         let file = match arg.kind {
             Kind::Long { name, value } if name == "config" => value,
             Kind::Short {

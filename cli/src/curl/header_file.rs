@@ -23,24 +23,19 @@ pub(crate) fn expand(argv: Vec<String>, takes_value: &dyn Fn(&str) -> bool) -> V
     let mut out = Vec::with_capacity(argv.len());
     let mut silent = false;
     for arg in argv::read(argv, takes_value) {
+        silent |= arg.silences();
         match arg.kind {
             Kind::Long { name, value } if name == "header" || name == "proxy-header" => {
                 splice(&mut out, &format!("--{name}"), value, silent);
             }
-            Kind::Long { name, .. } => {
-                silent |= name == "silent";
-                out.extend(arg.raw);
-            }
-            Kind::Short { flags, valued } => {
-                silent |= flags.contains('s');
-                match valued {
-                    Some(('H', value)) => {
-                        out.extend(argv::bundle(&flags));
-                        splice(&mut out, "-H", value, silent);
-                    }
-                    _ => out.extend(arg.raw),
+            Kind::Long { .. } => out.extend(arg.raw),
+            Kind::Short { flags, valued } => match valued {
+                Some(('H', value)) => {
+                    out.extend(argv::bundle(&flags));
+                    splice(&mut out, "-H", value, silent);
                 }
-            }
+                _ => out.extend(arg.raw),
+            },
             Kind::Url | Kind::Rest => out.extend(arg.raw),
         }
     }
