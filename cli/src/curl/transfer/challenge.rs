@@ -30,6 +30,7 @@ use http::{HeaderMap, Uri};
 
 use super::super::Session;
 use super::super::request::{Hop, RequestTemplate};
+use super::super::url;
 use super::{HopState, Next};
 
 /// The challenges the next request of a transfer may draw and answer.
@@ -87,7 +88,9 @@ impl Session {
         template: &RequestTemplate,
     ) -> Option<Answered> {
         let data = template.body_for(hop);
-        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        // The target as the request line carried it (a non-ASCII path percent-encoded).
+        let wire = url::wire_uri(uri);
+        let target = wire.path_and_query().map_or("/", |p| p.as_str());
         let method = template.method_for(hop);
         let request = pool::Challenged {
             method: method.as_str(),
