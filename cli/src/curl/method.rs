@@ -3,8 +3,8 @@
 //!
 //! curl 7.88 settles the kind in three places, and poolcurl follows each:
 //!
-//! * while it reads the command line, `-I` asks for a HEAD and `-F` for a form POST, in the
-//!   order written: the second of two different kinds is a badly used option (exit 2 before
+//! * while it reads the command line, `-I` asks for a HEAD, `--no-head` for a GET and `-F`
+//!   for a form POST, in the order written: the second of two different kinds is a badly used option (exit 2 before
 //!   any transfer, the message printed even under `-s`, after a warning that `-s` mutes);
 //! * when a group's first transfer is made, data (`-d` and friends) asks for a POST, or with
 //!   `-G` for a GET (a HEAD with `-I`): against `-I` or `-F` that is a warning and exit 2 for
@@ -15,6 +15,7 @@
 //! What this does not do: `-X`, which changes the method sent and never the kind.
 
 use clap::ArgMatches;
+use clap::parser::ValueSource;
 
 use super::exit::CurlError;
 
@@ -77,11 +78,14 @@ pub(crate) fn choose(
     head: bool,
     has_data: bool,
 ) -> Result<Chosen, CurlError> {
+    // A flag's default value has an index too: only what the command line said counts.
     let indices = |id: &str| {
+        let said = matches.value_source(id) == Some(ValueSource::CommandLine);
         matches
             .indices_of(id)
             .into_iter()
             .flatten()
+            .filter(|_| said)
             .collect::<Vec<_>>()
     };
     let mut asked: Vec<(usize, HttpReq, &str)> = Vec::new();
@@ -92,6 +96,11 @@ pub(crate) fn choose(
                 .map(|i| (i, HttpReq::Head, "-I")),
         );
     }
+    asked.extend(
+        indices("no_head")
+            .into_iter()
+            .map(|i| (i, HttpReq::Get, "--no-head")),
+    );
     for id in ["form", "form_string"] {
         asked.extend(
             indices(id)
@@ -167,6 +176,29 @@ mod tests {
                 .unwrap()
                 .contains("both GET (-G, --get) and multipart")
         );
+    }
+
+    #[test]
+    fn no_head_asks_for_a_get() {
+        let error = choose_for(&["-I", "--no-head", "http://a/"]).unwrap_err();
+        assert_eq!(error.message(), "option --no-head: is badly used here");
+        assert!(
+            error
+                .warning()
+                .unwrap()
+                .contains("both GET (-G, --get) and HEAD")
+        );
+        let error = choose_for(&["--no-head", "-F", "a=b", "http://a/"]).unwrap_err();
+        assert_eq!(error.message(), "option -F: is badly used here");
+        let chosen = choose_for(&["--no-head", "-d", "x", "http://a/"]).unwrap();
+        assert!(
+            chosen
+                .refused
+                .unwrap()
+                .contains("both POST (-d, --data) and GET")
+        );
+        let chosen = choose_for(&["--no-head", "-G", "-d", "x", "http://a/"]).unwrap();
+        assert_eq!((chosen.req, chosen.refused), (Some(HttpReq::Get), None));
     }
 
     #[test]

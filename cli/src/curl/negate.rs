@@ -10,6 +10,11 @@
 //! booleans (`--http2`, `--next`, ...), is curl's usage error ("used '--no-' for option that
 //! isn't a boolean").
 //!
+//! `--no-head` is the one negation with more to it: curl's `--no-head` asks for a GET (a
+//! request kind that conflicts with `-I`, `-F`, data without `-G` and `-T`, see
+//! [`super::method`]) and turns `-i` off. It stays on the command line, a hidden flag of its
+//! own, and takes the earlier `-i`/`--include` out.
+//!
 //! What this does not do: know which options exist. [`Lookup`] asks clap's definition.
 
 use super::argv::{self, Arg, Kind};
@@ -54,6 +59,9 @@ pub(crate) fn apply(
     let mut kept: Vec<Arg> = Vec::new();
     for arg in argv::read(group, takes_value) {
         if let Kind::Long { name, value: None } = &arg.kind {
+            if name == "no-head" {
+                kept.retain_mut(|earlier| !strip(earlier, "include", Some('i')));
+            }
             if let Some((long, short)) = negated(name, lookup)? {
                 kept.retain_mut(|earlier| !strip(earlier, &long, short));
                 continue;
@@ -135,6 +143,9 @@ mod tests {
             "no-keepalive" => Some((false, None)),
             "output" => Some((true, Some('o'))),
             "next" => Some((false, Some(':'))),
+            "include" => Some((false, Some('i'))),
+            "head" => Some((false, Some('I'))),
+            "no-head" => Some((false, None)),
             _ => None,
         }
     }
@@ -175,6 +186,18 @@ mod tests {
             [] as [&str; 0]
         );
         assert_eq!(apply_strs(&["--keepalive"]).unwrap(), [] as [&str; 0]);
+    }
+
+    #[test]
+    fn no_head_stays_and_turns_include_off() {
+        assert_eq!(
+            apply_strs(&["-si", "--no-head", "u"]).unwrap(),
+            ["-s", "--no-head", "u"]
+        );
+        assert_eq!(
+            apply_strs(&["-I", "--no-head", "-i"]).unwrap(),
+            ["-I", "--no-head", "-i"]
+        );
     }
 
     #[test]

@@ -79,6 +79,11 @@ pub(crate) struct CurlArgs {
     #[arg(short = 'I', long = "head")]
     pub(crate) head: bool,
 
+    /// curl's `--no-head`: asks for a GET, which `-I`, `-F`, data without `-G` and `-T`
+    /// conflict with, and turns `-i` off (see `negate`); hidden as curl's `--no-` forms are
+    #[arg(long = "no-head", hide = true)]
+    pub(crate) no_head: bool,
+
     /// Show the connection, the request and response heads on stderr
     #[arg(short = 'v', long = "verbose", overrides_with_all = ["trace", "trace_ascii"])]
     pub(crate) verbose: bool,
