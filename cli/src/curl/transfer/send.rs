@@ -252,7 +252,8 @@ impl Session {
         Ok((parts, body))
     }
 
-    /// Reads `body` to its end, decoding it (`--compressed`) into `output` if given. Trailers
+    /// Reads `body` to its end, decoding it (its transfer codings, and with `--compressed` its
+    /// content codings) into `output` if given. Trailers
     /// (after a chunked HTTP/1 body, or HTTP/2's) follow the body as header lines in `-D`'s
     /// file and, with `-i`, in the output, as curl writes them (names in lower case: the pool
     /// keeps the server's spelling for the head only); `%{size_header}` leaves them out, as

@@ -236,6 +236,21 @@ pub(crate) fn cases() -> Vec<Case> {
         case("compressed br", &["--compressed", "%BASE%/br"]),
         case("compressed zstd", &["--compressed", "%BASE%/zstd"]),
         case("not compressed without the flag", &["%BASE%/gzip"]),
+        case("transfer coding without the flag", &["%BASE%/te-gzip"]),
+        case(
+            "transfer coding with the flag",
+            &["--compressed", "-i", "%BASE%/te-gzip"],
+        ),
+        case("unknown coding", &["--compressed", "%BASE%/unknown-coding"]),
+        case(
+            "unknown coding without the flag",
+            &["%BASE%/unknown-coding"],
+        ),
+        case("six codings", &["--compressed", "%BASE%/six-codings"]),
+        case(
+            "deflate without its header",
+            &["--compressed", "%BASE%/raw-deflate"],
+        ),
         case("output file", &["-o", "%DIR%/out.txt", "%BASE%/hello"]),
         case("remote name", &["-O", "%BASE%/files/remote.txt"]),
         case(
@@ -612,6 +627,23 @@ pub(crate) fn cases() -> Vec<Case> {
         case(
             "head of a get with data",
             &["-G", "-I", "-d", "x", "%BASE%/hello"],
+        ),
+        // --no-head asks for a GET: -I is badly used beside it, data without -G refused;
+        // it turns -i off.
+        Case {
+            extra: Extra::Warnings,
+            ..case("head then no head", &["-I", "--no-head", "%BASE%/echo"])
+        },
+        Case {
+            extra: Extra::Warnings,
+            ..case(
+                "no head with data",
+                &["--no-head", "-d", "x", "%BASE%/echo"],
+            )
+        },
+        case(
+            "no head turns include off",
+            &["-i", "--no-head", "-G", "-d", "x", "%BASE%/echo"],
         ),
         case(
             "data with head in a later group",

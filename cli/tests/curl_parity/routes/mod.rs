@@ -207,6 +207,26 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             "zstd",
             zstd::stream::encode_all(&b"zstd body\n"[..], 3).unwrap(),
         ),
+        // Transfer codings, which curl undoes with or without --compressed (hyper removes
+        // the chunks); content codings curl does not know, or more than five of them, fail;
+        // deflate without its zlib header is taken.
+        "/te-gzip" => {
+            let body = gzip(b"transfer-coded body\n");
+            let mut wire = format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n{:x}\r\n",
+                body.len()
+            )
+            .into_bytes();
+            wire.extend_from_slice(&body);
+            wire.extend_from_slice(b"\r\n0\r\n\r\n");
+            Reply::raw(Bytes::from(wire)).then_close()
+        }
+        "/unknown-coding" => encoded("x-unknown", b"as it came\n".to_vec()),
+        "/six-codings" => encoded(
+            "identity, none, identity, none, identity, none",
+            b"six\n".to_vec(),
+        ),
+        "/raw-deflate" => encoded("deflate", raw_deflate(b"raw deflate body\n")),
         "/flaky" => {
             if flaky.fetch_add(1, Ordering::SeqCst) == 0 {
                 Reply::new(503).body("try again\n")
@@ -359,6 +379,13 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 fn deflate(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn raw_deflate(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
