@@ -14,6 +14,7 @@
 //! | `-T FILE` | a PUT of the file, for the URL it pairs with (`Composed::upload_template`, [`super::upload`]) |
 //! | `-r RANGE` | `Range: bytes=RANGE` (on a `-T` upload, `Content-Range`: [`super::upload::resume`]) |
 //! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
+//! | `--tr-encoding` | `Connection: TE` (with the value of a `-H` `Connection` before it, which is left out) and `TE: gzip`, unless `-H` names `TE` |
 //! | `--etag-compare FILE` | `If-None-Match` with the file's tag, after the `-H` headers ([`super::file_meta`]) |
 //! | `--http1.0` | HTTP/1.0 requests |
 
@@ -21,8 +22,8 @@ use base64::Engine as _;
 use bytes::Bytes;
 use clap::ArgMatches;
 use http::header::{
-    ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HeaderName, HeaderValue, IF_NONE_MATCH, REFERER,
-    USER_AGENT,
+    ACCEPT, ACCEPT_ENCODING, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, IF_NONE_MATCH,
+    REFERER, TE, USER_AGENT,
 };
 use http::{Uri, Version};
 
@@ -128,6 +129,11 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         _ => None,
     };
     let mut defaults: Vec<(HeaderName, HeaderValue)> = Vec::new();
+    // curl appends --etag-compare's header to the -H list.
+    let mut request = args.request.clone();
+    if send.tr_encoding {
+        defaults.extend(transfer_coding(&mut request.headers)?);
+    }
     if send.compressed {
         defaults.push((ACCEPT_ENCODING, COMPRESSED));
     }
@@ -141,8 +147,6 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     if !referer.is_empty() {
         defaults.push((REFERER, header_value("-e", referer)?));
     }
-    // curl appends --etag-compare's header to the -H list.
-    let mut request = args.request.clone();
     if let Some(file) = &args.transfer.etag_compare {
         let saving = args.transfer.etag_save.is_some();
         request.headers.push(HeaderArg {
@@ -153,6 +157,9 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     }
     let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
     let mut template = finish_template(args, &request, payload, &defaults, json)?;
+    if defaults.iter().any(|(name, _)| name == TE) {
+        template.spell("TE");
+    }
     // `-C N` and `-r` on a POST shape what it sends, as on a `-T` upload. (`-C -` resumes from
     // the output file; curl 7.88 does that for a POST's data too, which poolcurl does not.)
     let resume_at = send.continue_at.as_deref().filter(|at| *at != "-");
@@ -273,6 +280,39 @@ fn finish_template(
     };
     template.curl_mode(version);
     Ok(template)
+}
+
+/// `--tr-encoding`'s headers, as curl adds them: `Connection: TE` and `TE: gzip`, unless `-H`
+/// names `TE` (then the user handles it all). A `-H` `Connection` is merged into curl's
+/// (`Connection: close, TE`) and left out of `headers`; an empty one (`-H 'Connection:'`)
+/// leaves `TE` alone.
+fn transfer_coding(
+    headers: &mut Vec<HeaderArg>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, CurlError> {
+    if headers.iter().any(|h| h.name == TE) {
+        return Ok(Vec::new());
+    }
+    let custom = headers
+        .iter()
+        .find(|h| h.name == CONNECTION)
+        .and_then(|h| match &h.action {
+            HeaderAction::Set(value) => Some(value.as_bytes().to_vec()),
+            HeaderAction::Remove => None,
+        })
+        .filter(|value| !value.is_empty());
+    headers.retain(|h| h.name != CONNECTION);
+    let connection = match custom {
+        Some(mut value) => {
+            value.extend_from_slice(b", TE");
+            HeaderValue::from_bytes(&value)
+                .map_err(|_| CurlError::new(2, "option -H: the Connection value cannot be sent"))?
+        }
+        None => HeaderValue::from_static("TE"),
+    };
+    Ok(vec![
+        (CONNECTION, connection),
+        (TE, HeaderValue::from_static("gzip")),
+    ])
 }
 
 /// The `-H` lines `--aws-sigv4` signs: each `-H` argument, then `--json`'s `Content-Type` and
@@ -502,6 +542,36 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn tr_encoding_merges_connection_unless_te_is_given() {
+        let sent = |argv: &[&str]| {
+            headers(&composed(argv), "http://a/")
+                .into_iter()
+                .skip(3)
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sent(&["--tr-encoding", "-H", "Connection: close", "http://a/"]),
+            ["connection: close, TE", "te: gzip"]
+        );
+        assert_eq!(
+            sent(&["--tr-encoding", "-H", "Connection:", "http://a/"]),
+            ["connection: TE", "te: gzip"]
+        );
+        assert_eq!(
+            sent(&[
+                "--tr-encoding",
+                "-H",
+                "te: x",
+                "-H",
+                "Connection: a",
+                "http://a/"
+            ]),
+            ["te: x", "connection: a"]
+        );
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //!   other;
 //! * a body that does not decode is exit 61.
 //!
-//! What this does not do: ask for transfer codings (`--tr-encoding`, refused) or keep
-//! `chunked` (`--raw`, refused): hyper reads chunks itself.
+//! What this does not do: ask for a transfer coding (`--tr-encoding`'s headers are composed
+//! with the others, [`super::compose`]) or keep `chunked` (`--raw`, refused): hyper reads
+//! chunks itself.
 
 use std::io::{self, Write};
 

@@ -11,7 +11,7 @@
 //! |-------|-------|
 //! | [`RequestArgs`] (shared with `poolcurl load`) | `-X -H -d --data-binary --data-raw` |
 //! | [`ConnectArgs`] (shared with `poolcurl load`) | TLS, HTTP version, `--interface`, `--resolve`, `--connect-to`, `--unix-socket`, proxies, their authentication ([`ProxyAuthArgs`]) and TLS ([`ProxyTlsArgs`]) |
-//! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed` |
+//! | [`SendArgs`] | `-A -e -u --json -G --data-urlencode -F -T -r -C -b -c --compressed --tr-encoding` |
 //! | [`TransferArgs`] | outputs (`-o -O -D`), `--url`, globbing, `-Z`, `--retry`, `-# -N` |
 //! | [`NetArgs`] | `-4 -6 --http1.0 --cert --key --tlsv1.x` |
 //! | [`CompatArgs`] | flags accepted with no effect (`--basic`, `--tcp-nodelay`, ...) |

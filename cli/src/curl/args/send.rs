@@ -129,6 +129,10 @@ pub(crate) struct SendArgs {
     #[arg(long = "compressed")]
     pub(crate) compressed: bool,
 
+    /// Ask for a compressed transfer coding (TE: gzip) and decompress it
+    #[arg(long = "tr-encoding")]
+    pub(crate) tr_encoding: bool,
+
     /// How long an upload waits for the server's 100 Continue before sending its body anyway (default 1)
     #[arg(long = "expect100-timeout", value_name = "SECONDS", value_parser = parse_seconds)]
     pub(crate) expect100_timeout: Option<Duration>,

@@ -94,11 +94,6 @@ const FLAGS: &[Unsupported] = &[
         None,
         "the chunked transfer coding is always decoded",
     ),
-    flag(
-        "--tr-encoding",
-        None,
-        "no compressed transfer coding; use --compressed",
-    ),
     flag("--delegation", None, "no GSS-API"),
     flag("--service-name", None, "no GSS-API"),
     flag("--ntlm-wb", None, HTTP_AUTH),

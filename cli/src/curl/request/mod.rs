@@ -373,6 +373,14 @@ impl RequestTemplate {
         self.host_first = true;
     }
 
+    /// Writes the fields named `spelling` (any case) spelled so on HTTP/1 (`TE`, which title
+    /// case would write `Te`), beside the `-H` names' spellings.
+    pub(crate) fn spell(&mut self, spelling: &str) {
+        self.spellings
+            .get_or_insert_with(pool::RequestHeaderNames::default)
+            .push(spelling);
+    }
+
     /// Makes every request carry `cond` (`-z`), after `Cookie`, as curl orders it.
     pub(crate) fn set_time_condition(&mut self, cond: TimeCond) {
         let (name, value) = cond.header();

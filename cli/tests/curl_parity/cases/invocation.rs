@@ -251,6 +251,30 @@ pub(crate) fn cases() -> Vec<Case> {
             "deflate without its header",
             &["--compressed", "%BASE%/raw-deflate"],
         ),
+        // --tr-encoding asks for a compressed transfer coding, merging -H's Connection.
+        case(
+            "transfer coding asked for",
+            &["--tr-encoding", "%BASE%/echo"],
+        ),
+        case(
+            "transfer coding with a connection header",
+            &["--tr-encoding", "-H", "Connection: close", "%BASE%/echo"],
+        ),
+        case(
+            "transfer coding with its own header",
+            &[
+                "--tr-encoding",
+                "-H",
+                "TE: x",
+                "-H",
+                "connection: a",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "transfer coding decoded",
+            &["--tr-encoding", "%BASE%/te-gzip"],
+        ),
         case("output file", &["-o", "%DIR%/out.txt", "%BASE%/hello"]),
         case("remote name", &["-O", "%BASE%/files/remote.txt"]),
         case(
