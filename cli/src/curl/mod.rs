@@ -147,7 +147,8 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
     /// The schemes `--proto` and `--proto-redir` allow.
     protocols: Protocols,
-    /// The proxies the pool routes through (`-x` or the environment), kept with `-v` or
+    /// The proxies the pool routes through (`-x` or the environment), kept with `-v`, `-w`
+    /// (`%{size_request}` counts what a forward proxy's requests carry) or
     /// `--proxy-digest`/`--proxy-anyauth` only.
     proxies: Option<pool::ProxyConfig>,
     /// `-n`, `--netrc-file`, `--netrc-optional`: the file credentials come from.
@@ -231,9 +232,11 @@ impl Session {
         let netrc = Netrc::load(send.netrc, send.netrc_file.as_deref(), send.netrc_optional);
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
         let client = shared.client_for(&args, &connect_to)?;
-        // Only `-v` and a forward proxy's challenge (`--proxy-digest`) read them (the pool has
-        // its own copy): no second parse without either.
-        let proxies = if verbose.enabled() || args.connect.proxy_auth.scheme().waits_for_challenge()
+        // Only `-v`, `-w` and a forward proxy's challenge (`--proxy-digest`) read them (the
+        // pool has its own copy): no second parse without one of them.
+        let proxies = if verbose.enabled()
+            || args.write_out.is_some()
+            || args.connect.proxy_auth.scheme().waits_for_challenge()
         {
             setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?
         } else {

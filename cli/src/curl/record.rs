@@ -34,6 +34,10 @@ pub(crate) struct TransferRecord {
     pub(crate) connection: Option<pool::ConnectionHandle>,
     /// New connections the transfer opened (0 when every request reused one).
     pub(crate) num_connects: u32,
+    /// The last connection the transfer opened with a TLS handshake: `%{certs}`,
+    /// `%{num_certs}` (and `%{ssl_verify_result}` on a later cleartext hop) describe it on
+    /// every hop after it, as curl keeps a transfer's certificates until its next handshake.
+    pub(crate) handshaken: Option<pool::ConnectionHandle>,
     /// Redirects followed.
     pub(crate) num_redirects: u32,
     /// When the last redirect was followed (the time spent on redirects).
@@ -102,6 +106,7 @@ impl TransferRecord {
             headers: HeaderMap::new(),
             connection: None,
             num_connects: 0,
+            handshaken: None,
             num_redirects: 0,
             redirect_time: Duration::ZERO,
             head_at: None,

@@ -7,6 +7,9 @@
 //! a `-F` or `-T` body, which curl sends after the head. A transfer that follows redirects
 //! counts every request it sent.
 //!
+//! Through a forward proxy the caller passes the absolute-form target and the proxy's headers
+//! ([`super::request::Forwarded`]), which curl writes into the same text.
+//!
 //! What this does not count: the bytes of a `CONNECT` to a proxy, and HPACK's compression
 //! (curl does not count it either: the figure is the text, not the wire).
 

@@ -13,8 +13,10 @@
 //! addresses, and the establishment times: `%{time_namelookup}`, `%{time_connect}`,
 //! `%{time_appconnect}` (0 for cleartext) and `%{time_pretransfer}` are the connection's own
 //! timings, measured from the start of its establishment, and 0 for a reused connection.
-//! `%{num_certs}` counts the certificates the server presented on a connection the transfer
-//! opened; `%{ssl_verify_result}` is OpenSSL's code for what checking the server's
+//! `%{num_connects}` counts a connection whose TLS handshake failed, as curl counts the TCP
+//! connect under it. `%{num_certs}` counts the certificates the server presented on the last
+//! connection the transfer opened with a handshake (on the hops after it too, whichever
+//! connection they took); `%{ssl_verify_result}` is OpenSSL's code for what checking the server's
 //! certificate found (0: valid), from the connection's [`pool::CertificateCheck`] or the
 //! failure's. With `-k` the pool still checks the certificate against the roots it would have
 //! trusted (`--cacert` included), where curl skips loading them and reports 20 (unknown
@@ -418,20 +420,24 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
         Var::UrlEffective => write!(out, "{}", record.url),
         Var::UrlNum => write!(out, "{}", record.url_num),
         Var::Referer => write!(out, "{}", record.referer.as_deref().unwrap_or("")),
-        // The chain the server presented on a connection this transfer opened, as curl
-        // writes it (nothing on a reused or cleartext connection).
+        // The chain the server presented on the last connection this transfer opened with a
+        // handshake, as curl writes it (nothing when every hop reused a connection or spoke
+        // cleartext).
         Var::Certs => {
-            let chain = record.new_connection().and_then(|c| c.info().peer_chain());
+            let chain = record
+                .handshaken
+                .as_ref()
+                .and_then(|c| c.info().peer_chain());
             out.push_str(&chain.map(super::cert_text::chain_text).unwrap_or_default());
             Ok(())
         }
-        // Certificates the server presented on a connection this transfer opened, as curl
-        // counts them (0 on a reused connection).
+        // Certificates the server presented there, as curl counts them.
         Var::NumCerts => write!(
             out,
             "{}",
             record
-                .new_connection()
+                .handshaken
+                .as_ref()
                 .and_then(|c| c.info().tls())
                 .map_or(0, |tls| tls.peer_certificates)
         ),
@@ -439,7 +445,10 @@ pub(crate) fn expand(out: &mut String, var: Var, record: &TransferRecord) {
             let check = match record.certificate_failure {
                 Some((check, Through::Origin)) => Some(check),
                 Some((_, Through::Proxy)) => None,
-                None => info.and_then(|i| i.tls()).map(|tls| tls.certificate),
+                None => info
+                    .and_then(|i| i.tls())
+                    .or_else(|| record.handshaken.as_ref().and_then(|c| c.info().tls()))
+                    .map(|tls| tls.certificate),
             };
             write!(out, "{}", check.map_or(0, verify_result))
         }

@@ -27,7 +27,10 @@ use super::time_cond::TimeCond;
 use super::upload::Streamed;
 
 mod build;
+mod forward;
 mod uploading;
+
+pub(crate) use forward::Forwarded;
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));

@@ -18,7 +18,7 @@ use crate::curl::output::{self, Informational};
 use crate::curl::pace::{self, Pace, PacedUpload};
 use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
-use crate::curl::request::{Hop, PerRequest, RequestTemplate};
+use crate::curl::request::{Forwarded, Hop, PerRequest, RequestTemplate};
 use crate::curl::request_size::request_size;
 use crate::curl::sink::Sink;
 use crate::curl::verbose::VerboseContext;
@@ -112,6 +112,8 @@ impl Session {
             Err(error) => {
                 record.http_connect = error.proxy_status().unwrap_or(record.http_connect);
                 record.tls_peer = exit::tls_peer(&error);
+                // TCP stood before the handshake failed: curl counts the connect.
+                record.num_connects += u32::from(record.tls_peer.is_some());
                 record.certificate_failure = error.certificate_check().map(|check| {
                     let through = if error.is_proxy() {
                         Through::Proxy
@@ -139,6 +141,9 @@ impl Session {
                 .proxy()
                 .is_some_and(|route| route.connect_redialed);
             record.num_connects += 1 + u32::from(redialed);
+            if new.info().tls().is_some() {
+                record.handshaken = Some(new.clone());
+            }
             let connect = |route: &pool::ProxyRoute| route.tunnel && route.socks_target.is_none();
             if let Some(route) = new.info().proxy().filter(|route| connect(route)) {
                 // The tunnel opened for this request: the proxy answered its CONNECT with 2xx.
@@ -192,7 +197,19 @@ impl Session {
             0
         };
         let wire_target = template.target_for(&wire);
-        record.size_request += request_size(&method, wire_target, &sent_headers, http2, data);
+        record.size_request += match Forwarded::of(connection.as_ref(), self.proxy_for(uri)) {
+            None => request_size(&method, wire_target, &sent_headers, http2, data),
+            // Through a forward proxy the absolute form and the proxy's headers count too.
+            Some(forward) => {
+                let mut counted = sent_headers.clone();
+                counted.extend(forward.added(&sent_headers));
+                let target = match template.has_target() {
+                    true => wire_target.to_owned(),
+                    false => wire.to_string(),
+                };
+                request_size(&method, &target, &counted, http2, data)
+            }
+        };
         let (mut parts, body) = response.into_parts();
         informational.attach(&mut parts);
         let expectation_failed = withheld && parts.status == http::StatusCode::EXPECTATION_FAILED;

@@ -41,12 +41,12 @@
 
 use std::sync::OnceLock;
 
-use http::header::{HOST, PROXY_AUTHORIZATION};
+use http::header::HOST;
 use http::{HeaderMap, Method, Uri};
 use time::{OffsetDateTime, UtcOffset};
 
 use super::connect_to::Dial;
-use super::request::title_case;
+use super::request::{Forwarded, title_case};
 use super::trace::{self, Style, Trace};
 use connection::{connection_lines, tunnel_lines};
 
@@ -415,9 +415,7 @@ fn request_lines(
 ) {
     let protocol = connection.map(pool::ConnectionHandle::protocol);
     let (method, uri, headers) = request;
-    let forward = connection
-        .and_then(|c| c.info().proxy().filter(|route| !route.tunnel))
-        .and(cx.proxy);
+    let forward = Forwarded::of(connection, cx.proxy);
     let target = match (cx.target, forward) {
         (Some(target), _) => target.to_owned(),
         (None, Some(_)) => uri.to_string(),
@@ -439,15 +437,9 @@ fn request_lines(
         );
         lines.head_line(Direction::Sent, &format!("Host: {host}"));
     }
-    // Through a forward proxy, what `pool_h1::prepare_proxied_request` adds, in its order.
-    let authorization = forward
-        .and_then(pool::Proxy::upfront_authorization)
-        .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
-        .map(|value| (PROXY_AUTHORIZATION, value));
-    let for_proxy = authorization
-        .iter()
-        .chain(forward.map_or(&[][..], pool::Proxy::headers))
-        .map(|(name, value)| (name, value));
+    // Through a forward proxy, what the pool adds, in its order.
+    let for_proxy = forward.map(|f| f.added(headers)).unwrap_or_default();
+    let for_proxy = for_proxy.iter().map(|(name, value)| (name, value));
     let typed = cx
         .spellings
         .filter(|_| !http2)

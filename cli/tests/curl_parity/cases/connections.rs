@@ -191,6 +191,26 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // What a forward proxy's request carries counts in %{size_request}: the absolute
+        // form, the proxy's credentials and Proxy-Connection.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "size of a request through a forward proxy",
+                &[
+                    "-x",
+                    "%TLS%",
+                    "--proxy-insecure",
+                    "-U",
+                    "a:b",
+                    "-A",
+                    "agent",
+                    "-w",
+                    " %{size_request}",
+                    "http://origin.test/hello",
+                ],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(

@@ -40,6 +40,27 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // A transfer keeps the certificates of its last handshake on the hops after it; a
+        // handshake that failed still counts its connect.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls certificates after a redirect",
+                &[
+                    "-kL",
+                    "-w",
+                    "%{num_certs} %{ssl_verify_result} %{num_connects}",
+                    "%TLS%/redirect",
+                ],
+            )
+        },
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls untrusted counts its connect",
+                &["-w", "%{num_connects}", "%TLS%/hello"],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(
