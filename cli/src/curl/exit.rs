@@ -45,8 +45,18 @@ pub(crate) struct CurlError {
     /// A usage error (exit 2): printed as `poolcurl: message` and the `--help` hint even under
     /// `-s`, as curl prints a badly used option.
     usage: bool,
-    /// curl's warning before a usage error (muted by `-s`).
-    warning: Option<String>,
+    /// What curl prints before the error's line (muted by `-s`).
+    note: Option<Note>,
+}
+
+/// A line curl prints before an error's own, unless `-s`: what went wrong in its words, where
+/// the error's line is libcurl's generic text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// curl's `warnf`: `Warning: ...`.
+    Warning(String),
+    /// curl's `errorf`: `poolcurl: ...`, without a code.
+    Error(String),
 }
 
 impl CurlError {
@@ -56,7 +66,7 @@ impl CurlError {
             code,
             message: message.into(),
             usage: false,
-            warning: None,
+            note: None,
         }
     }
 
@@ -67,8 +77,14 @@ impl CurlError {
             code: 2,
             message: message.into(),
             usage: true,
-            warning,
+            note: warning.map(Note::Warning),
         }
+    }
+
+    /// This error, after curl's `note`.
+    pub(crate) fn with_note(mut self, note: Note) -> CurlError {
+        self.note = Some(note);
+        self
     }
 
     /// Whether this is a usage error ([`usage`](Self::usage)).
@@ -76,9 +92,18 @@ impl CurlError {
         self.usage
     }
 
-    /// The warning curl prints before this usage error, if any.
+    /// The warning curl prints before this error, if any.
+    #[cfg(test)]
     pub(crate) fn warning(&self) -> Option<&str> {
-        self.warning.as_deref()
+        match &self.note {
+            Some(Note::Warning(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// What curl prints before this error's line, if anything.
+    pub(crate) fn note(&self) -> Option<&Note> {
+        self.note.as_ref()
     }
 
     /// The process exit code curl uses for this error.
@@ -176,6 +201,15 @@ impl CurlError {
             77,
             format!("error setting certificate file: {path}: {detail}"),
         )
+    }
+}
+
+/// `error` as C's `strerror` words it: Rust's text without its ` (os error N)`.
+pub(crate) fn strerror(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if error.raw_os_error().is_some() => text[..at].to_owned(),
+        _ => text,
     }
 }
 

@@ -41,7 +41,6 @@
 //! protocol policy), [`url::parse_url`] and [`exit::CurlError`] for setup failures.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 mod alt_svc;
@@ -108,7 +107,7 @@ use cookies::CookieJar;
 use exit::CurlError;
 use netrc::Netrc;
 use output::Report;
-use plan::{Output, Planned};
+use plan::Planned;
 use proto::Protocols;
 use record::TransferRecord;
 use request::RequestTemplate;
@@ -252,7 +251,7 @@ impl Session {
             .transfer
             .dump_header
             .as_deref()
-            .map(|path| Mutex::new(Sink::file(in_output_dir(&args, path), dump_mode)));
+            .map(|path| Mutex::new(Sink::file(plan::in_output_dir(&args, path), dump_mode)));
         let tls_refusal = args.net.tls_refusal();
         let hsts = args.transfer.hsts.as_deref().map(hsts::Hsts::load);
         let alt_svc = args
@@ -322,7 +321,8 @@ impl Session {
     }
 
     /// One transfer with its retries and `-w`; returns its exit code, and whether no further
-    /// transfer may start (its `-T` file could not be opened, which ends curl's run).
+    /// transfer may start (its `-T` file could not be opened or `-O` found no name, which
+    /// ends curl's run).
     async fn run_one(&self, planned: Planned) -> Finished {
         self.method_notes();
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
@@ -360,17 +360,38 @@ impl Session {
                 errout::line(usage::TRY_HELP);
                 let error =
                     CurlError::new(26, "Failed to open/read local data from file/application");
-                self.report.error(&error);
-                return Finished {
-                    code: error.code(),
-                    stops: true,
-                };
+                return self.stopped(&planned, &url, error);
             }
         };
+        let sink = match plan::sink_for(&self.args, &planned, &url) {
+            Ok(sink) => sink,
+            // curl had not given the transfer its URL yet: `%{url_effective}` is empty.
+            Err(error) => return self.stopped(&planned, "", error),
+        };
         Finished {
-            code: self.run_planned(&planned, &url, &template).await,
+            code: self.run_planned(&planned, &url, &template, sink).await,
             stops: false,
         }
+    }
+
+    /// A transfer that failed while curl was making it (its `-T` file or its `-O` name): the
+    /// error and `-w` are printed (`%{url_effective}` is `effective`, the method curl's
+    /// default GET), and no further transfer starts, as in curl's run.
+    fn stopped(&self, planned: &Planned, effective: &str, error: CurlError) -> Finished {
+        self.report.error(&error);
+        let mut record = TransferRecord::start(effective, http::Method::GET);
+        record.input_url = planned.url.clone();
+        record.url_num = planned.index;
+        record.exit_code = error.code();
+        record.error = Some(error.message().to_owned());
+        let code = match self.print_write_out(&record) {
+            Ok(()) => error.code(),
+            Err(write_error) => {
+                self.report.error(&write_error);
+                write_error.code()
+            }
+        };
+        Finished { code, stops: true }
     }
 
     /// curl's notes on `-X` as it makes each transfer: `-X HEAD` without `-I`, and (with
@@ -432,15 +453,14 @@ impl Session {
     }
 
     /// [`run_one`](Self::run_one) once the transfer's template is made.
-    async fn run_planned(&self, planned: &Planned, url: &str, template: &RequestTemplate) -> u8 {
+    async fn run_planned(
+        &self,
+        planned: &Planned,
+        url: &str,
+        template: &RequestTemplate,
+        mut sink: Sink,
+    ) -> u8 {
         let url = url.to_owned();
-        let mut sink = match self.sink_for(planned, &url) {
-            Ok(sink) => sink,
-            Err(error) => {
-                self.report.error(&error);
-                return error.code();
-            }
-        };
         if let Some(file) = &self.args.transfer.etag_save {
             // Each transfer starts its tags afresh; run_all checked that the file can be made.
             let _ = file_meta::start_etag_file(file);
@@ -511,30 +531,6 @@ impl Session {
         }
     }
 
-    /// The sink of a planned transfer.
-    fn sink_for(&self, planned: &Planned, url: &str) -> Result<Sink, CurlError> {
-        let transfer = &self.args.transfer;
-        let append = self.args.send.continue_at.is_some();
-        let mode = FileMode {
-            append,
-            create_dirs: transfer.create_dirs,
-            no_clobber: transfer.no_clobber && !append,
-            must_be_new: false,
-        };
-        let sink = match &planned.output {
-            Output::Stdout => Sink::stdout(),
-            Output::File(path) => Sink::file(in_output_dir(&self.args, path), mode),
-            Output::Remote => {
-                let uri = url::parse_url(url)?;
-                let name = url::remote_name(&uri)
-                    .ok_or_else(|| CurlError::new(23, "Remote file name has no length!"))?;
-                Sink::file(in_output_dir(&self.args, Path::new(&name)), mode)
-                    .named_by_server(transfer.remote_header_name)
-            }
-        };
-        Ok(sink.flush_each_write(self.args.transfer.no_buffer))
-    }
-
     /// Prints `-w` for a finished transfer.
     fn print_write_out(&self, record: &TransferRecord) -> Result<(), CurlError> {
         let Some(write_out) = &self.write_out else {
@@ -573,20 +569,6 @@ impl Session {
         let tls = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         proxies.route(tls, &host.to_ascii_lowercase(), port)
-    }
-}
-
-/// `path` inside `--output-dir`, if given: the directory and the name joined with `/` as text,
-/// as curl joins them (so an absolute name lands under the directory too).
-fn in_output_dir(args: &CurlArgs, path: &Path) -> PathBuf {
-    match &args.transfer.output_dir {
-        Some(dir) if path.as_os_str() != "-" => {
-            let mut joined = std::ffi::OsString::from(dir);
-            joined.push("/");
-            joined.push(path.as_os_str());
-            PathBuf::from(joined)
-        }
-        _ => path.to_path_buf(),
     }
 }
 

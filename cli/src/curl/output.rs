@@ -8,7 +8,7 @@ use http::header::CONNECTION;
 use http::response::Parts;
 use http::{HeaderMap, Request, StatusCode, Version};
 
-use super::exit::CurlError;
+use super::exit::{CurlError, Note};
 
 /// The response head as curl's `-i` writes it: status line, `name: value` lines (HTTP/1 names
 /// as the server wrote them), blank line, all ending in CRLF. HTTP/2 has no reason phrase
@@ -196,12 +196,15 @@ impl Report {
     }
 
     /// Prints `poolcurl: (CODE) message`; a usage error as curl prints one, whatever `-s`
-    /// says: `poolcurl: message` and the `--help` hint (after its warning, unless `-s`).
+    /// says: `poolcurl: message` and the `--help` hint. Either after the error's note, unless
+    /// `-s`.
     pub(crate) fn error(&self, error: &CurlError) {
+        match error.note() {
+            Some(Note::Warning(text)) => self.warning_raw(&curl_warning(text)),
+            Some(Note::Error(text)) => self.warning_raw(&curl_error_note(text)),
+            None => {}
+        }
         if error.is_usage() {
-            if let Some(warning) = error.warning() {
-                self.warning_raw(&curl_warning(warning));
-            }
             stderr_line(&format!("poolcurl: {}", error.message()));
             stderr_line(super::usage::TRY_HELP);
         } else if self.errors {
@@ -228,8 +231,8 @@ pub(crate) fn curl_warning(message: &str) -> String {
     wrapped("Warning: ", 79 - "Warning: ".len(), message)
 }
 
-/// `message` as curl's `errorf` prints it while it reads its arguments: as [`curl_warning`],
-/// after `poolcurl: ` (the pieces as long as curl's after its shorter `curl: `).
+/// `message` as curl's `errorf` prints it (a line without a code): as [`curl_warning`], after
+/// `poolcurl: ` (the pieces as long as curl's after its shorter `curl: `).
 pub(crate) fn curl_error_note(message: &str) -> String {
     wrapped("poolcurl: ", 79 - "curl: ".len(), message)
 }

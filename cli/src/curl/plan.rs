@@ -9,14 +9,17 @@
 //! `-T` pairs the same way: the first `-T` uploads to the first URL, the second to the second,
 //! URLs left over upload nothing, and `-T ""` keeps its URL's place without an upload. A `-T`
 //! name is a glob too (unless `-g`): each file it names goes to each URL its URL expands to,
-//! files outermost, as curl orders them.
+//! files outermost, as curl orders them. [`sink_for`] opens (lazily) where a planned
+//! transfer's output goes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 
 use super::args::CurlArgs;
+use super::exit::{CurlError, Note};
 use super::glob;
+use super::sink::{FileMode, Sink};
 
 /// Where one transfer's output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,6 +159,56 @@ fn outputs_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<Spec> {
     }
     specs.sort_by_key(|(index, _)| *index);
     specs.into_iter().map(|(_, spec)| spec).collect()
+}
+
+/// The sink of a planned transfer to `url`: stdout, its `-o` file, or (`-O`) the file its URL
+/// names, in `--output-dir` when given.
+///
+/// # Errors
+///
+/// Exit 23 when `-O` finds no file name in the URL and `-J` cannot give one (curl ends its run
+/// there, [`super::Session`]); exit 3 when the URL does not parse.
+pub(crate) fn sink_for(args: &CurlArgs, planned: &Planned, url: &str) -> Result<Sink, CurlError> {
+    let transfer = &args.transfer;
+    let append = args.send.continue_at.is_some();
+    let mode = FileMode {
+        append,
+        create_dirs: transfer.create_dirs,
+        no_clobber: transfer.no_clobber && !append,
+        must_be_new: false,
+    };
+    let sink = match &planned.output {
+        Output::Stdout => Sink::stdout(),
+        Output::File(path) => Sink::file(in_output_dir(args, path), mode),
+        Output::Remote => match super::url::remote_name(&super::url::parse_url(url)?) {
+            Some(name) => Sink::file(in_output_dir(args, Path::new(&name)), mode)
+                .named_by_server(transfer.remote_header_name),
+            // With -J the response may still name it.
+            None if transfer.remote_header_name => {
+                Sink::server_named_in(in_output_dir(args, Path::new("")), mode)
+            }
+            None => {
+                let why = Note::Error("Remote file name has no length!".to_owned());
+                let error = CurlError::new(23, "Failed writing received data to disk/application");
+                return Err(error.with_note(why));
+            }
+        },
+    };
+    Ok(sink.flush_each_write(transfer.no_buffer))
+}
+
+/// `path` inside `--output-dir`, if given: the directory and the name joined with `/` as text,
+/// as curl joins them (so an absolute name lands under the directory too).
+pub(crate) fn in_output_dir(args: &CurlArgs, path: &Path) -> PathBuf {
+    match &args.transfer.output_dir {
+        Some(dir) if path.as_os_str() != "-" => {
+            let mut joined = std::ffi::OsString::from(dir);
+            joined.push("/");
+            joined.push(path.as_os_str());
+            PathBuf::from(joined)
+        }
+        _ => path.to_path_buf(),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use super::exit::CurlError;
+use super::exit::{CurlError, Note, strerror};
 
 /// How a file sink opens its file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,6 +46,9 @@ pub(crate) struct Sink {
     server_named: bool,
     /// Whether a response did rename it (then a retry's response does not again).
     renamed: bool,
+    /// `-O -J` on a URL without a file name: `path` is the directory, and only a response's
+    /// name makes it a file.
+    nameless: bool,
     /// Bytes written so far.
     written: u64,
 }
@@ -60,6 +63,7 @@ impl Sink {
             flush_each: false,
             server_named: false,
             renamed: false,
+            nameless: false,
             written: 0,
         }
     }
@@ -88,6 +92,16 @@ impl Sink {
         self
     }
 
+    /// `-O -J` on a URL whose path ends in `/`: a file in `dir` (`--output-dir`'s, or the
+    /// current one when empty) named by the response only. curl finds out when the body
+    /// comes: without a name, the first write fails (exit 23, after its warning).
+    pub(crate) fn server_named_in(dir: PathBuf, mode: FileMode) -> Sink {
+        Sink {
+            nameless: true,
+            ..Sink::file(dir, mode).named_by_server(true)
+        }
+    }
+
     /// `-O -J`: renames the file, in its directory, after the response's `Content-Disposition`
     /// (see [`super::file_meta::disposition_filename`]) before anything is written to it. A
     /// file of that name must not exist yet (exit 23 when the first write finds one).
@@ -99,7 +113,10 @@ impl Sink {
             self.path.as_mut(),
             super::file_meta::disposition_filename(headers),
         ) {
-            path.set_file_name(name);
+            match self.nameless {
+                true => path.push(name),
+                false => path.set_file_name(name),
+            }
             self.renamed = true;
             self.mode.must_be_new = true;
             self.mode.no_clobber = false;
@@ -188,6 +205,10 @@ impl Sink {
     }
 
     fn open(&mut self) -> Result<&mut BufWriter<File>, CurlError> {
+        if self.nameless && !self.renamed {
+            return Err(CurlError::new(23, "Failure writing output to destination")
+                .with_note(Note::Warning("Remote filename has no length!".to_owned())));
+        }
         if self.file.is_none() {
             let path = self.path.clone().unwrap_or_else(|| PathBuf::from("-"));
             if self.mode.create_dirs {
@@ -214,11 +235,15 @@ impl Sink {
             } else {
                 options.write(true).truncate(true).open(&path)
             };
+            // curl warns with the reason and fails with libcurl's generic text.
             let file = opened.map_err(|e| {
-                CurlError::new(
-                    23,
-                    format!("Failed to open the file {}: {e}", path.display()),
-                )
+                let why = format!(
+                    "Failed to open the file {}: {}",
+                    path.display(),
+                    strerror(&e)
+                );
+                CurlError::new(23, "Failure writing output to destination")
+                    .with_note(Note::Warning(why))
             })?;
             self.file = Some(BufWriter::new(file));
         }
@@ -361,6 +386,21 @@ mod tests {
         assert_eq!(std::fs::read(dir.join("fresh.txt")).unwrap(), b"second");
         assert_eq!(sink.effective_name(), Some(PathBuf::from("fresh.txt")));
         assert!(!dir.join("url-name").exists());
+
+        // A URL without a name: the directory's file is the response's, or the write fails.
+        let mut sink = Sink::server_named_in(dir.join(""), FileMode::default());
+        sink.name_from_response(&named("dir-named.txt"));
+        sink.write(b"named").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(std::fs::read(dir.join("dir-named.txt")).unwrap(), b"named");
+        let mut sink = Sink::server_named_in(dir.join(""), FileMode::default());
+        sink.name_from_response(&http::HeaderMap::new());
+        let error = sink.write(b"lost").unwrap_err();
+        assert_eq!(error.code(), 23);
+        assert_eq!(
+            error.note(),
+            Some(&Note::Warning("Remote filename has no length!".to_owned()))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

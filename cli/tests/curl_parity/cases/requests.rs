@@ -1,7 +1,7 @@
 //! Parity cases: what a request sends and when: cookies, -z, -J, credentials on redirects, pacing,
 //! --resolve.
 
-use crate::{Case, case};
+use crate::{Case, Extra, case};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -121,6 +121,35 @@ pub(crate) fn cases() -> Vec<Case> {
             "remote header name loses to -o",
             &["-J", "-o", "given.txt", "%BASE%/attachment"],
         ),
+        // A URL without a file name: -O fails before the transfer and ends the run (after
+        // -w); with -J the response may name the file, and without a name the write fails.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "remote name of a directory",
+                &[
+                    "-sS",
+                    "-O",
+                    "-w",
+                    "[%{exitcode} %{errormsg} %{url_effective}]",
+                    "%BASE%/dir/",
+                    "%BASE%/hello",
+                    "--next",
+                    "%BASE%/hello",
+                ],
+            )
+        },
+        case(
+            "remote header name of a directory",
+            &["-OJ", "%BASE%/named/"],
+        ),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "remote header name of a directory without a name",
+                &["-sS", "-OJ", "%BASE%/dir/"],
+            )
+        },
         // Credentials stay behind on a redirect to another host name; with --location-trusted
         // they follow (and -L is implied). (The route builds its Location from the Host the
         // request names, so no case here sets one.)

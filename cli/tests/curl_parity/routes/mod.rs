@@ -162,6 +162,9 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("Content-Length", "0"),
         "/loop" => Reply::new(301).header("location", "/loop"),
         "/dated" => Reply::ok("dated\n").header("last-modified", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        "/named/" => {
+            Reply::ok("named\n").header("content-disposition", "attachment; filename=\"named.txt\"")
+        }
         "/attachment" => Reply::ok("attached\n")
             .header("content-disposition", "attachment; filename=\"report.txt\""),
         "/attachment-plain" => Reply::ok("plain\n").header(
