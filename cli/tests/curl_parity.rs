@@ -721,6 +721,12 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     .unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
+    // Lines curl refuses in a config file are warnings, muted once `silent` was read.
+    std::fs::write(
+        root.path().join("lenient.cfg"),
+        "bogus-thing\nno-http2\nheader\ninclude\nsilent\nnope\n",
+    )
+    .unwrap();
     // -b FILE with -j: a session cookie (expiry 0) and two that last until 2100, one with a
     // longer path (curl sends it first, then the newer of equal paths).
     std::fs::write(

@@ -8,8 +8,15 @@
 //! another `-K` file (up to a depth of 8); `-K -` reads stdin.
 //!
 //! Whether an option takes a value is asked of the command-line definition, so a flag line
-//! (`silent`) never swallows the next token. What this module does not do: read `~/.curlrc`
-//! (curl does unless `-q`; poolcurl reads only the files it is given).
+//! (`silent`) never swallows the next token.
+//!
+//! A line curl would refuse on the command line (an unknown option, a value that does not
+//! parse, an option poolcurl does not support) does not end the run, as it does there: as in
+//! curl, it is left out with a warning, `Warning: FILE:LINE: warning: 'NAME' REASON` (unless
+//! a `-s` came before it), and the rest of the file is read.
+//!
+//! What this module does not do: read `~/.curlrc` (curl does unless `-q`; poolcurl reads only
+//! the files it is given).
 
 use super::argv::{self, Kind};
 use super::exit::CurlError;
@@ -17,29 +24,35 @@ use super::exit::CurlError;
 /// How deep `-K` files may name further `-K` files.
 const MAX_DEPTH: usize = 8;
 
+/// How the options of a config file are read: `takes_value` says whether an option name (as
+/// written on a command line: `-o`, `--output`) takes a value; `refuses` gives the usage
+/// message (`option --bogus: is unknown`) for the arguments of one line that the command
+/// line would refuse.
+pub(crate) struct Reader<'a> {
+    pub(crate) takes_value: &'a dyn Fn(&str) -> bool,
+    pub(crate) refuses: &'a dyn Fn(&[String]) -> Option<String>,
+}
+
 /// Replaces every `-K FILE` / `--config FILE` / `--config=FILE` in `argv` (without the program
-/// name) by the options the file holds. `takes_value` says whether an option name (as written
-/// on a command line: `-o`, `--output`) takes a value.
+/// name) by the options the file holds, but for the lines `reader` refuses.
 ///
 /// # Errors
 ///
 /// Exit 26 when a file cannot be read, as curl reports it.
-pub(crate) fn expand(
-    argv: Vec<String>,
-    takes_value: &dyn Fn(&str) -> bool,
-) -> Result<Vec<String>, CurlError> {
-    expand_at(argv, takes_value, 0, &mut false)
+pub(crate) fn expand(argv: Vec<String>, reader: &Reader<'_>) -> Result<Vec<String>, CurlError> {
+    expand_at(argv, reader, 0, &mut false)
 }
 
 /// [`expand`] at `depth` files deep; `silent` says whether a `-s` came earlier on the command
-/// line (curl notes a file it cannot read unless one did: it reads `-K` files while it
-/// reads the arguments, so a later `-s` does not yet apply).
+/// line (curl notes a file it cannot read, or a line it refuses, unless one did: it reads
+/// `-K` files while it reads the arguments, so a later `-s` does not yet apply).
 fn expand_at(
     argv: Vec<String>,
-    takes_value: &dyn Fn(&str) -> bool,
+    reader: &Reader<'_>,
     depth: usize,
     silent: &mut bool,
 ) -> Result<Vec<String>, CurlError> {
+    let takes_value = reader.takes_value;
     let mut out = Vec::with_capacity(argv.len());
     for arg in argv::read(argv, takes_value) {
         *silent |= arg.silences();
@@ -69,8 +82,28 @@ fn expand_at(
                 eprintln!("{}", super::output::curl_error_note(&note));
             }
         })?;
-        let options = parse(&text, takes_value);
-        out.extend(expand_at(options, takes_value, depth + 1, silent)?);
+        let shown = if file == "-" {
+            "<stdin>"
+        } else {
+            file.as_str()
+        };
+        for entry in entries(&text, takes_value) {
+            let refused = match entry.missing {
+                true => Some(format!("option {}: requires parameter", entry.name)),
+                false => (reader.refuses)(&entry.args),
+            };
+            if let Some(message) = refused {
+                if !*silent {
+                    // "option --bogus: is unknown" -> "is unknown"
+                    let reason = message.split_once(": ").map_or(&*message, |(_, r)| r);
+                    let warning =
+                        format!("{shown}:{}: warning: '{}' {reason}", entry.line, entry.name);
+                    eprintln!("{}", super::output::curl_warning(&warning));
+                }
+                continue;
+            }
+            out.extend(expand_at(entry.args, reader, depth + 1, silent)?);
+        }
     }
     Ok(out)
 }
@@ -88,10 +121,31 @@ fn read(file: &str) -> Result<String, CurlError> {
         .map_err(|_| CurlError::new(26, "option -K: error encountered when reading a file"))
 }
 
+/// One option line of a config file.
+struct Entry {
+    /// Its number, from 1.
+    line: usize,
+    /// The option's name as the line writes it.
+    name: String,
+    /// The command-line arguments it stands for.
+    args: Vec<String>,
+    /// The option takes a value and the line gives none (not even `""`).
+    missing: bool,
+}
+
 /// The command-line arguments a config file's text stands for.
-pub(crate) fn parse(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<String> {
+#[cfg(test)]
+fn parse(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<String> {
+    entries(text, takes_value)
+        .into_iter()
+        .flat_map(|e| e.args)
+        .collect()
+}
+
+/// The option lines of a config file's text.
+fn entries(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<Entry> {
     let mut out = Vec::new();
-    for line in text.lines() {
+    for (number, line) in text.lines().enumerate() {
         let line = line.trim_start();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -112,16 +166,20 @@ pub(crate) fn parse(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<Strin
             .unwrap_or(rest)
             .trim_start();
         let value = value(rest);
-        if option == "--url" {
-            // `url = X` is a URL wherever it stands.
-            out.push("--url".to_owned());
-            out.push(value);
-        } else if takes_value(&option) {
-            out.push(option);
-            out.push(value);
+        // `url = X` is a URL wherever it stands.
+        let valued = option == "--url" || takes_value(&option);
+        let missing = valued && rest.is_empty();
+        let args = if valued {
+            vec![option, value]
         } else {
-            out.push(option);
-        }
+            vec![option]
+        };
+        out.push(Entry {
+            line: number + 1,
+            name: name.to_owned(),
+            args,
+            missing,
+        });
     }
     out
 }
@@ -163,6 +221,18 @@ mod tests {
             name,
             "-o" | "--output" | "--write-out" | "-H" | "--header" | "-K" | "--config"
         )
+    }
+
+    fn refuses(args: &[String]) -> Option<String> {
+        (args[0] == "--bogus").then(|| "option --bogus: is unknown".to_owned())
+    }
+
+    fn expand(argv: Vec<String>, _: &dyn Fn(&str) -> bool) -> Result<Vec<String>, CurlError> {
+        let reader = Reader {
+            takes_value: &takes_value,
+            refuses: &refuses,
+        };
+        super::expand(argv, &reader)
     }
 
     #[test]
@@ -212,6 +282,20 @@ mod tests {
         assert_eq!(
             expand(argv, &takes_value).unwrap(),
             ["-v", "--output", "o.txt", "http://a/"]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn refused_lines_are_left_out_and_the_rest_is_read() {
+        let dir = std::env::temp_dir().join(format!("poolcurl-config-r-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("k.cfg");
+        std::fs::write(&file, "silent\nbogus\noutput = o.txt\n").unwrap();
+        let argv = vec!["-K".to_owned(), file.display().to_string()];
+        assert_eq!(
+            expand(argv, &takes_value).unwrap(),
+            ["--silent", "--output", "o.txt"]
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

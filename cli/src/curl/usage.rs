@@ -48,7 +48,12 @@ pub(crate) fn prepare(
     if rest.first().is_some_and(|a| a == "-q" || a == "--disable") {
         rest.remove(0);
     }
-    let rest = match config::expand(rest, takes_value) {
+    let refuses = |args: &[String]| refused_in_config(command, args);
+    let reader = config::Reader {
+        takes_value,
+        refuses: &refuses,
+    };
+    let rest = match config::expand(rest, &reader) {
         Ok(rest) => rest,
         Err(error) => {
             eprintln!("poolcurl: {}", error.message());
@@ -80,6 +85,35 @@ pub(crate) fn prepare(
         );
     }
     Ok(groups)
+}
+
+/// The usage message for one config-file line's `args` that the command line would refuse:
+/// an option poolcurl does not support, or one clap refuses (unknown, without its value, a
+/// value that does not parse). A `--no-` negation is read as the command line reads it.
+fn refused_in_config(command: &clap::Command, args: &[String]) -> Option<String> {
+    let takes_value = &|name: &str| takes_value(command, name);
+    if let Some(message) = unsupported::find(args, takes_value) {
+        return Some(message);
+    }
+    let lookup = |long: &str| long_option(command, long);
+    let args = match negate::apply(args.to_vec(), takes_value, &lookup) {
+        Ok(args) => args,
+        Err(message) => return Some(message),
+    };
+    let argv = std::iter::once("poolcurl".to_owned()).chain(args);
+    match command.clone().try_get_matches_from(argv) {
+        Err(error)
+            if !matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            Some(describe(&error))
+        }
+        _ => None,
+    }
 }
 
 /// What `command` says of its long option `long` (without `--`): `None` when it has none,

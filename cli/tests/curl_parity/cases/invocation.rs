@@ -149,6 +149,13 @@ pub(crate) fn cases() -> Vec<Case> {
         Case {
             extra: Extra::Stderr,
             ..case(
+                "config file lines curl refuses",
+                &["-K", "../lenient.cfg", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
                 "config file that cannot be read",
                 &["-K", "missing.cfg", "%BASE%/hello"],
             )
