@@ -134,6 +134,8 @@ struct Case {
     server: Server,
     /// What both programs read on stdin (nothing: `/dev/null`).
     stdin: Option<&'static str>,
+    /// The `.curlrc` both programs find in their home directory (none: curl runs with `-q`).
+    curlrc: Option<&'static str>,
 }
 
 fn case(name: &'static str, args: &[&'static str]) -> Case {
@@ -143,12 +145,20 @@ fn case(name: &'static str, args: &[&'static str]) -> Case {
         extra: Extra::None,
         server: Server::Routes,
         stdin: None,
+        curlrc: None,
     }
 }
 
 fn with_stdin(name: &'static str, stdin: &'static str, args: &[&'static str]) -> Case {
     Case {
         stdin: Some(stdin),
+        ..case(name, args)
+    }
+}
+
+fn with_curlrc(name: &'static str, curlrc: &'static str, args: &[&'static str]) -> Case {
+    Case {
+        curlrc: Some(curlrc),
         ..case(name, args)
     }
 }
@@ -424,11 +434,19 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%DPROXY%", &dproxy_url)
         })
         .collect();
+    // A home of each run's own, beside the case's directory, holding the case's `.curlrc`.
+    let home = dir.with_extension("home");
+    std::fs::create_dir_all(&home).unwrap();
+    if let Some(text) = case.curlrc {
+        std::fs::write(home.join(".curlrc"), text).unwrap();
+    }
     let mut command = match tool {
         Tool::Curl => {
             let mut c = tokio::process::Command::new("curl");
-            // No ~/.curlrc, no proxy from the environment.
-            c.arg("-q").env("HOME", &dir).env("CURL_HOME", &dir);
+            // No ~/.curlrc unless the case has one, no proxy from the environment.
+            if case.curlrc.is_none() {
+                c.arg("-q");
+            }
             for var in [
                 "http_proxy",
                 "https_proxy",
@@ -443,6 +461,9 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
         }
         Tool::Poolcurl => common::poolcurl_command(),
     };
+    for var in ["HOME", "CURL_HOME", "XDG_CONFIG_HOME"] {
+        command.env(var, &home);
+    }
     command.args(&args).current_dir(&dir);
     if let Some(input) = case.stdin {
         // Beside the case's directory, whose files are compared.

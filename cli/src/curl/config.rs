@@ -15,8 +15,11 @@
 //! curl, it is left out with a warning, `Warning: FILE:LINE: warning: 'NAME' REASON` (unless
 //! a `-s` came before it), and the rest of the file is read.
 //!
-//! What this module does not do: read `~/.curlrc` (curl does unless `-q`; poolcurl reads only
-//! the files it is given).
+//! Unless the command line starts with `-q`, curl reads `~/.curlrc` first, as if it were a
+//! `-K` before the command line; [`default_file`] finds it where curl 7.88 looks.
+//!
+//! What this module does not do: look up the home directory in the password database when
+//! none of the variables names one (curl's last resort).
 
 use super::argv::{self, Kind};
 use super::exit::CurlError;
@@ -106,6 +109,35 @@ fn expand_at(
         }
     }
     Ok(out)
+}
+
+/// The `.curlrc` curl 7.88 reads, if there is one: in `$CURL_HOME`, `$XDG_CONFIG_HOME` or
+/// `$HOME` as `.curlrc` (the first that can be opened, a variable set to nothing skipped), else,
+/// when `XDG_CONFIG_HOME` is not set, as `curlrc` in `$CURL_HOME/.config` or `$HOME/.config`.
+pub(crate) fn default_file() -> Option<String> {
+    let var = |name: &str| std::env::var_os(name);
+    let xdg = var("XDG_CONFIG_HOME").is_some();
+    let mut candidates = Vec::new();
+    for name in ["CURL_HOME", "XDG_CONFIG_HOME", "HOME"] {
+        candidates.extend(var(name).map(|home| (home, "", ".curlrc")));
+    }
+    if !xdg {
+        for name in ["CURL_HOME", "HOME"] {
+            candidates.extend(var(name).map(|home| (home, "/.config", "curlrc")));
+        }
+    }
+    candidates
+        .into_iter()
+        .filter(|(home, ..)| !home.is_empty())
+        .map(|(home, under, file)| {
+            let mut path = home;
+            path.push(under);
+            path.push("/");
+            path.push(file);
+            path
+        })
+        .find(|path| std::fs::File::open(path).is_ok())
+        .map(|path| path.to_string_lossy().into_owned())
 }
 
 /// The text of a config file (`-` is stdin).

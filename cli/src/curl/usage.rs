@@ -44,9 +44,13 @@ pub(crate) fn prepare(
     let mut argv = argv.into_iter();
     let program = argv.next().unwrap_or_else(|| OsString::from("poolcurl"));
     let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
-    // curl's `-q` (do not read ~/.curlrc) must come first; poolcurl never reads one.
-    if rest.first().is_some_and(|a| a == "-q" || a == "--disable") {
+    // curl reads ~/.curlrc before the command line, unless `-q` (in any case, as curl
+    // compares it) comes first.
+    let disabled = |a: &String| a.eq_ignore_ascii_case("-q") || a.eq_ignore_ascii_case("--disable");
+    if rest.first().is_some_and(disabled) {
         rest.remove(0);
+    } else if let Some(file) = config::default_file() {
+        rest.splice(0..0, ["--config".to_owned(), file]);
     }
     let refuses = |args: &[String]| refused_in_config(command, args);
     let reader = config::Reader {

@@ -1,10 +1,16 @@
 //! What the CLI test binaries share: how a `poolcurl` child is started.
 
-/// A `poolcurl` command for a test: stdin closed, killed if the test drops it, and without the
+/// A `poolcurl` command for a test: stdin closed, killed if the test drops it, without the
 /// proxy variables poolcurl reads (the runs talk to loopback peers; a proxy configured in the
-/// test's environment must not apply).
+/// test's environment must not apply), and with a home of its own (empty), so that the
+/// tester's `~/.curlrc` and `~/.netrc` do not apply either.
 pub(crate) fn poolcurl_command() -> tokio::process::Command {
+    let home = std::env::temp_dir().join(format!("poolcurl-test-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).expect("a temporary directory");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"));
+    for var in ["HOME", "CURL_HOME", "XDG_CONFIG_HOME"] {
+        command.env(var, &home);
+    }
     for var in [
         "http_proxy",
         "https_proxy",

@@ -101,8 +101,8 @@ pub(crate) struct CurlArgs {
     #[arg(short = 's', long = "silent")]
     pub(crate) silent: bool,
 
-    /// Do not read a config file such as ~/.curlrc (poolcurl reads none); curl heeds it as the
-    /// first argument and takes it, doing nothing, anywhere else
+    /// Do not read ~/.curlrc (only as the first argument; anywhere else it does nothing, as in
+    /// curl)
     #[arg(short = 'q', long = "disable")]
     _disable: bool,
 

@@ -138,7 +138,8 @@ pub(crate) fn help() -> String {
         text.push_str(&format!("  {}: {why}\n", flags.join(" ")));
     }
     text.push_str(
-        "and protocols other than http:// and https://. ~/.curlrc is not read (use -K FILE).",
+        "and protocols other than http:// and https://. In a config file (-K, ~/.curlrc) \
+         such a flag is a warning and left out, as curl leaves out lines it cannot use.",
     );
     text
 }

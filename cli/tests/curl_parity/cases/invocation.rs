@@ -1,6 +1,6 @@
 //! Parity cases: the command line as a whole: --next, header names as sent, traces, -Z.
 
-use crate::{Case, Extra, case, with, with_stdin};
+use crate::{Case, Extra, case, with, with_curlrc, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -146,6 +146,22 @@ pub(crate) fn cases() -> Vec<Case> {
             extra: Extra::Stderr,
             ..case("a lone dash", &["-s", "-", "%BASE%/hello"])
         },
+        // ~/.curlrc is read first, unless -q comes first; its refused lines are warnings.
+        with_curlrc(
+            "curlrc",
+            "include\nbogus-line\nwrite-out = \"[%{http_code}]\"\n",
+            &["%BASE%/hello"],
+        ),
+        with_curlrc(
+            "curlrc after -q",
+            "include\n",
+            &["-q", "-w", "[%{http_code}]", "%BASE%/hello"],
+        ),
+        with_curlrc(
+            "curlrc and the command line",
+            "-o\n",
+            &["-s", "%BASE%/hello"],
+        ),
         Case {
             extra: Extra::Stderr,
             ..case(
