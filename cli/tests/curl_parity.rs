@@ -742,6 +742,14 @@ async fn poolcurl_matches_curl_byte_for_byte() {
     .unwrap();
     std::fs::write(root.path().join("etag.txt"), "\"v1\"\n").unwrap();
     std::fs::write(root.path().join("next.cfg"), "next\ndata = \"k=v\"\n").unwrap();
+    // curl's config syntax: comment lines, a flag given a value, an unquoted value followed by
+    // more words, a quoted value holding a `#`.
+    std::fs::write(
+        root.path().join("syntax.cfg"),
+        "/ slash comment\n* star comment\ninclude yes\nheader X-E:a b\n\
+         header = \"X-Q: 1 # kept\"\nsilent\n",
+    )
+    .unwrap();
     // Lines curl refuses in a config file are warnings, muted once `silent` was read.
     std::fs::write(
         root.path().join("lenient.cfg"),

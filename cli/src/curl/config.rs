@@ -2,10 +2,11 @@
 //! command line where the `-K` stood, before clap parses it.
 //!
 //! The format is curl's: one option per line, its name with or without leading dashes,
-//! separated from its value by whitespace, `=` or `:`; a value in double quotes may hold spaces
-//! and the escapes `\\`, `\"`, `\t`, `\n`, `\r`, `\v`; an unquoted value ends at whitespace.
-//! Lines starting with `#` and blank lines are skipped. `url = URL` adds a URL. A file may name
-//! another `-K` file (up to a depth of 8); `-K -` reads stdin.
+//! separated from its value by whitespace (or, without dashes, `=` or `:`); a value in double
+//! quotes may hold spaces and the escapes `\\`, `\"`, `\t`, `\n`, `\r`, `\v`; an unquoted
+//! value ends at whitespace (more words after it are a warning). Lines starting with `#`, `/`
+//! or `*` and blank lines are skipped. `url = URL` adds a URL. A file may name another `-K`
+//! file (up to a depth of 8); `-K -` reads stdin.
 //!
 //! Whether an option takes a value is asked of the command-line definition, so a flag line
 //! (`silent`) never swallows the next token.
@@ -91,21 +92,36 @@ fn expand_at(
             file.as_str()
         };
         for entry in entries(&text, takes_value) {
+            let warn = |silent: bool, reason: &str| {
+                if !silent {
+                    let warning =
+                        format!("{shown}:{}: warning: '{}' {reason}", entry.line, entry.name);
+                    eprintln!("{}", super::output::curl_warning(&warning));
+                }
+            };
+            if entry.unquoted_whitespace {
+                warn(
+                    *silent,
+                    "uses unquoted whitespace in the line that may cause side-effects!",
+                );
+            }
             let refused = match entry.missing {
                 true => Some(format!("option {}: requires parameter", entry.name)),
                 false => (reader.refuses)(&entry.args),
             };
             if let Some(message) = refused {
-                if !*silent {
-                    // "option --bogus: is unknown" -> "is unknown"
-                    let reason = message.split_once(": ").map_or(&*message, |(_, r)| r);
-                    let warning =
-                        format!("{shown}:{}: warning: '{}' {reason}", entry.line, entry.name);
-                    eprintln!("{}", super::output::curl_warning(&warning));
-                }
+                // "option --bogus: is unknown" -> "is unknown"
+                warn(
+                    *silent,
+                    message.split_once(": ").map_or(&*message, |(_, r)| r),
+                );
                 continue;
             }
             out.extend(expand_at(entry.args, reader, depth + 1, silent)?);
+            // curl applies the flag, then warns (muted if the flag was `-s`).
+            if entry.extra_value {
+                warn(*silent, "had unsupported trailing garbage");
+            }
         }
     }
     Ok(out)
@@ -163,6 +179,11 @@ struct Entry {
     args: Vec<String>,
     /// The option takes a value and the line gives none (not even `""`).
     missing: bool,
+    /// An unquoted value was followed by more than a comment (curl warns: only the first word
+    /// is the value).
+    unquoted_whitespace: bool,
+    /// A flag was given a value (curl warns, and the flag applies).
+    extra_value: bool,
 }
 
 /// The command-line arguments a config file's text stands for.
@@ -174,57 +195,63 @@ fn parse(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<String> {
         .collect()
 }
 
-/// The option lines of a config file's text.
+/// curl's `ISSPACE`.
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}')
+}
+
+/// The option lines of a config file's text, read as curl 7.88's `parseconfig` reads them: a
+/// line whose first non-blank character is `#`, `/` or `*` is skipped; the name ends at a
+/// blank, or for a name without a leading dash at `=` or `:` too; blanks and separators after
+/// it are passed; the value is quoted (with escapes, to its closing quote) or runs to the next
+/// blank.
 fn entries(text: &str, takes_value: &dyn Fn(&str) -> bool) -> Vec<Entry> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
-        let line = line.trim_start();
-        if line.is_empty() || line.starts_with('#') {
+        let line = line.trim_start_matches(is_space);
+        if matches!(line.chars().next(), None | Some('#' | '/' | '*')) {
             continue;
         }
-        let end = line
-            .find(|c: char| c.is_whitespace() || c == '=' || c == ':')
-            .unwrap_or(line.len());
+        let dashed = line.starts_with('-');
+        let separator = |c: char| is_space(c) || (!dashed && (c == '=' || c == ':'));
+        let end = line.find(separator).unwrap_or(line.len());
         let (name, rest) = line.split_at(end);
-        let option = if name.starts_with('-') {
-            name.to_owned()
-        } else {
-            format!("--{name}")
+        let rest = rest.trim_start_matches(separator);
+        let (value, unquoted_whitespace) = match rest.strip_prefix('"') {
+            Some(quoted) => (Some(unquote(quoted)), false),
+            None => {
+                let end = rest.find(is_space).unwrap_or(rest.len());
+                let after = rest[end..].trim_start_matches(is_space);
+                let value = (end > 0).then(|| rest[..end].to_owned());
+                (value, !after.is_empty() && !after.starts_with('#'))
+            }
         };
-        let rest = rest.trim_start();
-        let rest = rest
-            .strip_prefix('=')
-            .or_else(|| rest.strip_prefix(':'))
-            .unwrap_or(rest)
-            .trim_start();
-        let value = value(rest);
+        let option = match dashed {
+            true => name.to_owned(),
+            false => format!("--{name}"),
+        };
         // `url = X` is a URL wherever it stands.
         let valued = option == "--url" || takes_value(&option);
-        let missing = valued && rest.is_empty();
-        let args = if valued {
-            vec![option, value]
-        } else {
-            vec![option]
+        let extra_value = !valued && value.as_deref().is_some_and(|v| !v.is_empty());
+        let missing = valued && value.is_none();
+        let args = match valued {
+            true => vec![option, value.unwrap_or_default()],
+            false => vec![option],
         };
         out.push(Entry {
             line: number + 1,
             name: name.to_owned(),
             args,
             missing,
+            unquoted_whitespace,
+            extra_value,
         });
     }
     out
 }
 
-/// A value: quoted with escapes, or up to the first whitespace.
-fn value(text: &str) -> String {
-    let Some(quoted) = text.strip_prefix('"') else {
-        return text
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-    };
+/// A quoted value after its opening quote: to the closing quote, with curl's escapes.
+fn unquote(quoted: &str) -> String {
     let mut out = String::new();
     let mut chars = quoted.chars();
     while let Some(c) = chars.next() {
@@ -292,6 +319,21 @@ mod tests {
     #[test]
     fn a_flag_line_never_takes_the_next_token() {
         assert_eq!(parse("verbose yes\n", &takes_value), ["--verbose"]);
+        let entry = &entries("verbose yes\n", &takes_value)[0];
+        assert!(entry.extra_value && !entry.unquoted_whitespace);
+    }
+
+    #[test]
+    fn lines_are_read_as_curl_reads_them() {
+        let text = "/ comment\n* comment\n\t# comment\n-o=x\noutput x y\noutput x # c\n\
+                    header\nheader \"\"\n";
+        let all = entries(text, &takes_value);
+        // A dashed name ends at a blank only; `=` and `:` belong to it.
+        assert_eq!(all[0].args, ["-o=x"]);
+        assert_eq!(all[0].line, 4);
+        assert!(all[1].unquoted_whitespace && !all[2].unquoted_whitespace);
+        assert_eq!(all[1].args, ["--output", "x"]);
+        assert!(all[3].missing && !all[4].missing);
     }
 
     #[test]

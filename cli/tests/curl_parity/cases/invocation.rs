@@ -146,6 +146,13 @@ pub(crate) fn cases() -> Vec<Case> {
             extra: Extra::Stderr,
             ..case("a lone dash", &["-s", "-", "%BASE%/hello"])
         },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "config file syntax",
+                &["-K", "../syntax.cfg", "%BASE%/hello"],
+            )
+        },
         // ~/.curlrc is read first, unless -q comes first; its refused lines are warnings.
         with_curlrc(
             "curlrc",
