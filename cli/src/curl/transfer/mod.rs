@@ -20,6 +20,7 @@ mod alternative;
 mod challenge;
 mod credentials;
 mod send;
+mod switched;
 
 use std::time::Duration;
 
@@ -361,7 +362,7 @@ impl Session {
             .send(state.template, uri, hop, &extra, &target, record)
             .await;
         self.write_tunnel_heads(record, sink)?;
-        let (parts, mut body) = sent?;
+        let (mut parts, mut body) = sent?;
         let head = output::response_head(&parts);
         record.size_header += head.len() as u64;
         if let Some(jar) = &self.cookies {
@@ -496,6 +497,20 @@ impl Session {
                 .info(&format!("The requested document is not {age} enough"));
             self.verbose.info("Simulate an HTTP 304 response");
             record.status = Some(http::StatusCode::NOT_MODIFIED);
+            self.verbose.done(connection, &target.host, true);
+            return Ok(Next::Done);
+        }
+        let switched = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+        if let Some(upgrade) = switched
+            .then(|| parts.extensions.remove::<hyper::upgrade::OnUpgrade>())
+            .flatten()
+        {
+            // `-I` reads nothing after the head: curl's empty reply, as for a server that
+            // switched and closed.
+            let upgrade = Some(upgrade).filter(|_| body_comes);
+            self.read_switched(upgrade, &target, record, sink, progress)
+                .await?;
+            sink.finish()?;
             self.verbose.done(connection, &target.host, true);
             return Ok(Next::Done);
         }

@@ -411,6 +411,23 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "switched protocols",
+            &[
+                "-i",
+                "-w",
+                "[%{http_code} %{size_download}]",
+                "%BASE%/lie/switch",
+            ],
+        ),
+        case(
+            "switched protocols without data",
+            &["-w", "[%{http_code}]", "%BASE%/lie/switch-empty"],
+        ),
+        case(
+            "switched protocols, head only",
+            &["-I", "%BASE%/lie/switch"],
+        ),
+        case(
             "trailers included",
             &["-i", "-w", "%{size_header}", "%BASE%/lie/trailers"],
         ),

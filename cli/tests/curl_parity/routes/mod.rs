@@ -63,6 +63,11 @@ fn lie(name: &str) -> Reply {
         "trailers" => "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
                        2\r\nok\r\n0\r\nx-checksum: 42\r\nx-more: yes\r\n\r\n"
             .to_owned(),
+        // A 101 nobody asked for: what follows is the body, until the close.
+        "switch" => "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n\
+                     switched data\n"
+            .to_owned(),
+        "switch-empty" => "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n".to_owned(),
         "huge" => {
             let line = format!("X-Pad: {}\r\n", "p".repeat(100));
             format!("HTTP/1.1 200 OK\r\n{}{ok}", line.repeat(4000))
