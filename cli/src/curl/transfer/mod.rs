@@ -511,7 +511,8 @@ impl Session {
             self.read_switched(upgrade, &target, record, sink, progress)
                 .await?;
             sink.finish()?;
-            self.verbose.done(connection, &target.host, true);
+            // curl says "left intact" of a switched connection, unless the head said close.
+            self.verbose.done(connection, &target.host, closes);
             return Ok(Next::Done);
         }
         let output = if self.args.head {
