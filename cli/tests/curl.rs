@@ -1600,11 +1600,18 @@ async fn http2_flag_over_cleartext_uses_http1_and_says_so() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn url_errors_exit_3_and_1() {
-    let run = poolcurl(&["http://[::1"]).await;
+    let run = poolcurl(&["-g", "http://[::1"]).await;
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert_eq!(
         run.stderr,
         "poolcurl: (3) URL using bad/illegal format or missing URL\n"
+    );
+    // Globbing on, the unclosed bracket is a range that does not parse, as curl reads it.
+    let run = poolcurl(&["http://[::1"]).await;
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (3) bad range specification in URL position 9:\nhttp://[::1\n        ^\n"
     );
     let run = poolcurl(&["ftp://x/"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);

@@ -3,9 +3,10 @@
 //! the rightmost pattern varying fastest. Each expansion keeps the values it took, for `#N` in
 //! `-o` names.
 //!
-//! `\{`, `\}`, `\[` and `\]` are literal; a `[` that starts an IPv6 address right after `://`
-//! is not a range. An unbalanced or malformed pattern is exit 3 (`bad range in URL position
-//! N:`), as in curl. What this does not do: nested patterns, or more than 100 000 URLs from one.
+//! `\{`, `\}`, `\[` and `\]` are literal, and so are an IPv6 address in brackets and `[]`
+//! (`?ids[]=1`) wherever they stand. An unbalanced or malformed pattern is exit 3 with curl's
+//! message and caret (`bad range in URL position N:`, the column counted as curl counts it).
+//! What this does not do: nested patterns, or more than 100 000 URLs from one.
 
 use super::exit::CurlError;
 
@@ -92,111 +93,228 @@ pub(crate) fn fill_output(name: &str, values: &[String]) -> String {
     out
 }
 
-/// Splits a pattern into text and choices.
-fn parse(pattern: &str) -> Result<Vec<Piece>, CurlError> {
-    let bad = |at: usize, what: &str| {
-        CurlError::new(
-            3,
-            format!("{what} in URL position {at}:\n{pattern}\n{:>at$}", "^"),
-        )
+/// How many pieces (text or globs) one pattern may have, as curl's `GLOB_PATTERN_NUM`.
+const MAX_PIECES: usize = 100;
+
+/// curl's error for a malformed pattern: `what`, and at `pos` (curl's column, from 1; 0 names
+/// none) the pattern with a caret under it.
+fn glob_error(pattern: &str, what: &str, pos: usize) -> CurlError {
+    let message = match pos {
+        0 => what.to_owned(),
+        // C's `%*s` of " ": at least the one blank.
+        _ => format!(
+            "{what} in URL position {pos}:\n{pattern}\n{}^",
+            " ".repeat((pos - 1).max(1))
+        ),
     };
-    let mut pieces = Vec::new();
-    let mut text = String::new();
+    CurlError::new(3, message)
+}
+
+/// Splits a pattern into text and choices, as curl 7.88's `glob_parse` reads it, columns
+/// (for the error's caret) counted as curl counts them.
+fn parse(pattern: &str) -> Result<Vec<Piece>, CurlError> {
     let bytes = pattern.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b'\\' if i + 1 < bytes.len() && b"{}[]".contains(&bytes[i + 1]) => {
-                text.push(char::from(bytes[i + 1]));
-                i += 2;
-            }
-            b'{' => {
-                let end = pattern[i..]
-                    .find('}')
-                    .map(|e| i + e)
-                    .ok_or_else(|| bad(i + 1, "unmatched brace"))?;
-                let inner = &pattern[i + 1..end];
-                if inner.is_empty() {
-                    // curl points at the closing brace.
-                    return Err(bad(end + 1, "empty string within braces"));
+    let mut at = Cursor { i: 0, pos: 1 };
+    let mut pieces = Vec::new();
+    while at.i < bytes.len() {
+        let mut text = Vec::new();
+        while let Some(&c) = bytes.get(at.i).filter(|&&c| c != b'{') {
+            if c == b'[' {
+                // An IPv6 literal and `[]` are text; curl's column does not move over them.
+                let rest = &pattern[at.i..];
+                let skip = ipv6_literal(rest).or_else(|| rest.starts_with("[]").then_some(2));
+                match skip {
+                    Some(skip) => {
+                        text.extend_from_slice(&bytes[at.i..at.i + skip]);
+                        at.i += skip;
+                        continue;
+                    }
+                    None => break,
                 }
-                flush(&mut pieces, &mut text);
-                pieces.push(Piece::Choice(inner.split(',').map(str::to_owned).collect()));
-                i = end + 1;
             }
-            b'[' if pattern[..i].ends_with("://") => {
-                // An IPv6 address: literal up to its `]`.
-                let end = pattern[i..].find(']').map_or(pattern.len(), |e| i + e + 1);
-                text.push_str(&pattern[i..end]);
-                i = end;
+            if c == b'}' || c == b']' {
+                return Err(glob_error(pattern, "unmatched close brace/bracket", at.pos));
             }
-            b'[' => {
-                let end = pattern[i..]
-                    .find(']')
-                    .map(|e| i + e)
-                    .ok_or_else(|| bad(i + 1, "unmatched bracket"))?;
-                let inner = &pattern[i + 1..end];
-                let choices = range(inner).ok_or_else(|| bad(i + 1, "bad range"))?;
-                flush(&mut pieces, &mut text);
-                pieces.push(Piece::Choice(choices));
-                i = end + 1;
+            if c == b'\\' && matches!(bytes.get(at.i + 1), Some(b'{' | b'[' | b'}' | b']')) {
+                at.advance(1);
             }
-            b'}' | b']' => return Err(bad(i + 1, "unmatched close brace/bracket")),
-            _ => {
-                let len = pattern[i..].chars().next().map_or(1, char::len_utf8);
-                text.push_str(&pattern[i..i + len]);
-                i += len;
-            }
+            text.push(bytes[at.i]);
+            at.advance(1);
+        }
+        if !text.is_empty() {
+            // Only ASCII backslashes were left out: still UTF-8.
+            pieces.push(Piece::Text(String::from_utf8_lossy(&text).into_owned()));
+        } else if let Some(&open) = bytes.get(at.i) {
+            at.advance(1);
+            let choices = match open {
+                b'{' => set(pattern, &mut at)?,
+                _ => range(pattern, &mut at)?,
+            };
+            pieces.push(Piece::Choice(choices));
+        }
+        if pieces.len() >= MAX_PIECES {
+            return Err(glob_error(pattern, "too many globs", at.pos));
         }
     }
-    flush(&mut pieces, &mut text);
     Ok(pieces)
 }
 
-fn flush(pieces: &mut Vec<Piece>, text: &mut String) {
-    if !text.is_empty() {
-        pieces.push(Piece::Text(std::mem::take(text)));
+/// Where the parser is: the byte index, and curl's column.
+struct Cursor {
+    i: usize,
+    pos: usize,
+}
+
+impl Cursor {
+    fn advance(&mut self, n: usize) {
+        self.i += n;
+        self.pos += n;
     }
 }
 
-/// `1-10`, `01-10`, `a-z`, `1-100:10` -> the values; `None` if malformed.
-fn range(inner: &str) -> Option<Vec<String>> {
-    let (span, step) = match inner.split_once(':') {
-        Some((span, step)) => (span, step.parse::<u64>().ok().filter(|s| *s > 0)?),
-        None => (inner, 1),
-    };
-    let (from, to) = span.split_once('-')?;
-    let letters = |s: &str| s.len() == 1 && s.as_bytes()[0].is_ascii_alphabetic();
-    if letters(from) && letters(to) {
-        let (a, b) = (from.as_bytes()[0], to.as_bytes()[0]);
-        if a > b || a.is_ascii_lowercase() != b.is_ascii_lowercase() {
-            return None;
+/// The length of the IPv6 literal `[...]` that `rest` starts with, if it is one (curl asks its
+/// URL parser; here the address before any `%` zone must parse).
+fn ipv6_literal(rest: &str) -> Option<usize> {
+    let end = rest.find(']')?;
+    let address = rest[1..end].split('%').next().unwrap_or_default();
+    (end + 1 < 128 && address.parse::<std::net::Ipv6Addr>().is_ok()).then_some(end + 1)
+}
+
+/// `{a,b}` after its `{`: the elements, to the closing `}`.
+fn set(pattern: &str, at: &mut Cursor) -> Result<Vec<String>, CurlError> {
+    let bytes = pattern.as_bytes();
+    let (start, open) = (at.i, at.pos - 1);
+    let mut elements = Vec::new();
+    let mut element = Vec::new();
+    loop {
+        match bytes.get(at.i) {
+            None => return Err(glob_error(pattern, "unmatched brace", open)),
+            Some(b'{' | b'[') => return Err(glob_error(pattern, "nested brace", at.pos)),
+            Some(b'}') if at.i == start => {
+                return Err(glob_error(pattern, "empty string within braces", at.pos));
+            }
+            Some(b'}') => {
+                // curl's column does not move over the closing brace.
+                at.i += 1;
+                elements.push(String::from_utf8_lossy(&element).into_owned());
+                return Ok(elements);
+            }
+            Some(b',') => {
+                elements.push(String::from_utf8_lossy(&std::mem::take(&mut element)).into_owned());
+                at.advance(1);
+            }
+            Some(b']') => return Err(glob_error(pattern, "unexpected close bracket", at.pos)),
+            Some(&c) => {
+                if c == b'\\' && at.i + 1 < bytes.len() {
+                    at.advance(1);
+                }
+                element.push(bytes[at.i]);
+                at.advance(1);
+            }
         }
-        let step = usize::try_from(step).ok()?;
-        return Some(
-            (a..=b)
-                .step_by(step)
-                .map(|c| char::from(c).to_string())
-                .collect(),
-        );
     }
-    let (a, b): (u64, u64) = (from.parse().ok()?, to.parse().ok()?);
-    if a > b || (b - a) / step >= MAX_URLS as u64 {
-        return None;
+}
+
+/// `[a-z]`, `[1-10]`, `[01-10]`, `[1-100:10]` after its `[`: the values, as curl's
+/// `glob_range` reads them (the column of an error is where curl's reading stopped).
+fn range(pattern: &str, at: &mut Cursor) -> Result<Vec<String>, CurlError> {
+    let bytes = &pattern.as_bytes()[at.i..];
+    let (values, read) = match bytes.first() {
+        Some(c) if c.is_ascii_alphabetic() => letter_range(bytes),
+        Some(c) if c.is_ascii_digit() => number_range(bytes),
+        _ => return Err(glob_error(pattern, "bad range specification", at.pos)),
+    };
+    at.advance(read);
+    values.ok_or_else(|| glob_error(pattern, "bad range", at.pos))
+}
+
+/// `a-z]` or `a-z:N]`: the letters, and how far curl read.
+fn letter_range(b: &[u8]) -> (Option<Vec<String>>, usize) {
+    // sscanf("%c-%c%c"): three bytes around a dash.
+    let (Some(&min), Some(b'-'), Some(&max), Some(&end)) =
+        (b.first(), b.get(1), b.get(2), b.get(3))
+    else {
+        return (None, 0);
+    };
+    let (step, read) = match end {
+        b']' => (1, 4),
+        b':' => match digits(&b[4..]) {
+            (Some(step), n) if b.get(4 + n) == Some(&b']') => (step, 5 + n),
+            _ => (0, 0),
+        },
+        _ => return (None, 0),
+    };
+    let bad = step == 0
+        || step > i32::MAX as u64
+        || (min == max && step != 1)
+        || (min != max && (min > max || step > u64::from(max - min) || max - min > b'z' - b'a'));
+    if bad {
+        return (None, read);
     }
-    let width = if from.starts_with('0') && from.len() > 1 {
-        from.len()
+    let values = (min..=max)
+        .step_by(step as usize)
+        .map(|c| char::from(c).to_string())
+        .collect();
+    (Some(values), read)
+}
+
+/// `1-10]`, `01-10]` (padded to the first number's digits) or `1-10:N]`: the numbers, and how
+/// far curl read.
+fn number_range(b: &[u8]) -> (Option<Vec<String>>, usize) {
+    let width = if b[0] == b'0' {
+        b.iter().take_while(|c| c.is_ascii_digit()).count()
     } else {
         0
     };
-    let mut values = Vec::new();
-    let mut n = a;
-    while n <= b {
-        values.push(format!("{n:0width$}"));
-        n += step;
+    let (Some(min), n) = digits(b) else {
+        return (None, 0);
+    };
+    if b.get(n) != Some(&b'-') {
+        return (None, 0);
     }
-    Some(values)
+    // After the dash, blanks may come before the second number.
+    let mut read = n + 1;
+    read += b[read..]
+        .iter()
+        .take_while(|c| matches!(c, b' ' | b'\t'))
+        .count();
+    let (max, n) = digits(&b[read..]);
+    let Some(max) = max.filter(|_| n > 0) else {
+        return (None, read);
+    };
+    let mut end = read + n;
+    let step = if b.get(end) == Some(&b':') {
+        read = end + 1;
+        let (step, n) = digits(&b[read..]);
+        end = read + n;
+        step.unwrap_or(0)
+    } else {
+        1
+    };
+    if b.get(end) != Some(&b']') {
+        return (None, read);
+    }
+    read = end + 1;
+    let bad =
+        step == 0 || (min == max && step != 1) || (min != max && (min > max || step > max - min));
+    if bad || (max - min) / step >= MAX_URLS as u64 {
+        return (None, read);
+    }
+    let values = (min..=max)
+        .step_by(step as usize)
+        .map(|n| format!("{n:0width$}"))
+        .collect();
+    (Some(values), read)
+}
+
+/// The decimal number `b` starts with (`None` if it has no digit or overflows) and how many
+/// digits it has.
+fn digits(b: &[u8]) -> (Option<u64>, usize) {
+    let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let value = std::str::from_utf8(&b[..n])
+        .ok()
+        .and_then(|d| d.parse().ok());
+    (value.filter(|_| n > 0), n)
 }
 
 #[cfg(test)]
@@ -254,6 +372,28 @@ mod tests {
             empty.message(),
             "empty string within braces in URL position 12:\nhttp://h/f{}.txt\n           ^"
         );
+    }
+
+    #[test]
+    fn brackets_that_are_no_range_stay_text() {
+        assert_eq!(urls("http://h/?a[]=1&a[]=2"), ["http://h/?a[]=1&a[]=2"]);
+        assert_eq!(
+            urls("http://h/[::1]/[1-2]"),
+            ["http://h/[::1]/1", "http://h/[::1]/2"]
+        );
+    }
+
+    #[test]
+    fn errors_point_where_curl_stopped_reading() {
+        let message = |pattern: &str| expand(pattern).unwrap_err().message().to_owned();
+        // The column after `[`, plus how far curl's range reader went.
+        assert!(message("http://h/x[1-3:x]").starts_with("bad range in URL position 16:"));
+        assert!(message("http://h/x[2-1]").starts_with("bad range in URL position 16:"));
+        assert!(
+            message("http://h/x[-]").starts_with("bad range specification in URL position 12:")
+        );
+        assert!(message("http://h/x{a{b}}").starts_with("nested brace in URL position 13:"));
+        assert!(message("http://h/x{a").starts_with("unmatched brace in URL position 11:"));
     }
 
     #[test]

@@ -649,6 +649,28 @@ pub(crate) fn cases() -> Vec<Case> {
             extra: Extra::Stderr,
             ..case("empty braces", &["-sS", "http://h.test/files/{}"])
         },
+        // `[]` and a bracketed IPv6 address are text wherever they stand; a malformed range is
+        // curl's message, its caret where curl's reading stopped.
+        case("empty brackets are text", &["%BASE%/echo?ids[]=1&ids[]=2"]),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "malformed ranges",
+                &[
+                    "-sS",
+                    "http://h.test/x[1-3:x]",
+                    "--next",
+                    "-sS",
+                    "http://h.test/x{a{b}}",
+                    "--next",
+                    "-sS",
+                    "http://h.test/x[-]",
+                    "--next",
+                    "-sS",
+                    "http://h.test/x[a-",
+                ],
+            )
+        },
         // -I and -F are settled while the command line is read: the later one is badly used
         // (printed under -s too). Data against them ends the run when the group's first
         // transfer is made, after the groups before it.
