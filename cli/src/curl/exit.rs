@@ -47,6 +47,8 @@ pub(crate) struct CurlError {
     usage: bool,
     /// What curl prints before the error's line (muted by `-s`).
     note: Option<Note>,
+    /// curl prints no line of its own for it (its note says it all).
+    unreported: bool,
 }
 
 /// A line curl prints before an error's own, unless `-s`: what went wrong in its words, where
@@ -67,6 +69,7 @@ impl CurlError {
             message: message.into(),
             usage: false,
             note: None,
+            unreported: false,
         }
     }
 
@@ -78,6 +81,7 @@ impl CurlError {
             message: message.into(),
             usage: true,
             note: warning.map(Note::Warning),
+            unreported: false,
         }
     }
 
@@ -99,6 +103,18 @@ impl CurlError {
             Some(Note::Warning(text)) => Some(text),
             _ => None,
         }
+    }
+
+    /// This error without its `poolcurl: (CODE) ...` line, as curl's errors that its warning
+    /// explains (its `synthetic_error`).
+    pub(crate) fn unreported(mut self) -> CurlError {
+        self.unreported = true;
+        self
+    }
+
+    /// Whether the error's own line is left out ([`unreported`](Self::unreported)).
+    pub(crate) fn is_unreported(&self) -> bool {
+        self.unreported
     }
 
     /// What curl prints before this error's line, if anything.

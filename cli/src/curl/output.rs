@@ -207,7 +207,7 @@ impl Report {
         if error.is_usage() {
             stderr_line(&format!("poolcurl: {}", error.message()));
             stderr_line(super::usage::TRY_HELP);
-        } else if self.errors {
+        } else if self.errors && !error.is_unreported() {
             stderr_line(&format!("poolcurl: {error}"));
         }
     }

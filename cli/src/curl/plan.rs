@@ -178,7 +178,7 @@ pub(crate) fn sink_for(args: &CurlArgs, planned: &Planned, url: &str) -> Result<
         must_be_new: false,
     };
     let sink = match &planned.output {
-        Output::Stdout => Sink::stdout(),
+        Output::Stdout => Sink::terminal(),
         Output::File(path) => Sink::file(in_output_dir(args, path), mode),
         Output::Remote => match super::url::remote_name(&super::url::parse_url(url)?) {
             Some(name) => Sink::file(in_output_dir(args, Path::new(&name)), mode)

@@ -49,6 +49,9 @@ pub(crate) struct Sink {
     /// `-O -J` on a URL without a file name: `path` is the directory, and only a response's
     /// name makes it a file.
     nameless: bool,
+    /// Stdout is a terminal and `-o -` did not ask for it: a body that starts with binary
+    /// bytes is refused ([`Sink::write_body`]).
+    guards_terminal: bool,
     /// Bytes written so far.
     written: u64,
 }
@@ -64,6 +67,7 @@ impl Sink {
             server_named: false,
             renamed: false,
             nameless: false,
+            guards_terminal: false,
             written: 0,
         }
     }
@@ -76,6 +80,15 @@ impl Sink {
         Sink {
             path: Some(path),
             mode,
+            ..Sink::stdout()
+        }
+    }
+
+    /// Stdout that refuses a binary body when it is a terminal, as curl's does unless `-o -`
+    /// asked for stdout.
+    pub(crate) fn terminal() -> Sink {
+        Sink {
+            guards_terminal: stdout_is_terminal(),
             ..Sink::stdout()
         }
     }
@@ -159,6 +172,25 @@ impl Sink {
         };
         self.written += bytes.len() as u64;
         result.map_err(|e| self.failed(e))
+    }
+
+    /// Writes a piece of the body. To a terminal ([`Sink::terminal`]), a piece with a NUL byte
+    /// among the first 2000 bytes is curl's refusal: its warning, and exit 23 with no error
+    /// line of its own.
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write), and exit 23 for binary bytes bound for a terminal.
+    pub(crate) fn write_body(&mut self, bytes: &[u8]) -> Result<(), CurlError> {
+        if self.guards_terminal && self.written < 2000 && bytes.contains(&0) {
+            let warning = "Binary output can mess up your terminal. Use \"--output -\" to tell \
+                           poolcurl to output it to your terminal anyway, or consider \
+                           \"--output <FILE>\" to save to a file.";
+            return Err(CurlError::new(23, "Failure writing output to destination")
+                .with_note(Note::Warning(warning.to_owned()))
+                .unreported());
+        }
+        self.write(bytes)
     }
 
     /// Ends a successful transfer: creates an empty file if nothing was written, and flushes.
@@ -297,9 +329,30 @@ impl Sink {
     }
 }
 
+/// Whether stdout is a terminal, asked once per process.
+pub(crate) fn stdout_is_terminal() -> bool {
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&io::stdout()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminal_refuses_a_binary_body_as_curl_does() {
+        let mut sink = Sink {
+            guards_terminal: true,
+            ..Sink::stdout()
+        };
+        let error = sink.write_body(b"\x89PNG\r\n\x1a\n\0\0").unwrap_err();
+        assert_eq!(error.code(), 23);
+        assert!(error.is_unreported());
+        assert!(matches!(error.note(), Some(Note::Warning(w)) if w.starts_with("Binary output")));
+        // Past the first 2000 bytes, or to a file or a pipe, bytes are bytes.
+        assert!(!Sink::stdout().guards_terminal);
+        assert!(!Sink::file(PathBuf::from("-"), FileMode::default()).guards_terminal);
+    }
 
     #[test]
     fn files_appear_on_first_write_and_reset_empties_them() {

@@ -2,9 +2,6 @@
 //! the response body (decoded, paced, bounded); with the target a request goes to and how a
 //! pool error becomes curl's exit code.
 
-use std::io::IsTerminal as _;
-use std::sync::OnceLock;
-
 use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
 use http::response::Parts;
@@ -20,7 +17,7 @@ use crate::curl::progress::Progress;
 use crate::curl::record::{Through, TransferRecord};
 use crate::curl::request::{Forwarded, Hop, PerRequest, RequestTemplate};
 use crate::curl::request_size::request_size;
-use crate::curl::sink::Sink;
+use crate::curl::sink::{Sink, stdout_is_terminal};
 use crate::curl::verbose::VerboseContext;
 
 /// A response extension: `417 Expectation Failed` to a request whose `Expect: 100-continue`
@@ -311,14 +308,14 @@ impl Session {
                 record.size_download += data.len() as u64;
                 record.received += data.len() as u64;
                 if let Some(sink) = output.as_deref_mut() {
-                    sink.write(&decoder.push(data)?)?;
+                    sink.write_body(&decoder.push(data)?)?;
                     progress.update(record.size_download);
                 }
                 pace.received(data.len()).await?;
             }
         }
         if let Some(sink) = output {
-            sink.write(&decoder.finish()?)?;
+            sink.write_body(&decoder.finish()?)?;
             if self.args.include && !trailers.is_empty() {
                 sink.write(&trailers)?;
             }
@@ -413,12 +410,6 @@ impl Target {
             alternative: None,
         })
     }
-}
-
-/// Whether stdout is a terminal, asked once per process rather than on every exchange.
-fn stdout_is_terminal() -> bool {
-    static TERMINAL: OnceLock<bool> = OnceLock::new();
-    *TERMINAL.get_or_init(|| std::io::stdout().is_terminal())
 }
 
 /// The body length the response announces, if it announces one.

@@ -62,7 +62,7 @@ impl Session {
             first = false;
             record.size_download += read as u64;
             record.received += read as u64;
-            sink.write(data)?;
+            sink.write_body(data)?;
             progress.update(record.size_download);
         }
         if first {
