@@ -156,12 +156,16 @@ impl Sink {
         self.written
     }
 
-    /// Writes `bytes` unmodified.
+    /// Writes `bytes` unmodified. An empty piece creates no file: [`Sink::finish`] decides
+    /// whether an empty one is made.
     ///
     /// # Errors
     ///
     /// Exit 23 when the file cannot be created or written, or stdout is closed.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<(), CurlError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
         let result = match &self.path {
             None => {
                 let mut out = io::stdout().lock();
