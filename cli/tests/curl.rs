@@ -1876,8 +1876,13 @@ async fn an_unknown_flag_is_a_usage_error() {
         "{}",
         run.stderr
     );
+    // No arguments at all (and no ~/.curlrc in the test's home): curl's hint alone.
     let run = poolcurl(&[]).await;
     assert_eq!(run.code, 2, "a URL is required");
+    assert_eq!(
+        run.stderr,
+        "poolcurl: try 'poolcurl --help' for more information\n"
+    );
     let run = poolcurl(&["-s"]).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(

@@ -46,11 +46,17 @@ pub(crate) fn prepare(
     let mut rest: Vec<String> = argv.map(|a| a.to_string_lossy().into_owned()).collect();
     // curl reads ~/.curlrc before the command line, unless `-q` (in any case, as curl
     // compares it) comes first.
+    let no_arguments = rest.is_empty();
     let disabled = |a: &String| a.eq_ignore_ascii_case("-q") || a.eq_ignore_ascii_case("--disable");
     if rest.first().is_some_and(disabled) {
         rest.remove(0);
     } else if let Some(file) = config::default_file() {
         rest.splice(0..0, ["--config".to_owned(), file]);
+    }
+    if no_arguments && rest.is_empty() {
+        // No arguments and no ~/.curlrc: curl's hint alone.
+        errout::line(TRY_HELP);
+        return Err(ExitCode::from(2));
     }
     let refuses = |args: &[String]| refused_in_config(command, args);
     let reader = config::Reader {
