@@ -251,7 +251,10 @@ impl Session {
             .transfer
             .dump_header
             .as_deref()
-            .map(|path| Mutex::new(Sink::file(plan::in_output_dir(&args, path), dump_mode)));
+            .map(|path| plan::in_output_dir(&args, path))
+            // Written through at each head, as curl flushes it: an `-o` of the same file then
+            // starts over it, as curl's does.
+            .map(|path| Mutex::new(Sink::file(path, dump_mode).flush_each_write(true)));
         let tls_refusal = args.net.tls_refusal();
         let hsts = args.transfer.hsts.as_deref().map(hsts::Hsts::load);
         let alt_svc = args

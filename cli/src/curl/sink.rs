@@ -40,7 +40,7 @@ pub(crate) struct Sink {
     mode: FileMode,
     /// The file, once something was written.
     file: Option<BufWriter<File>>,
-    /// `-N`: flush stdout after every write.
+    /// Flush after every write (`-N`; the `-D` file, as curl flushes it after each header).
     flush_each: bool,
     /// `-O -J`: the response may rename the file ([`Sink::name_from_response`]).
     server_named: bool,
@@ -93,7 +93,7 @@ impl Sink {
         }
     }
 
-    /// Flushes stdout after every write (`-N`).
+    /// Flushes after every write (`-N`, and the `-D` file).
     pub(crate) fn flush_each_write(mut self, enabled: bool) -> Sink {
         self.flush_each = enabled;
         self
@@ -172,7 +172,12 @@ impl Sink {
                 out.write_all(bytes)
                     .and_then(|()| if self.flush_each { out.flush() } else { Ok(()) })
             }
-            Some(_) => self.open()?.write_all(bytes),
+            Some(_) => {
+                let flush_each = self.flush_each;
+                let file = self.open()?;
+                file.write_all(bytes)
+                    .and_then(|()| if flush_each { file.flush() } else { Ok(()) })
+            }
         };
         self.written += bytes.len() as u64;
         result.map_err(|e| self.failed(e))

@@ -442,6 +442,12 @@ pub(crate) fn cases() -> Vec<Case> {
             "trailers included",
             &["-i", "-w", "%{size_header}", "%BASE%/lie/trailers"],
         ),
+        // The -D file is written through at each head: an -o of the same file starts over
+        // it, and ends with the body alone, as curl's.
+        case(
+            "dump header and output to one file",
+            &["-D", "%DIR%/f.txt", "-o", "%DIR%/f.txt", "%BASE%/hello"],
+        ),
         case(
             "trailers dumped",
             &["-D", "%DIR%/h.txt", "%BASE%/lie/trailers"],
