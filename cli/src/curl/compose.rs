@@ -339,14 +339,22 @@ impl Composed {
             .filter(|file| *file != "-" && *file != ".")
             .map(|file| file.rsplit(['/', '\\']).next().unwrap_or(file));
         if let Some(name) = name {
-            let path_start = url.find("://").map_or(0, |i| i + 3);
-            let has_path = url[path_start..].contains('/');
-            if !has_path {
-                url.push('/');
-            }
-            if url.ends_with('/') {
-                // As `curl_easy_escape` writes it.
-                url.extend(percent_encoding::utf8_percent_encode(name, UNRESERVED));
+            // The path, between the authority and a query or fragment, as curl's URL API
+            // splits it: one that ends in `/` (or is empty) gets the file's name.
+            let authority = url.find("://").map_or(0, |i| i + 3);
+            let path_start = url[authority..]
+                .find(['/', '?', '#'])
+                .map_or(url.len(), |i| authority + i);
+            let path_end = url[path_start..]
+                .find(['?', '#'])
+                .map_or(url.len(), |i| path_start + i);
+            let path = &url[path_start..path_end];
+            // As `curl_easy_escape` writes it.
+            let escaped = percent_encoding::utf8_percent_encode(name, UNRESERVED).to_string();
+            if path.is_empty() {
+                url.insert_str(path_start, &format!("/{escaped}"));
+            } else if path.ends_with('/') {
+                url.insert_str(path_end, &escaped);
             }
         }
         if let Some(query) = &self.query {
@@ -623,6 +631,10 @@ mod tests {
         assert_eq!(c.target_url("http://a/dir/", f), "http://a/dir/f.txt");
         assert_eq!(c.target_url("http://a", f), "http://a/f.txt");
         assert_eq!(c.target_url("http://a/x", f), "http://a/x");
+        // The path ends before a query or a fragment.
+        assert_eq!(c.target_url("http://a/d/?q=1/", f), "http://a/d/f.txt?q=1/");
+        assert_eq!(c.target_url("http://a?q", f), "http://a/f.txt?q");
+        assert_eq!(c.target_url("http://a/d?q=/", f), "http://a/d?q=/");
         assert_eq!(c.target_url("http://a/", Some("-")), "http://a/");
         assert_eq!(
             c.target_url("http://a/", Some("a b+é")),

@@ -387,6 +387,17 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "upload: the file's name goes at the end of the path, before a query",
+            &[
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%/echo/?q=1",
+                "-T",
+                "%DIR%/../upload.txt",
+                "%BASE%?q=2",
+            ],
+        ),
+        case(
             "upload: a -T glob sends each file to the URL, named after it",
             &["-T", "%DIR%/../{upload,data}.{txt,json}", "%BASE%/echo/"],
         ),
