@@ -61,16 +61,12 @@ impl Codec {
     fn new(coding: &str) -> io::Result<Option<Codec>> {
         Ok(Some(match coding {
             "identity" | "none" => return Ok(None),
-            "gzip" | "x-gzip" => Codec::gzip(),
+            "gzip" | "x-gzip" => Codec::Gzip(flate2::write::MultiGzDecoder::new(Vec::new())),
             "deflate" => Codec::Zlib(flate2::write::ZlibDecoder::new(Vec::new())),
             "br" => Codec::Brotli(Box::new(brotli::DecompressorWriter::new(Vec::new(), 8192))),
             "zstd" => Codec::Zstd(zstd::stream::write::Decoder::new(Vec::new())?),
             _ => Codec::Unknown,
         }))
-    }
-
-    fn gzip() -> Codec {
-        Codec::Gzip(flate2::write::MultiGzDecoder::new(Vec::new()))
     }
 
     /// What to start again as when the first bytes do not fit: a zlib stream for gzip, a raw

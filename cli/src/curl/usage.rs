@@ -1,4 +1,6 @@
-//! The command line before and around clap, in curl's manner: `-K` files are spliced in,
+//! The command line before and around clap, in curl's manner: `~/.curlrc` (unless `-q` comes
+//! first) and `-K` files are spliced in (their lines the command line would refuse left out
+//! with curl's warning),
 //! deliberately unsupported flags are named, `-H @FILE` headers are spliced in, `--next`
 //! splits it into groups, and clap's errors are reported as curl reports usage errors:
 //!
@@ -30,7 +32,8 @@ pub(crate) fn is_curl_mode(argv: &[OsString]) -> bool {
     )
 }
 
-/// Prepares a curl-mode command line (with the program name) for clap: splices `-K` files in,
+/// Prepares a curl-mode command line (with the program name) for clap: splices `~/.curlrc`
+/// and `-K` files in,
 /// refuses deliberately unsupported flags, splices `-H @FILE` headers in and splits it at
 /// `--next` ([`next::split`]), then applies each group's `--no-` negations ([`negate`]).
 /// Returns one command line (with the program name) per group. `command` is clap's

@@ -1,6 +1,7 @@
 //! One transfer: the request for a URL and, with `-L`, its redirects, each response traced
 //! (`-v`), recorded (`-w`), its cookies stored, its head dumped (`-D`) and written (`-i`), its
-//! body decoded (`--compressed`) and written to the sink.
+//! body decoded (transfer codings, and content codings with `--compressed`) and written to the
+//! sink.
 //!
 //! ```text
 //! bounded_transfer (-m) ── transfer: URL credentials out (.netrc's in) ── loop: exchange
@@ -12,6 +13,8 @@
 //!     ├─ >= 400 + -f: exit 22, no body written, the head with -i/-I (--fail-with-body:
 //!     │  the body written too, then 22)
 //!     ├─ -C / -r and no 206: exit 33
+//!     ├─ 101 nobody asked for: the switched connection's bytes to the sink until it closes
+//!     │  (nothing at all: exit 52; switched.rs)
 //!     └─ head (-i/-I) and body (decoded) to the sink; a body of unannounced length stops
 //!        at --max-filesize (exit 63); --limit-rate paces it, -Y/-y abort a slow one (28)
 //! ```
