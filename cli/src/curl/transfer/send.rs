@@ -194,7 +194,8 @@ impl Session {
             0
         };
         let wire_target = template.target_for(&wire);
-        record.size_request += match Forwarded::of(connection.as_ref(), self.proxy_for(uri)) {
+        let proxy = self.proxy_for(uri);
+        record.size_request += match Forwarded::of(connection.as_ref(), proxy) {
             None => request_size(&method, wire_target, &sent_headers, http2, data),
             // Through a forward proxy the absolute form and the proxy's headers count too.
             Some(forward) => {
@@ -232,7 +233,7 @@ impl Session {
             alpn_offer: self.alpn_offer,
             http2_over_cleartext: self.args.connect.http2 && uri.scheme_str() == Some("http"),
             http1_0: self.args.net.http1_0,
-            proxy: self.proxy_for(uri),
+            proxy,
             target: template.has_target().then_some(wire_target),
             quiet_data: target.quiet_data,
             // A body that waited for a go-ahead went after the head, as an upload's does;
