@@ -26,6 +26,8 @@ mod alloc;
 mod curl;
 mod load;
 mod origin;
+#[cfg(test)]
+mod scratch;
 
 /// mimalloc instead of the system allocator: a load run allocates and frees a few small blocks
 /// per request on every partition thread, where glibc's malloc cost about 6% of the CPU a

@@ -600,8 +600,7 @@ mod tests {
 
     #[test]
     fn the_file_round_trips_and_lookups_prefer_h2_and_skip_h3() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-altsvc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("altsvc");
         let path = dir.join("alt-svc.txt");
         std::fs::write(
             &path,
@@ -653,6 +652,5 @@ mod tests {
             "{saved}"
         );
         assert_eq!(lines.len(), 4, "the expired entry was dropped: {saved}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -344,8 +344,7 @@ mod tests {
             "/nonexistent/x".to_owned(),
         ];
         assert_eq!(expand(argv, &takes_value).unwrap_err().code(), 26);
-        let dir = std::env::temp_dir().join(format!("poolcurl-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("config");
         let file = dir.join("k.cfg");
         std::fs::write(&file, "output = o.txt\n").unwrap();
         let argv = vec![
@@ -357,13 +356,11 @@ mod tests {
             expand(argv, &takes_value).unwrap(),
             ["-v", "--output", "o.txt", "http://a/"]
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn refused_lines_are_left_out_and_the_rest_is_read() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-config-r-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("config-r");
         let file = dir.join("k.cfg");
         std::fs::write(&file, "silent\nbogus\noutput = o.txt\n").unwrap();
         let argv = vec!["-K".to_owned(), file.display().to_string()];
@@ -371,6 +368,5 @@ mod tests {
             expand(argv, &takes_value).unwrap(),
             ["--silent", "--output", "o.txt"]
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -145,8 +145,7 @@ mod tests {
 
     #[test]
     fn url_encoded_files_keep_their_name() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-data-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("data");
         let file = dir.join("v.txt");
         std::fs::write(&file, "a b\n").unwrap();
         let piece = format!("name@{}", file.display());
@@ -155,6 +154,5 @@ mod tests {
             url_encode_piece("@/nonexistent/file").unwrap_err().code(),
             26
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

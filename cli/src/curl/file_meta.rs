@@ -154,21 +154,23 @@ pub(crate) fn disposition_filename(headers: &HeaderMap) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("poolcurl-meta-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
+    /// A file `name` (not made) in a scratch directory of its own, which goes when the first
+    /// half of the pair is dropped.
+    fn temp(name: &str) -> (crate::scratch::Scratch, std::path::PathBuf) {
+        let dir = crate::scratch::Scratch::new(&format!("meta-{name}"));
+        let file = dir.join(name);
+        (dir, file)
     }
 
     #[test]
     fn compared_etags_lose_their_line_breaks_and_an_empty_file_sends_empty_quotes() {
-        let file = temp("compare");
+        let (_file_dir, file) = temp("compare");
         std::fs::write(&file, "\"a\"\n\"b\"\r\n").unwrap();
         let path = file.to_str().unwrap();
         assert_eq!(etag_to_compare(path, false).unwrap(), "\"a\"\"b\"");
         std::fs::write(&file, "").unwrap();
         assert_eq!(etag_to_compare(path, false).unwrap(), "\"\"");
-        let missing = temp("missing");
+        let (_missing_dir, missing) = temp("missing");
         let missing = missing.to_str().unwrap();
         assert_eq!(etag_to_compare(missing, false).unwrap_err().code(), 26);
         assert_eq!(etag_to_compare(missing, true).unwrap(), "\"\"");
@@ -176,7 +178,7 @@ mod tests {
 
     #[test]
     fn saved_etags_are_one_per_line_after_the_file_was_emptied() {
-        let file = temp("save");
+        let (_file_dir, file) = temp("save");
         std::fs::write(&file, "old\n").unwrap();
         start_etag_file(&file).unwrap();
         assert_eq!(std::fs::read(&file).unwrap(), b"");
@@ -189,7 +191,7 @@ mod tests {
 
     #[test]
     fn remote_time_follows_last_modified() {
-        let file = temp("remote");
+        let (_file_dir, file) = temp("remote");
         std::fs::write(&file, "x").unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(

@@ -111,8 +111,7 @@ mod tests {
 
     #[test]
     fn every_spelling_of_a_header_file_splices_its_lines() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-hfile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("hfile");
         let file = dir.join("headers.txt");
         std::fs::write(&file, "X-One: 1\r\n\r\nnot a header\nX-Two;\n").unwrap();
         let at = format!("@{}", file.display());
@@ -130,7 +129,6 @@ mod tests {
         );
         assert_eq!(expand_strs(&[&format!("-H{at}")]), spliced);
         assert_eq!(expand_strs(&["-sH", &at]), [&["-s"][..], &spliced].concat());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

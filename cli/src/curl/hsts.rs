@@ -181,8 +181,7 @@ mod tests {
 
     #[test]
     fn hosts_learned_over_https_switch_http_urls() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-hsts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("hsts");
         let path = dir.join("hsts.txt");
         std::fs::write(
             &path,
@@ -227,6 +226,5 @@ mod tests {
             None,
             "max-age is required"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -62,8 +62,7 @@ mod tests {
         assert_eq!(pins("sha256//!!!"), [nothing]);
         assert_eq!(pins("/nonexistent/key.pem"), [nothing]);
 
-        let dir = std::env::temp_dir().join(format!("poolcurl-pins-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("pins");
         let spki = b"\x30\x03\x02\x01\x00";
         let pem = format!(
             "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
@@ -82,6 +81,5 @@ mod tests {
         assert_eq!(pins(pem_path.to_str().unwrap()), [of_key]);
         assert_eq!(pins(der_path.to_str().unwrap()), [of_key]);
         assert_eq!(pins(cert_path.to_str().unwrap()), [nothing]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn files_appear_on_first_write_and_reset_empties_them() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-sink-{}", std::process::id()));
+        let dir = crate::scratch::Scratch::new("sink");
         let path = dir.join("a/b/out.txt");
         let mode = FileMode {
             create_dirs: true,
@@ -389,13 +389,11 @@ mod tests {
         sink.write(b"+more").unwrap();
         sink.finish().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second+more");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn no_clobber_numbers_once_and_a_retry_keeps_the_number() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-clobber-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("clobber");
         let path = dir.join("out.txt");
         std::fs::write(&path, "kept").unwrap();
         let mode = FileMode {
@@ -415,13 +413,11 @@ mod tests {
         // --remove-on-error deletes what the transfer created, not what was there before.
         assert!(sink.remove());
         assert!(!numbered.exists() && path.exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_name_from_the_response_never_replaces_a_file_and_survives_a_retry() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-sink-j-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("sink-j");
         std::fs::write(dir.join("taken.txt"), "mine").unwrap();
         let named = |file: &str| {
             let mut headers = http::HeaderMap::new();
@@ -463,6 +459,5 @@ mod tests {
             error.note(),
             Some(&Note::Warning("Remote filename has no length!".to_owned()))
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

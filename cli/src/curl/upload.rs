@@ -478,8 +478,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_regular_file_goes_back_to_where_it_started() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-rewind-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("rewind");
         let path = dir.join("in.txt");
         std::fs::write(&path, "skip|sent twice").unwrap();
         let mut file = std::fs::File::open(&path).unwrap();
@@ -496,7 +495,6 @@ mod tests {
             assert_eq!(&sent[..], b"sent twice");
             assert_eq!(source.sent(false), 10, "each request counts its own");
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -541,8 +539,7 @@ mod tests {
 
     #[test]
     fn regular_files_are_whole_and_missing_ones_exit_26() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-upload-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("upload");
         let file = dir.join("up.txt");
         std::fs::write(&file, "hello\n").unwrap();
         match open(file.to_str().unwrap()).unwrap() {
@@ -551,6 +548,5 @@ mod tests {
         }
         let error = open(dir.join("missing").to_str().unwrap()).unwrap_err();
         assert_eq!(error.code(), 26);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

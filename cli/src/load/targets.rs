@@ -143,8 +143,7 @@ mod tests {
 
     #[test]
     fn a_urls_file_skips_blanks_and_comments_and_names_bad_lines() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-urls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("urls");
         let file = dir.join("urls.txt");
         std::fs::write(&file, "# origins\nhttp://a.test/x\n\n  b.test:8080/y  \n").unwrap();
         let targets = read_file(&file, false).unwrap();
@@ -163,6 +162,5 @@ mod tests {
         std::fs::write(&file, "http://a.test/\nftp://nope/\n").unwrap();
         let error = read_file(&file, false).unwrap_err();
         assert!(error.contains("line 2"), "{error}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -414,8 +414,7 @@ mod tests {
 
     #[test]
     fn fields_files_and_modifiers() {
-        let dir = std::env::temp_dir().join(format!("poolcurl-form-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("form");
         let file = dir.join("notes.txt");
         std::fs::write(&file, "file body").unwrap();
         let json = dir.join("data.json");
@@ -460,7 +459,6 @@ mod tests {
                 .code(),
             26
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
