@@ -5,7 +5,8 @@
 /// test's environment must not apply), and with a home of its own (empty), so that the
 /// tester's `~/.curlrc` and `~/.netrc` do not apply either.
 pub(crate) fn poolcurl_command() -> tokio::process::Command {
-    let home = std::env::temp_dir().join(format!("poolcurl-test-home-{}", std::process::id()));
+    // One empty directory for every run (nothing writes there), so none is left per process.
+    let home = std::env::temp_dir().join("poolcurl-test-home");
     std::fs::create_dir_all(&home).expect("a temporary directory");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"));
     for var in ["HOME", "CURL_HOME", "XDG_CONFIG_HOME"] {
