@@ -5,8 +5,8 @@
 //! resolver; `--resolve` entries stay in front of it and `-4`/`-6` filter what it finds. For
 //! each name it POSTs two DNS queries (`application/dns-message`, ID 0, recursion desired): `A`,
 //! and `AAAA` unless `-4` is given, at once, and connects to the IPv4 answers, then the IPv6
-//! ones. `localhost` and names under `.localhost` are never asked: they are 127.0.0.1 and ::1,
-//! as curl answers them. The DNS messages are built and read by `hickory-proto`.
+//! ones. `localhost` and names under `.localhost` never reach it: curl mode answers them in front
+//! of every resolver ([`super::localhost`]). The DNS messages are built and read by `hickory-proto`.
 //!
 //! The queries go through a pool of their own (HTTP/2 when the server offers it), as curl's go
 //! through transfers of their own: they trust what the transfers trust (`--cacert`,
@@ -19,7 +19,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
@@ -116,16 +116,6 @@ impl DohResolver {
 
 impl Resolve for DohResolver {
     fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
-        if host.eq_ignore_ascii_case("localhost")
-            || host.to_ascii_lowercase().ends_with(".localhost")
-        {
-            let loopback = [
-                IpAddr::V4(Ipv4Addr::LOCALHOST),
-                IpAddr::V6(Ipv6Addr::LOCALHOST),
-            ];
-            let addrs = loopback.map(|ip| SocketAddr::new(ip, port)).to_vec();
-            return Box::pin(async move { Ok(addrs) });
-        }
         let resolver = self.clone();
         let host = host.to_owned();
         Box::pin(async move {
@@ -189,6 +179,7 @@ fn addresses(body: &[u8], kind: RecordType) -> Vec<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
     use hickory_proto::op::ResponseCode;
     use hickory_proto::rr::Record;
     use hickory_proto::rr::rdata::{A, AAAA, CNAME};

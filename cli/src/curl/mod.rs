@@ -67,6 +67,7 @@ mod glob;
 mod header_file;
 mod hsts;
 mod invocation;
+mod localhost;
 mod method;
 mod negate;
 mod netrc;

@@ -11,6 +11,7 @@
 //! | `--resolve` | a [`pool::StaticResolver`] in front of the system resolver (a malformed entry is exit 49) |
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
+//! | (always, curl mode) | `localhost` and `*.localhost` are `127.0.0.1` and `::1` without asking a resolver, as curl answers them ([`super::localhost`]) |
 //! | `--doh-url`, `--doh-insecure`, `--doh-cert-status` | a [`super::doh::DohResolver`] behind the `--resolve` entries, asking through a pool of its own (curl mode) |
 //! | `--dns-servers`, `--dns-ipv4-addr`, `--dns-ipv6-addr` | a [`pool::HickoryResolver`] behind the `--resolve` entries, unless `--doh-url` is given (curl mode; see [`super::dns_servers`]) |
 //! | `--http1.0`, `--ntlm` | `Http1Only` (curl mode; `--http1.0`'s requests say HTTP/1.0; NTLM authenticates a connection) |
@@ -52,6 +53,7 @@ use super::connect_to::ConnectToArgs;
 use super::dns_servers;
 use super::doh::DohResolver;
 use super::exit::CurlError;
+use super::localhost::Localhost;
 use super::pinned_key;
 use super::request::DEFAULT_USER_AGENT;
 
@@ -165,6 +167,20 @@ fn static_resolver_over(
     Ok(Some(resolver))
 }
 
+/// How curl mode finds a host's addresses: the `--resolve` entries, then curl's `localhost`
+/// rule ([`Localhost`]), then `names`.
+///
+/// # Errors
+///
+/// Exit 49 for a `--resolve` entry that does not parse.
+fn curl_names(args: &ConnectArgs, names: Arc<dyn Resolve>) -> Result<Arc<dyn Resolve>, CurlError> {
+    let names: Arc<dyn Resolve> = Arc::new(Localhost { inner: names });
+    Ok(match static_resolver_over(args, names.clone())? {
+        Some(resolver) => Arc::new(resolver),
+        None => names,
+    })
+}
+
 /// `--doh-url`: the resolver that asks the DoH server, through a pool of its own that trusts
 /// what the transfers trust (not `-k`: `--doh-insecure`), with `--doh-cert-status` and the
 /// `--resolve` entries; `None` without the flag.
@@ -179,9 +195,10 @@ fn doh_resolver(args: &CurlArgs) -> Result<Option<DohResolver>, CurlError> {
     let mut builder = trust(ConnectionPool::builder(), &args.connect)?
         .danger_accept_invalid_certs(args.net.doh_insecure)
         .tls_require_certificate_status(args.net.doh_cert_status);
-    if let Some(resolver) = static_resolver(&args.connect)? {
-        builder = builder.resolver(resolver);
-    }
+    builder = builder.resolver(CurlResolver {
+        inner: curl_names(&args.connect, Arc::new(SystemResolver))?,
+        only_ipv6: None,
+    });
     let pool = builder
         .build()
         .map_err(|e| build_error(&args.connect, &e))?;
@@ -210,9 +227,9 @@ pub(crate) fn curl_protocol_policy(args: &CurlArgs) -> ProtocolPolicy {
     }
 }
 
-/// curl mode's resolver when it is not the system's: `--doh-url`'s, `--dns-servers`'s or the
-/// system's behind the `--resolve` entries, keeping only the addresses of one family under
-/// `-4` / `-6`.
+/// curl mode's resolver: `--doh-url`'s, `--dns-servers`'s or the system's behind curl's
+/// `localhost` rule ([`Localhost`]) and the `--resolve` entries, keeping only the addresses of
+/// one family under `-4` / `-6`.
 struct CurlResolver {
     /// The resolver asked.
     inner: Arc<dyn Resolve>,
@@ -307,15 +324,10 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
         Some(doh) => Some(Arc::new(doh)),
         None => dns_servers::resolver(&args.net)?.map(|r| Arc::new(r) as Arc<dyn Resolve>),
     };
-    if names.is_some() || args.net.ipv4 || args.net.ipv6 {
-        let names = names.unwrap_or_else(|| Arc::new(SystemResolver));
-        let inner: Arc<dyn Resolve> = match static_resolver_over(&args.connect, names.clone())? {
-            Some(resolver) => Arc::new(resolver),
-            None => names,
-        };
-        let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
-        builder = builder.resolver(CurlResolver { inner, only_ipv6 });
-    }
+    let names = names.unwrap_or_else(|| Arc::new(SystemResolver));
+    let inner = curl_names(&args.connect, names)?;
+    let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
+    builder = builder.resolver(CurlResolver { inner, only_ipv6 });
     if let Some(cert) = &args.net.cert {
         let (chain, key) = client_cert::read_identity(&client_cert::IdentityFiles {
             cert,

@@ -1,10 +1,21 @@
 //! Parity cases: where a connection goes: --connect-to, Unix sockets, an https:// proxy,
-//! --local-port, SOCKS, --doh-url.
+//! --local-port, SOCKS, --doh-url, names under localhost.
 
 use crate::{Case, Server, case, tls};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // curl answers localhost and NAME.localhost itself (127.0.0.1, then ::1) whatever the
+        // hosts file says: a name under localhost reaches the server, and -6 tries ::1, where
+        // nothing listens (exit 7, not 6).
+        case(
+            "name under localhost",
+            &["http://App.localhost:%PORT%/echo"],
+        ),
+        case(
+            "localhost over IPv6",
+            &["-6", "http://localhost:%PORT%/echo"],
+        ),
         // --connect-to: the socket goes elsewhere, Host keeps the URL's (/echo shows it).
         case(
             "connect-to",
