@@ -10,7 +10,7 @@
 //! | `--url-query DATA` | a piece added to every URL's query, encoded as `--data-urlencode` encodes it (`+DATA`: as given); left out when `-G` has data, as curl leaves it |
 //! | `--json DATA` | data as `--data-binary`, with `Content-Type` and `Accept` `application/json` |
 //! | `-G` | the data goes into the URL's query; the request is a GET (HEAD with `-I`) |
-//! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]) |
+//! | `-F`, `--form-string` | a `multipart/form-data` POST ([`super::form`]); a `-H Content-Type` names the type instead, the boundary added, in the form's place |
 //! | `-T FILE` | a PUT of the file, for the URL it pairs with (`Composed::upload_template`, [`super::upload`]) |
 //! | `-r RANGE` | `Range: bytes=RANGE` (on a `-T` upload, `Content-Range`: [`super::upload::resume`]) |
 //! | `--compressed` | `Accept-Encoding: deflate, gzip, br, zstd` |
@@ -102,7 +102,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             true => form::Escape::Backslash,
             false => form::Escape::Percent,
         };
-        let multipart = form::build(&forms, escape)?;
+        let multipart = form::build(&forms, escape, form_type(&args.request.headers).as_deref())?;
         warnings.extend(multipart.warnings);
         Payload::Data {
             body: multipart.body,
@@ -156,7 +156,16 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         });
     }
     let json = data.iter().any(|d| matches!(d, DataArg::Json(_)));
-    let mut template = finish_template(args, &request, payload, &defaults, json)?;
+    let mut template = match forms.is_empty() {
+        true => finish_template(args, &request, payload, &defaults, json)?,
+        // curl sends a `-H Content-Type` of a form in the form's own place, boundary added
+        // (`form_type`), not among the `-H` headers. (It still signs it as given.)
+        false => {
+            let mut form_request = request.clone();
+            form_request.headers.retain(|h| h.name != CONTENT_TYPE);
+            finish_template(args, &form_request, payload, &defaults, json)?
+        }
+    };
     if defaults.iter().any(|(name, _)| name == TE) {
         template.spell("TE");
     }
@@ -280,6 +289,19 @@ fn finish_template(
     };
     template.curl_mode(version);
     Ok(template)
+}
+
+/// The type a `-F` form is sent as when `-H` names one: the first `-H Content-Type`'s value,
+/// empty for `-H 'Content-Type:'`, as curl's MIME code reads it (which also makes the parts
+/// `attachment`s unless the type is `multipart/form-data`).
+fn form_type(headers: &[HeaderArg]) -> Option<String> {
+    headers
+        .iter()
+        .find(|h| h.name == CONTENT_TYPE)
+        .map(|h| match &h.action {
+            HeaderAction::Set(value) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            HeaderAction::Remove => String::new(),
+        })
 }
 
 /// `--tr-encoding`'s headers, as curl adds them: `Connection: TE` and `TE: gzip`, unless `-H`

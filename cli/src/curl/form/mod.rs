@@ -83,20 +83,28 @@ enum Body {
     Multipart(Vec<Part>),
 }
 
-/// Builds the body of the `-F` arguments.
+/// Builds the body of the `-F` arguments. `root_type` is the type a `-H Content-Type` gave
+/// (`""` for `-H 'Content-Type:'`), which curl keeps and extends with the boundary
+/// (`multipart/related; boundary=...`); the parts are `form-data` only under
+/// `multipart/form-data`, `attachment`s otherwise, as curl's MIME code makes them.
 ///
 /// # Errors
 ///
 /// Exit 26 when a file cannot be read (or `7bit` content is not 7-bit); exit 2 for an argument
 /// without `=`, a malformed `type=` or a `)` with nothing open; exit 43 for an unknown encoder.
-pub(crate) fn build(args: &[FormArg], escape: Escape) -> Result<Multipart, CurlError> {
+pub(crate) fn build(
+    args: &[FormArg],
+    escape: Escape,
+    root_type: Option<&str>,
+) -> Result<Multipart, CurlError> {
     let mut next = boundaries();
-    build_with(args, escape, &mut next)
+    build_with(args, escape, root_type, &mut next)
 }
 
 fn build_with(
     args: &[FormArg],
     escape: Escape,
+    root_type: Option<&str>,
     next_boundary: &mut dyn FnMut() -> String,
 ) -> Result<Multipart, CurlError> {
     let mut warnings = Vec::new();
@@ -155,12 +163,14 @@ fn build_with(
         close_innermost(&mut open);
     }
     let parts = open.pop().map(|(_, parts)| parts).unwrap_or_default();
+    let root = root_type.unwrap_or(FORM_DATA);
     let boundary = next_boundary();
     let mut body = Vec::new();
-    write_parts(&parts, &boundary, true, escape, next_boundary, &mut body);
+    let form = is_form_data(root);
+    write_parts(&parts, &boundary, form, escape, next_boundary, &mut body);
     Ok(Multipart {
         body: Bytes::from(body),
-        content_type: format!("multipart/form-data; boundary={boundary}"),
+        content_type: format!("{root}; boundary={boundary}"),
         warnings,
     })
 }
@@ -288,8 +298,7 @@ fn write_parts(
         out.extend_from_slice(b"\r\n");
         match (&part.body, &nested) {
             (Body::Multipart(children), Some(inner)) => {
-                let children_form = content_type(part)
-                    .is_some_and(|t| starts_with_ignore_case(t, "multipart/form-data"));
+                let children_form = content_type(part).is_some_and(is_form_data);
                 write_parts(children, inner, children_form, escape, next_boundary, out);
             }
             (Body::Data(content) | Body::File { content, .. }, _) => out.extend_from_slice(content),
@@ -370,9 +379,19 @@ fn content_type(part: &Part) -> Option<&str> {
         })
 }
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.get(..prefix.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+/// A form's own type, unless `-H` gives another.
+const FORM_DATA: &str = "multipart/form-data";
+
+/// Whether `content_type` is `multipart/form-data`, parameters aside (curl's
+/// `content_type_match`: the name in any case, then the end, a blank or `;`).
+fn is_form_data(content_type: &str) -> bool {
+    content_type
+        .get(..FORM_DATA.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(FORM_DATA))
+        && matches!(
+            content_type.as_bytes().get(FORM_DATA.len()),
+            None | Some(b' ' | b'\t' | b'\r' | b'\n' | b';')
+        )
 }
 
 /// Boundaries unlikely to appear in the parts: from the clock and the process id, the
@@ -400,7 +419,7 @@ mod tests {
             n += 1;
             format!("B{n}")
         };
-        let form = build_with(args, escape, &mut next)?;
+        let form = build_with(args, escape, None, &mut next)?;
         assert_eq!(form.content_type, "multipart/form-data; boundary=B1");
         Ok((
             String::from_utf8_lossy(&form.body).into_owned(),
@@ -410,6 +429,33 @@ mod tests {
 
     fn form(text: &str) -> FormArg {
         FormArg::Form(text.to_owned())
+    }
+
+    #[test]
+    fn a_type_from_the_command_line_keeps_its_name_and_gets_the_boundary() {
+        let built_as = |root: &str| {
+            let mut next = || "B1".to_owned();
+            build_with(&[form("a=1")], Escape::Percent, Some(root), &mut next).unwrap()
+        };
+        // `-H 'Content-Type: multipart/related; type="application/json"'`: curl's type, its
+        // parameters and then the boundary; the parts are attachments outside form-data.
+        let related = built_as("multipart/related; type=\"application/json\"");
+        assert_eq!(
+            related.content_type,
+            "multipart/related; type=\"application/json\"; boundary=B1"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&related.body),
+            "--B1\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\n1\r\n--B1--\r\n"
+        );
+        // The usual `-H 'Content-Type: multipart/form-data'`: the boundary it lacked is added.
+        let form_data = built_as("Multipart/Form-Data");
+        assert_eq!(form_data.content_type, "Multipart/Form-Data; boundary=B1");
+        assert!(String::from_utf8_lossy(&form_data.body).contains("form-data; name="));
+        // `-H 'Content-Type:'` (which removes other headers): an empty type, as curl sends it.
+        assert_eq!(built_as("").content_type, "; boundary=B1");
+        assert!(!is_form_data("multipart/form-database"));
+        assert!(is_form_data("multipart/form-data;charset=utf-8"));
     }
 
     #[test]

@@ -135,6 +135,34 @@ pub(crate) fn cases() -> Vec<Case> {
             ],
         ),
         case("form bad type", &["-F", "a=1;type=bogus", "%BASE%/echo"]),
+        // A -H Content-Type names the form's type; curl adds the boundary to it, and the
+        // parts are attachments unless it is multipart/form-data.
+        case(
+            "form with -H content-type form-data",
+            &[
+                "-F",
+                "a=1",
+                "-F",
+                "up=@%DIR%/../upload.txt",
+                "-H",
+                "Content-Type: multipart/form-data",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form with -H content-type related",
+            &[
+                "-F",
+                "a=1",
+                "-H",
+                "content-type:  multipart/related; type=\"application/json\"",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form with -H content-type removed",
+            &["-F", "a=1", "-H", "Content-Type:", "%BASE%/echo"],
+        ),
         case(
             "form bad encoder",
             &["-F", "a=1;encoder=rot13", "%BASE%/echo"],
