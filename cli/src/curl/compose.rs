@@ -384,8 +384,18 @@ impl Composed {
                 Some((base, fragment)) => (base.to_owned(), Some(fragment.to_owned())),
                 None => (url.clone(), None),
             };
-            let separator = if base.contains('?') { '&' } else { '?' };
-            url = format!("{base}{separator}{query}");
+            // As curl's URL API appends a query: after the URL's own query and a `&` (unless
+            // that query is empty or already ends in one); an empty result leaves no `?`.
+            let (path, own) = base.split_once('?').unwrap_or((base.as_str(), ""));
+            let joined = match own {
+                "" => query.clone(),
+                own if own.ends_with('&') => format!("{own}{query}"),
+                own => format!("{own}&{query}"),
+            };
+            url = match joined.is_empty() {
+                true => path.to_owned(),
+                false => format!("{path}?{joined}"),
+            };
             if let Some(fragment) = fragment {
                 url.push('#');
                 url.push_str(&fragment);
@@ -639,6 +649,17 @@ mod tests {
             "http://a/p?z=0&a=1&b=x+y#f"
         );
         assert_eq!(c.template.first_hop().method, http::Method::GET);
+        // As curl's URL API joins them: no `&` after an empty query or one that ends in `&`,
+        // and no `?` for an empty result.
+        assert_eq!(c.target_url("http://a/p?", None), "http://a/p?a=1&b=x+y");
+        assert_eq!(
+            c.target_url("http://a/p?z&", None),
+            "http://a/p?z&a=1&b=x+y"
+        );
+        let empty = composed(&["-G", "-d", "", "http://a/p"]);
+        assert_eq!(empty.target_url("http://a/p", None), "http://a/p");
+        assert_eq!(empty.target_url("http://a/p?#f", None), "http://a/p#f");
+        assert_eq!(empty.target_url("http://a/p?z", None), "http://a/p?z&");
         // What is appended gets curl's lower-case escapes; the URL's own query keeps its own.
         // -G's data leaves --url-query out, as in curl.
         let c = composed(&["-G", "-d", "a=%2F%G1%", "--url-query", "é", "http://a/"]);

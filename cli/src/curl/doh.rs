@@ -179,10 +179,10 @@ fn addresses(body: &[u8], kind: RecordType) -> Vec<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
     use hickory_proto::op::ResponseCode;
     use hickory_proto::rr::Record;
     use hickory_proto::rr::rdata::{A, AAAA, CNAME};
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn the_query_is_curls_bytes() {

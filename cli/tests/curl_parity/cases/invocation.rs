@@ -196,6 +196,17 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/echo?c=%2F",
             ],
         ),
+        // Joined as curl's URL API joins queries: no `&` after an empty query or a trailing
+        // `&`, and an empty result drops the `?`.
+        case(
+            "query appended to an empty query",
+            &["-G", "-d", "a", "%BASE%/echo?"],
+        ),
+        case(
+            "query appended after a trailing ampersand",
+            &["-G", "-d", "a", "%BASE%/echo?b&"],
+        ),
+        case("empty query appended", &["-G", "-d", "", "%BASE%/echo?"]),
         case(
             "write-out from a file",
             &[
