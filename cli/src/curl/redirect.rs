@@ -4,7 +4,7 @@
 //! |--------|--------------|
 //! | 301, 302 | a POST becomes a GET without the data; other methods are kept with their data |
 //! | 303 | a GET without the data, unless the method was HEAD |
-//! | 307, 308 | the same method and data |
+//! | 307, 308, and every other 3xx with a `Location` (300, 305, 306, ...) | the same method and data |
 //!
 //! `--post301`, `--post302` and `--post303` keep a POST (with its data) after that status.
 //!
@@ -22,9 +22,10 @@ use http::{Method, StatusCode, Uri};
 use super::exit::CurlError;
 use super::request::Hop;
 
-/// Whether `-L` follows a response with this status (and a `Location`).
+/// Whether `-L` follows a response with this status (and a `Location`): every 3xx, as curl
+/// follows them (300, 305 and 306 too, and a 304 that names a `Location`).
 pub(crate) fn is_followed(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+    status.is_redirection()
 }
 
 /// `--post301`, `--post302`, `--post303`: the redirects after which a POST stays a POST with
@@ -121,6 +122,15 @@ mod tests {
         );
         assert_eq!(next(307, hop(Method::POST, true)), hop(Method::POST, true));
         assert_eq!(next(308, hop(Method::GET, false)), hop(Method::GET, false));
+        // The other 3xx codes curl follows keep the method and data, as 307 does.
+        assert_eq!(next(300, hop(Method::POST, true)), hop(Method::POST, true));
+        let followed = |code| is_followed(StatusCode::from_u16(code).unwrap());
+        assert!(
+            [300, 301, 304, 305, 306, 308, 399]
+                .into_iter()
+                .all(followed)
+        );
+        assert!(![200, 299, 400, 101].into_iter().any(followed));
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl Session {
                         redirect::check_limit(record.num_redirects, self.args.redirect_limit())
                     {
                         // curl keeps the URL it would have gone to for `%{redirect_url}`.
-                        record.redirect_url = Some(next.to_string());
+                        record.redirect_url = Some(shown_location(&next, &location));
                         return Err(error);
                     }
                     self.protocols
@@ -443,7 +443,7 @@ impl Session {
                 self.verbose.done(connection, &target.host, closes);
                 return Ok(Next::Redirect(next?, location.clone()));
             }
-            record.redirect_url = next.ok().map(|u| u.to_string());
+            record.redirect_url = next.ok().map(|u| shown_location(&u, location));
         }
 
         // The response whose body is written may name the `-O -J` file.
@@ -585,4 +585,10 @@ impl Session {
             && !self.args.net.http1_0
             && uri.scheme_str() == Some("http")
     }
+}
+
+/// `%{redirect_url}` for a `Location` resolved to `next`: with the `Location`'s fragment, which
+/// the next request would not carry but curl shows.
+fn shown_location(next: &Uri, location: &HeaderValue) -> String {
+    url::effective(next, next, url::fragment(location.as_bytes()))
 }

@@ -55,6 +55,16 @@ pub(crate) fn cases() -> Vec<Case> {
             "data after a 302 and a 303 without -X",
             &["-L", "-d", "a", "%BASE%/found", "%BASE%/see-other"],
         ),
+        // Every 3xx with a Location is followed (a 300 here), method and data kept; without
+        // -L, %{redirect_url} names it with its fragment.
+        case(
+            "300 with a location followed",
+            &["-L", "-d", "a", "-w", " %{num_redirects}", "%BASE%/choices"],
+        ),
+        case(
+            "300 with a location not followed",
+            &["-w", "%{redirect_url}", "%BASE%/choices"],
+        ),
         // Issue 19: EOF mid-body exits 18 (a declared length and chunked).
         case("eof mid body", &["%BASE%/truncated"]),
         case("eof mid chunked body", &["%BASE%/truncated-chunked"]),

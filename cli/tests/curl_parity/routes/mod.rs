@@ -123,6 +123,11 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("location", "/method")
             .body("moved\n"),
         "/method" => Reply::ok(format!("{} {}\n", req.method, req.body.len())),
+        // curl follows a Location on every 3xx, not only the five redirect codes, keeping the
+        // method and data; the fragment stays in %{redirect_url}.
+        "/choices" => Reply::new(300)
+            .header("location", "/method#part")
+            .body("choose\n"),
         "/basic" if req.header("authorization") == Some("Basic YWxpY2U6czNjcmV0") => {
             Reply::ok("ok basic\n")
         }
