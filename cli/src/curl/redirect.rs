@@ -13,8 +13,10 @@
 //! ([`RequestTemplate::method_for`](super::request::RequestTemplate::method_for)): after `-X PUT
 //! -d a` a 303 goes as `PUT` without the data, as curl 7.88 sends it.
 //!
-//! As curl does, `Authorization`, `Cookie` and a custom `Host` given with `-H` are not sent
-//! to another host. The `Location` resolves against the URL that answered
+//! As curl does, a custom `Host` given with `-H` is not sent to another host, and credentials
+//! (`-u`, the URL's, `-H Authorization`, `-H Cookie`) not to another host, port or scheme than
+//! the transfer's first URL's (curl's `Curl_auth_allowed_to_host`), unless
+//! `--location-trusted`. The `Location` resolves against the URL that answered
 //! ([`super::url::resolve_location`]).
 
 use http::{Method, StatusCode, Uri};
@@ -49,11 +51,11 @@ impl KeepPost {
     }
 }
 
-/// The request after a `status` redirect from `from` to `to`.
+/// The request after a `status` redirect to `to`, in a transfer that started at `first`.
 pub(crate) fn next_hop(
     status: StatusCode,
     hop: &Hop,
-    from: &Uri,
+    first: &Uri,
     to: &Uri,
     keep_post: KeepPost,
 ) -> Hop {
@@ -63,16 +65,30 @@ pub(crate) fn next_hop(
         303 if hop.method != Method::HEAD => (Method::GET, false),
         _ => (hop.method.clone(), hop.send_body),
     };
-    let other_host = !from
+    // As curl decides it, against the transfer's first URL rather than the previous hop: a
+    // redirect back to the first host sends what a detour left out.
+    let cross_host = !first
         .host()
         .zip(to.host())
         .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b));
     Hop {
         method,
         send_body,
-        cross_host: hop.cross_host || other_host,
+        cross_host,
+        cross_origin: cross_host
+            || first.scheme() != to.scheme()
+            || effective_port(first) != effective_port(to),
         trusted: hop.trusted,
     }
+}
+
+/// The port a URL connects to: its own, else its scheme's.
+fn effective_port(uri: &Uri) -> Option<u16> {
+    uri.port_u16().or(match uri.scheme_str() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    })
 }
 
 /// Checks that one more redirect stays within `--max-redirs` (`None`: unlimited).
@@ -96,6 +112,7 @@ mod tests {
             method,
             send_body,
             cross_host: false,
+            cross_origin: false,
             trusted: false,
         }
     }
@@ -154,14 +171,36 @@ mod tests {
     }
 
     #[test]
-    fn another_host_is_remembered() {
-        let a: Uri = "http://a.test/".parse().unwrap();
-        let b: Uri = "http://b.test/".parse().unwrap();
+    fn credentials_follow_the_first_url_host_port_and_scheme() {
+        let url = |text: &str| text.parse::<Uri>().unwrap();
+        let a = url("http://a.test/");
         let first = hop(Method::GET, false);
-        let moved = next_hop(StatusCode::FOUND, &first, &a, &b, KeepPost::default());
-        assert!(moved.cross_host);
-        assert!(next_hop(StatusCode::FOUND, &moved, &b, &b, KeepPost::default()).cross_host);
-        assert!(!next_hop(StatusCode::FOUND, &first, &a, &a, KeepPost::default()).cross_host);
+        let to = |target: &str| {
+            next_hop(
+                StatusCode::FOUND,
+                &first,
+                &a,
+                &url(target),
+                KeepPost::default(),
+            )
+        };
+        let moved = to("http://B.test/x");
+        assert!(moved.cross_host && moved.drops_credentials());
+        // Back on the first host, what the detour left out goes again (curl compares each
+        // hop with the first URL).
+        let back = next_hop(StatusCode::FOUND, &moved, &a, &a, KeepPost::default());
+        assert!(!back.cross_host && !back.drops_credentials());
+        // Another port or scheme keeps a custom Host but not the credentials.
+        for other in ["http://a.test:8080/", "https://a.test/"] {
+            let hop = to(other);
+            assert!(!hop.cross_host && hop.drops_credentials(), "{other}");
+        }
+        assert!(!to("http://A.test:80/y").drops_credentials());
+        let trusted = Hop {
+            trusted: true,
+            ..to("https://b.test/")
+        };
+        assert!(!trusted.drops_credentials());
     }
 
     #[test]

@@ -123,9 +123,12 @@ pub(crate) struct Hop {
     pub(crate) method: Method,
     /// Whether the request data is sent.
     pub(crate) send_body: bool,
-    /// Whether credentials and a custom `Host` from `-H` are left out (the redirect went to
-    /// another host).
+    /// Whether a custom `Host` from `-H` is left out: the redirect went to another host than
+    /// the transfer's first.
     pub(crate) cross_host: bool,
+    /// Whether the redirect went to another host, port or scheme than the transfer's first:
+    /// credentials are left out then.
+    pub(crate) cross_origin: bool,
     /// `--location-trusted`: credentials go to other hosts too (a custom `Host` still does
     /// not, as in curl).
     pub(crate) trusted: bool,
@@ -134,7 +137,7 @@ pub(crate) struct Hop {
 impl Hop {
     /// Whether this request leaves out credentials (`-u`, `-H Authorization`, `-H Cookie`).
     pub(crate) fn drops_credentials(&self) -> bool {
-        self.cross_host && !self.trusted
+        self.cross_origin && !self.trusted
     }
 }
 
@@ -432,6 +435,7 @@ impl RequestTemplate {
             method: self.method.clone(),
             send_body: self.has_data,
             cross_host: false,
+            cross_origin: false,
             trusted: false,
         }
     }
@@ -606,6 +610,7 @@ mod tests {
             method: Method::GET,
             send_body: false,
             cross_host: true,
+            cross_origin: true,
             trusted: false,
         };
         let (method, headers, body) = sent(&t, &hop);

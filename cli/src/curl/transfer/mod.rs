@@ -147,6 +147,8 @@ impl Session {
             ));
         }
         self.hsts_upgrade(&mut uri);
+        // What each redirect is compared with for credentials and a custom `Host`.
+        let first = uri.clone();
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = url::effective(&uri, &parsed, url::fragment(url.as_bytes()));
         // The URL whose `user:password@` `%{url_effective}` shows, as written.
@@ -210,7 +212,7 @@ impl Session {
                     hop = redirect::next_hop(
                         record.status.unwrap_or_default(),
                         &hop,
-                        &uri,
+                        &first,
                         &next,
                         keep_post,
                     );

@@ -55,6 +55,32 @@ pub(crate) fn cases() -> Vec<Case> {
             "data after a 302 and a 303 without -X",
             &["-L", "-d", "a", "%BASE%/found", "%BASE%/see-other"],
         ),
+        // Credentials go only to the first URL's host, port and scheme (curl compares each
+        // redirect with the first URL): not to another port, and again after a detour.
+        case(
+            "credentials not sent to another port",
+            &[
+                "-x",
+                "%BASE%",
+                "-L",
+                "-u",
+                "alice:pw",
+                "-H",
+                "Cookie: c=1",
+                "http://a.test:1111/to-other-port",
+            ],
+        ),
+        case(
+            "credentials sent again back on the first host",
+            &[
+                "-x",
+                "%BASE%",
+                "-L",
+                "-H",
+                "Authorization: Bearer t",
+                "http://a.test:1111/detour",
+            ],
+        ),
         // Every 3xx with a Location is followed (a 300 here), method and data kept; without
         // -L, %{redirect_url} names it with its fragment.
         case(

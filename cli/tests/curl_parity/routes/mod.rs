@@ -123,6 +123,11 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
             .header("location", "/method")
             .body("moved\n"),
         "/method" => Reply::ok(format!("{} {}\n", req.method, req.body.len())),
+        // Through a forward proxy (-x to this server): another port of the same host, and a
+        // detour to another host and back, for what credentials go where.
+        "/to-other-port" => Reply::new(302).header("location", "http://a.test:2222/echo"),
+        "/detour" => Reply::new(302).header("location", "http://b.test:1111/back"),
+        "/back" => Reply::new(302).header("location", "http://a.test:1111/echo"),
         // curl follows a Location on every 3xx, not only the five redirect codes, keeping the
         // method and data; the fragment stays in %{redirect_url}.
         "/choices" => Reply::new(300)
