@@ -3,7 +3,8 @@
 //!
 //! * `-b "NAME=VALUE; ..."` (an argument with `=`) is sent as given with every request;
 //! * `-b FILE` loads a jar (Netscape format, or `Set-Cookie:` lines) and turns the engine on; a
-//!   file that does not exist is an empty jar, as in curl;
+//!   file that does not exist is an empty jar, as in curl; `-b @FILE` names a file whatever it
+//!   holds (a `=` included) and `-b -` reads the jar from standard input;
 //! * with the engine on (`-b` or `-c`), `Set-Cookie` headers of every response (redirects
 //!   included) are stored and sent back to matching URLs;
 //! * `-c FILE` writes every unexpired cookie after the last transfer, in the Netscape format
@@ -147,16 +148,27 @@ impl CookieJar {
             engine: jar.is_some(),
         };
         for arg in cookie {
-            if arg.contains('=') {
-                cookies.literal.push(arg.trim().to_owned());
-                continue;
-            }
-            cookies.engine = true;
-            let text = match std::fs::read(arg) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(CurlError::read_failed(arg, &e)),
+            // curl's reading of `-b`: `@FILE` is a file whatever it holds, else a `=` makes
+            // cookies to send as given, and anything else is a file (`-`: standard input).
+            let file = match arg.strip_prefix('@') {
+                Some(file) => file,
+                None if arg.contains('=') => {
+                    cookies.literal.push(arg.trim().to_owned());
+                    continue;
+                }
+                None => arg,
             };
+            cookies.engine = true;
+            let bytes = match file {
+                "-" => super::data::read_source(file)?,
+                _ => match std::fs::read(file) {
+                    Ok(bytes) => bytes,
+                    // A missing file is a jar yet to be written, as in curl.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(CurlError::read_failed(file, &e)),
+                },
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             cookies.load(&text, junk_session);
         }
         Ok(Some(cookies))

@@ -1,6 +1,6 @@
 //! Parity cases: -F's grammar, --xattr, cookie order.
 
-use crate::{Case, case};
+use crate::{Case, case, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -205,6 +205,16 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/cookies2",
                 "%BASE%/echo",
             ],
+        ),
+        // -b @FILE is a file whatever it holds, -b - reads the jar from stdin.
+        case(
+            "cookie file named with @",
+            &["-b", "@../jar.txt", "%BASE%/echo"],
+        ),
+        with_stdin(
+            "cookie file from stdin",
+            "127.0.0.1\tFALSE\t/\tFALSE\t0\tpiped\t1\n",
+            &["-b", "-", "%BASE%/echo"],
         ),
         case(
             "cookie with an address for its domain",
