@@ -122,14 +122,14 @@ async fn tls_serving(prefix: &str, reply: Reply) -> (TestPki, TempDir, String, S
 #[tokio::test(flavor = "multi_thread")]
 async fn body_bytes_are_written_unmodified() {
     let server = serving(Reply::ok("hello\n")).await;
-    let run = poolcurl(&[&server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", &server.url("/")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, b"hello\n");
     assert!(run.stderr.is_empty(), "nothing on stderr: {}", run.stderr);
 
     let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
     let server = serving(Reply::ok(Bytes::from(binary.clone()))).await;
-    let run = poolcurl(&[&server.url("/blob")]).await;
+    let run = poolcurl(&["--no-progress-meter", &server.url("/blob")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout == binary, "binary body differs");
 }
@@ -412,7 +412,7 @@ fn time_stamped(line: &str) -> bool {
 async fn trace_time_stamps_every_verbose_line() {
     let server = serving(Reply::ok("t")).await;
     let url = server.url("/");
-    let run = poolcurl(&["-v", "--trace-time", &url, &url]).await;
+    let run = poolcurl(&["--no-progress-meter", "-v", "--trace-time", &url, &url]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let stamped =
         |line: &str| time_stamped(line) && matches!(line.as_bytes()[16], b'*' | b'>' | b'<' | b'{');
@@ -424,7 +424,7 @@ async fn trace_time_stamps_every_verbose_line() {
         "{}",
         run.stderr
     );
-    let quiet = poolcurl(&["--trace-time", &url]).await;
+    let quiet = poolcurl(&["--no-progress-meter", "--trace-time", &url]).await;
     assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
 }
 
@@ -439,6 +439,7 @@ async fn trace_ascii_writes_every_block_to_its_file() {
     let file = dir.path().join("trace.txt");
     let file_arg = file.to_str().unwrap();
     let run = poolcurl(&[
+        "--no-progress-meter",
         "--trace-ascii",
         file_arg,
         "--trace-time",
@@ -877,7 +878,14 @@ async fn verbose_and_load_go_through_a_socks_proxy() {
     let proxy = ScriptedSocks::start().await;
     let socks = proxy.addr().to_string();
     let port = server.addr().port();
-    let run = poolcurl(&["-v", "--socks5", &socks, &server.url("/")]).await;
+    let run = poolcurl(&[
+        "--no-progress-meter",
+        "-v",
+        "--socks5",
+        &socks,
+        &server.url("/"),
+    ])
+    .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     for line in [
         format!(
@@ -900,12 +908,13 @@ async fn verbose_and_load_go_through_a_socks_proxy() {
         ("--socks4a", "localhost", "* SOCKS4a request granted."),
     ] {
         let url = format!("http://{host}:{port}/");
-        let run = poolcurl(&["-v", flag, &socks, &url]).await;
+        let run = poolcurl(&["--no-progress-meter", "-v", flag, &socks, &url]).await;
         assert_eq!(run.code, 0, "{}", run.stderr);
         let line = format!("* SOCKS4 communication to {host}:{port}\n{lines}\n> GET / HTTP/1.1");
         assert!(run.stderr.contains(&line), "{line:?} in\n{}", run.stderr);
     }
     let run = poolcurl(&[
+        "--no-progress-meter",
         "-x",
         &format!("socks5://{socks}"),
         "http://nonexistent.invalid/",
@@ -1308,17 +1317,17 @@ async fn custom_head_method_warns_as_curl_does() {
     let server = serving(Reply::ok("hello")).await;
     let warning = "Warning: Setting custom HTTP method to HEAD with -X/--request may not work \
                    the \nWarning: way you want. Consider using -I/--head instead.\n";
-    let run = poolcurl(&["-X", "HEAD", &server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-X", "HEAD", &server.url("/")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stderr, warning);
     assert!(run.stdout.is_empty(), "no body: {:?}", run.stdout_text());
     assert_eq!(server.requests()[0].method, http::Method::HEAD);
 
-    let run = poolcurl(&["-s", "-X", "head", &server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-s", "-X", "head", &server.url("/")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.is_empty(), "-s keeps it quiet: {}", run.stderr);
 
-    let run = poolcurl(&["-I", "-X", "HEAD", &server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-I", "-X", "HEAD", &server.url("/")]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stderr.is_empty(), "-I needs no hint: {}", run.stderr);
     assert!(run.stdout_text().starts_with("HTTP/1.1 200 OK\r\n"));
@@ -1401,7 +1410,7 @@ async fn private_ca_needs_cacert_or_insecure() {
     let url = server.url("/");
     assert!(url.starts_with("https://localhost:"), "{url}");
 
-    let run = poolcurl(&[&url]).await;
+    let run = poolcurl(&["--no-progress-meter", &url]).await;
     assert_eq!(run.code, 60, "{}", run.stderr);
     assert!(
         run.stderr
@@ -1412,6 +1421,7 @@ async fn private_ca_needs_cacert_or_insecure() {
     assert!(run.stdout.is_empty());
 
     let run = poolcurl(&[
+        "--no-progress-meter",
         "--cacert",
         ca,
         &url,
@@ -1428,7 +1438,7 @@ async fn private_ca_needs_cacert_or_insecure() {
         "TLS took time: {out}"
     );
 
-    let run = poolcurl(&["-k", &url]).await;
+    let run = poolcurl(&["--no-progress-meter", "-k", &url]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, b"secret");
 }
@@ -1625,7 +1635,13 @@ async fn url_errors_exit_3_and_1() {
 async fn a_closed_port_exits_7() {
     let refused = RefusedAddr::new();
     let port = refused.port();
-    let run = poolcurl(&[&format!("http://127.0.0.1:{port}/"), "-w", "%{http_code}"]).await;
+    let run = poolcurl(&[
+        "--no-progress-meter",
+        &format!("http://127.0.0.1:{port}/"),
+        "-w",
+        "%{http_code}",
+    ])
+    .await;
     assert_eq!(run.code, 7, "{}", run.stderr);
     assert!(
         run.stderr.starts_with(&format!(
@@ -1653,6 +1669,7 @@ async fn connect_to_keeps_tls_on_the_url_host_and_names_the_dial_target() {
     let port = server.addr().port();
     let rule = format!("localhost:1:127.0.0.1:{port}");
     let run = poolcurl(&[
+        "--no-progress-meter",
         "-v",
         "--cacert",
         ca.to_str().unwrap(),
@@ -1675,7 +1692,13 @@ async fn connect_to_keeps_tls_on_the_url_host_and_names_the_dial_target() {
 
     let refused = RefusedAddr::new();
     let rule = format!("a.test:80:127.0.0.1:{}", refused.port());
-    let run = poolcurl(&["--connect-to", &rule, "http://a.test/"]).await;
+    let run = poolcurl(&[
+        "--no-progress-meter",
+        "--connect-to",
+        &rule,
+        "http://a.test/",
+    ])
+    .await;
     assert_eq!(run.code, 7, "{}", run.stderr);
     let expected = format!(
         "poolcurl: (7) Failed to connect to 127.0.0.1 port {} after ",
@@ -1686,7 +1709,7 @@ async fn connect_to_keeps_tls_on_the_url_host_and_names_the_dial_target() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unresolvable_names_exit_6_and_resolve_overrides_them() {
-    let run = poolcurl(&["http://nonexistent.invalid/"]).await;
+    let run = poolcurl(&["--no-progress-meter", "http://nonexistent.invalid/"]).await;
     assert_eq!(run.code, 6, "{}", run.stderr);
     assert_eq!(
         run.stderr,
@@ -1696,6 +1719,7 @@ async fn unresolvable_names_exit_6_and_resolve_overrides_them() {
     let server = serving(Reply::ok("resolved")).await;
     let port = server.addr().port();
     let run = poolcurl(&[
+        "--no-progress-meter",
         "--resolve",
         &format!("nonexistent.invalid:{port}:127.0.0.1"),
         &format!("http://nonexistent.invalid:{port}/"),
@@ -1714,7 +1738,14 @@ async fn unresolvable_names_exit_6_and_resolve_overrides_them() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fail_on_404_exits_22_without_output() {
     let server = serving(Reply::new(404).body("not here")).await;
-    let run = poolcurl(&["-f", &server.url("/missing"), "-w", "%{http_code}"]).await;
+    let run = poolcurl(&[
+        "--no-progress-meter",
+        "-f",
+        &server.url("/missing"),
+        "-w",
+        "%{http_code}",
+    ])
+    .await;
     assert_eq!(run.code, 22, "{}", run.stderr);
     assert_eq!(run.stdout_text(), "404");
     assert_eq!(
@@ -1722,13 +1753,13 @@ async fn fail_on_404_exits_22_without_output() {
         "poolcurl: (22) The requested URL returned error: 404\n"
     );
 
-    let run = poolcurl(&["-s", "-f", &server.url("/missing")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-s", "-f", &server.url("/missing")]).await;
     assert_eq!((run.code, run.stderr.as_str()), (22, ""));
-    let run = poolcurl(&["-sS", "-f", &server.url("/missing")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-sS", "-f", &server.url("/missing")]).await;
     assert_eq!(run.code, 22);
     assert!(run.stderr.contains("(22)"));
 
-    let run = poolcurl(&[&server.url("/missing")]).await;
+    let run = poolcurl(&["--no-progress-meter", &server.url("/missing")]).await;
     assert_eq!(run.code, 0, "without -f an error status is a success");
     assert_eq!(run.stdout, b"not here");
 }
@@ -1745,6 +1776,7 @@ async fn connect_timeout_exits_28() {
         }
     });
     let run = poolcurl(&[
+        "--no-progress-meter",
         "--connect-timeout",
         "0.3",
         &format!("https://127.0.0.1:{port}/"),
@@ -1836,7 +1868,7 @@ async fn speed_limit_aborts_a_stalled_transfer() {
 async fn max_time_bounds_the_whole_transfer() {
     let never = Gate::new();
     let server = serving(Reply::ok("late").gate(never.clone())).await;
-    let run = poolcurl(&["-m", "0.3", &server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", "-m", "0.3", &server.url("/")]).await;
     assert_eq!(run.code, 28, "{}", run.stderr);
     assert!(
         run.stderr
@@ -1854,7 +1886,7 @@ async fn max_time_bounds_the_whole_transfer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_empty_reply_exits_52() {
     let server = ScriptedH1Server::start_with(ConnPlan::new().read_request().close()).await;
-    let run = poolcurl(&[&server.url("/")]).await;
+    let run = poolcurl(&["--no-progress-meter", &server.url("/")]).await;
     assert_eq!(run.code, 52, "{}", run.stderr);
     assert_eq!(run.stderr, "poolcurl: (52) Empty reply from server\n");
 }
@@ -2052,6 +2084,72 @@ async fn parallel_transfers_share_one_pool() {
     assert_eq!(targets.len(), 4);
 }
 
+/// curl's progress meter: with the output not on a terminal (a pipe here), the two header lines,
+/// a line of zeros when the transfer starts, and each request's last line with a line break
+/// (a followed redirect ends one); the line is one `\r` redraw of fixed columns. Nothing with
+/// `-s`, `--no-progress-meter` or `-Z`; `-#` draws its bar instead.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_progress_meter_is_drawn_as_curl_draws_it() {
+    const HEADER: &str = "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  \
+                          Current\n                                 Dload  Upload   Total   \
+                          Spent    Left  Speed\n";
+    const ZEROS: &str =
+        "\r  0     0    0     0    0     0      0      0 --:--:-- --:--:-- --:--:--     0";
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
+            "/moved" => Reply::new(302).header("location", "/body"),
+            _ => Reply::ok("hello\n"),
+        }))
+        .await;
+    let url = server.url("/body");
+    let run = poolcurl(&[&url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, b"hello\n");
+    let rest = run
+        .stderr
+        .strip_prefix(&format!("{HEADER}{ZEROS}"))
+        .unwrap_or_else(|| panic!("header and zeros first: {:?}", run.stderr));
+    // The last line: 6 of 6 bytes received, none sent, times unknown for so short a transfer.
+    let last = rest.rsplit('\r').next().unwrap();
+    assert!(
+        last.starts_with("100     6  100     6    0     0 "),
+        "{last:?}"
+    );
+    assert!(
+        last.ends_with('\n') && last.len() == ZEROS.len(),
+        "{last:?}"
+    );
+
+    // A redirect ends its request's line; the next request's follows on a line of its own.
+    let run = poolcurl(&["-L", &server.url("/moved")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.strip_prefix(HEADER).unwrap().lines().collect();
+    assert_eq!(lines.len(), 2, "{:?}", run.stderr);
+    assert!(
+        lines[1].starts_with("\r100     6  100     6 "),
+        "{:?}",
+        run.stderr
+    );
+
+    // A failed transfer draws its meter before the error, as curl's does.
+    let refused = RefusedAddr::new();
+    let run = poolcurl(&[&format!("http://127.0.0.1:{}/", refused.port())]).await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with(&format!("{HEADER}{ZEROS}{ZEROS}\npoolcurl: (7) ")),
+        "{:?}",
+        run.stderr
+    );
+
+    for quiet in [&["-s"][..], &["--no-progress-meter"], &["-Z"]] {
+        let run = poolcurl(&[quiet, &[url.as_str()][..]].concat()).await;
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{quiet:?}");
+    }
+    let bar = poolcurl(&["-#", &url]).await;
+    assert!(bar.stderr.ends_with("100.0%\n"), "{:?}", bar.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn location_follows_a_302_to_another_path() {
     let server =
@@ -2148,7 +2246,14 @@ async fn netrc_gives_each_host_of_a_transfer_its_own_entry() {
 #[tokio::test(flavor = "multi_thread")]
 async fn too_many_redirects_exit_47() {
     let server = serving(Reply::new(301).header("location", "/again")).await;
-    let run = poolcurl(&["-L", "--max-redirs", "2", &server.url("/")]).await;
+    let run = poolcurl(&[
+        "--no-progress-meter",
+        "-L",
+        "--max-redirs",
+        "2",
+        &server.url("/"),
+    ])
+    .await;
     assert_eq!(run.code, 47, "{}", run.stderr);
     assert_eq!(
         run.stderr,

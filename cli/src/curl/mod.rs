@@ -68,6 +68,7 @@ mod header_file;
 mod hsts;
 mod invocation;
 mod localhost;
+mod meter;
 mod method;
 mod negate;
 mod netrc;

@@ -1,62 +1,140 @@
-//! `-#` / `--progress-bar`: one bar per transfer on stderr, as curl draws it
-//! (`####...### 100.0%`), redrawn in place when the shown tenth of a percent changes. Without a
-//! `Content-Length` the bar is drawn full when the transfer ends. Nothing is drawn with `-s`.
+//! What a transfer draws on stderr while it runs: curl's default progress meter
+//! ([`super::meter`]) when its output does not go to a terminal, or `-#`'s bar
+//! (`####...### 100.0%`) when asked for, or nothing (`-s`, `--no-progress-meter`, output to a
+//! terminal, and `-Z`, whose transfers draw none of their own).
 //!
-//! What this does not do: curl's default progress meter (the table curl prints when stdout is
-//! not a terminal); poolcurl prints no meter unless `-#` asks for a bar.
+//! The bar is redrawn in place when the shown tenth of a percent changes; without a
+//! `Content-Length` it is drawn full when the transfer ends. The meter's header and first line
+//! come when the transfer's first request starts, its line is redrawn at most once a second and
+//! ends with a line break after each request (a followed redirect, an authentication round),
+//! as libcurl draws it; it is written before the transfer's error message, as curl's is.
+//!
+//! What this does not do: curl's meter for `-Z` (one line for all the transfers).
+
+use std::time::Instant;
+
+use super::meter::Meter;
 
 /// The width of the bar in `#`s.
 const WIDTH: u64 = 72;
 
-/// The bar of one transfer.
+/// What a transfer draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// Nothing.
+    Off,
+    /// `-#`'s bar.
+    Bar,
+    /// curl's default meter.
+    Meter,
+}
+
+/// The progress display of one transfer.
 #[derive(Debug)]
 pub(crate) struct Progress {
-    /// Whether anything is drawn.
-    enabled: bool,
+    /// What is drawn.
+    style: Style,
     /// The body's announced length.
     total: Option<u64>,
-    /// The last tenth of a percent drawn.
+    /// The last tenth of a percent the bar drew.
     shown: Option<u64>,
+    /// The meter, once the first request started.
+    meter: Option<Meter>,
 }
 
 impl Progress {
-    /// A bar that draws only if `enabled`.
-    pub(crate) fn new(enabled: bool) -> Progress {
+    /// A display in `style`.
+    pub(crate) fn new(style: Style) -> Progress {
         Progress {
-            enabled,
+            style,
             total: None,
             shown: None,
+            meter: None,
         }
+    }
+
+    /// A request of the transfer starts: the meter's header (after curl's note of a resumed
+    /// download's offset) and its first line, the first time.
+    pub(crate) fn start(&mut self, resume_from: Option<u64>) {
+        if self.style != Style::Meter || self.meter.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let mut meter = Meter::new(now);
+        if let Some(offset) = resume_from.filter(|at| *at > 0) {
+            let note = format!("** Resuming transfer from byte position {offset}\n");
+            super::errout::write(note.as_bytes());
+        }
+        if let Some(text) = meter.update(now) {
+            super::errout::write(text.as_bytes());
+        }
+        self.meter = Some(meter);
     }
 
     /// The body's announced length (from `Content-Length`).
     pub(crate) fn set_total(&mut self, total: Option<u64>) {
         self.total = total;
+        if let Some(meter) = &mut self.meter {
+            meter.download(total, 0);
+        }
+    }
+
+    /// The request went with `sent` body bytes.
+    pub(crate) fn sent(&mut self, sent: u64) {
+        if let Some(meter) = &mut self.meter {
+            meter.upload(Some(sent), sent);
+        }
     }
 
     /// `done` body bytes have arrived.
     pub(crate) fn update(&mut self, done: u64) {
-        if let Some(total) = self.total.filter(|t| *t > 0) {
-            self.draw(done.min(total) * 1000 / total);
+        match self.style {
+            Style::Off => {}
+            Style::Bar => {
+                if let Some(total) = self.total.filter(|t| *t > 0) {
+                    self.draw(done.min(total) * 1000 / total);
+                }
+            }
+            Style::Meter => {
+                if let Some(meter) = &mut self.meter {
+                    meter.download(self.total, done);
+                    if let Some(text) = meter.update(Instant::now()) {
+                        super::errout::write(text.as_bytes());
+                    }
+                }
+            }
         }
     }
 
-    /// The transfer ended: the bar is drawn full (if it got a response) and the line ends.
+    /// A request ended and another follows (a redirect, an authentication round): the meter's
+    /// last line for it.
+    pub(crate) fn request_done(&mut self) {
+        self.total = None;
+        if let Some(meter) = &mut self.meter {
+            super::errout::write(meter.request_done(Instant::now()).as_bytes());
+        }
+    }
+
+    /// The transfer ended: the bar is drawn full (if it got a response) and the line ends; the
+    /// meter draws its last line.
     pub(crate) fn finish(&mut self, completed: bool) {
-        if !self.enabled {
-            return;
+        match self.style {
+            Style::Off => {}
+            Style::Meter => self.request_done(),
+            Style::Bar => {
+                if completed {
+                    self.draw(1000);
+                }
+                if self.shown.is_some() {
+                    super::errout::write(b"\n");
+                }
+                self.shown = None;
+            }
         }
-        if completed {
-            self.draw(1000);
-        }
-        if self.shown.is_some() {
-            super::errout::write(b"\n");
-        }
-        self.shown = None;
     }
 
     fn draw(&mut self, permille: u64) {
-        if !self.enabled || self.shown == Some(permille) {
+        if self.shown == Some(permille) {
             return;
         }
         self.shown = Some(permille);

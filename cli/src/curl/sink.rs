@@ -93,6 +93,12 @@ impl Sink {
         }
     }
 
+    /// Whether this writes to stdout and stdout is a terminal (then no progress meter is
+    /// drawn, as in curl).
+    pub(crate) fn to_terminal(&self) -> bool {
+        self.path.is_none() && stdout_is_terminal()
+    }
+
     /// Flushes after every write (`-N`, and the `-D` file).
     pub(crate) fn flush_each_write(mut self, enabled: bool) -> Sink {
         self.flush_each = enabled;

@@ -35,7 +35,7 @@ use super::exit::CurlError;
 use super::netrc::Mode;
 use super::output;
 use super::pace::PaceArgs;
-use super::progress::Progress;
+use super::progress::{Progress, Style};
 use super::record::TransferRecord;
 use super::redirect;
 use super::request::{Hop, PerRequest, RequestTemplate};
@@ -106,8 +106,7 @@ impl Session {
         sink: &mut Sink,
         record: &mut TransferRecord,
     ) -> Result<(), CurlError> {
-        let bar = self.args.transfer.progress_bar && !self.args.transfer.no_progress_meter;
-        let mut progress = Progress::new(bar && self.report.chatty());
+        let mut progress = Progress::new(self.progress_style(sink));
         let transfer = self.transfer(template, url, sink, record, &mut progress);
         let limit = self.args.max_time.filter(|t| !t.is_zero());
         let result = match limit {
@@ -124,6 +123,21 @@ impl Session {
         sink.flush();
         progress.finish(result.is_ok());
         result
+    }
+
+    /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`;
+    /// `-#`'s bar; else curl's meter, unless the body goes to a terminal (curl's rule).
+    fn progress_style(&self, sink: &Sink) -> Style {
+        let transfer = &self.args.transfer;
+        if !self.report.chatty() || transfer.no_progress_meter || transfer.parallel {
+            Style::Off
+        } else if transfer.progress_bar {
+            Style::Bar
+        } else if sink.to_terminal() {
+            Style::Off
+        } else {
+            Style::Meter
+        }
     }
 
     /// One transfer: the request for `url` and, with `-L`, its redirects.
@@ -161,10 +175,13 @@ impl Session {
             ..HopState::new(template)
         };
         loop {
-            match self
+            let next = self
                 .exchange(&uri, &hop, &state, sink, record, progress)
-                .await?
-            {
+                .await?;
+            if !matches!(next, Next::Done) {
+                progress.request_done();
+            }
+            match next {
                 Next::Done => {
                     if let Some((stream, chunked)) = record.streamed.clone() {
                         // The response can come before the upload is done: wait for it.
@@ -359,6 +376,7 @@ impl Session {
         let resume = (!state.template.uploads())
             .then(|| self.resume_offset(sink))
             .flatten();
+        progress.start(resume);
         let mut extra = self.per_request(uri, hop, state, resume)?;
         extra.empty_length = probe.is_some();
         extra.alt_used = target.alternative.as_ref().map(|a| a.used.clone());
@@ -368,6 +386,8 @@ impl Session {
             .await;
         self.write_tunnel_heads(record, sink)?;
         let (mut parts, mut body) = sent?;
+        progress.sent(record.size_upload);
+        progress.set_total(content_length(&parts));
         let head = output::response_head(&parts);
         record.size_header += head.len() as u64;
         if let Some(jar) = &self.cookies {
