@@ -481,10 +481,17 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
             None => CurlError::new(56, format!("Proxy CONNECT aborted: {}", root_cause(error))),
         });
     }
+    // curl names the proxy by its host (and port) as `-x` gave them.
+    let proxy = error
+        .proxy()
+        .and_then(|label| pool::Proxy::parse(label).ok());
     if error.is_resolve() {
+        let name = proxy
+            .as_ref()
+            .map_or_else(|| root_cause(error), |p| p.host().to_owned());
         return Some(CurlError::new(
             5,
-            format!("Could not resolve proxy: {}", root_cause(error)),
+            format!("Could not resolve proxy: {name}"),
         ));
     }
     // A TLS failure with the proxy (its certificate included) is classified as any TLS
@@ -494,9 +501,13 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
         || error.is_pinned_key_mismatch()
         || error.is_certificate_status();
     if error.is_connect() && !error.is_connect_timeout() && !tls {
+        let whom = proxy.map_or_else(
+            || "the proxy".to_owned(),
+            |p| format!("{} port {}", p.host(), p.port()),
+        );
         return Some(CurlError::new(
             7,
-            format!("Failed to connect to the proxy after {ms} ms: Couldn't connect to server"),
+            format!("Failed to connect to {whom} after {ms} ms: Couldn't connect to server"),
         ));
     }
     None

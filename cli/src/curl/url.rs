@@ -233,8 +233,13 @@ pub(crate) fn effective(uri: &Uri, written: &Uri, fragment: Option<String>) -> S
 /// `uri` as its request line carries it: a path with bytes outside ASCII (`/é`, which the URL
 /// keeps as typed, and `%{url_effective}` shows so) percent-encoded, in curl's lower-case
 /// hex, as curl's URL parser sends it; a raw byte above 0x7f is no valid request-target (RFC
-/// 9112). The query goes as it is, as curl 7.88 sends it.
+/// 9112). The query goes as it is, as curl 7.88 sends it. A port that is the scheme's own
+/// (`http://host:80/`) is left out, as curl's URL parser writes the absolute form a forward
+/// proxy gets (`GET http://host/ HTTP/1.1`).
 pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
+    if let Some(plain) = without_default_port(uri) {
+        return std::borrow::Cow::Owned(wire_uri(&plain).into_owned());
+    }
     let path = uri.path();
     if path.is_ascii() {
         return std::borrow::Cow::Borrowed(uri);
@@ -252,6 +257,24 @@ pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
         }
         Err(_) => std::borrow::Cow::Borrowed(uri),
     }
+}
+
+/// `uri` without its port when that is the scheme's default (80 for `http`, 443 for
+/// `https`); `None` when it names no port or another one.
+fn without_default_port(uri: &Uri) -> Option<Uri> {
+    let default = match uri.scheme_str()? {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = uri.authority()?;
+    if authority.port_u16()? != default {
+        return None;
+    }
+    let plain = authority.as_str().rsplit_once(':')?.0;
+    let mut parts = uri.clone().into_parts();
+    parts.authority = Some(plain.parse().ok()?);
+    Uri::from_parts(parts).ok()
 }
 
 /// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
@@ -308,6 +331,12 @@ mod tests {
         assert_eq!(wire_uri(&uri).to_string(), "http://h/%c3%a9/x?q=é");
         let plain = parse_url("http://h/a%20b?c").unwrap();
         assert!(matches!(wire_uri(&plain), std::borrow::Cow::Borrowed(_)));
+        // The scheme's own port is left out (a forward proxy's absolute form), another kept.
+        let wire = |url: &str| wire_uri(&parse_url(url).unwrap()).to_string();
+        assert_eq!(wire("http://H.test:80/é"), "http://H.test/%c3%a9");
+        assert_eq!(wire("https://u@h:443/x?q"), "https://u@h/x?q");
+        assert_eq!(wire("http://h:443/x"), "http://h:443/x");
+        assert_eq!(wire("http://[::1]:80/"), "http://[::1]/");
     }
 
     fn resolve(base: &str, location: &str) -> String {

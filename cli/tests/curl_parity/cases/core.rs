@@ -81,6 +81,12 @@ pub(crate) fn cases() -> Vec<Case> {
                 "http://a.test:1111/detour",
             ],
         ),
+        // A forward proxy gets the absolute form without the scheme's own port, as curl
+        // writes it.
+        case(
+            "proxy request without the default port",
+            &["-x", "%BASE%", "http://A.test:80/echo"],
+        ),
         // Every 3xx with a Location is followed (a 300 here), method and data kept; without
         // -L, %{redirect_url} names it with its fragment.
         case(
