@@ -2087,7 +2087,7 @@ async fn parallel_transfers_share_one_pool() {
 /// curl's progress meter: with the output not on a terminal (a pipe here), the two header lines,
 /// a line of zeros when the transfer starts, and each request's last line with a line break
 /// (a followed redirect ends one); the line is one `\r` redraw of fixed columns. Nothing with
-/// `-s`, `--no-progress-meter` or `-Z`; `-#` draws its bar instead.
+/// `-s` or `--no-progress-meter`; `-#` draws its bar instead, `-Z` one meter for the run.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_progress_meter_is_drawn_as_curl_draws_it() {
     const HEADER: &str = "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  \
@@ -2142,10 +2142,27 @@ async fn the_progress_meter_is_drawn_as_curl_draws_it() {
         run.stderr
     );
 
-    for quiet in [&["-s"][..], &["--no-progress-meter"], &["-Z"]] {
+    for quiet in [&["-s"][..], &["--no-progress-meter"], &["-Z", "-s"]] {
         let run = poolcurl(&[quiet, &[url.as_str()][..]].concat()).await;
         assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{quiet:?}");
     }
+    // -Z: one meter for the run, its first line counting the two transfers that start, its
+    // last line when both are done.
+    let run = poolcurl(&["-Z", &url, &server.url("/moved")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rest = run
+        .stderr
+        .strip_prefix(
+            "DL% UL%  Dled  Uled  Xfers  Live Total     Current  Left    Speed\n\
+             \r--  --      0     0     2     2  --:--:-- --:--:-- --:--:--     0      ",
+        )
+        .unwrap_or_else(|| panic!("the -Z meter: {:?}", run.stderr));
+    let last = rest.rsplit('\r').next().unwrap();
+    assert!(
+        last.starts_with("100 --      6     0     2     0 "),
+        "{last:?}"
+    );
+    assert!(last.ends_with("     \n"), "{last:?}");
     let bar = poolcurl(&["-#", &url]).await;
     assert!(bar.stderr.ends_with("100.0%\n"), "{:?}", bar.stderr);
 }

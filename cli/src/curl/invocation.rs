@@ -17,7 +17,7 @@ use super::connect_to::ConnectToArgs;
 use super::exit::CurlError;
 use super::output::Report;
 use super::plan::{self, Planned};
-use super::{Session, alt_svc, compose, cookies, setup, usage};
+use super::{Session, alt_svc, compose, cookies, parallel_meter, setup, usage};
 
 /// Runs curl mode, one group of options and URLs per `--next` ([`next`](super::next)), and
 /// returns the process exit code. Every group is read before the first transfer starts, as
@@ -186,6 +186,16 @@ struct Built {
     client: pool::Client,
 }
 
+/// Whether a `-Z` run draws its meter: as a transfer would draw its own (not `-s`, not
+/// `--no-progress-meter`), and not while a body goes to stdout on a terminal (curl's rule).
+fn parallel_meter_drawn(first: &Session, jobs: &[(usize, Planned)]) -> bool {
+    let to_terminal = super::sink::stdout_is_terminal()
+        && jobs
+            .iter()
+            .any(|(_, planned)| matches!(planned.output, plan::Output::Stdout));
+    first.draws_progress() && !to_terminal
+}
+
 /// Runs every transfer of every group, in order (or up to `--parallel-max` at once with `-Z`),
 /// then writes each group's `-D` file and cookie jar; returns the exit code: the last
 /// transfer's (with `-Z`, the last failure's), or 2 when a last group without a URL is reached.
@@ -208,11 +218,28 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
             session.warn_extra_outputs();
         }
         let limit = usize::from(global.parallel_max);
+        let meter = parallel_meter_drawn(&sessions[0], &jobs);
+        if meter {
+            parallel_meter::begin(jobs.len().min(limit));
+        }
         let mut transfers = futures_util::stream::iter(jobs)
             .map(|(at, planned)| sessions[at].run_one(planned))
             .buffer_unordered(limit);
+        let mut redraw = tokio::time::interval(parallel_meter::REDRAW);
         let mut last_failure = 0;
-        while let Some(finished) = transfers.next().await {
+        loop {
+            // The transfers first, so that the meter's first line counts them.
+            let finished = tokio::select! {
+                biased;
+                finished = transfers.next() => finished,
+                _ = redraw.tick(), if meter => {
+                    parallel_meter::draw(false);
+                    continue;
+                }
+            };
+            let Some(finished) = finished else {
+                break;
+            };
             if finished.code != 0 {
                 last_failure = finished.code;
                 if fail_early || finished.stops {
@@ -222,6 +249,9 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
                     break;
                 }
             }
+        }
+        if meter {
+            parallel_meter::draw(true);
         }
         last_failure
     } else {

@@ -192,8 +192,8 @@ fn percent(done: u64, size: u64) -> u64 {
     }
 }
 
-/// A byte count in five columns (libcurl's `max5data`).
-fn size5(bytes: u64) -> String {
+/// A byte count in five columns (libcurl's `max5data`; the `-Z` meter's too).
+pub(crate) fn size5(bytes: u64) -> String {
     const K: u64 = 1024;
     const M: u64 = K * K;
     const G: u64 = M * K;
@@ -219,7 +219,7 @@ fn size5(bytes: u64) -> String {
 }
 
 /// A number of seconds in eight columns (libcurl's `time2str`): `--:--:--` for none.
-fn clock(seconds: u64) -> String {
+pub(crate) fn clock(seconds: u64) -> String {
     if seconds == 0 {
         return "--:--:--".to_owned();
     }

@@ -75,6 +75,7 @@ mod netrc;
 mod next;
 mod output;
 mod pace;
+mod parallel_meter;
 mod password;
 mod pinned_key;
 mod plan;
@@ -329,6 +330,18 @@ impl Session {
     /// transfer may start (its `-T` file could not be opened or `-O` found no name, which
     /// ends curl's run).
     async fn run_one(&self, planned: Planned) -> Finished {
+        // A `-Z` run's meter counts the transfer from its start to its end, whatever its
+        // attempts.
+        let slot = parallel_meter::join();
+        let finished = self.run_one_in(planned, slot).await;
+        if let Some(slot) = slot {
+            parallel_meter::leave(slot);
+        }
+        finished
+    }
+
+    /// [`run_one`](Self::run_one), reporting to `-Z`'s meter in `slot`.
+    async fn run_one_in(&self, planned: Planned, slot: Option<usize>) -> Finished {
         self.method_notes();
         let url = proto::with_default_scheme(&planned.url, self.args.proto_default.as_deref());
         let url = self.composed.target_url(&url, planned.upload.as_deref());
@@ -374,7 +387,9 @@ impl Session {
             Err(error) => return self.stopped(&planned, "", error),
         };
         Finished {
-            code: self.run_planned(&planned, &url, &template, sink).await,
+            code: self
+                .run_planned(&planned, &url, &template, sink, slot)
+                .await,
             stops: false,
         }
     }
@@ -464,6 +479,7 @@ impl Session {
         url: &str,
         template: &RequestTemplate,
         mut sink: Sink,
+        slot: Option<usize>,
     ) -> u8 {
         let url = url.to_owned();
         if let Some(file) = &self.args.transfer.etag_save {
@@ -474,15 +490,27 @@ impl Session {
         if let Some(alt_svc) = self.alt_svc.as_ref().filter(|c| c.path().is_empty()) {
             alt_svc.clear();
         }
+        self.attempts(planned, &url, template, &mut sink, slot)
+            .await
+    }
+
+    /// The attempts of one transfer (`--retry`), then its `-w`; the last attempt's exit code.
+    async fn attempts(
+        &self,
+        planned: &Planned,
+        url: &str,
+        template: &RequestTemplate,
+        sink: &mut Sink,
+        slot: Option<usize>,
+    ) -> u8 {
         let mut retry = Retry::new(&self.args.transfer);
         loop {
-            let mut record =
-                TransferRecord::start(&url, template.method_for(&template.first_hop()));
+            let mut record = TransferRecord::start(url, template.method_for(&template.first_hop()));
             record.input_url = planned.url.clone();
             record.url_num = planned.index;
             record.output_file = sink.path().map(|p| p.to_path_buf());
             let result = self
-                .bounded_transfer(template, &url, &mut sink, &mut record)
+                .bounded_transfer(template, url, sink, &mut record, slot)
                 .await;
             record.finished_at = Some(record.elapsed());
             // --no-clobber or -J may have taken another name.
@@ -520,7 +548,7 @@ impl Session {
                 file_meta::set_remote_time(path, &record.headers);
             }
             if let (Ok(()), true, Some(path)) = (&result, self.args.transfer.xattr, sink.path()) {
-                if let Err(e) = file_meta::set_xattrs(path, &url, &record.headers) {
+                if let Err(e) = file_meta::set_xattrs(path, url, &record.headers) {
                     self.report.warning_raw(&format!(
                         "Warning: Error setting extended attributes on '{}': {e}",
                         path.display()

@@ -9,7 +9,8 @@
 //! ends with a line break after each request (a followed redirect, an authentication round),
 //! as libcurl draws it; it is written before the transfer's error message, as curl's is.
 //!
-//! What this does not do: curl's meter for `-Z` (one line for all the transfers).
+//! Under `-Z` a transfer draws nothing itself and reports its bytes to the run's one meter
+//! ([`super::parallel_meter`]).
 
 use std::time::Instant;
 
@@ -27,6 +28,8 @@ pub(crate) enum Style {
     Bar,
     /// curl's default meter.
     Meter,
+    /// A share of `-Z`'s one meter ([`super::parallel_meter`]): the transfer's slot.
+    Parallel(usize),
 }
 
 /// The progress display of one transfer.
@@ -40,6 +43,9 @@ pub(crate) struct Progress {
     shown: Option<u64>,
     /// The meter, once the first request started.
     meter: Option<Meter>,
+    /// The body bytes received and sent by the current request (`-Z`'s meter).
+    received: u64,
+    sent: u64,
 }
 
 impl Progress {
@@ -50,6 +56,8 @@ impl Progress {
             total: None,
             shown: None,
             meter: None,
+            received: 0,
+            sent: 0,
         }
     }
 
@@ -77,12 +85,23 @@ impl Progress {
         if let Some(meter) = &mut self.meter {
             meter.download(total, 0);
         }
+        self.report();
     }
 
     /// The request went with `sent` body bytes.
     pub(crate) fn sent(&mut self, sent: u64) {
+        self.sent = sent;
         if let Some(meter) = &mut self.meter {
             meter.upload(Some(sent), sent);
+        }
+        self.report();
+    }
+
+    /// Tells `-Z`'s meter what this transfer has moved (0: a length not known).
+    fn report(&self) {
+        if let Style::Parallel(slot) = self.style {
+            let down = (self.received, self.total.unwrap_or(0));
+            super::parallel_meter::report(slot, down, (self.sent, self.sent));
         }
     }
 
@@ -103,6 +122,10 @@ impl Progress {
                     }
                 }
             }
+            Style::Parallel(_) => {
+                self.received = done;
+                self.report();
+            }
         }
     }
 
@@ -110,6 +133,8 @@ impl Progress {
     /// last line for it.
     pub(crate) fn request_done(&mut self) {
         self.total = None;
+        (self.received, self.sent) = (0, 0);
+        self.report();
         if let Some(meter) = &mut self.meter {
             super::errout::write(meter.request_done(Instant::now()).as_bytes());
         }
@@ -119,7 +144,8 @@ impl Progress {
     /// meter draws its last line.
     pub(crate) fn finish(&mut self, completed: bool) {
         match self.style {
-            Style::Off => {}
+            // `-Z`'s meter keeps what the transfer moved until it ends (`parallel_meter::leave`).
+            Style::Off | Style::Parallel(_) => {}
             Style::Meter => self.request_done(),
             Style::Bar => {
                 if completed {

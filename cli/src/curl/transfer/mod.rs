@@ -105,8 +105,13 @@ impl Session {
         url: &str,
         sink: &mut Sink,
         record: &mut TransferRecord,
+        parallel_slot: Option<usize>,
     ) -> Result<(), CurlError> {
-        let mut progress = Progress::new(self.progress_style(sink));
+        let style = match parallel_slot {
+            Some(slot) => Style::Parallel(slot),
+            None => self.progress_style(sink),
+        };
+        let mut progress = Progress::new(style);
         let transfer = self.transfer(template, url, sink, record, &mut progress);
         let limit = self.args.max_time.filter(|t| !t.is_zero());
         let result = match limit {
@@ -125,11 +130,18 @@ impl Session {
         result
     }
 
-    /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`;
+    /// Whether transfers draw a progress display at all: not under `-s` or
+    /// `--no-progress-meter`.
+    pub(in crate::curl) fn draws_progress(&self) -> bool {
+        self.report.chatty() && !self.args.transfer.no_progress_meter
+    }
+
+    /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`
+    /// (whose transfers report to the run's one meter instead, `Style::Parallel`);
     /// `-#`'s bar; else curl's meter, unless the body goes to a terminal (curl's rule).
     fn progress_style(&self, sink: &Sink) -> Style {
         let transfer = &self.args.transfer;
-        if !self.report.chatty() || transfer.no_progress_meter || transfer.parallel {
+        if !self.draws_progress() || transfer.parallel {
             Style::Off
         } else if transfer.progress_bar {
             Style::Bar
