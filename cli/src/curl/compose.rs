@@ -31,6 +31,7 @@ use super::args::{CurlArgs, DataArg, HeaderAction, HeaderArg};
 use super::data::{UNRESERVED, read_data, url_encode_piece};
 use super::decode::ACCEPT_ENCODING as COMPRESSED;
 use super::exit::CurlError;
+use super::fail_mode;
 use super::file_meta;
 use super::form::{self, FormArg};
 use super::method;
@@ -91,6 +92,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
             None,
         ));
     }
+    fail_mode::check(matches)?;
     let data = args.data_in_order(matches);
     let forms = forms_in_order(args, matches);
     let send = &args.send;

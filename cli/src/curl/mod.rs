@@ -60,6 +60,7 @@ mod dns_servers;
 mod doh;
 mod errout;
 pub(crate) mod exit;
+mod fail_mode;
 mod file_meta;
 mod form;
 mod getdate;

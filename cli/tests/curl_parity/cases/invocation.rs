@@ -146,6 +146,21 @@ pub(crate) fn cases() -> Vec<Case> {
             extra: Extra::Stderr,
             ..case("a lone dash", &["-s", "-", "%BASE%/hello"])
         },
+        // -f and --fail-with-body: the one that turns the second on is badly used.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "fail and fail-with-body",
+                &["-f", "--fail-with-body", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "fail-with-body then a negated fail",
+                &["-s", "--fail-with-body", "--no-fail", "-f", "%BASE%/hello"],
+            )
+        },
         Case {
             extra: Extra::Stderr,
             ..case(
