@@ -2098,6 +2098,7 @@ async fn the_progress_meter_is_drawn_as_curl_draws_it() {
     let server =
         ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
             "/moved" => Reply::new(302).header("location", "/body"),
+            "/busy" => Reply::new(503).header("retry-after", "0").body("busy\n"),
             _ => Reply::ok("hello\n"),
         }))
         .await;
@@ -2127,6 +2128,17 @@ async fn the_progress_meter_is_drawn_as_curl_draws_it() {
     assert_eq!(lines.len(), 2, "{:?}", run.stderr);
     assert!(
         lines[1].starts_with("\r100     6  100     6 "),
+        "{:?}",
+        run.stderr
+    );
+
+    // A retry draws a meter of its own under the transfer's one header, after the warning.
+    let run = poolcurl(&["--retry", "1", &server.url("/busy")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("% Total").count(), 1, "{:?}", run.stderr);
+    assert_eq!(run.stderr.matches(ZEROS).count(), 2, "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("retries left.\n\r  0 "),
         "{:?}",
         run.stderr
     );

@@ -46,11 +46,12 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    /// A meter for a transfer that starts at `start`.
-    pub(crate) fn new(start: Instant) -> Meter {
+    /// A meter for a transfer that starts at `start`, which draws the header first if
+    /// `header` (not for a retry, whose transfer drew it).
+    pub(crate) fn new(start: Instant, header: bool) -> Meter {
         Meter {
             start,
-            header_out: false,
+            header_out: !header,
             last_shown: None,
             samples: [(0, start); SAMPLES],
             taken: 0,
@@ -252,7 +253,7 @@ mod tests {
     #[test]
     fn a_quick_download_draws_the_header_zeros_and_its_last_line() {
         let start = Instant::now();
-        let mut meter = Meter::new(start);
+        let mut meter = Meter::new(start, true);
         let first = meter.update(start).unwrap();
         assert_eq!(
             first,
@@ -273,7 +274,7 @@ mod tests {
     #[test]
     fn a_slow_download_shows_estimates_and_the_current_speed() {
         let start = Instant::now();
-        let mut meter = Meter::new(start);
+        let mut meter = Meter::new(start, true);
         meter.download(Some(10_000_000), 0);
         meter.update(start);
         meter.download(Some(10_000_000), 1_000_000);
@@ -307,7 +308,7 @@ mod tests {
     #[test]
     fn an_upload_counts_toward_the_total() {
         let start = Instant::now();
-        let mut meter = Meter::new(start);
+        let mut meter = Meter::new(start, true);
         meter.update(start);
         meter.upload(Some(4), 4);
         meter.download(Some(2), 2);

@@ -505,13 +505,14 @@ impl Session {
         slot: Option<usize>,
     ) -> u8 {
         let mut retry = Retry::new(&self.args.transfer);
+        let mut progress = self.progress_for(sink, slot);
         loop {
             let mut record = TransferRecord::start(url, template.method_for(&template.first_hop()));
             record.input_url = planned.url.clone();
             record.url_num = planned.index;
             record.output_file = sink.path().map(|p| p.to_path_buf());
             let result = self
-                .bounded_transfer(template, url, sink, &mut record, slot)
+                .bounded_transfer(template, url, sink, &mut record, &mut progress)
                 .await;
             record.finished_at = Some(record.elapsed());
             // --no-clobber or -J may have taken another name.

@@ -41,8 +41,11 @@ pub(crate) struct Progress {
     total: Option<u64>,
     /// The last tenth of a percent the bar drew.
     shown: Option<u64>,
-    /// The meter, once the first request started.
+    /// The meter, once the attempt's first request started.
     meter: Option<Meter>,
+    /// Whether the meter's header was drawn (by an earlier attempt, under `--retry`: curl
+    /// draws it once per transfer).
+    header_shown: bool,
     /// The body bytes received and sent by the current request (`-Z`'s meter).
     received: u64,
     sent: u64,
@@ -56,6 +59,7 @@ impl Progress {
             total: None,
             shown: None,
             meter: None,
+            header_shown: false,
             received: 0,
             sent: 0,
         }
@@ -68,8 +72,8 @@ impl Progress {
             return;
         }
         let now = Instant::now();
-        let mut meter = Meter::new(now);
-        if let Some(offset) = resume_from.filter(|at| *at > 0) {
+        let mut meter = Meter::new(now, !self.header_shown);
+        if let Some(offset) = resume_from.filter(|at| *at > 0 && !self.header_shown) {
             let note = format!("** Resuming transfer from byte position {offset}\n");
             super::errout::write(note.as_bytes());
         }
@@ -140,13 +144,17 @@ impl Progress {
         }
     }
 
-    /// The transfer ended: the bar is drawn full (if it got a response) and the line ends; the
+    /// The attempt ended: the bar is drawn full (if it got a response) and the line ends; the
     /// meter draws its last line.
     pub(crate) fn finish(&mut self, completed: bool) {
         match self.style {
             // `-Z`'s meter keeps what the transfer moved until it ends (`parallel_meter::leave`).
             Style::Off | Style::Parallel(_) => {}
-            Style::Meter => self.request_done(),
+            Style::Meter => {
+                self.request_done();
+                // A retry draws a meter of its own, under this one's header.
+                self.header_shown |= self.meter.take().is_some();
+            }
             Style::Bar => {
                 if completed {
                     self.draw(1000);

@@ -105,14 +105,9 @@ impl Session {
         url: &str,
         sink: &mut Sink,
         record: &mut TransferRecord,
-        parallel_slot: Option<usize>,
+        progress: &mut Progress,
     ) -> Result<(), CurlError> {
-        let style = match parallel_slot {
-            Some(slot) => Style::Parallel(slot),
-            None => self.progress_style(sink),
-        };
-        let mut progress = Progress::new(style);
-        let transfer = self.transfer(template, url, sink, record, &mut progress);
+        let transfer = self.transfer(template, url, sink, record, progress);
         let limit = self.args.max_time.filter(|t| !t.is_zero());
         let result = match limit {
             None => transfer.await,
@@ -134,6 +129,19 @@ impl Session {
     /// `--no-progress-meter`.
     pub(in crate::curl) fn draws_progress(&self) -> bool {
         self.report.chatty() && !self.args.transfer.no_progress_meter
+    }
+
+    /// The progress display of a transfer to `sink`, for all its attempts; under `-Z`, its
+    /// share of the run's meter in `parallel_slot`.
+    pub(in crate::curl) fn progress_for(
+        &self,
+        sink: &Sink,
+        parallel_slot: Option<usize>,
+    ) -> Progress {
+        Progress::new(match parallel_slot {
+            Some(slot) => Style::Parallel(slot),
+            None => self.progress_style(sink),
+        })
     }
 
     /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`
