@@ -1683,7 +1683,7 @@ async fn connect_to_keeps_tls_on_the_url_host_and_names_the_dial_target() {
     assert!(
         run.stderr.starts_with(&format!(
             "* Connecting to hostname: 127.0.0.1\n* Connecting to port: {port}\n\
-             * Connected to localhost (127.0.0.1) port {port} "
+             *   Trying 127.0.0.1:{port}...\n* Connected to localhost (127.0.0.1) port {port} "
         )),
         "{}",
         run.stderr
@@ -2082,6 +2082,64 @@ async fn parallel_transfers_share_one_pool() {
     );
     let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
     assert_eq!(targets.len(), 4);
+}
+
+/// `-v` says what curl says around a connection: the address it tries, an HTTP/1.0 answer's
+/// "assume close" (and a keep-alive one's), a redirect to another port that clears
+/// credentials, and the closing connection's number without `#`.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_notes_the_dial_http10_and_port_changes_as_curl_does() {
+    let server =
+        ScriptedH1Server::start_with(ConnPlan::serve_with(|req| match req.target.as_str() {
+            "/old" => Reply::raw("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nold"),
+            "/kept" => Reply::raw(
+                "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 4\r\n\r\nkept",
+            ),
+            _ => Reply::ok("new"),
+        }))
+        .await;
+    let port = server.addr().port();
+    let run = poolcurl(&["-sv", &server.url("/old")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let infos: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with('*')).collect();
+    assert_eq!(infos[0], format!("*   Trying 127.0.0.1:{port}..."));
+    assert!(
+        infos[1].starts_with("* Connected to 127.0.0.1 "),
+        "{infos:?}"
+    );
+    assert_eq!(
+        infos[2..],
+        [
+            "* HTTP 1.0, assume close after body",
+            "* Closing connection 1"
+        ]
+    );
+    let note = run.stderr.find("* HTTP 1.0").unwrap();
+    assert!(
+        note < run.stderr.find("< HTTP/1.0 200 OK").unwrap(),
+        "before the status line"
+    );
+
+    let run = poolcurl(&["-sv", &server.url("/kept")]).await;
+    assert!(
+        run.stderr
+            .contains("* HTTP/1.0 connection set to keep alive\n< Connection: Keep-Alive"),
+        "{}",
+        run.stderr
+    );
+
+    let refused = RefusedAddr::new();
+    let moved = ScriptedH1Server::start_with(ConnPlan::serve_forever(
+        Reply::new(302).header("location", &format!("http://127.0.0.1:{}/", refused.port())),
+    ))
+    .await;
+    let run = poolcurl(&["-sv", "-L", &moved.url("/")]).await;
+    let note = format!(
+        "* Clear auth, redirects to port from {} to {}\n* Issue another request",
+        moved.addr().port(),
+        refused.port()
+    );
+    assert!(run.stderr.contains(&note), "{}", run.stderr);
 }
 
 /// curl's progress meter: with the output not on a terminal (a pipe here), the two header lines,

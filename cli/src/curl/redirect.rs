@@ -82,6 +82,25 @@ pub(crate) fn next_hop(
     }
 }
 
+/// What `-v` says when a redirect from `from` goes to another port or scheme, as curl says it
+/// whether or not there are credentials to leave out: `Clear auth, redirects to port from 80
+/// to 8080`, or `... scheme from HTTP to https`.
+pub(crate) fn clear_auth_note(from: &Uri, to: &Uri) -> Option<String> {
+    let (port_from, port_to) = (effective_port(from)?, effective_port(to)?);
+    if port_from != port_to {
+        return Some(format!(
+            "Clear auth, redirects to port from {port_from} to {port_to}"
+        ));
+    }
+    let (scheme_from, scheme_to) = (from.scheme_str()?, to.scheme_str()?);
+    (!scheme_from.eq_ignore_ascii_case(scheme_to)).then(|| {
+        format!(
+            "Clear auth, redirects scheme from {} to {scheme_to}",
+            scheme_from.to_ascii_uppercase()
+        )
+    })
+}
+
 /// The port a URL connects to: its own, else its scheme's.
 fn effective_port(uri: &Uri) -> Option<u16> {
     uri.port_u16().or(match uri.scheme_str() {
@@ -201,6 +220,21 @@ mod tests {
             ..to("https://b.test/")
         };
         assert!(!trusted.drops_credentials());
+    }
+
+    #[test]
+    fn verbose_notes_a_port_or_scheme_change() {
+        let url = |text: &str| text.parse::<Uri>().unwrap();
+        let note = |from: &str, to: &str| clear_auth_note(&url(from), &url(to));
+        assert_eq!(
+            note("http://a/", "http://a:8080/").unwrap(),
+            "Clear auth, redirects to port from 80 to 8080"
+        );
+        assert_eq!(
+            note("http://a:443/", "https://a/").unwrap(),
+            "Clear auth, redirects scheme from HTTP to https"
+        );
+        assert_eq!(note("http://a/", "http://b:80/x"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! request and response, written to a file (`-`: stdout, `%`: stderr) in curl's layout.
 //!
 //! ```text
+//! == Info:   Trying 127.0.0.1:8080...
 //! == Info: Connected to 127.0.0.1 (127.0.0.1) port 8080 (partition anonymous, connection #1)
 //! => Send header, 78 bytes (0x4e)
 //! 0000: GET / HTTP/1.1

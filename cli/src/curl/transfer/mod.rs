@@ -239,6 +239,11 @@ impl Session {
                         .check_redirect(next.scheme_str().unwrap_or_default())?;
                     record.num_redirects += 1;
                     record.redirect_time = record.elapsed();
+                    if !self.args.location_trusted {
+                        if let Some(note) = redirect::clear_auth_note(&uri, &next) {
+                            self.verbose.info(&note);
+                        }
+                    }
                     self.verbose
                         .info(&format!("Issue another request to this URL: '{next}'"));
                     let keep_post = redirect::KeepPost {

@@ -41,6 +41,10 @@ pub(super) fn connection_lines(
         (None, Some(addr)) => (addr.ip().to_string(), addr.port()),
         (None, None) => (String::from("?"), 0),
     };
+    // What curl says as it dials the address (said here, once the pool has dialed it).
+    if let (None, Some(addr)) = (info.unix_socket(), info.remote_addr()) {
+        lines.info(&format!("  Trying {addr}..."));
+    }
     match info.proxy() {
         None => lines.info(&format!(
             "Connected to {} ({ip}) port {port} (partition {}, connection {})",

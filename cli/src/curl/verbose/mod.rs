@@ -3,6 +3,7 @@
 //! connection):
 //!
 //! ```text
+//! *   Trying 127.0.0.1:8443...
 //! * Connected to localhost (127.0.0.1) port 8443 (partition anonymous, connection #1)
 //! * ALPN: poolcurl offers h2,http/1.1
 //! * SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384
@@ -216,7 +217,16 @@ impl Verbose {
             }
             // An HTTP/0.9 reply has no head: nothing to show.
             let mut added = cx.alt_svc_added.iter();
+            let mut http10 = false;
             head_lines_noted(lines, Direction::Received, head, |lines, text| {
+                // What curl says of an HTTP/1.0 answer as it reads its status line, and of a
+                // `Connection: keep-alive` in one.
+                if text.starts_with("HTTP/1.0 ") {
+                    http10 = true;
+                    lines.info("HTTP 1.0, assume close after body");
+                } else if http10 && keeps_alive(text) {
+                    lines.info("HTTP/1.0 connection set to keep alive");
+                }
                 let is_alt_svc = text
                     .get(..8)
                     .is_some_and(|name| name.eq_ignore_ascii_case("alt-svc:"));
@@ -275,7 +285,8 @@ impl Verbose {
     ) {
         let Some(c) = connection else { return };
         if closes {
-            self.info(&format!("Closing connection {}", c.id()));
+            // curl's wording has no `#` here.
+            self.info(&format!("Closing connection {}", c.id().as_u64()));
         } else {
             self.info(&format!("Connection {} to host {host} left intact", c.id()));
         }
@@ -478,6 +489,13 @@ fn stamp(clock: Option<UtcOffset>) -> String {
 
 /// The lines of a message head, up to and with its blank line, sent or received; nothing for an
 /// empty head.
+/// Whether a header line is `Connection` with `keep-alive` in its value (any case).
+fn keeps_alive(line: &str) -> bool {
+    line.split_once(':').is_some_and(|(name, value)| {
+        name.eq_ignore_ascii_case("connection") && value.to_ascii_lowercase().contains("keep-alive")
+    })
+}
+
 fn head_lines(lines: &mut Lines, direction: Direction, head: &[u8]) {
     head_lines_noted(lines, direction, head, |_, _| {});
 }
