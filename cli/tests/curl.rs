@@ -889,7 +889,7 @@ async fn verbose_and_load_go_through_a_socks_proxy() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     for line in [
         format!(
-            "* Connected to proxy socks5://{socks} (127.0.0.1) port {}",
+            "* Connected to 127.0.0.1 (127.0.0.1) port {}",
             proxy.addr().port()
         ),
         format!(

@@ -53,9 +53,10 @@ pub(super) fn connection_lines(
             c.id()
         )),
         Some(route) => {
+            // curl names the proxy's host where the origin's would be.
             lines.info(&format!(
-                "Connected to proxy {} ({ip}) port {port} (partition {}, connection {})",
-                route.proxy,
+                "Connected to {} ({ip}) port {port} (partition {}, connection {})",
+                proxy_host(&route.proxy),
                 info.partition(),
                 c.id()
             ));
@@ -190,4 +191,10 @@ fn challenge_lines(
         let scheme = String::from_utf8_lossy(scheme);
         lines.info(&format!("Proxy auth using {scheme} with user '{user}'"));
     }
+}
+
+/// The host of a proxy named `scheme://host:port`, as curl's messages name it (the label as it
+/// is if it does not read as one).
+pub(super) fn proxy_host(label: &str) -> String {
+    pool::Proxy::parse(label).map_or_else(|_| label.to_owned(), |p| p.host().to_owned())
 }

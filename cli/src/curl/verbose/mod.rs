@@ -284,6 +284,12 @@ impl Verbose {
         closes: bool,
     ) {
         let Some(c) = connection else { return };
+        // Through a proxy, curl names the proxy's host.
+        let proxy = c
+            .info()
+            .proxy()
+            .map(|route| connection::proxy_host(&route.proxy));
+        let host = proxy.as_deref().unwrap_or(host);
         if closes {
             // curl's wording has no `#` here.
             self.info(&format!("Closing connection {}", c.id().as_u64()));
