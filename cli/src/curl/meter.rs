@@ -8,10 +8,11 @@
 //! ```
 //!
 //! The two header lines come when the transfer starts, with a line of zeros; the line is
-//! redrawn in place (`\r`) at most once per second of the clock, and once more when each request
-//! of the transfer ends (a followed redirect too), followed by a line break. "Current" is the
-//! speed over the last five seconds (the average in the first), as libcurl's `progress_calc`
-//! measures it; sizes above 99999 bytes read `1234k`, `12.3M`, `1234M`, ... (`max5data`).
+//! redrawn in place (`\r`) at most once a second (counted from the start; libcurl counts the
+//! clock's seconds), and once more when each request of the transfer ends (a followed redirect
+//! too), followed by a line break. "Current" is the speed over the last five seconds (the
+//! average in the first), as libcurl's `progress_calc` measures it; sizes above 99999 bytes
+//! read `1234k`, `12.3M`, `1234M`, ... (`max5data`).
 //!
 //! This module computes what to draw from the byte counts and the time it is given and returns
 //! the text; [`super::progress::Progress`] decides when a meter is drawn at all and writes it.

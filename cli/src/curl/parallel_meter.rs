@@ -133,8 +133,8 @@ impl Board {
         }
     }
 
-    /// What to draw at `now`: the header first; the line when `last` or half a second after
-    /// the one before.
+    /// What to draw at `now`: the header first; the line when `last` or half a second (or
+    /// more) after the one before, so that the run's half-second ticks each draw one.
     pub(crate) fn draw(&mut self, now: Instant, last: bool) -> Option<String> {
         let mut text = String::new();
         if !self.header_out {
@@ -143,7 +143,7 @@ impl Board {
         }
         let due = self
             .drawn_at
-            .is_none_or(|at| now.saturating_duration_since(at) > REDRAW);
+            .is_none_or(|at| now.saturating_duration_since(at) >= REDRAW);
         if last || due {
             self.drawn_at = Some(now);
             text.push_str(&self.line(now, last));
