@@ -39,7 +39,7 @@ static ALLOCATOR: alloc::Mimalloc = alloc::Mimalloc;
 #[derive(Debug, Parser)]
 #[command(
     name = "poolcurl",
-    version,
+    version = curl::version::text(),
     about = "A curl-like HTTP/1.1 + HTTP/2 client on a connection pool",
     long_about = "A curl-like HTTP/1.1 + HTTP/2 client on a connection pool.\n\n\
         All URLs of one invocation go through one pool, so same-origin URLs reuse the \

@@ -2084,6 +2084,39 @@ async fn parallel_transfers_share_one_pool() {
     assert_eq!(targets.len(), 4);
 }
 
+/// `-V` prints curl's four lines (what it is, the release date, the protocols and the
+/// features), so that scripts reading `curl -V` read poolcurl's too; a URL beside it is not
+/// fetched.
+#[tokio::test(flavor = "multi_thread")]
+async fn version_prints_what_curl_prints() {
+    let run = poolcurl(&["-V", "http://127.0.0.1:1/"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = run.stdout_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].starts_with(concat!("poolcurl ", env!("CARGO_PKG_VERSION"), " (")),
+        "{text}"
+    );
+    assert_eq!(lines[1], "Release-Date: [unreleased]");
+    assert_eq!(lines[2], "Protocols: http https");
+    let features: Vec<&str> = lines[3]
+        .strip_prefix("Features: ")
+        .unwrap()
+        .split(' ')
+        .collect();
+    for feature in [
+        "HTTP2",
+        "HTTPS-proxy",
+        "UnixSockets",
+        "libz",
+        "brotli",
+        "zstd",
+    ] {
+        assert!(features.contains(&feature), "{feature} in {text}");
+    }
+}
+
 /// `-v` says what curl says around a connection: the address it tries, an HTTP/1.0 answer's
 /// "assume close" (and a keep-alive one's), a redirect to another port that clears
 /// credentials, and the closing connection's number without `#`.

@@ -98,6 +98,7 @@ mod upload;
 pub(crate) mod url;
 pub(crate) mod usage;
 mod verbose;
+pub(crate) mod version;
 mod write_json;
 mod write_out;
 
