@@ -2268,6 +2268,23 @@ async fn the_progress_meter_is_drawn_as_curl_draws_it() {
     assert!(last.ends_with("     \n"), "{last:?}");
     let bar = poolcurl(&["-#", &url]).await;
     assert!(bar.stderr.ends_with("100.0%\n"), "{:?}", bar.stderr);
+    // COLUMNS sets the bar's width (less seven for the percentage); a failed transfer's bar
+    // ends after the error, as curl's does.
+    let narrow = common::poolcurl_command()
+        .env("COLUMNS", "40")
+        .args(["-#", url.as_str()])
+        .output()
+        .await
+        .unwrap();
+    let line = format!("\r{} 100.0%\n", "#".repeat(33));
+    assert_eq!(String::from_utf8_lossy(&narrow.stderr), line);
+    let refused = RefusedAddr::new();
+    let bar = poolcurl(&["-#", &format!("http://127.0.0.1:{}/", refused.port())]).await;
+    assert!(
+        bar.stderr.starts_with("poolcurl: (7) ") && bar.stderr.ends_with("server\n\n"),
+        "{:?}",
+        bar.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex};
 mod alt_svc;
 pub(crate) mod args;
 mod argv;
+mod bar;
 mod ca_files;
 mod cert_text;
 mod ciphers;
@@ -538,6 +539,8 @@ impl Session {
                 Err(Some(why)) => self.report.warning_raw(&output::curl_warning(why)),
                 Err(None) => {}
             }
+            // curl ends `-#`'s line here: after the error, with no retry to come.
+            progress.end_line();
             if let Err(error) = &result {
                 if self.args.transfer.remove_on_error {
                     sink.remove();

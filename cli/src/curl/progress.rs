@@ -1,23 +1,21 @@
 //! What a transfer draws on stderr while it runs: curl's default progress meter
 //! ([`super::meter`]) when its output does not go to a terminal, or `-#`'s bar
-//! (`####...### 100.0%`) when asked for, or nothing (`-s`, `--no-progress-meter`, output to a
+//! ([`super::bar`]) when asked for, or nothing (`-s`, `--no-progress-meter`, output to a
 //! terminal, and `-Z`, whose transfers draw none of their own).
 //!
-//! The bar is redrawn in place when the shown tenth of a percent changes; without a
-//! `Content-Length` it is drawn full when the transfer ends. The meter's header and first line
-//! come when the transfer's first request starts, its line is redrawn at most once a second and
-//! ends with a line break after each request (a followed redirect, an authentication round),
-//! as libcurl draws it; it is written before the transfer's error message, as curl's is.
+//! The meter's header and first line come when the transfer's first request starts, its line
+//! is redrawn at most once a second and ends with a line break after each request (a followed
+//! redirect, an authentication round), as libcurl draws it; it is written before the
+//! transfer's error message, as curl's is. The bar's line ends after the error message instead
+//! ([`Progress::end_line`]), as curl's tool ends it.
 //!
 //! Under `-Z` a transfer draws nothing itself and reports its bytes to the run's one meter
 //! ([`super::parallel_meter`]).
 
 use std::time::Instant;
 
+use super::bar::Bar;
 use super::meter::Meter;
-
-/// The width of the bar in `#`s.
-const WIDTH: u64 = 72;
 
 /// What a transfer draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +37,8 @@ pub(crate) struct Progress {
     style: Style,
     /// The body's announced length.
     total: Option<u64>,
-    /// The last tenth of a percent the bar drew.
-    shown: Option<u64>,
+    /// `-#`'s bar.
+    bar: Option<Bar>,
     /// The meter, once the attempt's first request started.
     meter: Option<Meter>,
     /// Whether the meter's header was drawn (by an earlier attempt, under `--retry`: curl
@@ -57,7 +55,7 @@ impl Progress {
         Progress {
             style,
             total: None,
-            shown: None,
+            bar: (style == Style::Bar).then(|| Bar::new(Bar::width_here())),
             meter: None,
             header_shown: false,
             received: 0,
@@ -68,6 +66,11 @@ impl Progress {
     /// A request of the transfer starts: the meter's header (after curl's note of a resumed
     /// download's offset) and its first line, the first time.
     pub(crate) fn start(&mut self, resume_from: Option<u64>) {
+        if let Some(bar) = self.bar.as_mut().filter(|bar| !bar.started()) {
+            bar.resume_from(resume_from.unwrap_or(0));
+            self.draw_bar(0);
+            return;
+        }
         if self.style != Style::Meter || self.meter.is_some() {
             return;
         }
@@ -113,11 +116,7 @@ impl Progress {
     pub(crate) fn update(&mut self, done: u64) {
         match self.style {
             Style::Off => {}
-            Style::Bar => {
-                if let Some(total) = self.total.filter(|t| *t > 0) {
-                    self.draw(done.min(total) * 1000 / total);
-                }
-            }
+            Style::Bar => self.draw_bar(done),
             Style::Meter => {
                 if let Some(meter) = &mut self.meter {
                     meter.download(self.total, done);
@@ -144,41 +143,31 @@ impl Progress {
         }
     }
 
-    /// The attempt ended: the bar is drawn full (if it got a response) and the line ends; the
-    /// meter draws its last line.
-    pub(crate) fn finish(&mut self, completed: bool) {
-        match self.style {
-            // `-Z`'s meter keeps what the transfer moved until it ends (`parallel_meter::leave`).
-            Style::Off | Style::Parallel(_) => {}
-            Style::Meter => {
-                self.request_done();
-                // A retry draws a meter of its own, under this one's header.
-                self.header_shown |= self.meter.take().is_some();
-            }
-            Style::Bar => {
-                if completed {
-                    self.draw(1000);
-                }
-                if self.shown.is_some() {
-                    super::errout::write(b"\n");
-                }
-                self.shown = None;
-            }
+    /// The attempt ended: the meter draws its last line (the bar's ends later, `end_line`).
+    pub(crate) fn finish(&mut self) {
+        if self.style == Style::Meter {
+            self.request_done();
+            // A retry draws a meter of its own, under this one's header.
+            self.header_shown |= self.meter.take().is_some();
         }
     }
 
-    fn draw(&mut self, permille: u64) {
-        if self.shown == Some(permille) {
-            return;
+    /// The transfer is over (no retry follows), its error reported if it failed: the bar's
+    /// line ends, if it was started.
+    pub(crate) fn end_line(&mut self) {
+        if self.bar.as_ref().is_some_and(Bar::started) {
+            super::errout::write(b"\n");
         }
-        self.shown = Some(permille);
-        let hashes = usize::try_from(WIDTH * permille / 1000).unwrap_or(0);
-        let width = usize::try_from(WIDTH).unwrap_or(72);
-        let line = format!(
-            "\r{:<width$} {:>5.1}%",
-            "#".repeat(hashes),
-            permille as f64 / 10.0
-        );
-        super::errout::write(line.as_bytes());
+    }
+
+    fn draw_bar(&mut self, done: u64) {
+        let total = self.total;
+        if let Some(text) = self
+            .bar
+            .as_mut()
+            .and_then(|bar| bar.update(done, total, Instant::now()))
+        {
+            super::errout::write(text.as_bytes());
+        }
     }
 }

@@ -121,7 +121,7 @@ impl Session {
         };
         // What was written so far stays written, as with curl.
         sink.flush();
-        progress.finish(result.is_ok());
+        progress.finish();
         result
     }
 
