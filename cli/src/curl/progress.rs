@@ -22,7 +22,7 @@ use super::meter::Meter;
 pub(crate) enum Style {
     /// Nothing.
     Off,
-    /// `-#`'s bar.
+    /// `-#`'s bar ([`Bar`]).
     Bar,
     /// curl's default meter.
     Meter,
@@ -63,8 +63,9 @@ impl Progress {
         }
     }
 
-    /// A request of the transfer starts: the meter's header (after curl's note of a resumed
-    /// download's offset) and its first line, the first time.
+    /// A request of the transfer starts: the first time, the bar starts counting (from a
+    /// resumed download's offset), or the meter draws its header (after curl's note of that
+    /// offset) and its first line.
     pub(crate) fn start(&mut self, resume_from: Option<u64>) {
         if let Some(bar) = self.bar.as_mut().filter(|bar| !bar.started()) {
             bar.resume_from(resume_from.unwrap_or(0));
