@@ -2084,6 +2084,38 @@ async fn parallel_transfers_share_one_pool() {
     assert_eq!(targets.len(), 4);
 }
 
+/// An IPv6 zone id (`[::1%25lo]`, or `%` alone, or the interface's number): the URL's host
+/// is the address (in `Host`), the connection goes to it with the zone's scope, and
+/// `%{url_effective}` shows the zone as curl does. Skipped where IPv6 is not available.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ipv6_zone_id_is_dialed_and_left_out_of_host() {
+    let Ok(server) = ScriptedH1Server::builder()
+        .bind_addr((std::net::Ipv6Addr::LOCALHOST, 0).into())
+        .default_plan(ConnPlan::serve_forever(Reply::ok("zoned")))
+        .try_start()
+        .await
+    else {
+        eprintln!("skipped: no IPv6 loopback to bind");
+        return;
+    };
+    let port = server.addr().port();
+    for zone in ["%25lo", "%lo"] {
+        let url = format!("http://[::1{zone}]:{port}/z");
+        let run = poolcurl(&["-s", &url, "-w", " %{url_effective}"]).await;
+        assert_eq!(run.code, 0, "{url}: {}", run.stderr);
+        assert_eq!(
+            run.stdout_text(),
+            format!("zoned http://[::1%25lo]:{port}/z")
+        );
+    }
+    let hosts: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.host().map(str::to_owned))
+        .collect();
+    assert_eq!(hosts, [format!("[::1]:{port}"), format!("[::1]:{port}")]);
+}
+
 /// `-V` prints curl's four lines (what it is, the release date, the protocols and the
 /// features), so that scripts reading `curl -V` read poolcurl's too; a URL beside it is not
 /// fetched.

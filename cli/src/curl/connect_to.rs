@@ -67,6 +67,22 @@ impl ConnectToArgs {
         .with(entries)
     }
 
+    /// These entries with a rule after them for each IPv6 address a URL gave a zone
+    /// ([`super::zone`]): its connections go to `ADDRESS%ZONE`, which curl mode's resolver
+    /// answers with the address and its scope. `-v` says nothing of them.
+    pub(crate) fn with_zones(mut self, zones: &[super::zone::Zoned]) -> ConnectToArgs {
+        for zoned in zones {
+            self.rules = std::mem::take(&mut self.rules).rule(
+                Some(&zoned.host),
+                None,
+                Some(&zoned.target),
+                None,
+            );
+            self.targets.push(Ok((false, false)));
+        }
+        self
+    }
+
     /// These entries with `entries` after them.
     fn with(mut self, entries: &[String]) -> ConnectToArgs {
         for text in entries {

@@ -102,6 +102,7 @@ mod verbose;
 pub(crate) mod version;
 mod write_json;
 mod write_out;
+mod zone;
 
 pub(crate) use args::CurlArgs;
 use invocation::Shared;
@@ -235,7 +236,11 @@ impl Session {
         )?;
         let send = &args.send;
         let netrc = Netrc::load(send.netrc, send.netrc_file.as_deref(), send.netrc_optional);
-        let connect_to = ConnectToArgs::parse(&args.connect.connect_to);
+        // URLs whose IPv6 host names a zone: their address is dialed with its scope.
+        let zones: Vec<zone::Zoned> = (args.urls.iter().chain(&args.transfer.url))
+            .filter_map(|url| zone::split(url))
+            .collect();
+        let connect_to = ConnectToArgs::parse(&args.connect.connect_to).with_zones(&zones);
         let client = shared.client_for(&args, &connect_to)?;
         // Only `-v`, `-w` and a forward proxy's challenge (`--proxy-digest`) read them (the
         // pool has its own copy): no second parse without one of them.

@@ -56,6 +56,7 @@ use super::exit::CurlError;
 use super::localhost::Localhost;
 use super::pinned_key;
 use super::request::DEFAULT_USER_AGENT;
+use super::zone::Zones;
 
 /// curl's connect timeout when `--connect-timeout` is not given (or is 0).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -167,14 +168,16 @@ fn static_resolver_over(
     Ok(Some(resolver))
 }
 
-/// How curl mode finds a host's addresses: the `--resolve` entries, then curl's `localhost`
-/// rule ([`Localhost`]), then `names`.
+/// How curl mode finds a host's addresses: the `--resolve` entries, then an IPv6 address with
+/// its zone ([`Zones`]), then curl's `localhost` rule ([`Localhost`]), then `names`.
 ///
 /// # Errors
 ///
 /// Exit 49 for a `--resolve` entry that does not parse.
 fn curl_names(args: &ConnectArgs, names: Arc<dyn Resolve>) -> Result<Arc<dyn Resolve>, CurlError> {
-    let names: Arc<dyn Resolve> = Arc::new(Localhost { inner: names });
+    let names: Arc<dyn Resolve> = Arc::new(Zones {
+        inner: Arc::new(Localhost { inner: names }),
+    });
     Ok(match static_resolver_over(args, names.clone())? {
         Some(resolver) => Arc::new(resolver),
         None => names,

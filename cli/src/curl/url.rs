@@ -64,6 +64,8 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
         Some((scheme, _, rest)) => format!("{scheme}://{rest}"),
         None => format!("http://{text}"),
     };
+    // An IPv6 zone id is no part of the host `http` reads; it is dialed apart (`zone`).
+    let text = super::zone::split(&text).map_or(text, |zoned| zoned.url);
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),

@@ -185,6 +185,10 @@ impl Session {
         let first = uri.clone();
         let (credentials, own) = self.netrc_credentials(&uri, credentials)?;
         record.url = url::effective(&uri, &parsed, url::fragment(url.as_bytes()));
+        if let Some(zoned) = super::zone::split(url) {
+            // curl shows the zone it dials with.
+            record.url = record.url.replacen(&zoned.host, &zoned.shown, 1);
+        }
         // The URL whose `user:password@` `%{url_effective}` shows, as written.
         let mut shown = parsed.clone();
         let mut hop = template.first_hop();
