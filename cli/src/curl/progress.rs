@@ -14,8 +14,10 @@
 
 use std::time::Instant;
 
+use super::Session;
 use super::bar::Bar;
 use super::meter::Meter;
+use super::sink::Sink;
 
 /// What a transfer draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +171,43 @@ impl Progress {
             .and_then(|bar| bar.update(done, total, Instant::now()))
         {
             super::errout::write(text.as_bytes());
+        }
+    }
+}
+
+impl Session {
+    /// Whether transfers draw a progress display at all: not under `-s` or
+    /// `--no-progress-meter`.
+    pub(in crate::curl) fn draws_progress(&self) -> bool {
+        self.report.chatty() && !self.args.transfer.no_progress_meter
+    }
+
+    /// The progress display of a transfer to `sink`, for all its attempts; under `-Z`, its
+    /// share of the run's meter in `parallel_slot`.
+    pub(in crate::curl) fn progress_for(
+        &self,
+        sink: &Sink,
+        parallel_slot: Option<usize>,
+    ) -> Progress {
+        Progress::new(match parallel_slot {
+            Some(slot) => Style::Parallel(slot),
+            None => self.progress_style(sink),
+        })
+    }
+
+    /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`
+    /// (whose transfers report to the run's one meter instead, `Style::Parallel`);
+    /// `-#`'s bar; else curl's meter, unless the body goes to a terminal (curl's rule).
+    fn progress_style(&self, sink: &Sink) -> Style {
+        let transfer = &self.args.transfer;
+        if !self.draws_progress() || transfer.parallel {
+            Style::Off
+        } else if transfer.progress_bar {
+            Style::Bar
+        } else if sink.to_terminal() {
+            Style::Off
+        } else {
+            Style::Meter
         }
     }
 }

@@ -19,6 +19,7 @@
 //! `--location-trusted`. The `Location` resolves against the URL that answered
 //! ([`super::url::resolve_location`]).
 
+use http::header::HeaderValue;
 use http::{Method, StatusCode, Uri};
 
 use super::exit::CurlError;
@@ -99,6 +100,12 @@ pub(crate) fn clear_auth_note(from: &Uri, to: &Uri) -> Option<String> {
             scheme_from.to_ascii_uppercase()
         )
     })
+}
+
+/// `%{redirect_url}` for a `Location` resolved to `next`: with the `Location`'s fragment, which
+/// the next request would not carry but curl shows.
+pub(crate) fn shown_location(next: &Uri, location: &HeaderValue) -> String {
+    super::url::effective(next, next, super::url::fragment(location.as_bytes()))
 }
 
 /// The port a URL connects to: its own, else its scheme's.

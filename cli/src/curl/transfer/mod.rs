@@ -35,7 +35,7 @@ use super::exit::CurlError;
 use super::netrc::Mode;
 use super::output;
 use super::pace::PaceArgs;
-use super::progress::{Progress, Style};
+use super::progress::Progress;
 use super::record::TransferRecord;
 use super::redirect;
 use super::request::{Hop, PerRequest, RequestTemplate};
@@ -125,41 +125,6 @@ impl Session {
         result
     }
 
-    /// Whether transfers draw a progress display at all: not under `-s` or
-    /// `--no-progress-meter`.
-    pub(in crate::curl) fn draws_progress(&self) -> bool {
-        self.report.chatty() && !self.args.transfer.no_progress_meter
-    }
-
-    /// The progress display of a transfer to `sink`, for all its attempts; under `-Z`, its
-    /// share of the run's meter in `parallel_slot`.
-    pub(in crate::curl) fn progress_for(
-        &self,
-        sink: &Sink,
-        parallel_slot: Option<usize>,
-    ) -> Progress {
-        Progress::new(match parallel_slot {
-            Some(slot) => Style::Parallel(slot),
-            None => self.progress_style(sink),
-        })
-    }
-
-    /// What a transfer to `sink` draws: nothing under `-s`, `--no-progress-meter` or `-Z`
-    /// (whose transfers report to the run's one meter instead, `Style::Parallel`);
-    /// `-#`'s bar; else curl's meter, unless the body goes to a terminal (curl's rule).
-    fn progress_style(&self, sink: &Sink) -> Style {
-        let transfer = &self.args.transfer;
-        if !self.draws_progress() || transfer.parallel {
-            Style::Off
-        } else if transfer.progress_bar {
-            Style::Bar
-        } else if sink.to_terminal() {
-            Style::Off
-        } else {
-            Style::Meter
-        }
-    }
-
     /// One transfer: the request for `url` and, with `-L`, its redirects.
     async fn transfer(
         &self,
@@ -236,7 +201,7 @@ impl Session {
                         redirect::check_limit(record.num_redirects, self.args.redirect_limit())
                     {
                         // curl keeps the URL it would have gone to for `%{redirect_url}`.
-                        record.redirect_url = Some(shown_location(&next, &location));
+                        record.redirect_url = Some(redirect::shown_location(&next, &location));
                         return Err(error);
                     }
                     self.protocols
@@ -494,7 +459,7 @@ impl Session {
                 self.verbose.done(connection, &target.host, closes);
                 return Ok(Next::Redirect(next?, location.clone()));
             }
-            record.redirect_url = next.ok().map(|u| shown_location(&u, location));
+            record.redirect_url = next.ok().map(|u| redirect::shown_location(&u, location));
         }
 
         // The response whose body is written may name the `-O -J` file.
@@ -636,10 +601,4 @@ impl Session {
             && !self.args.net.http1_0
             && uri.scheme_str() == Some("http")
     }
-}
-
-/// `%{redirect_url}` for a `Location` resolved to `next`: with the `Location`'s fragment, which
-/// the next request would not carry but curl shows.
-fn shown_location(next: &Uri, location: &HeaderValue) -> String {
-    url::effective(next, next, url::fragment(location.as_bytes()))
 }
