@@ -12,6 +12,7 @@
 //! | `--connect-to` | [`pool::ConnectTo`] rules (see [`super::connect_to`]; a bad target port is exit 49 for the transfers it matches) |
 //! | `-4` / `-6` | a resolver that keeps only IPv4 / IPv6 addresses (curl mode) |
 //! | (always, curl mode) | `localhost` and `*.localhost` are `127.0.0.1` and `::1` without asking a resolver, as curl answers them ([`super::localhost`]) |
+//! | a URL with an IPv6 zone id (`[fe80::1%25eth0]`) | a `--connect-to`-style rule to `ADDRESS%ZONE`, which the resolver answers with the address and the zone's scope ([`super::zone`]) |
 //! | `--doh-url`, `--doh-insecure`, `--doh-cert-status` | a [`super::doh::DohResolver`] behind the `--resolve` entries, asking through a pool of its own (curl mode) |
 //! | `--dns-servers`, `--dns-ipv4-addr`, `--dns-ipv6-addr` | a [`pool::HickoryResolver`] behind the `--resolve` entries, unless `--doh-url` is given (curl mode; see [`super::dns_servers`]) |
 //! | `--http1.0`, `--ntlm` | `Http1Only` (curl mode; `--http1.0`'s requests say HTTP/1.0; NTLM authenticates a connection) |
