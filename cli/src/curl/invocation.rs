@@ -228,7 +228,7 @@ async fn run_all(sessions: &[Session], jobs: Vec<(usize, Planned)>, missing_url:
         let mut redraw = tokio::time::interval(parallel_meter::REDRAW);
         let mut last_failure = 0;
         loop {
-            // The transfers first, so that the meter's first line counts them.
+            // The transfers first: one that finished is handled before the next redraw.
             let finished = tokio::select! {
                 biased;
                 finished = transfers.next() => finished,
