@@ -152,10 +152,7 @@ fn sine(index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(start: Instant, millis: u64) -> Instant {
-        start + Duration::from_millis(millis)
-    }
+    use crate::curl::meter::at;
 
     #[test]
     fn a_known_length_draws_at_ten_hertz_and_always_at_the_end() {

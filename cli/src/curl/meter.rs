@@ -236,16 +236,15 @@ pub(crate) fn clock(seconds: u64) -> String {
     }
 }
 
+/// `millis` after `start`: the moments the display tests hand their states.
+#[cfg(test)]
+pub(crate) fn at(start: Instant, millis: u64) -> Instant {
+    start + std::time::Duration::from_millis(millis)
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-
-    /// `millis` after `start`.
-    fn at(start: Instant, millis: u64) -> Instant {
-        start + Duration::from_millis(millis)
-    }
 
     const HEADER: &str = "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  \
                           Current\n                                 Dload  Upload   Total   \

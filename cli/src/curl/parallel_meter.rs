@@ -266,10 +266,7 @@ pub(crate) fn draw(last: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(start: Instant, millis: u64) -> Instant {
-        start + Duration::from_millis(millis)
-    }
+    use crate::curl::meter::at;
 
     #[test]
     fn the_line_adds_up_the_transfers_and_ends_with_a_break() {
