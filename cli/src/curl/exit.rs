@@ -452,6 +452,10 @@ fn malformed_reply(part: pool::Malformed) -> CurlError {
 /// failure with the proxy, a timeout).
 fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> {
     let ms = attempt.elapsed.as_millis();
+    // The proxy as `-x` gave it: curl names it by its host (and port), a SOCKS one by version.
+    let proxy = error
+        .proxy()
+        .and_then(|label| pool::Proxy::parse(label).ok());
     if error.is_proxy_socks() {
         if error.is_resolve() {
             return Some(CurlError::new(
@@ -459,10 +463,7 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
                 format!("Could not resolve host: {}", attempt.dial_host),
             ));
         }
-        let scheme = error
-            .proxy()
-            .and_then(|label| pool::Proxy::parse(label).ok());
-        let version = match scheme.map(|proxy| proxy.scheme()) {
+        let version = match proxy.map(|proxy| proxy.scheme()) {
             Some(pool::ProxyScheme::Socks4 | pool::ProxyScheme::Socks4a) => "SOCKS4",
             _ => "SOCKS5",
         };
@@ -481,10 +482,6 @@ fn proxy_error(error: &pool::Error, attempt: &Attempt<'_>) -> Option<CurlError> 
             None => CurlError::new(56, format!("Proxy CONNECT aborted: {}", root_cause(error))),
         });
     }
-    // curl names the proxy by its host (and port) as `-x` gave them.
-    let proxy = error
-        .proxy()
-        .and_then(|label| pool::Proxy::parse(label).ok());
     if error.is_resolve() {
         let name = proxy
             .as_ref()

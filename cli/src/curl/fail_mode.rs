@@ -7,9 +7,9 @@
 //! `-f`); this names `-f` and `--fail-with-body`.
 
 use clap::ArgMatches;
-use clap::parser::ValueSource;
 
 use super::exit::{CurlError, Note};
+use super::method::said_at;
 
 /// Checks the group's `-f` and `--fail-with-body` (their negations already applied: an
 /// occurrence left is one that turned the flag on).
@@ -20,10 +20,7 @@ use super::exit::{CurlError, Note};
 pub(crate) fn check(matches: &ArgMatches) -> Result<(), CurlError> {
     let mut turned_on: Vec<(usize, &str)> = Vec::new();
     for (id, flag) in [("fail", "-f"), ("fail_with_body", "--fail-with-body")] {
-        if matches.value_source(id) != Some(ValueSource::CommandLine) {
-            continue;
-        }
-        let first = matches.indices_of(id).into_iter().flatten().next();
+        let first = said_at(matches, id).first().copied();
         turned_on.extend(first.map(|at| (at, flag)));
     }
     turned_on.sort_unstable();

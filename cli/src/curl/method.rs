@@ -78,16 +78,7 @@ pub(crate) fn choose(
     head: bool,
     has_data: bool,
 ) -> Result<Chosen, CurlError> {
-    // A flag's default value has an index too: only what the command line said counts.
-    let indices = |id: &str| {
-        let said = matches.value_source(id) == Some(ValueSource::CommandLine);
-        matches
-            .indices_of(id)
-            .into_iter()
-            .flatten()
-            .filter(|_| said)
-            .collect::<Vec<_>>()
-    };
+    let indices = |id: &str| said_at(matches, id);
     let mut asked: Vec<(usize, HttpReq, &str)> = Vec::new();
     if head {
         asked.extend(
@@ -133,6 +124,16 @@ pub(crate) fn choose(
         }
     }
     Ok(chosen)
+}
+
+/// Where on the command line flag `id` was given, in order; nothing for a flag left at its
+/// default (whose default value has an index too). For checks that read flags in the order
+/// written ([`choose`], [`super::fail_mode`]).
+pub(crate) fn said_at(matches: &ArgMatches, id: &str) -> Vec<usize> {
+    if matches.value_source(id) != Some(ValueSource::CommandLine) {
+        return Vec::new();
+    }
+    matches.indices_of(id).into_iter().flatten().collect()
 }
 
 #[cfg(test)]

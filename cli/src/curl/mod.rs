@@ -490,8 +490,7 @@ impl Session {
         let proxies = self.proxies.as_ref()?;
         let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
         let tls = uri.scheme_str() == Some("https");
-        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        proxies.route(tls, &host.to_ascii_lowercase(), port)
+        proxies.route(tls, &host.to_ascii_lowercase(), url::port_of(uri))
     }
 }
 

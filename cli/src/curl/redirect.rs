@@ -24,6 +24,7 @@ use http::{Method, StatusCode, Uri};
 
 use super::exit::CurlError;
 use super::request::Hop;
+use super::url::port_of;
 
 /// Whether `-L` follows a response with this status (and a `Location`): every 3xx, as curl
 /// follows them (300, 305 and 306 too, and a 304 that names a `Location`).
@@ -76,9 +77,7 @@ pub(crate) fn next_hop(
         method,
         send_body,
         cross_host,
-        cross_origin: cross_host
-            || first.scheme() != to.scheme()
-            || effective_port(first) != effective_port(to),
+        cross_origin: cross_host || first.scheme() != to.scheme() || port_of(first) != port_of(to),
         trusted: hop.trusted,
     }
 }
@@ -87,7 +86,7 @@ pub(crate) fn next_hop(
 /// whether or not there are credentials to leave out: `Clear auth, redirects to port from 80
 /// to 8080`, or `... scheme from HTTP to https`.
 pub(crate) fn clear_auth_note(from: &Uri, to: &Uri) -> Option<String> {
-    let (port_from, port_to) = (effective_port(from)?, effective_port(to)?);
+    let (port_from, port_to) = (port_of(from), port_of(to));
     if port_from != port_to {
         return Some(format!(
             "Clear auth, redirects to port from {port_from} to {port_to}"
@@ -106,15 +105,6 @@ pub(crate) fn clear_auth_note(from: &Uri, to: &Uri) -> Option<String> {
 /// the next request would not carry but curl shows.
 pub(crate) fn shown_location(next: &Uri, location: &HeaderValue) -> String {
     super::url::effective(next, next, super::url::fragment(location.as_bytes()))
-}
-
-/// The port a URL connects to: its own, else its scheme's.
-fn effective_port(uri: &Uri) -> Option<u16> {
-    uri.port_u16().or(match uri.scheme_str() {
-        Some("https") => Some(443),
-        Some("http") => Some(80),
-        _ => None,
-    })
 }
 
 /// Checks that one more redirect stays within `--max-redirs` (`None`: unlimited).

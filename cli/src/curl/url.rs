@@ -261,16 +261,24 @@ pub(crate) fn wire_uri(uri: &Uri) -> std::borrow::Cow<'_, Uri> {
     }
 }
 
+/// The port a URL's scheme implies: 443 for `https`, 80 otherwise (curl mode speaks HTTP only).
+pub(crate) fn default_port(uri: &Uri) -> u16 {
+    match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    }
+}
+
+/// The port a request to `uri` connects to: its own, else its scheme's.
+pub(crate) fn port_of(uri: &Uri) -> u16 {
+    uri.port_u16().unwrap_or_else(|| default_port(uri))
+}
+
 /// `uri` without its port when that is the scheme's default (80 for `http`, 443 for
 /// `https`); `None` when it names no port or another one.
 fn without_default_port(uri: &Uri) -> Option<Uri> {
-    let default = match uri.scheme_str()? {
-        "http" => 80,
-        "https" => 443,
-        _ => return None,
-    };
     let authority = uri.authority()?;
-    if authority.port_u16()? != default {
+    if authority.port_u16()? != default_port(uri) {
         return None;
     }
     let plain = authority.as_str().rsplit_once(':')?.0;

@@ -481,12 +481,8 @@ impl RequestTemplate {
 /// `Host` as curl sends it: the URL's host, and its port unless it is the scheme's default.
 pub(crate) fn host_value(uri: &Uri) -> Option<HeaderValue> {
     let host = uri.host()?;
-    let default_port = match uri.scheme_str() {
-        Some("https") => 443,
-        _ => 80,
-    };
     let text = match uri.port_u16() {
-        Some(port) if port != default_port => format!("{host}:{port}"),
+        Some(port) if port != super::url::default_port(uri) => format!("{host}:{port}"),
         _ => host.to_owned(),
     };
     HeaderValue::from_str(&text).ok()

@@ -390,10 +390,7 @@ impl Target {
         sink: &Sink,
     ) -> Result<Target, CurlError> {
         let host = Target::host_of(uri);
-        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
+        let port = crate::curl::url::port_of(uri);
         let dial = connect_to.check(host, port)?;
         // The pool dials an address as given; the resolver's family filter never sees it.
         let literal = dial.host.parse::<std::net::IpAddr>().ok();
