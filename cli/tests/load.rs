@@ -662,6 +662,29 @@ async fn bad_flags_exit_2_with_clap_messages() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_data_file_that_does_not_open_stops_the_run_before_its_first_request() {
+    // curl mode warns and sends such a piece empty; a load run of empty bodies would measure
+    // something else than asked, so it does not start.
+    let run = poolcurl(&[
+        "load",
+        "-n",
+        "1",
+        "-d",
+        "@/nonexistent/body",
+        "http://127.0.0.1:1/",
+    ])
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("Couldn't read data from file \"/nonexistent/body\""),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn text_and_json_report_the_same_numbers() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hello"))).await;
     let url = server.url("/");

@@ -156,17 +156,20 @@ pub(crate) fn default_file() -> Option<String> {
         .map(|path| path.to_string_lossy().into_owned())
 }
 
-/// The text of a config file (`-` is stdin).
+/// The text of a config file (`-` is stdin). A file that opens but cannot be read (a
+/// directory) is empty, as curl's line reader finds it; one that does not open is an error.
 fn read(file: &str) -> Result<String, CurlError> {
-    let bytes = if file == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map(|_| bytes)
+    let mut bytes = Vec::new();
+    if file == "-" {
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes);
     } else {
-        std::fs::read(file)
-    };
-    bytes
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|_| CurlError::new(26, "option -K: error encountered when reading a file"))
+        let mut opened = std::fs::File::open(file)
+            .map_err(|_| CurlError::new(26, "option -K: error encountered when reading a file"))?;
+        if std::io::Read::read_to_end(&mut opened, &mut bytes).is_err() {
+            bytes.clear();
+        }
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// One option line of a config file.

@@ -163,6 +163,20 @@ impl CurlError {
         )
     }
 
+    /// Exit 26 as curl says it while it reads its command line: a file given to `flag` opened
+    /// but could not be read (`option --data-binary: error encountered when reading a file`),
+    /// with the `--help` hint even under `-s`.
+    pub(crate) fn option_read_failed(flag: &str) -> CurlError {
+        CurlError {
+            code: 26,
+            usage: true,
+            ..CurlError::new(
+                26,
+                format!("option {flag}: error encountered when reading a file"),
+            )
+        }
+    }
+
     /// Exit 28: `-m` elapsed.
     pub(crate) fn operation_timeout(elapsed: Duration, received: u64) -> CurlError {
         CurlError::new(

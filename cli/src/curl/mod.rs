@@ -212,7 +212,7 @@ impl Session {
             }
         };
         for warning in &composed.warnings {
-            report.warning_raw(&format!("Warning: {warning}"));
+            report.warning_raw(&output::curl_warning(warning));
         }
         // Read while curl parses the command line: before anything a transfer prints.
         if let Some(text) = &args.transfer.time_cond {
@@ -303,7 +303,7 @@ impl Session {
             return Ok(());
         };
         file_meta::start_etag_file(file).map_err(|warning| {
-            self.report.warning_raw(&format!("Warning: {warning}"));
+            self.report.warning_raw(&output::curl_warning(&warning));
             let error = CurlError::new(26, "no transfer performed");
             self.report.error(&error);
             error.code()

@@ -198,6 +198,14 @@ pub(crate) fn cases() -> Vec<Case> {
                 &["-K", "missing.cfg", "%BASE%/hello"],
             )
         },
+        // A directory opens and reads as no lines: curl goes on without options from it.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "config file that is a directory",
+                &["-s", "-K", ".", "%BASE%/hello"],
+            )
+        },
         case(
             "query escapes appended in lower case",
             &[

@@ -170,6 +170,38 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/echo",
             ],
         ),
+        // A data file that does not open: curl warns and sends the piece empty (a
+        // `--data-urlencode` or `--url-query` piece without bytes goes with its name); one that
+        // opens and cannot be read (a directory) fails the byte readers, and -d reads it empty.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "data files that do not open",
+                &[
+                    "--no-progress-meter",
+                    "-d",
+                    "@missing",
+                    "--data-binary",
+                    "b",
+                    "--data-urlencode",
+                    "n@missing",
+                    "--json",
+                    "@missing",
+                    "-d",
+                    "@.",
+                    "--url-query",
+                    "q@missing",
+                    "%BASE%/echo",
+                ],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "data file that does not read",
+                &["-s", "--data-binary", "@.", "%BASE%/echo"],
+            )
+        },
         case("json", &["--json", "{\"a\":1}", "%BASE%/echo"]),
         // --json's two headers go after the -H ones, unless -H names them (curl appends them
         // to its -H list).
