@@ -66,11 +66,45 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
     };
     // An IPv6 zone id is no part of the host `http` reads; it is dialed apart (`zone`).
     let text = super::zone::split(&text).map_or(text, |zoned| zoned.url);
+    let text = normalize_host(text);
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
         _ => Err(CurlError::malformed_url()),
     }
+}
+
+/// `url` (with its scheme) with the host as curl's URL parser leaves it: an IPv4 address
+/// written in numbers other than four decimal parts (`127.1`, `0x7f.1`, `2130706433`) in
+/// dotted decimal, and an internationalized name in its ASCII form (`xn--...`, IDNA as
+/// WHATWG's URL standard and libidn2 map it), since a request can carry no other. Anything
+/// else, and a host that does not parse either way, is left as written (a name in upper case
+/// stays so, as curl keeps it).
+fn normalize_host(url: String) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url;
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let host_start = url[start..end].rfind('@').map_or(start, |i| start + i + 1);
+    if url[host_start..end].starts_with('[') {
+        return url;
+    }
+    let host_end = url[host_start..end]
+        .find(':')
+        .map_or(end, |i| host_start + i);
+    let host = &url[host_start..host_end];
+    let numeric = host.bytes().any(|b| b.is_ascii_digit())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || matches!(b, b'.' | b'x' | b'X'));
+    let ascii = match url::Host::parse(host) {
+        Ok(url::Host::Ipv4(address)) if numeric => address.to_string(),
+        Ok(url::Host::Domain(name)) if !host.is_ascii() => name,
+        _ => return url,
+    };
+    format!("{}{ascii}{}", &url[..host_start], &url[host_end..])
 }
 
 /// `text` as curl reads a URL with a scheme: the scheme (a letter, then letters, digits, `+`,
@@ -317,6 +351,27 @@ fn escape(bytes: &[u8], escaped: impl Fn(u8) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numeric_ipv4_hosts_are_dotted_and_international_names_ascii() {
+        let host = |url: &str| parse_url(url).unwrap().authority().unwrap().to_string();
+        assert_eq!(host("http://127.1:8080/"), "127.0.0.1:8080");
+        assert_eq!(host("http://0x7f.1/"), "127.0.0.1");
+        assert_eq!(host("http://u:p@2130706433/"), "u:p@127.0.0.1");
+        assert_eq!(host("http://0177.0.0.1/"), "127.0.0.1");
+        assert_eq!(host("http://ünï.example:81/x"), "xn--n-nga1b.example:81");
+        // Names, addresses already dotted, and what is neither, stay as written.
+        for kept in [
+            "LOCALHOST:81",
+            "127.0.0.1",
+            "cafe.de",
+            "1.2.3.4.5",
+            "[::1]:81",
+            "a.123",
+        ] {
+            assert_eq!(host(&format!("http://{kept}/")), kept);
+        }
+    }
 
     #[test]
     fn effective_urls_keep_their_fragment() {

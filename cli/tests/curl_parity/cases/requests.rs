@@ -195,5 +195,30 @@ pub(crate) fn cases() -> Vec<Case> {
                 "http://parity.test:%PORT%/echo",
             ],
         ),
+        // A host in numbers other than dotted decimal goes as dotted decimal (Host, and
+        // %{url_effective}); an internationalized name is looked up (here: --resolve'd) in its
+        // ASCII form.
+        case(
+            "numeric hosts are dotted",
+            &[
+                "-w",
+                "%{url_effective}\\n",
+                "http://127.1:%PORT%/echo",
+                "http://2130706433:%PORT%/echo",
+                "http://0x7f.0.1:%PORT%/echo",
+            ],
+        ),
+        case(
+            "an international name is looked up in ASCII",
+            &[
+                "--resolve",
+                "xn--n-nga1b.example:%PORT%:127.0.0.1",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code} %{num_connects}\\n",
+                "http://ünï.example:%PORT%/echo",
+            ],
+        ),
     ]
 }
