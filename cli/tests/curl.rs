@@ -1625,7 +1625,10 @@ async fn url_errors_exit_3_and_1() {
     );
     let run = poolcurl(&["ftp://x/"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(run.stderr, "poolcurl: (1) Protocol \"ftp\" not supported\n");
+    assert_eq!(
+        run.stderr,
+        "poolcurl: (1) Protocol \"ftp\" not supported or disabled in libcurl\n"
+    );
     // A port that does not fit in 16 bits is a bad URL, not a request to port 80.
     let run = poolcurl(&["http://127.0.0.1:99999/"]).await;
     assert_eq!(run.code, 3, "{}", run.stderr);

@@ -134,7 +134,10 @@ impl CurlError {
 
     /// Exit 1: a scheme other than `http` or `https`.
     pub(crate) fn unsupported_protocol(scheme: &str) -> CurlError {
-        CurlError::new(1, format!("Protocol \"{scheme}\" not supported"))
+        CurlError::new(
+            1,
+            format!("Protocol \"{scheme}\" not supported or disabled in libcurl"),
+        )
     }
 
     /// Exit 3: a URL that does not parse (or has no host), in curl 7.88's words.

@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(parse_url("ftp://x/").unwrap_err().code(), 1);
         assert_eq!(
             parse_url("ftp://x/").unwrap_err().message(),
-            "Protocol \"ftp\" not supported"
+            "Protocol \"ftp\" not supported or disabled in libcurl"
         );
         assert_eq!(parse_url("http://[::1").unwrap_err().code(), 3);
         assert_eq!(parse_url("http://a b/").unwrap_err().code(), 3);

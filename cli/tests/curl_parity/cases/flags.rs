@@ -164,7 +164,20 @@ pub(crate) fn cases() -> Vec<Case> {
             "disallow username in url",
             &["--disallow-username-in-url", "http://u:p@127.0.0.1:9/"],
         ),
-        case("proto denies http", &["--proto", "=https", "%BASE%/hello"]),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "proto denies http",
+                &["-sS", "--proto", "=https", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "a scheme curl mode does not speak",
+                &["-sS", "foo://%PORT%/"],
+            )
+        },
         case(
             "proto list with modifiers",
             &["--proto", "-all,+https,http", "%BASE%/hello"],
