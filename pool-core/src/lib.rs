@@ -19,7 +19,8 @@
 //!   time inputs.
 //! * [`spawn`]: the [`DriverSpawner`] a partition's connection work runs on.
 //! * [`sync`]: the `std`/`loom` facade every lock comes from.
-//! * [`target`]: [`RequestTarget`], a request's target on the wire in place of its URI's.
+//! * [`target`]: [`RequestTarget`], a request's target on the wire in place of its URI's, and
+//!   [`OmitHost`], an HTTP/1 request sent without the `Host` the pool adds.
 //!
 //! What it does not do: speak HTTP (`pool-h1`, `pool-h2`), establish transports (`pool-tls`),
 //! or assemble the pool users depend on (`pool`).
@@ -57,5 +58,5 @@ pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
 pub use spawn::{BoxFuture, DriverSpawner};
 pub use stats::{Gauge, Gauges, OriginStats, PartitionStats, Peaks};
-pub use target::RequestTarget;
+pub use target::{OmitHost, RequestTarget};
 pub use time::{AsyncSleep, ConnectTimeout, Sleep, TimeSource};

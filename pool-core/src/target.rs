@@ -8,6 +8,11 @@
 //! routing, reuse and re-sends still follow the URI, and a request without one pays a single
 //! emptiness check of its extensions.
 //!
+//! [`OmitHost`] is the other thing a URL cannot say: that an HTTP/1 request goes without the
+//! `Host` header the pool otherwise adds (curl's `-H 'Host:'`), to see how a server answers
+//! one. It travels the same way and costs a request that carries `Host`, or has no
+//! extensions, no more than a check it already makes.
+//!
 //! What this module does not do: send a target [`PathAndQuery`] rejects (one that is neither
 //! `*` nor starts with `/`: hyper writes the request line from a URI), or change the origin
 //! (the URI's authority, or a `Host` header, does that).
@@ -71,6 +76,16 @@ impl fmt::Debug for RequestTarget {
             .finish()
     }
 }
+
+/// Marks an HTTP/1 request to go without a `Host` header, set as a request extension:
+/// `request.extensions_mut().insert(OmitHost)`. The pool otherwise adds the origin's `Host` to
+/// every HTTP/1 request that has none; a request marked so is sent as it is. HTTP/1.1 requires
+/// `Host` (RFC 9112 section 3.2), so a server is expected to answer 400: this exists for tools
+/// that probe that answer, as curl's `-H 'Host:'` does. A `Host` header the request carries is
+/// sent whatever this says. HTTP/2 always carries the URI's authority as `:authority`, which
+/// this does not change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OmitHost;
 
 #[cfg(test)]
 mod tests {

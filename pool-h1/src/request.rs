@@ -3,9 +3,10 @@
 use http::header::{HOST, PROXY_AUTHORIZATION};
 use http::uri::{PathAndQuery, Uri};
 use http::{HeaderName, HeaderValue, Request};
-use pool_core::{OriginKey, RequestTarget};
+use pool_core::{OmitHost, OriginKey, RequestTarget};
 
-/// Prepares `request` for the wire: sets `Host` from the origin unless the caller set one, and
+/// Prepares `request` for the wire: sets `Host` from the origin unless the caller set one (or
+/// marked the request [`OmitHost`]), and
 /// replaces the absolute URI with its origin form (`/path?query`), which is what an origin
 /// server expects on HTTP/1.1 (RFC 9112 section 3.2.1), or with the request's
 /// [`RequestTarget`] when it carries one.
@@ -13,9 +14,7 @@ use pool_core::{OriginKey, RequestTarget};
 /// `host` is the origin's `Host` value, computed once per origin so this costs no allocation
 /// beyond the header map's own.
 pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
-    if !request.headers().contains_key(HOST) {
-        request.headers_mut().insert(HOST, host.clone());
-    }
+    add_host(request, host);
     if override_target(request) {
         return;
     }
@@ -55,9 +54,7 @@ pub fn prepare_proxied_request<B>(
     host: &HeaderValue,
     proxy: &ForwardProxy,
 ) {
-    if !request.headers().contains_key(HOST) {
-        request.headers_mut().insert(HOST, host.clone());
-    }
+    add_host(request, host);
     override_target(request);
     if let Some(value) = &proxy.authorization {
         if !request.headers().contains_key(PROXY_AUTHORIZATION) {
@@ -68,6 +65,16 @@ pub fn prepare_proxied_request<B>(
     }
     for (name, value) in &proxy.headers {
         request.headers_mut().append(name.clone(), value.clone());
+    }
+}
+
+/// Inserts the origin's `Host` into a request that has none, unless it is marked [`OmitHost`].
+#[inline]
+fn add_host<B>(request: &mut Request<B>, host: &HeaderValue) {
+    // The mark is looked for only when `Host` is missing: one emptiness check of the
+    // extensions for a request without any.
+    if !request.headers().contains_key(HOST) && request.extensions().get::<OmitHost>().is_none() {
+        request.headers_mut().insert(HOST, host.clone());
     }
 }
 
@@ -125,6 +132,27 @@ mod tests {
         prepare_request(&mut req, &HeaderValue::from_static("example.com"));
         assert_eq!(req.uri().to_string(), "/");
         assert_eq!(req.headers()[HOST], "virtual.test");
+    }
+
+    #[test]
+    fn a_request_marked_omit_host_goes_without_one_and_a_callers_host_stays() {
+        let host = HeaderValue::from_static("example.com");
+        let mut req = Request::get("http://example.com/a").body(()).unwrap();
+        req.extensions_mut().insert(OmitHost);
+        prepare_request(&mut req, &host);
+        assert_eq!(req.uri().to_string(), "/a");
+        assert!(!req.headers().contains_key(HOST));
+        let mut proxied = Request::get("http://example.com/a").body(()).unwrap();
+        proxied.extensions_mut().insert(OmitHost);
+        prepare_proxied_request(&mut proxied, &host, &ForwardProxy::default());
+        assert!(!proxied.headers().contains_key(HOST));
+        let mut given = Request::get("http://example.com/a")
+            .header(HOST, "virtual.test")
+            .body(())
+            .unwrap();
+        given.extensions_mut().insert(OmitHost);
+        prepare_request(&mut given, &host);
+        assert_eq!(given.headers()[HOST], "virtual.test");
     }
 
     /// RFC 9112 section 3.2.1: an empty path is sent as `/`, also when the URI has only a query

@@ -93,8 +93,8 @@ pub use time::{TokioSleep, TokioTime};
 
 pub use pool_core::{
     AsyncSleep, BoxFuture, CertificateCheck, CloseReason, ConnectionEventListener, ConnectionId,
-    ConnectionInfo, ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OpenReason,
-    OriginKey, OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute,
+    ConnectionInfo, ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OmitHost,
+    OpenReason, OriginKey, OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute,
     RequestTarget, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).

@@ -120,6 +120,10 @@ impl RequestTemplate {
         if let Some(target) = &self.target {
             builder = builder.extension(target.clone());
         }
+        if user_host.is_none() && self.removed.contains(&HOST) {
+            // `-H 'Host:'`: the pool adds none either (HTTP/2's `:authority` stays).
+            builder = builder.extension(pool::OmitHost);
+        }
         if let Some(spellings) = self.spellings.as_ref().filter(|_| self.host_first) {
             builder = builder.extension(spellings.clone());
         }

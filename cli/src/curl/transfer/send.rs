@@ -57,6 +57,7 @@ impl Session {
             request.extensions_mut().insert(pool::ExpectContinue);
         }
         let mut sent_headers = request.headers().clone();
+        let omits_host = request.extensions().get::<pool::OmitHost>().is_some();
         let spellings = request
             .extensions()
             .get::<pool::RequestHeaderNames>()
@@ -235,6 +236,7 @@ impl Session {
             http1_0: self.args.net.http1_0,
             proxy,
             target: template.has_target().then_some(wire_target),
+            omits_host,
             quiet_data: target.quiet_data,
             // A body that waited for a go-ahead went after the head, as an upload's does;
             // curl says nothing of the kind for a chunked one, whose last chunk ends it.

@@ -72,6 +72,8 @@ pub(crate) struct VerboseContext<'a> {
     pub(crate) proxy: Option<&'a pool::Proxy>,
     /// `--request-target`: the request line's target whatever the route.
     pub(crate) target: Option<&'a str>,
+    /// `-H 'Host:'`: the request went without the `Host` the pool otherwise adds.
+    pub(crate) omits_host: bool,
     /// Whether `-v` leaves out its `[N bytes data]` notes: the body goes to a terminal,
     /// where it shows itself (curl's rule).
     pub(crate) quiet_data: bool,
@@ -447,7 +449,7 @@ fn request_lines(
     // Header lines end in CRLF and the blank line after a head is `> ` / `< `, byte for
     // byte as curl writes them (the head as sent and received).
     lines.head_line(Direction::Sent, &format!("{method} {target} {version}"));
-    if !http2 && !headers.contains_key(HOST) {
+    if !http2 && !headers.contains_key(HOST) && !cx.omits_host {
         let host = pool::OriginKey::from_uri(uri).map_or_else(
             |_| uri.authority().map_or(String::new(), |a| a.to_string()),
             |origin| origin.authority(),

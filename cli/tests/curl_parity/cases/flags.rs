@@ -164,6 +164,12 @@ pub(crate) fn cases() -> Vec<Case> {
             "disallow username in url",
             &["--disallow-username-in-url", "http://u:p@127.0.0.1:9/"],
         ),
+        // -H 'Host:' sends no Host at all (the pool adds none), and -v shows none.
+        case("host removed", &["-H", "Host:", "%BASE%/echo"]),
+        Case {
+            extra: Extra::VerboseHeaderOrder,
+            ..case("host removed, -v", &["-v", "-H", "Host:", "%BASE%/echo"])
+        },
         Case {
             extra: Extra::Stderr,
             ..case(
