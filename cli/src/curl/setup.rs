@@ -399,13 +399,14 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
 }
 
 /// curl's exit for a proxy URL it cannot use: 7 and "Unsupported proxy scheme" for a scheme it
-/// does not speak (`-x ftp://...`), 5 for one that does not parse. `url` is `-x`'s (`None`:
-/// the environment's, which the error names).
+/// does not speak (`-x ftp://...`), 5 and "Unsupported proxy syntax" for one that does not
+/// parse. `url` is `-x`'s (`None`: the environment's, which the error names).
 fn proxy_error(error: &pool::ProxyError, url: Option<&str>) -> CurlError {
     match (error.is_unsupported_scheme(), url) {
         (true, Some(url)) => CurlError::new(7, format!("Unsupported proxy scheme for '{url}'")),
         (true, None) => CurlError::new(7, error.to_string()),
-        (false, _) => CurlError::new(5, error.to_string()),
+        (false, Some(url)) => CurlError::new(5, format!("Unsupported proxy syntax in '{url}'")),
+        (false, None) => CurlError::new(5, error.to_string()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Parity cases: where a connection goes: --connect-to, Unix sockets, an https:// proxy,
 //! --local-port, SOCKS, --doh-url, names under localhost.
 
-use crate::{Case, Server, case, tls};
+use crate::{Case, Extra, Server, case, tls};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -200,6 +200,14 @@ pub(crate) fn cases() -> Vec<Case> {
                     " %{proxy_ssl_verify_result}",
                     "http://origin.test/hello",
                 ],
+            )
+        },
+        // A proxy URL that does not parse: curl's 5, in its words.
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "proxy url that does not parse",
+                &["-sS", "-x", "http://[::1", "%BASE%/hello"],
             )
         },
         // What a forward proxy's request carries counts in %{size_request}: the absolute
