@@ -756,6 +756,12 @@ async fn poolcurl_matches_curl_byte_for_byte() {
         "bogus-thing\nno-http2\nheader\ninclude\nsilent\nnope\n",
     )
     .unwrap();
+    // A -K line naming a file that cannot be read is a line curl warns about and passes over.
+    std::fs::write(
+        root.path().join("nested.cfg"),
+        "-K missing-nested.cfg\nheader = \"X-N: 1\"\n",
+    )
+    .unwrap();
     // -b FILE with -j: a session cookie (expiry 0) and two that last until 2100, one with a
     // longer path (curl sends it first, then the newer of equal paths).
     std::fs::write(

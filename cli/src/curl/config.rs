@@ -38,11 +38,12 @@ pub(crate) struct Reader<'a> {
 }
 
 /// Replaces every `-K FILE` / `--config FILE` / `--config=FILE` in `argv` (without the program
-/// name) by the options the file holds, but for the lines `reader` refuses.
+/// name) by the options the file holds, but for the lines `reader` refuses (and a `-K` line
+/// whose file cannot be read: curl warns about those and goes on).
 ///
 /// # Errors
 ///
-/// Exit 26 when a file cannot be read, as curl reports it.
+/// Exit 26 when a file on the command line cannot be read, as curl reports it.
 pub(crate) fn expand(argv: Vec<String>, reader: &Reader<'_>) -> Result<Vec<String>, CurlError> {
     expand_at(argv, reader, 0, &mut false)
 }
@@ -117,7 +118,19 @@ fn expand_at(
                 );
                 continue;
             }
-            out.extend(expand_at(entry.args, reader, depth + 1, silent)?);
+            match expand_at(entry.args, reader, depth + 1, silent) {
+                Ok(args) => out.extend(args),
+                // A `-K` on a line is read as any option there: its failure is the line's
+                // warning, and the file goes on.
+                Err(error) => {
+                    let message = error.message();
+                    warn(
+                        *silent,
+                        message.split_once(": ").map_or(message, |(_, r)| r),
+                    );
+                    continue;
+                }
+            }
             // curl applies the flag, then warns (muted if the flag was `-s`).
             if entry.extra_value {
                 warn(*silent, "had unsupported trailing garbage");
@@ -370,6 +383,24 @@ mod tests {
         assert_eq!(
             expand(argv, &takes_value).unwrap(),
             ["--silent", "--output", "o.txt"]
+        );
+    }
+
+    #[test]
+    fn a_nested_file_that_cannot_be_read_is_a_refused_line() {
+        let dir = crate::scratch::Scratch::new("config-n");
+        let file = dir.join("k.cfg");
+        let nested = dir.join("n.cfg");
+        std::fs::write(&nested, "output = n.txt\n").unwrap();
+        let text = format!(
+            "-K /nonexistent/x\n-K {}\nurl = http://a/\n",
+            nested.display()
+        );
+        std::fs::write(&file, text).unwrap();
+        let argv = vec!["-s".to_owned(), "-K".to_owned(), file.display().to_string()];
+        assert_eq!(
+            expand(argv, &takes_value).unwrap(),
+            ["-s", "--output", "n.txt", "--url", "http://a/"]
         );
     }
 }

@@ -198,6 +198,13 @@ pub(crate) fn cases() -> Vec<Case> {
                 &["-K", "missing.cfg", "%BASE%/hello"],
             )
         },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "config file naming one that cannot be read",
+                &["--no-progress-meter", "-K", "../nested.cfg", "%BASE%/echo"],
+            )
+        },
         // A directory opens and reads as no lines: curl goes on without options from it.
         Case {
             extra: Extra::Stderr,
