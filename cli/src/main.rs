@@ -82,9 +82,9 @@ fn main() -> ExitCode {
         vec![argv].into_iter()
     };
     let argv = groups.next().unwrap_or_default();
-    let matches = match Cli::command().try_get_matches_from(argv) {
+    let matches = match Cli::command().try_get_matches_from(&argv) {
         Ok(matches) => matches,
-        Err(error) if curl_mode => return curl::usage::clap_error(&error),
+        Err(error) if curl_mode => return curl::usage::clap_error(&error, &argv),
         Err(error) => error.exit(),
     };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -100,11 +100,11 @@ fn main() -> ExitCode {
             let mut parsed = vec![(cli.curl, matches)];
             for argv in groups {
                 let group = curl_group_command()
-                    .try_get_matches_from(argv)
+                    .try_get_matches_from(&argv)
                     .and_then(|m| Ok((curl::CurlArgs::from_arg_matches(&m)?, m)));
                 match group {
                     Ok(group) => parsed.push(group),
-                    Err(error) => return curl::usage::clap_error(&error),
+                    Err(error) => return curl::usage::clap_error(&error, &argv),
                 }
             }
             curl::run(parsed)

@@ -48,6 +48,7 @@ mod alt_svc;
 pub(crate) mod args;
 mod argv;
 mod attempt;
+mod bad_value;
 mod bar;
 mod ca_files;
 mod cert_text;

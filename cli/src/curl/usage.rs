@@ -9,7 +9,8 @@
 //! poolcurl: try 'poolcurl --help' for more information
 //! ```
 //!
-//! with exit status 2. Subcommands (`load`, `serve`) keep clap's own messages: they are not
+//! with exit status 2; a value curl reads as a number or a size is refused in curl's words
+//! ([`bad_value`]). Subcommands (`load`, `serve`) keep clap's own messages: they are not
 //! curl.
 
 use std::ffi::OsString;
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
-use super::{argv, config, errout, header_file, negate, next};
+use super::{argv, bad_value, config, errout, header_file, negate, next, output};
 
 /// The hint printed after every usage error.
 pub(crate) const TRY_HELP: &str = "poolcurl: try 'poolcurl --help' for more information";
@@ -113,7 +114,7 @@ fn refused_in_config(command: &clap::Command, args: &[String]) -> Option<String>
         Ok(args) => args,
         Err(message) => return Some(message),
     };
-    let argv = std::iter::once("poolcurl".to_owned()).chain(args);
+    let argv = std::iter::once("poolcurl".to_owned()).chain(args.iter().cloned());
     match command.clone().try_get_matches_from(argv) {
         Err(error)
             if !matches!(
@@ -123,7 +124,7 @@ fn refused_in_config(command: &clap::Command, args: &[String]) -> Option<String>
                     | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             ) =>
         {
-            Some(describe(&error))
+            Some(describe(&error, command, &args).1)
         }
         _ => None,
     }
@@ -156,8 +157,9 @@ fn takes_value(command: &clap::Command, name: &str) -> bool {
 }
 
 /// Reports a clap error in curl mode as curl reports usage errors, and returns exit code 2
-/// (help and version requests print as clap prints them and exit 0).
-pub(crate) fn clap_error(error: &clap::Error) -> ExitCode {
+/// (help and version requests print as clap prints them and exit 0). `argv` is the command
+/// line clap read (with the program name), which names a refused option as it was typed.
+pub(crate) fn clap_error(error: &clap::Error, argv: &[OsString]) -> ExitCode {
     match error.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = error.print();
@@ -169,13 +171,29 @@ pub(crate) fn clap_error(error: &clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    errout::line(&format!("poolcurl: {}", describe(error)));
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let command = <crate::Cli as clap::CommandFactory>::command();
+    let (warning, line) = describe(error, &command, &args);
+    if let Some(warning) = warning {
+        errout::line(&output::curl_warning(&warning));
+    }
+    errout::line(&format!("poolcurl: {line}"));
     errout::line(TRY_HELP);
     ExitCode::from(2)
 }
 
-/// The part after `poolcurl: ` for a clap error.
-fn describe(error: &clap::Error) -> String {
+/// The part after `poolcurl: ` for a clap error, after curl's warning if it gives one: a value
+/// curl reads as a number or a size is refused in curl's words ([`bad_value`]), naming the
+/// option as `args` (the command line without the program name) typed it.
+fn describe(
+    error: &clap::Error,
+    command: &clap::Command,
+    args: &[String],
+) -> (Option<String>, String) {
     let arg = match error.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg)) => flag_name(arg),
         _ => String::new(),
@@ -184,6 +202,20 @@ fn describe(error: &clap::Error) -> String {
         Some(ContextValue::String(value)) => Some(value.clone()),
         _ => None,
     };
+    if let (Some(long), Some(value), ErrorKind::InvalidValue | ErrorKind::ValueValidation) =
+        (arg.strip_prefix("--"), value.as_deref(), error.kind())
+    {
+        let short = long_option(command, long).and_then(|(_, short)| short);
+        let takes_value = &|name: &str| takes_value(command, name);
+        if let Some(refusal) = bad_value::refusal(args, takes_value, long, short, value) {
+            return (refusal.warning, refusal.line);
+        }
+    }
+    (None, clap_words(error, &arg, value))
+}
+
+/// [`describe`]'s line in clap's terms, for an option [`bad_value`] does not word.
+fn clap_words(error: &clap::Error, arg: &str, value: Option<String>) -> String {
     match error.kind() {
         ErrorKind::UnknownArgument => format!("option {arg}: is unknown"),
         ErrorKind::InvalidValue if value.as_deref() == Some("") => {
@@ -233,7 +265,8 @@ mod tests {
         let error = crate::Cli::command()
             .try_get_matches_from(std::iter::once("poolcurl").chain(argv.iter().copied()))
             .expect_err("a usage error");
-        describe(&error)
+        let args: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        describe(&error, &crate::Cli::command(), &args).1
     }
 
     #[test]
@@ -246,11 +279,13 @@ mod tests {
             error_for(&["http://a/", "-X"]),
             "option --request: requires parameter"
         );
-        assert!(
-            error_for(&["-m", "abc", "http://a/"])
-                .starts_with("option --max-time: bad value 'abc'"),
-            "{}",
-            error_for(&["-m", "abc", "http://a/"])
+        assert_eq!(
+            error_for(&["-m", "abc", "http://a/"]),
+            "option -m: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            error_for(&["--limit-rate", "fast", "http://a/"]),
+            "option --limit-rate: is badly used here"
         );
     }
 

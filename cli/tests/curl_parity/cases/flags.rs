@@ -371,10 +371,38 @@ pub(crate) fn cases() -> Vec<Case> {
             "max filesize then the next url",
             &["--max-filesize", "3", "%BASE%/hello", "%BASE%/headers"],
         ),
-        case(
-            "max filesize bad value",
-            &["--max-filesize", "lots", "%BASE%/hello"],
-        ),
+        // Values curl reads as numbers or sizes are refused in its words, naming the option
+        // as typed (a size after a warning that an earlier -s mutes).
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "max filesize bad value",
+                &["--max-filesize", "lots", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "max filesize bad unit",
+                &["--max-filesize", "5q", "%BASE%/hello"],
+            )
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case("max time bad value", &["-sm", "abc", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case("max time too large", &["-m", "1e400", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case("retry negative", &["--retry", "-1", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case("continue-at negative", &["-C", "-5", "%BASE%/hello"])
+        },
         case(
             "write-out to file output",
             &[

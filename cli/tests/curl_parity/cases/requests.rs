@@ -181,10 +181,13 @@ pub(crate) fn cases() -> Vec<Case> {
             "limit rate and speed limit",
             &["--limit-rate", "100K", "-Y", "1", "-y", "5", "%BASE%/hello"],
         ),
-        case(
-            "limit rate bad value",
-            &["--limit-rate", "fast", "%BASE%/hello"],
-        ),
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "limit rate bad value",
+                &["--limit-rate", "fast", "%BASE%/hello"],
+            )
+        },
         // Issue 19: a malformed --resolve exits 49.
         case("malformed resolve", &["--resolve", "bad", "%BASE%/hello"]),
         case(

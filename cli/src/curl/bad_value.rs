@@ -1,0 +1,201 @@
+//! curl's words for an option value it cannot use.
+//!
+//! clap refuses a value that does not parse with its parser's own reason; curl 7.88 says one
+//! of a few fixed things, naming the option as it was typed (`-m`, `-sm`, `--max-time`):
+//!
+//! ```text
+//! curl: option -m: expected a proper numerical parameter
+//! curl: option --retry: expected a positive numerical parameter
+//! curl: option -m: too large number
+//! curl: option --limit-rate: is badly used here
+//! ```
+//!
+//! and, for a size (`--limit-rate`, `--max-filesize`), a warning before it saying what was
+//! wrong with the number or its unit. [`refusal`] gives those for the options curl reads as
+//! numbers or sizes; other options keep the reason clap's parser gives.
+//!
+//! What this does not do: decide whether a value is acceptable (each option's parser does);
+//! it only words the refusal.
+
+use super::argv::{self, Kind};
+
+/// What curl prints for a refused value: its warning, if any (muted by an earlier `-s`), and
+/// the part of the error line after `poolcurl: `.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// `Warning: ...`'s text, for a size.
+    pub(crate) warning: Option<String>,
+    /// `option NAME: REASON`.
+    pub(crate) line: String,
+}
+
+/// How curl 7.88 reads an option's value.
+enum Reading {
+    /// A whole number of at least 0 (`str2unum`), or a number of seconds (`str2udouble`):
+    /// a negative one is "positive" wording.
+    Unsigned,
+    /// A number that may be negative (`--max-redirs`'s -1), or an offset: any bad value is
+    /// "proper" wording.
+    Signed,
+    /// A size with an optional unit, named so in curl's warning.
+    Size(&'static str),
+    /// Anything else curl refuses as badly used.
+    BadlyUsed,
+}
+
+/// The reading of option `long` (without `--`), for those this module words.
+fn reading(long: &str) -> Option<Reading> {
+    Some(match long {
+        "max-time"
+        | "connect-timeout"
+        | "expect100-timeout"
+        | "keepalive-time"
+        | "retry"
+        | "retry-delay"
+        | "retry-max-time"
+        | "speed-limit"
+        | "speed-time"
+        | "parallel-max"
+        | "happy-eyeballs-timeout-ms"
+        | "continue-at" => Reading::Unsigned,
+        "max-redirs" | "create-file-mode" => Reading::Signed,
+        "limit-rate" => Reading::Size("rate"),
+        "max-filesize" => Reading::Size("max-filesize"),
+        "local-port" | "tls-max" => Reading::BadlyUsed,
+        _ => return None,
+    })
+}
+
+/// curl's refusal of `value` for option `long` (without `--`, short letter `short`), named as
+/// `args` (the command line, read by `takes_value`) typed it; `None` for an option this module
+/// does not word. `silent` says whether a `-s` came before it.
+pub(crate) fn refusal(
+    args: &[String],
+    takes_value: &dyn Fn(&str) -> bool,
+    long: &str,
+    short: Option<char>,
+    value: &str,
+) -> Option<Refusal> {
+    let reading = reading(long)?;
+    let mut silent = false;
+    let mut typed = format!("--{long}");
+    for arg in argv::read(args.to_vec(), takes_value) {
+        let found = match &arg.kind {
+            Kind::Long { name, value: given } => {
+                (name == long && given.as_deref() == Some(value)).then(|| format!("--{long}"))
+            }
+            Kind::Short {
+                flags,
+                valued: Some((letter, Some(given))),
+            } if Some(*letter) == short && given == value => Some(match arg.raw.len() {
+                2 => arg.raw[0].clone(),
+                // Attached as typed (`-mx`), or attached by poolcurl because it starts with
+                // `-` (`-C -5`): curl names the second as `-C`.
+                _ if value.starts_with('-') => format!("-{flags}{letter}"),
+                _ => arg.raw[0].clone(),
+            }),
+            _ => None,
+        };
+        if let Some(found) = found {
+            typed = found;
+            break;
+        }
+        silent |= arg.silences();
+    }
+    let negative = value.starts_with('-') && value[1..].parse::<f64>().is_ok();
+    let (warning, reason) = match reading {
+        Reading::Unsigned if negative => (None, "expected a positive numerical parameter"),
+        Reading::Unsigned if value.parse::<f64>().is_ok_and(f64::is_infinite) => {
+            (None, "too large number")
+        }
+        Reading::Unsigned | Reading::Signed => (None, "expected a proper numerical parameter"),
+        Reading::Size(which) => {
+            let number = value.trim_start().starts_with(|c: char| c.is_ascii_digit());
+            let warning = match number {
+                true => format!("unsupported {which} unit. Use G, M, K or B!"),
+                false => format!("invalid number specified for {which}"),
+            };
+            (Some(warning), "is badly used here")
+        }
+        Reading::BadlyUsed => (None, "is badly used here"),
+    };
+    Some(Refusal {
+        warning: warning.filter(|_| !silent),
+        line: format!("option {typed}: {reason}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn takes_value(name: &str) -> bool {
+        matches!(
+            name,
+            "-m" | "--max-time" | "-C" | "--limit-rate" | "--retry" | "--max-redirs"
+        )
+    }
+
+    fn refused(args: &[&str], long: &str, short: Option<char>, value: &str) -> Refusal {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        refusal(&args, &takes_value, long, short, value).expect("worded")
+    }
+
+    #[test]
+    fn numbers_are_refused_in_curls_words_naming_the_option_as_typed() {
+        let line = |args: &[&str], long, short, value| refused(args, long, short, value).line;
+        assert_eq!(
+            line(&["-m", "abc"], "max-time", Some('m'), "abc"),
+            "option -m: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            line(&["-sm", "x"], "max-time", Some('m'), "x"),
+            "option -sm: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            line(&["-mx"], "max-time", Some('m'), "x"),
+            "option -mx: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            line(&["--retry", "-1"], "retry", None, "-1"),
+            "option --retry: expected a positive numerical parameter"
+        );
+        assert_eq!(
+            line(&["-C-5"], "continue-at", Some('C'), "-5"),
+            "option -C: expected a positive numerical parameter"
+        );
+        assert_eq!(
+            line(&["--max-redirs", "-2"], "max-redirs", None, "-2"),
+            "option --max-redirs: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            line(&["-m", "1e400"], "max-time", Some('m'), "1e400"),
+            "option -m: too large number"
+        );
+    }
+
+    #[test]
+    fn sizes_are_badly_used_after_a_warning_that_an_earlier_s_mutes() {
+        let wrong = refused(&["--limit-rate", "x"], "limit-rate", None, "x");
+        assert_eq!(wrong.line, "option --limit-rate: is badly used here");
+        assert_eq!(
+            wrong.warning.as_deref(),
+            Some("invalid number specified for rate")
+        );
+        let unit = refused(&["--limit-rate", "5q"], "limit-rate", None, "5q");
+        assert_eq!(
+            unit.warning.as_deref(),
+            Some("unsupported rate unit. Use G, M, K or B!")
+        );
+        let muted = refused(&["-s", "--limit-rate", "x"], "limit-rate", None, "x");
+        assert_eq!(muted.warning, None);
+        let after = refused(&["--limit-rate", "x", "-s"], "limit-rate", None, "x");
+        assert!(after.warning.is_some());
+    }
+
+    #[test]
+    fn other_options_keep_their_parsers_reason() {
+        let args = vec!["--range".to_owned(), "x".to_owned()];
+        assert_eq!(refusal(&args, &takes_value, "range", Some('r'), "x"), None);
+    }
+}
