@@ -2457,19 +2457,19 @@ async fn data_sends_a_form_post() {
     // As text, as curl 7.88 reads it: line ends go, and a line stops at a NUL.
     assert_eq!(server.requests()[2].body, &b"line1line2"[..]);
 
-    // A file that does not open is an empty POST after curl's warning.
+    // A file that does not open fails in curl 8.3's words (7.88 sent an empty POST).
     let missing = dir.path().join("missing");
     let run = poolcurl(&["-d", &format!("@{}", missing.display()), &server.url("/")]).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    // (The long path wraps onto a line of its own, as curl wraps its warnings.)
+    assert_eq!(run.code, 26, "{}", run.stderr);
     assert!(
-        run.stderr
-            .starts_with("Warning: Couldn't read data from file \n"),
+        run.stderr.starts_with("poolcurl: Failed to open ")
+            && run
+                .stderr
+                .contains("poolcurl: option -d: error encountered when reading a file\n"),
         "{}",
         run.stderr
     );
-    assert_eq!(server.requests()[3].method, http::Method::POST);
-    assert_eq!(server.requests()[3].body, "");
+    assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread")]

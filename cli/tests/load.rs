@@ -663,8 +663,6 @@ async fn bad_flags_exit_2_with_clap_messages() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_data_file_that_does_not_open_stops_the_run_before_its_first_request() {
-    // curl mode warns and sends such a piece empty; a load run of empty bodies would measure
-    // something else than asked, so it does not start.
     let run = poolcurl(&[
         "load",
         "-n",
@@ -677,7 +675,7 @@ async fn a_data_file_that_does_not_open_stops_the_run_before_its_first_request()
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("Couldn't read data from file \"/nonexistent/body\""),
+            .contains("option -d: error encountered when reading a file"),
         "{}",
         run.stderr
     );

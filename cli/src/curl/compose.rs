@@ -113,19 +113,19 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     } else if data.is_empty() {
         Payload::None
     } else if send.get {
-        query = Some(String::from_utf8_lossy(&read_data(&data, &mut warnings)?).into_owned());
+        query = Some(String::from_utf8_lossy(&read_data(&data)?).into_owned());
         Payload::None
     } else {
         inline_data = true;
         Payload::Data {
-            body: read_data(&data, &mut warnings)?,
+            body: read_data(&data)?,
             content_type: Some(HeaderValue::from_static(
                 "application/x-www-form-urlencoded",
             )),
         }
     };
     let chosen = method::choose(matches, send.get, args.head, !data.is_empty())?;
-    let query = join_queries(url_query(&send.url_query, &mut warnings)?, query);
+    let query = join_queries(url_query(&send.url_query)?, query);
     let postfields = match &payload {
         Payload::Data { body, .. } if inline_data => Some(body.clone()),
         _ => None,
@@ -487,14 +487,13 @@ impl Composed {
 }
 
 /// The `--url-query` pieces joined with `&`: each encoded as a `--data-urlencode` piece, or
-/// taken as given after a leading `+`; curl's warnings about files that do not open go to
-/// `warnings`.
-fn url_query(pieces: &[String], warnings: &mut Vec<String>) -> Result<Option<String>, CurlError> {
+/// taken as given after a leading `+`.
+fn url_query(pieces: &[String]) -> Result<Option<String>, CurlError> {
     let mut encoded = Vec::with_capacity(pieces.len());
     for piece in pieces {
         encoded.push(match piece.strip_prefix('+') {
             Some(verbatim) => verbatim.to_owned(),
-            None => url_encode_piece(piece, "--url-query", warnings)?,
+            None => url_encode_piece(piece, "--url-query")?,
         });
     }
     Ok((!encoded.is_empty()).then(|| encoded.join("&")))

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_encode};
 
 use super::args::DataArg;
-use super::exit::CurlError;
+use super::exit::{CurlError, Note};
 
 /// The unreserved characters of RFC 3986, which `curl_easy_escape` leaves as they are.
 pub(crate) const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
@@ -25,15 +25,14 @@ pub(crate) const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
 /// `+`).
 const URL_ENCODE: &AsciiSet = &UNRESERVED.remove(b' ');
 
-/// Reads and joins the data pieces. A `@file` that cannot be opened is sent as an empty piece
-/// after curl's warning, pushed to `warnings` (`Couldn't read data from file "x", this makes an
-/// empty POST.`), as curl 7.88 does while it reads its command line.
+/// Reads and joins the data pieces.
 ///
 /// # Errors
 ///
-/// Exit 26 when a file that opened cannot be read byte for byte (a directory given to
-/// `--data-binary`, `--json` or `--data-urlencode`); `-d` reads such a file as empty text.
-pub(crate) fn read_data(data: &[DataArg], warnings: &mut Vec<String>) -> Result<Bytes, CurlError> {
+/// Exit 26 when a `@file` cannot be opened, or opens and cannot be read byte for byte (a
+/// directory given to `--data-binary`, `--json` or `--data-urlencode`; `-d` reads such a file
+/// as empty text), in curl's words ([`piece_file`]).
+pub(crate) fn read_data(data: &[DataArg]) -> Result<Bytes, CurlError> {
     let mut body = Vec::new();
     for (i, piece) in data.iter().enumerate() {
         if i > 0 && !matches!(piece, DataArg::Json(_)) {
@@ -43,7 +42,7 @@ pub(crate) fn read_data(data: &[DataArg], warnings: &mut Vec<String>) -> Result<
             // curl reads `-d @FILE` as text ([`file_string`]): line ends go, and with them
             // whatever follows a CR or NUL on a line.
             DataArg::Ascii(text) => match text.strip_prefix('@') {
-                Some(path) => body.extend(file_string(&piece_file(path, path, None, warnings)?)),
+                Some(path) => body.extend(file_string(&piece_file(path, "-d", true)?)),
                 None => body.extend_from_slice(text.as_bytes()),
             },
             DataArg::Binary(text) | DataArg::Json(text) => match text.strip_prefix('@') {
@@ -52,30 +51,27 @@ pub(crate) fn read_data(data: &[DataArg], warnings: &mut Vec<String>) -> Result<
                         DataArg::Json(_) => "--json",
                         _ => "--data-binary",
                     };
-                    body.extend(piece_file(path, path, Some(flag), warnings)?);
+                    body.extend(piece_file(path, flag, false)?);
                 }
                 None => body.extend_from_slice(text.as_bytes()),
             },
             DataArg::Raw(text) => body.extend_from_slice(text.as_bytes()),
             DataArg::UrlEncode(text) => {
-                let piece = url_encode_piece(text, "--data-urlencode", warnings)?;
-                body.extend(piece.into_bytes());
+                body.extend(url_encode_piece(text, "--data-urlencode")?.into_bytes());
             }
         }
     }
     Ok(Bytes::from(body))
 }
 
-/// The bytes of a data option's `@file` (`-` is stdin). A file that does not open gives an
-/// empty piece and curl's warning naming `shown`; one that opens and then fails to read is an
-/// error of `flag` (curl's `file2memory`), or an empty piece where `flag` is `None` (`-d`'s
-/// `file2string` stops at the first failed read without a word).
-fn piece_file(
-    path: &str,
-    shown: &str,
-    flag: Option<&str>,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<u8>, CurlError> {
+/// The bytes of a data option's `@file` (`-` is stdin), for option `flag`.
+///
+/// A file that does not open fails as curl 8.3 and later fail it, `Failed to open FILE` and
+/// then `option -d: error encountered when reading a file` (exit 26): curl 7.88 warned and
+/// sent an empty piece, which posted nothing where a name was mistyped. A file that opens and
+/// then fails to read fails the same way without the first line, except that `-d` (`as_text`,
+/// curl's `file2string`, which stops at the first failed read) reads it as empty.
+fn piece_file(path: &str, flag: &str, as_text: bool) -> Result<Vec<u8>, CurlError> {
     let mut bytes = Vec::new();
     let read = if path == "-" {
         std::io::stdin().read_to_end(&mut bytes)
@@ -83,29 +79,26 @@ fn piece_file(
         match std::fs::File::open(path) {
             Ok(mut file) => file.read_to_end(&mut bytes),
             Err(_) => {
-                warnings.push(format!(
-                    "Couldn't read data from file \"{shown}\", this makes an empty POST."
-                ));
-                return Ok(Vec::new());
+                let note = Note::Error(format!("Failed to open {path}"));
+                return Err(CurlError::option_read_failed(flag).with_note(note));
             }
         }
     };
-    match (read, flag) {
-        (Ok(_), _) => Ok(bytes),
-        (Err(_), None) => Ok(Vec::new()),
-        (Err(_), Some(flag)) => Err(CurlError::option_read_failed(flag)),
+    match read {
+        Ok(_) => Ok(bytes),
+        Err(_) if as_text => Ok(Vec::new()),
+        Err(_) => Err(CurlError::option_read_failed(flag)),
     }
 }
 
 /// One `--data-urlencode` (or `--url-query`, named by `flag`) piece: `content`, `=content`,
 /// `name=content`, `@file` or `name@file`; the name is sent as given, the content encoded. A
-/// file that does not open is read as empty after curl's warning, which names the whole piece,
-/// and a file read as empty makes the whole piece empty.
-pub(crate) fn url_encode_piece(
-    text: &str,
-    flag: &str,
-    warnings: &mut Vec<String>,
-) -> Result<String, CurlError> {
+/// file read as empty makes the whole piece empty, its name left out too, as curl does.
+///
+/// # Errors
+///
+/// As [`piece_file`], for a file.
+pub(crate) fn url_encode_piece(text: &str, flag: &str) -> Result<String, CurlError> {
     let split = text.find(['=', '@']);
     let (name, content) = match split {
         None => (None, text.as_bytes().to_vec()),
@@ -113,9 +106,7 @@ pub(crate) fn url_encode_piece(
             let name = &text[..at];
             let rest = &text[at + 1..];
             let content = if text.as_bytes()[at] == b'@' {
-                let content = piece_file(rest, text, Some(flag), warnings)?;
-                // curl 7.88 sends a file piece without bytes (empty, or not opened) as nothing
-                // at all, its name left out too.
+                let content = piece_file(rest, flag, false)?;
                 if content.is_empty() {
                     return Ok(String::new());
                 }
@@ -193,47 +184,48 @@ mod tests {
             DataArg::UrlEncode("=é".into()),
             DataArg::UrlEncode("plain~.-_".into()),
         ];
-        let mut warnings = Vec::new();
-        assert_eq!(
-            read_data(&data, &mut warnings).unwrap(),
-            "a=1&q=x+y%26z&%C3%A9&plain~.-_"
-        );
+        assert_eq!(read_data(&data).unwrap(), "a=1&q=x+y%26z&%C3%A9&plain~.-_");
         let json = [DataArg::Json("{\"a\":".into()), DataArg::Json("1}".into())];
-        assert_eq!(read_data(&json, &mut warnings).unwrap(), "{\"a\":1}");
-        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(read_data(&json).unwrap(), "{\"a\":1}");
     }
 
     #[test]
-    fn url_encoded_files_keep_their_name() {
+    fn url_encoded_files_keep_their_name_unless_they_are_empty() {
         let dir = crate::scratch::Scratch::new("data");
         let file = dir.join("v.txt");
         std::fs::write(&file, "a b\n").unwrap();
         let piece = format!("name@{}", file.display());
-        let mut warnings = Vec::new();
-        let encoded = url_encode_piece(&piece, "--data-urlencode", &mut warnings).unwrap();
-        assert_eq!(encoded, "name=a+b%0A");
-        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            url_encode_piece(&piece, "--data-urlencode").unwrap(),
+            "name=a+b%0A"
+        );
+        let empty = dir.join("empty.txt");
+        std::fs::write(&empty, "").unwrap();
+        let piece = format!("name@{}", empty.display());
+        assert_eq!(url_encode_piece(&piece, "--data-urlencode").unwrap(), "");
     }
 
     #[test]
-    fn a_file_that_does_not_open_is_an_empty_piece_after_a_warning() {
-        let data = [
-            DataArg::Ascii("@/nonexistent/a".into()),
-            DataArg::Binary("@/nonexistent/b".into()),
-            DataArg::UrlEncode("n@/nonexistent/c".into()),
-            DataArg::Ascii("x=1".into()),
-        ];
-        let mut warnings = Vec::new();
-        assert_eq!(read_data(&data, &mut warnings).unwrap(), "&&&x=1");
-        // curl names the file, except for `--data-urlencode`, where it names the whole piece.
-        assert_eq!(
-            warnings,
-            [
-                "Couldn't read data from file \"/nonexistent/a\", this makes an empty POST.",
-                "Couldn't read data from file \"/nonexistent/b\", this makes an empty POST.",
-                "Couldn't read data from file \"n@/nonexistent/c\", this makes an empty POST.",
-            ]
-        );
+    fn a_file_that_does_not_open_fails_in_curls_words() {
+        for (piece, flag) in [
+            (DataArg::Ascii("@/nonexistent/a".into()), "-d"),
+            (DataArg::Json("@/nonexistent/a".into()), "--json"),
+            (
+                DataArg::UrlEncode("n@/nonexistent/a".into()),
+                "--data-urlencode",
+            ),
+        ] {
+            let error = read_data(&[piece]).unwrap_err();
+            assert_eq!((error.code(), error.is_usage()), (26, true));
+            assert_eq!(
+                error.message(),
+                format!("option {flag}: error encountered when reading a file")
+            );
+            assert_eq!(
+                error.note(),
+                Some(&Note::Error("Failed to open /nonexistent/a".into()))
+            );
+        }
     }
 
     #[test]
@@ -242,23 +234,20 @@ mod tests {
         let path = dir.join("sub");
         std::fs::create_dir(&path).unwrap();
         let at = format!("@{}", path.display());
-        let mut warnings = Vec::new();
         // `-d` reads text, and a directory reads as none.
-        let ascii = [DataArg::Ascii(at.clone())];
-        assert_eq!(read_data(&ascii, &mut warnings).unwrap(), "");
+        assert_eq!(read_data(&[DataArg::Ascii(at.clone())]).unwrap(), "");
         for (piece, flag) in [
             (DataArg::Binary(at.clone()), "--data-binary"),
             (DataArg::Json(at.clone()), "--json"),
             (DataArg::UrlEncode(at.clone()), "--data-urlencode"),
         ] {
-            let error = read_data(&[piece], &mut warnings).unwrap_err();
-            assert_eq!(error.code(), 26);
-            assert!(error.is_usage());
+            let error = read_data(&[piece]).unwrap_err();
+            assert_eq!((error.code(), error.is_usage()), (26, true));
             assert_eq!(
                 error.message(),
                 format!("option {flag}: error encountered when reading a file")
             );
+            assert_eq!(error.note(), None);
         }
-        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

@@ -49,9 +49,7 @@
 //!   otherwise (curl's 300 s would stall a run against a black-holed address).
 //! * Exit status: 0 when every request succeeded (an HTTP status is not a failure unless
 //!   `--fail`), 1 when any failed or was aborted, 2 for bad flags and for anything that stops
-//!   the run before its first request (an unreadable `--cacert`, a setting the pool rejects,
-//!   a `-d @FILE` that does not open: curl mode warns and sends the piece empty, a load run
-//!   stops instead).
+//!   the run before its first request (an unreadable `--cacert`, a setting the pool rejects).
 //!   Unreachable hosts are not setup failures: their requests fail and are counted by class.
 //!
 //! * Several URLs ([`targets`]) are spread round-robin: worker `w` starts at URL `w % urls`
@@ -175,14 +173,8 @@ fn usage_error(message: String) -> clap::Error {
 /// Everything from setup to summary; `Err` is a setup failure (exit 2).
 fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, String> {
     let data = args.request.data_in_order(matches);
-    // A data file that does not open is a setup failure here, where curl mode warns and sends
-    // an empty body: a load run of empty bodies would measure something nobody asked for.
-    let mut warnings = Vec::new();
-    let template = RequestTemplate::new(&args.request, false, &data, &mut warnings)
-        .map_err(|e| e.message().to_owned())?;
-    if let Some(warning) = warnings.into_iter().next() {
-        return Err(warning);
-    }
+    let template =
+        RequestTemplate::new(&args.request, false, &data).map_err(|e| e.message().to_owned())?;
     // For requests that can only go over HTTP/1.1: they carry their `Host` (see `prototype`).
     let mut h1_template = template.clone();
     h1_template.send_host();

@@ -105,7 +105,7 @@ mod tests {
         ];
         let (args, matches) = crate::curl::args::parse_test_args(&argv);
         let data = args.request.data_in_order(&matches);
-        let template = RequestTemplate::new(&args.request, false, &data, &mut Vec::new()).unwrap();
+        let template = RequestTemplate::new(&args.request, false, &data).unwrap();
         let uri: Uri = "http://example.test:8080/path?q=1".parse().unwrap();
         let built = template.build(&uri, &template.first_hop()).unwrap();
         let copied = Prototype::of(&template, &uri).unwrap().request();
@@ -125,7 +125,7 @@ mod tests {
         let argv = ["-H", "X-Custom-Name: v", "-d", "abc", "http://a/"];
         let (args, matches) = crate::curl::args::parse_test_args(&argv);
         let data = args.request.data_in_order(&matches);
-        let template = RequestTemplate::new(&args.request, false, &data, &mut Vec::new()).unwrap();
+        let template = RequestTemplate::new(&args.request, false, &data).unwrap();
         let uri: Uri = "http://example.test:8080/path?q=1".parse().unwrap();
         let mut prototype = Prototype::of(&template, &uri).unwrap();
         let mut secret = HeaderValue::from_static("Bearer t");
@@ -171,8 +171,7 @@ mod tests {
         let prototype = |argv: &[&str], http1_only: bool| {
             let (args, matches) = crate::curl::args::parse_test_args(argv);
             let data = args.request.data_in_order(&matches);
-            let mut template =
-                RequestTemplate::new(&args.request, false, &data, &mut Vec::new()).unwrap();
+            let mut template = RequestTemplate::new(&args.request, false, &data).unwrap();
             if http1_only {
                 template.send_host();
             }

@@ -172,23 +172,17 @@ pub(crate) struct PerRequest {
 
 impl RequestTemplate {
     /// Assembles the template from the request flags, `-I` (`head`) and the data pieces (in
-    /// command-line order); curl's warnings about `@file`s that do not open (each sent as an
-    /// empty piece) go to `warnings`.
+    /// command-line order).
     ///
     /// # Errors
     ///
-    /// Exit 26 when a `@file` opens but cannot be read.
-    pub(crate) fn new(
-        args: &RequestArgs,
-        head: bool,
-        data: &[DataArg],
-        warnings: &mut Vec<String>,
-    ) -> Result<Self, CurlError> {
+    /// Exit 26 when a `@file` cannot be read.
+    pub(crate) fn new(args: &RequestArgs, head: bool, data: &[DataArg]) -> Result<Self, CurlError> {
         let payload = if data.is_empty() {
             Payload::None
         } else {
             Payload::Data {
-                body: read_data(data, warnings)?,
+                body: read_data(data)?,
                 content_type: Some(HeaderValue::from_static(
                     "application/x-www-form-urlencoded",
                 )),
@@ -512,7 +506,7 @@ mod tests {
     fn template(argv: &[&str]) -> RequestTemplate {
         let (args, matches) = crate::curl::args::parse_test_args(argv);
         let data = args.request.data_in_order(&matches);
-        RequestTemplate::new(&args.request, args.head, &data, &mut Vec::new()).unwrap()
+        RequestTemplate::new(&args.request, args.head, &data).unwrap()
     }
 
     fn sent(template: &RequestTemplate, hop: &Hop) -> (Method, Vec<(String, String)>, Bytes) {
@@ -692,7 +686,7 @@ mod tests {
         let (args, matches) =
             crate::curl::args::parse_test_args(&["-H", "X-A: 1", "-d", "x", "http://a.test:8080/"]);
         let data = args.request.data_in_order(&matches);
-        let mut t = RequestTemplate::new(&args.request, false, &data, &mut Vec::new()).unwrap();
+        let mut t = RequestTemplate::new(&args.request, false, &data).unwrap();
         t.curl_mode(Version::HTTP_11);
         let extra = PerRequest {
             proxy_authorization: Some(HeaderValue::from_static("Digest username=\"p\"")),
