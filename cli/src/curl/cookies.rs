@@ -232,14 +232,16 @@ impl CookieJar {
 
     /// The `Cookie` header for a request to `uri`, if any cookie applies: the engine's
     /// cookies, then `-b NAME=VALUE`'s, as curl appends its cookie string to the engine's.
-    pub(crate) fn header_for(&self, uri: &Uri) -> Option<HeaderValue> {
+    /// `with_strings` is false when `-H` gave (or removed) a `Cookie` of its own: curl then
+    /// leaves its cookie strings out but still sends the engine's, in a header of their own.
+    pub(crate) fn header_for(&self, uri: &Uri, with_strings: bool) -> Option<HeaderValue> {
         let mut pairs: Vec<String> = Vec::new();
         // The shared engine's cookies go only with a group whose own engine is on.
         if let Some(url) = to_url(uri).filter(|_| self.engine) {
             pairs.extend(self.store.lock().request_values(&url));
         }
         // curl joins its `-b` strings with a bare `;`, and that string to the engine's with `; `.
-        if !self.literal.is_empty() {
+        if with_strings && !self.literal.is_empty() {
             pairs.push(self.literal.join(";"));
         }
         if pairs.is_empty() {
@@ -368,15 +370,15 @@ mod tests {
         .unwrap();
         let uri: Uri = "http://example.test/app/x".parse().unwrap();
         // Each string as given, joined by a bare `;` as curl joins them.
-        assert_eq!(jar.header_for(&uri).unwrap(), "a=1; b=2;c=3");
+        assert_eq!(jar.header_for(&uri, true).unwrap(), "a=1; b=2;c=3");
         jar.store_from(
             &uri,
             &headers(&["s=v; Path=/app", "other=o; Path=/elsewhere; HttpOnly"]),
         );
         // The engine's first, then the string, as curl appends it.
-        assert_eq!(jar.header_for(&uri).unwrap(), "s=v; a=1; b=2;c=3");
+        assert_eq!(jar.header_for(&uri, true).unwrap(), "s=v; a=1; b=2;c=3");
         let other: Uri = "http://another.test/app/".parse().unwrap();
-        assert_eq!(jar.header_for(&other).unwrap(), "a=1; b=2;c=3");
+        assert_eq!(jar.header_for(&other, true).unwrap(), "a=1; b=2;c=3");
     }
 
     #[test]
@@ -391,7 +393,7 @@ mod tests {
             text.contains("\n127.0.0.1\tFALSE\t/\tFALSE\t0\tip\t1\n"),
             "{text}"
         );
-        assert_eq!(jar.header_for(&uri).unwrap(), "ip=1");
+        assert_eq!(jar.header_for(&uri, true).unwrap(), "ip=1");
     }
 
     #[test]
@@ -422,17 +424,17 @@ mod tests {
             .unwrap();
         loaded.load(&text, false);
         let secure: Uri = "https://www.example.test/".parse().unwrap();
-        assert_eq!(loaded.header_for(&secure).unwrap(), "wide=2");
-        assert_eq!(loaded.header_for(&uri).unwrap(), "session=1");
+        assert_eq!(loaded.header_for(&secure, true).unwrap(), "wide=2");
+        assert_eq!(loaded.header_for(&uri, true).unwrap(), "session=1");
         // -j: the session cookie stays behind, the persistent one comes.
         let mut fresh = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
             .unwrap()
             .unwrap();
         fresh.load(&text, true);
-        assert_eq!(fresh.header_for(&secure).unwrap(), "wide=2");
-        assert_eq!(fresh.header_for(&uri), None);
+        assert_eq!(fresh.header_for(&secure, true).unwrap(), "wide=2");
+        assert_eq!(fresh.header_for(&uri, true), None);
         fresh.load("Set-Cookie: dumped=1; Domain=example.test\n", true);
-        assert_eq!(fresh.header_for(&uri), None);
+        assert_eq!(fresh.header_for(&uri, true), None);
     }
 
     #[test]
@@ -448,12 +450,12 @@ mod tests {
         let second = CookieJar::new(&[missing], None, false, &shared)
             .unwrap()
             .unwrap();
-        assert_eq!(second.header_for(&uri).unwrap(), "sid=abc");
+        assert_eq!(second.header_for(&uri, true).unwrap(), "sid=abc");
         // `-b NAME=VALUE` alone leaves the engine off: its string only.
         let third = CookieJar::new(&["x=1".into()], None, false, &shared)
             .unwrap()
             .unwrap();
-        assert_eq!(third.header_for(&uri).unwrap(), "x=1");
+        assert_eq!(third.header_for(&uri, true).unwrap(), "x=1");
     }
 
     /// curl's order, whatever the store's hash maps do: longer paths first, then the most
@@ -470,7 +472,7 @@ mod tests {
         let set: Vec<&str> = set.iter().map(String::as_str).collect();
         jar.store_from(&uri, &headers(&set));
         assert_eq!(
-            jar.header_for(&uri).unwrap(),
+            jar.header_for(&uri, true).unwrap(),
             "deep=v; f6=v; e5=v; d4=v; c3=v; a2=v; b1=v"
         );
         let text = jar.netscape();
@@ -481,7 +483,7 @@ mod tests {
         jar.store_from(&uri, &headers(&["c3=w; Path=/", "a2=x; Max-Age=0; Path=/"]));
         jar.store_from(&uri, &headers(&["a2=y; Path=/"]));
         assert_eq!(
-            jar.header_for(&uri).unwrap(),
+            jar.header_for(&uri, true).unwrap(),
             "deep=v; a2=y; f6=v; e5=v; d4=v; c3=w; b1=v"
         );
     }

@@ -97,10 +97,13 @@ impl RequestTemplate {
                 condition.map(|(_, value)| value),
             ),
         ];
+        // The engine's cookies go whatever `-H` says of `Cookie` (its own line follows), as
+        // curl sends them; `extra.cookie` leaves the `-b` strings out then.
+        let overridden = |n: &HeaderName| *n != COOKIE && self.overridden(n);
         let mut late_sent = false;
         for entry in &self.headers {
             if entry.source != Source::Default && !late_sent {
-                builder = add_late(builder, &late, |n| self.overridden(n));
+                builder = add_late(builder, &late, overridden);
                 late_sent = true;
             }
             if dropped(entry) || (self.host_first && entry.name == HOST) {
@@ -112,7 +115,7 @@ impl RequestTemplate {
             builder = builder.header(entry.name.clone(), entry.value.clone());
         }
         if !late_sent {
-            builder = add_late(builder, &late, |n| self.overridden(n));
+            builder = add_late(builder, &late, overridden);
         }
         if extra.empty_length && !self.overridden(&CONTENT_LENGTH) {
             builder = builder.header(CONTENT_LENGTH, HeaderValue::from_static("0"));

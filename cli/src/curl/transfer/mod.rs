@@ -318,7 +318,12 @@ impl Session {
             _ if state.template.uploads() => None,
             _ => self.composed.range.clone(),
         };
-        let cookie = self.cookies.as_ref().and_then(|jar| jar.header_for(uri));
+        let own = |name| state.template.user_sets(name) || state.template.user_removes(name);
+        let with_strings = !own(&http::header::COOKIE);
+        let cookie = self
+            .cookies
+            .as_ref()
+            .and_then(|jar| jar.header_for(uri, with_strings));
         Ok(PerRequest {
             proxy_authorization: state.proxy_digest.clone(),
             authorization: credentials.authorization,

@@ -15,6 +15,32 @@ pub(crate) fn cases() -> Vec<Case> {
             "cookie string beside a jar",
             &["-b", "z=9", "-b", "%DIR%/../jar.txt", "%BASE%/echo"],
         ),
+        // -H Cookie: the engine's cookies still go, on a line of their own before it; the -b
+        // strings do not (nor with -H 'Cookie:').
+        case(
+            "cookie jar beside -H Cookie",
+            &[
+                "-b",
+                "%DIR%/../jar.txt",
+                "-b",
+                "s=1",
+                "-H",
+                "Cookie: hdr=1",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "cookie jar with -H Cookie removed",
+            &[
+                "-b",
+                "%DIR%/../jar.txt",
+                "-b",
+                "s=1",
+                "-H",
+                "Cookie:",
+                "%BASE%/echo",
+            ],
+        ),
         case(
             "cookie jar without session cookies",
             &["-j", "-b", "%DIR%/../jar.txt", "%BASE%/echo"],
