@@ -63,9 +63,15 @@ struct Engine {
 impl Engine {
     /// Stores one `Set-Cookie` value received from `url` (or read from a jar as if it was).
     fn add(&mut self, set_cookie: &str, url: &Url) {
+        if oversized(set_cookie) {
+            return;
+        }
         let Ok(mut cookie) = cookie_store::Cookie::parse(set_cookie, url) else {
             return;
         };
+        if !prefix_kept(&cookie) {
+            return;
+        }
         // An IP address has no subdomains: curl keeps `Domain=127.0.0.1` host-only (its jar
         // line says `FALSE`), where cookie_store would store a domain cookie.
         if let CookieDomain::Suffix(host) = &cookie.domain {
@@ -346,6 +352,37 @@ fn set_cookie_origin(set_cookie: &str) -> Option<Url> {
     .ok()
 }
 
+/// Whether curl 7.88 drops a `Set-Cookie` value as too large: a header over 5,000 bytes, or a
+/// `NAME=VALUE` pair (the cookie's or an attribute's) with a part of 4,095 bytes or more or
+/// over 4,096 bytes in all, as browsers limit cookies.
+fn oversized(set_cookie: &str) -> bool {
+    const LINE: usize = 5000;
+    const PAIR: usize = 4096;
+    set_cookie.len() > LINE
+        || set_cookie.split(';').any(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (name, value) = (name.trim().len(), value.trim().len());
+            name >= PAIR - 1 || value >= PAIR - 1 || name + value > PAIR
+        })
+}
+
+/// Whether a cookie keeps the promise of its name's prefix (in any case, as curl compares
+/// it): `__Secure-` cookies must be `Secure`, `__Host-` ones also host-only with path `/`.
+fn prefix_kept(cookie: &cookie_store::Cookie<'_>) -> bool {
+    let name = cookie.name().as_bytes();
+    let has = |prefix: &str| {
+        name.len() >= prefix.len() && name[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    };
+    let secure = cookie.secure() == Some(true);
+    if has("__Secure-") {
+        secure
+    } else if has("__Host-") {
+        secure && &*cookie.path == "/" && matches!(cookie.domain, CookieDomain::HostOnly(_))
+    } else {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +431,41 @@ mod tests {
             "{text}"
         );
         assert_eq!(jar.header_for(&uri, true).unwrap(), "ip=1");
+    }
+
+    #[test]
+    fn oversized_cookies_and_broken_prefix_promises_are_dropped() {
+        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
+            .unwrap()
+            .unwrap();
+        let uri: Uri = "https://example.test/app/x".parse().unwrap();
+        let big = format!("big={}", "a".repeat(4095));
+        let fits = format!("fits={}", "a".repeat(4090));
+        let long_attr = format!("attr=1; Comment={}", "c".repeat(4095));
+        jar.store_from(
+            &uri,
+            &headers(&[
+                &big,
+                &fits,
+                &long_attr,
+                "__Secure-a=1",
+                "__secure-b=1; Secure",
+                "__Host-c=1; Secure; Path=/",
+                "__Host-d=1; Secure",
+                "__Host-e=1; Secure; Path=/; Domain=example.test",
+                "__HOST-f=1; Path=/",
+            ]),
+        );
+        let sent = jar.header_for(&uri, true).unwrap();
+        let mut names: Vec<&str> = sent
+            .to_str()
+            .unwrap()
+            .split("; ")
+            .map(|pair| pair.split('=').next().unwrap())
+            .collect();
+        names.sort_unstable();
+        // `__Host-d` took `/app` for its path from the URL, so it is not `/`.
+        assert_eq!(names, ["__Host-c", "__secure-b", "fits"]);
     }
 
     #[test]
