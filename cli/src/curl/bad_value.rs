@@ -11,20 +11,21 @@
 //! ```
 //!
 //! and, for a size (`--limit-rate`, `--max-filesize`), a warning before it saying what was
-//! wrong with the number or its unit. [`refusal`] gives those for the options curl reads as
+//! wrong with the number or its unit (for `--rate`'s unit, an error line). [`refusal`] gives those for the options curl reads as
 //! numbers or sizes; other options keep the reason clap's parser gives.
 //!
 //! What this does not do: decide whether a value is acceptable (each option's parser does);
 //! it only words the refusal.
 
 use super::argv::{self, Kind};
+use super::exit::Note;
 
-/// What curl prints for a refused value: its warning, if any (muted by an earlier `-s`), and
+/// What curl prints for a refused value: its note, if any (muted by an earlier `-s`), and
 /// the part of the error line after `poolcurl: `.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Refusal {
-    /// `Warning: ...`'s text, for a size.
-    pub(crate) warning: Option<String>,
+    /// A size's `Warning: ...`, or `--rate`'s error line about its unit.
+    pub(crate) note: Option<Note>,
     /// `option NAME: REASON`.
     pub(crate) line: String,
 }
@@ -39,6 +40,8 @@ enum Reading {
     Signed,
     /// A size with an optional unit, named so in curl's warning.
     Size(&'static str),
+    /// `--rate`'s `N/UNIT`: `N` a whole number of at least 1, `UNIT` by its first letter.
+    Rate,
     /// Anything else curl refuses as badly used.
     BadlyUsed,
 }
@@ -61,6 +64,7 @@ fn reading(long: &str) -> Option<Reading> {
         "max-redirs" | "create-file-mode" => Reading::Signed,
         "limit-rate" => Reading::Size("rate"),
         "max-filesize" => Reading::Size("max-filesize"),
+        "rate" => Reading::Rate,
         "local-port" | "tls-max" => Reading::BadlyUsed,
         _ => return None,
     })
@@ -102,25 +106,39 @@ pub(crate) fn refusal(
         }
         silent |= arg.silences();
     }
-    let negative = value.starts_with('-') && value[1..].parse::<f64>().is_ok();
-    let (warning, reason) = match reading {
+    // `--rate`'s number is what comes before its `/`.
+    let number = match reading {
+        Reading::Rate => value.split('/').next().unwrap_or_default(),
+        _ => value,
+    };
+    let negative = number.starts_with('-') && number[1..].parse::<f64>().is_ok();
+    let (note, reason) = match reading {
         Reading::Unsigned if negative => (None, "expected a positive numerical parameter"),
         Reading::Unsigned if value.parse::<f64>().is_ok_and(f64::is_infinite) => {
             (None, "too large number")
         }
         Reading::Unsigned | Reading::Signed => (None, "expected a proper numerical parameter"),
+        Reading::Rate if negative => (None, "expected a positive numerical parameter"),
+        Reading::Rate => match number.parse::<u64>() {
+            Err(_) => (None, "expected a proper numerical parameter"),
+            Ok(0) => (None, "is badly used here"),
+            Ok(_) => (
+                Some(Note::Error("unsupported --rate unit".to_owned())),
+                "is badly used here",
+            ),
+        },
         Reading::Size(which) => {
             let number = value.trim_start().starts_with(|c: char| c.is_ascii_digit());
             let warning = match number {
                 true => format!("unsupported {which} unit. Use G, M, K or B!"),
                 false => format!("invalid number specified for {which}"),
             };
-            (Some(warning), "is badly used here")
+            (Some(Note::Warning(warning)), "is badly used here")
         }
         Reading::BadlyUsed => (None, "is badly used here"),
     };
     Some(Refusal {
-        warning: warning.filter(|_| !silent),
+        note: note.filter(|_| !silent),
         line: format!("option {typed}: {reason}"),
     })
 }
@@ -132,7 +150,7 @@ mod tests {
     fn takes_value(name: &str) -> bool {
         matches!(
             name,
-            "-m" | "--max-time" | "-C" | "--limit-rate" | "--retry" | "--max-redirs"
+            "-m" | "--max-time" | "-C" | "--limit-rate" | "--retry" | "--max-redirs" | "--rate"
         )
     }
 
@@ -179,18 +197,40 @@ mod tests {
         let wrong = refused(&["--limit-rate", "x"], "limit-rate", None, "x");
         assert_eq!(wrong.line, "option --limit-rate: is badly used here");
         assert_eq!(
-            wrong.warning.as_deref(),
-            Some("invalid number specified for rate")
+            wrong.note,
+            Some(Note::Warning("invalid number specified for rate".into()))
         );
         let unit = refused(&["--limit-rate", "5q"], "limit-rate", None, "5q");
         assert_eq!(
-            unit.warning.as_deref(),
-            Some("unsupported rate unit. Use G, M, K or B!")
+            unit.note,
+            Some(Note::Warning(
+                "unsupported rate unit. Use G, M, K or B!".into()
+            ))
         );
         let muted = refused(&["-s", "--limit-rate", "x"], "limit-rate", None, "x");
-        assert_eq!(muted.warning, None);
+        assert_eq!(muted.note, None);
         let after = refused(&["--limit-rate", "x", "-s"], "limit-rate", None, "x");
-        assert!(after.warning.is_some());
+        assert!(after.note.is_some());
+    }
+
+    #[test]
+    fn rates_are_refused_by_their_number_then_their_unit() {
+        let rate = |value| refused(&["--rate", value], "rate", None, value);
+        assert_eq!(
+            rate("x/s").line,
+            "option --rate: expected a proper numerical parameter"
+        );
+        assert_eq!(
+            rate("-1/s").line,
+            "option --rate: expected a positive numerical parameter"
+        );
+        assert_eq!(rate("0/s").line, "option --rate: is badly used here");
+        let unit = rate("1/fortnight");
+        assert_eq!(unit.line, "option --rate: is badly used here");
+        assert_eq!(
+            unit.note,
+            Some(Note::Error("unsupported --rate unit".into()))
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::args::unsupported;
+use super::exit::Note;
 use super::{argv, bad_value, config, errout, header_file, negate, next, output};
 
 /// The hint printed after every usage error.
@@ -177,9 +178,11 @@ pub(crate) fn clap_error(error: &clap::Error, argv: &[OsString]) -> ExitCode {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let command = <crate::Cli as clap::CommandFactory>::command();
-    let (warning, line) = describe(error, &command, &args);
-    if let Some(warning) = warning {
-        errout::line(&output::curl_warning(&warning));
+    let (note, line) = describe(error, &command, &args);
+    match note {
+        Some(Note::Warning(text)) => errout::line(&output::curl_warning(&text)),
+        Some(Note::Error(text)) => errout::line(&output::curl_error_note(&text)),
+        None => {}
     }
     errout::line(&format!("poolcurl: {line}"));
     errout::line(TRY_HELP);
@@ -193,7 +196,7 @@ fn describe(
     error: &clap::Error,
     command: &clap::Command,
     args: &[String],
-) -> (Option<String>, String) {
+) -> (Option<Note>, String) {
     let arg = match error.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg)) => flag_name(arg),
         _ => String::new(),
@@ -208,7 +211,7 @@ fn describe(
         let short = long_option(command, long).and_then(|(_, short)| short);
         let takes_value = &|name: &str| takes_value(command, name);
         if let Some(refusal) = bad_value::refusal(args, takes_value, long, short, value) {
-            return (refusal.warning, refusal.line);
+            return (refusal.note, refusal.line);
         }
     }
     (None, clap_words(error, &arg, value))

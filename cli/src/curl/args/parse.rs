@@ -63,17 +63,18 @@ pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses `--rate N/UNIT` (UNIT `s`, `m`, `h` or `d`; `N` alone is per hour) into the time
-/// between transfer starts, as curl 7.88 reads it.
+/// between transfer starts, as curl 7.88 reads it: only the unit's first letter counts
+/// (`1/sec` is one a second).
 pub(crate) fn parse_rate(text: &str) -> Result<Duration, String> {
     let (count, unit) = match text.split_once('/') {
         Some((count, unit)) => (count, unit),
         None => (text, "h"),
     };
-    let unit = match unit {
-        "s" => Duration::from_secs(1),
-        "m" => Duration::from_secs(60),
-        "h" => Duration::from_secs(3600),
-        "d" => Duration::from_secs(86_400),
+    let unit = match unit.chars().next() {
+        Some('s') => Duration::from_secs(1),
+        Some('m') => Duration::from_secs(60),
+        Some('h') => Duration::from_secs(3600),
+        Some('d') => Duration::from_secs(86_400),
         _ => return Err(format!("expected N/s, N/m, N/h or N/d, got {text:?}")),
     };
     match count.parse::<u32>() {
@@ -179,7 +180,8 @@ mod tests {
         assert_eq!(parse_rate("2/m"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_rate("1"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_rate("1/d"), Ok(Duration::from_secs(86_400)));
-        for bad in ["0", "2/x", "abc", "-1", "/s"] {
+        assert_eq!(parse_rate("2/sec"), Ok(Duration::from_millis(500)));
+        for bad in ["0", "2/x", "abc", "-1", "/s", "1/"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
         }
     }

@@ -328,7 +328,22 @@ pub(crate) fn cases() -> Vec<Case> {
             "rate paces transfers",
             &["--rate", "50/s", "%BASE%/hello", "%BASE%/files/1"],
         ),
-        case("rate of zero", &["--rate", "0", "%BASE%/hello"]),
+        Case {
+            extra: Extra::Stderr,
+            ..case("rate of zero", &["--rate", "0", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
+            ..case(
+                "rate unit curl does not know",
+                &["--rate", "1/fortnight", "%BASE%/hello"],
+            )
+        },
+        // Only the unit's first letter counts.
+        case(
+            "rate unit spelled out",
+            &["--rate", "10/sec", "%BASE%/hello"],
+        ),
         case(
             "flags that change nothing",
             &[
