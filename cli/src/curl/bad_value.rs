@@ -112,11 +112,15 @@ pub(crate) fn refusal(
         _ => value,
     };
     let negative = number.starts_with('-') && number[1..].parse::<f64>().is_ok();
+    // Past what curl's `long` holds (a double's infinity included).
+    let too_large = number
+        .parse::<f64>()
+        .is_ok_and(|n| n.abs() > i64::MAX as f64);
     let (note, reason) = match reading {
-        Reading::Unsigned if negative => (None, "expected a positive numerical parameter"),
-        Reading::Unsigned if value.parse::<f64>().is_ok_and(f64::is_infinite) => {
+        Reading::Unsigned | Reading::Signed | Reading::Rate if too_large => {
             (None, "too large number")
         }
+        Reading::Unsigned if negative => (None, "expected a positive numerical parameter"),
         Reading::Unsigned | Reading::Signed => (None, "expected a proper numerical parameter"),
         Reading::Rate if negative => (None, "expected a positive numerical parameter"),
         Reading::Rate => match number.parse::<u64>() {
@@ -189,6 +193,11 @@ mod tests {
         assert_eq!(
             line(&["-m", "1e400"], "max-time", Some('m'), "1e400"),
             "option -m: too large number"
+        );
+        let huge = "99999999999999999999";
+        assert_eq!(
+            line(&["--retry", huge], "retry", None, huge),
+            "option --retry: too large number"
         );
     }
 

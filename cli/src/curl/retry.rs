@@ -53,7 +53,7 @@ impl Reason {
 #[derive(Debug, Clone)]
 pub(crate) struct Retry {
     /// Retries left.
-    left: u32,
+    left: u64,
     /// The next backoff when no delay is given.
     backoff: Duration,
     /// When the first attempt started (`--retry-max-time` counts from here).

@@ -108,7 +108,7 @@ pub(crate) struct TransferArgs {
 
     /// Retry a transfer that failed transiently (timeout, resolve, HTTP 408/429/500/502/503/504) up to NUM times
     #[arg(long = "retry", value_name = "NUM", default_value_t = 0)]
-    pub(crate) retry: u32,
+    pub(crate) retry: u64,
 
     /// Wait SECONDS before each retry (default: 1 s, doubling each time, or the server's Retry-After)
     #[arg(long = "retry-delay", value_name = "SECONDS", value_parser = parse_seconds)]
