@@ -189,7 +189,8 @@ pub(crate) fn clap_error(error: &clap::Error, argv: &[OsString]) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The part after `poolcurl: ` for a clap error, after curl's warning if it gives one: a value
+/// The part after `poolcurl: ` for a clap error, and the note curl prints before it (a
+/// warning or an error line), if it prints one: a value
 /// curl reads as a number or a size is refused in curl's words ([`bad_value`]), naming the
 /// option as `args` (the command line without the program name) typed it.
 fn describe(
