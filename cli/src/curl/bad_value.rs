@@ -11,7 +11,8 @@
 //! ```
 //!
 //! and, for a size (`--limit-rate`, `--max-filesize`), a warning before it saying what was
-//! wrong with the number or its unit (for `--rate`'s unit, an error line). [`refusal`] gives those for the options curl reads as
+//! wrong with the number or its unit (for `--rate`'s unit, an error line; for an empty `-o`,
+//! that the name has no length). [`refusal`] gives those for the options curl reads as
 //! numbers or sizes; other options keep the reason clap's parser gives.
 //!
 //! What this does not do: decide whether a value is acceptable (each option's parser does);
@@ -42,6 +43,8 @@ enum Reading {
     Size(&'static str),
     /// `--rate`'s `N/UNIT`: `N` a whole number of at least 1, `UNIT` by its first letter.
     Rate,
+    /// `-o`'s file name, which may not be empty.
+    FileName,
     /// Anything else curl refuses as badly used.
     BadlyUsed,
 }
@@ -65,6 +68,7 @@ fn reading(long: &str) -> Option<Reading> {
         "limit-rate" => Reading::Size("rate"),
         "max-filesize" => Reading::Size("max-filesize"),
         "rate" => Reading::Rate,
+        "output" => Reading::FileName,
         "local-port" | "tls-max" => Reading::BadlyUsed,
         _ => return None,
     })
@@ -100,11 +104,12 @@ pub(crate) fn refusal(
             }),
             _ => None,
         };
+        // A bundle's `s` before the option (`-so ''`) mutes it too.
+        silent |= arg.silences();
         if let Some(found) = found {
             typed = found;
             break;
         }
-        silent |= arg.silences();
     }
     // `--rate`'s number is what comes before its `/`.
     let number = match reading {
@@ -139,6 +144,10 @@ pub(crate) fn refusal(
             };
             (Some(Note::Warning(warning)), "is badly used here")
         }
+        Reading::FileName => (
+            Some(Note::Warning("output file name has no length".to_owned())),
+            "is badly used here",
+        ),
         Reading::BadlyUsed => (None, "is badly used here"),
     };
     Some(Refusal {
@@ -154,7 +163,13 @@ mod tests {
     fn takes_value(name: &str) -> bool {
         matches!(
             name,
-            "-m" | "--max-time" | "-C" | "--limit-rate" | "--retry" | "--max-redirs" | "--rate"
+            "-m" | "--max-time"
+                | "-C"
+                | "--limit-rate"
+                | "--retry"
+                | "--max-redirs"
+                | "--rate"
+                | "-o"
         )
     }
 
@@ -220,6 +235,8 @@ mod tests {
         assert_eq!(muted.note, None);
         let after = refused(&["--limit-rate", "x", "-s"], "limit-rate", None, "x");
         assert!(after.note.is_some());
+        let bundled = refused(&["-so", ""], "output", Some('o'), "");
+        assert_eq!(bundled.note, None);
     }
 
     #[test]
@@ -239,6 +256,16 @@ mod tests {
         assert_eq!(
             unit.note,
             Some(Note::Error("unsupported --rate unit".into()))
+        );
+    }
+
+    #[test]
+    fn an_empty_output_name_is_badly_used() {
+        let empty = refused(&["-o", ""], "output", Some('o'), "");
+        assert_eq!(empty.line, "option -o: is badly used here");
+        assert_eq!(
+            empty.note,
+            Some(Note::Warning("output file name has no length".into()))
         );
     }
 

@@ -408,6 +408,10 @@ pub(crate) fn cases() -> Vec<Case> {
         },
         Case {
             extra: Extra::Stderr,
+            ..case("output name without length", &["-o", "", "%BASE%/hello"])
+        },
+        Case {
+            extra: Extra::Stderr,
             ..case("max time too large", &["-m", "1e400", "%BASE%/hello"])
         },
         Case {
