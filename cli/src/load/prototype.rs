@@ -31,6 +31,10 @@ pub(crate) struct Prototype {
     version: Version,
     headers: HeaderMap,
     body: Bytes,
+    /// `-H 'Host:'`: the request is marked `OmitHost`, so the pool adds no `Host` either
+    /// (the template's other extensions, such as `-H` names' spellings, are curl mode's and
+    /// stay behind: a run sends names in lower case).
+    omit_host: bool,
 }
 
 impl Prototype {
@@ -51,6 +55,7 @@ impl Prototype {
             version: parts.version,
             headers: parts.headers,
             body: template.body_for(&hop),
+            omit_host: parts.extensions.get::<pool::OmitHost>().is_some(),
         })
     }
 
@@ -73,6 +78,7 @@ impl Prototype {
             version: self.version,
             headers,
             body: Bytes::copy_from_slice(&self.body),
+            omit_host: self.omit_host,
         }
     }
 
@@ -83,6 +89,10 @@ impl Prototype {
         *request.uri_mut() = self.uri.clone();
         *request.version_mut() = self.version;
         *request.headers_mut() = self.headers.clone();
+        // Only when asked: an extension allocates the request's extension map.
+        if self.omit_host {
+            request.extensions_mut().insert(pool::OmitHost);
+        }
         request
     }
 }
@@ -187,6 +197,9 @@ mod tests {
         );
         let removed = prototype(&["-H", "Host:", "http://a/"], true);
         assert!(removed.headers().get(HOST).is_none());
+        // ... and the pool adds none either.
+        assert!(removed.extensions().get::<pool::OmitHost>().is_some());
+        assert!(request.extensions().get::<pool::OmitHost>().is_none());
         let set = prototype(&["-H", "Host: other.test", "http://a/"], true);
         assert_eq!(set.headers().get_all(HOST).iter().count(), 1);
         assert_eq!(set.headers()[HOST], "other.test");
