@@ -49,30 +49,29 @@ enum Reading {
     BadlyUsed,
 }
 
-/// The reading of option `long` (without `--`), for those this module words.
-fn reading(long: &str) -> Option<Reading> {
-    Some(match long {
-        "max-time"
-        | "connect-timeout"
-        | "expect100-timeout"
-        | "keepalive-time"
-        | "retry"
-        | "retry-delay"
-        | "retry-max-time"
-        | "speed-limit"
-        | "speed-time"
-        | "parallel-max"
-        | "happy-eyeballs-timeout-ms"
-        | "continue-at" => Reading::Unsigned,
-        "max-redirs" | "create-file-mode" => Reading::Signed,
-        "limit-rate" => Reading::Size("rate"),
-        "max-filesize" => Reading::Size("max-filesize"),
-        "rate" => Reading::Rate,
-        "output" => Reading::FileName,
-        "local-port" | "tls-max" => Reading::BadlyUsed,
-        _ => return None,
-    })
-}
+/// The options this module words, by their long names (without `--`), and how curl reads each.
+const READINGS: &[(&str, Reading)] = &[
+    ("max-time", Reading::Unsigned),
+    ("connect-timeout", Reading::Unsigned),
+    ("expect100-timeout", Reading::Unsigned),
+    ("keepalive-time", Reading::Unsigned),
+    ("retry", Reading::Unsigned),
+    ("retry-delay", Reading::Unsigned),
+    ("retry-max-time", Reading::Unsigned),
+    ("speed-limit", Reading::Unsigned),
+    ("speed-time", Reading::Unsigned),
+    ("parallel-max", Reading::Unsigned),
+    ("happy-eyeballs-timeout-ms", Reading::Unsigned),
+    ("continue-at", Reading::Unsigned),
+    ("max-redirs", Reading::Signed),
+    ("create-file-mode", Reading::Signed),
+    ("limit-rate", Reading::Size("rate")),
+    ("max-filesize", Reading::Size("max-filesize")),
+    ("rate", Reading::Rate),
+    ("output", Reading::FileName),
+    ("local-port", Reading::BadlyUsed),
+    ("tls-max", Reading::BadlyUsed),
+];
 
 /// curl's refusal of `value` for option `long` (without `--`, short letter `short`), named as
 /// `args` (the command line, read by `takes_value`) typed it; `None` for an option this module
@@ -84,7 +83,7 @@ pub(crate) fn refusal(
     short: Option<char>,
     value: &str,
 ) -> Option<Refusal> {
-    let reading = reading(long)?;
+    let (_, reading) = READINGS.iter().find(|(name, _)| *name == long)?;
     let mut silent = false;
     let mut typed = format!("--{long}");
     for arg in argv::read(args.to_vec(), takes_value) {
@@ -267,6 +266,19 @@ mod tests {
             empty.note,
             Some(Note::Warning("output file name has no length".into()))
         );
+    }
+
+    #[test]
+    fn every_worded_option_is_one_of_curl_modes_and_takes_a_value() {
+        use clap::CommandFactory;
+        let command = crate::Cli::command();
+        for (long, _) in READINGS {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .unwrap_or_else(|| panic!("--{long} is an option"));
+            assert!(arg.get_action().takes_values(), "--{long}");
+        }
     }
 
     #[test]
