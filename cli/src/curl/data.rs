@@ -72,19 +72,12 @@ pub(crate) fn read_data(data: &[DataArg]) -> Result<Bytes, CurlError> {
 /// then fails to read fails the same way without the first line, except that `-d` (`as_text`,
 /// curl's `file2string`, which stops at the first failed read) reads it as empty.
 fn piece_file(path: &str, flag: &str, as_text: bool) -> Result<Vec<u8>, CurlError> {
+    let mut source = open_source(path).map_err(|_| {
+        let note = Note::Error(format!("Failed to open {path}"));
+        CurlError::option_read_failed(flag).with_note(note)
+    })?;
     let mut bytes = Vec::new();
-    let read = if path == "-" {
-        std::io::stdin().read_to_end(&mut bytes)
-    } else {
-        match std::fs::File::open(path) {
-            Ok(mut file) => file.read_to_end(&mut bytes),
-            Err(_) => {
-                let note = Note::Error(format!("Failed to open {path}"));
-                return Err(CurlError::option_read_failed(flag).with_note(note));
-            }
-        }
-    };
-    match read {
+    match source.read_to_end(&mut bytes) {
         Ok(_) => Ok(bytes),
         Err(_) if as_text => Ok(Vec::new()),
         Err(_) => Err(CurlError::option_read_failed(flag)),
@@ -132,14 +125,19 @@ pub(crate) fn url_encode_piece(text: &str, flag: &str) -> Result<String, CurlErr
 ///
 /// Exit 26 when it cannot be read.
 pub(crate) fn read_source(path: &str) -> Result<Vec<u8>, CurlError> {
+    let mut bytes = Vec::new();
+    open_source(path)
+        .and_then(|mut source| source.read_to_end(&mut bytes))
+        .map_err(|e| CurlError::read_failed(path, &e))?;
+    Ok(bytes)
+}
+
+/// A `@file` argument opened for reading: stdin for `-`.
+fn open_source(path: &str) -> std::io::Result<Box<dyn Read>> {
     if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| CurlError::read_failed(path, &e))?;
-        return Ok(bytes);
+        return Ok(Box::new(std::io::stdin()));
     }
-    std::fs::read(path).map_err(|e| CurlError::read_failed(path, &e))
+    Ok(Box::new(std::fs::File::open(path)?))
 }
 
 /// A file's text as curl 7.88 reads `-d @FILE`, `-w @FILE` and `--etag-compare`

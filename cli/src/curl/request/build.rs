@@ -136,7 +136,7 @@ impl RequestTemplate {
     }
 
     /// Whether `-H` set or removed `name`, so curl mode's own header of that name is not sent.
-    fn overridden(&self, name: &HeaderName) -> bool {
+    pub(crate) fn overridden(&self, name: &HeaderName) -> bool {
         self.user_sets(name) || self.user_removes(name)
     }
 }

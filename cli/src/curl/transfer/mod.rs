@@ -318,8 +318,7 @@ impl Session {
             _ if state.template.uploads() => None,
             _ => self.composed.range.clone(),
         };
-        let own = |name| state.template.user_sets(name) || state.template.user_removes(name);
-        let with_strings = !own(&http::header::COOKIE);
+        let with_strings = !state.template.overridden(&http::header::COOKIE);
         let cookie = self
             .cookies
             .as_ref()
