@@ -10,8 +10,8 @@
 //!
 //! [`OmitHost`] is the other thing a URL cannot say: that an HTTP/1 request goes without the
 //! `Host` header the pool otherwise adds (curl's `-H 'Host:'`), to see how a server answers
-//! one. It travels the same way and costs a request that carries `Host`, or has no
-//! extensions, no more than a check it already makes.
+//! one. It travels the same way: a request that carries `Host` pays nothing for it, one
+//! without pays a single emptiness check of its extensions.
 //!
 //! What this module does not do: send a target [`PathAndQuery`] rejects (one that is neither
 //! `*` nor starts with `/`: hyper writes the request line from a URI), or change the origin

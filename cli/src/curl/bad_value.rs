@@ -75,7 +75,7 @@ const READINGS: &[(&str, Reading)] = &[
 
 /// curl's refusal of `value` for option `long` (without `--`, short letter `short`), named as
 /// `args` (the command line, read by `takes_value`) typed it; `None` for an option this module
-/// does not word. `silent` says whether a `-s` came before it.
+/// does not word. A `-s` before the option (in its bundle too) mutes the note.
 pub(crate) fn refusal(
     args: &[String],
     takes_value: &dyn Fn(&str) -> bool,
@@ -124,9 +124,10 @@ pub(crate) fn refusal(
         Reading::Unsigned | Reading::Signed | Reading::Rate if too_large => {
             (None, "too large number")
         }
-        Reading::Unsigned if negative => (None, "expected a positive numerical parameter"),
+        Reading::Unsigned | Reading::Rate if negative => {
+            (None, "expected a positive numerical parameter")
+        }
         Reading::Unsigned | Reading::Signed => (None, "expected a proper numerical parameter"),
-        Reading::Rate if negative => (None, "expected a positive numerical parameter"),
         Reading::Rate => match number.parse::<u64>() {
             Err(_) => (None, "expected a proper numerical parameter"),
             Ok(0) => (None, "is badly used here"),

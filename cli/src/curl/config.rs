@@ -22,6 +22,8 @@
 //! What this module does not do: look up the home directory in the password database when
 //! none of the variables names one (curl's last resort).
 
+use std::io::Read;
+
 use super::argv::{self, Kind};
 use super::exit::CurlError;
 
@@ -172,15 +174,11 @@ pub(crate) fn default_file() -> Option<String> {
 /// The text of a config file (`-` is stdin). A file that opens but cannot be read (a
 /// directory) is empty, as curl's line reader finds it; one that does not open is an error.
 fn read(file: &str) -> Result<String, CurlError> {
+    let mut source = super::data::open_source(file)
+        .map_err(|_| CurlError::new(26, "option -K: error encountered when reading a file"))?;
     let mut bytes = Vec::new();
-    if file == "-" {
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes);
-    } else {
-        let mut opened = std::fs::File::open(file)
-            .map_err(|_| CurlError::new(26, "option -K: error encountered when reading a file"))?;
-        if std::io::Read::read_to_end(&mut opened, &mut bytes).is_err() {
-            bytes.clear();
-        }
+    if source.read_to_end(&mut bytes).is_err() {
+        bytes.clear();
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -133,7 +133,7 @@ pub(crate) fn read_source(path: &str) -> Result<Vec<u8>, CurlError> {
 }
 
 /// A `@file` argument opened for reading: stdin for `-`.
-fn open_source(path: &str) -> std::io::Result<Box<dyn Read>> {
+pub(crate) fn open_source(path: &str) -> std::io::Result<Box<dyn Read>> {
     if path == "-" {
         return Ok(Box::new(std::io::stdin()));
     }
