@@ -13,7 +13,10 @@
 //! and, for a size (`--limit-rate`, `--max-filesize`), a warning before it saying what was
 //! wrong with the number or its unit (for `--rate`'s unit, an error line; for an empty `-o`,
 //! that the name has no length). [`refusal`] gives those for the options curl reads as
-//! numbers or sizes; other options keep the reason clap's parser gives.
+//! numbers or sizes. Any other option refused with an empty value (`-c ''`, `--cacert ''`,
+//! `-X ''`) gets curl 8.6's words, `blank argument where content is expected` (curl 7.88 took
+//! such values and went on with them, or crashed on `-D ''`); other options keep the reason
+//! clap's parser gives.
 //!
 //! What this does not do: decide whether a value is acceptable (each option's parser does);
 //! it only words the refusal.
@@ -47,6 +50,8 @@ enum Reading {
     FileName,
     /// Anything else curl refuses as badly used.
     BadlyUsed,
+    /// An empty value for an option not in [`READINGS`] that refuses one.
+    Blank,
 }
 
 /// The options this module words, by their long names (without `--`), and how curl reads each.
@@ -75,7 +80,8 @@ const READINGS: &[(&str, Reading)] = &[
 
 /// curl's refusal of `value` for option `long` (without `--`, short letter `short`), named as
 /// `args` (the command line, read by `takes_value`) typed it; `None` for an option this module
-/// does not word. A `-s` before the option (in its bundle too) mutes the note.
+/// does not word (one outside [`READINGS`] with a value that is not empty). A `-s` before the
+/// option (in its bundle too) mutes the note.
 pub(crate) fn refusal(
     args: &[String],
     takes_value: &dyn Fn(&str) -> bool,
@@ -83,9 +89,13 @@ pub(crate) fn refusal(
     short: Option<char>,
     value: &str,
 ) -> Option<Refusal> {
-    let (_, reading) = READINGS.iter().find(|(name, _)| *name == long)?;
+    let reading = match READINGS.iter().find(|(name, _)| *name == long) {
+        Some((_, reading)) => reading,
+        None if value.is_empty() => &Reading::Blank,
+        None => return None,
+    };
     let mut silent = false;
-    let mut typed = format!("--{long}");
+    let mut typed = None;
     for arg in argv::read(args.to_vec(), takes_value) {
         let found = match &arg.kind {
             Kind::Long { name, value: given } => {
@@ -105,11 +115,18 @@ pub(crate) fn refusal(
         };
         // A bundle's `s` before the option (`-so ''`) mutes it too.
         silent |= arg.silences();
-        if let Some(found) = found {
+        if found.is_some() {
             typed = found;
             break;
         }
     }
+    // An option given no value at all (`-X` last) reaches clap as an empty one: curl says it
+    // requires a parameter, which is the caller's wording.
+    let typed = match (typed, reading) {
+        (Some(typed), _) => typed,
+        (None, Reading::Blank) => return None,
+        (None, _) => format!("--{long}"),
+    };
     // `--rate`'s number is what comes before its `/`.
     let number = match reading {
         Reading::Rate => value.split('/').next().unwrap_or_default(),
@@ -149,6 +166,7 @@ pub(crate) fn refusal(
             "is badly used here",
         ),
         Reading::BadlyUsed => (None, "is badly used here"),
+        Reading::Blank => (None, "blank argument where content is expected"),
     };
     Some(Refusal {
         note: note.filter(|_| !silent),
@@ -170,6 +188,8 @@ mod tests {
                 | "--max-redirs"
                 | "--rate"
                 | "-o"
+                | "-c"
+                | "--cacert"
         )
     }
 
@@ -280,6 +300,24 @@ mod tests {
                 .unwrap_or_else(|| panic!("--{long} is an option"));
             assert!(arg.get_action().takes_values(), "--{long}");
         }
+    }
+
+    #[test]
+    fn an_empty_value_elsewhere_is_a_blank_argument_named_as_typed() {
+        let line = |args: &[&str], long, short| refused(args, long, short, "").line;
+        assert_eq!(
+            line(&["-c", ""], "cookie-jar", Some('c')),
+            "option -c: blank argument where content is expected"
+        );
+        assert_eq!(
+            line(&["--cacert", ""], "cacert", None),
+            "option --cacert: blank argument where content is expected"
+        );
+        // A number's empty value keeps curl 7.88's words for the number.
+        assert_eq!(
+            line(&["-m", ""], "max-time", Some('m')),
+            "option -m: expected a proper numerical parameter"
+        );
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //! switched to `https://` before it is requested, the first URL and redirects alike, keeping
 //! its port as curl does. The file is read when the group starts and written when it ends, in
 //! curl's format: one host a line, a leading `.` for `includeSubDomains`, and the expiry in UTC
-//! (`"20261204 10:00:00"`) or `"unlimited"`.
+//! (`"20261204 10:00:00"`) or `"unlimited"`. An empty file name (`--hsts ''`, which curl takes)
+//! keeps the cache for the invocation only: nothing is read or written.
 //!
 //! What this module does not do: take a header from a cleartext response or about an IP
 //! address (RFC 6797 and curl ignore both), or preload a list of its own.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use http::{HeaderMap, Uri};
@@ -35,9 +36,13 @@ pub(crate) struct Hsts {
 }
 
 impl Hsts {
-    /// The cache in `path` (empty when the file does not exist or holds no entry).
-    pub(crate) fn load(path: &Path) -> Hsts {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
+    /// The cache in `path` (empty when the file does not exist or holds no entry, or when
+    /// `path` is empty).
+    pub(crate) fn load(path: &str) -> Hsts {
+        let text = match path {
+            "" => String::new(),
+            path => std::fs::read_to_string(path).unwrap_or_default(),
+        };
         let now = now();
         let entries = text
             .lines()
@@ -45,7 +50,7 @@ impl Hsts {
             .filter(|e| e.expires.is_none_or(|at| at > now))
             .collect();
         Hsts {
-            path: path.to_owned(),
+            path: PathBuf::from(path),
             entries: Mutex::new(entries),
         }
     }
@@ -103,12 +108,15 @@ impl Hsts {
         }
     }
 
-    /// Writes the cache to its file.
+    /// Writes the cache to its file, if it has one.
     ///
     /// # Errors
     ///
     /// Exit 23 when the file cannot be written.
     pub(crate) fn save(&self) -> Result<(), CurlError> {
+        if self.path.as_os_str().is_empty() {
+            return Ok(());
+        }
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let mut text = String::from("# Your HSTS cache.\n# Written by poolcurl.\n");
         for entry in entries.iter() {
@@ -188,7 +196,7 @@ mod tests {
             "# comment\n.sub.test \"unlimited\"\nold.test \"20000101 00:00:00\"\n",
         )
         .unwrap();
-        let hsts = Hsts::load(&path);
+        let hsts = Hsts::load(path.to_str().unwrap());
         let up = |url: &str| hsts.upgrade(&url.parse().unwrap()).map(|u| u.to_string());
         assert_eq!(
             up("http://a.sub.test/x"),
@@ -226,5 +234,17 @@ mod tests {
             None,
             "max-age is required"
         );
+    }
+
+    #[test]
+    fn an_empty_file_name_keeps_the_cache_for_the_invocation() {
+        let hsts = Hsts::load("");
+        hsts.store_from(&"https://kept.test/".parse().unwrap(), &sts("max-age=100"));
+        assert_eq!(
+            hsts.upgrade(&"http://kept.test/".parse().unwrap())
+                .map(|u| u.to_string()),
+            Some("https://kept.test/".into())
+        );
+        assert!(hsts.save().is_ok(), "nothing to write");
     }
 }

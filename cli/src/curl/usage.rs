@@ -291,6 +291,14 @@ mod tests {
             error_for(&["--limit-rate", "fast", "http://a/"]),
             "option --limit-rate: is badly used here"
         );
+        assert_eq!(
+            error_for(&["-c", "", "http://a/"]),
+            "option -c: blank argument where content is expected"
+        );
+        assert_eq!(
+            error_for(&["http://a/", "-X", ""]),
+            "option -X: blank argument where content is expected"
+        );
     }
 
     #[test]

@@ -48,9 +48,9 @@ pub(crate) struct TransferArgs {
     pub(crate) xattr: bool,
 
     /// Read and write an HSTS cache in FILE: hosts it names, or that said so over HTTPS, get
-    /// https:// only
+    /// https:// only ("" keeps them for the transfer only)
     #[arg(long = "hsts", value_name = "FILE")]
-    pub(crate) hsts: Option<PathBuf>,
+    pub(crate) hsts: Option<String>,
 
     /// Read and write an Alt-Svc cache in FILE: an https:// origin's alternatives, used by later
     /// requests to it ("" keeps them for the transfer only)

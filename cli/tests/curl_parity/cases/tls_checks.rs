@@ -94,6 +94,24 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // --hsts '': the cache lives for the invocation only, so the second URL is upgraded
+        // all the same and no file is written.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "hsts without a file",
+                &[
+                    "--hsts",
+                    "",
+                    "--cacert",
+                    "%CA%",
+                    "-w",
+                    "%{url_effective}\n",
+                    "%TLS%/sts",
+                    "http://localhost:%PORT%/hello",
+                ],
+            )
+        },
         // --cert-status: a stapled OCSP response from the CA (good, revoked, unknown) or none;
         // curl checks the same staple through OpenSSL. (A second connection is left out: curl
         // 7.88 resumes its session there and then finds no staple, exit 91; poolcurl turns
