@@ -10,7 +10,10 @@
 //!
 //! What counts: idle connections already there are taken first (a warm-up *ensures* up to `n`
 //! connections, it does not add `n` more), and an HTTP/2 origin is warm with one generation,
-//! since its streams share the connection.
+//! since its streams share the connection. On a bounded origin a warm-up asks for no more than
+//! its partition's equal share of the bound: holding while waiting is safe only when every
+//! partition's warm-up can be whole at once (a warm-up of one acquisition holds nothing while it
+//! waits, hence the share's floor of one).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,9 +54,12 @@ impl Client {
     /// Opens up to `n` connections to the origin of `uri` in this client's partition, and
     /// returns once each is ready (and idle) or has failed.
     ///
-    /// The warm-up competes like `n` requests: a bounded origin lends it at most
-    /// `max_connections_per_host` connections (`n` is capped there), and it waits for permits
-    /// within this client's pool timeout. Idle connections already there count towards `n`.
+    /// The warm-up competes like `n` requests, and waits for permits within this client's pool
+    /// timeout. A bounded origin lends it at most this partition's equal share of
+    /// `max_connections_per_host` (the bound divided by the pool's partitions, rounded down,
+    /// and at least one; the whole bound in a pool of one partition), so that warm-ups run in
+    /// every partition at once always fit in the bound. Idle connections already there count
+    /// towards `n`.
     /// Once the origin is known to speak HTTP/2, one connection serves it, whatever `n` says.
     /// Connections it opens report [`OpenReason::Preconnect`].
     ///
@@ -69,8 +75,11 @@ impl Client {
     /// serve the next request.
     pub async fn preconnect(&self, uri: &http::Uri, n: usize) -> Result<Preconnected, Error> {
         let entry = self.cell_for(uri)?;
+        // A warm-up holds what it gets until all of it is in. Two warm-ups that each asked
+        // for more than half of a bound could each hold part of it and wait for the rest,
+        // which only the other gives back: a share each keeps every warm-up within reach.
         let n = match entry.cell.admission() {
-            Some(admission) => n.min(admission.limit()),
+            Some(admission) => n.min((admission.limit() / admission.partitions().max(1)).max(1)),
             None => n,
         };
         let warms = (0..n).map(|_| warm(self, &entry)).collect();

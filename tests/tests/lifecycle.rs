@@ -401,6 +401,64 @@ async fn the_pool_timeout_keeps_the_demand_order_across_partitions() {
     assert_eq!((stats.total().waiting_requests, stats.admitted()), (0, 1));
 }
 
+/// Bounded to 4, two partitions, each warming 4 while partition 1 has 2 requests in flight:
+/// partition 0's warm-up takes the 2 free permits, partition 1's gets its 2 connections back
+/// when the requests end, and each would then hold 2 and wait for 2 more that only the other
+/// could give back. A warm-up is therefore capped at its partition's share of the bound
+/// (4 / 2), and both end.
+#[tokio::test(start_paused = true)]
+async fn warm_ups_in_every_partition_share_the_bound_instead_of_waiting_on_each_other() {
+    let hold = Gate::new();
+    let server = ScriptedH1Server::builder()
+        .default_plan(ConnPlan::serve_with({
+            let hold = hold.clone();
+            move |request| match request.target.as_str() {
+                "/held" => Reply::ok("x").gate(hold.clone()),
+                _ => Reply::ok("x"),
+            }
+        }))
+        .start()
+        .await;
+    let pool = ConnectionPool::builder()
+        .partitions(two_partitions())
+        .max_connections_per_host(4)
+        .build()
+        .unwrap();
+    let p0 = pool.client_for(PartitionId::from_index(0)).unwrap();
+    let p1 = pool.client_for(PartitionId::from_index(1)).unwrap();
+    let url = server.url("/");
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, url) = (p1.clone(), server.url("/held"));
+            tokio::spawn(async move { fetch(&client, &url).await })
+        })
+        .collect();
+    hold.wait_arrived(2).await;
+
+    let uri: http::Uri = url.parse().unwrap();
+    let warm0 = tokio::spawn({
+        let (client, uri) = (p0.clone(), uri.clone());
+        async move { client.preconnect(&uri, 4).await }
+    });
+    let warm1 = tokio::spawn({
+        let (client, uri) = (p1.clone(), uri.clone());
+        async move { client.preconnect(&uri, 4).await }
+    });
+    settle(&pool, &origin(&url), |s| s.admitted() == 4).await;
+    hold.open();
+    for request in held {
+        request.await.unwrap();
+    }
+    let both = tokio::time::timeout(60 * SECOND, async {
+        (warm0.await.unwrap(), warm1.await.unwrap())
+    })
+    .await
+    .expect("neither warm-up waits for the other's connections");
+    let (warm0, warm1) = (both.0.unwrap(), both.1.unwrap());
+    assert_eq!((warm0.http1, warm1.http1), (2, 2), "each partition's share");
+    assert!(server.accepted() <= 4, "{} accepted", server.accepted());
+}
+
 /// Reads `body` frame by frame, returning the data read and how the body ended.
 async fn read_all(body: pool::Body) -> (Vec<Bytes>, Result<(), pool::Error>) {
     let mut body = body;

@@ -207,7 +207,7 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) http2_max_connections: Option<u64>,
 
-    /// Before the run, open N connections per partition and origin (reported apart)
+    /// Before the run, open N connections per partition and origin (reported apart; under --max-connections-per-host, at most each partition's equal share of it)
     #[arg(long = "preconnect", value_name = "N", help_heading = "Pool")]
     pub(crate) preconnect: Option<u64>,
 

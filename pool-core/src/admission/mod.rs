@@ -189,6 +189,11 @@ impl<C: Member> Admission<C> {
         self.shared.limit
     }
 
+    /// How many partitions share the bound.
+    pub fn partitions(&self) -> usize {
+        self.shared.groups.len()
+    }
+
     /// The origin's pending cap (`max_pending_per_host`), if set.
     pub fn pending_cap(&self) -> Option<usize> {
         self.shared.pending_cap
