@@ -99,15 +99,14 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) ramp: Option<Duration>,
 
-    /// Partitions of the pool, each a single-threaded runtime on its own thread
+    /// Partitions of the pool, each a single-threaded runtime on its own thread [default: one per CPU, at most -c]
     #[arg(
         long = "partitions",
         value_name = "P",
-        default_value_t = 1,
         value_parser = clap::value_parser!(u32).range(1..=1024),
         help_heading = "Load"
     )]
-    pub(crate) partitions: u32,
+    pub(crate) partitions: Option<u32>,
 
     /// Maximum time for each request (head and body), in seconds; a request over it is a timeout error
     #[arg(
@@ -250,6 +249,19 @@ pub(crate) struct LoadArgs {
 }
 
 impl LoadArgs {
+    /// `--partitions`, or one per CPU the process may run on (as oha's and hey's runtimes
+    /// have one worker per CPU), but no more than the `-c` workers that would use them.
+    pub(crate) fn partition_count(&self) -> usize {
+        match self.partitions {
+            Some(p) => usize::try_from(p).unwrap_or(1),
+            None => {
+                let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+                cpus.min(usize::try_from(self.concurrency).unwrap_or(1))
+                    .max(1)
+            }
+        }
+    }
+
     /// The volume asked for, or the default.
     pub(crate) fn volume(&self) -> Volume {
         match (self.requests, self.duration) {
@@ -376,6 +388,30 @@ mod tests {
             Ok(IdleTimeout(Some(Duration::from_millis(2_500))))
         );
         assert!(parse_idle_timeout("soon").is_err());
+    }
+
+    /// `LoadArgs` from a `load` command line.
+    fn load_args(argv: &[&str]) -> LoadArgs {
+        use clap::{Args, FromArgMatches};
+        let command = LoadArgs::augment_args(clap::Command::new("load"));
+        let matches = command
+            .try_get_matches_from(std::iter::once("load").chain(argv.iter().copied()))
+            .unwrap();
+        LoadArgs::from_arg_matches(&matches).unwrap()
+    }
+
+    #[test]
+    fn partitions_default_to_one_per_cpu_but_no_more_than_the_workers() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let url = "http://127.0.0.1:1/";
+        assert_eq!(load_args(&[url, "-c", "1000"]).partition_count(), cpus);
+        assert_eq!(load_args(&[url, "-c", "1"]).partition_count(), 1);
+        assert_eq!(load_args(&[url, "--partitions", "3"]).partition_count(), 3);
+        assert_eq!(
+            load_args(&[url, "-c", "1", "--partitions", "3"]).partition_count(),
+            3,
+            "as asked"
+        );
     }
 
     #[test]

@@ -33,6 +33,11 @@
 //!   names go out in lower case (curl mode title-cases them); the clock is read three times
 //!   (start, head, end); and the binary links mimalloc, since the exchange allocates a few
 //!   small blocks on every partition thread.
+//! * `P` is one partition per CPU unless `--partitions` says otherwise (no more than `-c`):
+//!   oha's, hey's and k6's runtimes use every CPU by default, and a tool of one thread against
+//!   them would be measuring its own limit on any machine with more than one core. On a
+//!   machine where the server shares the cores (loopback) one partition can have the lower
+//!   tail latency (fewer busy threads than cores); `--partitions 1` asks for it.
 //! * `-c` is requests in flight, not connections: how many connections those need is the
 //!   pool's decision, and the summary reports it. For HTTP/1.1 it never exceeds `-c` per
 //!   partition's share (the pool hands an establishment whose request was served by a returning
@@ -196,7 +201,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             .check(origin.host(), origin.port())
             .map_err(|e| e.message().to_owned())?;
     }
-    let partition_count = usize::try_from(args.partitions).unwrap_or(1);
+    let partition_count = args.partition_count();
     let events = EventCounts::new(partition_count);
     let cores = build_pool(args, &connect_to, partition_count, &events, origin.as_ref())?;
     let pool = cores.pool().clone();

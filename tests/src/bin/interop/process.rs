@@ -146,10 +146,15 @@ pub(crate) fn without_proxy_env(mut cmd: Command) -> Command {
 }
 
 impl Running {
-    /// Starts `poolcurl load` (JSON summary) with `args`.
+    /// Starts `poolcurl load` (JSON summary) with `args`, on one partition unless `args` say
+    /// how many: the checks count connections per origin, which `load`'s default (one
+    /// partition per CPU) would multiply by the machine's CPUs.
     pub(crate) fn spawn(poolcurl: &Path, args: &[String]) -> Result<Running, String> {
         let mut cmd = without_proxy_env(Command::new(poolcurl));
         cmd.args(LOAD).args(args);
+        if !args.iter().any(|a| a == "--partitions") {
+            cmd.args(["--partitions", "1"]);
+        }
         Running::start(cmd)
     }
 
