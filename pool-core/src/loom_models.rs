@@ -17,7 +17,12 @@
 //!   (every model checks that: `Gauges::dec` asserts it under loom);
 //! * a waiter's claim racing its cancellation hands the value to exactly one side;
 //! * a scale-out generation published while a stream of the full one ends gives the waiting
-//!   request exactly one stream, and starts no second flight.
+//!   request exactly one stream, and starts no second flight;
+//! * a bounded generation published while a peer's request misses lends that request exactly
+//!   one stream (a request left waiting beside a generation it may use, with the only permit
+//!   held by that generation, would wait forever);
+//! * a generation whose last stream ends while a request of a partition that may not use it
+//!   misses closes exactly once, and its permit launches that request's connection.
 
 use std::time::{Duration, Instant};
 
@@ -424,5 +429,130 @@ fn loom_publication_races_a_freed_stream() {
         );
         assert_eq!(old.taken() + new.taken(), 1, "one stream reserved, for it");
         assert!(launches.lock().unwrap().is_empty(), "no second flight");
+    });
+}
+
+/// Bound 1, two partitions of one group, HTTP/2: partition 0's flight holds the permit and its
+/// generation is published while a request arrives in partition 1. Whichever way they
+/// interleave, that request gets one stream of the generation (borrowed), and nothing else is
+/// established.
+#[test]
+fn loom_bounded_publication_races_a_peer_miss() {
+    loom::model(|| {
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
+        let launches = Launches::default();
+        let h2_cell = |partition| {
+            fakes::recording_cell(
+                EstablishMode::Http2,
+                Some(Duration::from_secs(90)),
+                Some((admission.clone(), partition)),
+                &launches,
+                None,
+            )
+        };
+        let (owner, borrower) = (h2_cell(0), h2_cell(1));
+        let now = Instant::now();
+        // Partition 0's request took the permit and launched the flight, then left.
+        let first = fakes::wait(&owner, Requirement::Any, 1, now);
+        let (_, launch, permit) = launches.lock().unwrap().remove(0);
+        let crate::cell::Launch::Flight(flight) = launch else {
+            panic!("an HTTP/2 cell launches flights")
+        };
+        owner.cancel(&first, now);
+        let generation = fakes::FakeH2 {
+            record: fakes::record_with_permit(&owner, Protocol::Http2, permit),
+            accepting: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            streams: std::sync::Arc::default(),
+        };
+
+        let publisher = {
+            let (owner, generation) = (owner.clone(), generation.clone());
+            loom::thread::spawn(move || owner.publish_h2(generation, flight, now))
+        };
+        let requester = {
+            let borrower = borrower.clone();
+            loom::thread::spawn(move || fakes::wait(&borrower, Requirement::Any, 2, now))
+        };
+        publisher.join().unwrap();
+        let waiter = requester.join().unwrap();
+
+        assert!(
+            matches!(waiter.try_take(), Some(Grant::BorrowedH2(_))),
+            "the peer's request borrowed a stream"
+        );
+        assert_eq!(generation.taken(), 1, "one stream reserved, for it");
+        assert!(
+            launches.lock().unwrap().is_empty(),
+            "nothing else established"
+        );
+        assert_eq!(admission.waiting(), 0);
+        admission.detach();
+    });
+}
+
+/// Bound 1, two partitions of different groups, HTTP/2: partition 0's generation holds the
+/// permit, and its one stream ends while a request arrives in partition 1 (which may not use
+/// it). Whichever way they interleave, the generation closes as `Reclaimed` exactly once and
+/// the permit launches partition 1's connection; nobody is left waiting with nothing coming.
+#[test]
+fn loom_quiet_generation_races_a_miss_of_another_group() {
+    loom::model(|| {
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 1]);
+        let launches = Launches::default();
+        let h2_cell = |partition| {
+            fakes::recording_cell(
+                EstablishMode::Http2,
+                Some(Duration::from_secs(90)),
+                Some((admission.clone(), partition)),
+                &launches,
+                None,
+            )
+        };
+        let (owner, other) = (h2_cell(0), h2_cell(1));
+        let now = Instant::now();
+        let first = fakes::wait(&owner, Requirement::Any, 1, now);
+        let (_, launch, permit) = launches.lock().unwrap().remove(0);
+        let crate::cell::Launch::Flight(flight) = launch else {
+            panic!("an HTTP/2 cell launches flights")
+        };
+        let generation = fakes::FakeH2 {
+            record: fakes::record_with_permit(&owner, Protocol::Http2, permit),
+            accepting: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            streams: std::sync::Arc::default(),
+        };
+        owner.publish_h2(generation.clone(), flight, now);
+        // The request leases its stream (the pool counts the lease in the gauges).
+        assert!(matches!(first.try_take(), Some(Grant::H2(_))));
+        owner.activation_done();
+        owner.gauges().inc(Gauge::H2ActiveStreams);
+        let record = generation.record.clone();
+
+        let ender = {
+            let (owner, generation, record) = (owner.clone(), generation.clone(), record.clone());
+            loom::thread::spawn(move || {
+                owner.gauges().dec(Gauge::H2ActiveStreams);
+                generation.end_stream();
+                owner.h2_stream_ended(&record);
+            })
+        };
+        let requester = {
+            let other = other.clone();
+            loom::thread::spawn(move || fakes::wait(&other, Requirement::Any, 2, now))
+        };
+        ender.join().unwrap();
+        let waiter = requester.join().unwrap();
+
+        assert_eq!(record.close_reason(), Some(CloseReason::Reclaimed));
+        assert_eq!(owner.h2_generations(), 0);
+        let launched: Vec<_> = launches.lock().unwrap().drain(..).collect();
+        assert_eq!(
+            launched.len(),
+            1,
+            "one connection launched, for partition 1"
+        );
+        assert!(Arc::ptr_eq(&launched[0].0, &waiter));
+        assert!(launched[0].2.is_some(), "with the permit");
+        drop(launched);
+        admission.detach();
     });
 }

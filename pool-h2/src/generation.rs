@@ -148,10 +148,12 @@ struct GenerationHandle {
 
 impl GenerationHandle {
     /// Releases one stream; a generation that was at its limit tells its cell, whose oldest
-    /// waiting request takes the stream.
+    /// waiting request takes the stream, and any other says the stream ended.
     fn release(&self) {
         if self.streams.release() {
             self.home.stream_freed(&self.record);
+        } else {
+            self.home.stream_ended(&self.record);
         }
     }
 }

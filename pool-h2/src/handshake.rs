@@ -34,6 +34,14 @@ pub trait H2Home: Send + Sync + 'static {
     /// A stream of the generation of `record` became free while it was at the peer's limit (a
     /// stream ended, or the peer raised its limit): a request waiting in the cell may take it.
     fn stream_freed(&self, record: &Arc<ConnectionRecord>);
+
+    /// A stream of the generation of `record` ended below the peer's limit. Called at the end
+    /// of every such stream, so it must cost next to nothing when there is nothing to do (a
+    /// bounded cell uses it to give the generation's capacity to other partitions); the
+    /// default does nothing.
+    fn stream_ended(&self, record: &Arc<ConnectionRecord>) {
+        let _ = record;
+    }
 }
 
 /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` as hyper's connection applies it.

@@ -478,3 +478,84 @@ async fn the_pool_timeout_withdraws_a_waiting_request_and_the_order_goes_on() {
     assert_eq!(stats.total().waiting_requests, 0);
     assert_eq!(stats.admitted(), 1);
 }
+
+/// HTTP/2, N = 1, two partitions each with requests one after another: the one connection the
+/// bound allows serves both partitions (the second borrows its streams), and no request is
+/// left waiting. (A request that missed while the generation was being established, or was at
+/// its stream limit, used to wait for ever: only a miss looked for a peer's streams.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_origin_bounded_to_one_connection_serves_every_partition() {
+    h2_bounded_to_one(ConnectionReuseScope::NetworkInterface).await;
+}
+
+/// The same where partitions may not share connections: the generation closes, when its
+/// streams are done, for the partition that holds nothing (as an HTTP/1 connection would on
+/// its return), and the permit moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_origin_bounded_to_one_connection_moves_between_partitions_that_may_not_share() {
+    h2_bounded_to_one(ConnectionReuseScope::Partition).await;
+}
+
+async fn h2_bounded_to_one(scope: ConnectionReuseScope) {
+    use pool::ProtocolPolicy;
+    use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(2))
+        .max_connections_per_host(1)
+        .connection_reuse_scope(scope)
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let url = server.url("/");
+    let mut workers = JoinSet::new();
+    for i in 0..4u32 {
+        let client = pool.client_for(PartitionId::from_index(i % 2)).unwrap();
+        let url = url.clone();
+        workers.spawn(async move {
+            for _ in 0..300 {
+                assert_eq!(fetch(&client, &url).await.1, "x");
+            }
+        });
+    }
+    while let Some(done) = tokio::time::timeout(LIMIT, workers.join_next())
+        .await
+        .unwrap_or_else(|_| {
+            let created: Vec<_> = events
+                .created()
+                .iter()
+                .map(|i| (i.id(), i.partition()))
+                .collect();
+            let closed = events.closed();
+            panic!(
+                "every request is served: {:#?}\nlast created {:?}\nlast closed {:?}",
+                pool.stats(&origin(&url)),
+                &created[created.len().saturating_sub(3)..],
+                &closed[closed.len().saturating_sub(3)..],
+            )
+        })
+    {
+        done.unwrap();
+    }
+    // (A generation closed for its permit finishes its open streams after the permit moved,
+    // so the server may see two connections at once.)
+    let stats = pool.stats(&origin(&url));
+    assert!(stats.admitted() <= 1, "{stats:#?}");
+    assert_eq!(stats.total().waiting_requests, 0, "{stats:#?}");
+    let (created, closed) = (events.created(), events.closed());
+    if scope == ConnectionReuseScope::Partition {
+        // The permit went back and forth: each connection closed so the other could open.
+        assert!(created.len() > 1);
+        assert!(
+            closed
+                .iter()
+                .all(|(_, reason)| *reason == CloseReason::Reclaimed),
+            "{closed:?}"
+        );
+    } else {
+        assert_eq!(created.len(), 1, "one connection served both partitions");
+        assert!(closed.is_empty(), "{closed:?}");
+    }
+}

@@ -66,6 +66,11 @@ impl Ledger {
     pub(super) fn reclaim_started(&mut self) {
         self.reclaims_in_transit += 1;
     }
+
+    /// A reclaim that was counted closed nothing.
+    pub(super) fn reclaim_abandoned(&mut self) {
+        self.reclaims_in_transit = self.reclaims_in_transit.saturating_sub(1);
+    }
 }
 
 /// One permit of a bounded origin, owned by exactly one party at a time, and counted for the

@@ -214,6 +214,19 @@ impl<C: Member> Admission<C> {
     /// borrow, should close so its permit moves to a waiting partition that is owed capacity
     /// (see [`precedence`](Self::precedence)); counts the reclaim as in transit when it says so.
     pub fn should_release(&self, source: usize, now: Instant) -> bool {
+        self.release_for(source, now, |_| true)
+    }
+
+    /// [`should_release`](Self::should_release), counting only partitions outside `source`'s
+    /// eligibility group: for an HTTP/2 generation, which serves any number of its group's
+    /// requests at once (they borrow its streams), so closing it for one of them only costs a
+    /// handshake.
+    pub fn should_release_across_groups(&self, source: usize, now: Instant) -> bool {
+        let groups = &self.shared.groups;
+        self.release_for(source, now, |q| groups[q] != groups[source])
+    }
+
+    fn release_for(&self, source: usize, now: Instant, counts: impl Fn(usize) -> bool) -> bool {
         let mut state = self.shared.state.lock();
         if state.ledger.permit_coming() {
             return false;
@@ -221,6 +234,7 @@ impl<C: Member> Admission<C> {
         let shares = self.shares(&state.order);
         let owed = state.order.active().any(|(_, q)| {
             q != source
+                && counts(q)
                 && self.is_registered(q)
                 && self.owes(&state.order, shares, (source, q), now)
         });
@@ -228,6 +242,15 @@ impl<C: Member> Admission<C> {
             state.ledger.reclaim_started();
         }
         owed
+    }
+
+    /// A reclaim [`should_release`](Self::should_release) counted found nothing to close (the
+    /// connection closed on its own meanwhile, and its permit, already returned, settled
+    /// nothing): it is no longer in transit. Otherwise a permit would count as coming for
+    /// ever, and no capacity would move again.
+    pub fn reclaim_abandoned(&self) {
+        let mut state = self.shared.state.lock();
+        state.ledger.reclaim_abandoned();
     }
 
     /// Whether `claimant`, on a miss with no permit free, may close an idle connection of

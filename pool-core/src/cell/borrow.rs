@@ -6,6 +6,11 @@
 //! * A connection returning to a cell with nobody waiting serves the oldest ticket of its group
 //!   instead of idling ([`Bounded::serve_peer_demand`]); the receiving cell acks the fenced
 //!   ticket ([`Cell::accept_returning`]).
+//! * A generation that can take a stream nobody in its own partition waits for (its handshake
+//!   completed, a stream ended at its limit, the last activation turn ended) lends it to the
+//!   oldest ticket of its group ([`Cell::lend_streams`]), the HTTP/2 side of a returning
+//!   connection: a peer's request that missed while the generation was being established, or
+//!   was at its stream limit, has no other way to learn that a stream became free.
 //!
 //! Only connections nobody in their own partition waits for are lent: a returning connection
 //! with a local request waiting serves it first (see `admission::placement`).
@@ -13,10 +18,13 @@
 
 use super::actions::close_all;
 use super::bounded::Bounded;
+use super::gate::close_generations;
 use super::{Actions, Cell, CellTypes, Grant, PooledH1, PooledH2, Released};
 use crate::admission::{DeliveryId, Demand};
 use crate::close::CloseReason;
+use crate::connection::ConnectionRecord;
 use crate::stats::Gauge;
+use crate::sync::Arc;
 use std::time::Instant;
 
 /// A connection lent by a peer.
@@ -81,7 +89,124 @@ impl<T: CellTypes> Cell<T> {
     }
 }
 
+impl<T: CellTypes> Cell<T> {
+    /// Lends this cell's free HTTP/2 streams to the oldest tickets of its group, one stream a
+    /// ticket, while nobody waits here and no activation turn is out (the cell's own requests,
+    /// and the turn that learns a new generation's limit, go first).
+    ///
+    /// The second half of a handshake with a peer's miss, as for an idle HTTP/1 connection
+    /// (see [`Admission::under_pressure`](crate::admission::Admission::under_pressure)): the
+    /// generation became able to serve (written under this cell's lock) before the fence, and
+    /// the pressure flag is read after it; a miss publishes its demand, then reads this cell's
+    /// gauges and tries to borrow. One of the two sees the other.
+    pub(super) fn lend_streams(&self) {
+        let Some(bounded) = self.bounded() else {
+            return;
+        };
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        while bounded.admission().under_pressure() {
+            let generation = {
+                let mut st = self.state.lock();
+                if st.h2.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0 {
+                    return;
+                }
+                match st.h2.reserve(None) {
+                    Some(generation) => generation,
+                    None => return,
+                }
+            };
+            match bounded
+                .admission()
+                .claim_ticket_in_group(bounded.partition())
+            {
+                Some((peer, id)) => bounded.lend_stream(generation, peer, id),
+                None => {
+                    // Given back under the lock, without the notice a stream freed at the
+                    // limit sends (that notice would bring this cell straight back here). A
+                    // request of this cell that missed while the stream was held takes it.
+                    let mut actions = Actions::default();
+                    {
+                        let mut st = self.state.lock();
+                        generation.unreserve_quietly();
+                        self.activate(&mut st, &mut actions.grants);
+                    }
+                    self.run(actions);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A peer's stream, delivered against this cell's fenced ticket `id`: its oldest waiting
+    /// request takes it; if none waits any more, the reservation is given back.
+    fn accept_lent_stream(&self, generation: T::H2, id: DeliveryId) -> Option<T::H2> {
+        let Some(bounded) = self.bounded() else {
+            debug_assert!(false, "a lent stream delivered to an unbounded cell");
+            return Some(generation);
+        };
+        let (target, demand) = {
+            let mut st = self.state.lock();
+            let target = self.pop_oldest_claimed(&mut st);
+            (target, bounded.snapshot(&mut st))
+        };
+        let back = match target {
+            Some(w) => match w.fill(Grant::BorrowedH2(generation)) {
+                Ok(()) => None,
+                Err(Grant::BorrowedH2(generation)) => Some(generation),
+                Err(_) => unreachable!("fill returns what it was given"),
+            },
+            None => Some(generation),
+        };
+        bounded.admission().ack(bounded.partition(), id, demand);
+        back
+    }
+}
+
 impl<T: CellTypes> Bounded<'_, T> {
+    /// Delivers a reserved stream of this cell's generation against `peer`'s fenced ticket
+    /// `id`; a stream nobody there takes is given back (after the fence is lifted, and with no
+    /// lock held: giving back may tell this cell a stream is free).
+    fn lend_stream(&self, generation: T::H2, peer: usize, id: DeliveryId) {
+        let back = match self.peer(peer) {
+            Some(cell) => cell.accept_lent_stream(generation, id),
+            None => {
+                self.admission()
+                    .ack(peer, id, Demand::new(u64::MAX, None, None));
+                Some(generation)
+            }
+        };
+        if let Some(generation) = back {
+            generation.unreserve();
+        }
+    }
+
+    /// A stream of the generation of `record` ended while nobody here waits: the generation
+    /// closes (`Reclaimed`) when a partition that may not use it (another eligibility group)
+    /// is owed capacity, as a returning HTTP/1 connection closes in
+    /// [`serve_peer_demand`](Self::serve_peer_demand). Its open streams finish on the
+    /// connection; the permit moves at once. Partitions of its own group borrow its streams
+    /// instead ([`Cell::lend_streams`]), and a generation whose own partition has requests
+    /// waiting stays: they are served first, as placement's local rule says.
+    pub(super) fn release_generation(&self, record: &Arc<ConnectionRecord>) {
+        if self.cell.gauges.get(Gauge::WaitingRequests) > 0 {
+            return;
+        }
+        let now = self.cell.hooks.time.now();
+        if !self
+            .admission()
+            .should_release_across_groups(self.partition(), now)
+        {
+            return;
+        }
+        let taken = self.cell.state.lock().h2.take_record(record);
+        match taken {
+            Some(generation) => close_generations(vec![generation], CloseReason::Reclaimed),
+            // A peer's miss reclaimed it (or it stopped) since the stream ended: its permit
+            // went back before this reclaim was counted.
+            None => self.admission().reclaim_abandoned(),
+        }
+    }
+
     /// Looks for an idle HTTP/1 connection or an accepting generation in the partitions of this
     /// cell's eligibility group, and serves this cell's oldest waiter with it. Runs after the
     /// demand is published, with a fence between: the first half of the idle-versus-demand
@@ -164,11 +289,14 @@ impl<T: CellTypes> Bounded<'_, T> {
             self.hand_to_peer(conn, peer, id);
             return Ok(Released::Delivered);
         }
-        if self.admission().should_release(self.partition(), now)
-            && conn.record().close(CloseReason::Reclaimed, None)
-        {
-            drop(conn);
-            return Ok(Released::Closed);
+        if self.admission().should_release(self.partition(), now) {
+            if conn.record().close(CloseReason::Reclaimed, None) {
+                drop(conn);
+                return Ok(Released::Closed);
+            }
+            // Closed on its own meanwhile: its permit may be back already, and then settled
+            // nothing (see `reclaim_abandoned`).
+            self.admission().reclaim_abandoned();
         }
         Err(conn)
     }

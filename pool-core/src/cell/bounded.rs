@@ -211,6 +211,8 @@ impl<T: CellTypes> Bounded<'_, T> {
                     drop(conn);
                     Ok(Released::Closed)
                 } else {
+                    // Closed on its own meanwhile (see `reclaim_abandoned`).
+                    self.admission().reclaim_abandoned();
                     Err(conn)
                 }
             }

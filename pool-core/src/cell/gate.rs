@@ -156,6 +156,17 @@ impl<G: PooledH2> H2Slot<G> {
             .pop()
     }
 
+    /// Removes the oldest generation that still accepts streams.
+    pub(super) fn take_oldest_accepting(&mut self) -> Option<G> {
+        let mut found = false;
+        self.take_where(|h| {
+            let take = !found && h.generation.is_accepting();
+            found |= take;
+            take
+        })
+        .pop()
+    }
+
     /// Removes every generation (expiry of the whole cell, or the pool closes it).
     pub(super) fn take_all(&mut self) -> Vec<G> {
         std::mem::take(&mut self.held)
@@ -216,6 +227,7 @@ impl<T: CellTypes> Cell<T> {
         };
         self.run(actions);
         close_generations(renewed, CloseReason::MaxLifetime);
+        self.lend_streams();
     }
 
     /// Grants a stream of the oldest generation that has one free to the oldest waiters, until
@@ -253,6 +265,7 @@ impl<T: CellTypes> Cell<T> {
             self.serve_waiting(&mut st, &mut actions);
         }
         self.run(actions);
+        self.lend_streams();
     }
 
     /// Generations were taken out: `generations` close with `reason` (no lock held), and the
@@ -286,6 +299,28 @@ impl<T: CellTypes> Cell<T> {
             actions.publish = self.demand_change(&mut st);
         }
         self.run(actions);
+        self.lend_streams();
+    }
+
+    /// A stream of the generation of `record` ended below its limit. Nothing to do unless the
+    /// origin is bounded and a partition has unmet demand (one flag, read without a lock):
+    /// then free streams go to peers' requests that may use them, and a generation nobody here
+    /// waits for closes when a peer that may not use it is owed capacity (see
+    /// `borrow::Bounded::release_generation`).
+    pub fn h2_stream_ended(&self, record: &Arc<ConnectionRecord>) {
+        let Some(bounded) = self.bounded() else {
+            return;
+        };
+        // The stream's count went down before this fence, and a peer's miss publishes its
+        // demand before its own fence and then reads that count (`try_reclaim`): one of the
+        // two sees the other, so a generation cannot go quiet unseen beside a request that
+        // waits for its permit.
+        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        if !bounded.admission().under_pressure() {
+            return;
+        }
+        self.lend_streams();
+        bounded.release_generation(record);
     }
 
     /// The generation of `record` stopped accepting (GOAWAY, closed dispatcher, error, poison,

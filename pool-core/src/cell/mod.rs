@@ -33,8 +33,8 @@
 //! | `actions` | deferred actions, run after the lock is released |
 //! | `bounded` | the bounded view of a cell: demand snapshots, fairness between partitions |
 //! | `permits` | a permit delivered to the cell; seeking capacity after a bounded miss |
-//! | `borrow` | using a peer's connection, handing a returning connection to a peer |
-//! | `reclaim` | closing a peer's idle connection to move its permit |
+//! | `borrow` | using a peer's connection, handing a returning connection or a free stream to a peer; a quiet generation closing for a peer of another group |
+//! | `reclaim` | closing a peer's idle connection (or quiet generation) to move its permit |
 //!
 //! # Remembered protocol (Auto mode)
 //!

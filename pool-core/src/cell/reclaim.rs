@@ -6,10 +6,17 @@
 //! connection idle only between two requests of its own partition stays. Work in flight is
 //! never interrupted: only idle connections are reclaimed here; a returning connection closes
 //! in `borrow` and `bounded` for the same reason.
+//!
+//! An HTTP/2 generation with no stream open, in a partition where nobody waits, is the
+//! HTTP/2 form of an idle connection: a miss of a partition it owes capacity closes it
+//! (`Reclaimed`) when it may not borrow its streams. A stream that starts on it meanwhile
+//! finishes there; the permit moves at once. (The generation's own side of the same rule is
+//! `borrow::Bounded::release_generation`, at the end of each stream.)
 
 use super::actions::close_all;
 use super::borrow::Lent;
 use super::bounded::Bounded;
+use super::gate::close_generations;
 use super::{Cell, CellTypes};
 use crate::close::CloseReason;
 use crate::stats::Gauge;
@@ -27,6 +34,18 @@ impl<T: CellTypes> Cell<T> {
         }
         st.idle.pop_oldest()
     }
+
+    /// Takes this cell's oldest accepting generation out, when it has no stream open and
+    /// nobody here waits (read from the gauges; see the module docs for a stream that starts
+    /// meanwhile).
+    fn surrender_quiet_generation(&self) -> Option<T::H2> {
+        if self.gauges.get(Gauge::H2ActiveStreams) > 0
+            || self.gauges.get(Gauge::WaitingRequests) > 0
+        {
+            return None;
+        }
+        self.state.lock().h2.take_oldest_accepting()
+    }
 }
 
 impl<T: CellTypes> Bounded<'_, T> {
@@ -37,12 +56,15 @@ impl<T: CellTypes> Bounded<'_, T> {
     pub(super) fn try_reclaim(&self) {
         let admission = self.admission();
         let me = self.partition();
-        // Only an idle connection can be reclaimed: with none at any peer (the steady state at
-        // the bound), neither the admission lock nor a peer's cell is touched.
+        // Only an idle connection (or a generation with no stream open) can be reclaimed: with
+        // none at any peer (the steady state at the bound), neither the admission lock nor a
+        // peer's cell is touched.
         let idle_at = |peer: usize| {
-            admission
-                .gauges(peer)
-                .is_some_and(|gauges| gauges.get(Gauge::H1Idle) > 0)
+            admission.gauges(peer).is_some_and(|gauges| {
+                gauges.get(Gauge::H1Idle) > 0
+                    || (gauges.get(Gauge::H2Accepting) > 0
+                        && gauges.get(Gauge::H2ActiveStreams) == 0)
+            })
         };
         if !admission.peers(me).any(idle_at) || !admission.wants_reclaim() {
             return;
@@ -66,6 +88,14 @@ impl<T: CellTypes> Bounded<'_, T> {
             if let Some(conn) = peer.surrender_oldest_idle(spare) {
                 close_all([(conn, CloseReason::Reclaimed)]);
                 return;
+            }
+            // A generation keeps no idle age: only a partition owed capacity takes it (its
+            // idle timeout closes one nobody is owed).
+            if owed {
+                if let Some(generation) = peer.surrender_quiet_generation() {
+                    close_generations(vec![generation], CloseReason::Reclaimed);
+                    return;
+                }
             }
         }
     }

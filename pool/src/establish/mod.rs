@@ -262,4 +262,8 @@ impl H2Home for CellEntry {
     fn stream_freed(&self, _record: &Arc<ConnectionRecord>) {
         self.cell.h2_stream_freed();
     }
+
+    fn stream_ended(&self, record: &Arc<ConnectionRecord>) {
+        self.cell.h2_stream_ended(record);
+    }
 }
