@@ -559,3 +559,93 @@ async fn h2_bounded_to_one(scope: ConnectionReuseScope) {
         assert!(closed.is_empty(), "{closed:?}");
     }
 }
+
+/// HTTP/2, bound 2, four partitions on two runtimes, 2,000 requests of which about a quarter
+/// are cancelled at a random poll, under a scope that lends streams and under one that moves
+/// permits: no request is left waiting, and afterwards every permit is accounted for (held by
+/// an accepting generation, or free).
+#[test]
+fn h2_stress_with_random_cancellation_leaks_nothing() {
+    for scope in [
+        ConnectionReuseScope::NetworkInterface,
+        ConnectionReuseScope::Partition,
+    ] {
+        h2_stress(scope);
+    }
+}
+
+fn h2_stress(scope: ConnectionReuseScope) {
+    use pool::ProtocolPolicy;
+    use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+    let rt = |name| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(name)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let (rt_a, rt_b, test_rt) = (rt("runtime-a"), rt("runtime-b"), rt("test"));
+    test_rt.block_on(async {
+        let server = ScriptedH2Server::start_with(StreamPlan::ok("payload")).await;
+        let handle =
+            |rt: &tokio::runtime::Runtime| TokioDriverSpawner::from_handle(rt.handle().clone());
+        let pool = ConnectionPool::builder()
+            .partitions([
+                Partition::new(PartitionId::from_index(0), handle(&rt_a)),
+                Partition::new(PartitionId::from_index(1), handle(&rt_a)),
+                Partition::new(PartitionId::from_index(2), handle(&rt_b)),
+                Partition::new(PartitionId::from_index(3), handle(&rt_b)),
+            ])
+            .max_connections_per_host(2)
+            .connection_reuse_scope(scope)
+            .protocol(ProtocolPolicy::Http2PriorKnowledge)
+            .build()
+            .unwrap();
+        let url = server.url("/");
+        let key = origin(&url);
+        let completed = Arc::new(AtomicUsize::new(0));
+        let mut rng = XorShift::new(0x5eed_4321_dcba_0002);
+        let mut tasks = JoinSet::new();
+        for i in 0..2000u64 {
+            let client = pool
+                .client_for(PartitionId::from_index((i % 4) as u32))
+                .unwrap();
+            let url = url.clone();
+            let polls = match rng.below(4) {
+                0 => Some(rng.below(8) as u32),
+                _ => None,
+            };
+            let completed = completed.clone();
+            tasks.spawn(async move {
+                let request = async move { fetch(&client, &url).await };
+                if CancelAfter::new(request, polls).await.is_some() {
+                    completed.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        tokio::time::timeout(LIMIT, async {
+            while let Some(result) = tasks.join_next().await {
+                result.expect("no request panicked");
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{scope:?}: a request was left waiting: {:#?}",
+                pool.stats(&key)
+            )
+        });
+        assert!(completed.load(Ordering::Relaxed) > 1000, "{scope:?}");
+
+        settle(&pool, &key, |s| {
+            s.establishing == 0 && s.waiting_requests == 0 && s.h2_active_streams == 0
+        })
+        .await;
+        let stats = pool.stats(&key);
+        assert!(stats.admitted() <= 2, "{scope:?}: {stats:#?}");
+        assert_eq!(stats.admitted(), stats.total().h2_accepting, "{scope:?}");
+        let leaked = 2 - stats.available_permits().unwrap() - stats.admitted();
+        assert_eq!(leaked, 0, "{scope:?}: leaked permits: {stats:#?}");
+    });
+}
