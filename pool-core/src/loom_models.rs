@@ -432,6 +432,50 @@ fn loom_publication_races_a_freed_stream() {
     });
 }
 
+/// Two bounded HTTP/2 cells sharing one permit, after partition 0's first request took it.
+struct BoundedH2Pair {
+    admission: CellAdmission<Model>,
+    /// Partition 0's cell, then partition 1's.
+    cells: [Arc<Cell<Model>>; 2],
+    /// Partition 0's first request, which launched the flight.
+    first: Arc<CellWaiter<Model>>,
+    /// The generation the flight would publish, owning the permit.
+    generation: fakes::FakeH2,
+    flight: crate::cell::FlightId,
+}
+
+/// [`BoundedH2Pair`] for partitions 0 and 1 in the eligibility groups `groups` says.
+fn bounded_h2_pair(groups: Vec<usize>, launches: &Launches, now: Instant) -> BoundedH2Pair {
+    let admission = Admission::<Cell<Model>>::new(1, None, groups);
+    let h2_cell = |partition| {
+        fakes::recording_cell(
+            EstablishMode::Http2,
+            Some(Duration::from_secs(90)),
+            Some((admission.clone(), partition)),
+            launches,
+            None,
+        )
+    };
+    let (owner, other) = (h2_cell(0), h2_cell(1));
+    let first = fakes::wait(&owner, Requirement::Any, 1, now);
+    let (_, launch, permit) = launches.lock().unwrap().remove(0);
+    let crate::cell::Launch::Flight(flight) = launch else {
+        panic!("an HTTP/2 cell launches flights")
+    };
+    let generation = fakes::FakeH2 {
+        record: fakes::record_with_permit(&owner, Protocol::Http2, permit),
+        accepting: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        streams: std::sync::Arc::default(),
+    };
+    BoundedH2Pair {
+        admission,
+        cells: [owner, other],
+        first,
+        generation,
+        flight,
+    }
+}
+
 /// Bound 1, two partitions of one group, HTTP/2: partition 0's flight holds the permit and its
 /// generation is published while a request arrives in partition 1. Whichever way they
 /// interleave, that request gets one stream of the generation (borrowed), and nothing else is
@@ -439,31 +483,17 @@ fn loom_publication_races_a_freed_stream() {
 #[test]
 fn loom_bounded_publication_races_a_peer_miss() {
     loom::model(|| {
-        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
         let launches = Launches::default();
-        let h2_cell = |partition| {
-            fakes::recording_cell(
-                EstablishMode::Http2,
-                Some(Duration::from_secs(90)),
-                Some((admission.clone(), partition)),
-                &launches,
-                None,
-            )
-        };
-        let (owner, borrower) = (h2_cell(0), h2_cell(1));
         let now = Instant::now();
-        // Partition 0's request took the permit and launched the flight, then left.
-        let first = fakes::wait(&owner, Requirement::Any, 1, now);
-        let (_, launch, permit) = launches.lock().unwrap().remove(0);
-        let crate::cell::Launch::Flight(flight) = launch else {
-            panic!("an HTTP/2 cell launches flights")
-        };
+        let BoundedH2Pair {
+            admission,
+            cells: [owner, borrower],
+            first,
+            generation,
+            flight,
+        } = bounded_h2_pair(vec![0, 0], &launches, now);
+        // Partition 0's request leaves before its flight publishes.
         owner.cancel(&first, now);
-        let generation = fakes::FakeH2 {
-            record: fakes::record_with_permit(&owner, Protocol::Http2, permit),
-            accepting: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            streams: std::sync::Arc::default(),
-        };
 
         let publisher = {
             let (owner, generation) = (owner.clone(), generation.clone());
@@ -497,29 +527,15 @@ fn loom_bounded_publication_races_a_peer_miss() {
 #[test]
 fn loom_quiet_generation_races_a_miss_of_another_group() {
     loom::model(|| {
-        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 1]);
         let launches = Launches::default();
-        let h2_cell = |partition| {
-            fakes::recording_cell(
-                EstablishMode::Http2,
-                Some(Duration::from_secs(90)),
-                Some((admission.clone(), partition)),
-                &launches,
-                None,
-            )
-        };
-        let (owner, other) = (h2_cell(0), h2_cell(1));
         let now = Instant::now();
-        let first = fakes::wait(&owner, Requirement::Any, 1, now);
-        let (_, launch, permit) = launches.lock().unwrap().remove(0);
-        let crate::cell::Launch::Flight(flight) = launch else {
-            panic!("an HTTP/2 cell launches flights")
-        };
-        let generation = fakes::FakeH2 {
-            record: fakes::record_with_permit(&owner, Protocol::Http2, permit),
-            accepting: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            streams: std::sync::Arc::default(),
-        };
+        let BoundedH2Pair {
+            admission,
+            cells: [owner, other],
+            first,
+            generation,
+            flight,
+        } = bounded_h2_pair(vec![0, 1], &launches, now);
         owner.publish_h2(generation.clone(), flight, now);
         // The request leases its stream (the pool counts the lease in the gauges).
         assert!(matches!(first.try_take(), Some(Grant::H2(_))));

@@ -316,20 +316,83 @@ async fn waiting_is_fair_across_partitions_by_reclaiming() {
     );
 }
 
-/// N = 4, four partitions on two runtimes, thousands of requests with random cancellation:
-/// everything finishes or cancels within the deadline, the server never sees more than four
-/// connections, and no permit leaks (afterwards the origin still serves four requests at once).
-#[test]
-fn stress_with_random_cancellation_leaks_nothing() {
-    let rt = |name| {
+/// Sends `n` requests for `url`, round-robin over the pool's four partitions, about a quarter
+/// of them cancelled at a random poll (`seed`), and waits for all of them within [`LIMIT`]
+/// (`stuck` says what the pool looked like if not). Returns how many completed and how many
+/// were cancelled.
+async fn requests_with_random_cancellation(
+    pool: &ConnectionPool,
+    url: &str,
+    n: u64,
+    seed: u64,
+    stuck: impl FnOnce() -> String,
+) -> (usize, usize) {
+    let completed = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let mut rng = XorShift::new(seed);
+    let mut tasks = JoinSet::new();
+    for i in 0..n {
+        let client = pool
+            .client_for(PartitionId::from_index((i % 4) as u32))
+            .unwrap();
+        let url = url.to_owned();
+        let polls = match rng.below(4) {
+            0 => Some(rng.below(8) as u32),
+            _ => None,
+        };
+        let (completed, cancelled) = (completed.clone(), cancelled.clone());
+        tasks.spawn(async move {
+            let request = async move { fetch(&client, &url).await };
+            match CancelAfter::new(request, polls).await {
+                Some(_) => completed.fetch_add(1, Ordering::Relaxed),
+                None => cancelled.fetch_add(1, Ordering::Relaxed),
+            };
+        });
+    }
+    tokio::time::timeout(LIMIT, async {
+        while let Some(result) = tasks.join_next().await {
+            result.expect("no request panicked");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "no deadlock: every request finished or was cancelled; {}",
+            stuck()
+        )
+    });
+    (
+        completed.load(Ordering::Relaxed),
+        cancelled.load(Ordering::Relaxed),
+    )
+}
+
+/// Three runtimes of one worker thread each: two for the partitions, one for the test.
+fn stress_runtimes() -> [tokio::runtime::Runtime; 3] {
+    ["runtime-a", "runtime-b", "test"].map(|name| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name(name)
             .enable_all()
             .build()
             .unwrap()
-    };
-    let (rt_a, rt_b, test_rt) = (rt("runtime-a"), rt("runtime-b"), rt("test"));
+    })
+}
+
+/// Four partitions, two on each of `a` and `b`.
+fn four_partitions(a: &tokio::runtime::Runtime, b: &tokio::runtime::Runtime) -> [Partition; 4] {
+    let handle =
+        |rt: &tokio::runtime::Runtime| TokioDriverSpawner::from_handle(rt.handle().clone());
+    [(0, a), (1, a), (2, b), (3, b)]
+        .map(|(i, rt)| Partition::new(PartitionId::from_index(i), handle(rt)))
+}
+
+/// N = 4, four partitions on two runtimes, thousands of requests with random cancellation:
+/// everything finishes or cancels within the deadline, the server never sees more than four
+/// connections, and no permit leaks (afterwards the origin still serves four requests at once).
+#[test]
+fn stress_with_random_cancellation_leaks_nothing() {
+    let [rt_a, rt_b, test_rt] = stress_runtimes();
     test_rt.block_on(async {
         // Every reply waits on whichever gate is current: open during the stress phase.
         let current = Arc::new(std::sync::Mutex::new(Gate::opened()));
@@ -340,53 +403,18 @@ fn stress_with_random_cancellation_leaks_nothing() {
             })
         };
         let server = ScriptedH1Server::start_with(plan).await;
-        let handle =
-            |rt: &tokio::runtime::Runtime| TokioDriverSpawner::from_handle(rt.handle().clone());
         let pool = ConnectionPool::builder()
-            .partitions([
-                Partition::new(PartitionId::from_index(0), handle(&rt_a)),
-                Partition::new(PartitionId::from_index(1), handle(&rt_a)),
-                Partition::new(PartitionId::from_index(2), handle(&rt_b)),
-                Partition::new(PartitionId::from_index(3), handle(&rt_b)),
-            ])
+            .partitions(four_partitions(&rt_a, &rt_b))
             .max_connections_per_host(4)
             .build()
             .unwrap();
         let url = server.url("/");
         let key = origin(&url);
-        let completed = Arc::new(AtomicUsize::new(0));
-        let cancelled = Arc::new(AtomicUsize::new(0));
-        let mut rng = XorShift::new(0x5eed_1234_abcd_0001);
-        let mut tasks = JoinSet::new();
-        for i in 0..3000u64 {
-            let client = pool
-                .client_for(PartitionId::from_index((i % 4) as u32))
-                .unwrap();
-            let url = url.clone();
-            let polls = match rng.below(4) {
-                0 => Some(rng.below(8) as u32),
-                _ => None,
-            };
-            let (completed, cancelled) = (completed.clone(), cancelled.clone());
-            tasks.spawn(async move {
-                let request = async move { fetch(&client, &url).await };
-                match CancelAfter::new(request, polls).await {
-                    Some(_) => completed.fetch_add(1, Ordering::Relaxed),
-                    None => cancelled.fetch_add(1, Ordering::Relaxed),
-                };
-            });
-        }
-        tokio::time::timeout(LIMIT, async {
-            while let Some(result) = tasks.join_next().await {
-                result.expect("no request panicked");
-            }
-        })
-        .await
-        .expect("no deadlock: every request finished or was cancelled");
-        let (completed, cancelled) = (
-            completed.load(Ordering::Relaxed),
-            cancelled.load(Ordering::Relaxed),
-        );
+        let (completed, cancelled) =
+            requests_with_random_cancellation(&pool, &url, 3000, 0x5eed_1234_abcd_0001, || {
+                format!("{:#?}", pool.stats(&key))
+            })
+            .await;
         assert_eq!(completed + cancelled, 3000);
         assert!(
             completed > 2000 && cancelled > 100,
@@ -577,26 +605,11 @@ fn h2_stress_with_random_cancellation_leaks_nothing() {
 fn h2_stress(scope: ConnectionReuseScope) {
     use pool::ProtocolPolicy;
     use pool_tests::h2::{ScriptedH2Server, StreamPlan};
-    let rt = |name| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name(name)
-            .enable_all()
-            .build()
-            .unwrap()
-    };
-    let (rt_a, rt_b, test_rt) = (rt("runtime-a"), rt("runtime-b"), rt("test"));
+    let [rt_a, rt_b, test_rt] = stress_runtimes();
     test_rt.block_on(async {
         let server = ScriptedH2Server::start_with(StreamPlan::ok("payload")).await;
-        let handle =
-            |rt: &tokio::runtime::Runtime| TokioDriverSpawner::from_handle(rt.handle().clone());
         let pool = ConnectionPool::builder()
-            .partitions([
-                Partition::new(PartitionId::from_index(0), handle(&rt_a)),
-                Partition::new(PartitionId::from_index(1), handle(&rt_a)),
-                Partition::new(PartitionId::from_index(2), handle(&rt_b)),
-                Partition::new(PartitionId::from_index(3), handle(&rt_b)),
-            ])
+            .partitions(four_partitions(&rt_a, &rt_b))
             .max_connections_per_host(2)
             .connection_reuse_scope(scope)
             .protocol(ProtocolPolicy::Http2PriorKnowledge)
@@ -604,39 +617,12 @@ fn h2_stress(scope: ConnectionReuseScope) {
             .unwrap();
         let url = server.url("/");
         let key = origin(&url);
-        let completed = Arc::new(AtomicUsize::new(0));
-        let mut rng = XorShift::new(0x5eed_4321_dcba_0002);
-        let mut tasks = JoinSet::new();
-        for i in 0..2000u64 {
-            let client = pool
-                .client_for(PartitionId::from_index((i % 4) as u32))
-                .unwrap();
-            let url = url.clone();
-            let polls = match rng.below(4) {
-                0 => Some(rng.below(8) as u32),
-                _ => None,
-            };
-            let completed = completed.clone();
-            tasks.spawn(async move {
-                let request = async move { fetch(&client, &url).await };
-                if CancelAfter::new(request, polls).await.is_some() {
-                    completed.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
-        tokio::time::timeout(LIMIT, async {
-            while let Some(result) = tasks.join_next().await {
-                result.expect("no request panicked");
-            }
-        })
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "{scope:?}: a request was left waiting: {:#?}",
-                pool.stats(&key)
-            )
-        });
-        assert!(completed.load(Ordering::Relaxed) > 1000, "{scope:?}");
+        let (completed, _) =
+            requests_with_random_cancellation(&pool, &url, 2000, 0x5eed_4321_dcba_0002, || {
+                format!("{scope:?}: {:#?}", pool.stats(&key))
+            })
+            .await;
+        assert!(completed > 1000, "{scope:?}");
 
         settle(&pool, &key, |s| {
             s.establishing == 0 && s.waiting_requests == 0 && s.h2_active_streams == 0
