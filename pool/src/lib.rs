@@ -42,6 +42,15 @@
 //!   connection is replaced before it drains); one maintenance task per partition enforces
 //!   both, checkout never scans. The timeouts and how they fit together are in
 //!   [`Builder`]'s lifecycle methods ([`Builder::pool_timeout`] and its neighbours).
+//! * With [`Builder::max_connections_per_host`], one bound holds for each origin across all
+//!   partitions. Each busy partition converges to its share of the permits and serves its own
+//!   requests over its own connections; a partition whose request waits *borrows* an eligible
+//!   peer's spare connection (an idle or returning HTTP/1 connection, or a free stream of its
+//!   HTTP/2 generation: [`ConnectionReuseScope`] says which peers are eligible), and capacity
+//!   moves by a *reclaim* (a peer's idle HTTP/1 connection, or its HTTP/2 generation with no
+//!   stream open, closes as [`CloseReason::Reclaimed`] so its permit moves) when a partition
+//!   holds nothing or has been below its share for [`Builder::placement_tolerance`]. Work in
+//!   flight is never interrupted.
 //! * [`Client::preconnect`] warms an origin before requests need it.
 //! * It talks to HTTP proxies ([`Builder::proxy`]) and can dial another host and port than an
 //!   origin's own while TLS and requests keep the origin ([`Builder::connect_to`], curl's
