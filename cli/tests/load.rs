@@ -330,6 +330,27 @@ async fn tls_alpn_connections_opened_equal_the_servers_accepts() {
     assert_eq!(u(&json["connections"]["redundant_handshakes"]), 0);
 }
 
+/// `-H 'Connection: close'` loads establishment: every request opens a connection of its own
+/// (the README's answer to oha's `--disable-keepalive`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_close_header_opens_a_connection_per_request() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hi"))).await;
+    let url = server.url("/");
+    let (run, json) = load_json(&[&url, "-n", "40", "-c", "4", "-H", "Connection: close"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(u(&json["successes"]), 40);
+    assert_eq!(
+        u(&json["connections"]["opened"]),
+        40,
+        "{}",
+        json["connections"]
+    );
+    assert_eq!(u(&json["connections"]["reused_requests"]), 0);
+    wait_accepted!(server, 40);
+    assert_eq!(server.accepted(), 40);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bounded_origin_never_exceeds_its_connections() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("hi"))).await;
