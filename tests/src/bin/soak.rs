@@ -1,10 +1,12 @@
-//! `cargo xtask soak --secs N`: a long mixed-fault run against one bounded pool.
+//! `cargo xtask soak --secs N [--limit N] [--scope partition|interface|pool]`: a long
+//! mixed-fault run against one bounded pool.
 //!
 //! Two origins on loopback: an HTTP/1.1 server whose replies include `Connection: close`,
 //! resets mid-body, clean EOF mid-body, 500s and slow bodies, and a TLS server offering h2
 //! whose streams are sometimes reset. One pool, four partitions on two runtimes,
-//! `max_connections_per_host = 8`, `max_pending_per_host = 256`, reuse scope `Pool`, a short
-//! idle timeout so expiry happens during the run. 64 workers send requests until the time is
+//! `max_connections_per_host = 8` (`--limit`; below 4, fewer permits than partitions, so
+//! HTTP/2 streams are lent and permits move between partitions), `max_pending_per_host = 256`,
+//! reuse scope `Pool` (`--scope`), a short idle timeout so expiry happens during the run. 64 workers send requests until the time is
 //! up; one in five is cancelled after a random number of polls.
 //!
 //! At the end it waits for the pool to settle and prints requests, outcomes, errors by class,
@@ -98,20 +100,48 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn parse_secs() -> u64 {
+/// What the command line asks for.
+struct Options {
+    secs: u64,
+    /// `max_connections_per_host`.
+    limit: usize,
+    scope: ConnectionReuseScope,
+}
+
+fn parse_options() -> Options {
+    let mut options = Options {
+        secs: 60,
+        limit: LIMIT,
+        scope: ConnectionReuseScope::Pool,
+    };
     let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        None => 60,
-        Some("--secs") => args
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| usage()),
-        Some(_) => usage(),
+    while let Some(flag) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage());
+        match flag.as_str() {
+            "--secs" => options.secs = value.parse().unwrap_or_else(|_| usage()),
+            "--limit" => {
+                options.limit = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .unwrap_or_else(|| usage())
+            }
+            "--scope" => {
+                options.scope = match value.as_str() {
+                    "partition" => ConnectionReuseScope::Partition,
+                    "interface" => ConnectionReuseScope::NetworkInterface,
+                    "pool" => ConnectionReuseScope::Pool,
+                    _ => usage(),
+                }
+            }
+            _ => usage(),
+        }
     }
+    options
 }
 
 fn usage() -> ! {
-    eprintln!("usage: soak [--secs N]");
+    eprintln!("usage: soak [--secs N] [--limit N] [--scope partition|interface|pool]");
     std::process::exit(2)
 }
 
@@ -128,7 +158,7 @@ fn h1_reply(n: u64) -> Reply {
 }
 
 fn main() {
-    let secs = parse_secs();
+    let Options { secs, limit, scope } = parse_options();
     let rss_start = rss_kib();
     let runtime = |name: &str| {
         tokio::runtime::Builder::new_multi_thread()
@@ -181,9 +211,9 @@ fn main() {
             Partition::new(PartitionId::from_index(2), spawner(&rt_b)),
             Partition::new(PartitionId::from_index(3), spawner(&rt_b)),
         ])
-        .max_connections_per_host(LIMIT)
+        .max_connections_per_host(limit)
         .max_pending_per_host(256)
-        .connection_reuse_scope(ConnectionReuseScope::Pool)
+        .connection_reuse_scope(scope)
         .idle_timeout(Some(Duration::from_millis(500)))
         .native_roots(false)
         .add_root_certificates_pem(pki.ca_pem())
@@ -195,7 +225,7 @@ fn main() {
     let outcomes = Arc::new(Outcomes::default());
     let deadline = Instant::now() + Duration::from_secs(secs);
     println!(
-        "soak: {secs} s, {WORKERS} workers, 4 partitions on 2 runtimes, N = {LIMIT}; rss at start {rss_start} KiB"
+        "soak: {secs} s, {WORKERS} workers, 4 partitions on 2 runtimes, N = {limit}, scope {scope:?}; rss at start {rss_start} KiB"
     );
 
     load_rt.block_on(async {
