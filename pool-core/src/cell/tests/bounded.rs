@@ -9,17 +9,97 @@ pub(super) fn bounded(
     pending: Option<usize>,
     groups: Vec<usize>,
 ) -> (CellAdmission<Fake>, Vec<Rig>) {
+    bounded_in(EstablishMode::Http1, limit, pending, groups)
+}
+
+/// [`bounded`] with cells establishing in `mode`.
+fn bounded_in(
+    mode: EstablishMode,
+    limit: usize,
+    pending: Option<usize>,
+    groups: Vec<usize>,
+) -> (CellAdmission<Fake>, Vec<Rig>) {
     let admission = Admission::new(limit, pending, groups.clone());
     let rigs = (0..groups.len())
         .map(|p| {
             Rig::with(
-                EstablishMode::Http1,
+                mode,
                 Some(Duration::from_secs(90)),
                 Some((admission.clone(), p)),
             )
         })
         .collect();
     (admission, rigs)
+}
+
+/// Bound 1, HTTP/2: partition 0's first request launches the flight with the permit, and the
+/// generation it publishes (owning the permit, its peer's limit `limit`) serves that request,
+/// whose stream stays open.
+fn bounded_h2_generation(rigs: &[Rig], limit: usize, t0: Instant) -> FakeH2 {
+    let first = rigs[0].wait(Requirement::Any, 1, t0);
+    let (_, launch, permit) = rigs[0].launches_with_permits().remove(0);
+    let Launch::Flight(flight) = launch else {
+        panic!("an HTTP/2 cell launches flights")
+    };
+    let generation = h2(&rigs[0].cell);
+    let generation = FakeH2 {
+        record: record_with_permit(&rigs[0].cell, Protocol::Http2, permit),
+        ..generation
+    };
+    generation.set_limit(limit);
+    rigs[0].cell.publish_h2(generation.clone(), flight, t0);
+    assert!(matches!(take(&first), Some(Grant::H2(_))));
+    rigs[0].cell.activation_done();
+    generation
+}
+
+#[test]
+fn a_generation_at_its_limit_lends_the_stream_that_frees_to_a_waiting_peer() {
+    let t0 = Instant::now();
+    let (admission, rigs) = bounded_in(EstablishMode::Http2, 1, None, vec![0, 0]);
+    let generation = bounded_h2_generation(&rigs, 1, t0);
+    // Partition 1's request finds the generation full and no permit free.
+    let waiting = rigs[1].wait(Requirement::Any, 2, t0);
+    assert!(take(&waiting).is_none());
+    assert!(rigs[1].launches().is_empty());
+    // The stream ends at the limit: the freed stream goes to partition 1's request.
+    generation.end_stream();
+    rigs[0].cell.h2_stream_freed();
+    assert!(
+        matches!(take(&waiting), Some(Grant::BorrowedH2(_))),
+        "lent the freed stream"
+    );
+    assert_eq!(generation.taken(), 1);
+    assert_eq!((admission.waiting(), admission.available()), (0, 0));
+}
+
+#[test]
+fn a_quiet_generation_closes_for_a_partition_that_may_not_use_it() {
+    let t0 = Instant::now();
+    let (admission, rigs) = bounded_in(EstablishMode::Http2, 1, None, vec![0, 1]);
+    let generation = bounded_h2_generation(&rigs, 100, t0);
+    rigs[0].cell.gauges().inc(Gauge::H2ActiveStreams);
+    let waiting = rigs[1].wait(Requirement::Any, 2, t0);
+    assert!(
+        rigs[1].launches().is_empty(),
+        "a stream is open: nothing moves"
+    );
+    // Its last stream ends (the gauge first, as a stream guard does): the generation closes
+    // and the permit launches partition 1's connection.
+    rigs[0].cell.gauges().dec(Gauge::H2ActiveStreams);
+    generation.end_stream();
+    rigs[0].cell.h2_stream_ended(&generation.record);
+    assert_eq!(
+        generation.record.close_reason(),
+        Some(CloseReason::Reclaimed)
+    );
+    assert_eq!(rigs[0].cell.h2_generations(), 0);
+    let launched = rigs[1].launches_with_permits();
+    assert_eq!(launched.len(), 1);
+    assert!(Arc::ptr_eq(&launched[0].0, &waiting));
+    assert!(launched[0].2.is_some(), "with the permit");
+    drop(launched);
+    assert_eq!(admission.available(), 1, "the dropped launch gave it back");
 }
 
 #[test]

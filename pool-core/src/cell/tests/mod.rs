@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::fakes::{Fake, FakeH1, IDS, Rig, h1, h2};
+use super::fakes::{Fake, FakeH1, FakeH2, IDS, Rig, h1, h2, record_with_permit};
 use super::*;
 use crate::admission::Admission;
 use crate::close::CloseReason;
