@@ -387,6 +387,13 @@ fn prefix_kept(cookie: &cookie_store::Cookie<'_>) -> bool {
 mod tests {
     use super::*;
 
+    /// A jar with nothing in it, written to stdout (`-c -`): the cookie engine alone.
+    fn empty_jar() -> CookieJar {
+        CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
+            .unwrap()
+            .unwrap()
+    }
+
     fn headers(set_cookies: &[&str]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for value in set_cookies {
@@ -420,9 +427,7 @@ mod tests {
 
     #[test]
     fn a_domain_that_is_an_address_makes_a_host_only_cookie() {
-        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let jar = empty_jar();
         let uri: Uri = "http://127.0.0.1:8080/".parse().unwrap();
         jar.store_from(&uri, &headers(&["ip=1; Domain=127.0.0.1"]));
         let text = jar.netscape();
@@ -435,9 +440,7 @@ mod tests {
 
     #[test]
     fn oversized_cookies_and_broken_prefix_promises_are_dropped() {
-        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let jar = empty_jar();
         let uri: Uri = "https://example.test/app/x".parse().unwrap();
         let big = format!("big={}", "a".repeat(4095));
         let fits = format!("fits={}", "a".repeat(4090));
@@ -470,9 +473,7 @@ mod tests {
 
     #[test]
     fn netscape_files_round_trip() {
-        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let jar = empty_jar();
         let uri: Uri = "http://example.test/".parse().unwrap();
         jar.store_from(
             &uri,
@@ -491,17 +492,13 @@ mod tests {
             text.contains("#HttpOnly_.example.test\tTRUE\t/\tTRUE\t"),
             "{text}"
         );
-        let mut loaded = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let mut loaded = empty_jar();
         loaded.load(&text, false);
         let secure: Uri = "https://www.example.test/".parse().unwrap();
         assert_eq!(loaded.header_for(&secure, true).unwrap(), "wide=2");
         assert_eq!(loaded.header_for(&uri, true).unwrap(), "session=1");
         // -j: the session cookie stays behind, the persistent one comes.
-        let mut fresh = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let mut fresh = empty_jar();
         fresh.load(&text, true);
         assert_eq!(fresh.header_for(&secure, true).unwrap(), "wide=2");
         assert_eq!(fresh.header_for(&uri, true), None);
@@ -534,9 +531,7 @@ mod tests {
     /// recently created; and a jar file newest first.
     #[test]
     fn cookies_go_out_in_curls_order_every_time() {
-        let jar = CookieJar::new(&[], Some(Path::new("-")), false, &Cookies::default())
-            .unwrap()
-            .unwrap();
+        let jar = empty_jar();
         let uri: Uri = "http://example.test/app/x".parse().unwrap();
         let names = ["b1", "a2", "c3", "d4", "e5", "f6"];
         let mut set: Vec<String> = names.iter().map(|n| format!("{n}=v; Path=/")).collect();
