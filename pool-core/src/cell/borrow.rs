@@ -104,6 +104,11 @@ impl<T: CellTypes> Cell<T> {
             return;
         };
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+        self.lend_streams_after_fence(&bounded);
+    }
+
+    /// [`lend_streams`](Self::lend_streams) for a caller that has passed the fence itself.
+    pub(super) fn lend_streams_after_fence(&self, bounded: &Bounded<'_, T>) {
         while bounded.admission().under_pressure() {
             let generation = {
                 let mut st = self.state.lock();

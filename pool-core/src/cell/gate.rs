@@ -319,7 +319,7 @@ impl<T: CellTypes> Cell<T> {
         if !bounded.admission().under_pressure() {
             return;
         }
-        self.lend_streams();
+        self.lend_streams_after_fence(&bounded);
         bounded.release_generation(record);
     }
 
