@@ -18,7 +18,6 @@
 
 use super::actions::close_all;
 use super::bounded::Bounded;
-use super::gate::close_generations;
 use super::{Actions, Cell, CellTypes, Grant, PooledH1, PooledH2, Released};
 use crate::admission::{DeliveryId, Demand};
 use crate::close::CloseReason;
@@ -204,11 +203,15 @@ impl<T: CellTypes> Bounded<'_, T> {
             return;
         }
         let taken = self.cell.state.lock().h2.take_record(record);
-        match taken {
-            Some(generation) => close_generations(vec![generation], CloseReason::Reclaimed),
-            // A peer's miss reclaimed it (or it stopped) since the stream ended: its permit
-            // went back before this reclaim was counted.
-            None => self.admission().reclaim_abandoned(),
+        // The close that releases the permit settles the reclaim. None happens here when a
+        // peer's miss reclaimed the generation since the stream ended, or when it had already
+        // closed on its own (its connection failed, and the stream ended with it before the
+        // generation retired): its permit went back before this reclaim was counted, and
+        // would otherwise count as coming for ever, stopping every later reclaim.
+        let closed =
+            taken.is_some_and(|generation| generation.record().close(CloseReason::Reclaimed, None));
+        if !closed {
+            self.admission().reclaim_abandoned();
         }
     }
 

@@ -102,6 +102,62 @@ fn a_quiet_generation_closes_for_a_partition_that_may_not_use_it() {
     assert_eq!(admission.available(), 1, "the dropped launch gave it back");
 }
 
+/// Bound 1, three partitions of three groups. Partition 0's generation fails (its record
+/// closes, its permit goes to partition 1) and its last stream ends before it retires: the
+/// reclaim that stream end counts for partition 2 closes nothing, and must not stay counted as
+/// in transit. Otherwise no capacity moves again: partition 1's generation, quiet, would
+/// keep the permit while partition 2 waits for ever (a stress run with a server closing
+/// connections under the pool hung so).
+#[test]
+fn a_reclaim_counted_for_a_generation_that_already_failed_does_not_stop_later_reclaims() {
+    let t0 = Instant::now();
+    let (admission, rigs) = bounded_in(EstablishMode::Http2, 1, None, vec![0, 1, 2]);
+    let failed = bounded_h2_generation(&rigs, 100, t0);
+    rigs[0].cell.gauges().inc(Gauge::H2ActiveStreams);
+    let first = rigs[1].wait(Requirement::Any, 2, t0);
+    let starving = rigs[2].wait(Requirement::Any, 3, t0);
+    assert!(rigs[1].launches().is_empty() && rigs[2].launches().is_empty());
+
+    // The connection fails: its permit launches partition 1's flight.
+    failed.record.close(CloseReason::ProtocolClosed, None);
+    let (waiter, launch, permit) = rigs[1].launches_with_permits().remove(0);
+    assert!(Arc::ptr_eq(&waiter, &first));
+    // Its stream ends before the generation retires.
+    rigs[0].cell.gauges().dec(Gauge::H2ActiveStreams);
+    failed.end_stream();
+    rigs[0].cell.h2_stream_ended(&failed.record);
+    assert_eq!(
+        failed.record.close_reason(),
+        Some(CloseReason::ProtocolClosed)
+    );
+
+    // Partition 1's generation serves its request, whose stream then ends.
+    let Launch::Flight(flight) = launch else {
+        panic!("an HTTP/2 cell launches flights")
+    };
+    let generation = FakeH2 {
+        record: record_with_permit(&rigs[1].cell, Protocol::Http2, permit),
+        ..h2(&rigs[1].cell)
+    };
+    generation.set_limit(100);
+    rigs[1].cell.publish_h2(generation.clone(), flight, t0);
+    assert!(matches!(take(&first), Some(Grant::H2(_))));
+    rigs[1].cell.activation_done();
+    generation.end_stream();
+    rigs[1].cell.h2_stream_ended(&generation.record);
+
+    // Quiet, it closes for partition 2, which holds nothing and waits.
+    assert_eq!(
+        generation.record.close_reason(),
+        Some(CloseReason::Reclaimed)
+    );
+    let launched = rigs[2].launches_with_permits();
+    assert_eq!(launched.len(), 1, "partition 2 got the permit");
+    assert!(Arc::ptr_eq(&launched[0].0, &starving));
+    drop(launched);
+    assert_eq!(admission.available(), 1);
+}
+
 #[test]
 fn bounded_miss_takes_a_free_permit_and_the_launch_owns_it() {
     let t0 = Instant::now();
