@@ -245,30 +245,40 @@ where
     /// unaffected and the lease is released.
     ///
     /// The request is handed to hyper when this is called, not when the future is first
-    /// polled, so the future holds the lease and hyper's response future, not the request.
-    pub fn send(mut self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
+    /// polled, so the future holds the stream's guard and hyper's response future, not the
+    /// request, and not the sender either: a request handed over just as hyper's dispatcher
+    /// stops can stay in its queue unread (tokio's channel drains what it holds when the
+    /// receiver drops, and a message pushed in that instant arrives after the drain), and it is
+    /// handed back, unsent, only when the queue itself goes, with its last sender. A future
+    /// holding a sender would wait for ever on a request its own sender keeps queued.
+    pub fn send(self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
         let reused = self.record().record_dispatch();
-        let response = self.sender.try_send_request(request);
+        let StreamLease { mut sender, guard } = self;
+        let response = sender.try_send_request(request);
+        drop(sender);
         Sending {
             response,
-            lease: Some(self),
+            guard: Some(guard),
             reused,
         }
     }
+}
 
-    pub(crate) fn outcome(
+impl StreamGuard {
+    /// What hyper's answer to the request sent on this guard's stream comes to.
+    pub(crate) fn outcome<B>(
         self,
         response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
         reused: bool,
     ) -> H2SendOutcome<B> {
         match response {
             Ok(response) => {
-                if let Some(generation) = &self.guard.generation {
+                if let Some(generation) = &self.generation {
                     if generation.streams.saw_response() {
                         generation.home.stream_freed(&generation.record);
                     }
                 }
-                H2SendOutcome::Response(response, self.guard)
+                H2SendOutcome::Response(response, self)
             }
             Err(mut err) => {
                 let unsent = err.take_message();
@@ -280,8 +290,10 @@ where
                         reused,
                     },
                     None => {
-                        let connection_level =
-                            is_connection_error(&error) || self.sender.is_closed();
+                        // A closed record covers a dispatcher that is gone: the driver closes
+                        // the record before it drops hyper's dispatch task.
+                        let connection_level = is_connection_error(&error)
+                            || self.record().is_some_and(|record| record.is_closed());
                         let not_processed = not_processed(&error);
                         let connection_lost = is_connection_lost(&error);
                         H2SendOutcome::Failed {

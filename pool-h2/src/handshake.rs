@@ -120,7 +120,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
     ) -> (H2Generation<B>, H2Driver<F>) {
         // The driver must not hold a sender: hyper shuts an HTTP/2 connection down gracefully
         // once the last sender is gone (after the cell dropped the generation and every lease
-        // ended).
+        // handed its request over; the streams in flight finish on the connection).
         let conn = std::sync::Arc::new(std::sync::Mutex::new(self.conn));
         let probe = ConnectionProbe(std::sync::Arc::downgrade(&conn));
         let streams = Arc::new(Streams::new(self.initial_max_send_streams, Box::new(probe)));

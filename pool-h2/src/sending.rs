@@ -11,21 +11,21 @@ use std::task::{Context, Poll, ready};
 use hyper::body::{Body, Incoming};
 use pin_project_lite::pin_project;
 
-use crate::generation::{H2SendOutcome, StreamLease};
+use crate::generation::{H2SendOutcome, StreamGuard};
 
 pin_project! {
-    /// Waits for hyper's answer to a request sent on the stream of `lease`. Dropping it
-    /// drops hyper's response future (which resets the stream) and then the lease.
-    pub(crate) struct Sending<F, B> {
+    /// Waits for hyper's answer to a request sent on the stream `guard` counts. Dropping it
+    /// drops hyper's response future (which resets the stream) and then the guard.
+    pub(crate) struct Sending<F> {
         #[pin]
         pub(crate) response: F,
         // Taken when hyper answers.
-        pub(crate) lease: Option<StreamLease<B>>,
+        pub(crate) guard: Option<StreamGuard>,
         pub(crate) reused: bool,
     }
 }
 
-impl<F, B> Future for Sending<F, B>
+impl<F, B> Future for Sending<F>
 where
     F: Future<
         Output = Result<
@@ -42,7 +42,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<H2SendOutcome<B>> {
         let this = self.project();
         let response = ready!(this.response.poll(cx));
-        let lease = this.lease.take().expect("polled after completion");
-        Poll::Ready(lease.outcome(response, *this.reused))
+        let guard = this.guard.take().expect("polled after completion");
+        Poll::Ready(guard.outcome(response, *this.reused))
     }
 }
