@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use pool::{
     CloseReason, ConnectionPool, ConnectionReuseScope, Partition, PartitionId, TokioDriverSpawner,
 };
@@ -316,19 +317,38 @@ async fn waiting_is_fair_across_partitions_by_reclaiming() {
     );
 }
 
+/// What came of [`requests_with_random_cancellation`].
+struct Chaos {
+    completed: usize,
+    cancelled: usize,
+    /// The requests that failed, with their errors.
+    failed: Vec<pool::Error>,
+}
+
+impl Chaos {
+    /// Every request completed or was cancelled.
+    fn assert_none_failed(&self) {
+        assert!(
+            self.failed.is_empty(),
+            "requests failed: {:#?}",
+            self.failed
+        );
+    }
+}
+
 /// Sends `n` requests for `url`, round-robin over the pool's four partitions, about a quarter
 /// of them cancelled at a random poll (`seed`), and waits for all of them within [`LIMIT`]
-/// (`stuck` says what the pool looked like if not). Returns how many completed and how many
-/// were cancelled.
+/// (`stuck` says what the pool looked like if not).
 async fn requests_with_random_cancellation(
     pool: &ConnectionPool,
     url: &str,
     n: u64,
     seed: u64,
     stuck: impl FnOnce() -> String,
-) -> (usize, usize) {
+) -> Chaos {
     let completed = Arc::new(AtomicUsize::new(0));
     let cancelled = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut rng = XorShift::new(seed);
     let mut tasks = JoinSet::new();
     for i in 0..n {
@@ -340,11 +360,18 @@ async fn requests_with_random_cancellation(
             0 => Some(rng.below(8) as u32),
             _ => None,
         };
-        let (completed, cancelled) = (completed.clone(), cancelled.clone());
+        let (completed, cancelled, failed) = (completed.clone(), cancelled.clone(), failed.clone());
         tasks.spawn(async move {
-            let request = async move { fetch(&client, &url).await };
+            let request = async move {
+                let response = client.request(get(&url)).await?;
+                response.into_body().collect().await.map(drop)
+            };
             match CancelAfter::new(request, polls).await {
-                Some(_) => completed.fetch_add(1, Ordering::Relaxed),
+                Some(Ok(())) => completed.fetch_add(1, Ordering::Relaxed),
+                Some(Err(error)) => {
+                    failed.lock().unwrap().push(error);
+                    0
+                }
                 None => cancelled.fetch_add(1, Ordering::Relaxed),
             };
         });
@@ -361,10 +388,12 @@ async fn requests_with_random_cancellation(
             stuck()
         )
     });
-    (
-        completed.load(Ordering::Relaxed),
-        cancelled.load(Ordering::Relaxed),
-    )
+    let failed = std::mem::take(&mut *failed.lock().unwrap());
+    Chaos {
+        completed: completed.load(Ordering::Relaxed),
+        cancelled: cancelled.load(Ordering::Relaxed),
+        failed,
+    }
 }
 
 /// Three runtimes of one worker thread each: two for the partitions, one for the test.
@@ -410,11 +439,17 @@ fn stress_with_random_cancellation_leaks_nothing() {
             .unwrap();
         let url = server.url("/");
         let key = origin(&url);
-        let (completed, cancelled) =
+        let chaos =
             requests_with_random_cancellation(&pool, &url, 3000, 0x5eed_1234_abcd_0001, || {
                 format!("{:#?}", pool.stats(&key))
             })
             .await;
+        chaos.assert_none_failed();
+        let Chaos {
+            completed,
+            cancelled,
+            ..
+        } = chaos;
         assert_eq!(completed + cancelled, 3000);
         assert!(
             completed > 2000 && cancelled > 100,
@@ -589,27 +624,85 @@ async fn h2_bounded_to_one(scope: ConnectionReuseScope) {
 }
 
 /// HTTP/2, bound 2, four partitions on two runtimes, 2,000 requests of which about a quarter
-/// are cancelled at a random poll, where partitions lend each other streams: no request is
-/// left waiting, and afterwards every permit is accounted for (held by an accepting
+/// are cancelled at a random poll, where partitions lend each other streams (the `interface`
+/// scope) or move permits by closing generations (the `partition` scope): no request fails or
+/// is left waiting, and afterwards every permit is accounted for (held by an accepting
 /// generation, or free).
 ///
-/// Not yet under the `partition` scope, where permits move by closing generations: there, in
-/// about 1 run of this binary in 100 with two busy threads beside it, one request on a fresh
-/// connection failed with h2's "stream closed because of a broken pipe" (the server's end of
-/// the connection closed with the stream open), which no run without that scope showed. Until
-/// that is found, `h2_bounded_to_one` covers the scope with one connection's permit moving
-/// back and forth, without cancellation.
+/// A quarter of the requests cancelled, most within a few polls, is a rapid-reset pattern: h2's
+/// server answers more than 20 resets of streams it has not yet accepted with
+/// `GOAWAY(ENHANCE_YOUR_CALM)` and closes, failing the requests below the GOAWAY's line on a
+/// fresh connection (see the next test). This server is told to allow them, so that what is
+/// measured here is the pool's own accounting.
 #[test]
 fn h2_stress_with_random_cancellation_leaks_nothing() {
-    h2_stress(ConnectionReuseScope::NetworkInterface);
+    for scope in [
+        ConnectionReuseScope::NetworkInterface,
+        ConnectionReuseScope::Partition,
+    ] {
+        let (chaos, server_errors) = h2_stress(scope, usize::MAX);
+        chaos.assert_none_failed();
+        assert!(chaos.completed > 1000, "{scope:?}");
+        assert!(server_errors.is_empty(), "{scope:?}: {server_errors:?}");
+    }
 }
 
-fn h2_stress(scope: ConnectionReuseScope) {
+/// The same against a server that allows no reset of a stream it has not yet accepted (h2's
+/// `max_pending_accept_reset_streams(0)`), which closes connections under the pool with
+/// `GOAWAY(ENHANCE_YOUR_CALM)` whenever a cancellation reaches it first (in most runs, under
+/// both scopes). Requests above the GOAWAY's last stream id go again on another connection; those
+/// below it, which the server dropped unanswered, fail as a lost connection (a reset: h2's
+/// "broken pipe"), and are sent again only from a connection that had served before, since
+/// nothing proves the server did not process them (the rule for the keep-alive race,
+/// `pool::RetryPolicy`). A request that hyper still held back, its stream waiting for h2 to open
+/// it, fails with hyper's "dispatch task gone" although it never left (about 1 run in 60; a
+/// known gap: hyper does not return the request, and the pool does not yet tell this case from
+/// a dispatch task lost otherwise). Nothing else fails, no request is left waiting, and no
+/// permit leaks:
+/// a generation that fails while partitions wait for capacity must not leave the ledger
+/// thinking a permit is on its way (this test hung so under the `partition` scope).
+#[test]
+fn h2_stress_against_a_server_closing_on_rapid_resets_fails_only_lost_requests() {
+    for scope in [
+        ConnectionReuseScope::NetworkInterface,
+        ConnectionReuseScope::Partition,
+    ] {
+        let (chaos, server_errors) = h2_stress(scope, 0);
+        for error in &server_errors {
+            assert!(
+                error.contains("excessive load generating behavior"),
+                "{scope:?}: the server failed otherwise: {error}"
+            );
+        }
+        for error in &chaos.failed {
+            let calm_down = error.is_go_away() && error.http2_error_code() == Some(0xb);
+            // hyper's "dispatch task gone": the stream was still waiting in hyper for h2 to
+            // open it (h2 counts a cancelled stream until hyper's task for it resets it, a
+            // moment after the pool released it) when the connection failed. Lost unsent,
+            // but hyper does not hand the request back, so it fails (see the docs above).
+            let held_back = format!("{error:?}").contains("DispatchGone");
+            assert!(
+                error.is_request() && (error.is_reset() || calm_down || held_back),
+                "{scope:?}: {error:?}"
+            );
+        }
+        assert!(chaos.completed > 1000, "{scope:?}");
+    }
+}
+
+/// Runs the HTTP/2 stress under `scope` against a scripted server that allows `resets` resets
+/// of streams it has not yet accepted, checks the permits afterwards, and returns what came of
+/// the requests and the server's errors.
+fn h2_stress(scope: ConnectionReuseScope, resets: usize) -> (Chaos, Vec<String>) {
     use pool::ProtocolPolicy;
     use pool_tests::h2::{ScriptedH2Server, StreamPlan};
     let [rt_a, rt_b, test_rt] = stress_runtimes();
     test_rt.block_on(async {
-        let server = ScriptedH2Server::start_with(StreamPlan::ok("payload")).await;
+        let server = ScriptedH2Server::builder()
+            .default_stream(StreamPlan::ok("payload"))
+            .max_pending_accept_reset_streams(resets)
+            .start()
+            .await;
         let pool = ConnectionPool::builder()
             .partitions(four_partitions(&rt_a, &rt_b))
             .max_connections_per_host(2)
@@ -619,12 +712,18 @@ fn h2_stress(scope: ConnectionReuseScope) {
             .unwrap();
         let url = server.url("/");
         let key = origin(&url);
-        let (completed, _) =
+        let chaos =
             requests_with_random_cancellation(&pool, &url, 2000, 0x5eed_4321_dcba_0002, || {
-                format!("{scope:?}: {:#?}", pool.stats(&key))
+                format!(
+                    "{scope:?}: {:#?}; the server: streams in flight per connection {:?}, \
+                     accepted {:?}, errors {:?}",
+                    pool.stats(&key),
+                    server.streams_in_flight(),
+                    server.streams_per_connection(),
+                    server.errors(),
+                )
             })
             .await;
-        assert!(completed > 1000, "{scope:?}");
 
         settle(&pool, &key, |s| {
             s.establishing == 0 && s.waiting_requests == 0 && s.h2_active_streams == 0
@@ -635,5 +734,6 @@ fn h2_stress(scope: ConnectionReuseScope) {
         assert_eq!(stats.admitted(), stats.total().h2_accepting, "{scope:?}");
         let leaked = 2 - stats.available_permits().unwrap() - stats.admitted();
         assert_eq!(leaked, 0, "{scope:?}: leaked permits: {stats:#?}");
-    });
+        (chaos, server.errors())
+    })
 }

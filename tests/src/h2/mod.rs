@@ -108,6 +108,7 @@ pub(super) struct Settings {
     initial_window_size: Option<u32>,
     initial_connection_window_size: Option<u32>,
     max_frame_size: Option<u32>,
+    max_pending_accept_reset_streams: Option<usize>,
 }
 
 impl Settings {
@@ -124,6 +125,9 @@ impl Settings {
         }
         if let Some(n) = self.max_frame_size {
             b.max_frame_size(n);
+        }
+        if let Some(n) = self.max_pending_accept_reset_streams {
+            b.max_pending_accept_reset_streams(n);
         }
         b
     }
@@ -157,6 +161,14 @@ impl H2ServerBuilder {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (default: unlimited).
     pub fn max_concurrent_streams(mut self, n: u32) -> Self {
         self.settings.max_concurrent_streams = Some(n);
+        self
+    }
+
+    /// How many streams the client may reset before this server accepted them, at once,
+    /// before the server answers with `GOAWAY(ENHANCE_YOUR_CALM)` and closes (h2's defence
+    /// against rapid resets; its default is 20).
+    pub fn max_pending_accept_reset_streams(mut self, n: usize) -> Self {
+        self.settings.max_pending_accept_reset_streams = Some(n);
         self
     }
 
