@@ -623,6 +623,13 @@ async fn h2_bounded_to_one(scope: ConnectionReuseScope) {
     }
 }
 
+/// The scopes the HTTP/2 stress runs under: partitions lending streams, and partitions moving
+/// permits by closing generations.
+const H2_STRESS_SCOPES: [ConnectionReuseScope; 2] = [
+    ConnectionReuseScope::NetworkInterface,
+    ConnectionReuseScope::Partition,
+];
+
 /// HTTP/2, bound 2, four partitions on two runtimes, 2,000 requests of which about a quarter
 /// are cancelled at a random poll, where partitions lend each other streams (the `interface`
 /// scope) or move permits by closing generations (the `partition` scope): no request fails or
@@ -636,10 +643,7 @@ async fn h2_bounded_to_one(scope: ConnectionReuseScope) {
 /// measured here is the pool's own accounting.
 #[test]
 fn h2_stress_with_random_cancellation_leaks_nothing() {
-    for scope in [
-        ConnectionReuseScope::NetworkInterface,
-        ConnectionReuseScope::Partition,
-    ] {
+    for scope in H2_STRESS_SCOPES {
         let (chaos, server_errors) = h2_stress(scope, usize::MAX);
         chaos.assert_none_failed();
         assert!(chaos.completed > 1000, "{scope:?}");
@@ -658,15 +662,12 @@ fn h2_stress_with_random_cancellation_leaks_nothing() {
 /// it, fails with hyper's "dispatch task gone" although it never left (about 1 run in 60; a
 /// known gap: hyper does not return the request, and the pool does not yet tell this case from
 /// a dispatch task lost otherwise). Nothing else fails, no request is left waiting, and no
-/// permit leaks:
-/// a generation that fails while partitions wait for capacity must not leave the ledger
-/// thinking a permit is on its way (this test hung so under the `partition` scope).
+/// permit leaks: a generation that fails while partitions wait for capacity must not leave the
+/// ledger thinking a permit is on its way (this test hung so under the `partition` scope), and
+/// a request queued on a dispatcher as it stops must come back (it hung so under both).
 #[test]
 fn h2_stress_against_a_server_closing_on_rapid_resets_fails_only_lost_requests() {
-    for scope in [
-        ConnectionReuseScope::NetworkInterface,
-        ConnectionReuseScope::Partition,
-    ] {
+    for scope in H2_STRESS_SCOPES {
         let (chaos, server_errors) = h2_stress(scope, 0);
         for error in &server_errors {
             assert!(
