@@ -202,17 +202,10 @@ impl<T: CellTypes> Bounded<'_, T> {
         {
             return;
         }
+        // A generation whose connection failed stays here until it retires, and its streams
+        // end meanwhile: taken, it may close nothing (see `close_counted_reclaim`).
         let taken = self.cell.state.lock().h2.take_record(record);
-        // The close that releases the permit settles the reclaim. None happens here when a
-        // peer's miss reclaimed the generation since the stream ended, or when it had already
-        // closed on its own (its connection failed, and the stream ended with it before the
-        // generation retired): its permit went back before this reclaim was counted, and
-        // would otherwise count as coming for ever, stopping every later reclaim.
-        let closed =
-            taken.is_some_and(|generation| generation.record().close(CloseReason::Reclaimed, None));
-        if !closed {
-            self.admission().reclaim_abandoned();
-        }
+        self.close_counted_reclaim(taken.as_ref().map(|generation| generation.record()));
     }
 
     /// Looks for an idle HTTP/1 connection or an accepting generation in the partitions of this
@@ -297,14 +290,11 @@ impl<T: CellTypes> Bounded<'_, T> {
             self.hand_to_peer(conn, peer, id);
             return Ok(Released::Delivered);
         }
-        if self.admission().should_release(self.partition(), now) {
-            if conn.record().close(CloseReason::Reclaimed, None) {
-                drop(conn);
-                return Ok(Released::Closed);
-            }
-            // Closed on its own meanwhile: its permit may be back already, and then settled
-            // nothing (see `reclaim_abandoned`).
-            self.admission().reclaim_abandoned();
+        if self.admission().should_release(self.partition(), now)
+            && self.close_counted_reclaim(Some(conn.record()))
+        {
+            drop(conn);
+            return Ok(Released::Closed);
         }
         Err(conn)
     }

@@ -11,6 +11,7 @@ use super::actions::close_all;
 use super::{Cell, CellAdmission, CellTypes, PooledH1, Released, State};
 use crate::admission::{Demand, Precedence};
 use crate::close::CloseReason;
+use crate::connection::ConnectionRecord;
 use crate::sync::Arc;
 use std::time::Instant;
 
@@ -207,16 +208,28 @@ impl<T: CellTypes> Bounded<'_, T> {
                 Ok(Released::Delivered)
             }
             Precedence::Reclaim => {
-                if conn.record().close(CloseReason::Reclaimed, None) {
+                if self.close_counted_reclaim(Some(conn.record())) {
                     drop(conn);
                     Ok(Released::Closed)
                 } else {
-                    // Closed on its own meanwhile (see `reclaim_abandoned`).
-                    self.admission().reclaim_abandoned();
                     Err(conn)
                 }
             }
         }
+    }
+
+    /// Closes the connection of `record` (`Reclaimed`) for a reclaim placement counted as in
+    /// transit; returns whether it closed. The close that releases the permit settles the
+    /// reclaim. When none happens here (`record` is `None`: a peer's miss took the connection
+    /// first; or it had already closed on its own, its permit back before the reclaim was
+    /// counted) the reclaim is taken off the count: left counted, a permit would stay
+    /// "coming" for ever and no capacity would move again.
+    pub(super) fn close_counted_reclaim(&self, record: Option<&Arc<ConnectionRecord>>) -> bool {
+        let closed = record.is_some_and(|record| record.close(CloseReason::Reclaimed, None));
+        if !closed {
+            self.admission().reclaim_abandoned();
+        }
+        closed
     }
 
     /// The second half of the idle-versus-demand handshake (see
