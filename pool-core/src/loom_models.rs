@@ -50,8 +50,18 @@ fn cell(
     partition: usize,
     launches: &Launches,
 ) -> Arc<Cell<Model>> {
+    cell_in(EstablishMode::Http1, admission, partition, launches)
+}
+
+/// [`cell`] establishing in `mode`.
+fn cell_in(
+    mode: EstablishMode,
+    admission: &CellAdmission<Model>,
+    partition: usize,
+    launches: &Launches,
+) -> Arc<Cell<Model>> {
     fakes::recording_cell(
-        EstablishMode::Http1,
+        mode,
         Some(Duration::from_secs(90)),
         Some((admission.clone(), partition)),
         launches,
@@ -447,15 +457,7 @@ struct BoundedH2Pair {
 /// [`BoundedH2Pair`] for partitions 0 and 1 in the eligibility groups `groups` says.
 fn bounded_h2_pair(groups: Vec<usize>, launches: &Launches, now: Instant) -> BoundedH2Pair {
     let admission = Admission::<Cell<Model>>::new(1, None, groups);
-    let h2_cell = |partition| {
-        fakes::recording_cell(
-            EstablishMode::Http2,
-            Some(Duration::from_secs(90)),
-            Some((admission.clone(), partition)),
-            launches,
-            None,
-        )
-    };
+    let h2_cell = |partition| cell_in(EstablishMode::Http2, &admission, partition, launches);
     let (owner, other) = (h2_cell(0), h2_cell(1));
     let first = fakes::wait(&owner, Requirement::Any, 1, now);
     let (_, launch, permit) = launches.lock().unwrap().remove(0);

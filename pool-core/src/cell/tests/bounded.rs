@@ -37,20 +37,34 @@ fn bounded_in(
 /// whose stream stays open.
 fn bounded_h2_generation(rigs: &[Rig], limit: usize, t0: Instant) -> FakeH2 {
     let first = rigs[0].wait(Requirement::Any, 1, t0);
-    let (_, launch, permit) = rigs[0].launches_with_permits().remove(0);
+    publish_launched(&rigs[0], &first, limit, t0)
+}
+
+/// Publishes the generation of the flight `rig` launched (with the permit) for `first`, its
+/// peer's limit `limit`, and checks that it serves `first`, whose stream stays open.
+fn publish_launched(rig: &Rig, first: &Arc<CellWaiter<Fake>>, limit: usize, t0: Instant) -> FakeH2 {
+    let (waiter, launch, permit) = rig.launches_with_permits().remove(0);
+    assert!(Arc::ptr_eq(&waiter, first));
     let Launch::Flight(flight) = launch else {
         panic!("an HTTP/2 cell launches flights")
     };
-    let generation = h2(&rigs[0].cell);
     let generation = FakeH2 {
-        record: record_with_permit(&rigs[0].cell, Protocol::Http2, permit),
-        ..generation
+        record: record_with_permit(&rig.cell, Protocol::Http2, permit),
+        ..h2(&rig.cell)
     };
     generation.set_limit(limit);
-    rigs[0].cell.publish_h2(generation.clone(), flight, t0);
-    assert!(matches!(take(&first), Some(Grant::H2(_))));
-    rigs[0].cell.activation_done();
+    rig.cell.publish_h2(generation.clone(), flight, t0);
+    assert!(matches!(take(first), Some(Grant::H2(_))));
+    rig.cell.activation_done();
     generation
+}
+
+/// The last open stream of `generation` (counted in `rig`'s gauge) ends, as a stream guard
+/// ends it: the gauge first, then the stream, then the cell is told.
+fn end_counted_stream(rig: &Rig, generation: &FakeH2) {
+    rig.cell.gauges().dec(Gauge::H2ActiveStreams);
+    generation.end_stream();
+    rig.cell.h2_stream_ended(&generation.record);
 }
 
 #[test]
@@ -86,9 +100,7 @@ fn a_quiet_generation_closes_for_a_partition_that_may_not_use_it() {
     );
     // Its last stream ends (the gauge first, as a stream guard does): the generation closes
     // and the permit launches partition 1's connection.
-    rigs[0].cell.gauges().dec(Gauge::H2ActiveStreams);
-    generation.end_stream();
-    rigs[0].cell.h2_stream_ended(&generation.record);
+    end_counted_stream(&rigs[0], &generation);
     assert_eq!(
         generation.record.close_reason(),
         Some(CloseReason::Reclaimed)
@@ -118,33 +130,19 @@ fn a_reclaim_counted_for_a_generation_that_already_failed_does_not_stop_later_re
     let starving = rigs[2].wait(Requirement::Any, 3, t0);
     assert!(rigs[1].launches().is_empty() && rigs[2].launches().is_empty());
 
-    // The connection fails: its permit launches partition 1's flight.
+    // The connection fails: its permit launches partition 1's flight. Its stream ends before
+    // the generation retires.
     failed.record.close(CloseReason::ProtocolClosed, None);
-    let (waiter, launch, permit) = rigs[1].launches_with_permits().remove(0);
-    assert!(Arc::ptr_eq(&waiter, &first));
-    // Its stream ends before the generation retires.
-    rigs[0].cell.gauges().dec(Gauge::H2ActiveStreams);
-    failed.end_stream();
-    rigs[0].cell.h2_stream_ended(&failed.record);
+    end_counted_stream(&rigs[0], &failed);
     assert_eq!(
         failed.record.close_reason(),
         Some(CloseReason::ProtocolClosed)
     );
 
     // Partition 1's generation serves its request, whose stream then ends.
-    let Launch::Flight(flight) = launch else {
-        panic!("an HTTP/2 cell launches flights")
-    };
-    let generation = FakeH2 {
-        record: record_with_permit(&rigs[1].cell, Protocol::Http2, permit),
-        ..h2(&rigs[1].cell)
-    };
-    generation.set_limit(100);
-    rigs[1].cell.publish_h2(generation.clone(), flight, t0);
-    assert!(matches!(take(&first), Some(Grant::H2(_))));
-    rigs[1].cell.activation_done();
-    generation.end_stream();
-    rigs[1].cell.h2_stream_ended(&generation.record);
+    let generation = publish_launched(&rigs[1], &first, 100, t0);
+    rigs[1].cell.gauges().inc(Gauge::H2ActiveStreams);
+    end_counted_stream(&rigs[1], &generation);
 
     // Quiet, it closes for partition 2, which holds nothing and waits.
     assert_eq!(
