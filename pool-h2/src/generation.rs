@@ -294,7 +294,10 @@ impl StreamGuard {
                         // the record before it drops hyper's dispatch task.
                         let connection_level = is_connection_error(&error)
                             || self.record().is_some_and(|record| record.is_closed());
-                        let not_processed = not_processed(&error);
+                        let not_processed = not_processed(&error).or_else(|| {
+                            held_back(&error, self.generation.as_deref())
+                                .then_some(ResendReason::Unsent)
+                        });
                         let connection_lost = is_connection_lost(&error);
                         H2SendOutcome::Failed {
                             error,
@@ -391,6 +394,29 @@ pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
         source = err.source();
     }
     None
+}
+
+/// Whether `error` says hyper dropped the request inside its dispatch task before h2 opened its
+/// stream, so that it never left.
+///
+/// hyper's dispatch task keeps a request whose stream h2 cannot open yet (h2 is at the peer's
+/// stream limit: the peer lowered it before the pool read it, or a cancelled stream is still
+/// counted by h2 until hyper's task for it sends the reset, a moment after the pool freed it).
+/// When the connection fails meanwhile, the task ends and drops that request with its callback,
+/// whose drop answers hyper's "dispatch task is gone" without the request. Every other request
+/// the dispatch task took is answered by its own task (hyper's per-stream future) with the
+/// stream's error. So the error names the held request only when the dispatch task ended on
+/// its own, which the driver records before it drops the task. When a runtime shuts down, the
+/// per-stream tasks of sent requests die with the same error; the driver is then dropped, not
+/// ended, so those stay failures. One order is left that this takes for unsent: a connection
+/// failing on its own and its runtime shutting down before the per-stream tasks it woke have
+/// run, within one pass of the scheduler.
+///
+/// hyper has no predicate for this error: it is a user error whose text is fixed.
+fn held_back(error: &hyper::Error, generation: Option<&GenerationHandle>) -> bool {
+    generation.is_some_and(|generation| generation.streams.dispatcher_ended())
+        && error.is_user()
+        && error.to_string() == "dispatch task is gone"
 }
 
 /// Whether the stream failed with `error` because the connection under it was lost: the peer

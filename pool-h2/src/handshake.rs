@@ -222,6 +222,8 @@ where
         };
         let error = result.err().map(|e| Box::new(e) as BoxError);
         let conn = this.conn;
+        // Before the dispatch task is dropped: a request it still held fails in that drop.
+        this.streams.end_dispatcher();
         record.driver_completed(error, || *conn = None);
         if let Some(home) = this.home.take() {
             home.retire(&record);

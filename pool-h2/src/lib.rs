@@ -23,7 +23,10 @@
 //!   refused (and the reservation given back) once the generation stopped accepting.
 //! * [`StreamLease::send`] dispatches with `try_send_request`; a request hyper hands back
 //!   unsent is returned to the caller, who may retry it only if the generation had served a
-//!   request before.
+//!   request before. A request hyper held back in its dispatch task (its stream waiting for
+//!   h2 to open it) when the connection failed is dropped by hyper without being handed back;
+//!   the outcome reports it as not processed ([`ResendReason::Unsent`](pool_core::ResendReason)),
+//!   for the caller to rebuild from its own copy.
 //! * [`is_connection_error`] tells a stream-level failure (`RST_STREAM`: only that request
 //!   fails) from a connection-level one (GOAWAY, I/O error, closed dispatcher: the generation
 //!   drains and the next request gets a replacement); [`not_processed`] tells when the peer

@@ -36,6 +36,9 @@ pub(crate) struct Streams {
     assumed: AtomicUsize,
     /// The limit h2 applies before the peer's SETTINGS.
     initial: usize,
+    /// Set by the driver when hyper's dispatch task ended on its own (see
+    /// [`Streams::dispatcher_ended`]).
+    dispatcher_ended: AtomicBool,
     /// Reads h2's current limit from the connection.
     probe: Box<dyn LimitProbe>,
 }
@@ -59,6 +62,7 @@ impl Streams {
             known: AtomicBool::new(false),
             assumed: AtomicUsize::new(usize::MAX),
             initial,
+            dispatcher_ended: AtomicBool::new(false),
             probe,
         }
     }
@@ -97,6 +101,18 @@ impl Streams {
     pub(crate) fn is_full(&self) -> bool {
         self.limit()
             .is_some_and(|limit| self.taken.load(Ordering::Acquire) >= limit)
+    }
+
+    /// The driver saw hyper's dispatch task end on its own (it returned; the runtime did not
+    /// drop it) and is about to drop it. Called before the drop, so a request whose callback
+    /// that drop fails can tell (see `generation::held_back`).
+    pub(crate) fn end_dispatcher(&self) {
+        self.dispatcher_ended.store(true, Ordering::Release);
+    }
+
+    /// Whether [`end_dispatcher`](Self::end_dispatcher) was called.
+    pub(crate) fn dispatcher_ended(&self) -> bool {
+        self.dispatcher_ended.load(Ordering::Acquire)
     }
 
     /// Streams reserved or in use.

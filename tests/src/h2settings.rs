@@ -6,7 +6,10 @@
 //! SETTINGS frame with another limit, [`SettingsPeer::answer_all`] answers every request that
 //! has ended with `200` (and every later one at once, until [`SettingsPeer::hold`]). It counts the streams open at once, so
 //! a test can see the client follow the new limit without any stream ending. It also keeps the
-//! parameters of the client's first SETTINGS frame ([`SettingsPeer::client_settings`]).
+//! parameters of the client's first SETTINGS frame ([`SettingsPeer::client_settings`]), counts
+//! the client's SETTINGS acknowledgements (h2 applies a peer's SETTINGS as it writes the ACK, so
+//! an ACK read here proves the client's h2 follows the new limit), and closes its connections on
+//! demand ([`SettingsPeer::close`]).
 //!
 //! What it does not do: enforce the limit (a client that exceeds it is caught by the count,
 //! not refused), HPACK-decode requests, flow control (responses are empty).
@@ -31,6 +34,7 @@ enum Command {
     AnswerAll,
     AnswerOne,
     Hold,
+    Close,
 }
 
 #[derive(Debug, Default)]
@@ -41,6 +45,10 @@ struct Counts {
     max_open: usize,
     /// Connections accepted.
     connections: usize,
+    /// Connections this peer closed.
+    closed: usize,
+    /// SETTINGS acknowledgements read from clients.
+    acks: usize,
     /// The parameters (identifier, value) of the first SETTINGS frame a client sent.
     client_settings: Option<Vec<(u16, u32)>>,
 }
@@ -114,6 +122,32 @@ impl SettingsPeer {
         self.counts.lock().unwrap().connections
     }
 
+    /// Connections closed by [`close`](Self::close) so far.
+    pub fn closed(&self) -> usize {
+        self.counts.lock().unwrap().closed
+    }
+
+    /// Waits until clients acknowledged `n` SETTINGS frames (the first is the one every
+    /// connection starts with).
+    pub async fn wait_acks(&self, n: usize) {
+        self.wait_until(|counts| counts.acks >= n).await;
+    }
+
+    /// Waits until `n` connections were closed by [`close`](Self::close).
+    pub async fn wait_closed(&self, n: usize) {
+        self.wait_until(|counts| counts.closed >= n).await;
+    }
+
+    async fn wait_until(&self, done: impl Fn(&Counts) -> bool) {
+        loop {
+            let notified = self.changed.notified();
+            if done(&self.counts.lock().unwrap()) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Streams open (read and not answered) right now.
     pub fn open_streams(&self) -> usize {
         self.counts.lock().unwrap().open
@@ -126,13 +160,7 @@ impl SettingsPeer {
 
     /// Waits until `n` streams are open at once.
     pub async fn wait_open(&self, n: usize) {
-        loop {
-            let notified = self.changed.notified();
-            if self.open_streams() >= n {
-                return;
-            }
-            notified.await;
-        }
+        self.wait_until(|counts| counts.open >= n).await;
     }
 
     /// Sends a SETTINGS frame announcing `limit` concurrent streams on every connection.
@@ -157,6 +185,12 @@ impl SettingsPeer {
         self.answering
             .store(false, std::sync::atomic::Ordering::SeqCst);
         self.command(Command::Hold);
+    }
+
+    /// Closes every connection (the transport, without GOAWAY), leaving its streams
+    /// unanswered.
+    pub fn close(&self) {
+        self.command(Command::Close);
     }
 
     fn command(&self, command: Command) {
@@ -197,9 +231,13 @@ impl Conn {
         }
         // Frames are read on a task of their own: `read_exact` cannot be raced in a select.
         let (frames_tx, mut frames) = mpsc::unbounded_channel();
-        let counts = self.counts.clone();
+        let (counts, changed) = (self.counts.clone(), self.changed.clone());
         tokio::spawn(async move {
             while let Some(f) = read_frame(&mut reader).await {
+                if f.kind == SETTINGS && f.flags & ACK != 0 {
+                    counts.lock().unwrap().acks += 1;
+                    changed.notify_waiters();
+                }
                 if f.kind == SETTINGS && f.flags & ACK == 0 {
                     let parameters = f
                         .payload
@@ -244,6 +282,17 @@ impl Conn {
                 command = commands.recv() => match command {
                     Some(Command::Announce(limit)) => out.extend(settings(limit)),
                     Some(Command::AnswerAll | Command::Hold) => {}
+                    Some(Command::Close) => {
+                        // Dropping the write half sends FIN; the open streams stay unanswered.
+                        drop(writer);
+                        let open = pending.len();
+                        let mut counts = self.counts.lock().unwrap();
+                        counts.open -= open;
+                        counts.closed += 1;
+                        drop(counts);
+                        self.changed.notify_waiters();
+                        return;
+                    }
                     Some(Command::AnswerOne) => {
                         if let Some(at) = pending.iter().position(|(_, done)| *done) {
                             let (id, _) = pending.remove(at);

@@ -9,6 +9,7 @@ use http::{Request, Version};
 use http_body_util::{BodyExt, Empty};
 use pool::{
     CloseReason, ConnectionHandle, ConnectionPool, PartitionStats, Protocol, ProtocolPolicy,
+    ResendReason,
 };
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
@@ -815,6 +816,60 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
     assert!(peer.max_open_streams() <= 4);
 
     assert_eq!(peer.connections(), 1, "the cap kept one connection");
+}
+
+/// A request that hyper still holds when its connection fails goes again. hyper keeps a request
+/// whose stream h2 cannot open yet (h2 is at the peer's stream limit, which the pool had not
+/// read yet) inside its dispatch task, and drops it there, unsent and without handing it back,
+/// when the connection fails first; the caller would see hyper's "dispatch task is gone". Here
+/// the peer lowers its limit to one while one request is open, so the next request waits in
+/// h2, and then closes the connection. Both are answered on a new connection: the waiting one
+/// as unsent, the open one as an idempotent request on a reused connection (the keep-alive race
+/// rule).
+///
+/// Paused time makes "the request is inside hyper" a fact rather than a guess: on this one
+/// thread, a sleep ends only when every task (the pool's, hyper's, the peer's) has nothing left
+/// to do.
+#[tokio::test(start_paused = true)]
+async fn a_request_hyper_held_back_when_its_connection_failed_goes_again() {
+    let peer = pool_tests::h2settings::SettingsPeer::start(2).await;
+    let events = EventLog::new();
+    let pool = h2c_pool()
+        .idle_timeout(None)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    // One answered request first: the pool knows the limit (2) and the connection is reused.
+    peer.answer_all();
+    let (first, _) = fetch(&client, &url).await;
+    peer.hold();
+    let mut requests = spawn_fetches(&client, &url, 1);
+    peer.wait_open(1).await;
+    // h2 applies a SETTINGS frame as it writes the ACK: once it is read, h2 allows one stream.
+    peer.announce(1);
+    peer.wait_acks(2).await;
+    let (client2, url2) = (client.clone(), url.clone());
+    requests.spawn(async move { fetch(&client2, &url2).await });
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(peer.open_streams(), 1, "the second request waits in h2");
+    assert_eq!(pool.stats(&origin(&url)).total().h2_active_streams, 2);
+
+    peer.close();
+    peer.wait_closed(1).await;
+    peer.answer_all();
+    while let Some(result) = requests.join_next().await {
+        let (handle, _) = result.expect("both requests are answered");
+        assert_ne!(handle.id(), first.id(), "answered on a new connection");
+    }
+    let mut reasons: Vec<_> = events.resent().into_iter().map(|(_, r, _)| r).collect();
+    reasons.sort();
+    assert_eq!(
+        reasons,
+        [ResendReason::Unsent, ResendReason::ClosedBeforeResponse]
+    );
+    assert_eq!(peer.connections(), 2);
 }
 
 /// A CRL of the server's CA that revokes its certificate makes the connection fail as a
