@@ -28,6 +28,34 @@ pub(crate) struct FileMode {
     pub(crate) must_be_new: bool,
 }
 
+/// Writes a response head to the `-D` sink and to the output (`-i`, `-I`), either of which may
+/// be absent. curl hands each header line to both in turn, so when both are stdout each line
+/// comes twice, one after the other, rather than the whole head twice.
+///
+/// # Errors
+///
+/// As [`Sink::write`].
+pub(crate) fn write_head(
+    dump: Option<&mut Sink>,
+    output: Option<&mut Sink>,
+    head: &[u8],
+) -> Result<(), CurlError> {
+    match (dump, output) {
+        (Some(dump), Some(output)) if dump.path.is_none() && output.path.is_none() => {
+            for line in head.split_inclusive(|&b| b == b'\n') {
+                dump.write(line)?;
+                output.write(line)?;
+            }
+        }
+        (dump, output) => {
+            for sink in [dump, output].into_iter().flatten() {
+                sink.write(head)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How many numbered names `--no-clobber` tries after the name itself, as curl does.
 const CLOBBER_TRIES: u32 = 100;
 

@@ -405,26 +405,15 @@ impl Session {
             // curl refuses once it has read the length, with the head's lines written and the
             // blank line that ends it not; nothing of the body is read (dropping it closes the
             // connection), so no output file is created.
-            let lines = &head[..head.len() - 2];
-            if let Some(dump) = &self.dump_header {
-                lock(dump).write(lines)?;
-            }
-            if include {
-                sink.write(lines)?;
-            }
+            self.write_head(sink, include, &head[..head.len() - 2])?;
             self.verbose.done(connection, &target.host, true);
             return Err(CurlError::file_too_large());
-        }
-        if let Some(dump) = &self.dump_header {
-            lock(dump).write(&head)?;
         }
         let challenge = (parts.status, &parts.headers);
         if let Some(answered) =
             self.answer_challenge(&pending, challenge, (uri, answered_hop), state.template)
         {
-            if include {
-                sink.write(&head)?;
-            }
+            self.write_head(sink, include, &head)?;
             self.verbose.info(&answered.info);
             self.verbose.info("Ignoring the response-body");
             self.read_body(&mut body, &parts, &target, record, None, progress)
@@ -434,9 +423,7 @@ impl Session {
         }
 
         if parts.extensions.get::<AskedAndRefused>().is_some() {
-            if include {
-                sink.write(&head)?;
-            }
+            self.write_head(sink, include, &head)?;
             self.verbose.info("Ignoring the response-body");
             self.read_body(&mut body, &parts, &target, record, None, progress)
                 .await?;
@@ -454,9 +441,7 @@ impl Session {
         if let Some(location) = location {
             let next = url::resolve_location(uri, location.as_bytes());
             if self.args.location || self.args.location_trusted {
-                if include {
-                    sink.write(&head)?;
-                }
+                self.write_head(sink, include, &head)?;
                 // Read the redirect's body to its end so the connection can serve the next hop.
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;
@@ -472,8 +457,8 @@ impl Session {
         if self.args.fail && !self.args.transfer.fail_with_body && status >= 400 {
             // Nothing of the body is written (dropping it closes the connection); the head is,
             // with -i or -I, as curl writes it before it looks at the status.
+            self.write_head(sink, include, &head)?;
             if include {
-                sink.write(&head)?;
                 sink.finish()?;
             }
             self.verbose.done(connection, &target.host, true);
@@ -484,9 +469,7 @@ impl Session {
         if resuming && status == 416 && resume.is_some_and(|offset| offset > 0) {
             // curl's reading of a 416 to `-C`: the file is presumably complete. Its body (an
             // error page) is not appended to it, and (without `-f`) the transfer is no failure.
-            if include {
-                sink.write(&head)?;
-            }
+            self.write_head(sink, include, &head)?;
             self.read_body(&mut body, &parts, &target, record, None, progress)
                 .await?;
             self.verbose.done(connection, &target.host, closes);
@@ -494,6 +477,7 @@ impl Session {
             return Ok(Next::Done);
         }
         if ranged && status == 200 && resuming {
+            self.write_head(sink, false, &head)?;
             self.verbose.done(connection, &target.host, true);
             // curl's exception: a whole resource exactly as long as what `-C` already has is
             // the download complete, not a server that cannot resume.
@@ -504,9 +488,7 @@ impl Session {
             }
             return Err(CurlError::range_ignored());
         }
-        if include {
-            sink.write(&head)?;
-        }
+        self.write_head(sink, include, &head)?;
         let time_condition = state.template.time_condition();
         let body_comes = !self.args.head;
         if let Some(cond) =
@@ -575,13 +557,14 @@ impl Session {
         if self.args.transfer.suppress_connect_headers {
             return Ok(());
         }
-        if let Some(dump) = &self.dump_header {
-            lock(dump).write(&heads)?;
-        }
-        if self.args.include || self.args.head {
-            sink.write(&heads)?;
-        }
-        Ok(())
+        self.write_head(sink, self.args.include || self.args.head, &heads)
+    }
+
+    /// Writes a response head to `-D` and, with `include`, to the output (see
+    /// [`super::sink::write_head`]).
+    fn write_head(&self, sink: &mut Sink, include: bool, head: &[u8]) -> Result<(), CurlError> {
+        let mut dump = self.dump_header.as_ref().map(lock);
+        super::sink::write_head(dump.as_deref_mut(), include.then_some(sink), head)
     }
 
     /// `--limit-rate`, `-Y` and `-y`.

@@ -317,16 +317,15 @@ impl Session {
                 pace.received(data.len()).await?;
             }
         }
-        if let Some(sink) = output {
+        if let Some(sink) = output.as_deref_mut() {
             sink.write_body(&decoder.finish()?)?;
-            if self.args.include && !trailers.is_empty() {
-                sink.write(&trailers)?;
-            }
         }
-        if let Some(dump) = self.dump_header.as_ref().filter(|_| !trailers.is_empty()) {
-            crate::curl::lock(dump).write(&trailers)?;
+        if trailers.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let mut dump = self.dump_header.as_ref().map(crate::curl::lock);
+        let included = output.filter(|_| self.args.include);
+        crate::curl::sink::write_head(dump.as_deref_mut(), included, &trailers)
     }
 
     /// Traces a pool error with `-v` and maps it to curl's code and message.

@@ -522,6 +522,19 @@ pub(crate) fn cases() -> Vec<Case> {
             "two 1xx heads dumped",
             &["-D", "-", "-w", "%{size_header}", "%BASE%/lie/early-hints"],
         ),
+        // -i and -D - both write to stdout: curl writes each header line to both in turn.
+        case(
+            "head included and dumped",
+            &["-i", "-D", "-", "%BASE%/hello"],
+        ),
+        case(
+            "1xx heads included and dumped",
+            &["-i", "-D", "-", "%BASE%/lie/early-hints"],
+        ),
+        case(
+            "trailers included and dumped",
+            &["-i", "-D", "-", "%BASE%/lie/trailers"],
+        ),
         with(
             Extra::VerboseResponseHead,
             "1xx heads verbose",
