@@ -87,6 +87,7 @@ mod socks;
 mod squid;
 mod stapling;
 mod streams;
+mod workers;
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -113,6 +114,7 @@ use socks::*;
 use squid::*;
 use stapling::*;
 use streams::*;
+use workers::*;
 
 /// Graceful reloads sent during each nginx run.
 const RELOADS: u64 = 6;

@@ -16,7 +16,10 @@
 //! This is a measurement, not a check: its rows are references (they never fail the run), and
 //! a table on stdout prints both tools side by side with poolcurl's ratio. Both tools share the
 //! machine with nginx (two workers), so the figures are of this machine at this moment; the
-//! printed command lines reproduce them.
+//! printed command lines reproduce them. Each run's line also says how nginx's workers shared
+//! its connections, sampled in the middle of the run (`workers.rs`): with two HTTP/2
+//! connections, `2/0` (one worker serves both) and `1/1` are two different machines, and a
+//! median over five runs counts whichever came up more often.
 //!
 //! oha is not installed here: `cargo xtask interop` installs the pinned version into
 //! `target/tools` and passes `--oha PATH`; without it the comparison is one "skip" line.
@@ -26,6 +29,9 @@ use super::*;
 /// How long each run loads.
 const SECONDS: &str = "4s";
 
+/// Half of [`SECONDS`]: when a run's connections are counted per nginx worker.
+const HALF_RUN: Duration = Duration::from_secs(2);
+
 /// Runs of each tool per case, alternating; the table shows each figure's median. One run per
 /// tool swings by 10–20% on a 2-core machine shared with nginx, more than the difference being
 /// measured, and medians of three still flipped either way from one run of the suite to the
@@ -33,7 +39,7 @@ const SECONDS: &str = "4s";
 const ROUNDS: usize = 5;
 
 /// What one tool measured.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Measured {
     /// Completed responses per second of the run.
     rps: f64,
@@ -42,6 +48,8 @@ struct Measured {
     /// Requests that did not get a complete response (oha: errors other than its own
     /// deadline aborts; poolcurl: failures + aborted).
     failed: u64,
+    /// Established connections per nginx worker in the middle of the run, busiest first.
+    split: Option<Vec<usize>>,
 }
 
 /// The comparison's rows and its side-by-side table (printed by the caller under the main
@@ -59,8 +67,8 @@ pub(crate) fn oha_comparison(
         );
         return (vec![row], String::new());
     };
-    let ports = match nginx {
-        Ok((_, _, ports)) => *ports,
+    let (master, ports) = match nginx {
+        Ok((_, server, ports)) => (server.child.id(), *ports),
         Err(e) => {
             return (
                 vec![Row::broken("poolcurl load vs oha".into(), e)],
@@ -114,26 +122,33 @@ pub(crate) fn oha_comparison(
         "\npoolcurl load vs oha (same nginx URL, medians of 5 alternating runs each)\n\
          case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
     );
-    for (case, ours, theirs) in cases {
+    for ((case, ours, theirs), port) in cases.into_iter().zip([ports[3], tls_port]) {
+        let split = || worker_split(master, port);
         eprintln!("interop: poolcurl load vs oha, {case} ...");
         let name = format!("poolcurl load vs oha, {case}");
         let (mut ours_runs, mut theirs_runs) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            ours_runs.push(run_poolcurl(poolcurl, &ours));
-            theirs_runs.push(run_oha(oha, &theirs));
+            ours_runs.push(run_poolcurl(poolcurl, &ours, split));
+            theirs_runs.push(run_oha(oha, &theirs, split));
         }
         let mut row = Row::new(name, None);
         for (tool, runs) in [("poolcurl", &ours_runs), ("oha", &theirs_runs)] {
             let each: Vec<String> = runs
                 .iter()
                 .map(|run| match run {
-                    Ok(m) => format!("{:.0} req/s p99 {:.3} ms", m.rps, m.p99_ms),
+                    Ok(m) => format!(
+                        "{:.0} req/s p99 {:.3} ms (nginx workers {})",
+                        m.rps,
+                        m.p99_ms,
+                        show_split(m.split.as_deref())
+                    ),
                     Err(_) => "failed".to_owned(),
                 })
                 .collect();
             row.details
                 .push(format!("{tool} runs: {}", each.join(" | ")));
         }
+        let alike = same_split(&ours_runs, &theirs_runs);
         let (pool, other) = (median(ours_runs), median(theirs_runs));
         row.details.push(format!(
             "poolcurl load --no-progress --output-format json {}",
@@ -159,23 +174,89 @@ pub(crate) fn oha_comparison(
             }
         }
         if let (Ok(p), Ok(o)) = (&pool, &other) {
-            let verdict = format!(
-                "poolcurl/oha: requests/s {:.2}x, p99 {:.2}x ({})",
-                p.rps / o.rps,
-                p.p99_ms / o.p99_ms,
-                match (p.rps >= o.rps, p.p99_ms <= o.p99_ms) {
-                    (true, true) => "ahead on both",
-                    (true, false) => "ahead on requests/s, behind on p99",
-                    (false, true) => "behind on requests/s, ahead on p99",
-                    (false, false) => "behind on both",
-                }
-            );
+            let verdict = verdict(p, o);
             let _ = writeln!(table, "{:<41} {verdict}", "");
-            row.cells[RESULT] = verdict.clone();
+            row.cells[RESULT] = verdict;
+        }
+        if let Some(Alike {
+            split,
+            runs,
+            ours,
+            theirs,
+        }) = alike
+        {
+            let line = format!(
+                "runs with nginx workers {} only ({} and {}): {}",
+                show_split(Some(&split)),
+                runs.0,
+                runs.1,
+                verdict(&ours, &theirs)
+            );
+            let _ = writeln!(table, "{:<41} {line}", "");
+            row.details.push(line);
         }
         rows.push(row);
     }
     (rows, table)
+}
+
+/// poolcurl's figures over oha's, and which way each points.
+fn verdict(p: &Measured, o: &Measured) -> String {
+    format!(
+        "poolcurl/oha: requests/s {:.2}x, p99 {:.2}x ({})",
+        p.rps / o.rps,
+        p.p99_ms / o.p99_ms,
+        match (p.rps >= o.rps, p.p99_ms <= o.p99_ms) {
+            (true, true) => "ahead on both",
+            (true, false) => "ahead on requests/s, behind on p99",
+            (false, true) => "behind on requests/s, ahead on p99",
+            (false, false) => "behind on both",
+        }
+    )
+}
+
+/// Both tools' medians over their runs with one nginx split.
+struct Alike {
+    split: Vec<usize>,
+    /// How many runs of each tool had it.
+    runs: (usize, usize),
+    ours: Measured,
+    theirs: Measured,
+}
+
+/// The split that came up most often in the runs of both tools together, among those that
+/// came up for each, and each tool's medians over its runs with it: the comparison with
+/// nginx's placement of the connections held equal (see `workers.rs`). `None` when no split
+/// came up for both, or a run failed.
+fn same_split(
+    ours: &[Result<Measured, String>],
+    theirs: &[Result<Measured, String>],
+) -> Option<Alike> {
+    let all = |runs: &[Result<Measured, String>]| {
+        runs.iter()
+            .map(|run| run.as_ref().ok().cloned())
+            .collect::<Option<Vec<Measured>>>()
+    };
+    let (ours, theirs) = (all(ours)?, all(theirs)?);
+    let with = |runs: &[Measured], split: &Vec<usize>| -> Vec<Result<Measured, String>> {
+        runs.iter()
+            .filter(|m| m.split.as_ref() == Some(split))
+            .cloned()
+            .map(Ok)
+            .collect()
+    };
+    let split = ours
+        .iter()
+        .filter_map(|m| m.split.clone())
+        .filter(|split| !with(&theirs, split).is_empty())
+        .max_by_key(|split| with(&ours, split).len() + with(&theirs, split).len())?;
+    let (mine, other) = (with(&ours, &split), with(&theirs, &split));
+    Some(Alike {
+        runs: (mine.len(), other.len()),
+        ours: median(mine).ok()?,
+        theirs: median(other).ok()?,
+        split,
+    })
 }
 
 /// The median of each figure over `runs` (failures summed); the first error if any run failed.
@@ -191,7 +272,19 @@ fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
         p50_ms: mid(|m| m.p50_ms),
         p99_ms: mid(|m| m.p99_ms),
         failed: runs.iter().map(|m| m.failed).sum(),
+        split: None,
     })
+}
+
+/// Waits for `run` to finish, sampling `split` half way through its `-z` time.
+fn finish_sampled(
+    run: Running,
+    split: impl FnOnce() -> Option<Vec<usize>>,
+) -> (Finished, Option<Vec<usize>>) {
+    // A pause of this thread, not of the load: the tool runs on meanwhile.
+    std::thread::sleep(HALF_RUN);
+    let sampled = split();
+    (run.finish(), sampled)
 }
 
 /// `poolcurl load` with `args`: its successes per second and latency percentiles.
@@ -201,10 +294,14 @@ fn partitions() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-fn run_poolcurl(poolcurl: &Path, args: &[String]) -> Result<Measured, String> {
+fn run_poolcurl(
+    poolcurl: &Path,
+    args: &[String],
+    split: impl FnOnce() -> Option<Vec<usize>>,
+) -> Result<Measured, String> {
     let mut args = args.to_vec();
     args.extend(["--partitions".to_string(), partitions().to_string()]);
-    let run = Running::spawn(poolcurl, &args)?.finish();
+    let (run, split) = finish_sampled(Running::spawn(poolcurl, &args)?, split);
     let json: Value = serde_json::from_str(&run.stdout)
         .map_err(|_| format!("no JSON summary; stderr: {}", run.stderr.trim()))?;
     let number = |path: &str| {
@@ -219,14 +316,19 @@ fn run_poolcurl(poolcurl: &Path, args: &[String]) -> Result<Measured, String> {
         p50_ms: number("/latency_ms/p50")?,
         p99_ms: number("/latency_ms/p99")?,
         failed: (number("/failures")? + number("/aborted")?) as u64,
+        split,
     })
 }
 
 /// oha with `args`: its complete responses per second and latency percentiles.
-fn run_oha(oha: &Path, args: &[String]) -> Result<Measured, String> {
+fn run_oha(
+    oha: &Path,
+    args: &[String],
+    split: impl FnOnce() -> Option<Vec<usize>>,
+) -> Result<Measured, String> {
     let mut cmd = without_proxy_env(Command::new(oha));
     cmd.args(["--no-tui", "--output-format", "json"]).args(args);
-    let run = Running::start(cmd)?.finish();
+    let (run, split) = finish_sampled(Running::start(cmd)?, split);
     if run.status.is_none_or(|s| !s.success()) {
         return Err(format!("oha failed: {}", run.stderr.trim()));
     }
@@ -260,5 +362,40 @@ fn run_oha(oha: &Path, args: &[String]) -> Result<Measured, String> {
         p50_ms: number("/metrics/latency_ms/p50")?,
         p99_ms: number("/metrics/latency_ms/p99")?,
         failed,
+        split,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rps: f64, split: &[usize]) -> Result<Measured, String> {
+        Ok(Measured {
+            rps,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            failed: 0,
+            split: Some(split.to_vec()),
+        })
+    }
+
+    #[test]
+    fn the_split_both_tools_met_most_often_is_compared_alone() {
+        let ours = [run(130.0, &[1, 1]), run(100.0, &[2, 0]), run(90.0, &[2, 0])];
+        let theirs = [run(80.0, &[2, 0]), run(85.0, &[2, 0]), run(88.0, &[2, 0])];
+        let alike = same_split(&ours, &theirs).expect("2/0 came up for both");
+        assert_eq!(alike.split, [2, 0]);
+        assert_eq!(alike.runs, (2, 3));
+        assert_eq!(alike.ours.rps, 100.0, "the upper of two is the median");
+        assert_eq!(alike.theirs.rps, 85.0);
+
+        let apart = [run(80.0, &[40, 24])];
+        assert!(
+            same_split(&ours[..1], &apart).is_none(),
+            "no split in common"
+        );
+        let failed = [Err("oha failed".to_owned())];
+        assert!(same_split(&ours, &failed).is_none());
+    }
 }
