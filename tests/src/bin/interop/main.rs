@@ -399,12 +399,14 @@ http {{
         {ok} {small}
     }}
     # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
-    # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY.
-    server {{ listen 127.0.0.1:{p4}; keepalive_requests 1000000; {ok} }}
+    # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY; and a socket
+    # per worker (`reuseport`), so the kernel spreads the connections over the workers rather
+    # than whichever worker wakes first taking most of a burst (see `workers.rs`).
+    server {{ listen 127.0.0.1:{p4} reuseport; keepalive_requests 1000000; {ok} }}
     # For `--unix-socket` beside curl.
     server {{ listen unix:{d}/nginx.sock; {ok} }}
     server {{
-        listen 127.0.0.1:{p5} ssl{listen_h2}; {h2_on}
+        listen 127.0.0.1:{p5} ssl{listen_h2} reuseport; {h2_on}
         keepalive_requests 1000000;
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;

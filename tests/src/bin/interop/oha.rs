@@ -17,9 +17,11 @@
 //! a table on stdout prints both tools side by side with poolcurl's ratio. Both tools share the
 //! machine with nginx (two workers), so the figures are of this machine at this moment; the
 //! printed command lines reproduce them. Each run's line also says how nginx's workers shared
-//! its connections, sampled in the middle of the run (`workers.rs`): with two HTTP/2
-//! connections, `2/0` (one worker serves both) and `1/1` are two different machines, and a
-//! median over five runs counts whichever came up more often.
+//! its connections, sampled in the middle of the run (`workers.rs`): the listeners give each
+//! worker a socket of its own, so 64 connections spread evenly, but with two HTTP/2
+//! connections `2/0` (one worker serves both) and `1/1` are two different machines, and a
+//! median over five runs counts whichever came up more often; for that case the medians over
+//! the runs of each split both tools had are printed beside.
 //!
 //! oha is not installed here: `cargo xtask interop` installs the pinned version into
 //! `target/tools` and passes `--oha PATH`; without it the comparison is one "skip" line.
@@ -122,7 +124,11 @@ pub(crate) fn oha_comparison(
         "\npoolcurl load vs oha (same nginx URL, medians of 5 alternating runs each)\n\
          case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
     );
-    for ((case, ours, theirs), port) in cases.into_iter().zip([ports[3], tls_port]) {
+    // Whether the case's few connections make nginx's split decide a run (see `workers.rs`).
+    let by_split = [false, true];
+    for (((case, ours, theirs), port), by_split) in
+        cases.into_iter().zip([ports[3], tls_port]).zip(by_split)
+    {
         let split = || worker_split(master, port);
         eprintln!("interop: poolcurl load vs oha, {case} ...");
         let name = format!("poolcurl load vs oha, {case}");
@@ -178,12 +184,15 @@ pub(crate) fn oha_comparison(
             let _ = writeln!(table, "{:<41} {verdict}", "");
             row.cells[RESULT] = verdict;
         }
-        if let Some(Alike {
+        // With 64 connections spread over the workers' own sockets, no two runs split alike
+        // and none needs to; with one connection per partition the split is the machine.
+        let alike = if by_split { alike } else { Vec::new() };
+        for Alike {
             split,
             runs,
             ours,
             theirs,
-        }) = alike
+        } in alike
         {
             let line = format!(
                 "runs with nginx workers {} only ({} and {}): {}",
@@ -224,33 +233,46 @@ struct Alike {
     theirs: Measured,
 }
 
-/// The split that came up most often in the runs of both tools together, among those that
-/// came up for each, and each tool's medians over its runs with it: the comparison with
-/// nginx's placement of the connections held equal (see `workers.rs`). `None` when no split
+/// Every split that came up in the runs of both tools, the most frequent (in both tools' runs
+/// together) first, with each tool's medians over its runs with it: the comparison with
+/// nginx's placement of the connections held equal (see `workers.rs`). Empty when no split
 /// came up for both, or a run failed.
 fn same_split(
     ours: &[Result<Measured, String>],
     theirs: &[Result<Measured, String>],
-) -> Option<Alike> {
+) -> Vec<Alike> {
     let all = |runs: &[Result<Measured, String>]| {
         runs.iter()
             .map(|run| run.as_ref().ok().cloned())
             .collect::<Option<Vec<Measured>>>()
     };
-    let (ours, theirs) = (all(ours)?, all(theirs)?);
-    let with = |runs: &[Measured], split: &Vec<usize>| -> Vec<Result<Measured, String>> {
+    let (Some(ours), Some(theirs)) = (all(ours), all(theirs)) else {
+        return Vec::new();
+    };
+    let mut splits: Vec<Vec<usize>> = ours.iter().filter_map(|m| m.split.clone()).collect();
+    splits.sort();
+    splits.dedup();
+    let mut alike: Vec<Alike> = splits
+        .into_iter()
+        .filter_map(|split| alike_at(&ours, &theirs, split))
+        .collect();
+    alike.sort_by_key(|a| std::cmp::Reverse(a.runs.0 + a.runs.1));
+    alike
+}
+
+/// Both tools' medians over their runs with `split`; `None` if either had none.
+fn alike_at(ours: &[Measured], theirs: &[Measured], split: Vec<usize>) -> Option<Alike> {
+    let with = |runs: &[Measured]| -> Vec<Result<Measured, String>> {
         runs.iter()
-            .filter(|m| m.split.as_ref() == Some(split))
+            .filter(|m| m.split.as_ref() == Some(&split))
             .cloned()
             .map(Ok)
             .collect()
     };
-    let split = ours
-        .iter()
-        .filter_map(|m| m.split.clone())
-        .filter(|split| !with(&theirs, split).is_empty())
-        .max_by_key(|split| with(&ours, split).len() + with(&theirs, split).len())?;
-    let (mine, other) = (with(&ours, &split), with(&theirs, &split));
+    let (mine, other) = (with(ours), with(theirs));
+    if mine.is_empty() || other.is_empty() {
+        return None;
+    }
     Some(Alike {
         runs: (mine.len(), other.len()),
         ours: median(mine).ok()?,
@@ -381,21 +403,23 @@ mod tests {
     }
 
     #[test]
-    fn the_split_both_tools_met_most_often_is_compared_alone() {
+    fn each_split_both_tools_met_is_compared_alone_most_frequent_first() {
         let ours = [run(130.0, &[1, 1]), run(100.0, &[2, 0]), run(90.0, &[2, 0])];
-        let theirs = [run(80.0, &[2, 0]), run(85.0, &[2, 0]), run(88.0, &[2, 0])];
-        let alike = same_split(&ours, &theirs).expect("2/0 came up for both");
-        assert_eq!(alike.split, [2, 0]);
-        assert_eq!(alike.runs, (2, 3));
-        assert_eq!(alike.ours.rps, 100.0, "the upper of two is the median");
-        assert_eq!(alike.theirs.rps, 85.0);
+        let theirs = [run(80.0, &[2, 0]), run(85.0, &[2, 0]), run(120.0, &[1, 1])];
+        let alike = same_split(&ours, &theirs);
+        let splits: Vec<&[usize]> = alike.iter().map(|a| a.split.as_slice()).collect();
+        assert_eq!(splits, [&[2, 0][..], &[1, 1][..]]);
+        assert_eq!(alike[0].runs, (2, 2));
+        assert_eq!(alike[0].ours.rps, 100.0, "the upper of two is the median");
+        assert_eq!(alike[0].theirs.rps, 85.0);
+        assert_eq!((alike[1].ours.rps, alike[1].theirs.rps), (130.0, 120.0));
 
         let apart = [run(80.0, &[40, 24])];
         assert!(
-            same_split(&ours[..1], &apart).is_none(),
+            same_split(&ours[..1], &apart).is_empty(),
             "no split in common"
         );
         let failed = [Err("oha failed".to_owned())];
-        assert!(same_split(&ours, &failed).is_none());
+        assert!(same_split(&ours, &failed).is_empty());
     }
 }

@@ -1,11 +1,14 @@
 //! Which of nginx's workers holds a load's connections, read from `/proc` while the load runs.
 //!
-//! nginx's workers share one listening socket and each accepts what it is woken for, so where
-//! a tool's connections land is chance. With few connections it decides the figures: two
-//! HTTP/2 connections on one worker leave that worker (one core) to serve both, on two workers
-//! they are served on both cores, and the same tool's requests per second and p99 differ by
-//! about a third and fivefold between the two (measured by hand with either tool, 2026-12-05).
-//! The oha comparison prints the split of every run so that its medians can be read with it.
+//! Where a tool's connections land decides its figures. On a listener all workers share, each
+//! worker accepts what it is woken for, and a burst of connections went anywhere from 32/32 to
+//! 64/0 (either tool, 2026-12-05); a run with every connection on one worker lost a quarter of
+//! its requests. The comparison's listeners therefore have a socket per worker (`reuseport`),
+//! over which the kernel spreads connections by their addresses (30/34, 24/40, ... by hand). Two
+//! HTTP/2 connections still land on one worker or on both as their addresses hash, and those
+//! are two machines: one worker serving both gave either tool about 80k req/s at a p99 of
+//! 4.4 ms, one each about 105k at 0.85 ms. So the oha comparison prints the split of every run,
+//! and compares the tools over runs with the same split too.
 //!
 //! What this does not do: place connections (nothing a client does picks the worker), or
 //! work outside Linux (`None` when `/proc` cannot be read).
@@ -14,7 +17,8 @@ use std::collections::HashSet;
 use std::path::Path;
 
 /// The number of established connections to `port` each worker of the nginx master `master`
-/// holds, busiest first; `None` if `/proc` could not be read.
+/// holds, busiest first; `None` if `/proc` could not be read or no worker's connection was
+/// found (a user other than nginx's may not read its workers' descriptors).
 pub(crate) fn worker_split(master: u32, port: u16) -> Option<Vec<usize>> {
     let sockets = established_sockets(port)?;
     let mut split: Vec<usize> = workers(master)?
@@ -31,7 +35,7 @@ pub(crate) fn worker_split(master: u32, port: u16) -> Option<Vec<usize>> {
         })
         .collect();
     split.sort_unstable_by(|a, b| b.cmp(a));
-    Some(split)
+    (split.iter().sum::<usize>() > 0).then_some(split)
 }
 
 /// `3/1`, or `?` when the split is unknown.
