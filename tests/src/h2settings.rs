@@ -122,11 +122,6 @@ impl SettingsPeer {
         self.counts.lock().unwrap().connections
     }
 
-    /// Connections closed by [`close`](Self::close) so far.
-    pub fn closed(&self) -> usize {
-        self.counts.lock().unwrap().closed
-    }
-
     /// Waits until clients acknowledged `n` SETTINGS frames (the first is the one every
     /// connection starts with).
     pub async fn wait_acks(&self, n: usize) {
