@@ -28,11 +28,8 @@
 
 use super::*;
 
-/// How long each run loads.
-const SECONDS: &str = "4s";
-
-/// Half of [`SECONDS`]: when a run's connections are counted per nginx worker.
-const HALF_RUN: Duration = Duration::from_secs(2);
+/// How long each run loads (`-z`); its connections are counted per nginx worker half way.
+const RUN: Duration = Duration::from_secs(4);
 
 /// Runs of each tool per case, alternating; the table shows each figure's median. One run per
 /// tool swings by 10–20% on a 2-core machine shared with nginx, more than the difference being
@@ -86,17 +83,24 @@ pub(crate) fn oha_comparison(
     let connections = partitions().to_string();
     let streams = (64 / partitions().max(1)).to_string();
     let h2_case = format!("TLS ALPN h2, 64 streams on {connections} connection(s)");
-    let cases: [(&str, Vec<String>, Vec<String>); 2] = [
+    let seconds = format!("{}s", RUN.as_secs());
+    // Name, listener port, whether its few connections make nginx's split decide a run (see
+    // `workers.rs`), poolcurl's arguments, oha's.
+    let cases = [
         (
             "HTTP/1.1, 64 connections",
-            strings(&["-z", SECONDS, "-c", "64", "--http1.1", &h1_url]),
-            strings(&["-z", SECONDS, "-c", "64", "--http-version", "1.1", &h1_url]),
+            ports[3],
+            false,
+            strings(&["-z", &seconds, "-c", "64", "--http1.1", &h1_url]),
+            strings(&["-z", &seconds, "-c", "64", "--http-version", "1.1", &h1_url]),
         ),
         (
-            &h2_case,
+            h2_case.as_str(),
+            tls_port,
+            true,
             strings(&[
                 "-z",
-                SECONDS,
+                &seconds,
                 "-c",
                 "64",
                 "--http2",
@@ -106,7 +110,7 @@ pub(crate) fn oha_comparison(
             ]),
             strings(&[
                 "-z",
-                SECONDS,
+                &seconds,
                 "-c",
                 &connections,
                 "-p",
@@ -124,11 +128,7 @@ pub(crate) fn oha_comparison(
         "\npoolcurl load vs oha (same nginx URL, medians of 5 alternating runs each)\n\
          case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
     );
-    // Whether the case's few connections make nginx's split decide a run (see `workers.rs`).
-    let by_split = [false, true];
-    for (((case, ours, theirs), port), by_split) in
-        cases.into_iter().zip([ports[3], tls_port]).zip(by_split)
-    {
+    for (case, port, by_split, ours, theirs) in cases {
         let split = || worker_split(master, port);
         eprintln!("interop: poolcurl load vs oha, {case} ...");
         let name = format!("poolcurl load vs oha, {case}");
@@ -154,7 +154,12 @@ pub(crate) fn oha_comparison(
             row.details
                 .push(format!("{tool} runs: {}", each.join(" | ")));
         }
-        let alike = same_split(&ours_runs, &theirs_runs);
+        // With 64 connections spread over the workers' own sockets, no two runs split alike
+        // and none needs to; with one connection per partition the split is the machine.
+        let alike = match by_split {
+            true => same_split(&ours_runs, &theirs_runs),
+            false => Vec::new(),
+        };
         let (pool, other) = (median(ours_runs), median(theirs_runs));
         row.details.push(format!(
             "poolcurl load --no-progress --output-format json {}",
@@ -184,9 +189,6 @@ pub(crate) fn oha_comparison(
             let _ = writeln!(table, "{:<41} {verdict}", "");
             row.cells[RESULT] = verdict;
         }
-        // With 64 connections spread over the workers' own sockets, no two runs split alike
-        // and none needs to; with one connection per partition the split is the machine.
-        let alike = if by_split { alike } else { Vec::new() };
         for Alike {
             split,
             runs,
@@ -304,18 +306,18 @@ fn finish_sampled(
     split: impl FnOnce() -> Option<Vec<usize>>,
 ) -> (Finished, Option<Vec<usize>>) {
     // A pause of this thread, not of the load: the tool runs on meanwhile.
-    std::thread::sleep(HALF_RUN);
+    std::thread::sleep(RUN / 2);
     let sampled = split();
     (run.finish(), sampled)
 }
 
-/// `poolcurl load` with `args`: its successes per second and latency percentiles.
 /// poolcurl's partitions: one per CPU, as oha's runtime has one worker per CPU (otherwise the
 /// comparison would be one thread against all).
 fn partitions() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// `poolcurl load` with `args`: its successes per second and latency percentiles.
 fn run_poolcurl(
     poolcurl: &Path,
     args: &[String],
