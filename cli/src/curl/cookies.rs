@@ -61,8 +61,9 @@ struct Engine {
 }
 
 impl Engine {
-    /// Stores one `Set-Cookie` value received from `url` (or read from a jar as if it was).
-    fn add(&mut self, set_cookie: &str, url: &Url) {
+    /// Stores one `Set-Cookie` value received from `url` (or read from a jar as if it was:
+    /// `jar_line`, whose subdomain flag stands as written).
+    fn add(&mut self, set_cookie: &str, url: &Url, jar_line: bool) {
         if oversized(set_cookie) {
             return;
         }
@@ -73,8 +74,9 @@ impl Engine {
             return;
         }
         // An IP address has no subdomains: curl keeps `Domain=127.0.0.1` host-only (its jar
-        // line says `FALSE`), where cookie_store would store a domain cookie.
-        if let CookieDomain::Suffix(host) = &cookie.domain {
+        // line says `FALSE`), where cookie_store would store a domain cookie. A jar line that
+        // says `.127.0.0.1 TRUE` is kept as it is, as curl writes it back as it read it.
+        if let (CookieDomain::Suffix(host), false) = (&cookie.domain, jar_line) {
             if host.parse::<std::net::IpAddr>().is_ok() {
                 cookie.domain = CookieDomain::HostOnly(host.clone());
             }
@@ -194,7 +196,7 @@ impl CookieJar {
                     continue;
                 }
                 if let Some(url) = set_cookie_origin(set_cookie) {
-                    store.add(set_cookie.trim(), &url);
+                    store.add(set_cookie.trim(), &url, false);
                 }
                 continue;
             }
@@ -232,7 +234,7 @@ impl CookieJar {
                     let _ = write!(text, "; Max-Age={}", at - now);
                 }
             }
-            store.add(&text, &url);
+            store.add(&text, &url, true);
         }
     }
 
@@ -265,7 +267,7 @@ impl CookieJar {
         let mut store = self.store.lock();
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
-                store.add(text, &url);
+                store.add(text, &url, false);
             }
         }
     }
@@ -436,6 +438,16 @@ mod tests {
             "{text}"
         );
         assert_eq!(jar.header_for(&uri, true).unwrap(), "ip=1");
+        // A jar line keeps its flag, as curl writes it back as read.
+        let mut read = empty_jar();
+        read.load(".127.0.0.1\tTRUE\t/\tFALSE\t0\twide\t1\n", false);
+        assert!(
+            read.netscape()
+                .contains("\n.127.0.0.1\tTRUE\t/\tFALSE\t0\twide\t1\n"),
+            "{}",
+            read.netscape()
+        );
+        assert_eq!(read.header_for(&uri, true).unwrap(), "wide=1");
     }
 
     #[test]

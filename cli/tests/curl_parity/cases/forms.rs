@@ -220,5 +220,12 @@ pub(crate) fn cases() -> Vec<Case> {
             "cookie with an address for its domain",
             &["-c", "%DIR%/jar.txt", "%BASE%/ip-domain", "%BASE%/echo"],
         ),
+        // A jar line is written back as it was read, even one that gives an address
+        // subdomains.
+        with_stdin(
+            "jar line with an address for a domain",
+            ".127.0.0.1\tTRUE\t/\tFALSE\t0\twide\t1\n",
+            &["-b", "-", "-c", "%DIR%/jar.txt", "%BASE%/echo"],
+        ),
     ]
 }
