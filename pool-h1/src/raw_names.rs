@@ -71,6 +71,9 @@ pub struct RawHeaderNames {
     ends: Vec<usize>,
     /// The names of the 1xx heads before this one, in order.
     informational: Vec<RawHeaderNames>,
+    /// A 1xx head's reason phrase as written (hyper passes the final head's on as
+    /// `hyper::ext::ReasonPhrase`, but not a 1xx head's).
+    reason: Option<Box<str>>,
 }
 
 impl RawHeaderNames {
@@ -88,6 +91,13 @@ impl RawHeaderNames {
     /// came (the order in which hyper calls a request's `on_informational` callback).
     pub fn informational(&self) -> &[RawHeaderNames] {
         &self.informational
+    }
+
+    /// The reason phrase of a 1xx head (one of [`informational`](Self::informational)) as the
+    /// server wrote it, which hyper's `on_informational` callback does not carry; `None` for
+    /// the final head, whose phrase hyper reports itself.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
     }
 
     /// How many header fields the head had.
@@ -310,10 +320,11 @@ impl<I> NamesIo<I> {
                     parsed => parsed,
                 };
             match parsed {
-                Ok(httparse::Status::Complete((len, code, mut names))) => {
+                Ok(httparse::Status::Complete((len, code, reason, mut names))) => {
                     let informational =
                         code.is_some_and(|code| (100..200).contains(&code) && code != 101);
                     if informational {
+                        names.reason = reason.map(Box::from);
                         self.informational.push(names);
                         used += len;
                         continue;
@@ -344,13 +355,13 @@ impl<I> NamesIo<I> {
     }
 }
 
-/// One response head from the start of `bytes`, read into `fields`: its length, status code and
-/// header names when it is complete.
+/// One response head from the start of `bytes`, read into `fields`: its length, status code,
+/// reason phrase and header names when it is complete.
 fn parse_one<'b>(
     config: &httparse::ParserConfig,
     bytes: &'b [u8],
     fields: &mut [httparse::Header<'b>],
-) -> httparse::Result<(usize, Option<u16>, RawHeaderNames)> {
+) -> httparse::Result<(usize, Option<u16>, Option<&'b str>, RawHeaderNames)> {
     let mut response = httparse::Response::new(fields);
     Ok(match config.parse_response(&mut response, bytes)? {
         httparse::Status::Complete(len) => {
@@ -358,7 +369,7 @@ fn parse_one<'b>(
             for field in response.headers.iter() {
                 names.push(field.name);
             }
-            httparse::Status::Complete((len, response.code, names))
+            httparse::Status::Complete((len, response.code, response.reason, names))
         }
         httparse::Status::Partial => httparse::Status::Partial,
     })
@@ -473,7 +484,7 @@ mod tests {
     fn a_head_split_over_reads_and_after_a_100_continue() {
         let mut io = io();
         io.request_written();
-        io.observe(b"HTTP/1.1 100 Continue\r\nX-Early: 1\r\n\r\nHTTP/1.1 201 Cre");
+        io.observe(b"HTTP/1.1 100 Go On\r\nX-Early: 1\r\n\r\nHTTP/1.1 201 Cre");
         assert!(names(&io).is_none());
         io.observe(b"ated\r\nLocation: /a\r\n");
         assert!(names(&io).is_none());
@@ -486,6 +497,8 @@ mod tests {
             .map(|h| h.iter().collect())
             .collect();
         assert_eq!(early, [vec!["X-Early"]]);
+        assert_eq!(raw.informational()[0].reason(), Some("Go On"));
+        assert_eq!(raw.reason(), None, "hyper reports the final head's phrase");
     }
 
     #[test]

@@ -85,8 +85,11 @@ pub struct Proxy {
     port: u16,
     /// Percent-decoded user name and password.
     credentials: Option<(String, String)>,
-    /// Headers for the proxy alone ([`with_header`](Proxy::with_header)).
+    /// Headers for the proxy alone ([`with_header`](Proxy::with_header)), in order.
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// For each of `headers`, whether only a tunnel's `CONNECT` carries it
+    /// ([`with_connect_header`](Proxy::with_connect_header)).
+    connect_only: Vec<bool>,
     /// The `User-Agent` of `CONNECT` requests ([`with_user_agent`](Proxy::with_user_agent)).
     user_agent: Option<HeaderValue>,
     /// How the credentials are presented ([`with_auth`](Proxy::with_auth)).
@@ -119,6 +122,17 @@ impl Proxy {
     /// own headers. It never reaches the origin through a tunnel.
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
+        self.connect_only.push(false);
+        self
+    }
+
+    /// Adds a header that only a tunnel's `CONNECT` carries, in its turn among the
+    /// [headers](Self::with_header); requests sent through a forward proxy do not. For a
+    /// caller that places such a header in those requests itself, as curl does with its
+    /// `Proxy-Connection: Keep-Alive` (among its own headers rather than after them).
+    pub fn with_connect_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self.connect_only.push(true);
         self
     }
 
@@ -186,9 +200,21 @@ impl Proxy {
         self.user_agent.as_ref()
     }
 
-    /// The headers for the proxy alone, in the order they were added.
+    /// The headers for the proxy alone, in the order they were added: what a tunnel's
+    /// `CONNECT` carries.
     pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
         &self.headers
+    }
+
+    /// The headers a request sent through this proxy as a forward proxy carries after its
+    /// own: [`headers`](Self::headers) but the [`CONNECT`-only](Self::with_connect_header)
+    /// ones.
+    pub fn forwarded_headers(&self) -> impl Iterator<Item = &(HeaderName, HeaderValue)> + '_ {
+        self.headers
+            .iter()
+            .zip(&self.connect_only)
+            .filter(|(_, only)| !**only)
+            .map(|(header, _)| header)
     }
 
     /// The protocol spoken to the proxy.
@@ -334,6 +360,7 @@ fn parse_proxy(input: &str) -> Result<Proxy, &'static str> {
         port,
         credentials,
         headers: Vec::new(),
+        connect_only: Vec::new(),
         user_agent: None,
         auth: AuthScheme::Basic,
         http10_connect: false,
@@ -437,6 +464,12 @@ impl ProxyConfig {
     /// [`Proxy::with_header`].
     pub fn with_header(self, name: HeaderName, value: HeaderValue) -> Self {
         self.each_proxy(|proxy| proxy.with_header(name.clone(), value.clone()))
+    }
+
+    /// Adds a header for the `CONNECT`s of every configured proxy; see
+    /// [`Proxy::with_connect_header`].
+    pub fn with_connect_header(self, name: HeaderName, value: HeaderValue) -> Self {
+        self.each_proxy(|proxy| proxy.with_connect_header(name.clone(), value.clone()))
     }
 
     /// Asks every configured proxy for tunnels with HTTP/1.0 `CONNECT`s; see
@@ -557,6 +590,28 @@ mod tests {
 
     fn p(s: &str) -> Proxy {
         Proxy::parse(s).unwrap()
+    }
+
+    #[test]
+    fn connect_only_headers_stay_off_forwarded_requests() {
+        let value = HeaderValue::from_static;
+        let proxy = p("http://proxy.test:3128")
+            .with_header(HeaderName::from_static("x-a"), value("1"))
+            .with_connect_header(HeaderName::from_static("proxy-connection"), value("k"))
+            .with_header(HeaderName::from_static("x-b"), value("2"));
+        let names = |headers: Vec<&(HeaderName, HeaderValue)>| -> Vec<String> {
+            headers.iter().map(|(n, _)| n.to_string()).collect()
+        };
+        assert_eq!(
+            names(proxy.headers().iter().collect()),
+            ["x-a", "proxy-connection", "x-b"]
+        );
+        assert_eq!(names(proxy.forwarded_headers().collect()), ["x-a", "x-b"]);
+        assert_eq!(
+            String::from_utf8(proxy.connect_head("o.test:443")).unwrap(),
+            "CONNECT o.test:443 HTTP/1.1\r\nHost: o.test:443\r\nX-A: 1\r\n\
+             Proxy-Connection: k\r\nX-B: 2\r\n\r\n"
+        );
     }
 
     #[test]

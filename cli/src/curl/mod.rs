@@ -155,9 +155,8 @@ pub(crate) struct Session {
     connect_to: ConnectToArgs,
     /// The schemes `--proto` and `--proto-redir` allow.
     protocols: Protocols,
-    /// The proxies the pool routes through (`-x` or the environment), kept with `-v`, `-w`
-    /// (`%{size_request}` counts what a forward proxy's requests carry) or
-    /// `--proxy-digest`/`--proxy-anyauth` only.
+    /// The proxies the pool routes through (`-x` or the environment): where a forward proxy's
+    /// credentials go, its challenges, what `-v` shows and `%{size_request}` counts.
     proxies: Option<pool::ProxyConfig>,
     /// `-n`, `--netrc-file`, `--netrc-optional`: the file credentials come from.
     netrc: Option<Netrc>,
@@ -244,16 +243,9 @@ impl Session {
             .collect();
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to).with_zones(&zones);
         let client = shared.client_for(&args, &connect_to)?;
-        // Only `-v`, `-w` and a forward proxy's challenge (`--proxy-digest`) read them (the
-        // pool has its own copy): no second parse without one of them.
-        let proxies = if verbose.enabled()
-            || args.write_out.is_some()
-            || args.connect.proxy_auth.scheme().waits_for_challenge()
-        {
-            setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?
-        } else {
-            None
-        };
+        // The pool has its own copy; curl mode's places a forward proxy's credentials, answers
+        // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route.
+        let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?;
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             _ if args.net.tls.no_alpn => "",
             pool::ProtocolPolicy::Http1Only => "http/1.1",
@@ -486,7 +478,6 @@ impl Session {
 impl Session {
     /// The proxy the pool routes a request to `uri` through, if any (as
     /// [`pool::ProxyConfig::route`] decides, by the URL's own host and port).
-    /// Always `None` without `-v`, `--proxy-digest` or `--proxy-anyauth`.
     pub(crate) fn proxy_for(&self, uri: &http::Uri) -> Option<&pool::Proxy> {
         let proxies = self.proxies.as_ref()?;
         let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');

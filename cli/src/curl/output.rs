@@ -80,8 +80,9 @@ fn http1(version: Version) -> &'static str {
 /// its response, which hyper reads past unless a request asks for them
 /// (`pool::on_informational`, which shares hyper's one hook with the pool's `Expect:
 /// 100-continue`; HTTP/2's are not passed on). Their header names print as
-/// the server wrote them (the pool's `RawHeaderNames::informational`), their reason phrase as
-/// the status's usual one (hyper does not pass the written one on).
+/// the server wrote them (the pool's `RawHeaderNames::informational`), and so does their reason
+/// phrase (`RawHeaderNames::reason`: hyper does not pass it on); without the names, the status's
+/// usual phrase.
 #[derive(Clone, Default)]
 pub(crate) struct Informational(Arc<Mutex<Vec<EarlyHead>>>);
 
@@ -143,7 +144,10 @@ fn write_informational(
     written: Option<&pool::RawHeaderNames>,
 ) {
     let status = head.status;
-    let reason = status.canonical_reason().unwrap_or_default();
+    let reason = written
+        .and_then(pool::RawHeaderNames::reason)
+        .or(status.canonical_reason())
+        .unwrap_or_default();
     let line = format!("{} {} {reason}", http1(head.version), status.as_u16());
     write_head(out, &line, &head.headers, written);
 }

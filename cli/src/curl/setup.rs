@@ -448,16 +448,13 @@ pub(crate) fn proxy_config(
     if let Ok(agent) = agent {
         config = config.with_user_agent(agent);
     }
-    // curl's own header on everything it sends an HTTP proxy (a `CONNECT` and each forwarded
-    // request), for HTTP/1.0 proxies that close otherwise; a `--proxy-header` of that name
-    // replaces or ("Proxy-Connection:") removes it.
-    let proxy_connection = HeaderName::from_static("proxy-connection");
-    if !args
-        .proxy_headers
-        .iter()
-        .any(|h: &HeaderArg| h.name == proxy_connection)
-    {
-        config = config.with_header(proxy_connection, HeaderValue::from_static("Keep-Alive"));
+    // curl's own header on a tunnel's `CONNECT` (forwarded requests carry it among curl
+    // mode's headers: `proxy_keep_alive`).
+    if proxy_keep_alive(args) {
+        config = config.with_connect_header(
+            HeaderName::from_static("proxy-connection"),
+            HeaderValue::from_static("Keep-Alive"),
+        );
     }
     for header in &args.proxy_headers {
         // "Name:" would remove one of curl's own CONNECT headers; poolcurl's CONNECT carries
@@ -470,6 +467,17 @@ pub(crate) fn proxy_config(
         config = config.no_proxy(NoProxy::parse(list));
     }
     Ok((!config.is_empty()).then_some(config))
+}
+
+/// Whether curl's `Proxy-Connection: Keep-Alive` goes to an HTTP proxy (on a `CONNECT` and
+/// each forwarded request), for HTTP/1.0 proxies that close otherwise: unless a
+/// `--proxy-header` of that name replaces or ("Proxy-Connection:") removes it.
+pub(crate) fn proxy_keep_alive(args: &ConnectArgs) -> bool {
+    let proxy_connection = HeaderName::from_static("proxy-connection");
+    !args
+        .proxy_headers
+        .iter()
+        .any(|h: &HeaderArg| h.name == proxy_connection)
 }
 
 /// Maps a setting the pool rejected to curl's error: a `--cacert` (or `--proxy-cacert`) file

@@ -75,7 +75,7 @@ impl Inner {
             headers: if tunnel {
                 Vec::new()
             } else {
-                proxy.headers().to_vec()
+                proxy.forwarded_headers().cloned().collect()
             },
             connect_response: None,
             socks_target: None,

@@ -68,8 +68,11 @@ impl RequestTemplate {
             // An upload's `-C`/`-r`, in the place curl gives a range.
             (CONTENT_RANGE, &content_range),
         ];
+        // A `-H` of the proxy's header goes as well, later: curl lets only `--proxy-header`
+        // replace its `Proxy-Authorization` (which curl mode then leaves out).
+        let replaced = |name: &HeaderName| *name != PROXY_AUTHORIZATION && self.overridden(name);
         for (name, value) in &mut per_hop {
-            if let Some(value) = value.as_ref().filter(|_| !self.overridden(name)) {
+            if let Some(value) = value.as_ref().filter(|_| !replaced(name)) {
                 builder = builder.header(name.clone(), value.clone());
             }
             if *name == AUTHORIZATION {
@@ -86,9 +89,11 @@ impl RequestTemplate {
         // streamed upload's `Transfer-Encoding` after `Referer` too (HTTP/2 leaves it out:
         // hyper removes connection-specific fields there).
         let alt_used = HeaderName::from_static("alt-used");
+        let proxy_connection = HeaderName::from_static("proxy-connection");
         let chunked = HeaderValue::from_static("chunked");
         let late = [
             (&REFERER, extra.referer.as_ref()),
+            (&proxy_connection, extra.proxy_connection.as_ref()),
             (&TRANSFER_ENCODING, self.stream_for(hop).map(|_| &chunked)),
             (&alt_used, extra.alt_used.as_ref()),
             (&COOKIE, extra.cookie.as_ref()),

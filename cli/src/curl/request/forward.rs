@@ -1,10 +1,15 @@
 //! What a request sent through a forward proxy (plain HTTP, no tunnel) carries beyond the
 //! request poolcurl built: the absolute-form target, and the proxy's own headers, which the
-//! pool adds as the request goes out (`Proxy-Authorization` when the proxy's credentials are
-//! sent up front and the request has none, then the proxy's headers, `Proxy-Connection`
-//! among them). `-v` shows them and `%{size_request}` counts them, as curl's do.
+//! pool appends as the request goes out (`Proxy-Connection` among them). `-v` shows them and
+//! `%{size_request}` counts them, as curl's do.
 //!
-//! What this does not do: add them (the pool does, `pool_h1::prepare_proxied_request`).
+//! The credentials sent up front ([`upfront_credentials`]) curl mode puts in the request
+//! itself, after `Host` where curl has them, so the pool adds none; the pool's rule (none
+//! when the request or the proxy's headers have `Proxy-Authorization`) is mirrored here for
+//! a caller that did not.
+//!
+//! What this does not do: add the proxy's headers (the pool does,
+//! `pool_h1::prepare_proxied_request`).
 
 use http::header::PROXY_AUTHORIZATION;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -30,14 +35,21 @@ impl<'a> Forwarded<'a> {
 
     /// The headers the pool adds after `headers` (the request's own), in its order.
     pub(crate) fn added(&self, headers: &HeaderMap) -> Vec<(HeaderName, HeaderValue)> {
-        let authorization = self
-            .proxy
-            .upfront_authorization()
+        let authorization = upfront_credentials(self.proxy)
             .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
             .map(|value| (PROXY_AUTHORIZATION, value));
         authorization
             .into_iter()
-            .chain(self.proxy.headers().iter().cloned())
+            .chain(self.proxy.forwarded_headers().cloned())
             .collect()
     }
+}
+
+/// `proxy`'s credentials sent before any challenge, unless one of its own headers
+/// (`--proxy-header`) replaces them (as the pool leaves them out then).
+pub(crate) fn upfront_credentials(proxy: &pool::Proxy) -> Option<HeaderValue> {
+    let replaced = proxy
+        .forwarded_headers()
+        .any(|(name, _)| name == PROXY_AUTHORIZATION);
+    proxy.upfront_authorization().filter(|_| !replaced)
 }

@@ -30,7 +30,7 @@ mod build;
 mod forward;
 mod uploading;
 
-pub(crate) use forward::Forwarded;
+pub(crate) use forward::{Forwarded, upfront_credentials};
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
@@ -144,8 +144,12 @@ impl Hop {
 /// Headers that differ per URL or per hop, in curl mode.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PerRequest {
-    /// `Proxy-Authorization`: the answer to a forward proxy's challenge (`--proxy-digest`).
+    /// `Proxy-Authorization` through a forward proxy: its credentials sent up front, or the
+    /// answer to its challenge (`--proxy-digest`).
     pub(crate) proxy_authorization: Option<HeaderValue>,
+    /// curl's `Proxy-Connection: Keep-Alive` through a forward proxy, in its place among curl's
+    /// own headers (tunnels' `CONNECT`s carry it as a proxy header).
+    pub(crate) proxy_connection: Option<HeaderValue>,
     /// `Authorization` (from `-u` or the URL's credentials, or `--aws-sigv4`'s signature).
     pub(crate) authorization: Option<HeaderValue>,
     /// What `-v` says of the credentials `authorization` carries (`Server auth using Basic
@@ -690,6 +694,7 @@ mod tests {
         t.curl_mode(Version::HTTP_11);
         let extra = PerRequest {
             proxy_authorization: Some(HeaderValue::from_static("Digest username=\"p\"")),
+            proxy_connection: Some(HeaderValue::from_static("Keep-Alive")),
             authorization: Some(HeaderValue::from_static("Basic YTpi")),
             auth_note: None,
             signed_date: Some((
@@ -722,6 +727,7 @@ mod tests {
                 "user-agent",
                 "accept",
                 "referer",
+                "proxy-connection",
                 "alt-used",
                 "cookie",
                 "x-a",

@@ -122,7 +122,7 @@ impl Session {
 
     /// The forward proxy a request to `uri` goes through: an HTTP proxy the pool routes it to
     /// without a tunnel (an `http://` URL, without `-p` or HTTP/2 prior knowledge).
-    fn forward_proxy(&self, uri: &Uri) -> Option<&pool::Proxy> {
+    pub(super) fn forward_proxy(&self, uri: &Uri) -> Option<&pool::Proxy> {
         let tunnel = uri.scheme_str() == Some("https")
             || self.args.connect.proxytunnel
             || self.prior_knowledge(uri);

@@ -467,6 +467,37 @@ pub(crate) fn cases() -> Vec<Case> {
             "forward proxy request headers",
             &["-x", "%BASE%", "http://origin.test/echo"],
         ),
+        // A forward proxy's credentials go after Host; only a --proxy-header replaces them.
+        case(
+            "forward proxy credentials",
+            &[
+                "-x",
+                "http://u:p@127.0.0.1:%PORT%",
+                "http://origin.test/fields",
+            ],
+        ),
+        case(
+            "forward proxy credentials beside -H",
+            &[
+                "-x",
+                "http://u:p@127.0.0.1:%PORT%",
+                "-H",
+                "X-Mine: 1",
+                "-H",
+                "Proxy-Authorization: mine",
+                "http://origin.test/fields",
+            ],
+        ),
+        case(
+            "forward proxy credentials replaced by --proxy-header",
+            &[
+                "-x",
+                "http://u:p@127.0.0.1:%PORT%",
+                "--proxy-header",
+                "Proxy-Authorization: px",
+                "http://origin.test/fields",
+            ],
+        ),
         case(
             "forward proxy without proxy-connection",
             &[

@@ -53,11 +53,11 @@ fn lie(name: &str) -> Reply {
             let lines: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
             format!("HTTP/1.1 200 OK\r\n{lines}{ok}")
         }
-        // 1xx heads before the response, their names as written.
+        // 1xx heads before the response, their names and reason phrases as written.
         "continue" => format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ok}"),
         "early-hints" => format!(
             "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n\
-             HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Final: 1\r\n{ok}"
+             HTTP/1.1 100 Carry On\r\n\r\nHTTP/1.1 200 OK\r\nX-Final: 1\r\n{ok}"
         ),
         // Trailers after a chunked body (in lower case, as poolcurl prints them).
         "trailers" => "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
@@ -258,6 +258,19 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         }
         p if p.starts_with("/files/") => Reply::ok(format!("file {}\n", &p["/files/".len()..])),
         "/echo-body" => echo_body(req),
+        // Every field as it arrived (the names in the order they first came), the user agent's
+        // value left out.
+        "/fields" => {
+            let text: String = req
+                .headers
+                .iter()
+                .map(|(name, value)| match name.as_str() {
+                    "user-agent" => format!("{name}\n"),
+                    _ => format!("{name}: {}\n", value.to_str().unwrap_or("?")),
+                })
+                .collect();
+            Reply::ok(text)
+        }
         "/sigv4" => sigv4::check(req),
         "/dns-query" => doh::answer(req),
         "/ntlm" => ntlm::answer(req, false, ntlm::Asker::Server),
