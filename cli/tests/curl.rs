@@ -1912,13 +1912,19 @@ async fn an_unknown_flag_is_a_usage_error() {
         run.stderr
     );
     // A blank value where a file or name is needed: curl 8.6's words, the option as typed.
-    let run = poolcurl(&["-c", "", "http://127.0.0.1/"]).await;
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert_eq!(
-        run.stderr,
-        "poolcurl: option -c: blank argument where content is expected\n\
-         poolcurl: try 'poolcurl --help' for more information\n"
-    );
+    // Names as well as files: as in curl 8.x, whose --interface, --dns-servers and
+    // --request-target deny a blank too.
+    for flag in ["-c", "--interface", "--dns-servers", "--request-target"] {
+        let run = poolcurl(&[flag, "", "http://127.0.0.1/"]).await;
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "poolcurl: option {flag}: blank argument where content is expected\n\
+                 poolcurl: try 'poolcurl --help' for more information\n"
+            )
+        );
+    }
     // No arguments at all (and no ~/.curlrc in the test's home): curl's hint alone.
     let run = poolcurl(&[]).await;
     assert_eq!(run.code, 2, "a URL is required");

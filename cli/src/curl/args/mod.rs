@@ -256,7 +256,7 @@ pub(crate) struct ConnectArgs {
     pub(crate) http2_prior_knowledge: bool,
 
     /// Bind connections to this network interface, or to this local IP address ("if!NAME" and "host!ADDRESS" say which)
-    #[arg(long = "interface", value_name = "NAME")]
+    #[arg(long = "interface", value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) interface: Option<String>,
 
     /// Maximum time for establishing a connection (resolve, TCP, TLS), in seconds

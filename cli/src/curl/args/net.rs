@@ -22,7 +22,7 @@ pub(crate) struct NetArgs {
     pub(crate) doh_url: Option<String>,
 
     /// Ask these DNS servers (ADDRESS or ADDRESS:PORT, comma-separated) instead of the system's
-    #[arg(long = "dns-servers", value_name = "ADDRESSES")]
+    #[arg(long = "dns-servers", value_name = "ADDRESSES", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) dns_servers: Option<String>,
 
     /// Send DNS queries from this local IPv4 address

@@ -16,7 +16,7 @@ pub(crate) struct SendArgs {
     pub(crate) user_agent: Option<String>,
 
     /// Send PATH as the request target instead of the URL's path and query (* or /...; the URL still says where to connect)
-    #[arg(long = "request-target", value_name = "PATH")]
+    #[arg(long = "request-target", value_name = "PATH", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) request_target: Option<String>,
 
     /// Send Referer URL; "URL;auto" (or ";auto") also sets it when following redirects
