@@ -22,11 +22,15 @@
 //! connection to the answer (one transfer at a time; with `-Z` a parallel transfer to the same
 //! host could take it first, and the server would then refuse the answer).
 //!
+//! Through a forward proxy, curl sends the credentials it has before any challenge right
+//! after `Host`, and its `Proxy-Connection` among its own headers: this module places them
+//! in the request too (`forward_proxy_headers`), where the pool would append them.
+//!
 //! What this module does not do: keep a nonce for later URLs (each URL is challenged anew, as
 //! with curl's command line across transfers).
 
 use http::header::WWW_AUTHENTICATE;
-use http::{HeaderMap, Uri};
+use http::{HeaderMap, HeaderValue, Uri};
 
 use super::super::Session;
 use super::super::request::{Hop, RequestTemplate};
@@ -120,9 +124,28 @@ impl Session {
         }
     }
 
+    /// The `Proxy-Authorization` (`digest`, the answer to the proxy's challenge, else the
+    /// credentials sent up front) and curl's `Proxy-Connection` of a request to `uri` through
+    /// a forward proxy. Curl mode puts them in curl's places, where the pool would append them
+    /// after the request's headers; a tunnel's go on its `CONNECT`.
+    pub(super) fn forward_proxy_headers(
+        &self,
+        uri: &Uri,
+        digest: Option<&HeaderValue>,
+    ) -> (Option<HeaderValue>, Option<HeaderValue>) {
+        let forward = self.forward_proxy(uri);
+        let authorization = digest
+            .cloned()
+            .or_else(|| forward.and_then(crate::curl::request::upfront_credentials));
+        let keep_alive = forward
+            .filter(|_| crate::curl::setup::proxy_keep_alive(&self.args.connect))
+            .map(|_| HeaderValue::from_static("Keep-Alive"));
+        (authorization, keep_alive)
+    }
+
     /// The forward proxy a request to `uri` goes through: an HTTP proxy the pool routes it to
     /// without a tunnel (an `http://` URL, without `-p` or HTTP/2 prior knowledge).
-    pub(super) fn forward_proxy(&self, uri: &Uri) -> Option<&pool::Proxy> {
+    fn forward_proxy(&self, uri: &Uri) -> Option<&pool::Proxy> {
         let tunnel = uri.scheme_str() == Some("https")
             || self.args.connect.proxytunnel
             || self.prior_knowledge(uri);

@@ -323,17 +323,8 @@ impl Session {
             .cookies
             .as_ref()
             .and_then(|jar| jar.header_for(uri, with_strings));
-        // A forward proxy's credentials sent up front and curl's `Proxy-Connection` go in
-        // curl's places (the pool would append them after the request's headers); a tunnel's
-        // go on its CONNECT.
-        let forward = self.forward_proxy(uri);
-        let proxy_authorization = state
-            .proxy_digest
-            .clone()
-            .or_else(|| forward.and_then(crate::curl::request::upfront_credentials));
-        let proxy_connection = forward
-            .filter(|_| super::setup::proxy_keep_alive(&self.args.connect))
-            .map(|_| HeaderValue::from_static("Keep-Alive"));
+        let (proxy_authorization, proxy_connection) =
+            self.forward_proxy_headers(uri, state.proxy_digest.as_ref());
         Ok(PerRequest {
             proxy_authorization,
             proxy_connection,
