@@ -16,6 +16,7 @@ use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
 use crate::connection::{H1Connection, H1Home};
+use crate::early::EarlyIo;
 use crate::parking::ParkingSpot;
 use crate::raw_names::{NamesIo, NamesSlot};
 use crate::request::ForwardProxy;
@@ -26,9 +27,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Runs hyper's HTTP/1 handshake on `io` with `settings`. The caller then installs the
 /// connection's record and finishes with [`Handshaken::install`].
 ///
-/// With [`H1Settings::record_raw_header_names`] on, `io` is wrapped so that each response
-/// head's names are kept (see [`RawHeaderNames`](crate::RawHeaderNames)); otherwise hyper gets
-/// `io` as it is.
+/// `io` is wrapped so that what the server sends before the first request is read as that
+/// request's response (see the crate docs), and, with
+/// [`H1Settings::record_raw_header_names`] on, so that each response head's names are kept
+/// (see [`RawHeaderNames`](crate::RawHeaderNames)).
 ///
 /// # Errors
 ///
@@ -43,8 +45,10 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    // What the server sends before the first request is that request's (see `early`).
+    let io = EarlyIo::new(io);
     if !settings.records_raw_header_names() {
-        let (sender, conn) = settings.handshake::<I, B>(io).await?;
+        let (sender, conn) = settings.handshake::<EarlyIo<I>, B>(io).await?;
         return Ok(Handshaken {
             sender,
             conn: EitherConn::Plain {
@@ -55,7 +59,7 @@ where
     }
     let slot = std::sync::Arc::new(NamesSlot::default());
     let io = NamesIo::new(io, slot.clone(), settings.names_parser());
-    let (sender, conn) = settings.handshake::<NamesIo<I>, B>(io).await?;
+    let (sender, conn) = settings.handshake::<NamesIo<EarlyIo<I>>, B>(io).await?;
     Ok(Handshaken {
         sender,
         conn: EitherConn::Names {

@@ -34,6 +34,14 @@
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
 //!
+//! # A server that speaks first
+//!
+//! What a new connection's server sends before the first request is written is held for that
+//! request and read as its response, as curl reads it, rather than ending the connection
+//! whenever the driver happens to read it first (the `early` module). A server on the wrong
+//! port (an SSH banner) or an h2c-only server's SETTINGS then always gives the request a
+//! malformed-response error, never a race between that and hyper's "connection was not ready".
+//!
 //! # Header names as written
 //!
 //! hyper lower-cases response header names and keeps the original spelling to itself. With
@@ -48,6 +56,7 @@
 //! a transport under hyper's own `client::conn`, on `pool-tls`).
 
 mod connection;
+mod early;
 mod exchange;
 mod expect;
 mod handshake;

@@ -16,21 +16,38 @@ use tokio::sync::mpsc;
 #[derive(Clone, Debug)]
 pub struct DuplexConnector {
     ends: mpsc::UnboundedSender<DuplexStream>,
+    /// What each server end has written before the connection is handed to the pool.
+    greeting: &'static [u8],
 }
 
 impl DuplexConnector {
     /// A connector and the receiver of its connections' server ends.
     pub fn new() -> (DuplexConnector, mpsc::UnboundedReceiver<DuplexStream>) {
+        Self::speaking_first(b"")
+    }
+
+    /// [`new`](Self::new), but each server end has written `greeting` before the pool gets the
+    /// connection: the bytes are there before hyper's handshake and the driver's first read.
+    pub fn speaking_first(
+        greeting: &'static [u8],
+    ) -> (DuplexConnector, mpsc::UnboundedReceiver<DuplexStream>) {
         let (ends, rx) = mpsc::unbounded_channel();
-        (DuplexConnector { ends }, rx)
+        (DuplexConnector { ends, greeting }, rx)
     }
 }
 
 impl pool::Connect for DuplexConnector {
     fn connect(&self, _target: ConnectTarget) -> ConnectFuture {
         let ends = self.ends.clone();
+        let greeting = self.greeting;
         Box::pin(async move {
-            let (client, server) = tokio::io::duplex(64 * 1024);
+            let (client, mut server) = tokio::io::duplex(64 * 1024);
+            if !greeting.is_empty() {
+                server
+                    .write_all(greeting)
+                    .await
+                    .expect("the duplex has room");
+            }
             ends.send(server)
                 .map_err(|_| ConnectError::connect("the test stopped accepting connections"))?;
             let local: SocketAddr = "127.0.0.1:1".parse().expect("valid");

@@ -1216,6 +1216,41 @@ async fn an_unsolicited_408_on_an_idle_connection_retires_it() {
     );
 }
 
+/// A server that speaks before any request (an SSH banner on a port given by mistake, an
+/// h2c-only server's SETTINGS): what it sent is the first request's response, read as a
+/// malformed one, whether the connection was dialed for the request or opened ahead and idle
+/// when the bytes came (hyper alone ends such a connection when its driver reads them first,
+/// and the request then fails as "connection was not ready").
+#[tokio::test]
+async fn what_a_new_connection_sends_before_the_request_is_its_response() {
+    let (connector, mut ends) = DuplexConnector::speaking_first(b"SSH-2.0-OpenSSH_9.2\r\n");
+    let pool = ConnectionPool::builder()
+        .connector(connector)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://banner.test/";
+    let error = client.request(get(url)).await.unwrap_err();
+    assert!(error.is_malformed_response(), "{error:?}");
+    let _first = ends.recv().await.expect("one connection");
+
+    let key = origin(url);
+    client.preconnect(&url.parse().unwrap(), 1).await.unwrap();
+    settle(&pool, &key, |s| s.h1_idle == 1).await;
+    // The idle connection's driver runs (and reads) before the request.
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(pool.stats(&key).total().h1_idle, 1, "still idle");
+    let error = client.request(get(url)).await.unwrap_err();
+    assert!(error.is_malformed_response(), "{error:?}");
+    let _second = ends.recv().await.expect("the preconnected one");
+    assert!(
+        ends.try_recv().is_err(),
+        "the request went on the idle connection"
+    );
+}
+
 /// A server that answers a request before its body has arrived (`413` and a close, as nginx
 /// does over `client_max_body_size`): the caller gets that response, not an error, though its
 /// body never finished, and the connection is retired.

@@ -1,5 +1,6 @@
 //! curl and poolcurl side by side on nginx's listeners: its Unix socket, its PROXY-line
-//! listeners, and a listener with a self-signed certificate made as a CA.
+//! listeners, and a listener with a self-signed certificate made as a CA; and on an h2c-only
+//! nghttpd asked for HTTP/1.1, a server that speaks first.
 
 use std::path::Path;
 
@@ -31,6 +32,20 @@ pub(crate) fn nginx_unix_socket(poolcurl: &Path, started: &Nginx, dir: &Path) ->
         "http://localhost/",
     ];
     beside_curl(check, &curl, poolcurl, &args)
+}
+
+/// curl and poolcurl asking an h2c-only nghttpd (`url`) for HTTP/1.1, five URLs: nghttpd sends
+/// its SETTINGS as soon as it accepts, before the request, and both read those bytes as the
+/// response: `Received HTTP/0.9 when not allowed`, exit 1, every time (each URL a new
+/// connection, whichever of the request and the bytes comes first).
+pub(crate) fn nghttpd_speaking_first(poolcurl: &Path, url: &str) -> Row {
+    let check = "curl vs poolcurl, HTTP/1.1 to h2c-only nghttpd (speaks first), 5 URLs".to_string();
+    eprintln!("interop: {check} ...");
+    let Some(curl) = find_binary("curl") else {
+        return Row::skipped(format!("skipped: curl not found ({check})"), None);
+    };
+    let args = ["-sS", url, url, url, url, url];
+    beside_curl_exiting(check, &curl, poolcurl, &args, 1)
 }
 
 /// curl and poolcurl with `--haproxy-protocol` to nginx's `proxy_protocol` listeners, over

@@ -514,6 +514,7 @@ fn nghttpd_stream_limit(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         rows.push(h2load_reference(&h2load, &url));
     }
     rows.extend(nghttpd_scale_out(poolcurl, &url));
+    rows.push(beside::nghttpd_speaking_first(poolcurl, &url));
     rows
 }
 
