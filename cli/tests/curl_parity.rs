@@ -6,7 +6,7 @@
 //! output files; `%BASE%` is the server's `http://127.0.0.1:PORT` (`%CLOSED%` a URL whose
 //! port refuses connections, `%CLOSEDPORT%` that port; `%TLS%`,
 //! `https://localhost:PORT`, for the TLS servers, whose CA is `%CA%` and whose CRL revoking
-//! the server's certificate is `%CRL%`, the self-signed server's certificate `%SELF%`; `%UNIX%` is a Unix socket path piped to the case's
+//! the server's certificate is `%CRL%`, the self-signed server's certificate `%SELF%`, the server's own (CA-issued) certificate `%LEAF%`; `%UNIX%` is a Unix socket path piped to the case's
 //! server, `%ABSTRACT%` a name in the abstract namespace, `%SOCKS%` the `HOST:PORT` of a
 //! SOCKS proxy (SOCKS5 and SOCKS4) started for the run, `%DPROXY%` and `%DPROXYC%` the URL of
 //! a Digest proxy started for the run (keeping its connection after a `407`, or saying
@@ -278,12 +278,14 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
     );
     let crl = dir.with_extension("crl.pem");
     let self_signed = dir.with_extension("self.pem");
+    let leaf = dir.with_extension("leaf.pem");
     let public_key = dir.with_extension("pub.pem");
     let key_encrypted = dir.with_extension("key-enc.pem");
     let tls = |server: Server| {
         let pki = TestPki::new();
         std::fs::write(&public_key, pki.server_public_key_pem()).unwrap();
         std::fs::write(&ca, pki.ca_pem()).unwrap();
+        std::fs::write(&leaf, pki.server_cert_pem()).unwrap();
         std::fs::write(&crl, pki.crl_pem(true)).unwrap();
         let (cert_pem, key_pem) = pki.client_identity_pem();
         std::fs::write(&cert, cert_pem).unwrap();
@@ -418,6 +420,7 @@ async fn run(tool: Tool, case: &Case, root: &Path, closed_port: u16) -> Outcome 
                 .replace("%TLS%", &format!("https://localhost:{port}"))
                 .replace("%CA%", &ca.to_string_lossy())
                 .replace("%SELF%", &self_signed.to_string_lossy())
+                .replace("%LEAF%", &leaf.to_string_lossy())
                 .replace("%CERTDER%", &cert_der.to_string_lossy())
                 .replace("%KEYDER%", &key_der.to_string_lossy())
                 .replace("%KEYENC%", &key_encrypted.to_string_lossy())

@@ -133,15 +133,20 @@ fn is_ca_as_leaf(problem: &CertificateError) -> bool {
 }
 
 /// When `end_entity`, which webpki refused with `error`, is one of `anchors` (the same subject
-/// and public key): whether it names `server_name`, as rustls would say it. A self-signed
-/// certificate made as a CA (`openssl req -x509` makes them so) that the caller trusts as a
-/// root, served as the server's own. webpki refuses any CA certificate as a server's; OpenSSL
-/// (so curl) and Go accept one that is itself trusted, since trusting a root is trusting its
-/// key, and the handshake still proves the server holds that key. Only "CA used as end
-/// entity" qualifies: webpki raises it after checking the certificate's validity period, so
-/// an expired anchor is still refused as expired. The extended key usage is not checked
-/// (webpki reads it after the basic constraints), as OpenSSL does not check it on a trusted
-/// self-signed certificate.
+/// and public key): whether it names `server_name`, as rustls would say it. Two cases:
+///
+/// * a self-signed certificate made as a CA (`openssl req -x509` makes them so) that the
+///   caller trusts as a root, served as the server's own: webpki refuses any CA certificate
+///   as a server's ("CA used as end entity");
+/// * the server's own certificate, issued by a CA the caller does not trust, given as a root
+///   itself (`--cacert server.pem`): webpki looks for its issuer among the roots and finds
+///   none ("unknown issuer").
+///
+/// OpenSSL (so curl, which asks for partial chains) and Go accept both, since trusting a
+/// certificate is trusting its key, and the handshake still proves the server holds that key.
+/// webpki raises both errors after checking the certificate's validity period, so an expired
+/// anchor is still refused as expired. The extended key usage is not checked (webpki reads it
+/// after the basic constraints), as OpenSSL does not check it on a trusted certificate.
 fn anchor_as_leaf(
     error: &Error,
     end_entity: &CertificateDer<'_>,
@@ -151,7 +156,7 @@ fn anchor_as_leaf(
     let Error::InvalidCertificate(problem) = error else {
         return None;
     };
-    if !is_ca_as_leaf(problem) {
+    if !is_ca_as_leaf(problem) && !matches!(problem, CertificateError::UnknownIssuer) {
         return None;
     }
     let itself = webpki::anchor_from_trusted_cert(end_entity).ok()?;
@@ -472,6 +477,59 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(named.to_string(), "self-signed certificate");
+    }
+
+    /// A certificate for `localhost` issued by a CA of its own, which nobody trusts.
+    fn issued_by_an_untrusted_ca(expired: bool) -> CertificateDer<'static> {
+        let mut ca = CertificateParams::new(Vec::new()).unwrap();
+        ca.distinguished_name = rcgen::DistinguishedName::new();
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "an untrusted CA");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = rcgen::CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        }
+        let key = KeyPair::generate().unwrap();
+        params.signed_by(&key, &ca).unwrap().der().clone()
+    }
+
+    /// `--cacert server.pem`: the server's certificate trusted alone, its issuer not.
+    #[test]
+    fn a_server_certificate_trusted_itself_needs_no_trusted_issuer() {
+        let cert = issued_by_an_untrusted_ca(false);
+        let verifier = trusting(&[&cert]);
+        assert_eq!(verify(&verifier, &cert, "localhost"), Ok(()));
+        let error = verify(&verifier, &cert, "other.test").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })
+            ),
+            "{error:?}"
+        );
+        let expired = issued_by_an_untrusted_ca(true);
+        let error = verify(&trusting(&[&expired]), &expired, "localhost").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidCertificate(CertificateError::ExpiredContext { .. })
+            ),
+            "{error:?}"
+        );
+        // Not trusted itself: its issuer is unknown, as before.
+        let other = issued_by_an_untrusted_ca(false);
+        let error = verify(&trusting(&[&other]), &cert, "localhost").unwrap_err();
+        assert_eq!(
+            error,
+            Error::InvalidCertificate(CertificateError::UnknownIssuer)
+        );
     }
 
     #[test]

@@ -130,7 +130,10 @@ impl Builder {
         self
     }
 
-    /// Adds trust anchors from a PEM bundle (curl's `--cacert`).
+    /// Adds trust anchors from a PEM bundle (curl's `--cacert`). Any certificate in it is
+    /// trusted, a server's own included: a server presenting exactly that certificate (same
+    /// subject and key) is accepted for the names it carries while it is valid, whoever issued
+    /// it, as OpenSSL's partial chains (which curl asks for) accept it.
     pub fn add_root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls.extra_roots_pem.push(pem.into());
         self

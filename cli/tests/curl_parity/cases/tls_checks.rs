@@ -21,6 +21,22 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // The server's own certificate as the one trusted (its CA not): OpenSSL takes it as a
+        // trust anchor, and so does poolcurl; still for its names only.
+        Case {
+            server: Server::Tls,
+            ..case(
+                "tls server certificate trusted itself",
+                &[
+                    "--cacert",
+                    "%LEAF%",
+                    "-w",
+                    " %{ssl_verify_result}\n",
+                    "%TLS%/hello",
+                    "https://127.0.0.1:%PORT%/hello",
+                ],
+            )
+        },
         Case {
             server: Server::Tls,
             ..case(
