@@ -915,7 +915,8 @@ async fn poolcurl_matches_curl_byte_for_byte() {
                 let ours = ours
                     .stderr
                     .replace("poolcurl: ", "curl: ")
-                    .replace("'poolcurl --help'", "'curl --help'");
+                    .replace("'poolcurl --help'", "'curl --help'")
+                    .replace("poolcurl failed to verify", "curl failed to verify");
                 // poolcurl has no manual to point at.
                 let theirs = curl.stderr.replace(" or 'curl --manual'", "");
                 if theirs != ours {

@@ -213,6 +213,10 @@ impl Report {
             stderr_line(super::usage::TRY_HELP);
         } else if self.errors && !error.is_unreported() {
             stderr_line(&format!("poolcurl: {error}"));
+            if error.code() == 60 {
+                // curl's advice after a certificate it could not verify, in its words.
+                stderr_line(UNVERIFIED_ADVICE);
+            }
         }
     }
 
@@ -228,6 +232,12 @@ impl Report {
         self.warnings
     }
 }
+
+/// What curl prints after exit 60's message (its `CURL_CA_CERT_ERRORMSG`), naming poolcurl.
+const UNVERIFIED_ADVICE: &str = "More details here: https://curl.se/docs/sslcerts.html\n\n\
+     poolcurl failed to verify the legitimacy of the server and therefore could not\n\
+     establish a secure connection to it. To learn more about this situation and\n\
+     how to fix it, please visit the web page mentioned above.";
 
 /// `message` as curl's `warnf` prints it: `Warning: ` before each piece of at most 70 bytes,
 /// cut after the last blank that fits (or at 70 when none does).

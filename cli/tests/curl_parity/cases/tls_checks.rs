@@ -37,6 +37,12 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // -S: the error, and curl's advice after it.
+        Case {
+            server: Server::Tls,
+            extra: Extra::Stderr,
+            ..case("tls untrusted, error shown", &["-sS", "%TLS%/hello"])
+        },
         Case {
             server: Server::Tls,
             ..case(
