@@ -227,7 +227,9 @@ impl Session {
             }
         }
         let verbose = Verbose::new(args.verbose, args.trace_time);
-        let outputs = args.transfer.output.len() + usize::from(args.transfer.remote_name);
+        let outputs = args.transfer.output.len()
+            + args.transfer.remote_name.len()
+            + args.transfer.no_remote_name.len();
         let extra_outputs = outputs > args.urls.len() + args.transfer.url.len();
         let cookies = CookieJar::new(
             &args.send.cookie,

@@ -51,6 +51,9 @@ pub(crate) struct Planned {
 enum Spec {
     File(PathBuf),
     Remote,
+    /// `--no-remote-name`: curl takes it as `-O` switched off, which fills the next URL's
+    /// output slot with stdout (it is not `-O`'s negation).
+    Stdout,
 }
 
 /// The URLs of the command line in order (`--url` and positional, interleaved as given).
@@ -105,6 +108,7 @@ pub(crate) fn plan(
                         Output::File(PathBuf::from(name))
                     }
                     Some(Spec::Remote) => Output::Remote,
+                    Some(Spec::Stdout) => Output::Stdout,
                     None if args.transfer.remote_name_all => Output::Remote,
                     None => Output::Stdout,
                 };
@@ -137,7 +141,7 @@ fn uploads_in_order(args: &CurlArgs) -> Vec<Option<String>> {
         .collect()
 }
 
-/// `-o` and `-O` in command-line order.
+/// `-o`, `-O` and `--no-remote-name` in command-line order.
 fn outputs_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<Spec> {
     let mut specs: Vec<(usize, Spec)> = Vec::new();
     let files: Vec<usize> = matches
@@ -154,8 +158,15 @@ fn outputs_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<Spec> {
         .indices_of("remote_name")
         .map(Iterator::collect)
         .unwrap_or_default();
-    for i in 0..usize::from(args.transfer.remote_name) {
+    for i in 0..args.transfer.remote_name.len() {
         specs.push((remotes.get(i).copied().unwrap_or(usize::MAX), Spec::Remote));
+    }
+    let stdouts: Vec<usize> = matches
+        .indices_of("no_remote_name")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    for i in 0..args.transfer.no_remote_name.len() {
+        specs.push((stdouts.get(i).copied().unwrap_or(usize::MAX), Spec::Stdout));
     }
     specs.sort_by_key(|(index, _)| *index);
     specs.into_iter().map(|(_, spec)| spec).collect()
@@ -282,9 +293,36 @@ mod tests {
                 ("http://a/z".to_owned(), Output::Stdout),
             ]
         );
+        // Each -O keeps its own place (clap keeps a count's last place only).
+        let p = planned(&[
+            "-O",
+            "http://a/x",
+            "-o",
+            "f",
+            "http://a/y",
+            "-sO",
+            "http://a/z",
+        ]);
+        let outputs: Vec<Output> = p.into_iter().map(|(_, o)| o).collect();
+        assert_eq!(
+            outputs,
+            [Output::Remote, Output::File("f".into()), Output::Remote]
+        );
         let p = planned(&["--remote-name-all", "--url", "http://a/1", "http://a/2"]);
         assert!(p.iter().all(|(_, o)| *o == Output::Remote));
         assert_eq!(p[0].0, "http://a/1");
+        // --no-remote-name takes a slot of its own: stdout, whatever -O or
+        // --remote-name-all say of the others.
+        let p = planned(&[
+            "--remote-name-all",
+            "-O",
+            "--no-remote-name",
+            "http://a/x",
+            "http://a/y",
+            "http://a/z",
+        ]);
+        let outputs: Vec<Output> = p.into_iter().map(|(_, o)| o).collect();
+        assert_eq!(outputs, [Output::Remote, Output::Stdout, Output::Remote]);
     }
 
     #[test]

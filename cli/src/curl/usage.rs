@@ -137,7 +137,13 @@ fn long_option(command: &clap::Command, long: &str) -> Option<(bool, Option<char
     let arg = command
         .get_arguments()
         .find(|a| a.get_long() == Some(long))?;
-    Some((arg.get_action().takes_values(), arg.get_short()))
+    Some((takes_a_value(arg), arg.get_short()))
+}
+
+/// Whether `arg` takes a value on the command line: not a flag whose occurrences clap keeps as
+/// values of their own (`-O`, so that each keeps its place; `num_args = 0`).
+pub(crate) fn takes_a_value(arg: &clap::Arg) -> bool {
+    arg.get_action().takes_values() && arg.get_num_args().is_none_or(|n| n.max_values() > 0)
 }
 
 /// Whether option `name` (as written on a command line: `-o`, `--output`) of `command` takes a
@@ -154,7 +160,7 @@ fn takes_value(command: &clap::Command, name: &str) -> bool {
     } else {
         None
     };
-    found.is_some_and(|arg| arg.get_action().takes_values())
+    found.is_some_and(takes_a_value)
 }
 
 /// Reports a clap error in curl mode as curl reports usage errors, and returns exit code 2

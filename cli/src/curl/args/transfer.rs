@@ -15,8 +15,14 @@ pub(crate) struct TransferArgs {
     pub(crate) output: Vec<PathBuf>,
 
     /// Write the output of the next URL to a local file named like the URL's last path segment
-    #[arg(short = 'O', long = "remote-name", action = clap::ArgAction::Count)]
-    pub(crate) remote_name: u8,
+    // One value per occurrence, not a count: clap keeps a count's last index only, and the
+    // plan pairs each occurrence with its URL by its place on the command line.
+    #[arg(short = 'O', long = "remote-name", action = clap::ArgAction::Append, num_args = 0, default_missing_value = "")]
+    pub(crate) remote_name: Vec<String>,
+
+    /// Write the output of the next URL to stdout (an output slot, as -o and -O are: under --remote-name-all, the URL it pairs with goes to stdout)
+    #[arg(long = "no-remote-name", action = clap::ArgAction::Append, num_args = 0, default_missing_value = "")]
+    pub(crate) no_remote_name: Vec<String>,
 
     /// Use -O for every URL without an -o
     #[arg(long = "remote-name-all")]

@@ -348,6 +348,32 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case("output file", &["-o", "%DIR%/out.txt", "%BASE%/hello"]),
         case("remote name", &["-O", "%BASE%/files/remote.txt"]),
+        // Each -O pairs with its own URL, an -o between them or not.
+        case(
+            "two -O around an -o",
+            &[
+                "-O",
+                "%BASE%/files/one.txt",
+                "-o",
+                "%DIR%/named.txt",
+                "%BASE%/files/two.txt",
+                "-sO",
+                "%BASE%/files/three.txt",
+            ],
+        ),
+        // --no-remote-name is an output slot of its own (stdout), not -O's negation.
+        case(
+            "no remote name takes a slot",
+            &[
+                "--remote-name-all",
+                "--no-remote-name",
+                "%BASE%/files/one.txt",
+                "-O",
+                "--no-remote-name",
+                "%BASE%/files/two.txt",
+                "%BASE%/files/three.txt",
+            ],
+        ),
         case(
             "create dirs",
             &["--create-dirs", "-o", "%DIR%/a/b/c.txt", "%BASE%/hello"],
