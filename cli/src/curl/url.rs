@@ -66,7 +66,7 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
     };
     // An IPv6 zone id is no part of the host `http` reads; it is dialed apart (`zone`).
     let text = super::zone::split(&text).map_or(text, |zoned| zoned.url);
-    let text = normalize_host(text);
+    let text = normalize_host(normalize_port(text));
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
@@ -105,6 +105,38 @@ fn normalize_host(url: String) -> String {
         _ => return url,
     };
     format!("{}{ascii}{}", &url[..host_start], &url[host_end..])
+}
+
+/// `url` (with its scheme) with its port as curl's URL parser writes it back: a number in
+/// decimal without leading zeros (`:018090` is `:18090`), and no colon for an empty port
+/// (`host:/x` is `host/x`). A port that is no number, or over 65535, is left for the parse to
+/// refuse.
+fn normalize_port(url: String) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url;
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let host_start = url[start..end].rfind('@').map_or(start, |i| start + i + 1);
+    // After an IPv6 literal's `]`, else after the host's first colon.
+    let after_host = match url[host_start..end].find(']') {
+        Some(i) => host_start + i + 1,
+        None => host_start,
+    };
+    let Some(colon) = url[after_host..end].find(':').map(|i| after_host + i) else {
+        return url;
+    };
+    let port = &url[colon + 1..end];
+    let written = match port.parse::<u16>() {
+        _ if port.is_empty() => String::new(),
+        Ok(number) if port.bytes().all(|b| b.is_ascii_digit()) => format!(":{number}"),
+        _ => return url,
+    };
+    if written.len() == port.len() + 1 {
+        return url;
+    }
+    format!("{}{written}{}", &url[..colon], &url[end..])
 }
 
 /// `text` as curl reads a URL with a scheme: the scheme (a letter, then letters, digits, `+`,
@@ -450,6 +482,18 @@ mod tests {
         assert_eq!(parse_url("http://a.test/a/.").unwrap().path(), "/a/");
         let as_is = parse_url_with("http://a.test/a/./b/../c", true).unwrap();
         assert_eq!(as_is.path(), "/a/./b/../c");
+        // The port as a number, as curl writes it back; an empty one goes.
+        for (url, written) in [
+            ("http://a.test:018090/x", "http://a.test:18090/x"),
+            ("http://u:p@a.test:080", "http://u:p@a.test:80/"),
+            ("http://[::1]:00443/x", "http://[::1]:443/x"),
+            ("http://a.test:/x", "http://a.test/x"),
+            ("a.test:0008080/x", "http://a.test:8080/x"),
+            ("http://a.test:8080/x:007", "http://a.test:8080/x:007"),
+        ] {
+            assert_eq!(parse_url(url).unwrap().to_string(), written, "{url}");
+        }
+        assert_eq!(parse_url("http://a.test:99999/").unwrap().port_u16(), None);
     }
 
     #[test]

@@ -903,6 +903,15 @@ pub(crate) fn cases() -> Vec<Case> {
                 "http://u:p@127.0.0.1:%PORT%/hello#top",
             ],
         ),
+        // The port as a number, as curl writes the URL back.
+        case(
+            "effective url with a port written with leading zeros",
+            &[
+                "-w",
+                " %{url_effective}",
+                "http://127.0.0.1:000%PORT%/hello",
+            ],
+        ),
         case(
             "effective url after a relative redirect keeps the credentials",
             &[
