@@ -1,6 +1,7 @@
 //! `-w FORMAT`: curl's write-out, printed on stdout after every transfer (failed ones too).
 //!
-//! `%{name}` expands a variable, `%header{name}` a response header, `%%` is `%`, and `\n`,
+//! `%{name}` expands a variable, `%header{name}` a response header (its first field of that
+//! name), `%%` is `%`, and `\n`,
 //! `\r`, `\t`, `\\` are escapes. `%{json}` and `%{header_json}` print every variable / every
 //! response header as JSON ([`super::write_json`]); `%{stderr}` sends the rest of the format to
 //! stderr and `%{stdout}` back. An unknown variable expands to nothing and draws curl's warning
@@ -275,14 +276,10 @@ impl WriteOut {
         {
             match part {
                 Part::Text(text) => out.push_str(text),
+                // The first field of that name, as curl's `curl_easy_header` (index 0) gives it.
                 Part::Header(name) => {
-                    let values: Vec<&str> = record
-                        .headers
-                        .get_all(name.as_str())
-                        .iter()
-                        .filter_map(|v| v.to_str().ok())
-                        .collect();
-                    out.push_str(&values.join(", "));
+                    let value = record.headers.get(name.as_str());
+                    out.push_str(value.and_then(|v| v.to_str().ok()).unwrap_or_default());
                 }
                 Part::Var(var) => expand(out, *var, record),
                 Part::Json

@@ -112,6 +112,18 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/headers",
             ],
         ),
+        // %header{} of a repeated field: its first value.
+        case(
+            "write-out header of a repeated field",
+            &[
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%header{x-two}|%header{X-One}|%header{none}",
+                "%BASE%/headers",
+            ],
+        ),
         with(
             Extra::JsonFields,
             "write-out json",
