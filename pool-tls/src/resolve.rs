@@ -106,13 +106,20 @@ impl StaticResolver {
     }
 
     /// Answers `(host, port)` with `addrs`, in that order, replacing any earlier override for
-    /// the same pair.
+    /// the same pair. The host `*` stands for every host on `port` that has no override of its
+    /// own (curl's `--resolve '*:PORT:ADDR'`).
     ///
     /// The addresses are returned as given, ports included, so an override may also redirect
     /// to another port. An empty list makes resolving that pair fail.
     pub fn insert(&mut self, host: &str, port: u16, addrs: Vec<SocketAddr>) {
         self.entries
             .insert((normalize_host(host), port), addrs.into());
+    }
+
+    /// Drops the override of `(host, port)`, if any (curl's `--resolve -HOST:PORT`): the pair
+    /// is resolved as if it had none.
+    pub fn remove(&mut self, host: &str, port: u16) {
+        self.entries.remove(&(normalize_host(host), port));
     }
 
     /// Builder form of [`insert`](Self::insert).
@@ -125,7 +132,8 @@ impl StaticResolver {
 
 impl Resolve for StaticResolver {
     fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
-        match self.entries.get(&(normalize_host(host), port)) {
+        let entry = self.entries.get(&(normalize_host(host), port));
+        match entry.or_else(|| self.entries.get(&(Box::from("*"), port))) {
             Some(addrs) => {
                 tracing::debug!(host, port, ?addrs, "using static resolver override");
                 Box::pin(std::future::ready(Ok(addrs.to_vec())))
@@ -209,6 +217,38 @@ mod tests {
             *fallback.asked.lock().unwrap(),
             vec![("a.test".to_owned(), 80), ("a.test.".to_owned(), 443)]
         );
+    }
+
+    #[tokio::test]
+    async fn a_wildcard_host_answers_for_hosts_without_their_own_and_removal_drops_one() {
+        let fallback = Arc::new(Refusing::default());
+        let mut resolver = StaticResolver::new(fallback.clone())
+            .with("*", 443, addrs(&["127.0.0.1:1"]))
+            .with("own.test", 443, addrs(&["127.0.0.2:2"]));
+        let got = |resolver: &StaticResolver, host: &'static str| {
+            let answer = resolver.resolve(host, 443);
+            async move { answer.await.ok() }
+        };
+        assert_eq!(
+            got(&resolver, "any.test").await,
+            Some(addrs(&["127.0.0.1:1"]))
+        );
+        assert_eq!(
+            got(&resolver, "own.test").await,
+            Some(addrs(&["127.0.0.2:2"]))
+        );
+        resolver.remove("OWN.test", 443);
+        assert_eq!(
+            got(&resolver, "own.test").await,
+            Some(addrs(&["127.0.0.1:1"]))
+        );
+        resolver.remove("*", 443);
+        assert_eq!(got(&resolver, "own.test").await, None);
+        assert!(
+            resolver.resolve("any.test", 80).await.is_err(),
+            "other ports"
+        );
+        assert_eq!(fallback.asked.lock().unwrap().len(), 2);
     }
 
     #[tokio::test]

@@ -47,7 +47,7 @@ use pool::{
 };
 
 use super::args::parse::parse_resolve;
-use super::args::{Bind, ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs};
+use super::args::{Bind, ConnectArgs, CurlArgs, HeaderAction, HeaderArg, ProxyTlsArgs, ResolveArg};
 use super::ca_files::{ca_directories, read_ca_file, read_crl_file};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
@@ -164,7 +164,15 @@ fn static_resolver_over(
     let mut resolver = StaticResolver::new(fallback);
     for text in &args.resolve {
         let entry = parse_resolve(text).map_err(CurlError::bad_resolve)?;
-        resolver.insert(&entry.host, entry.port, entry.addrs);
+        match entry {
+            Some(ResolveArg {
+                host,
+                port,
+                addrs: Some(addrs),
+            }) => resolver.insert(&host, port, addrs),
+            Some(ResolveArg { host, port, .. }) => resolver.remove(&host, port),
+            None => {}
+        }
     }
     Ok(Some(resolver))
 }

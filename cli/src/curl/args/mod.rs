@@ -380,15 +380,16 @@ pub(crate) enum HeaderAction {
     Remove,
 }
 
-/// One `--resolve HOST:PORT:ADDR[,ADDR...]` argument.
+/// One `--resolve HOST:PORT:ADDR[,ADDR...]` (or `-HOST:PORT`) argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ResolveArg {
-    /// The host name, without brackets.
+    /// The host name, without brackets (`*`: every host on the port).
     pub(crate) host: String,
     /// The port the override applies to.
     pub(crate) port: u16,
-    /// The addresses to connect to instead (with `port`).
-    pub(crate) addrs: Vec<SocketAddr>,
+    /// The addresses to connect to instead (with `port`); `None` for `-HOST:PORT`, which
+    /// drops an earlier entry.
+    pub(crate) addrs: Option<Vec<SocketAddr>>,
 }
 
 /// One piece of request data, in command-line order.

@@ -130,12 +130,25 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("expected a size in bytes (k, M or G suffix), got {text:?}"))
 }
 
-/// Parses `--resolve [+]HOST:PORT:ADDR[,ADDR]...`; HOST and ADDR may be bracketed IPv6.
+/// Parses `--resolve [+]HOST:PORT:ADDR[,ADDR]...`; HOST and ADDR may be bracketed IPv6, HOST
+/// may be `*` (every host on PORT). `-HOST:PORT` drops an earlier entry, as curl's removal
+/// entries do; `Ok(None)` for one that does not parse, which curl notes and skips.
 ///
 /// # Errors
 ///
 /// A message naming the entry; curl mode reports it as exit 49.
-pub(crate) fn parse_resolve(text: &str) -> Result<ResolveArg, String> {
+pub(crate) fn parse_resolve(text: &str) -> Result<Option<ResolveArg>, String> {
+    if let Some(removal) = text.strip_prefix('-') {
+        let parsed = removal.split_once(':').and_then(|(host, port)| {
+            let port = port.parse::<u16>().ok()?;
+            (!host.is_empty()).then(|| ResolveArg {
+                host: host.to_owned(),
+                port,
+                addrs: None,
+            })
+        });
+        return Ok(parsed);
+    }
     let bad = || format!("Couldn't parse CURLOPT_RESOLVE entry '{text}'");
     let spec = text.strip_prefix('+').unwrap_or(text);
     let (host, rest) = match spec.strip_prefix('[') {
@@ -163,11 +176,11 @@ pub(crate) fn parse_resolve(text: &str) -> Result<ResolveArg, String> {
                 .map_err(|_| format!("Resolve address '{addr}' found illegal in '{text}'"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(ResolveArg {
+    Ok(Some(ResolveArg {
         host: host.to_owned(),
         port,
-        addrs,
-    })
+        addrs: Some(addrs),
+    }))
 }
 
 #[cfg(test)]
@@ -205,16 +218,29 @@ mod tests {
 
     #[test]
     fn resolve_entries_accept_ipv6_in_brackets() {
-        let r = parse_resolve("example.test:443:127.0.0.1").unwrap();
+        let r = parse_resolve("example.test:443:127.0.0.1")
+            .unwrap()
+            .unwrap();
         assert_eq!((r.host.as_str(), r.port), ("example.test", 443));
-        assert_eq!(r.addrs, vec!["127.0.0.1:443".parse().unwrap()]);
-        let r = parse_resolve("+a.test:80:[::1],127.0.0.2").unwrap();
+        assert_eq!(r.addrs, Some(vec!["127.0.0.1:443".parse().unwrap()]));
+        let r = parse_resolve("+a.test:80:[::1],127.0.0.2")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             r.addrs,
-            vec!["[::1]:80".parse().unwrap(), "127.0.0.2:80".parse().unwrap()]
+            Some(vec![
+                "[::1]:80".parse().unwrap(),
+                "127.0.0.2:80".parse().unwrap()
+            ])
         );
-        let r = parse_resolve("[::1]:8080:127.0.0.1").unwrap();
+        let r = parse_resolve("[::1]:8080:127.0.0.1").unwrap().unwrap();
         assert_eq!((r.host.as_str(), r.port), ("::1", 8080));
+        let r = parse_resolve("*:8080:127.0.0.1").unwrap().unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("*", 8080));
+        // A removal entry; one that does not parse is skipped, as curl skips it.
+        let r = parse_resolve("-a.test:80").unwrap().unwrap();
+        assert_eq!((r.host.as_str(), r.port, r.addrs), ("a.test", 80, None));
+        assert_eq!(parse_resolve("-a.test"), Ok(None));
         assert_eq!(
             parse_resolve("a.test:80").unwrap_err(),
             "Couldn't parse CURLOPT_RESOLVE entry 'a.test:80'"

@@ -41,6 +41,33 @@ pub(crate) fn cases() -> Vec<Case> {
                 "http://127.0.0.1:1/echo",
             ],
         ),
+        // A `*` entry answers for every host on its port; `-HOST:PORT` drops an entry (one
+        // that does not parse is skipped).
+        case(
+            "resolve with a wildcard host",
+            &[
+                "--resolve",
+                "*:%PORT%:127.0.0.1",
+                "-w",
+                " %{remote_ip}",
+                "http://anything.test:%PORT%/hello",
+            ],
+        ),
+        case(
+            "resolve entry removed",
+            &[
+                "--resolve",
+                "gone.test:%PORT%:127.0.0.1",
+                "--resolve",
+                "-gone.test:%PORT%",
+                "--resolve",
+                "-unparsable",
+                "-w",
+                "%{exitcode}",
+                "http://gone.test:%PORT%/hello",
+                "http://127.0.0.1:%PORT%/hello",
+            ],
+        ),
         case(
             "connect-to a name given by resolve",
             &[
