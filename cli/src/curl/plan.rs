@@ -143,33 +143,23 @@ fn uploads_in_order(args: &CurlArgs) -> Vec<Option<String>> {
 
 /// `-o`, `-O` and `--no-remote-name` in command-line order.
 fn outputs_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<Spec> {
-    let mut specs: Vec<(usize, Spec)> = Vec::new();
-    let files: Vec<usize> = matches
-        .indices_of("output")
-        .map(Iterator::collect)
-        .unwrap_or_default();
-    for (i, path) in args.transfer.output.iter().enumerate() {
-        specs.push((
-            files.get(i).copied().unwrap_or(usize::MAX),
-            Spec::File(path.clone()),
-        ));
-    }
-    let remotes: Vec<usize> = matches
-        .indices_of("remote_name")
-        .map(Iterator::collect)
-        .unwrap_or_default();
-    for i in 0..args.transfer.remote_name.len() {
-        specs.push((remotes.get(i).copied().unwrap_or(usize::MAX), Spec::Remote));
-    }
-    let stdouts: Vec<usize> = matches
-        .indices_of("no_remote_name")
-        .map(Iterator::collect)
-        .unwrap_or_default();
-    for i in 0..args.transfer.no_remote_name.len() {
-        specs.push((stdouts.get(i).copied().unwrap_or(usize::MAX), Spec::Stdout));
-    }
+    let transfer = &args.transfer;
+    let files = transfer.output.iter().map(|path| Spec::File(path.clone()));
+    let mut specs: Vec<(usize, Spec)> = placed(matches, "output", files);
+    let remotes = transfer.remote_name.iter().map(|_| Spec::Remote);
+    specs.extend(placed(matches, "remote_name", remotes));
+    let stdouts = transfer.no_remote_name.iter().map(|_| Spec::Stdout);
+    specs.extend(placed(matches, "no_remote_name", stdouts));
     specs.sort_by_key(|(index, _)| *index);
     specs.into_iter().map(|(_, spec)| spec).collect()
+}
+
+/// Each of `specs` (the values of option `id`, in order) with its place on the command line.
+fn placed(matches: &ArgMatches, id: &str, specs: impl Iterator<Item = Spec>) -> Vec<(usize, Spec)> {
+    let mut places = matches.indices_of(id).into_iter().flatten();
+    specs
+        .map(|spec| (places.next().unwrap_or(usize::MAX), spec))
+        .collect()
 }
 
 /// The sink of a planned transfer to `url`: stdout, its `-o` file, or (`-O`) the file its URL

@@ -81,13 +81,9 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
 /// else, and a host that does not parse either way, is left as written (a name in upper case
 /// stays so, as curl keeps it).
 fn normalize_host(url: String) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
+    let Some((host_start, end)) = host_and_port(&url) else {
         return url;
     };
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    let host_start = url[start..end].rfind('@').map_or(start, |i| start + i + 1);
     if url[host_start..end].starts_with('[') {
         return url;
     }
@@ -112,13 +108,9 @@ fn normalize_host(url: String) -> String {
 /// (`host:/x` is `host/x`). A port that is no number, or over 65535, is left for the parse to
 /// refuse.
 fn normalize_port(url: String) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
+    let Some((host_start, end)) = host_and_port(&url) else {
         return url;
     };
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    let host_start = url[start..end].rfind('@').map_or(start, |i| start + i + 1);
     // After an IPv6 literal's `]`, else after the host's first colon.
     let after_host = match url[host_start..end].find(']') {
         Some(i) => host_start + i + 1,
@@ -137,6 +129,17 @@ fn normalize_port(url: String) -> String {
         return url;
     }
     format!("{}{written}{}", &url[..colon], &url[end..])
+}
+
+/// Where the host (and port) of `url` (with its scheme) start and end: after the scheme's
+/// `://` and any userinfo, up to the path, query or fragment.
+fn host_and_port(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let host_start = url[start..end].rfind('@').map_or(start, |i| start + i + 1);
+    Some((host_start, end))
 }
 
 /// `text` as curl reads a URL with a scheme: the scheme (a letter, then letters, digits, `+`,
