@@ -115,6 +115,8 @@ pub use resolve::{Resolve, ResolveFuture, StaticResolver, SystemResolver};
 /// them (`CipherSuite::TLS13_AES_128_GCM_SHA256`, `NamedGroup::X25519`).
 pub use rustls::{CipherSuite, NamedGroup};
 pub use service::{Connecting, Connection};
-pub use tls::{CertificateStatusError, TlsConfigError, TlsConnector, TlsOptions, TlsVersion};
+pub use tls::{
+    CertificateStatusError, IdentityPart, TlsConfigError, TlsConnector, TlsOptions, TlsVersion,
+};
 pub use tokio_io::TokioIo;
 pub use tunnel::ProxyUse;

@@ -12,7 +12,7 @@ use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
-use crate::TlsConfigError;
+use crate::{IdentityPart, TlsConfigError};
 
 /// The platform's trust anchors, shared by every connector in the process.
 ///
@@ -110,24 +110,32 @@ pub(crate) fn parse_identity(
     key_pem: &[u8],
     provider: &CryptoProvider,
 ) -> Result<Identity, TlsConfigError> {
-    let chain = parse_certificates(cert_pem)
-        .map_err(|e| TlsConfigError::with_source("malformed client certificate PEM", e))?;
+    let chain = parse_certificates(cert_pem).map_err(|e| {
+        TlsConfigError::with_source("malformed client certificate PEM", e)
+            .of_identity(IdentityPart::Certificate)
+    })?;
     if chain.is_empty() {
-        return Err(TlsConfigError::new(
-            "no certificate found in client certificate PEM",
-        ));
+        return Err(
+            TlsConfigError::new("no certificate found in client certificate PEM")
+                .of_identity(IdentityPart::Certificate),
+        );
     }
     let key = match PrivateKeyDer::from_pem_slice(key_pem) {
         Ok(key) => key,
         Err(pem::Error::NoItemsFound) => {
-            return Err(TlsConfigError::new(
-                "no private key found in client key PEM",
-            ));
+            return Err(
+                TlsConfigError::new("no private key found in client key PEM")
+                    .of_identity(IdentityPart::Key),
+            );
         }
-        Err(e) => return Err(TlsConfigError::with_source("malformed client key PEM", e)),
+        Err(e) => {
+            return Err(TlsConfigError::with_source("malformed client key PEM", e)
+                .of_identity(IdentityPart::Key));
+        }
     };
     CertifiedKey::from_der(chain.clone(), key.clone_key(), provider).map_err(|e| {
         TlsConfigError::with_source("client certificate and private key are not usable", e)
+            .of_identity(IdentityPart::Key)
     })?;
     Ok(Identity { chain, key })
 }

@@ -103,6 +103,37 @@ pub(crate) fn read_identity(files: &IdentityFiles<'_>) -> Result<(Vec<u8>, Vec<u
     Ok((chain, key))
 }
 
+/// Exit 58 for an identity the pool found unusable (`part` of it; `error` says why), in
+/// curl's words: the certificate could not be loaded, or the private key file could not be
+/// set, which is what OpenSSL says of a key that does not match its certificate too.
+pub(crate) fn unusable(
+    files: &IdentityFiles<'_>,
+    part: pool::IdentityPart,
+    error: &dyn std::fmt::Display,
+) -> CurlError {
+    let (cert, _) = split_cert_argument(files.cert);
+    match part {
+        pool::IdentityPart::Certificate => CurlError::new(
+            58,
+            format!(
+                "could not load PEM client certificate from {}: {error}",
+                cert.display()
+            ),
+        ),
+        pool::IdentityPart::Key => {
+            let key = files.key.map_or(cert, Path::to_path_buf);
+            let kind = files.key_type.unwrap_or("PEM").to_ascii_uppercase();
+            CurlError::new(
+                58,
+                format!(
+                    "unable to set private key file: '{}' type {kind}",
+                    key.display()
+                ),
+            )
+        }
+    }
+}
+
 /// A type's format; `None` for a type poolcurl does not read. Case does not matter, as in curl.
 fn format(name: Option<&str>) -> Option<Format> {
     match name.map(str::to_ascii_uppercase).as_deref() {

@@ -340,14 +340,8 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     let inner = curl_names(&args.connect, names)?;
     let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
     builder = builder.resolver(CurlResolver { inner, only_ipv6 });
-    if let Some(cert) = &args.net.cert {
-        let (chain, key) = client_cert::read_identity(&client_cert::IdentityFiles {
-            cert,
-            key: args.net.key.as_deref(),
-            cert_type: args.net.cert_type.as_deref(),
-            key_type: args.net.key_type.as_deref(),
-            pass: args.net.pass.as_deref(),
-        })?;
+    if let Some(files) = identity_files(args) {
+        let (chain, key) = client_cert::read_identity(&files)?;
         builder = builder.client_identity_pem(chain, key);
     }
     for pin in args
@@ -522,6 +516,18 @@ pub(crate) fn build_error(args: &ConnectArgs, error: &BuildError) -> CurlError {
     }
 }
 
+/// What `--cert`, `--key` and their types and passphrase name; `None` without `--cert`.
+fn identity_files(args: &CurlArgs) -> Option<client_cert::IdentityFiles<'_>> {
+    let net = &args.net;
+    Some(client_cert::IdentityFiles {
+        cert: net.cert.as_deref()?,
+        key: net.key.as_deref(),
+        cert_type: net.cert_type.as_deref(),
+        key_type: net.key_type.as_deref(),
+        pass: net.pass.as_deref(),
+    })
+}
+
 /// `--connect-timeout`, or `default` when it is not given (or is 0).
 pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration {
     args.connect_timeout
@@ -558,15 +564,13 @@ pub(crate) fn build_client(
             .interface(name);
         builder = builder.partitions([partition]);
     }
-    let pool = builder
-        .build()
-        .map_err(|e| match (e.setting(), &args.net.cert) {
-            ("tls", Some(cert)) if connect.cacert.is_none() => CurlError::new(
-                58,
-                format!("unable to use client certificate {}: {e}", cert.display()),
-            ),
-            _ => build_error(connect, &e),
-        })?;
+    let pool =
+        builder
+            .build()
+            .map_err(|e| match (e.client_identity_part(), identity_files(args)) {
+                (Some(part), Some(files)) => client_cert::unusable(&files, part, &e),
+                _ => build_error(connect, &e),
+            })?;
     let client = match device {
         Some(_) => pool.client_for(INTERFACE_PARTITION),
         None => pool.client(),

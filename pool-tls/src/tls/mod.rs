@@ -352,6 +352,19 @@ pub struct TlsConfigError {
     message: String,
     /// The parser or rustls error behind it, if any.
     source: Option<Box<dyn StdError + Send + Sync>>,
+    /// The part of the client identity at fault, when it was the identity.
+    identity: Option<IdentityPart>,
+}
+
+/// The part of a client identity (certificate chain and private key) that could not be used
+/// ([`TlsConfigError::client_identity_part`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdentityPart {
+    /// The certificate PEM held no certificate, or did not parse.
+    Certificate,
+    /// The key PEM held no private key, did not parse, or does not match the certificate (as
+    /// OpenSSL, and so curl, blames the key file for a mismatch).
+    Key,
 }
 
 impl TlsConfigError {
@@ -359,6 +372,7 @@ impl TlsConfigError {
         TlsConfigError {
             message: message.into(),
             source: None,
+            identity: None,
         }
     }
 
@@ -369,7 +383,20 @@ impl TlsConfigError {
         TlsConfigError {
             message: message.into(),
             source: Some(source.into()),
+            identity: None,
         }
+    }
+
+    /// This error, blaming `part` of the client identity.
+    pub(crate) fn of_identity(mut self, part: IdentityPart) -> TlsConfigError {
+        self.identity = Some(part);
+        self
+    }
+
+    /// Which part of the client identity was unusable, when the identity was the problem (not
+    /// the roots, the revocation lists or the TLS versions).
+    pub fn client_identity_part(&self) -> Option<IdentityPart> {
+        self.identity
     }
 }
 
@@ -463,24 +490,35 @@ mod tests {
             (
                 (b"".to_vec(), key.clone().into_bytes()),
                 "no certificate found in client",
+                IdentityPart::Certificate,
             ),
             (
                 (cert.clone().into_bytes(), b"".to_vec()),
                 "no private key found in client key",
+                IdentityPart::Key,
             ),
             (
-                (cert.into_bytes(), other_key.into_bytes()),
+                (cert.clone().into_bytes(), other_key.into_bytes()),
                 "client certificate and private key",
+                IdentityPart::Key,
             ),
         ];
-        for (identity, expected) in cases {
+        for (identity, expected, part) in cases {
             let options = TlsOptions {
                 client_identity_pem: Some(identity),
                 ..offline()
             };
             let err = TlsConnector::new(options).unwrap_err();
             assert!(err.to_string().starts_with(expected), "{err}");
+            assert_eq!(err.client_identity_part(), Some(part), "{err}");
         }
+        // Roots that do not parse are not the identity's fault.
+        let options = TlsOptions {
+            extra_roots_pem: vec![b"no pem here".to_vec()],
+            ..offline()
+        };
+        let err = TlsConnector::new(options).unwrap_err();
+        assert_eq!(err.client_identity_part(), None, "{err}");
     }
 
     #[test]

@@ -145,6 +145,7 @@ pub struct BuildError {
     setting: &'static str,
     value: String,
     reason: String,
+    identity: Option<pool_tls::IdentityPart>,
 }
 
 impl BuildError {
@@ -157,7 +158,23 @@ impl BuildError {
             setting,
             value: value.to_string(),
             reason: reason.into(),
+            identity: None,
         }
+    }
+
+    /// A TLS setting (`tls`, `proxy_tls`) whose configuration `error` refused.
+    pub(crate) fn tls(setting: &'static str, error: &pool_tls::TlsConfigError) -> BuildError {
+        BuildError {
+            identity: error.client_identity_part(),
+            ..BuildError::new(setting, "(configured certificates)", format!("{error:#}"))
+        }
+    }
+
+    /// Which part of the client identity (`client_identity_pem`) a refused TLS setting could
+    /// not use, when that was the problem: the certificate, or the key (a key that does not
+    /// match its certificate included); `None` for anything else, such as the roots.
+    pub fn client_identity_part(&self) -> Option<pool_tls::IdentityPart> {
+        self.identity
     }
 
     /// The name of the rejected setting (the builder method's name).

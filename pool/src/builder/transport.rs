@@ -273,11 +273,8 @@ impl Builder {
         if let Some(connector) = self.connector.take() {
             return Ok((connector, None));
         }
-        let unusable = |setting: &'static str| {
-            move |e: pool_tls::TlsConfigError| {
-                BuildError::new(setting, "(configured certificates)", format!("{e:#}"))
-            }
-        };
+        let unusable =
+            |setting: &'static str| move |e: pool_tls::TlsConfigError| BuildError::tls(setting, &e);
         let tls = TlsConnector::new(self.tls.clone()).map_err(unusable("tls"))?;
         let resolver = self
             .resolver

@@ -67,6 +67,32 @@ pub(crate) fn cases() -> Vec<Case> {
                 ],
             )
         },
+        // A certificate without its key, or with a key file that holds none: the key file
+        // cannot be set, exit 58, also beside --cacert (a key of another certificate is the
+        // same error, unit-tested in pool-tls).
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "tls client certificate without its key",
+                &["-sS", "--cacert", "%CA%", "--cert", "%CERT%", "%TLS%/hello"],
+            )
+        },
+        Case {
+            server: Server::TlsClientAuth,
+            ..case(
+                "tls client certificate with a key file holding no key",
+                &[
+                    "-sS",
+                    "--cacert",
+                    "%CA%",
+                    "--cert",
+                    "%CERT%",
+                    "--key",
+                    "%CA%",
+                    "%TLS%/hello",
+                ],
+            )
+        },
         // A key encrypted with a passphrase (%KEYENC%, PKCS #8, passphrase s3cret), opened by
         // --pass or by the password after --cert's colon; a wrong one is 58, and a passphrase
         // for a key that is not encrypted is ignored.
