@@ -126,6 +126,16 @@ impl<I: Read + Unpin> EarlyIo<I> {
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 
+    /// `written` bytes went out: the first of them release what was held. One branch once the
+    /// connection has served (`early` is gone by then).
+    #[inline]
+    fn after_write(&mut self, written: usize) -> usize {
+        if written > 0 && self.early.is_some() {
+            self.written();
+        }
+        written
+    }
+
     /// The first write went out: what was held is hyper's to read.
     #[cold]
     #[inline(never)]
@@ -170,10 +180,7 @@ impl<I: Read + Write + Unpin> Write for EarlyIo<I> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let written = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
-        if written > 0 && this.early.is_some() {
-            this.written();
-        }
-        Poll::Ready(Ok(written))
+        Poll::Ready(Ok(this.after_write(written)))
     }
 
     fn poll_write_vectored(
@@ -183,10 +190,7 @@ impl<I: Read + Write + Unpin> Write for EarlyIo<I> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let written = ready!(Pin::new(&mut this.inner).poll_write_vectored(cx, bufs))?;
-        if written > 0 && this.early.is_some() {
-            this.written();
-        }
-        Poll::Ready(Ok(written))
+        Poll::Ready(Ok(this.after_write(written)))
     }
 
     fn is_write_vectored(&self) -> bool {
