@@ -39,7 +39,8 @@ pub fn prepare_request<B>(request: &mut Request<B>, host: &HeaderValue) {
 /// it to know where to go) and carry the proxy's credentials and headers.
 #[derive(Clone, Debug, Default)]
 pub struct ForwardProxy {
-    /// The `Proxy-Authorization` value, if the proxy needs one.
+    /// The `Proxy-Authorization` value, if the proxy needs one. The connector gives the
+    /// proxy's `forwarded_authorization`, which is none when `headers` carry their own.
     pub authorization: Option<HeaderValue>,
     /// Headers for the proxy, appended to every request after its own.
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -47,7 +48,7 @@ pub struct ForwardProxy {
 
 /// Shapes a request for a forward proxy: `Host` as for any HTTP/1.1 request, the absolute-form
 /// target kept (or the request's [`RequestTarget`], sent to the proxy as it is, as curl
-/// does), `Proxy-Authorization` unless the caller or the proxy's headers set one, and the
+/// does), `Proxy-Authorization` unless the caller set one, and the
 /// proxy's headers appended (a request header of the same name stays; both go, as curl sends
 /// both lists).
 pub fn prepare_proxied_request<B>(
@@ -58,12 +59,7 @@ pub fn prepare_proxied_request<B>(
     add_host(request, host);
     override_target(request);
     if let Some(value) = &proxy.authorization {
-        // A proxy header of that name replaces the credentials, as on a tunnel's CONNECT.
-        let replaced = proxy
-            .headers
-            .iter()
-            .any(|(name, _)| name == PROXY_AUTHORIZATION);
-        if !replaced && !request.headers().contains_key(PROXY_AUTHORIZATION) {
+        if !request.headers().contains_key(PROXY_AUTHORIZATION) {
             request
                 .headers_mut()
                 .insert(PROXY_AUTHORIZATION, value.clone());
@@ -194,17 +190,12 @@ mod tests {
         assert_eq!(req.headers()[PROXY_AUTHORIZATION], "Basic dTpw");
         let values: Vec<_> = req.headers().get_all("x-proxy").iter().collect();
         assert_eq!(values, ["own", "p"]);
-        // The proxy's own header of that name replaces the credentials.
-        let replacing = ForwardProxy {
-            headers: vec![(PROXY_AUTHORIZATION, HeaderValue::from_static("Bearer t"))],
-            ..proxy
-        };
-        let mut req = Request::get("http://example.com/a").body(()).unwrap();
-        prepare_proxied_request(
-            &mut req,
-            &HeaderValue::from_static("example.com"),
-            &replacing,
-        );
+        // The caller's own credentials stay, alone.
+        let mut req = Request::get("http://example.com/a")
+            .header(PROXY_AUTHORIZATION, "Bearer t")
+            .body(())
+            .unwrap();
+        prepare_proxied_request(&mut req, &HeaderValue::from_static("example.com"), &proxy);
         let values: Vec<_> = req.headers().get_all(PROXY_AUTHORIZATION).iter().collect();
         assert_eq!(values, ["Bearer t"]);
     }

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::net::Ipv6Addr;
 
-use http::header::PROXY_AUTHENTICATE;
+use http::header::{PROXY_AUTHENTICATE, PROXY_AUTHORIZATION};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::auth::{AuthAnswer, AuthScheme, Challenged};
@@ -193,6 +193,20 @@ impl Proxy {
     /// negotiate message ([`AuthScheme::Ntlm`]), else none.
     pub fn upfront_authorization(&self) -> Option<HeaderValue> {
         self.auth.upfront(self.credentials()?)
+    }
+
+    /// The `Proxy-Authorization` a request forwarded through this proxy (no tunnel) carries
+    /// before any challenge: the [up-front credentials](Self::upfront_authorization), unless
+    /// one of the [forwarded headers](Self::forwarded_headers) is a `Proxy-Authorization`,
+    /// which then replaces them (as a header of that name does on a tunnel's `CONNECT`).
+    pub fn forwarded_authorization(&self) -> Option<HeaderValue> {
+        let replaced = self
+            .forwarded_headers()
+            .any(|(name, _)| name == PROXY_AUTHORIZATION);
+        if replaced {
+            return None;
+        }
+        self.upfront_authorization()
     }
 
     /// The `User-Agent` of this proxy's `CONNECT` requests, if one is set.
@@ -590,6 +604,23 @@ mod tests {
 
     fn p(s: &str) -> Proxy {
         Proxy::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_forwarded_proxy_authorization_header_replaces_the_credentials() {
+        let value = HeaderValue::from_static;
+        let proxy = p("http://u:pw@proxy.test:3128");
+        let upfront = proxy.upfront_authorization();
+        assert!(upfront.is_some());
+        assert_eq!(proxy.forwarded_authorization(), upfront);
+        // A CONNECT-only header replaces them on the CONNECT alone.
+        let connect_only = proxy
+            .clone()
+            .with_connect_header(PROXY_AUTHORIZATION, value("Bearer c"));
+        assert_eq!(connect_only.forwarded_authorization(), upfront);
+        let forwarded = proxy.with_header(PROXY_AUTHORIZATION, value("Bearer f"));
+        assert_eq!(forwarded.forwarded_authorization(), None);
+        assert_eq!(p("http://proxy.test").forwarded_authorization(), None);
     }
 
     #[test]

@@ -124,16 +124,25 @@ async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
 
 /// Headers for the proxy alone (curl's `--proxy-header`) go on the `CONNECT` of a tunnel and
 /// on each request through a forward proxy, and never through a tunnel to the origin; the
-/// proxy's user agent goes on the `CONNECT` only.
+/// proxy's user agent goes on the `CONNECT` only. A proxy header named `Proxy-Authorization`
+/// replaces the proxy's credentials on both.
 #[tokio::test]
 async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("origin"))).await;
     let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
     let config = ProxyConfig::new()
-        .all(Proxy::parse(&proxy.url()).unwrap())
+        .all(
+            Proxy::parse(&proxy.url())
+                .unwrap()
+                .with_credentials("u", "pass"),
+        )
         .with_header(
             http::HeaderName::from_static("x-for-proxy"),
             http::HeaderValue::from_static("1"),
+        )
+        .with_header(
+            http::header::PROXY_AUTHORIZATION,
+            http::HeaderValue::from_static("Bearer t"),
         )
         .with_user_agent(http::HeaderValue::from_static("connect-agent/1"));
     let forward = ConnectionPool::builder()
@@ -163,6 +172,14 @@ async fn proxy_headers_reach_the_proxy_and_not_the_origin() {
                 .contains("\r\nx-for-proxy: 1\r\n"),
             "{}",
             request.head
+        );
+    }
+    for request in &requests {
+        let head = request.head.to_ascii_lowercase();
+        assert_eq!(head.matches("proxy-authorization").count(), 1, "{head}");
+        assert!(
+            head.contains("\r\nproxy-authorization: bearer t\r\n"),
+            "{head}"
         );
     }
     // The `CONNECT` head writes names in title case, its own and the proxy headers alike.

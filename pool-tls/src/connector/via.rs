@@ -71,7 +71,7 @@ impl Inner {
         connected.proxy = Some(ProxyUse {
             proxy: label.clone(),
             tunnel,
-            authorization: (!tunnel).then(|| proxy.upfront_authorization()).flatten(),
+            authorization: (!tunnel).then(|| proxy.forwarded_authorization()).flatten(),
             headers: if tunnel {
                 Vec::new()
             } else {

@@ -3,10 +3,10 @@
 //! pool appends as the request goes out (`Proxy-Connection` among them). `-v` shows them and
 //! `%{size_request}` counts them, as curl's do.
 //!
-//! The credentials sent up front ([`upfront_credentials`]) curl mode puts in the request
-//! itself, after `Host` where curl has them, so the pool adds none; the pool's rule (none
-//! when the request or the proxy's headers have `Proxy-Authorization`) is mirrored here for
-//! a caller that did not.
+//! The credentials sent up front curl mode puts in the request itself, after `Host` where
+//! curl has them, so the pool adds none. For a caller that did not, [`Forwarded::added`]
+//! shows what the pool adds: `Proxy::forwarded_authorization`, unless the request has a
+//! `Proxy-Authorization` of its own.
 //!
 //! What this does not do: add the proxy's headers (the pool does,
 //! `pool_h1::prepare_proxied_request`).
@@ -35,7 +35,9 @@ impl<'a> Forwarded<'a> {
 
     /// The headers the pool adds after `headers` (the request's own), in its order.
     pub(crate) fn added(&self, headers: &HeaderMap) -> Vec<(HeaderName, HeaderValue)> {
-        let authorization = upfront_credentials(self.proxy)
+        let authorization = self
+            .proxy
+            .forwarded_authorization()
             .filter(|_| !headers.contains_key(PROXY_AUTHORIZATION))
             .map(|value| (PROXY_AUTHORIZATION, value));
         authorization
@@ -43,13 +45,4 @@ impl<'a> Forwarded<'a> {
             .chain(self.proxy.forwarded_headers().cloned())
             .collect()
     }
-}
-
-/// `proxy`'s credentials sent before any challenge, unless one of its own headers
-/// (`--proxy-header`) replaces them (as the pool leaves them out then).
-pub(crate) fn upfront_credentials(proxy: &pool::Proxy) -> Option<HeaderValue> {
-    let replaced = proxy
-        .forwarded_headers()
-        .any(|(name, _)| name == PROXY_AUTHORIZATION);
-    proxy.upfront_authorization().filter(|_| !replaced)
 }

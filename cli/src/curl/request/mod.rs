@@ -30,7 +30,7 @@ mod build;
 mod forward;
 mod uploading;
 
-pub(crate) use forward::{Forwarded, upfront_credentials};
+pub(crate) use forward::Forwarded;
 
 /// The `User-Agent` poolcurl sends without `-A`, as curl sends `curl/VERSION`.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));

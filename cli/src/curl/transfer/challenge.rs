@@ -136,7 +136,7 @@ impl Session {
         let forward = self.forward_proxy(uri);
         let authorization = digest
             .cloned()
-            .or_else(|| forward.and_then(crate::curl::request::upfront_credentials));
+            .or_else(|| forward.and_then(pool::Proxy::forwarded_authorization));
         let keep_alive = forward
             .filter(|_| crate::curl::setup::proxy_keep_alive(&self.args.connect))
             .map(|_| HeaderValue::from_static("Keep-Alive"));
