@@ -1655,6 +1655,39 @@ async fn a_closed_port_exits_7() {
     );
     assert!(run.stderr.ends_with("ms: Couldn't connect to server\n"));
     assert_eq!(run.stdout_text(), "000");
+
+    // `-v` ends as curl's does: the address tried and why it failed, the message, the close.
+    let run = poolcurl(&["-sv", &format!("http://127.0.0.1:{port}/")]).await;
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", run.stderr);
+    assert_eq!(lines[0], format!("*   Trying 127.0.0.1:{port}..."));
+    assert_eq!(
+        lines[1],
+        format!("* connect to 127.0.0.1 port {port} failed: Connection refused")
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "* Failed to connect to 127.0.0.1 port {port} after "
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(lines[3], "* Closing connection");
+}
+
+/// A response `-f` refuses ends `-v`'s trace with curl's message before the close.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_ends_a_refused_response_with_the_reason() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::new(404))).await;
+    let run = poolcurl(&["-sfv", &server.url("/gone")]).await;
+    assert_eq!(run.code, 22, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .ends_with("* The requested URL returned error: 404\n* Closing connection 1\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// `--connect-to` moves the socket only: TLS still verifies the URL's host and `Host` names

@@ -585,6 +585,21 @@ fn find_all<T: StdError + 'static>(error: &pool::Error) -> impl Iterator<Item = 
     std::iter::successors(first, |e| (*e).source()).filter_map(|e| e.downcast_ref::<T>())
 }
 
+/// The address a failed TCP connect dialed and the system's reason, as curl's `-v` says them
+/// (`connect to 127.0.0.1 port 1 failed: Connection refused`): the attempt that failed last
+/// when several addresses were tried.
+pub(crate) fn failed_dial(error: &pool::Error) -> Option<(std::net::SocketAddr, String)> {
+    let connect = find::<pool::ConnectError>(error).filter(|e| e.is_connect())?;
+    let cause = root_cause(error);
+    // `Connection refused (os error 111)`: curl's `strerror` text has no number.
+    let reason = cause
+        .split(" (os error")
+        .next()
+        .unwrap_or(&cause)
+        .to_owned();
+    Some((connect.addr()?, reason))
+}
+
 /// The first error of type `T` in `error`'s source chain.
 fn find<T: StdError + 'static>(error: &pool::Error) -> Option<&T> {
     find_all(error).next()

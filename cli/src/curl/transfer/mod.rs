@@ -340,6 +340,13 @@ impl Session {
         })
     }
 
+    /// `error`, refused after the response head came on `connection` (which closes), with
+    /// `-v`'s last lines: its message and the close, as curl ends the trace.
+    fn failing(&self, connection: Option<&pool::ConnectionHandle>, error: CurlError) -> CurlError {
+        self.verbose.failed(None, connection, error.message());
+        error
+    }
+
     /// `-C`: the offset to resume at (`-` is the size of the output file so far).
     fn resume_offset(&self, sink: &Sink) -> Option<u64> {
         match self.args.send.continue_at.as_deref()? {
@@ -409,8 +416,7 @@ impl Session {
             // blank line that ends it not; nothing of the body is read (dropping it closes the
             // connection), so no output file is created.
             self.write_head(sink, include, &head[..head.len() - 2])?;
-            self.verbose.done(connection, &target.host, true);
-            return Err(CurlError::file_too_large());
+            return Err(self.failing(connection, CurlError::file_too_large()));
         }
         let challenge = (parts.status, &parts.headers);
         if let Some(answered) =
@@ -464,8 +470,7 @@ impl Session {
             if include {
                 sink.finish()?;
             }
-            self.verbose.done(connection, &target.host, true);
-            return Err(CurlError::http_error(status));
+            return Err(self.failing(connection, CurlError::http_error(status)));
         }
         // Only a GET is held to it, as in curl (`-I -C N` takes a whole head).
         let resuming = self.args.send.continue_at.is_some() && hop.method == Method::GET;
@@ -481,15 +486,15 @@ impl Session {
         }
         if ranged && status == 200 && resuming {
             self.write_head(sink, false, &head)?;
-            self.verbose.done(connection, &target.host, true);
             // curl's exception: a whole resource exactly as long as what `-C` already has is
             // the download complete, not a server that cannot resume.
             let length = content_length(&parts);
             if length.is_some() && length == resume {
+                self.verbose.done(connection, &target.host, true);
                 sink.finish()?;
                 return Ok(Next::Done);
             }
-            return Err(CurlError::range_ignored());
+            return Err(self.failing(connection, CurlError::range_ignored()));
         }
         self.write_head(sink, include, &head)?;
         let time_condition = state.template.time_condition();

@@ -328,7 +328,7 @@ impl Session {
         crate::curl::sink::write_head(dump.as_deref_mut(), included, &trailers)
     }
 
-    /// Traces a pool error with `-v` and maps it to curl's code and message.
+    /// Maps a pool error to curl's code and message, and ends the `-v` trace with them.
     fn failed(
         &self,
         error: &pool::Error,
@@ -336,8 +336,7 @@ impl Session {
         record: &TransferRecord,
         remaining: Option<u64>,
     ) -> CurlError {
-        self.verbose.info(&format!("{error:#}"));
-        exit::classify(
+        let failure = exit::classify(
             error,
             &Attempt {
                 host: &target.host,
@@ -348,7 +347,13 @@ impl Session {
                 remaining,
                 prior_knowledge: target.prior_knowledge,
             },
-        )
+        );
+        self.verbose.failed(
+            exit::failed_dial(error),
+            record.connection.as_ref(),
+            failure.message(),
+        );
+        failure
     }
 }
 

@@ -36,6 +36,11 @@
 //! except where the body goes to a terminal. `--trace-time` starts each line with the local
 //! time, `HH:MM:SS.micros`, as curl does.
 //!
+//! A transfer that fails ends as curl's trace does: a connect the system refused names the
+//! address and the reason (`* connect to 127.0.0.1 port 1 failed: Connection refused`; the
+//! last address tried, when there were several), then curl's message and `* Closing
+//! connection`, numbered when a connection was made.
+//!
 //! With `--trace` or `--trace-ascii` ([`super::trace`]) the same lines go to the trace file as
 //! curl lays them out there (`== Info:` for `*`, a dump of the bytes for `>` and `<`), with
 //! every block of the body dumped.
@@ -275,6 +280,34 @@ impl Verbose {
             let status =
                 tunnel_lines(lines, sent.as_deref(), authority, Some(answer)).unwrap_or_default();
             lines.info(&format!("CONNECT tunnel failed, response {status}"));
+        });
+    }
+
+    /// A transfer that failed, as curl ends its trace: the address a failed connect dialed
+    /// (`dial`, with the system's reason), curl's message, and the connection closing (without
+    /// a number when no connection was made, as curl 8 words it).
+    pub(crate) fn failed(
+        &self,
+        dial: Option<(std::net::SocketAddr, String)>,
+        connection: Option<&pool::ConnectionHandle>,
+        message: &str,
+    ) {
+        self.print(|lines| {
+            if let Some((addr, reason)) = dial {
+                // Without an IPv6 scope, as curl writes it.
+                let shown = std::net::SocketAddr::new(addr.ip(), addr.port());
+                lines.info(&format!("  Trying {shown}..."));
+                lines.info(&format!(
+                    "connect to {} port {} failed: {reason}",
+                    addr.ip(),
+                    addr.port()
+                ));
+            }
+            lines.info(message);
+            match connection {
+                Some(c) => lines.info(&format!("Closing connection {}", c.id().as_u64())),
+                None => lines.info("Closing connection"),
+            }
         });
     }
 
