@@ -590,13 +590,7 @@ fn find_all<T: StdError + 'static>(error: &pool::Error) -> impl Iterator<Item = 
 /// when several addresses were tried.
 pub(crate) fn failed_dial(error: &pool::Error) -> Option<(std::net::SocketAddr, String)> {
     let connect = find::<pool::ConnectError>(error).filter(|e| e.is_connect())?;
-    let cause = root_cause(error);
-    // `Connection refused (os error 111)`: curl's `strerror` text has no number.
-    let reason = cause
-        .split(" (os error")
-        .next()
-        .unwrap_or(&cause)
-        .to_owned();
+    let reason = find::<std::io::Error>(error).map_or_else(|| root_cause(error), strerror);
     Some((connect.addr()?, reason))
 }
 
