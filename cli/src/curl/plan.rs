@@ -5,7 +5,8 @@
 //! expanded by [`super::glob`] unless `-g`. Output flags pair with URLs in command-line order,
 //! as curl pairs them: the first `-o`/`-O` goes with the first URL (and all of its glob
 //! expansions, `#N` in an `-o` name taking the Nth glob's value), the second with the second,
-//! and so on; URLs left over go to stdout, or to their remote name with `--remote-name-all`.
+//! and so on; URLs left over go to stdout, or to their remote name after a `--remote-name-all`
+//! (curl gives each URL the setting in force where its node was made).
 //! `-T` pairs the same way: the first `-T` uploads to the first URL, the second to the second,
 //! URLs left over upload nothing, and `-T ""` keeps its URL's place without an upload. A `-T`
 //! name is a glob too (unless `-g`): each file it names goes to each URL its URL expands to,
@@ -58,6 +59,14 @@ enum Spec {
 
 /// The URLs of the command line in order (`--url` and positional, interleaved as given).
 pub(crate) fn urls_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<String> {
+    urls_placed(args, matches)
+        .into_iter()
+        .map(|(_, url)| url)
+        .collect()
+}
+
+/// [`urls_in_order`], each with its place on the command line.
+fn urls_placed(args: &CurlArgs, matches: &ArgMatches) -> Vec<(usize, String)> {
     let mut urls: Vec<(usize, String)> = Vec::new();
     for (id, values) in [("url", &args.transfer.url), ("urls", &args.urls)] {
         let indices: Vec<usize> = matches
@@ -69,7 +78,7 @@ pub(crate) fn urls_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<String
         }
     }
     urls.sort_by_key(|(index, _)| *index);
-    urls.into_iter().map(|(_, url)| url).collect()
+    urls
 }
 
 /// The transfers, in order, with their outputs.
@@ -93,8 +102,9 @@ pub(crate) fn plan(
             glob::expand(&pattern)
         }
     };
+    let remote_by_default = remote_by_default(args, matches);
     let mut planned = Vec::new();
-    for (n, url) in urls_in_order(args, matches).into_iter().enumerate() {
+    for (n, (place, url)) in urls_placed(args, matches).into_iter().enumerate() {
         let files = match uploads.get(n).cloned().flatten() {
             Some(pattern) => globbed(pattern)?.into_iter().map(|f| Some(f.url)).collect(),
             None => vec![None],
@@ -109,7 +119,7 @@ pub(crate) fn plan(
                     }
                     Some(Spec::Remote) => Output::Remote,
                     Some(Spec::Stdout) => Output::Stdout,
-                    None if args.transfer.remote_name_all => Output::Remote,
+                    None if remote_by_default(place, n) => Output::Remote,
                     None => Output::Stdout,
                 };
                 planned.push(Planned {
@@ -122,6 +132,25 @@ pub(crate) fn plan(
         }
     }
     Ok(planned)
+}
+
+/// Whether `--remote-name-all` names the output of URL node `n`, whose URL is at `place`:
+/// curl gives each node the setting in force when the node was made (by its URL or its
+/// `-T`, whichever came first; a node made by `-o` or `-O` has its output), so the flag
+/// holds for the URLs after it, not those before.
+fn remote_by_default(args: &CurlArgs, matches: &ArgMatches) -> impl Fn(usize, usize) -> bool {
+    let from = matches
+        .indices_of("remote_name_all")
+        .and_then(Iterator::min)
+        .filter(|_| args.transfer.remote_name_all);
+    let uploads: Vec<usize> = matches
+        .indices_of("upload_file")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    move |place, n| {
+        let made = uploads.get(n).map_or(place, |&upload| upload.min(place));
+        from.is_some_and(|from| from < made)
+    }
 }
 
 /// `-T` in command-line order (clap keeps one flag's values in order): `None` for `-T ""`.
@@ -301,6 +330,17 @@ mod tests {
         let p = planned(&["--remote-name-all", "--url", "http://a/1", "http://a/2"]);
         assert!(p.iter().all(|(_, o)| *o == Output::Remote));
         assert_eq!(p[0].0, "http://a/1");
+        // It holds for the URLs after it; a `-T` before the URL made its node earlier.
+        let outputs =
+            |argv: &[&str]| -> Vec<Output> { planned(argv).into_iter().map(|(_, o)| o).collect() };
+        assert_eq!(
+            outputs(&["http://a/1", "--remote-name-all", "http://a/2"]),
+            [Output::Stdout, Output::Remote]
+        );
+        assert_eq!(
+            outputs(&["-T", "f", "--remote-name-all", "http://a/1", "http://a/2"]),
+            [Output::Stdout, Output::Remote]
+        );
         // --no-remote-name takes a slot of its own: stdout, whatever -O or
         // --remote-name-all say of the others.
         let p = planned(&[

@@ -374,6 +374,15 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/files/three.txt",
             ],
         ),
+        // --remote-name-all holds for the URLs after it, not for one before it.
+        case(
+            "remote name all holds from its place",
+            &[
+                "%BASE%/files/one.txt",
+                "--remote-name-all",
+                "%BASE%/files/two.txt",
+            ],
+        ),
         case(
             "create dirs",
             &["--create-dirs", "-o", "%DIR%/a/b/c.txt", "%BASE%/hello"],
