@@ -57,15 +57,8 @@ enum Spec {
     Stdout,
 }
 
-/// The URLs of the command line in order (`--url` and positional, interleaved as given).
-pub(crate) fn urls_in_order(args: &CurlArgs, matches: &ArgMatches) -> Vec<String> {
-    urls_placed(args, matches)
-        .into_iter()
-        .map(|(_, url)| url)
-        .collect()
-}
-
-/// [`urls_in_order`], each with its place on the command line.
+/// The URLs of the command line in order (`--url` and positional, interleaved as given), each
+/// with its place on the command line.
 fn urls_placed(args: &CurlArgs, matches: &ArgMatches) -> Vec<(usize, String)> {
     let mut urls: Vec<(usize, String)> = Vec::new();
     for (id, values) in [("url", &args.transfer.url), ("urls", &args.urls)] {
