@@ -71,9 +71,10 @@ pub struct RawHeaderNames {
     ends: Vec<usize>,
     /// The names of the 1xx heads before this one, in order.
     informational: Vec<RawHeaderNames>,
-    /// A 1xx head's reason phrase as written (hyper passes the final head's on as
-    /// `hyper::ext::ReasonPhrase`, but not a 1xx head's).
-    reason: Option<Box<str>>,
+    /// The head's status line as written, without its line end (hyper passes the final
+    /// head's reason phrase on as `hyper::ext::ReasonPhrase`, but not a 1xx head's, and
+    /// neither says how the line was spaced).
+    status_line: Box<str>,
 }
 
 impl RawHeaderNames {
@@ -93,11 +94,22 @@ impl RawHeaderNames {
         &self.informational
     }
 
-    /// The reason phrase of a 1xx head (one of [`informational`](Self::informational)) as the
-    /// server wrote it, which hyper's `on_informational` callback does not carry; `None` for
-    /// the final head, whose phrase hyper reports itself.
-    pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref()
+    /// The head's status line as the server wrote it (`HTTP/1.1 200 OK`, `HTTP/1.1 200`
+    /// with no phrase), without its line end; invalid UTF-8 replaced. For a tool that shows
+    /// heads as they came, as curl's `-i` does.
+    pub fn status_line(&self) -> &str {
+        &self.status_line
+    }
+
+    /// The reason phrase as the server wrote it: what follows the status code and its space
+    /// (empty when there is none). hyper's `on_informational` callback does not carry a 1xx
+    /// head's.
+    pub fn reason(&self) -> &str {
+        let line = self.status_line.trim_start_matches(|c| c != ' ');
+        let after_code = line
+            .trim_start_matches(' ')
+            .trim_start_matches(|c| c != ' ');
+        after_code.strip_prefix(' ').unwrap_or(after_code)
     }
 
     /// How many header fields the head had.
@@ -320,11 +332,10 @@ impl<I> NamesIo<I> {
                     parsed => parsed,
                 };
             match parsed {
-                Ok(httparse::Status::Complete((len, code, reason, mut names))) => {
+                Ok(httparse::Status::Complete((len, code, mut names))) => {
                     let informational =
                         code.is_some_and(|code| (100..200).contains(&code) && code != 101);
                     if informational {
-                        names.reason = reason.map(Box::from);
                         self.informational.push(names);
                         used += len;
                         continue;
@@ -356,23 +367,39 @@ impl<I> NamesIo<I> {
 }
 
 /// One response head from the start of `bytes`, read into `fields`: its length, status code,
-/// reason phrase and header names when it is complete.
+/// and status line and header names when it is complete.
 fn parse_one<'b>(
     config: &httparse::ParserConfig,
     bytes: &'b [u8],
     fields: &mut [httparse::Header<'b>],
-) -> httparse::Result<(usize, Option<u16>, Option<&'b str>, RawHeaderNames)> {
+) -> httparse::Result<(usize, Option<u16>, RawHeaderNames)> {
     let mut response = httparse::Response::new(fields);
     Ok(match config.parse_response(&mut response, bytes)? {
         httparse::Status::Complete(len) => {
-            let mut names = RawHeaderNames::default();
+            let mut names = RawHeaderNames {
+                status_line: first_line(bytes),
+                ..RawHeaderNames::default()
+            };
             for field in response.headers.iter() {
                 names.push(field.name);
             }
-            httparse::Status::Complete((len, response.code, response.reason, names))
+            httparse::Status::Complete((len, response.code, names))
         }
         httparse::Status::Partial => httparse::Status::Partial,
     })
+}
+
+/// The first line of a complete head, without its line end, past the empty lines httparse
+/// skips before a status line.
+fn first_line(head: &[u8]) -> Box<str> {
+    let start = head
+        .iter()
+        .position(|b| !matches!(b, b'\r' | b'\n'))
+        .unwrap_or(head.len());
+    let line = &head[start..];
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    String::from_utf8_lossy(line).into()
 }
 
 impl<I: Read + Unpin> Read for NamesIo<I> {
@@ -481,6 +508,26 @@ mod tests {
     }
 
     #[test]
+    fn the_status_line_is_kept_as_written() {
+        for (head, line, reason) in [
+            (&b"HTTP/1.1 200\r\n\r\n"[..], "HTTP/1.1 200", ""),
+            (b"HTTP/1.1 200 \r\n\r\n", "HTTP/1.1 200 ", ""),
+            (
+                b"HTTP/1.0 404 Not  Found\n\n",
+                "HTTP/1.0 404 Not  Found",
+                "Not  Found",
+            ),
+        ] {
+            let mut io = io();
+            io.request_written();
+            io.observe(head);
+            let raw = io.slot.take().expect("a complete head");
+            assert_eq!(raw.status_line(), line);
+            assert_eq!(raw.reason(), reason, "{line}");
+        }
+    }
+
+    #[test]
     fn a_head_split_over_reads_and_after_a_100_continue() {
         let mut io = io();
         io.request_written();
@@ -497,8 +544,8 @@ mod tests {
             .map(|h| h.iter().collect())
             .collect();
         assert_eq!(early, [vec!["X-Early"]]);
-        assert_eq!(raw.informational()[0].reason(), Some("Go On"));
-        assert_eq!(raw.reason(), None, "hyper reports the final head's phrase");
+        assert_eq!(raw.informational()[0].reason(), "Go On");
+        assert_eq!(raw.informational()[0].status_line(), "HTTP/1.1 100 Go On");
     }
 
     #[test]

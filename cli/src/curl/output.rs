@@ -30,9 +30,14 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             write_informational(&mut head, one, written.map(|names| &names[at]));
         }
     }
-    let line = match parts.version {
-        Version::HTTP_2 => format!("HTTP/2 {} ", status.as_u16()),
-        version => {
+    let written = raw
+        .map(pool::RawHeaderNames::status_line)
+        .filter(|line| !line.is_empty());
+    let line = match (parts.version, written) {
+        (Version::HTTP_2, _) => format!("HTTP/2 {} ", status.as_u16()),
+        // As the server wrote it, as curl shows it (`HTTP/1.1 200` without a phrase).
+        (_, Some(line)) => line.to_owned(),
+        (version, None) => {
             let reason = parts
                 .extensions
                 .get::<hyper::ext::ReasonPhrase>()
@@ -144,11 +149,15 @@ fn write_informational(
     written: Option<&pool::RawHeaderNames>,
 ) {
     let status = head.status;
-    let reason = written
-        .and_then(pool::RawHeaderNames::reason)
-        .or(status.canonical_reason())
-        .unwrap_or_default();
-    let line = format!("{} {} {reason}", http1(head.version), status.as_u16());
+    let line = match written {
+        Some(written) => written.status_line().to_owned(),
+        None => format!(
+            "{} {} {}",
+            http1(head.version),
+            status.as_u16(),
+            status.canonical_reason().unwrap_or_default()
+        ),
+    };
     write_head(out, &line, &head.headers, written);
 }
 

@@ -461,6 +461,14 @@ pub(crate) fn cases() -> Vec<Case> {
         case("150 headers", &["-i", "%BASE%/lie/many"]),
         case("a head over 300 kB", &["%BASE%/lie/huge"]),
         case("1xx before the response", &["-i", "%BASE%/lie/continue"]),
+        case(
+            "status line without a phrase",
+            &["-i", "-w", "%{size_header}", "%BASE%/lie/no-reason"],
+        ),
+        case(
+            "status line oddly spaced",
+            &["-i", "%BASE%/lie/spaced-reason"],
+        ),
         // curl's Proxy-Connection on a forwarded request, and a --proxy-header that removes or
         // replaces it.
         case(

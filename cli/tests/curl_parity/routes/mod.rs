@@ -53,6 +53,9 @@ fn lie(name: &str) -> Reply {
             let lines: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
             format!("HTTP/1.1 200 OK\r\n{lines}{ok}")
         }
+        // Status lines as written: no reason phrase (and no space before it), odd spacing.
+        "no-reason" => format!("HTTP/1.1 200\r\n{ok}"),
+        "spaced-reason" => format!("HTTP/1.1 200 All  Good \r\n{ok}"),
         // 1xx heads before the response, their names and reason phrases as written.
         "continue" => format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ok}"),
         "early-hints" => format!(
