@@ -384,7 +384,12 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
         options.client_identity_pem =
             Some(client_cert::read_identity(&client_cert::IdentityFiles {
                 cert,
-                key: args.proxy_key.as_deref(),
+                // curl takes `--proxy-key ''` (unlike `--key ''`) as no key file.
+                key: args
+                    .proxy_key
+                    .as_deref()
+                    .filter(|key| !key.is_empty())
+                    .map(std::path::Path::new),
                 cert_type: args.proxy_cert_type.as_deref(),
                 key_type: args.proxy_key_type.as_deref(),
                 pass: args.proxy_pass.as_deref(),

@@ -29,9 +29,9 @@ pub(crate) struct ProxyTlsArgs {
     #[arg(long = "proxy-cert", value_name = "FILE[:PASSWORD]")]
     pub(crate) proxy_cert: Option<PathBuf>,
 
-    /// Private key (PEM) for --proxy-cert
+    /// Private key (PEM) for --proxy-cert ("" for none, as curl 8 allows)
     #[arg(long = "proxy-key", value_name = "FILE")]
-    pub(crate) proxy_key: Option<PathBuf>,
+    pub(crate) proxy_key: Option<String>,
 
     /// Passphrase of an encrypted --proxy-key (PKCS #8)
     #[arg(long = "proxy-pass", value_name = "PHRASE")]

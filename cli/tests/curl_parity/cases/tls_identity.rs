@@ -4,6 +4,8 @@ use crate::{Case, Extra, Server, case, with_server};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // A blank --proxy-key is no key file (curl takes it; a blank --key it refuses).
+        case("blank proxy key", &["--proxy-key", "", "%BASE%/hello"]),
         // -w '%{certs}': the chain a new connection's server sent, in OpenSSL's text (nothing
         // for the reused connection), alone, with the CA sent after the leaf, and in %{json}.
         with_server(
