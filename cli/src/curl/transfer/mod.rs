@@ -441,11 +441,13 @@ impl Session {
             return Ok(Next::WithoutExpect);
         }
 
-        // An empty `Location` is no redirect (curl ignores it), not one to this same URL.
+        // An empty `Location` is no redirect (curl ignores it), not one to this same URL; of
+        // several, curl takes the first that is not empty.
         let location = parts
             .headers
-            .get(LOCATION)
-            .filter(|value| !value.as_bytes().trim_ascii().is_empty())
+            .get_all(LOCATION)
+            .iter()
+            .find(|value| !value.as_bytes().trim_ascii().is_empty())
             .filter(|_| redirect::is_followed(parts.status));
         if let Some(location) = location {
             let next = url::resolve_location(uri, location.as_bytes());

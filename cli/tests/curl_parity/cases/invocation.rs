@@ -939,6 +939,15 @@ pub(crate) fn cases() -> Vec<Case> {
                 "%BASE%/empty-location",
             ],
         ),
+        // Of several, the first that is not empty.
+        case(
+            "several locations",
+            &["-w", "%{redirect_url}", "%BASE%/locations"],
+        ),
+        case(
+            "several locations followed",
+            &["-L", "-w", "%{url_effective}", "%BASE%/locations"],
+        ),
         case(
             "location with raw utf-8",
             &["-L", "-w", "%{url_effective}", "%BASE%/utf8-location"],

@@ -115,6 +115,11 @@ pub(crate) fn routes(flaky: &AtomicUsize, req: &RecordedRequest) -> Reply {
         "/redirect307" => Reply::new(307).header("location", "/echo").body("moved\n"),
         // An empty Location is no redirect; one with raw UTF-8 goes percent-encoded.
         "/empty-location" => Reply::new(302).header("location", "").body("nowhere\n"),
+        "/locations" => Reply::new(302)
+            .header("location", " ")
+            .header("location", "/hello")
+            .header("location", "/echo")
+            .body("three\n"),
         "/utf8-location" => Reply::new(302)
             .header("location", "/echo/é")
             .body("moved\n"),
