@@ -1634,6 +1634,17 @@ async fn url_errors_exit_3_and_1() {
     assert_eq!(run.code, 3, "{}", run.stderr);
 }
 
+/// curl sends `<`, `>` and `` ` `` in a URL's path and query as typed; `http::Uri` takes none
+/// of them, so poolcurl sends them percent-encoded rather than refusing the URL.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_with_angle_brackets_goes_percent_encoded() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("ok"))).await;
+    let run = poolcurl(&["-s", &server.url("/a<b>?q=`x`")]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "ok");
+    assert_eq!(server.requests()[0].target, "/a%3cb%3e?q=%60x%60");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_port_exits_7() {
     let refused = RefusedAddr::new();

@@ -66,7 +66,7 @@ fn parse_absolute(text: &str) -> Result<Uri, CurlError> {
     };
     // An IPv6 zone id is no part of the host `http` reads; it is dialed apart (`zone`).
     let text = super::zone::split(&text).map_or(text, |zoned| zoned.url);
-    let text = normalize_host(normalize_port(text));
+    let text = encode_refused(normalize_host(normalize_port(text)));
     let uri: Uri = text.parse().map_err(|_| CurlError::malformed_url())?;
     match uri.host() {
         Some(host) if !host.is_empty() && host != "[]" => Ok(uri),
@@ -356,6 +356,31 @@ fn without_default_port(uri: &Uri) -> Option<Uri> {
     Uri::from_parts(parts).ok()
 }
 
+/// `url` (with its scheme) with the `<`, `>` and `` ` `` of its path and query
+/// percent-encoded. curl sends them as typed; `http::Uri` takes no such byte, and a request
+/// for the encoded path is the same request to a server that decodes it (RFC 3986 section
+/// 2.1), where refusing the URL would fail it.
+fn encode_refused(url: String) -> String {
+    let after_authority = url.find("://").map_or(0, |at| at + 3);
+    let target = url[after_authority..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |at| after_authority + at);
+    if !url[target..].contains(['<', '>', '`']) {
+        return url;
+    }
+    let (origin, rest) = url.split_at(target);
+    let mut encoded = String::from(origin);
+    for c in rest.chars() {
+        match c {
+            '<' => encoded.push_str("%3c"),
+            '>' => encoded.push_str("%3e"),
+            '`' => encoded.push_str("%60"),
+            c => encoded.push(c),
+        }
+    }
+    encoded
+}
+
 /// Percent-encodes the bytes `http::Uri` refuses (controls, space, non-ASCII and a few
 /// delimiters), as curl does with a `Location` it follows.
 fn encode_unsafe(bytes: &[u8]) -> String {
@@ -386,6 +411,22 @@ fn escape(bytes: &[u8], escaped: impl Fn(u8) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bytes_a_uri_refuses_in_a_target_are_encoded() {
+        let target = |url: &str| {
+            parse_url(url)
+                .unwrap()
+                .path_and_query()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(target("http://h/a<b>?q=`x`"), "/a%3cb%3e?q=%60x%60");
+        assert_eq!(target("http://h?q=<"), "/?q=%3c");
+        assert_eq!(target("h/é<"), "/é%3c");
+        // Not in the authority: a host with one stays refused.
+        assert!(parse_url("http://a<b/").is_err());
+    }
 
     #[test]
     fn numeric_ipv4_hosts_are_dotted_and_international_names_ascii() {
