@@ -149,7 +149,7 @@ impl Shared {
         &mut self,
         args: &CurlArgs,
         connect_to: &ConnectToArgs,
-    ) -> Result<pool::Client, CurlError> {
+    ) -> Result<(pool::Client, Option<CurlError>), CurlError> {
         // A tunnel's `CONNECT` carries `-A`, so through a proxy it is a connection flag too.
         let proxied = setup::proxy_config(&args.connect, None)?.is_some();
         let agent = args.send.user_agent.clone().filter(|_| proxied);
@@ -160,17 +160,18 @@ impl Shared {
                 && built.ntlm == args.send.ntlm
         });
         if let Some(built) = same {
-            return Ok(built.client.clone());
+            return Ok((built.client.clone(), built.tls_refusal.clone()));
         }
-        let client = setup::build_client(args, connect_to)?;
+        let (client, tls_refusal) = setup::build_client_for_transfers(args, connect_to)?;
         self.clients.push(Built {
             connect: args.connect.clone(),
             net: args.net.clone(),
             connect_agent: agent,
             ntlm: args.send.ntlm,
             client: client.clone(),
+            tls_refusal: tls_refusal.clone(),
         });
-        Ok(client)
+        Ok((client, tls_refusal))
     }
 }
 
@@ -184,6 +185,8 @@ struct Built {
     /// `--ntlm`, which keeps the group to HTTP/1.1.
     ntlm: bool,
     client: pool::Client,
+    /// Why the group's `https://` transfers fail: an origin TLS file it could not use.
+    tls_refusal: Option<CurlError>,
 }
 
 /// Whether a `-Z` run draws its meter: as a transfer would draw its own (not `-s`, not

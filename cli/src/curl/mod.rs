@@ -141,7 +141,8 @@ pub(crate) struct Session {
     /// ALPN protocols offered over TLS, for `-v`.
     alpn_offer: &'static str,
     /// Why no TLS connection can be made with the flags (read once, see
-    /// `NetArgs::tls_refusal`): each `https://` transfer fails with it.
+    /// `NetArgs::tls_refusal`), or with the origin TLS files they name (see
+    /// `setup::build_client_for_transfers`): each `https://` transfer fails with it.
     tls_refusal: Option<CurlError>,
     /// The `-v` trace.
     verbose: Verbose,
@@ -244,7 +245,7 @@ impl Session {
             .filter_map(|url| zone::split(url))
             .collect();
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to).with_zones(&zones);
-        let client = shared.client_for(&args, &connect_to)?;
+        let (client, files_refusal) = shared.client_for(&args, &connect_to)?;
         // The pool has its own copy; curl mode's places a forward proxy's credentials, answers
         // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route.
         let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?;
@@ -262,7 +263,7 @@ impl Session {
             // Written through at each head, as curl flushes it: an `-o` of the same file then
             // starts over it, as curl's does.
             .map(|path| Mutex::new(Sink::file(path, dump_mode).flush_each_write(true)));
-        let tls_refusal = args.net.tls_refusal();
+        let tls_refusal = args.net.tls_refusal().or(files_refusal);
         let hsts = args.transfer.hsts.as_deref().map(hsts::Hsts::load);
         let alt_svc = args
             .transfer

@@ -291,6 +291,11 @@ const MAX_RESPONSE_HEADERS: usize = 1000;
 /// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of
 /// response heads.
 fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
+    // Read before the CA files, as curl's TLS setup loads the client certificate first: with
+    // both unusable, the error is the certificate's (58).
+    let identity = identity_files(args)
+        .map(|files| client_cert::read_identity(&files))
+        .transpose()?;
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
     let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
         .protocol(curl_protocol_policy(args))
@@ -340,8 +345,7 @@ fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, 
     let inner = curl_names(&args.connect, names)?;
     let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
     builder = builder.resolver(CurlResolver { inner, only_ipv6 });
-    if let Some(files) = identity_files(args) {
-        let (chain, key) = client_cert::read_identity(&files)?;
+    if let Some((chain, key)) = identity {
         builder = builder.client_identity_pem(chain, key);
     }
     for pin in args
@@ -538,6 +542,38 @@ pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration
     args.connect_timeout
         .filter(|t| !t.is_zero())
         .unwrap_or(default)
+}
+
+/// [`build_client`] for a group's transfers, where an origin TLS file that cannot be used
+/// (`--cacert`, `--crlfile`, `--cert`/`--key`: exit 77, 82 or 58) is no reason to fail an
+/// `http://` transfer: as curl, such a file fails the `https://` transfers only. The second
+/// value is that error; the client is then built without those files (it verifies with the
+/// platform's roots and has no certificate to present, which no `https://` transfer of the
+/// group reaches, as each fails first).
+///
+/// # Errors
+///
+/// As [`build_client`], for anything else.
+pub(crate) fn build_client_for_transfers(
+    args: &CurlArgs,
+    connect_to: &ConnectToArgs,
+) -> Result<(pool::Client, Option<CurlError>), CurlError> {
+    let error = match build_client(args, connect_to) {
+        Ok(client) => return Ok((client, None)),
+        Err(error) => error,
+    };
+    let mut plain = args.clone();
+    plain.connect.cacert = None;
+    plain.connect.crlfile = None;
+    plain.net.cert = None;
+    plain.net.key = None;
+    if plain.connect == args.connect && plain.net == args.net {
+        return Err(error);
+    }
+    match build_client(&plain, connect_to) {
+        Ok(client) => Ok((client, Some(error))),
+        Err(_) => Err(error),
+    }
 }
 
 /// Builds the pool and its client.

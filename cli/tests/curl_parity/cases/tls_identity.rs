@@ -6,6 +6,49 @@ pub(crate) fn cases() -> Vec<Case> {
     vec![
         // A blank --proxy-key is no key file (curl takes it; a blank --key it refuses).
         case("blank proxy key", &["--proxy-key", "", "%BASE%/hello"]),
+        // Origin TLS files that cannot be used fail the https:// transfers only, each with -w
+        // written; of a client certificate and a CA file both unusable, the certificate's
+        // error comes first.
+        case(
+            "unusable tls files and an http url",
+            &[
+                "--cacert",
+                "%DIR%/none.pem",
+                "--crlfile",
+                "%DIR%/none.crl",
+                "--cert",
+                "%DIR%/none-cert.pem",
+                "-w",
+                "%{exitcode}",
+                "%BASE%/hello",
+            ],
+        ),
+        with_server(
+            Server::Tls,
+            Extra::None,
+            "unusable ca file and an https url",
+            &[
+                "--cacert",
+                "%DIR%/none.pem",
+                "-w",
+                "%{exitcode}",
+                "%TLS%/hello",
+            ],
+        ),
+        with_server(
+            Server::Tls,
+            Extra::None,
+            "unusable certificate and ca file",
+            &[
+                "--cacert",
+                "%DIR%/none.pem",
+                "--cert",
+                "%DIR%/none-cert.pem",
+                "-w",
+                "%{exitcode}",
+                "%TLS%/hello",
+            ],
+        ),
         // -w '%{certs}': the chain a new connection's server sent, in OpenSSL's text (nothing
         // for the reused connection), alone, with the CA sent after the leaf, and in %{json}.
         with_server(
