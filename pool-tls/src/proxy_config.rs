@@ -551,6 +551,12 @@ pub struct ProxyError {
 }
 
 impl ProxyError {
+    /// The proxy URL as it was given (from the caller, or from the environment variable the
+    /// error names).
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
     /// Whether the URL names a scheme the pool does not speak (`ftp://`, `socks9://`), rather
     /// than being malformed.
     pub fn is_unsupported_scheme(&self) -> bool {
@@ -700,6 +706,11 @@ mod tests {
         let err = Proxy::parse("socks6://proxy:1080").unwrap_err();
         assert!(err.to_string().contains("socks4a"), "{err}");
         assert!(err.is_unsupported_scheme());
+        assert_eq!(err.input(), "socks6://proxy:1080");
+        let from_env =
+            ProxyConfig::from_vars(|var| (var == "http_proxy").then(|| "ftp://x".into()))
+                .unwrap_err();
+        assert_eq!(from_env.input(), "ftp://x");
         assert!(
             !Proxy::parse("http://p q")
                 .unwrap_err()

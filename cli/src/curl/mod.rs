@@ -132,8 +132,10 @@ use write_out::WriteOut;
 pub(crate) struct Session {
     /// The command line.
     args: CurlArgs,
-    /// The client of the invocation's one pool.
-    client: pool::Client,
+    /// The client of the invocation's one pool, or why the group's pool could not be built
+    /// (a `--resolve` entry or a proxy URL it cannot use): each transfer fails with that, as
+    /// curl fails each transfer whose connection it cannot set up, `-w` and all.
+    client: Result<pool::Client, CurlError>,
     /// What every request is made from.
     composed: Composed,
     /// The parsed `-w` format.
@@ -245,10 +247,16 @@ impl Session {
             .filter_map(|url| zone::split(url))
             .collect();
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to).with_zones(&zones);
-        let (client, files_refusal) = shared.client_for(&args, &connect_to)?;
+        let (client, files_refusal) = match shared.client_for(&args, &connect_to) {
+            Ok((client, refusal)) => (Ok(client), refusal),
+            Err(error) => (Err(error), None),
+        };
         // The pool has its own copy; curl mode's places a forward proxy's credentials, answers
-        // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route.
-        let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref())?;
+        // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route. (One that does
+        // not parse has failed the client already.)
+        let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref())
+            .ok()
+            .flatten();
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             _ if args.net.tls.no_alpn => "",
             pool::ProtocolPolicy::Http1Only => "http/1.1",

@@ -411,13 +411,13 @@ fn proxy_tls_options(args: &ProxyTlsArgs) -> Result<TlsOptions, CurlError> {
 
 /// curl's exit for a proxy URL it cannot use: 7 and "Unsupported proxy scheme" for a scheme it
 /// does not speak (`-x ftp://...`), 5 and "Unsupported proxy syntax" for one that does not
-/// parse. `url` is `-x`'s (`None`: the environment's, which the error names).
-fn proxy_error(error: &pool::ProxyError, url: Option<&str>) -> CurlError {
-    match (error.is_unsupported_scheme(), url) {
-        (true, Some(url)) => CurlError::new(7, format!("Unsupported proxy scheme for '{url}'")),
-        (true, None) => CurlError::new(7, error.to_string()),
-        (false, Some(url)) => CurlError::new(5, format!("Unsupported proxy syntax in '{url}'")),
-        (false, None) => CurlError::new(5, error.to_string()),
+/// parse; the URL is `-x`'s or the environment's, as curl words both.
+fn proxy_error(error: &pool::ProxyError) -> CurlError {
+    let url = error.input();
+    if error.is_unsupported_scheme() {
+        CurlError::new(7, format!("Unsupported proxy scheme for '{url}'"))
+    } else {
+        CurlError::new(5, format!("Unsupported proxy syntax in '{url}'"))
     }
 }
 
@@ -437,10 +437,8 @@ pub(crate) fn proxy_config(
         // A Unix socket replaces the network, proxies included, as in curl.
         _ if args.unix_socket().is_some() => return Ok(None),
         Some("") => return Ok(None),
-        Some(url) => {
-            ProxyConfig::new().all(Proxy::parse(url).map_err(|e| proxy_error(&e, Some(url)))?)
-        }
-        None => ProxyConfig::from_env().map_err(|e| proxy_error(&e, None))?,
+        Some(url) => ProxyConfig::new().all(Proxy::parse(url).map_err(|e| proxy_error(&e))?),
+        None => ProxyConfig::from_env().map_err(|e| proxy_error(&e))?,
     };
     if let Some(user) = &args.proxy_user {
         let (name, password) = user

@@ -36,6 +36,7 @@ impl Session {
         target: &Target,
         record: &mut TransferRecord,
     ) -> Result<(Parts, pool::Body), CurlError> {
+        let own_client = self.client.as_ref().map_err(CurlError::clone)?;
         if let (Some("https"), Some(refusal)) = (uri.scheme_str(), &self.tls_refusal) {
             return Err(refusal.clone());
         }
@@ -97,7 +98,7 @@ impl Session {
         let client = target
             .alternative
             .as_ref()
-            .map_or(&self.client, |a| &a.client);
+            .map_or(own_client, |a| &a.client);
         let sent = client.request(request);
         let answered = match pace.low_speed() {
             None => sent.await,

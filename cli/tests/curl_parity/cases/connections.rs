@@ -68,6 +68,30 @@ pub(crate) fn cases() -> Vec<Case> {
                 "http://127.0.0.1:%PORT%/hello",
             ],
         ),
+        // A pool the flags cannot build (a --resolve entry, a proxy URL) fails each
+        // transfer, with its -w line, as curl fails each transfer it cannot set up.
+        case(
+            "malformed resolve entry fails each transfer",
+            &[
+                "--resolve",
+                "bad:x:y",
+                "-w",
+                "%{exitcode}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "unsupported proxy scheme fails each transfer",
+            &[
+                "-x",
+                "bogus://x",
+                "-w",
+                "%{num_connects} %{exitcode}\\n",
+                "%BASE%/hello",
+                "%BASE%/hello",
+            ],
+        ),
         case(
             "connect-to a name given by resolve",
             &[
