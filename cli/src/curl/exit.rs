@@ -271,6 +271,9 @@ pub(crate) struct Attempt<'a> {
     /// Whether the request was sent as HTTP/2 with prior knowledge (`--http2-prior-knowledge`
     /// on a cleartext URL).
     pub(crate) prior_knowledge: bool,
+    /// `--interface` as given (`eth0`, `if!eth0`, `host!10.0.0.1`), for curl's words when
+    /// binding to it failed.
+    pub(crate) interface: Option<&'a str>,
 }
 
 /// Maps a pool error to curl's exit code and message.
@@ -324,14 +327,31 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     }
     let bind = find::<pool::ConnectError>(error);
     if let Some(bind) = bind.filter(|e| e.is_local_port() || e.is_local_address()) {
-        // "binding to local port 41020 failed: Address in use (os error 98)"
-        return CurlError::new(45, format!("{bind:#}"));
+        // curl's words for a local address or port it could not take.
+        return match find::<std::io::Error>(error).and_then(|e| Some((e.raw_os_error()?, e))) {
+            Some((errno, io)) => CurlError::new(
+                45,
+                format!("bind failed with errno {errno}: {}", strerror(io)),
+            ),
+            None => CurlError::new(45, format!("{bind:#}")),
+        };
     }
     if error.is_interface() {
-        // "binding to interface eth9 failed: No such device (os error 19)"
-        let detail = find::<pool::ConnectError>(error)
-            .map_or_else(|| root_cause(error), |e| format!("{e:#}"));
-        return CurlError::new(45, detail);
+        // curl names the device as `--interface` gave it: `if!eth9` is "interface 'eth9'".
+        return CurlError::new(
+            45,
+            match attempt.interface {
+                Some(text) => match text.strip_prefix("if!") {
+                    Some(name) => format!("Couldn't bind to interface '{name}'"),
+                    None => format!(
+                        "Couldn't bind to '{}'",
+                        text.strip_prefix("host!").unwrap_or(text)
+                    ),
+                },
+                None => find::<pool::ConnectError>(error)
+                    .map_or_else(|| root_cause(error), |e| format!("{e:#}")),
+            },
+        );
     }
     if attempt.prior_knowledge
         && !error.is_body()

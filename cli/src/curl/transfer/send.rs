@@ -347,6 +347,7 @@ impl Session {
                 received: record.received,
                 remaining,
                 prior_knowledge: target.prior_knowledge,
+                interface: self.args.connect.interface.as_deref(),
             },
         );
         self.verbose.failed(

@@ -327,7 +327,13 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case(
             "local port taken",
-            &["--local-port", "%CLOSEDPORT%", "%BASE%/hello"],
+            &[
+                "--local-port",
+                "%CLOSEDPORT%",
+                "-w",
+                "%{errormsg}",
+                "%BASE%/hello",
+            ],
         ),
         // --interface with a local address (plain or after host!); an address this host does
         // not have is 45 (TEST-NET-1). (A device needs CAP_NET_RAW: see the unit tests.)
@@ -347,7 +353,33 @@ pub(crate) fn cases() -> Vec<Case> {
         ),
         case(
             "interface address not this host's",
-            &["--interface", "192.0.2.1", "%BASE%/hello"],
+            &[
+                "--interface",
+                "192.0.2.1",
+                "-w",
+                "%{errormsg}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "interface device that does not exist",
+            &[
+                "--interface",
+                "if!nosuch0",
+                "-w",
+                "%{errormsg}",
+                "%BASE%/hello",
+            ],
+        ),
+        case(
+            "interface name that is no device",
+            &[
+                "--interface",
+                "nosuch0",
+                "-w",
+                "%{errormsg}",
+                "%BASE%/hello",
+            ],
         ),
         // -4/-6 against an address of the other family: nothing to try, exit 7.
         case(
