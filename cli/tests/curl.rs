@@ -1687,6 +1687,35 @@ async fn a_closed_port_exits_7() {
     assert_eq!(lines[3], "* Closing connection");
 }
 
+/// A TLS handshake that fails says, as curl's `-v` does, where the connection went and what
+/// ALPN offered before the error.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_shows_the_connection_a_failed_handshake_was_on() {
+    let pki = TestPki::new();
+    let server = ScriptedH2Server::builder()
+        .tls(pki.server_config(&[b"h2"]))
+        .default_stream(StreamPlan::status(200))
+        .start()
+        .await;
+    let port = server.addr().port();
+    // The run's CA is not trusted by the system: the certificate check fails.
+    let run = poolcurl(&["-sv", &format!("https://localhost:{port}/")]).await;
+    assert_eq!(run.code, 60, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().take(5).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("*   Trying 127.0.0.1:{port}...").as_str(),
+            &format!("* Connected to localhost (127.0.0.1) port {port}"),
+            "* ALPN: poolcurl offers h2,http/1.1",
+            "* SSL certificate problem: unable to get local issuer certificate",
+            "* Closing connection",
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
 /// A response `-f` refuses ends `-v`'s trace with curl's message before the close.
 #[tokio::test(flavor = "multi_thread")]
 async fn verbose_ends_a_refused_response_with_the_reason() {

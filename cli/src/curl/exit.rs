@@ -605,13 +605,28 @@ fn find_all<T: StdError + 'static>(error: &pool::Error) -> impl Iterator<Item = 
     std::iter::successors(first, |e| (*e).source()).filter_map(|e| e.downcast_ref::<T>())
 }
 
-/// The address a failed TCP connect dialed and the system's reason, as curl's `-v` says them
-/// (`connect to 127.0.0.1 port 1 failed: Connection refused`): the attempt that failed last
-/// when several addresses were tried.
-pub(crate) fn failed_dial(error: &pool::Error) -> Option<(std::net::SocketAddr, String)> {
-    let connect = find::<pool::ConnectError>(error).filter(|e| e.is_connect())?;
-    let reason = find::<std::io::Error>(error).map_or_else(|| root_cause(error), strerror);
-    Some((connect.addr()?, reason))
+/// How far a connection that failed got, as curl's `-v` tells it before its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FailedStep {
+    /// The TCP connect to this address failed, for this reason (`Connection refused`): the
+    /// attempt that failed last when several addresses were tried.
+    Dial(std::net::SocketAddr, String),
+    /// The TCP connection to this address was made and its TLS handshake failed.
+    Tls(std::net::SocketAddr),
+}
+
+/// The step a new connection failed at, when the error says: a failed dial (to the origin or
+/// to a proxy), or a TLS handshake with the origin over a direct connection (through a proxy
+/// the address is the proxy's).
+pub(crate) fn failed_step(error: &pool::Error) -> Option<FailedStep> {
+    let connect = find::<pool::ConnectError>(error)?;
+    let addr = connect.addr()?;
+    if connect.is_connect() {
+        let reason = find::<std::io::Error>(error).map_or_else(|| root_cause(error), strerror);
+        return Some(FailedStep::Dial(addr, reason));
+    }
+    let tls = connect.is_tls() || connect.is_certificate();
+    (tls && !connect.is_proxy()).then_some(FailedStep::Tls(addr))
 }
 
 /// The first error of type `T` in `error`'s source chain.

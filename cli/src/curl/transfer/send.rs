@@ -351,7 +351,7 @@ impl Session {
             },
         );
         self.verbose.failed(
-            exit::failed_dial(error),
+            exit::failed_step(error).map(|step| (step, target.host.as_str(), self.alpn_offer)),
             record.connection.as_ref(),
             failure.message(),
         );

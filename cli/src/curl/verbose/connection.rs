@@ -43,9 +43,7 @@ pub(super) fn connection_lines(
     };
     // What curl says as it dials the address (said here, once the pool has dialed it).
     if let (None, Some(addr)) = (info.unix_socket(), info.remote_addr()) {
-        // The address without an IPv6 scope (`[fe80::1%2]`), as curl writes it.
-        let shown = std::net::SocketAddr::new(addr.ip(), addr.port());
-        lines.info(&format!("  Trying {shown}..."));
+        lines.info(&format!("  Trying {}...", super::unscoped(addr)));
     }
     match info.proxy() {
         None => lines.info(&format!(

@@ -38,8 +38,9 @@
 //!
 //! A transfer that fails ends as curl's trace does: a connect the system refused names the
 //! address and the reason (`* connect to 127.0.0.1 port 1 failed: Connection refused`; the
-//! last address tried, when there were several), then curl's message and `* Closing
-//! connection`, numbered when a connection was made.
+//! last address tried, when there were several), a TLS handshake that failed the address it
+//! was connected to and the ALPN offer; then curl's message and `* Closing connection`,
+//! numbered when a connection was made.
 //!
 //! With `--trace` or `--trace-ascii` ([`super::trace`]) the same lines go to the trace file as
 //! curl lays them out there (`== Info:` for `*`, a dump of the bytes for `>` and `<`), with
@@ -52,6 +53,7 @@ use http::{HeaderMap, Method, Uri};
 use time::{OffsetDateTime, UtcOffset};
 
 use super::connect_to::Dial;
+use super::exit::FailedStep;
 use super::request::{Forwarded, title_case};
 use super::trace::{self, Style, Trace};
 use connection::{connection_lines, tunnel_lines};
@@ -283,25 +285,39 @@ impl Verbose {
         });
     }
 
-    /// A transfer that failed, as curl ends its trace: the address a failed connect dialed
-    /// (`dial`, with the system's reason), curl's message, and the connection closing (without
-    /// a number when no connection was made, as curl 8 words it).
+    /// A transfer that failed, as curl ends its trace: how far its new connection got (the
+    /// address a failed connect dialed, with the system's reason; or the address connected to
+    /// before TLS failed, with the ALPN offer), curl's message, and the connection closing
+    /// (without a number when no connection was made, as curl 8 words it).
+    /// `step` comes with the URL's host and the ALPN offer.
     pub(crate) fn failed(
         &self,
-        dial: Option<(std::net::SocketAddr, String)>,
+        step: Option<(FailedStep, &str, &str)>,
         connection: Option<&pool::ConnectionHandle>,
         message: &str,
     ) {
         self.print(|lines| {
-            if let Some((addr, reason)) = dial {
-                // Without an IPv6 scope, as curl writes it.
-                let shown = std::net::SocketAddr::new(addr.ip(), addr.port());
-                lines.info(&format!("  Trying {shown}..."));
-                lines.info(&format!(
-                    "connect to {} port {} failed: {reason}",
-                    addr.ip(),
-                    addr.port()
-                ));
+            match step {
+                Some((FailedStep::Dial(addr, reason), _, _)) => {
+                    lines.info(&format!("  Trying {}...", unscoped(addr)));
+                    lines.info(&format!(
+                        "connect to {} port {} failed: {reason}",
+                        addr.ip(),
+                        addr.port()
+                    ));
+                }
+                Some((FailedStep::Tls(addr), host, alpn_offer)) => {
+                    lines.info(&format!("  Trying {}...", unscoped(addr)));
+                    lines.info(&format!(
+                        "Connected to {host} ({}) port {}",
+                        addr.ip(),
+                        addr.port()
+                    ));
+                    if !alpn_offer.is_empty() {
+                        lines.info(&format!("ALPN: poolcurl offers {alpn_offer}"));
+                    }
+                }
+                None => {}
             }
             lines.info(message);
             match connection {
@@ -568,4 +584,9 @@ fn head_lines_noted(
             lines.head_line(direction, "");
         }
     }
+}
+
+/// `addr` without an IPv6 scope (`[fe80::1%2]`), as curl writes it.
+pub(super) fn unscoped(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    std::net::SocketAddr::new(addr.ip(), addr.port())
 }
