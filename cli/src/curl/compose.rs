@@ -76,14 +76,17 @@ pub(crate) struct Composed {
     /// What curl warns about while reading the arguments (`-F`'s unknown modifiers), each
     /// printed after `Warning: ` once the transfers start.
     pub(crate) warnings: Vec<String>,
+    /// Why the `-F` form could not be made (a part's file, its encoder): the first transfer
+    /// fails with it and no other starts, as in curl.
+    pub(crate) form_refusal: Option<CurlError>,
 }
 
 /// Assembles curl mode's requests from the command line.
 ///
 /// # Errors
 ///
-/// Exit 26 when a data, form or upload file cannot be read; exit 2 for a malformed `-F`, `-A`,
-/// `-e` or `-r` value.
+/// Exit 26 when a data or upload file cannot be read; exit 2 for a malformed `-F`, `-A`, `-e`
+/// or `-r` value. (A form that cannot be made is [`Composed::form_refusal`].)
 pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed, CurlError> {
     if args.transfer.remote_header_name && (args.include || args.head) {
         // curl's rule: the head would go into a file the head has not named yet.
@@ -99,16 +102,27 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
     let mut query = None;
     let mut inline_data = false;
     let mut warnings = Vec::new();
+    let mut form_refusal = None;
     let payload = if !forms.is_empty() {
         let escape = match send.form_escape {
             true => form::Escape::Backslash,
             false => form::Escape::Percent,
         };
-        let multipart = form::build(&forms, escape, form_type(&args.request.headers).as_deref())?;
-        warnings.extend(multipart.warnings);
-        Payload::Data {
-            body: multipart.body,
-            content_type: Some(header_value("-F", &multipart.content_type)?),
+        match form::build(&forms, escape, form_type(&args.request.headers).as_deref()) {
+            Ok(multipart) => {
+                warnings.extend(multipart.warnings);
+                Payload::Data {
+                    body: multipart.body,
+                    content_type: Some(header_value("-F", &multipart.content_type)?),
+                }
+            }
+            // A part's file that cannot be read, an encoder curl does not know: curl finds them
+            // as the first transfer starts, which fails (with its `-w` line) and ends the run.
+            Err(error) if !error.is_usage() => {
+                form_refusal = Some(error);
+                Payload::None
+            }
+            Err(error) => return Err(error),
         }
     } else if data.is_empty() {
         Payload::None
@@ -247,6 +261,7 @@ pub(crate) fn compose(args: &CurlArgs, matches: &ArgMatches) -> Result<Composed,
         range,
         inline_data,
         warnings,
+        form_refusal,
     })
 }
 

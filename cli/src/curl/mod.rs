@@ -372,6 +372,9 @@ impl Session {
                 stops: true,
             };
         }
+        if let Some(error) = self.composed.form_refusal.clone() {
+            return self.stopped(&planned, &url, error);
+        }
         let template = match planned.upload.as_deref().map(upload::open).transpose() {
             Ok(None) => Cow::Borrowed(&self.composed.template),
             Ok(Some(source)) => match self.upload_template(source) {
@@ -407,7 +410,8 @@ impl Session {
         }
     }
 
-    /// A transfer that failed while curl was making it (its `-T` file or its `-O` name): the
+    /// A transfer that failed while curl was making it (its `-T` file, its `-F` form or its
+    /// `-O` name): the
     /// error and `-w` are printed (`%{url_effective}` is `effective`, the method curl's
     /// default GET), and no further transfer starts, as in curl's run.
     fn stopped(&self, planned: &Planned, effective: &str, error: CurlError) -> Finished {

@@ -4,6 +4,29 @@ use crate::{Case, case, with_stdin};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
+        // A form curl cannot make fails the first transfer as it starts, -w written (with
+        // curl's default GET), and no other transfer runs.
+        case(
+            "form file that does not open",
+            &[
+                "-F",
+                "a=@%DIR%/none.txt",
+                "-w",
+                "%{exitcode} %{method}\\n",
+                "%BASE%/echo",
+                "%BASE%/echo",
+            ],
+        ),
+        case(
+            "form encoder curl does not know",
+            &[
+                "-F",
+                "a=x;encoder=bogus",
+                "-w",
+                "%{exitcode}",
+                "%BASE%/echo",
+            ],
+        ),
         // -F's grammar as curl reads it: names and file names escaped (percent by default,
         // backslashes with --form-escape), quoted words, type parameters, unknown modifiers
         // skipped, headers inline and from a file, encoders, several files in one field,
