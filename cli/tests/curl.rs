@@ -1956,6 +1956,16 @@ async fn max_time_bounds_the_whole_transfer() {
         run.stderr
             .ends_with(" milliseconds with 0 bytes received\n")
     );
+    // A body of announced length that stalls: what came of how much, as curl says it.
+    let stalls = serving(Reply::ok_split("begun", never.clone(), "never")).await;
+    let run = poolcurl(&["-sS", "-m", "0.3", &stalls.url("/")]).await;
+    assert_eq!(run.code, 28, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .ends_with(" milliseconds with 5 out of 10 bytes received\n"),
+        "{}",
+        run.stderr
+    );
     drop(never);
 }
 

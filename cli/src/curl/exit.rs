@@ -181,13 +181,25 @@ impl CurlError {
     }
 
     /// Exit 28: `-m` elapsed.
-    pub(crate) fn operation_timeout(elapsed: Duration, received: u64) -> CurlError {
+    pub(crate) fn operation_timeout(
+        elapsed: Duration,
+        received: u64,
+        announced: Option<u64>,
+    ) -> CurlError {
+        let ms = elapsed.as_millis();
         CurlError::new(
             28,
-            format!(
-                "Operation timed out after {} milliseconds with {received} bytes received",
-                elapsed.as_millis()
-            ),
+            match announced {
+                Some(total) => format!(
+                    "Operation timed out after {ms} milliseconds with {received} out of {total} \
+                     bytes received"
+                ),
+                None => {
+                    format!(
+                        "Operation timed out after {ms} milliseconds with {received} bytes received"
+                    )
+                }
+            },
         )
     }
 
@@ -263,7 +275,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) dial_port: u16,
     /// Time since the transfer started.
     pub(crate) elapsed: Duration,
-    /// Body bytes received so far in this transfer.
+    /// Body bytes of the response being read received so far (curl's count in its
+    /// messages).
     pub(crate) received: u64,
     /// Body bytes the response announced (`Content-Length`) and did not deliver yet, when the
     /// error happened while reading a body of known length.
@@ -385,7 +398,8 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         );
     }
     if error.is_timeout() {
-        return CurlError::operation_timeout(attempt.elapsed, attempt.received);
+        let announced = attempt.remaining.map(|left| left + attempt.received);
+        return CurlError::operation_timeout(attempt.elapsed, attempt.received, announced);
     }
     if error.is_unsupported_version() {
         return CurlError::new(1, format!("Unsupported protocol: {}", root_cause(error)));
@@ -659,8 +673,12 @@ mod tests {
             "(47) Maximum (2) redirects followed"
         );
         assert_eq!(
-            CurlError::operation_timeout(Duration::from_millis(1500), 7).message(),
+            CurlError::operation_timeout(Duration::from_millis(1500), 7, None).message(),
             "Operation timed out after 1500 milliseconds with 7 bytes received"
+        );
+        assert_eq!(
+            CurlError::operation_timeout(Duration::from_millis(1500), 7, Some(100)).message(),
+            "Operation timed out after 1500 milliseconds with 7 out of 100 bytes received"
         );
     }
 }

@@ -113,9 +113,11 @@ impl Session {
             None => transfer.await,
             Some(limit) => match tokio::time::timeout(limit, transfer).await {
                 Ok(result) => result,
+                // curl counts the body of the response being read, and its announced length.
                 Err(_elapsed) => Err(CurlError::operation_timeout(
                     record.elapsed(),
-                    record.received,
+                    record.size_download,
+                    send::announced_length(&record.headers),
                 )),
             },
         };

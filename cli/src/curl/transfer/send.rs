@@ -344,7 +344,7 @@ impl Session {
                 dial_host: &target.dial.host,
                 dial_port: target.dial.port,
                 elapsed: record.elapsed(),
-                received: record.received,
+                received: record.size_download,
                 remaining,
                 prior_knowledge: target.prior_knowledge,
                 interface: self.args.connect.interface.as_deref(),
@@ -420,8 +420,12 @@ impl Target {
 
 /// The body length the response announces, if it announces one.
 pub(super) fn content_length(parts: &Parts) -> Option<u64> {
-    parts
-        .headers
+    announced_length(&parts.headers)
+}
+
+/// The body length `headers` announce (`Content-Length`), if they announce one.
+pub(super) fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
