@@ -1,7 +1,7 @@
 //! Errors as curl reports them: an exit code and a one-line message, printed as
 //! `poolcurl: (CODE) message`.
 //!
-//! [`CurlError`] is the error and its constructors; [`classify`] (in `classify.rs`) maps a
+//! [`CurlError`] is the error and its constructors; [`classify()`] (in `classify.rs`) maps a
 //! [`pool::Error`] to curl's code by the pool's predicates (never by message text) and takes
 //! details (the rejected certificate's problem, the TLS alert) from the error's `source()`
 //! chain.
