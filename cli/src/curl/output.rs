@@ -30,12 +30,8 @@ pub(crate) fn response_head(parts: &Parts) -> Vec<u8> {
             write_informational(&mut head, one, written.map(|names| &names[at]));
         }
     }
-    let written = raw
-        .map(pool::RawHeaderNames::status_line)
-        .filter(|line| !line.is_empty());
-    let line = match (parts.version, written) {
+    let line = match (parts.version, written_status_line(raw)) {
         (Version::HTTP_2, _) => format!("HTTP/2 {} ", status.as_u16()),
-        // As the server wrote it, as curl shows it (`HTTP/1.1 200` without a phrase).
         (_, Some(line)) => line.to_owned(),
         (version, None) => {
             let reason = parts
@@ -142,6 +138,14 @@ pub(crate) fn has_continue(head: &[u8]) -> bool {
     false
 }
 
+/// A head's status line as the server wrote it, when the pool kept one (curl prints it so:
+/// `HTTP/1.1 200` without a phrase stays so).
+fn written_status_line(written: Option<&pool::RawHeaderNames>) -> Option<&str> {
+    written
+        .map(pool::RawHeaderNames::status_line)
+        .filter(|line| !line.is_empty())
+}
+
 /// One 1xx head as curl prints it, with the header names as written when `written` has them.
 fn write_informational(
     out: &mut Vec<u8>,
@@ -149,8 +153,8 @@ fn write_informational(
     written: Option<&pool::RawHeaderNames>,
 ) {
     let status = head.status;
-    let line = match written {
-        Some(written) => written.status_line().to_owned(),
+    let line = match written_status_line(written) {
+        Some(line) => line.to_owned(),
         None => format!(
             "{} {} {}",
             http1(head.version),
