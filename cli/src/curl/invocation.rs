@@ -144,14 +144,15 @@ impl Shared {
     /// flags built, so that its connections are reused as curl reuses them across `--next`,
     /// or a new pool. curl compares connections by the settings that apply to each (a `-k` in
     /// one group does not keep an `http://` connection from the next); poolcurl compares the
-    /// whole set, so a group with other connection flags opens its own connections.
+    /// whole set, so a group with other connection flags opens its own connections. `proxied`
+    /// says whether the group goes through a proxy (its `-A` is then a connection flag).
     pub(super) fn client_for(
         &mut self,
         args: &CurlArgs,
         connect_to: &ConnectToArgs,
+        proxied: bool,
     ) -> Result<(pool::Client, Option<CurlError>), CurlError> {
         // A tunnel's `CONNECT` carries `-A`, so through a proxy it is a connection flag too.
-        let proxied = setup::proxy_config(&args.connect, None)?.is_some();
         let agent = args.send.user_agent.clone().filter(|_| proxied);
         let same = self.clients.iter().find(|built| {
             built.connect == args.connect

@@ -247,16 +247,18 @@ impl Session {
             .filter_map(|url| zone::split(url))
             .collect();
         let connect_to = ConnectToArgs::parse(&args.connect.connect_to).with_zones(&zones);
-        let (client, files_refusal) = match shared.client_for(&args, &connect_to) {
+        // The pool has its own copy; curl mode's places a forward proxy's credentials, answers
+        // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route. One that does
+        // not parse fails the client, and so each transfer.
+        let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref());
+        let built = proxies
+            .clone()
+            .and_then(|proxies| shared.client_for(&args, &connect_to, proxies.is_some()));
+        let (client, files_refusal) = match built {
             Ok((client, refusal)) => (Ok(client), refusal),
             Err(error) => (Err(error), None),
         };
-        // The pool has its own copy; curl mode's places a forward proxy's credentials, answers
-        // its challenge (`--proxy-digest`), and tells `-v` and `-w` the route. (One that does
-        // not parse has failed the client already.)
-        let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref())
-            .ok()
-            .flatten();
+        let proxies = proxies.ok().flatten();
         let alpn_offer = match setup::curl_protocol_policy(&args) {
             _ if args.net.tls.no_alpn => "",
             pool::ProtocolPolicy::Http1Only => "http/1.1",
