@@ -10,7 +10,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::connection::H1Connection;
-use crate::expect::ContinueGate;
+use crate::gate::BodyGate;
 
 /// What happens to the connection when the exchange ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +34,9 @@ enum Disposition {
 pub struct ExchangeGuard<B> {
     conn: Option<H1Connection<B>>,
     disposition: Disposition,
-    // The request body this response refused (`Expect: 100-continue` answered by a final
-    // response): it is aborted when the exchange ends, so hyper closes the connection.
-    refused: Option<Arc<ContinueGate>>,
+    // The request body this response refused or stopped (see `gate`): it is aborted when the
+    // exchange ends, so hyper closes the connection.
+    refused: Option<Arc<BodyGate>>,
 }
 
 impl<B: Send + 'static> ExchangeGuard<B> {
@@ -70,18 +70,34 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     }
 
     /// The request of this exchange held its body back for `100 Continue` behind `gate` (see
-    /// [`ContinueGate`]). If the gate is still waiting, this response refused the body: it is
+    /// [`BodyGate`]). If the gate is still waiting, this response refused the body: it is
     /// never sent, the connection retires when the exchange ends, and the body is aborted then.
     /// Returns whether the body was refused.
-    pub fn expected_continue(&mut self, gate: Arc<ContinueGate>) -> bool {
+    pub fn expected_continue(&mut self, gate: Arc<BodyGate>) -> bool {
         if !gate.refuse() {
             return false;
         }
+        self.keep_back(gate);
+        true
+    }
+
+    /// This response refuses the rest of the request's body, which was going behind `gate`
+    /// (RFC 9112 §9.5: a client stops sending a body the server does not want). If some is
+    /// still to go, no further byte goes, the connection retires when the exchange ends, and
+    /// the body is aborted then. Returns the body bytes handed to hyper before the stop, or
+    /// `None` if the body had all gone (or still waited for `100 Continue`).
+    pub fn stop_body(&mut self, gate: Arc<BodyGate>) -> Option<u64> {
+        let sent = gate.stop()?;
+        self.keep_back(gate);
+        Some(sent)
+    }
+
+    /// The body behind `gate` will not all be sent: the framing is broken.
+    fn keep_back(&mut self, gate: Arc<BodyGate>) {
         if self.disposition == Disposition::Reuse {
             self.disposition = Disposition::Retire(CloseReason::IncompleteH1Exchange);
         }
         self.refused = Some(gate);
-        true
     }
 
     /// The record of the connection this exchange runs on, while the guard holds it.
@@ -155,9 +171,9 @@ fn says_close<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> bool {
 }
 
 impl<B> ExchangeGuard<B> {
-    /// Ends a refused request body, so that hyper stops waiting for it and closes. Almost
-    /// always a `None` check: only an exchange whose `Expect: 100-continue` was answered by a
-    /// final response has one.
+    /// Ends a refused or stopped request body, so that hyper stops waiting for it and closes.
+    /// Almost always a `None` check: only an exchange whose response came before its body went
+    /// has one.
     #[inline]
     fn abort_refused(&mut self) {
         if let Some(gate) = self.refused.take() {

@@ -29,7 +29,8 @@
 //! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
 //! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
 //! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |
-//! | final response while the body waited for `100 Continue` | retired (`IncompleteH1Exchange`) at the response's end; the body is never sent ([`ContinueGate`]) |
+//! | final response while the body waited for `100 Continue` | retired (`IncompleteH1Exchange`) at the response's end; the body is never sent ([`BodyGate`]) |
+//! | the pool stopped the body for a final response that came first | retired (`IncompleteH1Exchange`) at the response's end; no further byte is sent ([`BodyGate`]) |
 //!
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
@@ -58,7 +59,7 @@
 mod connection;
 mod early;
 mod exchange;
-mod expect;
+mod gate;
 mod handshake;
 mod keep_alive;
 #[cfg(all(test, pool_loom))]
@@ -72,7 +73,7 @@ mod settings;
 
 pub use connection::{H1Connection, H1Home, SendOutcome};
 pub use exchange::ExchangeGuard;
-pub use expect::{ContinueGate, GateState};
+pub use gate::{BodyGate, GateState};
 pub use handshake::{H1Driver, Handshaken, handshake};
 pub use parking::ParkingSpot;
 pub use raw_names::RawHeaderNames;

@@ -152,6 +152,8 @@ pub(crate) struct PoolInner {
     /// How long an HTTP/1 request with `Expect: 100-continue` holds its body back; `None`:
     /// the body goes at once.
     pub(crate) expect_continue: Option<Duration>,
+    /// Whether an HTTP/1 request body goes on after a response of 300 or above came first.
+    pub(crate) keep_sending_on_error: bool,
     /// Whether responses also carry their connection handle as an extension.
     pub(crate) connection_extension: bool,
     /// Which requests are sent again on their own.

@@ -1460,3 +1460,80 @@ async fn without_a_wait_the_body_goes_with_the_head() {
     assert_eq!(server.requests()[0].body, "now");
     assert_eq!(server.requests()[0].header("expect"), Some("100-continue"));
 }
+
+/// What one upload answered with `status` before its body was read came to: the pool's
+/// `BodyStopped` count, the body bytes that reached the peer, and the body's length.
+async fn answered_early(
+    status: u16,
+    keep_sending: bool,
+) -> (Option<u64>, usize, usize, PartitionStats, EventLog) {
+    // Far more than the loopback socket buffers and hyper's write buffer hold together, so
+    // that the upload is still going when the answer arrives.
+    const LEN: usize = 32 << 20;
+    let builder = ConnectionPool::builder().keep_sending_on_error(keep_sending);
+    let (pool, client, events) = observed(builder);
+    let (drain, drained) = tokio::sync::oneshot::channel::<()>();
+    let (url, peer) = expect_peer(move |mut stream, after_head| async move {
+        let reply = format!("HTTP/1.1 {status} Early\r\ncontent-length: 4\r\n\r\nnope");
+        stream.write_all(reply.as_bytes()).await.unwrap();
+        // Nothing of the body is read until the client has the answer: its upload is stuck
+        // in full socket buffers meanwhile, wherever the stop finds it.
+        let _ = drained.await;
+        let mut got = after_head.len();
+        let mut buf = vec![0u8; 1 << 16];
+        while got < LEN {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        // Open until the client closes, so a connection that went home stays there.
+        let _ = stream.read(&mut buf).await;
+        got
+    })
+    .await;
+    let request = Request::post(&url)
+        .body(pool::RequestBody::full(vec![b'x'; LEN]))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status().as_u16(), status);
+    let stopped = response
+        .extensions()
+        .get::<pool::BodyStopped>()
+        .map(pool::BodyStopped::bytes_sent);
+    drain.send(()).unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "nope", "the answer's body arrives whole");
+    settle(&pool, &origin(&url), |s| {
+        s.h1_active + s.h1_draining + s.establishing == 0
+    })
+    .await;
+    let settled = pool.stats(&origin(&url)).total();
+    drop((pool, client));
+    let (_, got) = peer.await.unwrap();
+    (stopped, got, LEN, settled, events)
+}
+
+#[tokio::test]
+async fn an_error_answer_before_the_upload_ended_stops_the_body() {
+    let (stopped, got, len, settled, events) = answered_early(413, false).await;
+    let sent = stopped.expect("the response says the body was stopped") as usize;
+    assert!(sent < len, "stopped before its end: {sent} of {len}");
+    assert!(
+        got <= sent,
+        "the peer got {got} bytes, more than the {sent} that went"
+    );
+    assert_eq!(settled.h1_idle, 0, "the connection closed: {settled:?}");
+    assert_eq!(events.closed_with(CloseReason::IncompleteH1Exchange), 1);
+}
+
+#[tokio::test]
+async fn an_upload_answered_early_goes_on_for_a_success_or_when_asked_to() {
+    for (status, keep_sending) in [(200, false), (413, true)] {
+        let (stopped, got, len, settled, events) = answered_early(status, keep_sending).await;
+        assert_eq!(stopped, None, "{status}, keep sending {keep_sending}");
+        assert_eq!(got, len, "the whole body went ({status})");
+        assert_eq!(settled.h1_idle, 1, "the connection went home ({status})");
+        assert_eq!(events.closed_with(CloseReason::IncompleteH1Exchange), 0);
+    }
+}

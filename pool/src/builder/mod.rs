@@ -85,6 +85,7 @@ pub struct Builder {
     pool_timeout: Option<Duration>,
     body_idle_timeout: Option<Duration>,
     expect_continue: Option<Duration>,
+    keep_sending_on_error: bool,
     lifetime: Option<Duration>,
     lifetime_jitter: Option<Duration>,
     connection_extension: bool,
@@ -124,6 +125,7 @@ impl Default for Builder {
             pool_timeout: None,
             body_idle_timeout: None,
             expect_continue: Some(crate::dispatch::expect::DEFAULT_WAIT),
+            keep_sending_on_error: false,
             lifetime: None,
             lifetime_jitter: None,
             connection_extension: false,
@@ -330,6 +332,7 @@ impl Builder {
             pool_timeout: self.pool_timeout,
             body_idle_timeout: self.body_idle_timeout,
             expect_continue: self.expect_continue,
+            keep_sending_on_error: self.keep_sending_on_error,
             connection_extension: self.connection_extension,
             retry: self.retry,
             tls,
@@ -387,6 +390,7 @@ impl fmt::Debug for Builder {
             .field("pool_timeout", &self.pool_timeout)
             .field("body_idle_timeout", &self.body_idle_timeout)
             .field("expect_continue", &self.expect_continue)
+            .field("keep_sending_on_error", &self.keep_sending_on_error)
             .field("max_connection_lifetime", &self.lifetime)
             .field("connection_extension", &self.connection_extension)
             .finish_non_exhaustive()

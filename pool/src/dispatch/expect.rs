@@ -4,11 +4,16 @@
 //! set by the caller or added here on the HTTP/1 path for a request marked [`ExpectContinue`]
 //! (curl's rule: the header belongs to HTTP/1.1 only, and whether a connection speaks it is
 //! known only once the pool has picked one). [`hold`] then puts the body behind a
-//! [`ContinueGate`] and installs the `hyper::ext::on_informational` hook that opens it on
+//! [`BodyGate`] and installs the `hyper::ext::on_informational` hook that opens it on
 //! `100 Continue`; the body's own timer opens it when the wait
 //! ([`Builder::expect_continue_timeout`](crate::Builder::expect_continue_timeout)) runs out.
 //! When the final response comes first, the exchange guard refuses the body: it is never sent,
-//! and the connection retires once the response is read (see `pool_h1`'s `expect` module).
+//! and the connection retires once the response is read (see `pool_h1`'s `gate` module).
+//!
+//! [`hold`] also puts behind a gate, open from the start, any other body a response may have
+//! to stop (one not known to fit in a single piece, see `gated`), unless the pool keeps
+//! sending on error ([`Builder::keep_sending_on_error`](crate::Builder::keep_sending_on_error));
+//! `h1` stops it.
 //!
 //! hyper keeps one informational hook per request, so the pool's would replace a caller's.
 //! [`on_informational`] is the pool's way to see 1xx responses; it shares the hook. A request
@@ -18,21 +23,18 @@
 //! mark: an HTTP/2 server reads the body or resets the stream), or re-send a request refused
 //! with `417 Expectation Failed` (that is the response; the caller decides).
 
-use std::fmt;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::header::{EXPECT, HeaderValue};
 use http::{Request, StatusCode, Version};
-use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body::Body as HttpBody;
 use pool_core::sync::Arc;
-use pool_core::{AsyncSleep, Sleep};
-use pool_h1::{ContinueGate, GateState};
+use pool_h1::BodyGate;
 
 use crate::body::RequestBody;
-use crate::client::{BoxError, Client};
+use crate::client::Client;
+
+use super::gated::{GatedBody, PIECE, Wait};
 
 /// How long a held-back body waits for `100 Continue` unless the builder says otherwise: one
 /// second, curl's default and Go's `DefaultTransport`'s.
@@ -90,18 +92,16 @@ struct InformationalHook(std::sync::Arc<Callback>);
 /// Marks a request whose body already waits behind its gate: hyper can hand a request back unsent,
 /// and the pool sends it again with the same gate (still waiting: hyper never polled the body).
 #[derive(Clone)]
-struct Held(Arc<ContinueGate>);
+struct Held(Arc<BodyGate>);
 
 /// Prepares `request` for the HTTP/1 connection it is about to go on: the `Expect` header for
 /// a request marked [`ExpectContinue`], the informational hook, and the body behind a gate
-/// when it has to wait. Returns the gate, which the exchange hands to the response's guard.
+/// when it has to wait, or may have to stop (see `gated`). Returns the gate, which the
+/// exchange hands to the response's guard.
 ///
 /// A request with no extensions and an empty body (almost every `GET`) returns at once.
 #[inline]
-pub(super) fn hold(
-    client: &Client,
-    request: &mut Request<RequestBody>,
-) -> Option<Arc<ContinueGate>> {
+pub(super) fn hold(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<BodyGate>> {
     if request.extensions().is_empty() && request.body().is_end_stream() {
         return None;
     }
@@ -110,7 +110,7 @@ pub(super) fn hold(
 
 #[cold]
 #[inline(never)]
-fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<ContinueGate>> {
+fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<BodyGate>> {
     if let Some(Held(gate)) = request.extensions().get::<Held>() {
         return Some(gate.clone());
     }
@@ -134,36 +134,51 @@ fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<
         .expect_continue
         .filter(|_| http11 && has_body && expects);
     let user = request.extensions().get::<InformationalHook>().cloned();
-    if (wait.is_none() && user.is_none()) || has_own_hook(request) {
-        return None;
-    }
-    let gate = wait.map(|_| Arc::new(ContinueGate::new()));
-    let opens = gate.clone();
-    hyper::ext::on_informational(request, move |response| {
-        if response.status() == StatusCode::CONTINUE {
-            if let Some(gate) = &opens {
-                gate.open();
+    // A request carrying its own hyper hook keeps it: no hook of the pool's, so no wait.
+    let hooked = (wait.is_some() || user.is_some()) && !has_own_hook(request);
+    let wait = wait.filter(|_| hooked);
+    let gate = match wait {
+        Some(_) => Some(Arc::new(BodyGate::waiting())),
+        None if has_body && may_stop(client, request.body()) => Some(Arc::new(BodyGate::flowing())),
+        None => None,
+    };
+    if hooked {
+        let opens = gate.clone();
+        hyper::ext::on_informational(request, move |response| {
+            if response.status() == StatusCode::CONTINUE {
+                if let Some(gate) = &opens {
+                    // Nothing for a gate that was open from the start.
+                    gate.open();
+                }
             }
-        }
-        if let Some(InformationalHook(callback)) = &user {
-            let mut copy = http::Response::new(());
-            *copy.status_mut() = response.status();
-            *copy.version_mut() = response.version();
-            *copy.headers_mut() = response.headers().clone();
-            callback(&copy);
-        }
-    });
-    let (gate, wait) = (gate?, wait?);
-    let body = std::mem::take(request.body_mut());
-    *request.body_mut() = RequestBody::new(HeldBody {
-        inner: body,
-        gate: gate.clone(),
+            if let Some(InformationalHook(callback)) = &user {
+                let mut copy = http::Response::new(());
+                *copy.status_mut() = response.status();
+                *copy.version_mut() = response.version();
+                *copy.headers_mut() = response.headers().clone();
+                callback(&copy);
+            }
+        });
+    }
+    let gate = gate?;
+    let wait = wait.map(|wait| Wait {
         wait,
         timer: client.timer().clone(),
-        sleep: None,
     });
+    let body = std::mem::take(request.body_mut());
+    *request.body_mut() = RequestBody::new(GatedBody::new(body, gate.clone(), wait));
     request.extensions_mut().insert(Held(gate.clone()));
     Some(gate)
+}
+
+/// Whether a response may stop `body` before it is all sent: unless the pool keeps sending on
+/// error, any body not known to fit in one piece (see `gated`).
+fn may_stop(client: &Client, body: &RequestBody) -> bool {
+    !client.pool.keep_sending_on_error
+        && body
+            .size_hint()
+            .exact()
+            .is_none_or(|len| len > PIECE as u64)
 }
 
 /// Whether the caller set a `hyper::ext::on_informational` hook of their own: installing one
@@ -175,64 +190,3 @@ fn has_own_hook(request: &Request<RequestBody>) -> bool {
     hyper::ext::on_informational(&mut probe, |_| {});
     probe.extensions().len() == before
 }
-
-/// A request body that yields nothing until its gate opens (see the module docs).
-struct HeldBody {
-    inner: RequestBody,
-    gate: Arc<ContinueGate>,
-    wait: Duration,
-    timer: std::sync::Arc<dyn AsyncSleep>,
-    /// Started when hyper first asks for the body, which is once the head is written.
-    sleep: Option<Sleep>,
-}
-
-impl HttpBody for HeldBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        loop {
-            match this.gate.poll_state(cx) {
-                GateState::Open => return Pin::new(&mut this.inner).poll_frame(cx),
-                GateState::Aborted => return Poll::Ready(Some(Err(Box::new(BodyRefused)))),
-                GateState::Refused => return Poll::Pending,
-                GateState::Waiting => {
-                    let (timer, wait) = (&this.timer, this.wait);
-                    let sleep = this.sleep.get_or_insert_with(|| timer.sleep(wait));
-                    if sleep.as_mut().poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    // The wait ran out: the body goes, unless a final response refused it
-                    // meanwhile (the loop reads which).
-                    tracing::debug!("no 100 Continue within {wait:?}; sending the body");
-                    this.gate.open();
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// The error a refused body ends with, once its response is over; hyper then closes the
-/// connection. Nobody sees it as a request's error: the request already has its response.
-#[derive(Debug)]
-struct BodyRefused;
-
-impl fmt::Display for BodyRefused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the server answered before asking for the request body (Expect: 100-continue); the body was not sent")
-    }
-}
-
-impl std::error::Error for BodyRefused {}

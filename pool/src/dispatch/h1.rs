@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::Request;
 use pool_core::ResendReason;
 use pool_core::sync::Arc;
-use pool_h1::{ContinueGate, H1Connection, SendOutcome};
+use pool_h1::{BodyGate, H1Connection, SendOutcome};
 use std::future::Future;
 
 use super::{Exchange, Served};
@@ -19,7 +19,7 @@ use crate::error::Error;
 /// future (under the read deadline) and passes its outcome to [`finish`]. Split in two, not an
 /// `async fn`, so the request's one future holds hyper's response future directly instead of
 /// another state machine around it. The gate is the request body's when it waits for
-/// `100 Continue` (see `expect`).
+/// `100 Continue` or may be stopped (see `expect` and `gated`).
 pub(super) fn start(
     client: &Client,
     entry: &CellEntry,
@@ -28,7 +28,7 @@ pub(super) fn start(
     waited: Option<Duration>,
 ) -> (
     Served,
-    Option<Arc<ContinueGate>>,
+    Option<Arc<BodyGate>>,
     impl Future<Output = SendOutcome<RequestBody>> + Send + use<>,
 ) {
     let served = client.dispatching(conn.record(), waited);
@@ -42,16 +42,22 @@ pub(super) fn finish(
     client: &Client,
     entry: &CellEntry,
     served: Served,
-    gate: Option<Arc<ContinueGate>>,
+    gate: Option<Arc<BodyGate>>,
     outcome: SendOutcome<RequestBody>,
 ) -> Result<Exchange, Error> {
     match outcome {
         SendOutcome::Response(mut response, mut guard) => {
             if let Some(gate) = gate {
-                if guard.expected_continue(gate) {
+                if guard.expected_continue(gate.clone()) {
                     response
                         .extensions_mut()
                         .insert(super::expect::BodyWithheld);
+                } else if refuses_the_rest(client, &response) {
+                    if let Some(sent) = guard.stop_body(gate) {
+                        response
+                            .extensions_mut()
+                            .insert(super::gated::BodyStopped::new(sent));
+                    }
                 }
             }
             Ok(client.respond(response, served, |incoming, handle| {
@@ -75,4 +81,12 @@ pub(super) fn finish(
         } => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
         SendOutcome::Failed { error, .. } => Err(served.fail(Error::request(error))),
     }
+}
+
+/// Whether a final response that came before its request's body was all sent refuses the
+/// rest: a status of 300 or above, as curl decides (Go's HTTP/2 transport too). A 1xx or 2xx
+/// response may want the body still (a server that streams its answer to an upload as it
+/// reads it).
+fn refuses_the_rest<B>(client: &Client, response: &http::Response<B>) -> bool {
+    response.status().as_u16() >= 300 && !client.pool.keep_sending_on_error
 }

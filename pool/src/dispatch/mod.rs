@@ -13,11 +13,12 @@
 //! machine; `resend` decides whether a
 //! request the server did not process goes round the loop again; `deadline` is the read
 //! timeout all attempts of one request share; `expect` holds an HTTP/1 request body back for
-//! `100 Continue`. This module holds the loop and what both
+//! `100 Continue`, and `gated` stops one the server refused before it was all sent. This module holds the loop and what both
 //! protocols share: reuse events and attaching the connection handle to the response.
 
 pub(crate) mod deadline;
 pub(crate) mod expect;
+pub(crate) mod gated;
 mod h1;
 mod h2;
 mod resend;

@@ -1,0 +1,236 @@
+//! A request body that the response can hold back or stop: `Expect: 100-continue` (RFC 9110
+//! §10.1.1), and an upload the server refused before it was all sent (RFC 9112 §9.5).
+//!
+//! hyper's HTTP/1 client writes a request's body right after its head, whatever the request's
+//! `Expect` header says, and goes on writing it after the server has answered. A [`BodyGate`]
+//! is the state the pool's body wrapper shares with the exchange, so that the body can wait for
+//! the go-ahead and stop when the answer is a refusal:
+//!
+//! ```text
+//!              100 Continue, or the wait ran out              the last byte went
+//!   Waiting ─────────────────────────────────────► Open ─────────────────────────► Sent
+//!      │                                             │
+//!      │ a final response came first                 │ a final response of 300 or above
+//!      ▼                                             ▼ came first
+//!   Refused ◄────────────────────────────────────────┘
+//!   (the body stays back; the connection will retire)
+//!      │
+//!      │ the response was read to its end, or dropped
+//!      ▼
+//!   Aborted   (the body ends with an error: hyper closes the connection)
+//! ```
+//!
+//! A gate for `Expect` starts `Waiting`; one for a body that goes at once starts `Open`. The
+//! pool owns both ends. Its body wrapper polls the gate (and its own timer) before it yields a
+//! byte, and hands every piece over through [`BodyGate::hand_over`], which counts it; its
+//! `hyper::ext::on_informational` hook opens the gate on `100 Continue`; the
+//! [`ExchangeGuard`](crate::ExchangeGuard) refuses or stops the body when the final response
+//! arrives first, and aborts it once that response is over. Either way the body the head
+//! announced is not all sent, so the connection's framing is broken: it retires as
+//! [`CloseReason::IncompleteH1Exchange`](pool_core::CloseReason::IncompleteH1Exchange). The
+//! abort waits for the end of the response because hyper ends a response body still being read
+//! with an error when the request body fails; aborting at the end loses no byte of it.
+//!
+//! What this module does not do: decide which requests get a gate, which statuses stop a body,
+//! or how long a body waits (the pool does), or run a timer (the body wrapper does, with the
+//! pool's clock).
+
+use std::task::{Context, Waker};
+
+use pool_core::sync::{Mutex, MutexGuard};
+
+/// Where a gated body stands (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateState {
+    /// Neither `100 Continue` nor a final response has come, and the wait has not run out.
+    Waiting,
+    /// The body may go.
+    Open,
+    /// The body's last piece went: there is nothing left to stop.
+    Sent,
+    /// A final response came first; the body waits for the abort.
+    Refused,
+    /// The response is over: the body ends with an error so that hyper closes the connection.
+    Aborted,
+}
+
+/// The state one gated request body shares with the exchange it belongs to.
+#[derive(Debug)]
+pub struct BodyGate {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: GateState,
+    /// The body bytes handed to hyper while the gate was open.
+    sent: u64,
+    // The body's task, parked while the state is `Waiting` or `Refused`.
+    waker: Option<Waker>,
+}
+
+impl BodyGate {
+    /// A gate that waits for `100 Continue`.
+    pub fn waiting() -> BodyGate {
+        BodyGate::starting(GateState::Waiting)
+    }
+
+    /// A gate that is open from the start: it only stops the body.
+    pub fn flowing() -> BodyGate {
+        BodyGate::starting(GateState::Open)
+    }
+
+    fn starting(state: GateState) -> BodyGate {
+        BodyGate {
+            inner: Mutex::new(Inner {
+                state,
+                sent: 0,
+                waker: None,
+            }),
+        }
+    }
+
+    /// `100 Continue` arrived, or the wait ran out: the body may go, unless a final response
+    /// already refused it. Returns whether the gate opened now.
+    pub fn open(&self) -> bool {
+        self.step(GateState::Waiting, GateState::Open)
+    }
+
+    /// The final response arrived while the body waited. Returns whether the gate was still
+    /// waiting, in which case the body will never be sent and the connection must retire.
+    pub fn refuse(&self) -> bool {
+        self.step(GateState::Waiting, GateState::Refused)
+    }
+
+    /// A final response that refuses the body arrived while it was going: no further byte goes,
+    /// and the connection must retire. Returns the bytes handed over until then, or `None` if
+    /// the body was not going (still waiting, or already all sent).
+    pub fn stop(&self) -> Option<u64> {
+        let mut inner = self.lock();
+        if inner.state != GateState::Open {
+            return None;
+        }
+        inner.state = GateState::Refused;
+        // The body's task is not woken: it has nothing to do until the abort.
+        Some(inner.sent)
+    }
+
+    /// The refused or stopped exchange's response is over: the body ends with an error.
+    pub fn abort(&self) {
+        self.step(GateState::Refused, GateState::Aborted);
+    }
+
+    /// The body is about to yield `len` more bytes: true, and they are counted, if the gate is
+    /// open. Otherwise (a response stopped the body since the state was read) the bytes must
+    /// not go, and `cx`'s task is woken when the state moves on.
+    pub fn hand_over(&self, len: usize, cx: &mut Context<'_>) -> bool {
+        let mut inner = self.lock();
+        if inner.state == GateState::Open {
+            inner.sent += len as u64;
+            return true;
+        }
+        inner.waker = Some(cx.waker().clone());
+        false
+    }
+
+    /// The body yielded its last piece: a response can no longer stop it.
+    pub fn sent_all(&self) {
+        let mut inner = self.lock();
+        if inner.state == GateState::Open {
+            inner.state = GateState::Sent;
+        }
+    }
+
+    /// The state now; while it is `Waiting` or `Refused`, `cx`'s task is woken when it moves.
+    pub fn poll_state(&self, cx: &mut Context<'_>) -> GateState {
+        let mut inner = self.lock();
+        if matches!(inner.state, GateState::Waiting | GateState::Refused) {
+            inner.waker = Some(cx.waker().clone());
+        }
+        inner.state
+    }
+
+    /// The state now, without waiting.
+    pub fn state(&self) -> GateState {
+        self.lock().state
+    }
+
+    /// Moves from `from` to `to` and wakes the body; false if the state was not `from`.
+    fn step(&self, from: GateState, to: GateState) -> bool {
+        let waker = {
+            let mut inner = self.lock();
+            if inner.state != from {
+                return false;
+            }
+            inner.state = to;
+            inner.waker.take()
+        };
+        // Woken outside the lock: the body's task may run on this thread at once.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        true
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_final_response_first_keeps_the_body_back_until_the_abort() {
+        let gate = BodyGate::waiting();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(gate.poll_state(&mut cx), GateState::Waiting);
+        assert!(gate.refuse());
+        assert!(!gate.open(), "a refused body never opens");
+        assert_eq!(gate.poll_state(&mut cx), GateState::Refused);
+        gate.abort();
+        assert_eq!(gate.poll_state(&mut cx), GateState::Aborted);
+    }
+
+    #[test]
+    fn an_open_gate_is_not_refused_by_the_response() {
+        let gate = BodyGate::waiting();
+        assert!(gate.open());
+        assert!(!gate.refuse());
+        gate.abort();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(gate.poll_state(&mut cx), GateState::Open);
+    }
+
+    #[test]
+    fn a_refusal_while_the_body_goes_stops_it_and_counts_what_went() {
+        let gate = BodyGate::flowing();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(gate.hand_over(10, &mut cx));
+        assert!(gate.hand_over(5, &mut cx));
+        assert!(
+            !gate.refuse(),
+            "a body already going is stopped, not refused"
+        );
+        assert_eq!(gate.stop(), Some(15));
+        assert_eq!(gate.stop(), None, "stopped once");
+        assert!(!gate.hand_over(7, &mut cx), "nothing goes after the stop");
+        assert_eq!(gate.poll_state(&mut cx), GateState::Refused);
+        gate.abort();
+        assert_eq!(gate.state(), GateState::Aborted);
+    }
+
+    #[test]
+    fn a_body_sent_whole_cannot_be_stopped() {
+        let gate = BodyGate::flowing();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(gate.hand_over(3, &mut cx));
+        gate.sent_all();
+        assert_eq!(gate.stop(), None);
+        gate.abort();
+        assert_eq!(gate.state(), GateState::Sent);
+        // Nor is a body that still waits for `100 Continue` (that is a refusal).
+        assert_eq!(BodyGate::waiting().stop(), None);
+    }
+}

@@ -1,0 +1,206 @@
+//! An HTTP/1 request body behind a [`BodyGate`]: held back for `100 Continue`, stopped when
+//! the server refuses it before it was all sent, and counted as it goes.
+//!
+//! The body is handed to hyper in pieces of at most [`PIECE`] bytes (a larger data frame is
+//! split without a copy), so a stop takes effect within one piece even for a body given as one
+//! buffer: hyper takes a frame whole, and what it took it writes. Each piece goes through
+//! [`BodyGate::hand_over`], which counts it while the gate is open and refuses it once a
+//! response stopped the body; a refused piece is dropped, since nothing after a stop is ever
+//! sent. After the stop the body yields nothing until the exchange aborts it, and then ends
+//! with [`BodyRefused`], on which hyper closes the connection (see `pool_h1`'s `gate` module).
+//!
+//! What this module does not do: decide which bodies get a gate, or which responses stop one
+//! (`expect` and `h1` do).
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use pool_core::sync::Arc;
+use pool_core::{AsyncSleep, Sleep};
+use pool_h1::{BodyGate, GateState};
+
+use crate::body::RequestBody;
+use crate::client::BoxError;
+
+/// The largest piece handed to hyper at once: 64 KiB, curl's upload buffer. A body of at most
+/// this many bytes, known in advance, goes with its head in one write and gets no gate for
+/// stopping (there is nothing left to stop by the time a response can come).
+pub(crate) const PIECE: usize = 64 * 1024;
+
+/// A response extension: this response (status 300 or above) came while the request's body was
+/// still being sent, so the pool sent no more of it, as curl and Go's HTTP/2 transport do (RFC
+/// 9112 §9.5: a client stops sending a body the server does not want). The connection closes
+/// once the response has been read, since the request's framing is broken. HTTP/1 only; see
+/// [`Builder::keep_sending_on_error`](crate::Builder::keep_sending_on_error).
+///
+/// ```no_run
+/// # async fn upload(client: pool::Client, bytes: bytes::Bytes) -> Result<(), Box<dyn std::error::Error>> {
+/// let put = http::Request::put("http://example.com/bucket/key")
+///     .body(pool::RequestBody::full(bytes))?;
+/// let response = client.request(put).await?;
+/// if let Some(stopped) = response.extensions().get::<pool::BodyStopped>() {
+///     // Refused part way (413, 401, 307...): the server saw at most this much of the body.
+///     println!("{} bytes went", stopped.bytes_sent());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyStopped {
+    sent: u64,
+}
+
+impl BodyStopped {
+    pub(super) fn new(sent: u64) -> BodyStopped {
+        BodyStopped { sent }
+    }
+
+    /// The body bytes handed to the connection before the stop (the server read at most
+    /// these).
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+/// How long a body held back for `100 Continue` waits, on which clock.
+pub(super) struct Wait {
+    pub(super) wait: Duration,
+    pub(super) timer: std::sync::Arc<dyn AsyncSleep>,
+}
+
+/// A request body behind a gate (see the module docs).
+pub(super) struct GatedBody {
+    inner: RequestBody,
+    gate: Arc<BodyGate>,
+    /// The wait for `100 Continue`, for a gate that starts out waiting.
+    wait: Option<Wait>,
+    /// Started when hyper first asks for the body, which is once the head is written.
+    sleep: Option<Sleep>,
+    /// Whether the gate was last seen open: then each piece asks the gate as it is handed
+    /// over, rather than before the inner body is polled.
+    flowing: bool,
+    /// The rest of a data frame larger than [`PIECE`].
+    rest: Bytes,
+}
+
+impl GatedBody {
+    pub(super) fn new(inner: RequestBody, gate: Arc<BodyGate>, wait: Option<Wait>) -> Self {
+        GatedBody {
+            inner,
+            gate,
+            wait,
+            sleep: None,
+            flowing: false,
+            rest: Bytes::new(),
+        }
+    }
+
+    /// Waits until the gate lets the body go: `Ready(Ok)` once it is open, `Ready(Err)` once
+    /// it was aborted, `Pending` while it waits or was refused.
+    fn poll_open(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        loop {
+            match self.gate.poll_state(cx) {
+                GateState::Open | GateState::Sent => return Poll::Ready(Ok(())),
+                GateState::Aborted => return Poll::Ready(Err(Box::new(BodyRefused))),
+                GateState::Refused => return Poll::Pending,
+                GateState::Waiting => {
+                    let Some(Wait { wait, timer }) = &self.wait else {
+                        // Only a gate made for `100 Continue` starts out waiting.
+                        self.gate.open();
+                        continue;
+                    };
+                    let sleep = self.sleep.get_or_insert_with(|| timer.sleep(*wait));
+                    ready!(sleep.as_mut().poll(cx));
+                    // The wait ran out: the body goes, unless a final response refused it
+                    // meanwhile (the loop reads which).
+                    tracing::debug!("no 100 Continue within {wait:?}; sending the body");
+                    self.gate.open();
+                }
+            }
+        }
+    }
+}
+
+impl HttpBody for GatedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if !this.flowing {
+            if let Err(error) = ready!(this.poll_open(cx)) {
+                return Poll::Ready(Some(Err(error)));
+            }
+            this.flowing = true;
+        }
+        let frame = if this.rest.is_empty() {
+            match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                None => {
+                    this.gate.sent_all();
+                    return Poll::Ready(None);
+                }
+                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                Some(Ok(frame)) => frame,
+            }
+        } else {
+            Frame::data(std::mem::take(&mut this.rest))
+        };
+        let frame = match frame.into_data() {
+            Ok(mut data) => {
+                if data.len() > PIECE {
+                    this.rest = data.split_off(PIECE);
+                }
+                Frame::data(data)
+            }
+            Err(trailers) => trailers,
+        };
+        let len = frame.data_ref().map_or(0, Bytes::len);
+        if !this.gate.hand_over(len, cx) {
+            // A response stopped the body after the gate was last read: this piece never
+            // goes. The gate wakes the task when the exchange aborts the body.
+            this.flowing = false;
+            return Poll::Pending;
+        }
+        if this.rest.is_empty() && this.inner.is_end_stream() {
+            this.gate.sent_all();
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let inner = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
+    }
+}
+
+/// The error a refused or stopped body ends with, once its response is over; hyper then closes
+/// the connection. Nobody sees it as a request's error: the request already has its response.
+#[derive(Debug)]
+pub(super) struct BodyRefused;
+
+impl fmt::Display for BodyRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "the server answered before the request body was sent; the rest of it was not sent",
+        )
+    }
+}
+
+impl std::error::Error for BodyRefused {}
