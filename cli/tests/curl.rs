@@ -832,6 +832,65 @@ async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
     );
 }
 
+/// A server that answers an upload's head with `413` and reads none of its body (curl's
+/// "HTTP error before end of send"): poolcurl stops sending, as curl does, says so under `-v`,
+/// closes the connection, and counts in `%{size_upload}` only what went before the stop.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_refused_part_way_stops_as_curls_does() {
+    const LEN: usize = 32 << 20;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/up", listener.local_addr().unwrap());
+    let (drain, drained) = tokio::sync::oneshot::channel::<()>();
+    let peer = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut read = Vec::new();
+        read_head(&mut stream, &mut read).await.expect("a head");
+        let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 5\r\n\r\nlarge";
+        stream.write_all(answer).await.unwrap();
+        // Nothing is read until poolcurl has exited: it cannot send more than the socket
+        // buffers hold, far less than the file, whenever it reads the answer.
+        let _ = drained.await;
+        let _ = stream.read_to_end(&mut read).await;
+        read.len()
+    });
+    let (_dir, file) = temp_file("stopped-upload", "up.bin", vec![b'x'; LEN]);
+    let data = format!("@{}", file.display());
+    let args = [
+        "-v",
+        "-H",
+        "Expect:",
+        "-w",
+        "|%{size_upload}",
+        "--data-binary",
+        &data,
+        &url,
+    ];
+    let run = poolcurl(&args).await;
+    drain.send(()).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stdout = run.stdout_text();
+    let (body, sent) = stdout.split_once('|').expect("the -w line");
+    assert_eq!(body, "large");
+    let sent: usize = sent.parse().unwrap();
+    assert!(sent < LEN, "all {LEN} bytes counted as sent");
+    for line in [
+        "* HTTP error before end of send, stop sending\n< \r\n",
+        "* Closing connection",
+    ] {
+        assert!(run.stderr.contains(line), "no {line:?} in {}", run.stderr);
+    }
+    assert!(
+        !run.stderr.contains("completely uploaded"),
+        "{}",
+        run.stderr
+    );
+    let got = peer.await.unwrap();
+    assert!(
+        got <= sent,
+        "the server got {got} bytes of the body, more than {sent}"
+    );
+}
+
 /// `417 Expectation Failed` to an upload that asked for `100 Continue`: as curl does, the
 /// same request goes again without `Expect` (counted as a redirect), and `-i` shows both heads.
 #[tokio::test(flavor = "multi_thread")]

@@ -408,7 +408,9 @@ impl Session {
         }
         let connection = record.connection.clone();
         let connection = connection.as_ref();
-        let closes = output::server_closes(&parts);
+        // A stopped upload broke the request's framing: the pool closes the connection.
+        let closes =
+            output::server_closes(&parts) || parts.extensions.get::<pool::BodyStopped>().is_some();
         let include = self.args.include || self.args.head;
         if self
             .max_filesize()

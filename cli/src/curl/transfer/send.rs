@@ -174,6 +174,15 @@ impl Session {
         if withheld {
             record.size_upload = 0;
         }
+        // An answer of 300 or above before the upload ended: the pool sent no more of it, as
+        // curl stops ("HTTP error before end of send").
+        let stopped = response
+            .extensions()
+            .get::<pool::BodyStopped>()
+            .map(pool::BodyStopped::bytes_sent);
+        if let Some(sent) = stopped.filter(|_| stream.is_none()) {
+            record.size_upload = sent;
+        }
         if http2 {
             // hyper leaves the chunked framing's header out of an HTTP/2 request.
             sent_headers.remove(http::header::TRANSFER_ENCODING);
@@ -242,7 +251,8 @@ impl Session {
             // A body that waited for a go-ahead went after the head, as an upload's does;
             // curl says nothing of the kind for a chunked one, whose last chunk ends it.
             upload: (!self.composed.inline_data || (body_waited && !withheld))
-                && (stream.is_none() || http2),
+                && (stream.is_none() || http2)
+                && stopped.is_none(),
             chunked_end,
             spellings: spellings.as_ref(),
             insecure: self.args.connect.insecure,
@@ -253,11 +263,17 @@ impl Session {
             // The body went without a go-ahead and was not refused: the wait ran out.
             waited_out: body_waited && !withheld && !output::has_continue(&head),
             expectation_failed,
+            // curl keeps sending to a server that said it closes (and says nothing).
+            stopped_sending: stopped.is_some() && !output::server_closes(&parts),
         };
         let sent_body = match streamed {
             Some(shown) => shown,
             None if withheld => Bytes::new(),
-            None => upload,
+            // What went before the stop.
+            None => match stopped {
+                Some(sent) => upload.slice(..upload.len().min(sent as usize)),
+                None => upload,
+            },
         };
         self.verbose.exchange(
             &context,

@@ -112,6 +112,9 @@ pub(crate) struct VerboseContext<'a> {
     /// The server answered `417` instead of `100 Continue`: curl says so before the head's
     /// end.
     pub(crate) expectation_failed: bool,
+    /// The answer (300 or above) came before the upload ended, and the pool stopped it: curl
+    /// says so before the head's end, unless the head said the connection closes.
+    pub(crate) stopped_sending: bool,
 }
 
 /// The local time zone's offset for `--trace-time`, read once while the process has one
@@ -246,6 +249,9 @@ impl Verbose {
                 }
                 if text.is_empty() && cx.expectation_failed {
                     lines.info("Got 417 while waiting for a 100");
+                }
+                if text.is_empty() && cx.stopped_sending {
+                    lines.info("HTTP error before end of send, stop sending");
                 }
             });
         });
