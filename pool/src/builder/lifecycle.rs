@@ -105,7 +105,7 @@ impl Builder {
     /// further byte is sent, the response is read whole, and the connection closes after it,
     /// since the request's framing is broken. The response carries
     /// [`BodyStopped`](crate::BodyStopped) with the bytes that went. A body known to be at most
-    /// 64 KiB goes with its head and is never stopped. `true` sends every body to its end, as
+    /// 256 KiB goes with its head and is never stopped. `true` sends every body to its end, as
     /// hyper does, and keeps the connection when the server read it all. HTTP/2 sends the
     /// body on until the server resets the stream, which is how an HTTP/2 server refuses one.
     pub fn keep_sending_on_error(mut self, keep_sending: bool) -> Self {

@@ -14,6 +14,13 @@
 //! nginx answers `413` from the head and neither tool sends any of the body
 //! (`%{size_upload}` 0); to `/` nginx says `100 Continue` and the body goes.
 //!
+//! A 32 MiB `--data-binary` upload without `Expect` (`-H 'Expect:'`) to `/small`: nginx answers
+//! `413` from the head and then reads and discards what comes (its lingering close), so nothing
+//! but the client itself stops the upload. poolcurl must stop it, as curl does ("HTTP error
+//! before end of send"): its `%{size_upload}` under the file's size. curl's figure is printed
+//! beside as a reference (curl looks for an answer before each 64 KiB it sends; the pool every
+//! 512 KiB, so poolcurl's is larger).
+//!
 //! `-T -` from a pipe goes chunked (`Transfer-Encoding: chunked`, no length): both tools send
 //! 1,000 bytes (one write of `cat`, one chunk) to `/` and print nginx's `200` and the same
 //! `%{size_upload}`, the chunk's framing included (1,012).
@@ -28,6 +35,66 @@ const WRITE_OUT: &str = "%{http_code} %{http_version} %{num_connects} ";
 const H2_EXPECTED: &str = "413 2 1 ok\n200 2 0 ";
 
 pub(crate) fn nginx_early_answer(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
+    let mut rows = early_answers(poolcurl, started, dir);
+    rows.push(stopped_upload(poolcurl, started, dir));
+    rows
+}
+
+/// The upload nginx refused part way stops (see the module docs).
+fn stopped_upload(poolcurl: &Path, started: &Nginx, dir: &Path) -> Row {
+    const LEN: usize = 32 << 20;
+    let name = "poolcurl: nginx 413 before a 32 MiB upload ends, which stops".to_owned();
+    eprintln!("interop: {name} ...");
+    let port = match started {
+        Ok((_, _, ports)) => ports[0],
+        Err(e) => return Row::broken(name, e),
+    };
+    let upload = dir.join("upload-32m.bin");
+    if let Err(e) = std::fs::write(&upload, vec![b'u'; LEN]) {
+        return Row::broken(name, &format!("write {}: {e}", upload.display()));
+    }
+    let data = format!("@{}", upload.display());
+    let url = format!("http://127.0.0.1:{port}/small");
+    let args = [
+        "-s",
+        "-o",
+        "/dev/null",
+        "-H",
+        "Expect:",
+        "-w",
+        "%{http_code} %{size_upload}",
+        "--data-binary",
+        &data,
+        &url,
+    ];
+    let figures = |program: &Path| -> Result<(String, u64), String> {
+        let run = run_cli(program, &args, &[])?;
+        let printed = run.stdout.trim().to_owned();
+        let sent = printed
+            .split_once(' ')
+            .and_then(|(_, sent)| sent.parse().ok())
+            .ok_or_else(|| format!("printed {printed:?}; stderr {}", run.stderr.trim()))?;
+        Ok((printed, sent))
+    };
+    let (printed, sent) = match figures(poolcurl) {
+        Ok(figures) => figures,
+        Err(e) => return Row::broken(name, &e),
+    };
+    let stopped = printed.starts_with("413 ") && sent < LEN as u64;
+    let mut row = Row::new(name, Some(stopped));
+    row.details.push(format!(
+        "poolcurl printed {printed:?} (status, bytes sent of {LEN})"
+    ));
+    if let Some(curl) = find_binary("curl") {
+        match figures(&curl) {
+            Ok((printed, _)) => row.details.push(format!("curl printed {printed:?}")),
+            Err(e) => row.details.push(format!("curl: {e}")),
+        }
+    }
+    row
+}
+
+fn early_answers(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     let names = announce([
         "curl vs poolcurl: nginx 413 before a 1 MiB upload ends, http1.1, 2 URLs",
         "curl vs poolcurl: nginx 413 before a 1 MiB upload ends, TLS http/1.1, 2 URLs",
