@@ -18,8 +18,8 @@
 //! `413` from the head and then reads and discards what comes (its lingering close), so nothing
 //! but the client itself stops the upload. poolcurl must stop it, as curl does ("HTTP error
 //! before end of send"): its `%{size_upload}` under the file's size. curl's figure is printed
-//! beside as a reference (curl looks for an answer before each 64 KiB it sends; the pool every
-//! 512 KiB, so poolcurl's is larger).
+//! beside as a reference, not compared: it depends on when the answer arrives, which curl looks
+//! for before each 64 KiB it sends and the pool every 512 KiB.
 //!
 //! `-T -` from a pipe goes chunked (`Transfer-Encoding: chunked`, no length): both tools send
 //! 1,000 bytes (one write of `cat`, one chunk) to `/` and print nginx's `200` and the same
