@@ -31,11 +31,15 @@
 //! abort waits for the end of the response because hyper ends a response body still being read
 //! with an error when the request body fails; aborting at the end loses no byte of it.
 //!
+//! A response that came while the body was still going and did not stop it can be waited on
+//! to know when the body went ([`BodyGate::poll_handed_over`]): its last piece was handed to
+//! hyper, or the body was dropped unfinished.
+//!
 //! What this module does not do: decide which requests get a gate, which statuses stop a body,
 //! or how long a body waits (the pool does), or run a timer (the body wrapper does, with the
 //! pool's clock).
 
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 
 use pool_core::sync::{Mutex, MutexGuard};
 
@@ -67,6 +71,25 @@ struct Inner {
     sent: u64,
     // The body's task, parked while the state is `Waiting` or `Refused`.
     waker: Option<Waker>,
+    /// The body was dropped (hyper let go of it: its end went, or the connection ended).
+    dropped: bool,
+    // Tasks waiting for the body to be handed over or dropped (`poll_handed_over`).
+    watchers: Vec<Waker>,
+}
+
+impl Inner {
+    /// Whether nothing more of the body will be handed over.
+    fn settled(&self) -> bool {
+        self.dropped || !matches!(self.state, GateState::Waiting | GateState::Open)
+    }
+
+    /// The watchers to wake once the body settled.
+    fn settled_watchers(&mut self) -> Vec<Waker> {
+        match self.settled() {
+            true => std::mem::take(&mut self.watchers),
+            false => Vec::new(),
+        }
+    }
 }
 
 impl BodyGate {
@@ -86,6 +109,8 @@ impl BodyGate {
                 state,
                 sent: 0,
                 waker: None,
+                dropped: false,
+                watchers: Vec::new(),
             }),
         }
     }
@@ -106,13 +131,17 @@ impl BodyGate {
     /// and the connection must retire. Returns the bytes handed over until then, or `None` if
     /// the body was not going (still waiting, or already all sent).
     pub fn stop(&self) -> Option<u64> {
-        let mut inner = self.lock();
-        if inner.state != GateState::Open {
-            return None;
-        }
-        inner.state = GateState::Refused;
-        // The body's task is not woken: it has nothing to do until the abort.
-        Some(inner.sent)
+        let (sent, watchers) = {
+            let mut inner = self.lock();
+            if inner.state != GateState::Open {
+                return None;
+            }
+            inner.state = GateState::Refused;
+            // The body's task is not woken: it has nothing to do until the abort.
+            (inner.sent, inner.settled_watchers())
+        };
+        watchers.into_iter().for_each(Waker::wake);
+        Some(sent)
     }
 
     /// The refused or stopped exchange's response is over: the body ends with an error.
@@ -135,10 +164,38 @@ impl BodyGate {
 
     /// The body yielded its last piece: a response can no longer stop it.
     pub fn sent_all(&self) {
+        let watchers = {
+            let mut inner = self.lock();
+            if inner.state == GateState::Open {
+                inner.state = GateState::Sent;
+            }
+            inner.settled_watchers()
+        };
+        watchers.into_iter().for_each(Waker::wake);
+    }
+
+    /// The body was dropped, whether or not it had all gone: nothing more of it will.
+    pub fn body_dropped(&self) {
+        let watchers = {
+            let mut inner = self.lock();
+            inner.dropped = true;
+            inner.settled_watchers()
+        };
+        watchers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Ready, with the bytes handed over, once nothing more of the body will be: it all went,
+    /// it was refused or stopped, or it was dropped. Until then `cx`'s task is woken when that
+    /// changes (any number of tasks may wait).
+    pub fn poll_handed_over(&self, cx: &mut Context<'_>) -> Poll<u64> {
         let mut inner = self.lock();
-        if inner.state == GateState::Open {
-            inner.state = GateState::Sent;
+        if inner.settled() {
+            return Poll::Ready(inner.sent);
         }
+        if !inner.watchers.iter().any(|w| w.will_wake(cx.waker())) {
+            inner.watchers.push(cx.waker().clone());
+        }
+        Poll::Pending
     }
 
     /// The state now; while it is `Waiting` or `Refused`, `cx`'s task is woken when it moves.
@@ -157,18 +214,19 @@ impl BodyGate {
 
     /// Moves from `from` to `to` and wakes the body; false if the state was not `from`.
     fn step(&self, from: GateState, to: GateState) -> bool {
-        let waker = {
+        let (waker, watchers) = {
             let mut inner = self.lock();
             if inner.state != from {
                 return false;
             }
             inner.state = to;
-            inner.waker.take()
+            (inner.waker.take(), inner.settled_watchers())
         };
         // Woken outside the lock: the body's task may run on this thread at once.
         if let Some(waker) = waker {
             waker.wake();
         }
+        watchers.into_iter().for_each(Waker::wake);
         true
     }
 
@@ -219,6 +277,23 @@ mod tests {
         assert_eq!(gate.poll_state(&mut cx), GateState::Refused);
         gate.abort();
         assert_eq!(gate.state(), GateState::Aborted);
+    }
+
+    #[test]
+    fn a_watcher_learns_when_the_body_has_all_gone_or_was_dropped() {
+        let gate = BodyGate::flowing();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(gate.hand_over(4, &mut cx));
+        assert_eq!(gate.poll_handed_over(&mut cx), Poll::Pending);
+        assert!(gate.hand_over(2, &mut cx));
+        gate.sent_all();
+        assert_eq!(gate.poll_handed_over(&mut cx), Poll::Ready(6));
+
+        let dropped = BodyGate::flowing();
+        assert!(dropped.hand_over(1, &mut cx));
+        assert_eq!(dropped.poll_handed_over(&mut cx), Poll::Pending);
+        dropped.body_dropped();
+        assert_eq!(dropped.poll_handed_over(&mut cx), Poll::Ready(1));
     }
 
     #[test]

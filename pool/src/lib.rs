@@ -88,7 +88,7 @@ pub use builder::{BuildError, Builder, DEFAULT_IDLE_TIMEOUT};
 pub use client::Client;
 pub use connection::ConnectionHandle;
 pub use dispatch::expect::{BodyWithheld, ExpectContinue, on_informational};
-pub use dispatch::gated::BodyStopped;
+pub use dispatch::gated::{BodyStillSending, BodyStopped};
 pub use error::Error;
 pub use listener::CountingListener;
 pub use malformed::Malformed;

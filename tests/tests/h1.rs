@@ -1501,9 +1501,21 @@ async fn answered_early(
         .extensions()
         .get::<pool::BodyStopped>()
         .map(pool::BodyStopped::bytes_sent);
+    let sending = response
+        .extensions()
+        .get::<pool::BodyStillSending>()
+        .cloned();
+    assert_eq!(
+        sending.is_some(),
+        stopped.is_none(),
+        "a body still going is either stopped or going on"
+    );
     drain.send(()).unwrap();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "nope", "the answer's body arrives whole");
+    if let Some(sending) = sending {
+        assert_eq!(sending.handed_over().await, LEN as u64, "the rest went");
+    }
     settle(&pool, &origin(&url), |s| {
         s.h1_active + s.h1_draining + s.establishing == 0
     })

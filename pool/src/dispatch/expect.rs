@@ -10,10 +10,9 @@
 //! When the final response comes first, the exchange guard refuses the body: it is never sent,
 //! and the connection retires once the response is read (see `pool_h1`'s `gate` module).
 //!
-//! [`hold`] also puts behind a gate, open from the start, any other body a response may have
-//! to stop (one not known to fit in a single piece, see `gated`), unless the pool keeps
-//! sending on error ([`Builder::keep_sending_on_error`](crate::Builder::keep_sending_on_error));
-//! `h1` stops it.
+//! [`hold`] also puts behind a gate, open from the start, any other body a response may come
+//! before the end of (one not known to fit in a single piece, see `gated`): `h1` stops it, or
+//! lets the caller wait for the rest.
 //!
 //! hyper keeps one informational hook per request, so the pool's would replace a caller's.
 //! [`on_informational`] is the pool's way to see 1xx responses; it shares the hook. A request
@@ -139,7 +138,9 @@ fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<
     let wait = wait.filter(|_| hooked);
     let gate = match wait {
         Some(_) => Some(Arc::new(BodyGate::waiting())),
-        None if has_body && may_stop(client, request.body()) => Some(Arc::new(BodyGate::flowing())),
+        None if has_body && may_outlast_its_head(request.body()) => {
+            Some(Arc::new(BodyGate::flowing()))
+        }
         None => None,
     };
     if hooked {
@@ -171,14 +172,12 @@ fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<
     Some(gate)
 }
 
-/// Whether a response may stop `body` before it is all sent: unless the pool keeps sending on
-/// error, any body not known to fit in one piece (see `gated`).
-fn may_stop(client: &Client, body: &RequestBody) -> bool {
-    !client.pool.keep_sending_on_error
-        && body
-            .size_hint()
-            .exact()
-            .is_none_or(|len| len > PIECE as u64)
+/// Whether a response may come before `body` is all sent (to stop it, or to be waited on for
+/// the rest): any body not known to fit in one piece (see `gated`).
+fn may_outlast_its_head(body: &RequestBody) -> bool {
+    body.size_hint()
+        .exact()
+        .is_none_or(|len| len > PIECE as u64)
 }
 
 /// Whether the caller set a `hyper::ext::on_informational` hook of their own: installing one

@@ -76,6 +76,32 @@ impl BodyStopped {
     }
 }
 
+/// A response extension: this response came while the request's body was still being sent,
+/// and the pool goes on sending it (the status was below 300, or the pool keeps sending on
+/// error). HTTP/1 only; over HTTP/2 the body's stream goes on by itself.
+///
+/// [`handed_over`](Self::handed_over) waits for the rest: a client whose transfer ends only
+/// when its upload has, as curl's does, awaits it after reading the response, rather than
+/// leaving (or exiting) with the upload cut short.
+#[derive(Clone, Debug)]
+pub struct BodyStillSending {
+    gate: Arc<BodyGate>,
+}
+
+impl BodyStillSending {
+    pub(super) fn new(gate: Arc<BodyGate>) -> BodyStillSending {
+        BodyStillSending { gate }
+    }
+
+    /// Resolves once the pool has handed the body's last byte to the connection, or the body
+    /// was dropped unfinished (the connection failed or closed), with the body bytes handed
+    /// over. What the connection holds then goes to the socket in the same poll unless the
+    /// socket is full.
+    pub async fn handed_over(&self) -> u64 {
+        std::future::poll_fn(|cx| self.gate.poll_handed_over(cx)).await
+    }
+}
+
 /// How many bytes a gated body hands over between two yields to the connection's task: 512 KiB,
 /// two pieces. A yield costs a wake-up and a look at the sockets, next to the copies of half a
 /// megabyte.
@@ -143,6 +169,13 @@ impl GatedBody {
                 }
             }
         }
+    }
+}
+
+impl Drop for GatedBody {
+    fn drop(&mut self) {
+        // hyper let go of the body: whoever waits for the upload learns that no more goes.
+        self.gate.body_dropped();
     }
 }
 

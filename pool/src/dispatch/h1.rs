@@ -58,6 +58,11 @@ pub(super) fn finish(
                             .extensions_mut()
                             .insert(super::gated::BodyStopped::new(sent));
                     }
+                } else if gate.state() == pool_h1::GateState::Open {
+                    // Still going, and going on: the caller may wait for the rest.
+                    response
+                        .extensions_mut()
+                        .insert(super::gated::BodyStillSending::new(gate));
                 }
             }
             Ok(client.respond(response, served, |incoming, handle| {
