@@ -832,6 +832,54 @@ async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
     );
 }
 
+/// A server that answers `200` to an upload's head and then reads the body: curl's transfer
+/// ends only once its upload has, so poolcurl waits for the rest before it ends (and exits)
+/// and counts all of it, where it used to leave with the upload cut short.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_answered_before_its_end_goes_whole_before_the_transfer_ends() {
+    const LEN: usize = 64 << 20;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/up", listener.local_addr().unwrap());
+    let peer = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut read = Vec::new();
+        read_head(&mut stream, &mut read).await.expect("a head");
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        stream.write_all(answer).await.unwrap();
+        let mut got = read.len();
+        let mut buf = vec![0u8; 1 << 16];
+        while got < LEN {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        got
+    });
+    let (_dir, file) = temp_file("early-ok-upload", "up.bin", vec![b'x'; LEN]);
+    let data = format!("@{}", file.display());
+    let args = [
+        "-v",
+        "-H",
+        "Expect:",
+        "-w",
+        "|%{size_upload}",
+        "--data-binary",
+        &data,
+        &url,
+    ];
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), format!("ok|{LEN}"));
+    let done = "* We are completely uploaded and fine\n* Connection #1 to host";
+    assert!(run.stderr.contains(done), "{}", run.stderr);
+    assert_eq!(
+        peer.await.unwrap(),
+        LEN,
+        "the whole body reached the server"
+    );
+}
+
 /// A server that answers an upload's head with `413` and reads none of its body (curl's
 /// "HTTP error before end of send"): poolcurl stops sending, as curl does, says so under `-v`,
 /// closes the connection, and counts in `%{size_upload}` only what went before the stop.

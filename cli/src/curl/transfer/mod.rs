@@ -547,11 +547,31 @@ impl Session {
         } else {
             sink.finish()?;
         }
+        self.upload_finished(record).await;
         self.verbose.done(connection, &target.host, closes);
         if self.args.transfer.fail_with_body && status >= 400 {
             return Err(CurlError::http_error(status));
         }
         Ok(Next::Done)
+    }
+
+    /// A response that came while the pool was still sending the request's data: curl's
+    /// transfer ends only once its upload has, so this waits for the rest (the process would
+    /// otherwise end with the upload cut short) and counts it. A streamed upload is waited for
+    /// by the transfer's loop (`Streamed::settled`), which counts its chunks.
+    async fn upload_finished(&self, record: &mut TransferRecord) {
+        let Some(sending) = record.still_sending.take() else {
+            return;
+        };
+        let sent = sending.handed_over().await;
+        if record.streamed.is_some() {
+            return;
+        }
+        // Counted whole when the head came; what went is what counts.
+        let whole = std::mem::replace(&mut record.size_upload, sent);
+        if sent == whole {
+            self.verbose.info("We are completely uploaded and fine");
+        }
     }
 
     /// The heads of the proxy's answers to the `CONNECT` of a tunnel the last request opened

@@ -183,6 +183,10 @@ impl Session {
         if let Some(sent) = stopped.filter(|_| stream.is_none()) {
             record.size_upload = sent;
         }
+        record.still_sending = response
+            .extensions()
+            .get::<pool::BodyStillSending>()
+            .cloned();
         if http2 {
             // hyper leaves the chunked framing's header out of an HTTP/2 request.
             sent_headers.remove(http::header::TRANSFER_ENCODING);
