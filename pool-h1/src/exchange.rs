@@ -11,6 +11,7 @@ use pool_core::sync::Arc;
 
 use crate::connection::H1Connection;
 use crate::gate::BodyGate;
+use crate::parking::{Parked, Returning};
 
 /// What happens to the connection when the exchange ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +35,10 @@ enum Disposition {
 pub struct ExchangeGuard<B> {
     conn: Option<H1Connection<B>>,
     disposition: Disposition,
-    // The request body this response refused or stopped (see `gate`): it is aborted when the
-    // exchange ends, so hyper closes the connection.
-    refused: Option<Arc<BodyGate>>,
+    // The gate of a request body this response came before the end of (see `gate`). One the
+    // response refused or stopped is aborted when the exchange ends, so hyper closes the
+    // connection; one that goes on is told when the exchange is over.
+    gate: Option<Arc<BodyGate>>,
 }
 
 impl<B: Send + 'static> ExchangeGuard<B> {
@@ -59,7 +61,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         let mut guard = ExchangeGuard {
             conn: Some(conn),
             disposition,
-            refused: None,
+            gate: None,
         };
         if disposition == Disposition::Retire(CloseReason::Upgraded) {
             // The pool's record ends here; the I/O now belongs to whoever calls
@@ -97,7 +99,14 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         if self.disposition == Disposition::Reuse {
             self.disposition = Disposition::Retire(CloseReason::IncompleteH1Exchange);
         }
-        self.refused = Some(gate);
+        self.gate = Some(gate);
+    }
+
+    /// This response came while the request's body, behind `gate`, was still going, and it
+    /// goes on: the gate learns when the exchange is over (the connection went home once hyper
+    /// wrote the body's end, or retired), so that a caller can wait for the upload.
+    pub fn body_goes_on(&mut self, gate: Arc<BodyGate>) {
+        self.gate = Some(gate);
     }
 
     /// The record of the connection this exchange runs on, while the guard holds it.
@@ -109,13 +118,20 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     /// home now if hyper is already ready for another request, or once it is (in a task on the
     /// owner partition).
     pub fn end_of_body(&mut self) {
-        self.abort_refused();
-        let Some(conn) = self.conn.take() else { return };
+        let Some(conn) = self.conn.take() else {
+            self.end_gate();
+            return;
+        };
         match self.disposition {
             Disposition::Retire(reason) => {
                 conn.record().close(reason, None);
+                self.end_gate();
             }
-            Disposition::Reuse => return_when_ready(conn),
+            Disposition::Reuse => {
+                // Any gate here is a body's that goes on: a refused one retires the connection.
+                let upload = self.gate.take();
+                return_when_ready(Returning { conn, upload });
+            }
         }
     }
 
@@ -131,10 +147,10 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     }
 
     fn retire(&mut self, reason: CloseReason) {
-        self.abort_refused();
         if let Some(conn) = self.conn.take() {
             conn.record().close(reason, None);
         }
+        self.end_gate();
     }
 }
 
@@ -144,17 +160,18 @@ impl<B: Send + 'static> ExchangeGuard<B> {
 /// thread), the connection parks with its driver, which returns it (see [`ParkingSpot`]).
 ///
 /// [`ParkingSpot`]: crate::ParkingSpot
-fn return_when_ready<B: Send + 'static>(mut conn: H1Connection<B>) {
+fn return_when_ready<B: Send + 'static>(mut returning: Returning<B>) {
+    let conn = &mut returning.conn;
     if conn.sender_mut().is_ready() {
-        conn.go_home();
+        returning.go_home();
         return;
     }
     if conn.sender_mut().is_closed() {
-        conn.record().close(CloseReason::ProtocolClosed, None);
+        returning.retire(CloseReason::ProtocolClosed, None);
         return;
     }
     let spot = conn.spot().clone();
-    spot.park(conn);
+    spot.park(returning);
 }
 
 /// Whether any `Connection` header value lists the `close` token.
@@ -171,23 +188,25 @@ fn says_close<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> bool {
 }
 
 impl<B> ExchangeGuard<B> {
-    /// Ends a refused or stopped request body, so that hyper stops waiting for it and closes.
-    /// Almost always a `None` check: only an exchange whose response came before its body went
-    /// has one.
+    /// The exchange ended without the connection going home: a refused or stopped request
+    /// body is aborted, so that hyper stops waiting for it and closes, and one that went on
+    /// learns the exchange is over. Almost always a `None` check: only an exchange whose
+    /// response came before its body's end has a gate.
     #[inline]
-    fn abort_refused(&mut self) {
-        if let Some(gate) = self.refused.take() {
+    fn end_gate(&mut self) {
+        if let Some(gate) = self.gate.take() {
             gate.abort();
+            gate.exchange_over();
         }
     }
 }
 
 impl<B> Drop for ExchangeGuard<B> {
     fn drop(&mut self) {
-        self.abort_refused();
         if let Some(conn) = self.conn.take() {
             conn.record().close(CloseReason::IncompleteH1Exchange, None);
         }
+        self.end_gate();
     }
 }
 
@@ -196,7 +215,7 @@ impl<B> fmt::Debug for ExchangeGuard<B> {
         f.debug_struct("ExchangeGuard")
             .field("conn", &self.conn)
             .field("disposition", &self.disposition)
-            .field("refused", &self.refused.is_some())
+            .field("gate", &self.gate.is_some())
             .finish()
     }
 }

@@ -32,8 +32,9 @@
 //! with an error when the request body fails; aborting at the end loses no byte of it.
 //!
 //! A response that came while the body was still going and did not stop it can be waited on
-//! to know when the body went ([`BodyGate::poll_handed_over`]): its last piece was handed to
-//! hyper, or the body was dropped unfinished.
+//! to know when the body went ([`BodyGate::poll_settled`]): the exchange is over (the
+//! connection went home, which hyper allows only once the body's end was written, or
+//! retired), or the body was dropped before its end.
 //!
 //! What this module does not do: decide which requests get a gate, which statuses stop a body,
 //! or how long a body waits (the pool does), or run a timer (the body wrapper does, with the
@@ -73,14 +74,19 @@ struct Inner {
     waker: Option<Waker>,
     /// The body was dropped (hyper let go of it: its end went, or the connection ended).
     dropped: bool,
-    // Tasks waiting for the body to be handed over or dropped (`poll_handed_over`).
+    /// The exchange is over: its response ended and its connection went home or retired.
+    over: bool,
+    // Tasks waiting for the body to settle (`poll_settled`).
     watchers: Vec<Waker>,
 }
 
 impl Inner {
-    /// Whether nothing more of the body will be handed over.
+    /// Whether the body has gone as far as it will: the exchange is over, or no more of the
+    /// body will go (refused, stopped, or dropped before its end).
     fn settled(&self) -> bool {
-        self.dropped || !matches!(self.state, GateState::Waiting | GateState::Open)
+        self.over
+            || matches!(self.state, GateState::Refused | GateState::Aborted)
+            || (self.dropped && self.state != GateState::Sent)
     }
 
     /// The watchers to wake once the body settled.
@@ -110,6 +116,7 @@ impl BodyGate {
                 sent: 0,
                 waker: None,
                 dropped: false,
+                over: false,
                 watchers: Vec::new(),
             }),
         }
@@ -184,10 +191,21 @@ impl BodyGate {
         watchers.into_iter().for_each(Waker::wake);
     }
 
-    /// Ready, with the bytes handed over, once nothing more of the body will be: it all went,
-    /// it was refused or stopped, or it was dropped. Until then `cx`'s task is woken when that
-    /// changes (any number of tasks may wait).
-    pub fn poll_handed_over(&self, cx: &mut Context<'_>) -> Poll<u64> {
+    /// The exchange is over: the response ended and the connection went home (so hyper wrote
+    /// the body's end) or retired.
+    pub fn exchange_over(&self) {
+        let watchers = {
+            let mut inner = self.lock();
+            inner.over = true;
+            std::mem::take(&mut inner.watchers)
+        };
+        watchers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Ready, with the bytes handed over, once the body has gone as far as it will: the
+    /// exchange is over, or the body was refused, stopped, or dropped before its end. Until
+    /// then `cx`'s task is woken when that changes (any number of tasks may wait).
+    pub fn poll_settled(&self, cx: &mut Context<'_>) -> Poll<u64> {
         let mut inner = self.lock();
         if inner.settled() {
             return Poll::Ready(inner.sent);
@@ -280,20 +298,26 @@ mod tests {
     }
 
     #[test]
-    fn a_watcher_learns_when_the_body_has_all_gone_or_was_dropped() {
+    fn a_watcher_learns_when_the_exchange_is_over_or_the_body_was_cut() {
         let gate = BodyGate::flowing();
         let mut cx = Context::from_waker(Waker::noop());
         assert!(gate.hand_over(4, &mut cx));
-        assert_eq!(gate.poll_handed_over(&mut cx), Poll::Pending);
+        assert_eq!(gate.poll_settled(&mut cx), Poll::Pending);
         assert!(gate.hand_over(2, &mut cx));
         gate.sent_all();
-        assert_eq!(gate.poll_handed_over(&mut cx), Poll::Ready(6));
+        gate.body_dropped();
+        assert_eq!(
+            gate.poll_settled(&mut cx),
+            Poll::Pending,
+            "all handed over, maybe not yet written"
+        );
+        gate.exchange_over();
+        assert_eq!(gate.poll_settled(&mut cx), Poll::Ready(6));
 
-        let dropped = BodyGate::flowing();
-        assert!(dropped.hand_over(1, &mut cx));
-        assert_eq!(dropped.poll_handed_over(&mut cx), Poll::Pending);
-        dropped.body_dropped();
-        assert_eq!(dropped.poll_handed_over(&mut cx), Poll::Ready(1));
+        let cut = BodyGate::flowing();
+        assert!(cut.hand_over(1, &mut cx));
+        cut.body_dropped();
+        assert_eq!(cut.poll_settled(&mut cx), Poll::Ready(1));
     }
 
     #[test]

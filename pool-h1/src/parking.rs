@@ -16,11 +16,30 @@ use pool_core::CloseReason;
 use pool_core::sync::Mutex;
 use pool_core::sync::atomic::{AtomicBool, Ordering};
 
+use pool_core::sync::Arc;
+
 use crate::connection::H1Connection;
+use crate::gate::BodyGate;
 
 /// The parking spot of one HTTP/1 connection, shared by its exchanges and its driver.
 pub struct ParkingSpot<B> {
-    spot: Spot<H1Connection<B>>,
+    spot: Spot<Returning<B>>,
+}
+
+/// A connection on its way home, with the gate of a request body it was still sending when
+/// its response ended: whoever waits for that upload learns the exchange is over once the
+/// connection is home (hyper is ready only after the body's last byte was written) or retired.
+pub(crate) struct Returning<B> {
+    pub(crate) conn: H1Connection<B>,
+    pub(crate) upload: Option<Arc<BodyGate>>,
+}
+
+impl<B> Returning<B> {
+    fn over(upload: Option<Arc<BodyGate>>) {
+        if let Some(gate) = upload {
+            gate.exchange_over();
+        }
+    }
 }
 
 impl<B> Default for ParkingSpot<B> {
@@ -31,7 +50,7 @@ impl<B> Default for ParkingSpot<B> {
 
 impl<B: Send + 'static> ParkingSpot<B> {
     /// Parks `conn` and wakes the driver; a driver that already ended retires it instead.
-    pub(crate) fn park(&self, conn: H1Connection<B>) {
+    pub(crate) fn park(&self, conn: Returning<B>) {
         self.spot.park(conn);
     }
 
@@ -73,17 +92,21 @@ pub(crate) trait Parked: Send + 'static {
     fn retire(self, reason: CloseReason, error: Option<hyper::Error>);
 }
 
-impl<B: Send + 'static> Parked for H1Connection<B> {
+impl<B: Send + 'static> Parked for Returning<B> {
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), hyper::Error>> {
-        self.sender_mut().poll_ready(cx)
+        self.conn.sender_mut().poll_ready(cx)
     }
 
     fn go_home(self) {
-        H1Connection::go_home(self);
+        H1Connection::go_home(self.conn);
+        Returning::<B>::over(self.upload);
     }
 
     fn retire(self, reason: CloseReason, error: Option<hyper::Error>) {
-        self.record().close(reason, error.map(|e| Box::new(e) as _));
+        self.conn
+            .record()
+            .close(reason, error.map(|e| Box::new(e) as _));
+        Returning::<B>::over(self.upload);
     }
 }
 

@@ -1514,7 +1514,7 @@ async fn answered_early(
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "nope", "the answer's body arrives whole");
     if let Some(sending) = sending {
-        assert_eq!(sending.handed_over().await, LEN as u64, "the rest went");
+        assert_eq!(sending.sent().await, LEN as u64, "the rest went");
     }
     settle(&pool, &origin(&url), |s| {
         s.h1_active + s.h1_draining + s.establishing == 0

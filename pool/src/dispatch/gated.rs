@@ -76,13 +76,14 @@ impl BodyStopped {
     }
 }
 
-/// A response extension: this response came while the request's body was still being sent,
-/// and the pool goes on sending it (the status was below 300, or the pool keeps sending on
-/// error). HTTP/1 only; over HTTP/2 the body's stream goes on by itself.
+/// A response extension: this response came before the pool saw the request's body written
+/// to its end, and the pool goes on sending it (the status was below 300, or the pool keeps
+/// sending on error). Only a body of over 256 KiB, or of unknown length, is followed this way;
+/// HTTP/1 only (over HTTP/2 the body's stream goes on by itself).
 ///
-/// [`handed_over`](Self::handed_over) waits for the rest: a client whose transfer ends only
-/// when its upload has, as curl's does, awaits it after reading the response, rather than
-/// leaving (or exiting) with the upload cut short.
+/// [`sent`](Self::sent) waits for the rest: a client whose transfer ends only when its upload
+/// has, as curl's does, awaits it after reading the response, rather than leaving (or exiting)
+/// with the upload cut short.
 #[derive(Clone, Debug)]
 pub struct BodyStillSending {
     gate: Arc<BodyGate>,
@@ -93,12 +94,12 @@ impl BodyStillSending {
         BodyStillSending { gate }
     }
 
-    /// Resolves once the pool has handed the body's last byte to the connection, or the body
-    /// was dropped unfinished (the connection failed or closed), with the body bytes handed
-    /// over. What the connection holds then goes to the socket in the same poll unless the
-    /// socket is full.
-    pub async fn handed_over(&self) -> u64 {
-        std::future::poll_fn(|cx| self.gate.poll_handed_over(cx)).await
+    /// Resolves once the exchange is over, with the body bytes the pool handed to the
+    /// connection: the connection has written the body's last byte (hyper takes another
+    /// request only then), or it closed, or the body was dropped before its end. Await it
+    /// after the response's body has been read or dropped: the exchange is not over before.
+    pub async fn sent(&self) -> u64 {
+        std::future::poll_fn(|cx| self.gate.poll_settled(cx)).await
     }
 }
 

@@ -58,8 +58,11 @@ pub(super) fn finish(
                             .extensions_mut()
                             .insert(super::gated::BodyStopped::new(sent));
                     }
-                } else if gate.state() == pool_h1::GateState::Open {
-                    // Still going, and going on: the caller may wait for the rest.
+                } else if gate.state() != pool_h1::GateState::Waiting {
+                    // Going on, or handed to hyper whole but maybe not yet written (nothing
+                    // tells those apart before the connection goes home): the caller may wait
+                    // for the rest.
+                    guard.body_goes_on(gate.clone());
                     response
                         .extensions_mut()
                         .insert(super::gated::BodyStillSending::new(gate));

@@ -563,7 +563,7 @@ impl Session {
         let Some(sending) = record.still_sending.take() else {
             return;
         };
-        let sent = sending.handed_over().await;
+        let sent = sending.sent().await;
         if record.streamed.is_some() {
             return;
         }
