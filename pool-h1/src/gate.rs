@@ -191,6 +191,11 @@ impl BodyGate {
         watchers.into_iter().for_each(Waker::wake);
     }
 
+    /// The body bytes handed over so far.
+    pub fn handed_over(&self) -> u64 {
+        self.lock().sent
+    }
+
     /// The exchange is over: the response ended and the connection went home (so hyper wrote
     /// the body's end) or retired.
     pub fn exchange_over(&self) {

@@ -87,11 +87,19 @@ impl BodyStopped {
 #[derive(Clone, Debug)]
 pub struct BodyStillSending {
     gate: Arc<BodyGate>,
+    at_response: u64,
 }
 
 impl BodyStillSending {
     pub(super) fn new(gate: Arc<BodyGate>) -> BodyStillSending {
-        BodyStillSending { gate }
+        let at_response = gate.handed_over();
+        BodyStillSending { gate, at_response }
+    }
+
+    /// The body bytes the pool had handed to the connection when the response came: the
+    /// whole body when hyper had taken it all but had perhaps not written it yet.
+    pub fn sent_at_response(&self) -> u64 {
+        self.at_response
     }
 
     /// Resolves once the exchange is over, with the body bytes the pool handed to the
