@@ -843,46 +843,53 @@ async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upload_answered_before_its_end_goes_whole_before_the_transfer_ends() {
     const LEN: usize = 64 << 20;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/up", listener.local_addr().unwrap());
-    let peer = tokio::spawn(async move {
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut read = Vec::new();
-        read_head(&mut stream, &mut read).await.expect("a head");
-        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-        stream.write_all(answer).await.unwrap();
-        let mut got = read.len();
-        let mut buf = vec![0u8; 1 << 16];
-        while got < LEN {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => got += n,
-            }
-        }
-        got
-    });
     let (_dir, file) = temp_file("early-ok-upload", "up.bin", vec![b'x'; LEN]);
     let data = format!("@{}", file.display());
-    let args = [
-        "-v",
-        "-H",
-        "Expect:",
-        "-w",
-        "|%{size_upload}",
-        "--data-binary",
-        &data,
-        &url,
-    ];
-    let run = poolcurl(&args).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout_text(), format!("ok|{LEN}"));
-    let done = "* We are completely uploaded and fine\n* Connection #1 to host";
-    assert!(run.stderr.contains(done), "{}", run.stderr);
-    assert_eq!(
-        peer.await.unwrap(),
-        LEN,
-        "the whole body reached the server"
-    );
+    // Data (`--data-binary`), and a file (`-T`, which curl says it uploaded in its own words).
+    for upload in ["--data-binary", "-T"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/up", listener.local_addr().unwrap());
+        let peer = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut read = Vec::new();
+            read_head(&mut stream, &mut read).await.expect("a head");
+            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+            stream.write_all(answer).await.unwrap();
+            let mut got = read.len();
+            let mut buf = vec![0u8; 1 << 16];
+            while got < LEN {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            got
+        });
+        let file = if upload == "-T" { &data[1..] } else { &data };
+        let args = [
+            "-v",
+            "-H",
+            "Expect:",
+            "-w",
+            "|%{size_upload}",
+            upload,
+            file,
+            &url,
+        ];
+        let run = poolcurl(&args).await;
+        assert_eq!(run.code, 0, "{upload}: {}", run.stderr);
+        assert_eq!(run.stdout_text(), format!("ok|{LEN}"), "{upload}");
+        let done = "* We are completely uploaded and fine\n* Connection #1 to host";
+        assert!(run.stderr.contains(done), "{upload}: {}", run.stderr);
+        let said = run.stderr.matches("completely uploaded").count();
+        assert_eq!(
+            said, 1,
+            "{upload}: said once, after the answer: {}",
+            run.stderr
+        );
+        let got = peer.await.unwrap();
+        assert_eq!(got, LEN, "{upload}: the whole body reached the server");
+    }
 }
 
 /// A server that answers an upload's head with `413` and reads none of its body (curl's

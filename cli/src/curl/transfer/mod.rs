@@ -567,9 +567,10 @@ impl Session {
         if record.streamed.is_some() {
             return;
         }
-        // Counted whole when the head came; what went is what counts.
+        // Counted whole when the head came; what went is what counts. Data that had all gone
+        // to the connection by then was said to be uploaded with the request's lines.
         let whole = std::mem::replace(&mut record.size_upload, sent);
-        if sent == whole {
+        if sent == whole && sending.sent_at_response() < whole {
             self.verbose.info("We are completely uploaded and fine");
         }
     }

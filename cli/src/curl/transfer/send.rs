@@ -187,6 +187,12 @@ impl Session {
             .extensions()
             .get::<pool::BodyStillSending>()
             .cloned();
+        // Data still going when the answer came: curl says it is all uploaded once it is,
+        // after the response (`upload_finished`).
+        let still_going = record
+            .still_sending
+            .as_ref()
+            .is_some_and(|sending| sending.sent_at_response() < template.body_len(hop) as u64);
         if http2 {
             // hyper leaves the chunked framing's header out of an HTTP/2 request.
             sent_headers.remove(http::header::TRANSFER_ENCODING);
@@ -256,7 +262,8 @@ impl Session {
             // curl says nothing of the kind for a chunked one, whose last chunk ends it.
             upload: (!self.composed.inline_data || (body_waited && !withheld))
                 && (stream.is_none() || http2)
-                && stopped.is_none(),
+                && stopped.is_none()
+                && !still_going,
             chunked_end,
             spellings: spellings.as_ref(),
             insecure: self.args.connect.insecure,
