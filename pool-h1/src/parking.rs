@@ -13,10 +13,8 @@ use std::fmt;
 use std::task::{Context, Poll, Waker};
 
 use pool_core::CloseReason;
-use pool_core::sync::Mutex;
 use pool_core::sync::atomic::{AtomicBool, Ordering};
-
-use pool_core::sync::Arc;
+use pool_core::sync::{Arc, Mutex};
 
 use crate::connection::H1Connection;
 use crate::gate::BodyGate;
