@@ -810,8 +810,8 @@ async fn head_first_peer(
 }
 
 /// A server that answers an upload's head without asking for its body (`413` before `100
-/// Continue`): the body is never sent, `-v` shows no data going out, `%{size_upload}` is 0,
-/// and the transfer succeeds with the server's answer, as with curl.
+/// Continue`): the body is never sent, `-v` shows no data going out and says why,
+/// `%{size_upload}` is 0, and the transfer succeeds with the server's answer, as with curl.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
     let (url, peer) = head_first_peer(1, |_| {
@@ -829,6 +829,13 @@ async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
         run.stderr
     );
     assert!(!run.stderr.contains("} ["), "data went out: {}", run.stderr);
+    // curl's words for it, and the connection, whose request never ended, closes.
+    for line in [
+        "* HTTP error before end of send, stop sending\n< \r\n",
+        "* Closing connection 1",
+    ] {
+        assert!(run.stderr.contains(line), "no {line:?} in {}", run.stderr);
+    }
     let after_head = peer.await.unwrap();
     assert_eq!(
         after_head,

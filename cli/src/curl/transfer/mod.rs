@@ -408,9 +408,11 @@ impl Session {
         }
         let connection = record.connection.clone();
         let connection = connection.as_ref();
-        // A stopped upload broke the request's framing: the pool closes the connection.
-        let closes =
-            output::server_closes(&parts) || parts.extensions.get::<pool::BodyStopped>().is_some();
+        // An upload stopped or never sent broke the request's framing: the pool closes the
+        // connection.
+        let closes = output::server_closes(&parts)
+            || parts.extensions.get::<pool::BodyStopped>().is_some()
+            || parts.extensions.get::<pool::BodyWithheld>().is_some();
         let include = self.args.include || self.args.head;
         if self
             .max_filesize()

@@ -274,8 +274,11 @@ impl Session {
             // The body went without a go-ahead and was not refused: the wait ran out.
             waited_out: body_waited && !withheld && !output::has_continue(&head),
             expectation_failed,
-            // curl keeps sending to a server that said it closes (and says nothing).
-            stopped_sending: stopped.is_some() && !output::server_closes(&parts),
+            // An error answer before the upload ended, also one that came before `100
+            // Continue`; curl keeps sending to a server that said it closes (and says nothing).
+            stopped_sending: (stopped.is_some()
+                || (withheld && parts.status.as_u16() >= 300 && !expectation_failed))
+                && !output::server_closes(&parts),
         };
         let sent_body = match streamed {
             Some(shown) => shown,
