@@ -587,6 +587,32 @@ async fn verbose_notes_the_data_and_a_complete_upload() {
     assert_eq!(server.requests()[0].body, "12345");
 }
 
+/// curl writes `-d`'s data with the request head below 64 KiB over HTTP/1, and says nothing
+/// of it; from 64 KiB, and over HTTP/2 always, it sends the data as an upload and says when
+/// that ended, as for `-T`.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_says_data_of_64_kib_and_more_went_as_an_upload() {
+    let server = serving(Reply::ok("done")).await;
+    for (len, said) in [(64 * 1024 - 1, false), (64 * 1024, true)] {
+        let (_dir, file) = temp_file("verbose-data", "data.bin", vec![b'd'; len]);
+        let data = format!("@{}", file.display());
+        let run = poolcurl(&["-v", "--data-binary", &data, &server.url("/")]).await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let uploaded = run.stderr.find("* We are completely uploaded and fine\n");
+        assert_eq!(uploaded.is_some(), said, "{len} bytes: {}", run.stderr);
+        if let Some(uploaded) = uploaded {
+            let status = run.stderr.find("< HTTP/1.1 200").expect("the status line");
+            assert!(uploaded < status, "sent before the answer: {}", run.stderr);
+        }
+    }
+    let h2 = ScriptedH2Server::start_with(StreamPlan::status(200)).await;
+    let url = format!("http://127.0.0.1:{}/", h2.addr().port());
+    let run = poolcurl(&["-v", "--http2-prior-knowledge", "-d", "x", &url]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let said = "} [1 bytes data]\n* We are completely uploaded and fine\n< HTTP/2 200";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+}
+
 /// A server that never says `100 Continue` (the scripted peer reads the body without a word):
 /// the upload waits `--expect100-timeout`, then goes, and `-v` says so as curl does.
 #[tokio::test(flavor = "multi_thread")]

@@ -20,6 +20,10 @@ use crate::curl::request_size::request_size;
 use crate::curl::sink::{Sink, stdout_is_terminal};
 use crate::curl::verbose::VerboseContext;
 
+/// The size from which curl sends `-d`'s data apart from the request head over HTTP/1 (its
+/// `MAX_INITIAL_POST_SIZE`, 64 KiB).
+const INITIAL_POST_LIMIT: usize = 64 * 1024;
+
 /// A response extension: `417 Expectation Failed` to a request whose `Expect: 100-continue`
 /// poolcurl added, before any of its body went; the transfer sends it again without asking.
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +173,9 @@ impl Session {
             && sent_headers
                 .get(http::header::EXPECT)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        // curl writes `-d`'s data with the head only over HTTP/1 and below 64 KiB
+        // (`MAX_INITIAL_POST_SIZE`); otherwise it goes as an upload, which curl says it ended.
+        let apart = http2 || upload.len() >= INITIAL_POST_LIMIT;
         // A response before `100 Continue`: the pool never sent the body.
         let withheld = response.extensions().get::<pool::BodyWithheld>().is_some();
         if withheld {
@@ -260,7 +267,7 @@ impl Session {
             quiet_data: target.quiet_data,
             // A body that waited for a go-ahead went after the head, as an upload's does;
             // curl says nothing of the kind for a chunked one, whose last chunk ends it.
-            upload: (!self.composed.inline_data || (body_waited && !withheld))
+            upload: (!self.composed.inline_data || ((body_waited || apart) && !withheld))
                 && (stream.is_none() || http2)
                 && stopped.is_none()
                 && !still_going,
