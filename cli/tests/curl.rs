@@ -870,6 +870,35 @@ async fn an_upload_the_server_refuses_before_100_continue_is_not_sent() {
     );
 }
 
+/// A peer for one connection that reads a request head, writes `answer` at once, and then,
+/// once `read_after` resolves, reads the body until `len` bytes or the connection's end.
+/// Returns its URL and the body bytes it got.
+async fn answering_early(
+    answer: &'static [u8],
+    len: usize,
+    read_after: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (String, tokio::task::JoinHandle<usize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/up", listener.local_addr().unwrap());
+    let peer = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut read = Vec::new();
+        read_head(&mut stream, &mut read).await.expect("a head");
+        stream.write_all(answer).await.unwrap();
+        read_after.await;
+        let mut got = read.len();
+        let mut buf = vec![0u8; 1 << 16];
+        while got < len {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        got
+    });
+    (url, peer)
+}
+
 /// A server that answers `200` to an upload's head and then reads the body: curl's transfer
 /// ends only once its upload has, so poolcurl waits for the rest before it ends (and exits)
 /// and counts all of it, where it used to leave with the upload cut short.
@@ -880,24 +909,8 @@ async fn an_upload_answered_before_its_end_goes_whole_before_the_transfer_ends()
     let data = format!("@{}", file.display());
     // Data (`--data-binary`), and a file (`-T`, which curl says it uploaded in its own words).
     for upload in ["--data-binary", "-T"] {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/up", listener.local_addr().unwrap());
-        let peer = tokio::spawn(async move {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let mut read = Vec::new();
-            read_head(&mut stream, &mut read).await.expect("a head");
-            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-            stream.write_all(answer).await.unwrap();
-            let mut got = read.len();
-            let mut buf = vec![0u8; 1 << 16];
-            while got < LEN {
-                match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got += n,
-                }
-            }
-            got
-        });
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        let (url, peer) = answering_early(answer, LEN, async {}).await;
         let file = if upload == "-T" { &data[1..] } else { &data };
         let args = [
             "-v",
@@ -931,21 +944,14 @@ async fn an_upload_answered_before_its_end_goes_whole_before_the_transfer_ends()
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upload_refused_part_way_stops_as_curls_does() {
     const LEN: usize = 32 << 20;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/up", listener.local_addr().unwrap());
     let (drain, drained) = tokio::sync::oneshot::channel::<()>();
-    let peer = tokio::spawn(async move {
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut read = Vec::new();
-        read_head(&mut stream, &mut read).await.expect("a head");
-        let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 5\r\n\r\nlarge";
-        stream.write_all(answer).await.unwrap();
-        // Nothing is read until poolcurl has exited: it cannot send more than the socket
-        // buffers hold, far less than the file, whenever it reads the answer.
+    let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 5\r\n\r\nlarge";
+    // Nothing is read until poolcurl has exited: it cannot send more than the socket buffers
+    // hold, far less than the file, whenever it reads the answer.
+    let read_after = async {
         let _ = drained.await;
-        let _ = stream.read_to_end(&mut read).await;
-        read.len()
-    });
+    };
+    let (url, peer) = answering_early(answer, LEN, read_after).await;
     let (_dir, file) = temp_file("stopped-upload", "up.bin", vec![b'x'; LEN]);
     let data = format!("@{}", file.display());
     let args = [
