@@ -557,26 +557,6 @@ impl Session {
         Ok(Next::Done)
     }
 
-    /// A response that came while the pool was still sending the request's data: curl's
-    /// transfer ends only once its upload has, so this waits for the rest (the process would
-    /// otherwise end with the upload cut short) and counts it. A streamed upload is waited for
-    /// by the transfer's loop (`Streamed::settled`), which counts its chunks.
-    async fn upload_finished(&self, record: &mut TransferRecord) {
-        let Some(sending) = record.still_sending.take() else {
-            return;
-        };
-        let sent = sending.sent().await;
-        if record.streamed.is_some() {
-            return;
-        }
-        // Counted whole when the head came; what went is what counts. Data that had all gone
-        // to the connection by then was said to be uploaded with the request's lines.
-        let whole = std::mem::replace(&mut record.size_upload, sent);
-        if sent == whole && sending.sent_at_response() < whole {
-            self.verbose.info("We are completely uploaded and fine");
-        }
-    }
-
     /// The heads of the proxy's answers to the `CONNECT` of a tunnel the last request opened
     /// (or the proxy refused), as curl writes them before the response's head: counted in
     /// `%{size_header}`, and written to `-D` and, with `-i` or `-I`, the output, unless

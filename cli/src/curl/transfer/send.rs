@@ -1,6 +1,7 @@
-//! The exchange's two ends: sending one request and recording and tracing its head, and reading
-//! the response body (decoded, paced, bounded); with the target a request goes to and how a
-//! pool error becomes curl's exit code.
+//! The exchange's two ends: sending one request and recording and tracing its head, reading
+//! the response body (decoded, paced, bounded), and waiting for an upload the response came
+//! before the end of; with the target a request goes to and how a pool error becomes curl's
+//! exit code.
 
 use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
@@ -305,6 +306,26 @@ impl Session {
         );
         record.connection = connection;
         Ok((parts, body))
+    }
+
+    /// A response that came while the pool was still sending the request's data: curl's
+    /// transfer ends only once its upload has, so this waits for the rest (the process would
+    /// otherwise end with the upload cut short) and counts it. A streamed upload is waited for
+    /// by the transfer's loop (`Streamed::settled`), which counts its chunks.
+    pub(super) async fn upload_finished(&self, record: &mut TransferRecord) {
+        let Some(sending) = record.still_sending.take() else {
+            return;
+        };
+        let sent = sending.sent().await;
+        if record.streamed.is_some() {
+            return;
+        }
+        // Counted whole when the head came; what went is what counts. Data that had all gone
+        // to the connection by then was said to be uploaded with the request's lines.
+        let whole = std::mem::replace(&mut record.size_upload, sent);
+        if sent == whole && sending.sent_at_response() < whole {
+            self.verbose.info("We are completely uploaded and fine");
+        }
     }
 
     /// Reads `body` to its end, decoding it (its transfer codings, and with `--compressed` its
