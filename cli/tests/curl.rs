@@ -938,6 +938,33 @@ async fn an_upload_answered_before_its_end_goes_whole_before_the_transfer_ends()
     }
 }
 
+/// An HTTP/2 server that answers before the upload ended and resets the stream with
+/// `NO_ERROR`: the upload ends there, and `%{size_upload}` counts what went, not the file.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http2_upload_the_server_stops_counts_what_went() {
+    const LEN: usize = 4 << 20;
+    let peer = pool_tests::h2early::EarlyAnswerPeer::start().await;
+    let (_dir, file) = temp_file("h2-stopped-upload", "up.bin", vec![b'x'; LEN]);
+    let data = format!("@{}", file.display());
+    let url = peer.url("/upload");
+    let args = [
+        "--http2-prior-knowledge",
+        "-w",
+        "|%{http_code} %{size_upload}",
+        "--data-binary",
+        &data,
+        &url,
+    ];
+    let run = poolcurl(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let stdout = run.stdout_text();
+    let (_, figures) = stdout.split_once('|').expect("the -w line");
+    let (status, sent) = figures.split_once(' ').unwrap();
+    assert_eq!(status, "413");
+    let sent: usize = sent.parse().unwrap();
+    assert!(sent < LEN, "the whole file counted as sent");
+}
+
 /// A server that answers an upload's head with `413` and reads none of its body (curl's
 /// "HTTP error before end of send"): poolcurl stops sending, as curl does, says so under `-v`,
 /// closes the connection, and counts in `%{size_upload}` only what went before the stop.

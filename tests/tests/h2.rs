@@ -1080,8 +1080,8 @@ async fn an_untrusted_certificate_says_whether_it_is_self_signed() {
 
 /// An HTTP/2 server that answers before the request body ended and then resets the stream with
 /// `NO_ERROR` (RFC 9113 §8.1: "stop sending, the response is complete"): the caller gets the
-/// response and its whole body, not an error, and the connection stays in the pool for the
-/// next request.
+/// response and its whole body, not an error, learns how much of the upload went, and the
+/// connection stays in the pool for the next request.
 #[tokio::test]
 async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the_caller() {
     let peer = pool_tests::h2early::EarlyAnswerPeer::start().await;
@@ -1098,8 +1098,16 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
         .unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(response.status(), 413);
     let first = response.body().connection().clone();
+    let sending = response
+        .extensions()
+        .get::<pool::BodyStillSending>()
+        .cloned()
+        .expect("the body was still going");
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "too large\n");
+    // The reset ended the upload: the first kilobyte went, and no more will.
+    let sent = tokio::time::timeout(LIMIT, sending.sent()).await.unwrap();
+    assert_eq!(sent, 1024);
     let (next, body) =
         tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
             .await

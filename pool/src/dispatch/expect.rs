@@ -33,7 +33,7 @@ use pool_h1::BodyGate;
 use crate::body::RequestBody;
 use crate::client::Client;
 
-use super::gated::{GatedBody, PIECE, Wait};
+use super::gated::{GatedBody, Held, Wait, may_outlast_its_head};
 
 /// How long a held-back body waits for `100 Continue` unless the builder says otherwise: one
 /// second, curl's default and Go's `DefaultTransport`'s.
@@ -87,11 +87,6 @@ type Callback = dyn Fn(&http::Response<()>) + Send + Sync;
 /// The caller's callback from [`on_informational`].
 #[derive(Clone)]
 struct InformationalHook(std::sync::Arc<Callback>);
-
-/// Marks a request whose body already waits behind its gate: hyper can hand a request back unsent,
-/// and the pool sends it again with the same gate (still waiting: hyper never polled the body).
-#[derive(Clone)]
-struct Held(Arc<BodyGate>);
 
 /// Prepares `request` for the HTTP/1 connection it is about to go on: the `Expect` header for
 /// a request marked [`ExpectContinue`], the informational hook, and the body behind a gate
@@ -170,14 +165,6 @@ fn hold_slow(client: &Client, request: &mut Request<RequestBody>) -> Option<Arc<
     *request.body_mut() = RequestBody::new(GatedBody::new(body, gate.clone(), wait));
     request.extensions_mut().insert(Held(gate.clone()));
     Some(gate)
-}
-
-/// Whether a response may come before `body` is all sent (to stop it, or to be waited on for
-/// the rest): any body not known to fit in one piece (see `gated`).
-fn may_outlast_its_head(body: &RequestBody) -> bool {
-    body.size_hint()
-        .exact()
-        .is_none_or(|len| len > PIECE as u64)
 }
 
 /// Whether the caller set a `hyper::ext::on_informational` hook of their own: installing one

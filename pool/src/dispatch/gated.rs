@@ -1,5 +1,5 @@
-//! An HTTP/1 request body behind a [`BodyGate`]: held back for `100 Continue`, stopped when
-//! the server refuses it before it was all sent, and counted as it goes.
+//! A request body behind a [`BodyGate`]: held back for `100 Continue` and stopped when the
+//! server refuses it before it was all sent (HTTP/1), and counted as it goes (HTTP/1 and 2).
 //!
 //! The body is handed to hyper in pieces of at most [`PIECE`] bytes (a larger data frame is
 //! split without a copy), so a stop takes effect within one piece even for a body given as one
@@ -16,8 +16,8 @@
 //! driver: hyper reads then, and the exchange can stop the body within about that many bytes of
 //! the answer's arrival.
 //!
-//! What this module does not do: decide which bodies get a gate, or which responses stop one
-//! (`expect` and `h1` do).
+//! What this module does not do: decide which HTTP/1 bodies get a gate, or which responses stop
+//! one (`expect` and `h1` do); stop an HTTP/2 body (a server resets its stream).
 
 use std::fmt;
 use std::future::Future;
@@ -26,6 +26,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::Request;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use pool_core::sync::Arc;
 use pool_core::{AsyncSleep, Sleep};
@@ -77,9 +78,10 @@ impl BodyStopped {
 }
 
 /// A response extension: this response came before the pool saw the request's body written
-/// to its end, and the pool goes on sending it (the status was below 300, or the pool keeps
-/// sending on error). Only a body of over 256 KiB, or of unknown length, is followed this way;
-/// HTTP/1 only (over HTTP/2 the body's stream goes on by itself).
+/// to its end, and the pool goes on sending it (over HTTP/1 the status was below 300, or the
+/// pool keeps sending on error; over HTTP/2 the body goes on until its end or until the server
+/// resets the stream). Only a body of over 256 KiB, or of unknown length, is followed this
+/// way.
 ///
 /// [`sent`](Self::sent) waits for the rest: a client whose transfer ends only when its upload
 /// has, as curl's does, awaits it after reading the response, rather than leaving (or exiting)
@@ -103,12 +105,58 @@ impl BodyStillSending {
     }
 
     /// Resolves once the exchange is over, with the body bytes the pool handed to the
-    /// connection: the connection has written the body's last byte (hyper takes another
-    /// request only then), or it closed, or the body was dropped before its end. Await it
+    /// connection: over HTTP/1 the connection has written the body's last byte (hyper takes
+    /// another request only then), or it closed, or the body was dropped before its end; over
+    /// HTTP/2 hyper let go of the body (its last frame queued, or its stream reset). Await it
     /// after the response's body has been read or dropped: the exchange is not over before.
     pub async fn sent(&self) -> u64 {
         std::future::poll_fn(|cx| self.gate.poll_settled(cx)).await
     }
+}
+
+/// Marks a request whose body already goes behind its gate: hyper can hand a request back
+/// unsent, and the pool sends it again with the same gate (hyper never polled the body).
+#[derive(Clone)]
+pub(super) struct Held(pub(super) Arc<BodyGate>);
+
+/// Whether a response may come before `body` is all sent (to stop it, or to be waited on for
+/// the rest): any body not known to fit in one piece.
+pub(super) fn may_outlast_its_head(body: &RequestBody) -> bool {
+    body.size_hint()
+        .exact()
+        .is_none_or(|len| len > PIECE as u64)
+}
+
+/// Puts an HTTP/2 request's body behind a gate open from the start, so that a response that
+/// comes before its end can say how much of it went and when it ended
+/// ([`BodyStillSending`]). Over HTTP/2 the body's part of the exchange is over when hyper lets
+/// go of it: its last frame was queued, or its stream was reset (a server refuses the rest of
+/// a body with `RST_STREAM(NO_ERROR)`). Nothing for an empty body (almost every `GET`) or one
+/// that fits in one piece.
+#[inline]
+pub(super) fn follow_h2(request: &mut Request<RequestBody>) -> Option<Arc<BodyGate>> {
+    if request.body().is_end_stream() {
+        return None;
+    }
+    follow_h2_slow(request)
+}
+
+#[cold]
+#[inline(never)]
+fn follow_h2_slow(request: &mut Request<RequestBody>) -> Option<Arc<BodyGate>> {
+    if let Some(Held(gate)) = request.extensions().get::<Held>() {
+        return Some(gate.clone());
+    }
+    if !may_outlast_its_head(request.body()) {
+        return None;
+    }
+    let gate = Arc::new(BodyGate::flowing());
+    let body = std::mem::take(request.body_mut());
+    let mut gated = GatedBody::new(body, gate.clone(), None);
+    gated.drop_ends_exchange = true;
+    *request.body_mut() = RequestBody::new(gated);
+    request.extensions_mut().insert(Held(gate.clone()));
+    Some(gate)
 }
 
 /// How many bytes a gated body hands over between two yields to the connection's task: 512 KiB,
@@ -139,6 +187,9 @@ pub(super) struct GatedBody {
     unyielded: usize,
     /// The yield under way, when one is.
     yielding: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Whether the body's drop ends the exchange for whoever waits for the upload: over
+    /// HTTP/2, where no connection goes home after it.
+    drop_ends_exchange: bool,
 }
 
 impl GatedBody {
@@ -152,6 +203,7 @@ impl GatedBody {
             rest: Bytes::new(),
             unyielded: 0,
             yielding: None,
+            drop_ends_exchange: false,
         }
     }
 
@@ -185,6 +237,9 @@ impl Drop for GatedBody {
     fn drop(&mut self) {
         // hyper let go of the body: whoever waits for the upload learns that no more goes.
         self.gate.body_dropped();
+        if self.drop_ends_exchange {
+            self.gate.exchange_over();
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use http::Request;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
+use pool_h1::BodyGate;
 use pool_h2::{H2SendOutcome, StreamLease};
 
 use super::{Exchange, Served};
@@ -27,11 +28,13 @@ pub(super) fn start(
     waited: Option<Duration>,
 ) -> (
     Served,
+    Option<Arc<BodyGate>>,
     impl Future<Output = H2SendOutcome<RequestBody>> + Send + use<>,
 ) {
     let served = client.dispatching(lease.record(), waited);
     pool_h2::prepare_request(&mut request);
-    (served, lease.send(request))
+    let gate = super::gated::follow_h2(&mut request);
+    (served, gate, lease.send(request))
 }
 
 /// What the exchange that [`start`] began came to.
@@ -39,10 +42,17 @@ pub(super) fn finish(
     client: &Client,
     entry: &CellEntry,
     served: Served,
+    gate: Option<Arc<BodyGate>>,
     outcome: H2SendOutcome<RequestBody>,
 ) -> Result<Exchange, Error> {
     match outcome {
-        H2SendOutcome::Response(response, guard) => {
+        H2SendOutcome::Response(mut response, guard) => {
+            if let Some(gate) = gate {
+                // The body goes on beside the response, as far as the server lets it.
+                response
+                    .extensions_mut()
+                    .insert(super::gated::BodyStillSending::new(gate));
+            }
             Ok(client.respond(response, served, |incoming, handle| {
                 Body::h2(incoming, guard, handle)
             }))

@@ -106,10 +106,10 @@ impl Client {
                         }
                     }
                     Selected::H2(lease) => {
-                        let (served, sent) = h2::start(self, lease, request, waited);
+                        let (served, gate, sent) = h2::start(self, lease, request, waited);
                         let sent = std::pin::pin!(sent);
                         match deadline.bound(sleep, sent).await {
-                            Ok(outcome) => h2::finish(self, &entry, served, outcome),
+                            Ok(outcome) => h2::finish(self, &entry, served, gate, outcome),
                             Err(timeout) => Err(served.fail(timeout)),
                         }
                     }
