@@ -138,17 +138,14 @@ impl BodyGate {
     /// and the connection must retire. Returns the bytes handed over until then, or `None` if
     /// the body was not going (still waiting, or already all sent).
     pub fn stop(&self) -> Option<u64> {
-        let (sent, watchers) = {
-            let mut inner = self.lock();
+        self.change(|inner| {
             if inner.state != GateState::Open {
                 return None;
             }
             inner.state = GateState::Refused;
             // The body's task is not woken: it has nothing to do until the abort.
-            (inner.sent, inner.settled_watchers())
-        };
-        watchers.into_iter().for_each(Waker::wake);
-        Some(sent)
+            Some(inner.sent)
+        })
     }
 
     /// The refused or stopped exchange's response is over: the body ends with an error.
@@ -171,24 +168,16 @@ impl BodyGate {
 
     /// The body yielded its last piece: a response can no longer stop it.
     pub fn sent_all(&self) {
-        let watchers = {
-            let mut inner = self.lock();
+        self.change(|inner| {
             if inner.state == GateState::Open {
                 inner.state = GateState::Sent;
             }
-            inner.settled_watchers()
-        };
-        watchers.into_iter().for_each(Waker::wake);
+        });
     }
 
     /// The body was dropped, whether or not it had all gone: nothing more of it will.
     pub fn body_dropped(&self) {
-        let watchers = {
-            let mut inner = self.lock();
-            inner.dropped = true;
-            inner.settled_watchers()
-        };
-        watchers.into_iter().for_each(Waker::wake);
+        self.change(|inner| inner.dropped = true);
     }
 
     /// The body bytes handed over so far.
@@ -199,12 +188,7 @@ impl BodyGate {
     /// The exchange is over: the response ended and the connection went home (so hyper wrote
     /// the body's end) or retired.
     pub fn exchange_over(&self) {
-        let watchers = {
-            let mut inner = self.lock();
-            inner.over = true;
-            std::mem::take(&mut inner.watchers)
-        };
-        watchers.into_iter().for_each(Waker::wake);
+        self.change(|inner| inner.over = true);
     }
 
     /// Ready, with the bytes handed over, once the body has gone as far as it will: the
@@ -237,20 +221,35 @@ impl BodyGate {
 
     /// Moves from `from` to `to` and wakes the body; false if the state was not `from`.
     fn step(&self, from: GateState, to: GateState) -> bool {
-        let (waker, watchers) = {
-            let mut inner = self.lock();
+        let moved = self.change(|inner| {
             if inner.state != from {
-                return false;
+                return None;
             }
             inner.state = to;
-            (inner.waker.take(), inner.settled_watchers())
-        };
+            Some(inner.waker.take())
+        });
         // Woken outside the lock: the body's task may run on this thread at once.
-        if let Some(waker) = waker {
-            waker.wake();
+        match moved {
+            Some(waker) => {
+                if let Some(waker) = waker {
+                    waker.wake();
+                }
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Applies `change` under the lock, then wakes, outside it, the watchers it settled the
+    /// body for.
+    fn change<R>(&self, change: impl FnOnce(&mut Inner) -> R) -> R {
+        let (result, watchers) = {
+            let mut inner = self.lock();
+            let result = change(&mut inner);
+            (result, inner.settled_watchers())
+        };
         watchers.into_iter().for_each(Waker::wake);
-        true
+        result
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
