@@ -133,13 +133,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             );
         }
         // The transport was up and the HTTP handshake on it failed.
-        return CurlError::new(
-            56,
-            format!(
-                "Failure when receiving data from the peer: {}",
-                root_cause(error)
-            ),
-        );
+        return receive_failure(error);
     }
     if error.is_timeout() {
         let announced = attempt.remaining.map(|left| left + attempt.received);
@@ -188,6 +182,11 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
     if error.is_reset() {
         return CurlError::new(56, "Recv failure: Connection reset by peer");
     }
+    receive_failure(error)
+}
+
+/// curl's 56 for a failure it has no closer words for, with the error's root cause.
+fn receive_failure(error: &pool::Error) -> CurlError {
     CurlError::new(
         56,
         format!(
