@@ -57,9 +57,11 @@ pub(crate) struct TransferRecord {
     /// The last request's streamed upload and whether it went chunked: the transfer ends
     /// once it is sent, and `size_upload` is counted then, as curl counts it.
     pub(crate) streamed: Option<(std::sync::Arc<super::upload::Streamed>, bool)>,
-    /// The last request's upload, when its response came before the pool had sent it all and
-    /// the pool goes on sending: the transfer ends once it has.
-    pub(crate) still_sending: Option<pool::BodyStillSending>,
+    /// The last request's upload, when its response came before the pool had seen it all
+    /// written and the pool goes on sending: the transfer ends once it has. With it, whether
+    /// data was still to go when the answer came (curl then says it is uploaded only after the
+    /// response).
+    pub(crate) still_sending: Option<(pool::BodyStillSending, bool)>,
     /// Request bytes of the whole transfer, as curl counts them ([`super::request_size`]).
     pub(crate) size_request: u64,
     /// The proxy's answer to this transfer's `CONNECT` (200, or a refusal's status); 0 when

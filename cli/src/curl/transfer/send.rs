@@ -191,16 +191,20 @@ impl Session {
         if let Some(sent) = stopped.filter(|_| stream.is_none()) {
             record.size_upload = sent;
         }
-        record.still_sending = response
-            .extensions()
-            .get::<pool::BodyStillSending>()
-            .cloned();
         // Data still going when the answer came: curl says it is all uploaded once it is,
         // after the response (`upload_finished`).
+        record.still_sending =
+            response
+                .extensions()
+                .get::<pool::BodyStillSending>()
+                .map(|sending| {
+                    let going = sending.sent_at_response() < template.body_len(hop) as u64;
+                    (sending.clone(), going)
+                });
         let still_going = record
             .still_sending
             .as_ref()
-            .is_some_and(|sending| sending.sent_at_response() < template.body_len(hop) as u64);
+            .is_some_and(|(_, going)| *going);
         if http2 {
             // hyper leaves the chunked framing's header out of an HTTP/2 request.
             sent_headers.remove(http::header::TRANSFER_ENCODING);
@@ -313,7 +317,7 @@ impl Session {
     /// otherwise end with the upload cut short) and counts it. A streamed upload is waited for
     /// by the transfer's loop (`Streamed::settled`), which counts its chunks.
     pub(super) async fn upload_finished(&self, record: &mut TransferRecord) {
-        let Some(sending) = record.still_sending.take() else {
+        let Some((sending, going)) = record.still_sending.take() else {
             return;
         };
         let sent = sending.sent().await;
@@ -323,7 +327,7 @@ impl Session {
         // Counted whole when the head came; what went is what counts. Data that had all gone
         // to the connection by then was said to be uploaded with the request's lines.
         let whole = std::mem::replace(&mut record.size_upload, sent);
-        if sent == whole && sending.sent_at_response() < whole {
+        if going && sent == whole {
             self.verbose.info("We are completely uploaded and fine");
         }
     }
