@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use http::header::{CONNECTION, HeaderValue};
-use http::{Response, StatusCode};
+use http::header::{CONNECTION, HeaderMap, HeaderValue};
+use http::{Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pool_core::CloseReason;
 use pool_core::connection::ConnectionRecord;
@@ -45,7 +45,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     pub(crate) fn new(conn: H1Connection<B>, response: &Response<Incoming>) -> Self {
         let disposition = if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             Disposition::Retire(CloseReason::Upgraded)
-        } else if says_close(response.headers().get_all(CONNECTION)) {
+        } else if !keeps_alive(response.version(), response.headers()) {
             Disposition::Retire(CloseReason::ProtocolClosed)
         } else {
             // Read from the connection's first response only: servers announce one timeout
@@ -107,6 +107,19 @@ impl<B: Send + 'static> ExchangeGuard<B> {
     /// wrote the body's end, or retired), so that a caller can wait for the upload.
     pub fn body_goes_on(&mut self, gate: Arc<BodyGate>) {
         self.gate = Some(gate);
+    }
+
+    /// Whether the connection ends with this exchange instead of going home: the response
+    /// closes it (`Connection: close`, or HTTP/1.0 without `keep-alive`, by hyper's rule),
+    /// switched protocols, or refused or stopped the request's body, or the connection was
+    /// poisoned or has closed meanwhile. `false` while the guard holds a connection that goes
+    /// home once the body is read to its end.
+    pub fn closes(&self) -> bool {
+        let Some(conn) = &self.conn else {
+            return true;
+        };
+        let record = conn.record();
+        self.disposition != Disposition::Reuse || record.is_poisoned() || record.is_closed()
     }
 
     /// The record of the connection this exchange runs on, while the guard holds it.
@@ -174,15 +187,29 @@ fn return_when_ready<B: Send + 'static>(mut returning: Returning<B>) {
     spot.park(returning);
 }
 
-/// Whether any `Connection` header value lists the `close` token.
-fn says_close<'a>(values: impl IntoIterator<Item = &'a HeaderValue>) -> bool {
+/// Whether hyper keeps the connection after `response`, by the rule its HTTP/1 parser applies
+/// (RFC 9112 §9.3): an HTTP/1.1 response unless a `Connection` header lists `close`, an
+/// HTTP/1.0 response only if one lists `keep-alive` and none `close`. Deciding it here, where
+/// hyper decides it, retires the connection at the response's end instead of sending it home
+/// to find hyper closing, so that [`ExchangeGuard::closes`] answers before the body is read.
+fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
+    let values = headers.get_all(CONNECTION);
+    if lists_token(values.iter(), "close") {
+        return false;
+    }
+    match version {
+        Version::HTTP_11 => true,
+        Version::HTTP_10 => lists_token(values.iter(), "keep-alive"),
+        _ => false,
+    }
+}
+
+/// Whether any of the `Connection` header `values` lists `token` (ASCII case-insensitive).
+fn lists_token<'a>(values: impl IntoIterator<Item = &'a HeaderValue>, token: &str) -> bool {
     values.into_iter().any(|value| {
         value
             .to_str()
-            .map(|s| {
-                s.split(',')
-                    .any(|token| token.trim().eq_ignore_ascii_case("close"))
-            })
+            .map(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
             .unwrap_or(false)
     })
 }
@@ -227,11 +254,34 @@ mod tests {
     #[test]
     fn connection_close_token_is_found_case_insensitively_in_lists() {
         let v = |s: &'static str| HeaderValue::from_static(s);
-        assert!(says_close([&v("close")]));
-        assert!(says_close([&v("Keep-Alive, Close")]));
-        assert!(says_close([&v("upgrade"), &v("CLOSE")]));
-        assert!(!says_close([&v("keep-alive")]));
-        assert!(!says_close([&v("closed")]));
-        assert!(!says_close(std::iter::empty()));
+        let close = |values: &[&HeaderValue]| lists_token(values.iter().copied(), "close");
+        assert!(close(&[&v("close")]));
+        assert!(close(&[&v("Keep-Alive, Close")]));
+        assert!(close(&[&v("upgrade"), &v("CLOSE")]));
+        assert!(!close(&[&v("keep-alive")]));
+        assert!(!close(&[&v("closed")]));
+        assert!(!close(&[]));
+    }
+
+    #[test]
+    fn http_1_0_keeps_the_connection_only_when_asked_and_1_1_unless_told_to_close() {
+        let headers = |values: &[&'static str]| {
+            let mut map = HeaderMap::new();
+            for value in values {
+                map.append(CONNECTION, HeaderValue::from_static(value));
+            }
+            map
+        };
+        assert!(keeps_alive(Version::HTTP_11, &headers(&[])));
+        assert!(keeps_alive(Version::HTTP_11, &headers(&["keep-alive"])));
+        assert!(!keeps_alive(Version::HTTP_11, &headers(&["Close"])));
+        assert!(!keeps_alive(Version::HTTP_10, &headers(&[])));
+        assert!(keeps_alive(Version::HTTP_10, &headers(&["Keep-Alive"])));
+        // hyper: once any line says close, a later keep-alive does not undo it.
+        assert!(!keeps_alive(
+            Version::HTTP_10,
+            &headers(&["close", "keep-alive"])
+        ));
+        assert!(!keeps_alive(Version::HTTP_09, &headers(&["keep-alive"])));
     }
 }

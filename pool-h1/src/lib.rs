@@ -25,12 +25,15 @@
 //! |---------------------------------------------------------|---------------------------|
 //! | body read to its end, sender ready                      | returned to its cell      |
 //! | body read to its end, sender not ready yet              | parked with its driver, which returns it in the poll that makes it ready |
-//! | `Connection: close` on the response                     | retired (`ProtocolClosed`) |
+//! | `Connection: close`, or HTTP/1.0 without `keep-alive`   | retired (`ProtocolClosed`) at the response's end: hyper keeps no such connection |
 //! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
 //! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
 //! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |
 //! | final response while the body waited for `100 Continue` | retired (`IncompleteH1Exchange`) at the response's end; the body is never sent ([`BodyGate`]) |
 //! | the pool stopped the body for a final response that came first | retired (`IncompleteH1Exchange`) at the response's end; no further byte is sent ([`BodyGate`]) |
+//!
+//! The disposition is decided when the head arrives ([`ExchangeGuard::closes`]), so a caller
+//! can learn before reading the body whether the connection will be reused.
 //!
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).

@@ -188,8 +188,8 @@ impl fmt::Debug for RequestBody {
 
 /// What a response body holds on to while it is read.
 enum Exchange {
-    /// Nothing (the exchange already ended).
-    Done,
+    /// Nothing: the exchange ended, and `closed` says whether it ended the connection's use.
+    Done { closed: bool },
     /// An HTTP/1 connection, returned or retired when the body ends or drops.
     H1(ExchangeGuard<RequestBody>),
     /// An HTTP/2 stream, uncounted when the body ends or drops.
@@ -271,7 +271,7 @@ impl Body {
         timeout: Duration,
         sleep: Arc<dyn AsyncSleep>,
     ) -> Body {
-        if !matches!(self.exchange, Exchange::Done) {
+        if !matches!(self.exchange, Exchange::Done { .. }) {
             self.idle = Some(Box::new(IdleTimer {
                 timeout,
                 sleep,
@@ -287,19 +287,52 @@ impl Body {
         &self.connection
     }
 
+    /// Whether the connection's use ends with this exchange, as Go's `Response.Close` says:
+    /// `true` when the pool closes it instead of offering it to another request.
+    ///
+    /// Before the body's end this is what the pool will do once the body is read to its end,
+    /// as far as it is known now: an HTTP/1 response that closes the connection (`Connection:
+    /// close`, or HTTP/1.0 without `keep-alive`, as hyper decides), a `101`, a request body the
+    /// pool refused or stopped ([`BodyStopped`](crate::BodyStopped)), a poisoned connection, or
+    /// one the pool already closed (an HTTP/2 connection closes for new streams once the pool
+    /// learns of the server's `GOAWAY`). Dropping the body before its end retires an HTTP/1
+    /// connection whatever this says. After the end (or a failure) it is what the pool did
+    /// then. A connection that goes home can still close later, as any idle connection can.
+    pub fn closes_connection(&self) -> bool {
+        match &self.exchange {
+            Exchange::Done { closed } => *closed,
+            Exchange::H1(guard) => guard.closes(),
+            Exchange::H2(_) => {
+                let record = self.connection.record();
+                record.is_closed() || record.is_poisoned()
+            }
+        }
+    }
+
     /// The message ended: the connection goes home or the stream is uncounted.
     fn end(&mut self) {
-        match std::mem::replace(&mut self.exchange, Exchange::Done) {
-            Exchange::Done => {}
+        let closes = self.closes_connection();
+        match std::mem::replace(&mut self.exchange, Exchange::Done { closed: closes }) {
+            Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.end_of_body(),
             Exchange::H2(mut guard) => guard.release(),
+        }
+        // A return that found hyper closing retired the connection just now.
+        if !closes && self.connection.record().is_closed() {
+            self.exchange = Exchange::Done { closed: true };
         }
     }
 
     /// The body failed mid-way: retire an HTTP/1 connection (dropping its guard unfinished
     /// does exactly that) and uncount an HTTP/2 stream.
     fn fail(&mut self) {
-        self.exchange = Exchange::Done;
+        drop(std::mem::replace(
+            &mut self.exchange,
+            Exchange::Done { closed: true },
+        ));
+        let record = self.connection.record();
+        let closed = record.is_closed() || record.is_poisoned();
+        self.exchange = Exchange::Done { closed };
     }
 }
 
@@ -360,8 +393,8 @@ impl HttpBody for Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        match std::mem::replace(&mut self.exchange, Exchange::Done) {
-            Exchange::Done => {}
+        match std::mem::replace(&mut self.exchange, Exchange::Done { closed: true }) {
+            Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.finish(self.inner.is_end_stream()),
             Exchange::H2(mut guard) => guard.release(),
         }
@@ -371,7 +404,7 @@ impl Drop for Body {
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let exchange = match &self.exchange {
-            Exchange::Done => "done",
+            Exchange::Done { .. } => "done",
             Exchange::H1(_) => "http1",
             Exchange::H2(_) => "http2",
         };

@@ -130,6 +130,69 @@ async fn connection_close_response_is_not_reused() {
     assert!(server.errors().is_empty(), "{:?}", server.errors());
 }
 
+/// `Body::closes_connection` says from the response's head what the pool will do with the
+/// connection at the exchange's end, by hyper's keep-alive rule (HTTP/1.1 unless `Connection:
+/// close`, HTTP/1.0 only with `Connection: keep-alive`), and after the end what it did; the
+/// connection is then reused exactly when it said `false`.
+#[tokio::test]
+async fn a_response_says_from_its_head_whether_its_connection_closes() {
+    let cases = [
+        ("HTTP/1.1", Reply::ok("x"), false),
+        (
+            "HTTP/1.1 with Connection: close",
+            Reply::ok("x").header("Connection", "Keep-Alive, Close"),
+            true,
+        ),
+        ("HTTP/1.0", Reply::ok("x").http_1_0(), true),
+        (
+            "HTTP/1.0 with Connection: keep-alive",
+            Reply::ok("x").http_1_0().header("Connection", "keep-alive"),
+            false,
+        ),
+    ];
+    for (case, reply, closes) in cases {
+        let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
+        let (_pool, client, events) = observed(ConnectionPool::builder());
+        let url = server.url("/");
+        let response = client.request(get(&url)).await.unwrap();
+        assert_eq!(
+            response.body().closes_connection(),
+            closes,
+            "{case}: at the head"
+        );
+        let first = response.body().connection().id();
+        let mut body = response.into_body();
+        while body.frame().await.is_some() {}
+        assert_eq!(body.closes_connection(), closes, "{case}: at the end");
+        drop(body);
+        let (second, _) = fetch(&client, &url).await;
+        assert_eq!(second.is_reused(), !closes, "{case}: reused");
+        if closes {
+            assert_eq!(
+                events.closed().first(),
+                Some(&(first, CloseReason::ProtocolClosed)),
+                "{case}"
+            );
+            assert_eq!(server.accepted(), 2, "{case}");
+        } else {
+            assert_eq!(second.id(), first, "{case}");
+        }
+    }
+
+    // A connection poisoned while its body is read closes at the end, whatever its head said.
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let (_pool, client, events) = observed(ConnectionPool::builder());
+    let response = client.request(get(&server.url("/"))).await.unwrap();
+    let body = response.into_body();
+    let id = body.connection().id();
+    body.connection().poison();
+    assert!(body.closes_connection(), "poisoned: at the head");
+    let body = body.collect().await.unwrap();
+    drop(body);
+    fetch(&client, &server.url("/")).await;
+    assert_eq!(events.closed(), vec![(id, CloseReason::Poisoned)]);
+}
+
 /// An idle connection expires at the pool's idle timeout, or earlier when its server's
 /// `Keep-Alive: timeout=N` says so: at N less a second (the pool retires the connection before
 /// the server closes it under a request); the pool's own timeout wins when it is shorter;
