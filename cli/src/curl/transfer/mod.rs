@@ -408,11 +408,6 @@ impl Session {
         }
         let connection = record.connection.clone();
         let connection = connection.as_ref();
-        // An upload stopped or never sent broke the request's framing: the pool closes the
-        // connection.
-        let closes = output::server_closes(&parts)
-            || parts.extensions.get::<pool::BodyStopped>().is_some()
-            || parts.extensions.get::<pool::BodyWithheld>().is_some();
         let include = self.args.include || self.args.head;
         if self
             .max_filesize()
@@ -433,7 +428,8 @@ impl Session {
             self.verbose.info("Ignoring the response-body");
             self.read_body(&mut body, &parts, &target, record, None, progress)
                 .await?;
-            self.verbose.done(connection, &target.host, closes);
+            self.verbose
+                .done(connection, &target.host, body.closes_connection());
             return Ok(answered.next);
         }
 
@@ -443,7 +439,8 @@ impl Session {
             self.read_body(&mut body, &parts, &target, record, None, progress)
                 .await?;
             // The head went without its body: the pool retires the connection.
-            self.verbose.done(connection, &target.host, true);
+            self.verbose
+                .done(connection, &target.host, body.closes_connection());
             return Ok(Next::WithoutExpect);
         }
 
@@ -462,7 +459,8 @@ impl Session {
                 // Read the redirect's body to its end so the connection can serve the next hop.
                 self.read_body(&mut body, &parts, &target, record, None, progress)
                     .await?;
-                self.verbose.done(connection, &target.host, closes);
+                self.verbose
+                    .done(connection, &target.host, body.closes_connection());
                 return Ok(Next::Redirect(next?, location.clone()));
             }
             record.redirect_url = next.ok().map(|u| redirect::shown_location(&u, location));
@@ -488,7 +486,8 @@ impl Session {
             self.write_head(sink, include, &head)?;
             self.read_body(&mut body, &parts, &target, record, None, progress)
                 .await?;
-            self.verbose.done(connection, &target.host, closes);
+            self.verbose
+                .done(connection, &target.host, body.closes_connection());
             sink.finish()?;
             return Ok(Next::Done);
         }
@@ -532,7 +531,9 @@ impl Session {
             self.read_switched(upgrade, &target, record, sink, progress)
                 .await?;
             sink.finish()?;
-            // curl says "left intact" of a switched connection, unless the head said close.
+            // curl says "left intact" of a switched connection (which the pool hands over),
+            // unless the head said close.
+            let closes = output::server_closes(&parts);
             self.verbose.done(connection, &target.host, closes);
             return Ok(Next::Done);
         }
@@ -550,7 +551,8 @@ impl Session {
             sink.finish()?;
         }
         self.upload_finished(record).await;
-        self.verbose.done(connection, &target.host, closes);
+        self.verbose
+            .done(connection, &target.host, body.closes_connection());
         if self.args.transfer.fail_with_body && status >= 400 {
             return Err(CurlError::http_error(status));
         }
