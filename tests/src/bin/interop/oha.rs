@@ -1,20 +1,28 @@
 //! `poolcurl load` beside oha (the Rust load tool most people reach for) on the same nginx URL,
-//! with the same load: HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both),
-//! and TLS with ALPN h2 with 64 streams over one connection per CPU. poolcurl runs with one
-//! partition per CPU (oha's runtime has one worker per CPU), and the pool serves each
-//! partition's h2 requests with a connection of its own, so `-c 64 --http2` with P partitions
-//! is P connections of 64 / P streams: oha gets `-c P -p 64/P`. (With `-c 1 -p 64` oha had one
-//! connection, served by one nginx worker, against poolcurl's two, which nginx placed on one
-//! worker or on both as its accepts fell: the comparison measured nginx's accept luck.) Five
-//! `-z 4s` runs of each tool per case, alternating, poolcurl first. For each: completed responses per second (responses / run time) and the
-//! latency percentiles each tool computes over its complete responses, each the median of the
-//! tool's runs. Both run against
+//! with the same load, in three cases:
+//!
+//! * HTTP/1.1 with 64 requests in flight (`-c 64`, 64 connections for both). poolcurl runs with
+//!   one partition per CPU, as oha's runtime has one worker per CPU.
+//! * TLS with ALPN h2, 64 streams on one connection: the case as the issue states it. oha gets
+//!   `-c 1 -p 64`; poolcurl `-c 64 --partitions 1`, since the pool gives each partition an
+//!   HTTP/2 connection of its own (one partition is how a poolcurl user asks for one
+//!   connection). One connection is served by one nginx worker in every run of both tools.
+//! * TLS with ALPN h2 on one connection per CPU: poolcurl with a partition per CPU, so
+//!   `-c 64 --http2` with P partitions is P connections of 64 / P streams, and oha
+//!   `-c P -p 64/P`. With two connections nginx serves both on one worker in some runs and one
+//!   each in others (see below), so this case is read by split.
+//!
+//! Five `-z 4s` runs of each tool per case, alternating, poolcurl first. For each: completed
+//! responses per second (responses / run time) and the latency percentiles each tool computes
+//! over its complete responses, each the median of the tool's runs. Both run against
 //! listeners without nginx's 1000 requests per connection: otherwise nginx's GOAWAY would catch
 //! requests that poolcurl re-sends (counted in its latencies) and oha reports as errors
 //! (dropped from its latencies).
 //!
 //! This is a measurement, not a check: its rows are references (they never fail the run), and
-//! a table on stdout prints both tools side by side with poolcurl's ratio. Both tools share the
+//! a table on stdout prints both tools side by side (each figure the median of the tool's
+//! runs) and poolcurl's ratio: the median over the rounds of each round's ratio (see
+//! `paired_ratios`; which tool goes first alternates by round). Both tools share the
 //! machine with nginx (two workers), so the figures are of this machine at this moment; the
 //! printed command lines reproduce them. Each run's line also says how nginx's workers shared
 //! its connections, sampled in the middle of the run (`workers.rs`): the listeners give each
@@ -80,10 +88,38 @@ pub(crate) fn oha_comparison(
     let h1_url = format!("http://127.0.0.1:{}/", ports[3]);
     let tls_port = ports[4];
     let h2_url = format!("https://localhost:{tls_port}/");
-    let connections = partitions().to_string();
-    let streams = (64 / partitions().max(1)).to_string();
-    let h2_case = format!("TLS ALPN h2, 64 streams on {connections} connection(s)");
+    let per_cpu = partitions();
     let seconds = format!("{}s", RUN.as_secs());
+    let h2_ours = |partitions: usize| {
+        strings(&[
+            "-z",
+            &seconds,
+            "-c",
+            "64",
+            "--http2",
+            &format!("--cacert={ca}"),
+            &format!("--resolve=localhost:{tls_port}:127.0.0.1"),
+            "--partitions",
+            &partitions.to_string(),
+            &h2_url,
+        ])
+    };
+    let h2_theirs = |connections: usize| {
+        strings(&[
+            "-z",
+            &seconds,
+            "-c",
+            &connections.to_string(),
+            "-p",
+            &(64 / connections.max(1)).to_string(),
+            "--http2",
+            "--ipv4",
+            "--cacert",
+            &ca,
+            &h2_url,
+        ])
+    };
+    let per_cpu_case = format!("TLS ALPN h2, 64 streams on {per_cpu} connection(s)");
     // Name, listener port, whether its few connections make nginx's split decide a run (see
     // `workers.rs`), poolcurl's arguments, oha's.
     let cases = [
@@ -91,36 +127,31 @@ pub(crate) fn oha_comparison(
             "HTTP/1.1, 64 connections",
             ports[3],
             false,
-            strings(&["-z", &seconds, "-c", "64", "--http1.1", &h1_url]),
-            strings(&["-z", &seconds, "-c", "64", "--http-version", "1.1", &h1_url]),
-        ),
-        (
-            h2_case.as_str(),
-            tls_port,
-            true,
             strings(&[
                 "-z",
                 &seconds,
                 "-c",
                 "64",
-                "--http2",
-                &format!("--cacert={ca}"),
-                &format!("--resolve=localhost:{tls_port}:127.0.0.1"),
-                &h2_url,
+                "--http1.1",
+                "--partitions",
+                &per_cpu.to_string(),
+                &h1_url,
             ]),
-            strings(&[
-                "-z",
-                &seconds,
-                "-c",
-                &connections,
-                "-p",
-                &streams,
-                "--http2",
-                "--ipv4",
-                "--cacert",
-                &ca,
-                &h2_url,
-            ]),
+            strings(&["-z", &seconds, "-c", "64", "--http-version", "1.1", &h1_url]),
+        ),
+        (
+            "TLS ALPN h2, 64 streams on one connection",
+            tls_port,
+            false,
+            h2_ours(1),
+            h2_theirs(1),
+        ),
+        (
+            per_cpu_case.as_str(),
+            tls_port,
+            per_cpu > 1,
+            h2_ours(per_cpu),
+            h2_theirs(per_cpu),
         ),
     ];
     let mut rows = Vec::new();
@@ -133,9 +164,16 @@ pub(crate) fn oha_comparison(
         eprintln!("interop: poolcurl load vs oha, {case} ...");
         let name = format!("poolcurl load vs oha, {case}");
         let (mut ours_runs, mut theirs_runs) = (Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
+        // Each round is a pair, and which tool goes first alternates (poolcurl, oha; oha,
+        // poolcurl; ...), so a drift of the machine through the case favours neither.
+        for round in 0..ROUNDS {
+            if round % 2 == 1 {
+                theirs_runs.push(run_oha(oha, &theirs, split));
+            }
             ours_runs.push(run_poolcurl(poolcurl, &ours, split));
-            theirs_runs.push(run_oha(oha, &theirs, split));
+            if round % 2 == 0 {
+                theirs_runs.push(run_oha(oha, &theirs, split));
+            }
         }
         let mut row = Row::new(name, None);
         for (tool, runs) in [("poolcurl", &ours_runs), ("oha", &theirs_runs)] {
@@ -160,6 +198,7 @@ pub(crate) fn oha_comparison(
             true => same_split(&ours_runs, &theirs_runs),
             false => Vec::new(),
         };
+        let paired = paired_ratios(&ours_runs, &theirs_runs);
         let (pool, other) = (median(ours_runs), median(theirs_runs));
         row.details.push(format!(
             "poolcurl load --no-progress --output-format json {}",
@@ -184,8 +223,8 @@ pub(crate) fn oha_comparison(
                 }
             }
         }
-        if let (Ok(p), Ok(o)) = (&pool, &other) {
-            let verdict = verdict(p, o);
+        if let Some((rps, p99)) = paired {
+            let verdict = verdict(rps, p99);
             let _ = writeln!(table, "{:<41} {verdict}", "");
             row.cells[RESULT] = verdict;
         }
@@ -201,7 +240,7 @@ pub(crate) fn oha_comparison(
                 show_split(Some(&split)),
                 runs.0,
                 runs.1,
-                verdict(&ours, &theirs)
+                verdict(ours.rps / theirs.rps, ours.p99_ms / theirs.p99_ms)
             );
             let _ = writeln!(table, "{:<41} {line}", "");
             row.details.push(line);
@@ -211,19 +250,40 @@ pub(crate) fn oha_comparison(
     (rows, table)
 }
 
-/// poolcurl's figures over oha's, and which way each points.
-fn verdict(p: &Measured, o: &Measured) -> String {
+/// poolcurl's figures over oha's (requests/s and p99 ratios), and which way each points.
+fn verdict(rps: f64, p99: f64) -> String {
     format!(
-        "poolcurl/oha: requests/s {:.2}x, p99 {:.2}x ({})",
-        p.rps / o.rps,
-        p.p99_ms / o.p99_ms,
-        match (p.rps >= o.rps, p.p99_ms <= o.p99_ms) {
+        "poolcurl/oha: requests/s {rps:.2}x, p99 {p99:.2}x ({})",
+        match (rps >= 1.0, p99 <= 1.0) {
             (true, true) => "ahead on both",
             (true, false) => "ahead on requests/s, behind on p99",
             (false, true) => "behind on requests/s, ahead on p99",
             (false, false) => "behind on both",
         }
     )
+}
+
+/// The medians over the rounds of poolcurl's requests/s and p99 each over oha's in the same
+/// round; `None` if a run failed. A ratio within a round compares two runs a few seconds
+/// apart; the ratio of the tools' medians compares runs from anywhere in the case, and this
+/// machine's speed moves through a case in steps (one case's runs of both tools went from
+/// about 140k to about 165k req/s half way through), so when the step fell between a pair,
+/// the medians followed it and the tool with more runs before it looked slower.
+fn paired_ratios(
+    ours: &[Result<Measured, String>],
+    theirs: &[Result<Measured, String>],
+) -> Option<(f64, f64)> {
+    let pairs: Vec<(&Measured, &Measured)> = ours
+        .iter()
+        .zip(theirs)
+        .map(|(p, o)| Some((p.as_ref().ok()?, o.as_ref().ok()?)))
+        .collect::<Option<_>>()?;
+    let mid = |ratio: fn(&Measured, &Measured) -> f64| {
+        let mut values: Vec<f64> = pairs.iter().map(|(p, o)| ratio(p, o)).collect();
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    Some((mid(|p, o| p.rps / o.rps)?, mid(|p, o| p.p99_ms / o.p99_ms)?))
 }
 
 /// Both tools' medians over their runs with one nginx split.
@@ -311,8 +371,8 @@ fn finish_sampled(
     (run.finish(), sampled)
 }
 
-/// poolcurl's partitions: one per CPU, as oha's runtime has one worker per CPU (otherwise the
-/// comparison would be one thread against all).
+/// poolcurl's partitions where the case does not fix one connection: one per CPU, as oha's
+/// runtime has one worker per CPU (otherwise the comparison would be one thread against all).
 fn partitions() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
@@ -323,9 +383,7 @@ fn run_poolcurl(
     args: &[String],
     split: impl FnOnce() -> Option<Vec<usize>>,
 ) -> Result<Measured, String> {
-    let mut args = args.to_vec();
-    args.extend(["--partitions".to_string(), partitions().to_string()]);
-    let (run, split) = finish_sampled(Running::spawn(poolcurl, &args)?, split);
+    let (run, split) = finish_sampled(Running::spawn(poolcurl, args)?, split);
     let json: Value = serde_json::from_str(&run.stdout)
         .map_err(|_| format!("no JSON summary; stderr: {}", run.stderr.trim()))?;
     let number = |path: &str| {
@@ -402,6 +460,31 @@ mod tests {
             failed: 0,
             split: Some(split.to_vec()),
         })
+    }
+
+    #[test]
+    fn the_verdict_is_the_median_of_each_rounds_ratio() {
+        // The machine sped up after the second round: the tools' own medians (150 against
+        // 200) would put poolcurl behind, though it was ahead in three rounds of four.
+        let ours = [
+            run(125.0, &[]),
+            run(150.0, &[]),
+            run(100.0, &[]),
+            run(400.0, &[]),
+        ];
+        let theirs = [
+            run(100.0, &[]),
+            run(100.0, &[]),
+            run(200.0, &[]),
+            run(200.0, &[]),
+        ];
+        let (rps, p99) = paired_ratios(&ours, &theirs).unwrap();
+        assert_eq!(rps, 1.5, "ratios 0.5, 1.25, 1.5, 2: the upper middle one");
+        assert_eq!(p99, 1.0);
+        assert!(verdict(rps, p99).ends_with("(ahead on both)"));
+        assert!(verdict(0.99, 0.9).ends_with("(behind on requests/s, ahead on p99)"));
+        let failed = [Err("oha failed".to_owned())];
+        assert_eq!(paired_ratios(&ours[..1], &failed), None);
     }
 
     #[test]
