@@ -298,6 +298,9 @@ impl Body {
     /// learns of the server's `GOAWAY`). Dropping the body before its end retires an HTTP/1
     /// connection whatever this says. After the end (or a failure) it is what the pool did
     /// then. A connection that goes home can still close later, as any idle connection can.
+    /// The request's own `Connection: close` is not looked for (that would be a header lookup
+    /// on every request): hyper closes such a connection after the exchange whatever the
+    /// response says, and this says so only once hyper has closed it.
     pub fn closes_connection(&self) -> bool {
         match &self.exchange {
             Exchange::Done { closed } => *closed,
