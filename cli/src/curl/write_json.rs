@@ -16,8 +16,11 @@ use super::write_out::{Var, expand};
 /// How a variable prints in JSON.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    /// A JSON number (integers and times).
+    /// A JSON number (integers).
     Number,
+    /// Seconds as `-w` prints them, six decimals, which curl writes into JSON as they are
+    /// (`0.000000`, not `0.0`; `0.000001`, not `1e-6`).
+    Seconds,
     /// A JSON string.
     Text,
     /// A JSON string, or `null` when empty.
@@ -67,13 +70,13 @@ const FIELDS: &[(&str, Var, Kind)] = &[
     ("speed_download", Var::SpeedDownload, Kind::Number),
     ("speed_upload", Var::SpeedUpload, Kind::Number),
     ("ssl_verify_result", Var::SslVerifyResult, Kind::Number),
-    ("time_appconnect", Var::TimeAppConnect, Kind::Number),
-    ("time_connect", Var::TimeConnect, Kind::Number),
-    ("time_namelookup", Var::TimeNameLookup, Kind::Number),
-    ("time_pretransfer", Var::TimePreTransfer, Kind::Number),
-    ("time_redirect", Var::TimeRedirect, Kind::Number),
-    ("time_starttransfer", Var::TimeStartTransfer, Kind::Number),
-    ("time_total", Var::TimeTotal, Kind::Number),
+    ("time_appconnect", Var::TimeAppConnect, Kind::Seconds),
+    ("time_connect", Var::TimeConnect, Kind::Seconds),
+    ("time_namelookup", Var::TimeNameLookup, Kind::Seconds),
+    ("time_pretransfer", Var::TimePreTransfer, Kind::Seconds),
+    ("time_redirect", Var::TimeRedirect, Kind::Seconds),
+    ("time_starttransfer", Var::TimeStartTransfer, Kind::Seconds),
+    ("time_total", Var::TimeTotal, Kind::Seconds),
     ("url", Var::Url, Kind::Text),
     ("url_effective", Var::UrlEffective, Kind::Text),
     ("urlnum", Var::UrlNum, Kind::Number),
@@ -85,18 +88,22 @@ pub(crate) fn variables(record: &TransferRecord) -> String {
     for (name, var, kind) in FIELDS {
         let mut text = String::new();
         expand(&mut text, *var, record);
-        let value = match kind {
+        let decimal = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        let json = match kind {
+            Kind::Seconds if decimal(&text) => text,
+            Kind::Seconds => Value::Null.to_string(),
             // `-w` pads some codes (`%{http_connect}` is `000`), which JSON does not allow.
             Kind::Number => text
                 .parse::<serde_json::Number>()
                 .ok()
                 .or_else(|| text.parse::<u64>().ok().map(serde_json::Number::from))
-                .map_or(Value::Null, Value::Number),
-            Kind::Text => Value::String(text),
-            Kind::TextOrNull if text.is_empty() => Value::Null,
-            Kind::TextOrNull => Value::String(text),
+                .map_or(Value::Null, Value::Number)
+                .to_string(),
+            Kind::Text => Value::String(text).to_string(),
+            Kind::TextOrNull if text.is_empty() => Value::Null.to_string(),
+            Kind::TextOrNull => Value::String(text).to_string(),
         };
-        push_field(&mut out, name, &value);
+        push_raw(&mut out, name, &json);
         out.push(',');
     }
     let version = concat!("poolcurl/", env!("CARGO_PKG_VERSION"));
@@ -129,9 +136,14 @@ pub(crate) fn headers(headers: &HeaderMap) -> String {
 }
 
 fn push_field(out: &mut String, name: &str, value: &Value) {
+    push_raw(out, name, &value.to_string());
+}
+
+/// `"name":` and `json`, which must be JSON already.
+fn push_raw(out: &mut String, name: &str, json: &str) {
     out.push_str(&Value::String(name.to_owned()).to_string());
     out.push(':');
-    out.push_str(&value.to_string());
+    out.push_str(json);
 }
 
 #[cfg(test)]
@@ -151,6 +163,9 @@ mod tests {
         assert_eq!(parsed["errormsg"], Value::Null);
         assert_eq!(parsed["url_effective"], "http://a.test/x");
         assert_eq!(parsed["time_total"], 0.005);
+        // Six decimals, as curl writes times, even where a float would print shorter.
+        assert!(text.contains("\"time_total\":0.005000,"), "{text}");
+        assert!(text.contains("\"time_appconnect\":0.000000,"), "{text}");
         // Printed `000` by -w; a number in JSON, as curl writes it.
         assert_eq!(parsed["http_connect"], 0);
         assert_eq!(parsed["ftp_entry_path"], Value::Null);
