@@ -2175,7 +2175,7 @@ async fn an_unknown_flag_is_a_usage_error() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr
-            .starts_with("poolcurl: option --request: requires parameter\n"),
+            .starts_with("poolcurl: option -X: requires parameter\n"),
         "{}",
         run.stderr
     );

@@ -221,6 +221,11 @@ fn describe(
             return (refusal.note, refusal.line);
         }
     }
+    // A missing parameter belongs to the last word; curl names it as typed (`-X`, `-sX`).
+    let arg = match (error.kind(), value.as_deref(), args.last()) {
+        (ErrorKind::InvalidValue, Some(""), Some(last)) if last.starts_with('-') => flag_name(last),
+        _ => arg,
+    };
     (None, clap_words(error, &arg, value))
 }
 
@@ -285,8 +290,17 @@ mod tests {
             error_for(&["--bogus", "http://a/"]),
             "option --bogus: is unknown"
         );
+        // Named as typed, as curl names it.
         assert_eq!(
             error_for(&["http://a/", "-X"]),
+            "option -X: requires parameter"
+        );
+        assert_eq!(
+            error_for(&["http://a/", "-sX"]),
+            "option -sX: requires parameter"
+        );
+        assert_eq!(
+            error_for(&["http://a/", "--request"]),
             "option --request: requires parameter"
         );
         assert_eq!(
