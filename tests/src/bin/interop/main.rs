@@ -76,6 +76,7 @@
 mod alt_svc;
 mod apache;
 mod beside;
+mod cpu;
 mod dns;
 mod early;
 mod lifetime;

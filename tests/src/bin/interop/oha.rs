@@ -31,6 +31,11 @@
 //! median over five runs counts whichever came up more often; for that case the medians over
 //! the runs of each split both tools had are printed beside.
 //!
+//! Each run also records the CPU time the tool and nginx's workers spent per completed
+//! response (`cpu.rs`), printed beside the figures: at equal work per response the tools'
+//! requests/s and p99 are the kernel's sharing of the cores in that run, and the CPU column
+//! says whether a difference comes from the tool.
+//!
 //! oha is not installed here: `cargo xtask interop` installs the pinned version into
 //! `target/tools` and passes `--oha PATH`; without it the comparison is one "skip" line.
 
@@ -50,6 +55,12 @@ const ROUNDS: usize = 5;
 struct Measured {
     /// Completed responses per second of the run.
     rps: f64,
+    /// Completed responses in the run.
+    responses: f64,
+    /// The tool's CPU time (user and system) per completed response, µs (`cpu.rs`).
+    cpu_us: Option<f64>,
+    /// nginx's workers' CPU time per completed response over the run, µs.
+    nginx_us: Option<f64>,
     p50_ms: f64,
     p99_ms: f64,
     /// Requests that did not get a complete response (oha: errors other than its own
@@ -157,7 +168,7 @@ pub(crate) fn oha_comparison(
     let mut rows = Vec::new();
     let mut table = String::from(
         "\npoolcurl load vs oha (same nginx URL, medians of 5 alternating runs each)\n\
-         case                                      tool       resp/s    p50 ms    p99 ms  failed\n",
+         case                                      tool       resp/s    p50 ms    p99 ms  failed  CPU µs/resp  nginx µs/resp\n",
     );
     for (case, port, by_split, ours, theirs) in cases {
         let split = || worker_split(master, port);
@@ -168,11 +179,11 @@ pub(crate) fn oha_comparison(
         // poolcurl; ...), so a drift of the machine through the case favours neither.
         for round in 0..ROUNDS {
             if round % 2 == 1 {
-                theirs_runs.push(run_oha(oha, &theirs, split));
+                theirs_runs.push(with_cpu(master, || run_oha(oha, &theirs, split)));
             }
-            ours_runs.push(run_poolcurl(poolcurl, &ours, split));
+            ours_runs.push(with_cpu(master, || run_poolcurl(poolcurl, &ours, split)));
             if round % 2 == 0 {
-                theirs_runs.push(run_oha(oha, &theirs, split));
+                theirs_runs.push(with_cpu(master, || run_oha(oha, &theirs, split)));
             }
         }
         let mut row = Row::new(name, None);
@@ -181,9 +192,11 @@ pub(crate) fn oha_comparison(
                 .iter()
                 .map(|run| match run {
                     Ok(m) => format!(
-                        "{:.0} req/s p99 {:.3} ms (nginx workers {})",
+                        "{:.0} req/s p99 {:.3} ms CPU {} µs/resp, nginx {} (nginx workers {})",
                         m.rps,
                         m.p99_ms,
+                        show_us(m.cpu_us),
+                        show_us(m.nginx_us),
                         show_split(m.split.as_deref())
                     ),
                     Err(_) => "failed".to_owned(),
@@ -213,8 +226,13 @@ pub(crate) fn oha_comparison(
                 Ok(m) => {
                     let _ = writeln!(
                         table,
-                        "{case:<41} {tool:<8} {:>9.0} {:>9.3} {:>9.3} {:>7}",
-                        m.rps, m.p50_ms, m.p99_ms, m.failed
+                        "{case:<41} {tool:<8} {:>9.0} {:>9.3} {:>9.3} {:>7} {:>12} {:>14}",
+                        m.rps,
+                        m.p50_ms,
+                        m.p99_ms,
+                        m.failed,
+                        show_us(m.cpu_us),
+                        show_us(m.nginx_us)
                     );
                 }
                 Err(e) => {
@@ -248,6 +266,28 @@ pub(crate) fn oha_comparison(
         rows.push(row);
     }
     (rows, table)
+}
+
+/// `run` (one tool's run) with the CPU that the tool and nginx's workers (under `master`)
+/// spent on it, per completed response (see `cpu.rs`); without them where `/proc` says nothing.
+fn with_cpu(
+    master: u32,
+    run: impl FnOnce() -> Result<Measured, String>,
+) -> Result<Measured, String> {
+    let (tool, nginx) = (cpu::reaped_children(), cpu::of_workers(master));
+    let mut measured = run()?;
+    let per_response = |before: Option<Duration>, after: Option<Duration>| {
+        let spent = after?.checked_sub(before?)?;
+        (measured.responses > 0.0).then(|| spent.as_secs_f64() * 1e6 / measured.responses)
+    };
+    measured.cpu_us = per_response(tool, cpu::reaped_children());
+    measured.nginx_us = per_response(nginx, cpu::of_workers(master));
+    Ok(measured)
+}
+
+/// `8.41`, or `?` when unknown.
+fn show_us(us: Option<f64>) -> String {
+    us.map_or_else(|| "?".to_owned(), |us| format!("{us:.2}"))
 }
 
 /// poolcurl's figures over oha's (requests/s and p99 ratios), and which way each points.
@@ -351,8 +391,16 @@ fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
+    let mid_of = |pick: fn(&Measured) -> Option<f64>| {
+        let mut values: Vec<f64> = runs.iter().filter_map(pick).collect();
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
     Ok(Measured {
         rps: mid(|m| m.rps),
+        responses: mid(|m| m.responses),
+        cpu_us: mid_of(|m| m.cpu_us),
+        nginx_us: mid_of(|m| m.nginx_us),
         p50_ms: mid(|m| m.p50_ms),
         p99_ms: mid(|m| m.p99_ms),
         failed: runs.iter().map(|m| m.failed).sum(),
@@ -395,6 +443,9 @@ fn run_poolcurl(
     let seconds = number("/duration_s")?;
     Ok(Measured {
         rps: successes / seconds,
+        responses: successes,
+        cpu_us: None,
+        nginx_us: None,
         p50_ms: number("/latency_ms/p50")?,
         p99_ms: number("/latency_ms/p99")?,
         failed: (number("/failures")? + number("/aborted")?) as u64,
@@ -441,6 +492,9 @@ fn run_oha(
         .unwrap_or(0);
     Ok(Measured {
         rps: responses as f64 / number("/summary/total")?,
+        responses: responses as f64,
+        cpu_us: None,
+        nginx_us: None,
         p50_ms: number("/metrics/latency_ms/p50")?,
         p99_ms: number("/metrics/latency_ms/p99")?,
         failed,
@@ -455,6 +509,9 @@ mod tests {
     fn run(rps: f64, split: &[usize]) -> Result<Measured, String> {
         Ok(Measured {
             rps,
+            responses: rps,
+            cpu_us: None,
+            nginx_us: None,
             p50_ms: 1.0,
             p99_ms: 2.0,
             failed: 0,

@@ -83,7 +83,7 @@ fn established_sockets(port: u16) -> Option<HashSet<u64>> {
 }
 
 /// The processes whose parent is `master`: nginx's workers (and, briefly, its cache loader).
-fn workers(master: u32) -> Option<Vec<u32>> {
+pub(crate) fn workers(master: u32) -> Option<Vec<u32>> {
     let entries = std::fs::read_dir("/proc").ok()?;
     let mut pids: Vec<u32> = entries
         .filter_map(Result::ok)
