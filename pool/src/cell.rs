@@ -46,6 +46,9 @@ pub(crate) struct CellEntry {
     pub(crate) origin: OriginKey,
     /// The `Host` value for HTTP/1 requests, computed once.
     pub(crate) host: HeaderValue,
+    /// Whether other origins share this cell, `origin` being the one that created it (a
+    /// forward route, see `forward`): each request then carries its own origin's `Host`.
+    pub(crate) shares_route: bool,
     pub(crate) runtime: Arc<PartitionRuntime>,
     pub(crate) shared: Arc<Shared>,
 }
@@ -59,6 +62,7 @@ impl CellEntry {
         shared: Arc<Shared>,
         index: usize,
         admission: Option<CellAdmission<PoolTypes>>,
+        shares_route: bool,
     ) -> Arc<CellEntry> {
         let mode = shared.protocol.mode_for(&origin);
         let host = HeaderValue::from_str(&origin.authority())
@@ -108,6 +112,7 @@ impl CellEntry {
                 cell,
                 origin,
                 host,
+                shares_route,
                 runtime,
                 shared,
             }

@@ -66,6 +66,7 @@ mod connection;
 mod dispatch;
 mod error;
 mod establish;
+mod forward;
 mod io;
 mod lifetime;
 mod listener;

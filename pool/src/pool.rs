@@ -79,7 +79,11 @@ pub(crate) struct PartitionState {
     pub(crate) runtime: Arc<PartitionRuntime>,
     /// This partition's position in the pool (its index in every origin's admission).
     index: usize,
+    /// Each origin's cell. Origins that share a forward route (see `forward`) map to the
+    /// route's one cell.
     cells: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
+    /// The cell of each forward route, by its proxy; empty unless the pool shares them.
+    routes: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
 }
 
 impl PartitionState {
@@ -88,6 +92,7 @@ impl PartitionState {
             runtime,
             index,
             cells: RwLock::new(HashMap::new()),
+            routes: RwLock::new(HashMap::new()),
         }
     }
 
@@ -103,6 +108,12 @@ impl PartitionState {
             return Ok(entry.clone());
         }
         let key = lookup.to_key();
+        if let Some(route) = shared.forward_route(&key) {
+            let entry = self.route_cell(key.clone(), route, shared);
+            // Every origin of a route maps to the route's one cell, so any two racing
+            // inserts for `key` insert the same entry.
+            return Ok(self.cells.write().entry(key).or_insert(entry).clone());
+        }
         // Looked up before taking the map's lock: never two pool locks at once.
         let admission = shared.admission_for(&key);
         let created = CellEntry::new(
@@ -111,28 +122,73 @@ impl PartitionState {
             shared.clone(),
             self.index,
             admission.clone(),
+            false,
         );
-        let (entry, inserted) = {
-            let mut cells = self.cells.write();
-            match cells.entry(key) {
-                hashbrown::hash_map::Entry::Occupied(existing) => (existing.get().clone(), false),
-                hashbrown::hash_map::Entry::Vacant(vacant) => {
-                    (vacant.insert(created).clone(), true)
-                }
-            }
+        Ok(self.publish(&self.cells, key, created, admission))
+    }
+
+    /// The cell of the forward route `route`, created (for `origin`, which then names its
+    /// connections) on first use.
+    fn route_cell(
+        &self,
+        origin: OriginKey,
+        route: OriginKey,
+        shared: &Arc<Shared>,
+    ) -> Arc<CellEntry> {
+        if let Some(entry) = self.routes.read().get(&route) {
+            return entry.clone();
+        }
+        let admission = shared.admission_for_route(&route);
+        let created = CellEntry::new(
+            origin,
+            self.runtime.clone(),
+            shared.clone(),
+            self.index,
+            admission.clone(),
+            true,
+        );
+        self.publish(&self.routes, route, created, admission)
+    }
+
+    /// Puts `created` in `map` under `key` unless a racing request put one there first, and
+    /// registers the cell that won with its admission; returns that cell.
+    fn publish(
+        &self,
+        map: &RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
+        key: OriginKey,
+        created: Arc<CellEntry>,
+        admission: Option<pool_core::cell::CellAdmission<crate::cell::PoolTypes>>,
+    ) -> Arc<CellEntry> {
+        let (entry, inserted) = match map.write().entry(key) {
+            hashbrown::hash_map::Entry::Occupied(existing) => (existing.get().clone(), false),
+            hashbrown::hash_map::Entry::Vacant(vacant) => (vacant.insert(created).clone(), true),
         };
         if let (true, Some(admission)) = (inserted, admission) {
             admission.register(self.index, entry.cell.clone());
         }
-        Ok(entry)
+        entry
     }
 
     fn cell(&self, origin: &OriginKey) -> Option<Arc<CellEntry>> {
         self.cells.read().get(origin).cloned()
     }
 
+    /// Every cell once (a forward route's cell is in the map under each of its origins).
     fn entries(&self) -> Vec<Arc<CellEntry>> {
-        self.cells.read().values().cloned().collect()
+        let mut entries: Vec<Arc<CellEntry>> = self
+            .cells
+            .read()
+            .values()
+            .filter(|entry| !entry.shares_route)
+            .cloned()
+            .collect();
+        entries.extend(self.routes.read().values().cloned());
+        entries
+    }
+
+    /// The origins this partition has seen.
+    fn origins(&self) -> Vec<OriginKey> {
+        self.cells.read().keys().cloned().collect()
     }
 }
 
@@ -275,11 +331,14 @@ impl ConnectionPool {
             .map(|(id, entry)| (*id, entry.cell.gauges().snapshot()))
             .collect();
         let peaks = cells.iter().map(|(_, entry)| entry.cell.gauges().peaks());
-        let available = shared
-            .bound
-            .as_ref()
-            .and_then(|_| shared.existing_admission(&origin))
-            .map(|a| a.available());
+        // A forward route's cells hold their route's admission, not the origin's.
+        let available = shared.bound.as_ref().and_then(|_| {
+            let route = cells.first().filter(|(_, entry)| entry.shares_route);
+            match route {
+                Some((_, entry)) => entry.cell.admission().map(|a| a.available()),
+                None => shared.existing_admission(&origin).map(|a| a.available()),
+            }
+        });
         OriginStats::new(limit, rows)
             .with_peaks(peaks)
             .with_available_permits(available.or(limit))
@@ -323,8 +382,7 @@ impl ConnectionPool {
             .inner
             .partitions
             .iter()
-            .flat_map(|p| p.entries())
-            .map(|e| e.origin.clone())
+            .flat_map(|p| p.origins())
             .collect();
         origins.sort();
         origins.dedup();

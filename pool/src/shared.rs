@@ -15,6 +15,7 @@ use pool_h2::H2Settings;
 use pool_tls::Connect;
 
 use crate::cell::PoolTypes;
+use crate::forward::ForwardSharing;
 use crate::lifetime::Lifetime;
 use crate::protocol::ProtocolPolicy;
 
@@ -55,6 +56,10 @@ pub(crate) struct Shared {
     /// The admission of every bounded origin seen so far (looked up only when a partition
     /// creates its cell for an origin, never on the request path).
     admissions: Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
+    /// The admission of every bounded forward route seen so far, by its proxy (see `forward`).
+    route_admissions: Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
+    /// Which origins share a forward proxy's cells; `None` unless the pool shares them.
+    forward: Option<ForwardSharing>,
     /// Arrival order of waiting requests; touched only on a miss. On a cache line of its own:
     /// on a busy bounded origin nearly every request waits, from every partition's thread, and
     /// the fields read on each request (the time source, the sleep) must not move with it.
@@ -148,12 +153,27 @@ impl Shared {
             connect_timeout,
             bound,
             admissions: Mutex::new(HashMap::new()),
+            route_admissions: Mutex::new(HashMap::new()),
+            forward: None,
             seq: OwnLine::default(),
             redundant_handshakes: AtomicU64::new(0),
             resends: Default::default(),
             #[cfg(feature = "metrics")]
             metrics: false,
         }
+    }
+
+    /// Lets the origins forwarded to one proxy share its cells (see `forward`).
+    pub(crate) fn with_forward_sharing(mut self, forward: Option<ForwardSharing>) -> Shared {
+        self.forward = forward;
+        self
+    }
+
+    /// The forward route `origin` shares with other origins, when the pool shares them.
+    pub(crate) fn forward_route(&self, origin: &OriginKey) -> Option<OriginKey> {
+        self.forward
+            .as_ref()?
+            .route(origin, self.protocol.mode_for(origin))
     }
 
     /// Keeps at most `max` idle HTTP/1 connections per cell.
@@ -204,6 +224,26 @@ impl Shared {
         Some(admission.clone())
     }
 
+    /// The admission of the forward route `route` (see `forward`), created on first use, if
+    /// the pool bounds its origins. Kept apart from the origins' own: a route is keyed by its
+    /// proxy, which may also be an origin of its own.
+    pub(crate) fn admission_for_route(
+        &self,
+        route: &OriginKey,
+    ) -> Option<CellAdmission<PoolTypes>> {
+        let bound = self.bound.as_ref()?;
+        let mut admissions = self.route_admissions.lock();
+        let admission = admissions.entry(route.clone()).or_insert_with(|| {
+            CellAdmission::with_tolerance(
+                bound.limit,
+                bound.pending,
+                bound.groups.clone(),
+                bound.tolerance,
+            )
+        });
+        Some(admission.clone())
+    }
+
     /// The admission of `origin` if one was created.
     pub(crate) fn existing_admission(
         &self,
@@ -212,9 +252,11 @@ impl Shared {
         self.admissions.lock().get(origin).cloned()
     }
 
-    /// Every admission (for teardown and stats).
+    /// Every admission, the routes' included (for teardown).
     pub(crate) fn admissions(&self) -> Vec<CellAdmission<PoolTypes>> {
-        self.admissions.lock().values().cloned().collect()
+        let mut all: Vec<_> = self.admissions.lock().values().cloned().collect();
+        all.extend(self.route_admissions.lock().values().cloned());
+        all
     }
 
     pub(crate) fn next_seq(&self) -> u64 {

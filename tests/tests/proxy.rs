@@ -122,6 +122,63 @@ async fn http_origins_use_a_forward_proxy_with_absolute_form_and_credentials() {
     assert_eq!(route.proxy, proxy.url());
 }
 
+/// With `share_forward_proxy_connections`, origins forwarded to one proxy share its
+/// connections, as curl and Go share them: each request keeps its own absolute-form target and
+/// `Host`, the stats of either origin read the route's cell, and the bound counts the proxy.
+/// Without it (the default) each origin has a connection of its own.
+#[tokio::test]
+async fn origins_forwarded_to_one_proxy_share_its_connections_when_asked() {
+    let (a, b) = ("http://a.test/x", "http://b.test:8080/y?z");
+    for share in [false, true] {
+        let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+        let pool = ConnectionPool::builder()
+            .proxy(via(&proxy), false)
+            .share_forward_proxy_connections(share)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let (first, body) = fetch(&client, a).await;
+        assert_eq!(body, "via-proxy");
+        settle(&pool, &origin(a), |s| s.h1_idle == 1).await;
+        let (second, _) = fetch(&client, b).await;
+        assert_eq!(second.id() == first.id(), share, "shared: {share}");
+        assert_eq!(second.is_reused(), share);
+        assert_eq!(proxy.connections(), if share { 1 } else { 2 });
+        let requests = proxy.requests();
+        assert_eq!(requests[0].line, "GET http://a.test/x HTTP/1.1");
+        assert_eq!(requests[0].host.as_deref(), Some("a.test"));
+        assert_eq!(requests[1].line, "GET http://b.test:8080/y?z HTTP/1.1");
+        assert_eq!(requests[1].host.as_deref(), Some("b.test:8080"));
+        // One idle connection each: the same one when shared (one connection in all).
+        let idle = |url| pool.stats(url).total().h1_idle;
+        settle(&pool, &origin(b), |s| s.h1_idle == 1).await;
+        assert_eq!((idle(a), idle(b)), (1, 1));
+        assert_eq!(pool.origins(), [origin(a), origin(b)]);
+    }
+
+    // A bound of one connection per host is one connection to the proxy for both origins,
+    // however many requests run at once.
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let pool = ConnectionPool::builder()
+        .proxy(via(&proxy), false)
+        .share_forward_proxy_connections(true)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let mut requests = JoinSet::new();
+    for i in 0..8 {
+        let (client, url) = (client.clone(), if i % 2 == 0 { a } else { b });
+        requests.spawn(async move { fetch(&client, url).await.1 });
+    }
+    let bodies = tokio::time::timeout(LIMIT, requests.join_all())
+        .await
+        .unwrap();
+    assert!(bodies.iter().all(|body| body == "via-proxy"));
+    assert_eq!(proxy.connections(), 1);
+    assert_eq!(proxy.requests().len(), 8);
+}
+
 /// Headers for the proxy alone (curl's `--proxy-header`) go on the `CONNECT` of a tunnel and
 /// on each request through a forward proxy, and never through a tunnel to the origin; the
 /// proxy's user agent goes on the `CONNECT` only. A proxy header named `Proxy-Authorization`

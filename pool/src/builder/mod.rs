@@ -91,6 +91,8 @@ pub struct Builder {
     connection_extension: bool,
     retry: RetryPolicy,
     proxy: Option<(ProxyConfig, bool)>,
+    /// Whether origins forwarded to one proxy share its connections.
+    share_forward: bool,
     connect_to: ConnectTo,
     #[cfg(unix)]
     unix_socket: Option<std::path::PathBuf>,
@@ -131,6 +133,7 @@ impl Default for Builder {
             connection_extension: false,
             retry: RetryPolicy::default(),
             proxy: None,
+            share_forward: false,
             connect_to: ConnectTo::default(),
             #[cfg(unix)]
             unix_socket: None,
@@ -283,6 +286,16 @@ impl Builder {
         let bound = self.validate_bound(partitions.as_deref())?;
         let lifetime = self.validate_lifetime()?;
         let explicit = partitions.is_some();
+        // Read before the connector is taken: a custom connector routes by its own rules.
+        let forward = self
+            .proxy
+            .clone()
+            .filter(|_| {
+                self.share_forward && self.connector.is_none() && self.unix_socket.is_none()
+            })
+            .map(|(proxies, tunnel_http)| {
+                crate::forward::ForwardSharing::new(proxies, tunnel_http)
+            });
         let (connector, tls) = self.take_connector()?;
         let idle_timeout = self.idle_timeout.unwrap_or(Some(DEFAULT_IDLE_TIMEOUT));
         #[cfg(feature = "metrics")]
@@ -302,7 +315,9 @@ impl Builder {
             self.connect_timeout,
             bound,
         );
-        let shared = shared.with_max_idle(self.max_idle_per_host);
+        let shared = shared
+            .with_max_idle(self.max_idle_per_host)
+            .with_forward_sharing(forward);
         #[cfg(feature = "metrics")]
         let shared = shared.with_metrics(self.metrics);
         let shared = Arc::new(shared);

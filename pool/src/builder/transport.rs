@@ -85,9 +85,27 @@ impl Builder {
     ///
     /// An origin's route is fixed by this configuration, so its connections never mix proxied
     /// and direct ones; `max_connections_per_host` still bounds the origin (the target), not the
-    /// proxy. Applies to the default connector only.
+    /// proxy, unless [`share_forward_proxy_connections`](Self::share_forward_proxy_connections)
+    /// lets forwarded origins share the proxy's connections. Applies to the default connector
+    /// only.
     pub fn proxy(mut self, proxy: ProxyConfig, tunnel_http: bool) -> Self {
         self.proxy = (!proxy.is_empty()).then_some((proxy, tunnel_http));
+        self
+    }
+
+    /// Lets every `http://` origin sent to the same forward proxy share that proxy's
+    /// connections, as curl and Go's `Transport` do: a request to one origin reuses an idle
+    /// connection that served another. Each partition then keeps one cell per forward route (the
+    /// proxy) instead of one per origin, so [`max_connections_per_host`](Self::max_connections_per_host)
+    /// bounds the proxy for those origins (as Go's `MaxConnsPerHost` does), and
+    /// [`ConnectionPool::stats`](crate::ConnectionPool::stats) of any of them reads the route's
+    /// gauges; a connection's [`ConnectionInfo::origin`](crate::ConnectionInfo::origin) is the
+    /// origin of the request that opened it, and each request still carries its own target and
+    /// `Host`. Tunnels (`https://` origins, `tunnel_http`, h2c with prior knowledge, SOCKS) and
+    /// bypassed origins keep a cell per origin. Off by default; applies to [`proxy`](Self::proxy)'s
+    /// configuration with the default connector.
+    pub fn share_forward_proxy_connections(mut self, share: bool) -> Self {
+        self.share_forward = share;
         self
     }
 

@@ -33,8 +33,25 @@ pub(super) fn start(
 ) {
     let served = client.dispatching(conn.record(), waited);
     let gate = super::expect::hold(client, &mut request);
-    conn.prepare(&mut request, &entry.host);
+    let own_host;
+    let host = match entry.shares_route {
+        false => &entry.host,
+        // A forward route's cell serves several origins: each request names its own.
+        true => {
+            own_host = route_host(request.uri()).unwrap_or_else(|| entry.host.clone());
+            &own_host
+        }
+    };
+    conn.prepare(&mut request, host);
     (served, gate, conn.send(request))
+}
+
+/// The `Host` of a request sent on a forward route's connection: its own origin's authority,
+/// as a cell computes it for its origin.
+#[cold]
+fn route_host(uri: &http::Uri) -> Option<http::HeaderValue> {
+    let origin = pool_core::OriginKey::from_uri(uri).ok()?;
+    http::HeaderValue::from_str(&origin.authority()).ok()
 }
 
 /// What the exchange that [`start`] began came to.
