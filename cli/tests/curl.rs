@@ -268,6 +268,37 @@ async fn verbose_notes_an_unnecessary_request_method_as_curl_does() {
     }
 }
 
+/// Origins forwarded to one proxy share its connection, as curl shares it: the second URL's
+/// `%{num_connects}` is 0, and `-v` says the connection was re-used "with proxy".
+#[tokio::test(flavor = "multi_thread")]
+async fn origins_through_one_forward_proxy_reuse_its_connection() {
+    let proxy = ScriptedProxy::start(ConnectScript::Tunnel, None).await;
+    let run = poolcurl(&[
+        "-sv",
+        "-x",
+        &proxy.url(),
+        "http://a.test/",
+        "http://b.test:8080/",
+        "-w",
+        " %{num_connects}\n",
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "via-proxy 1\nvia-proxy 0\n");
+    assert_eq!(proxy.connections(), 1);
+    let hosts: Vec<_> = proxy.requests().into_iter().map(|r| r.host).collect();
+    assert_eq!(
+        hosts,
+        [Some("a.test".to_owned()), Some("b.test:8080".to_owned())]
+    );
+    assert!(
+        run.stderr
+            .contains("* Re-using existing connection #1 with proxy 127.0.0.1 (partition"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Through a forward proxy, `-v` shows the request head byte for byte as the proxy read it:
 /// the whole URL as the target, then the proxy's credentials and `--proxy-header`s, which the
 /// pool adds after the request's own headers.

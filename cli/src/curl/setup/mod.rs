@@ -105,7 +105,11 @@ pub(crate) fn pool_builder(
         if config.uses_tls() {
             builder = builder.proxy_tls(proxy_tls_options(&args.proxy_tls)?);
         }
-        builder = builder.proxy(config, args.proxytunnel);
+        // One forward proxy connection serves every `http://` origin sent to it, as curl
+        // reuses it.
+        builder = builder
+            .proxy(config, args.proxytunnel)
+            .share_forward_proxy_connections(true);
     }
     if let Some(resolver) = static_resolver(args)? {
         builder = builder.resolver(resolver);

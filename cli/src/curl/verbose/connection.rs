@@ -18,10 +18,15 @@ pub(super) fn connection_lines(
         lines.info(note);
     }
     if c.is_reused() {
+        // Through a proxy, curl names the proxy (a forward proxy's connection may have served
+        // another origin).
+        let (kind, host) = match info.proxy() {
+            Some(route) => ("proxy", proxy_host(&route.proxy)),
+            None => ("host", cx.host.to_owned()),
+        };
         lines.info(&format!(
-            "Re-using existing connection {} with host {} (partition {})",
+            "Re-using existing connection {} with {kind} {host} (partition {})",
             c.id(),
-            cx.host,
             info.partition()
         ));
         return;

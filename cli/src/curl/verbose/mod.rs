@@ -25,7 +25,7 @@
 //! ```
 //!
 //! A reused connection prints `* Re-using existing connection #1 with host localhost (partition
-//! anonymous)` instead of the connection and TLS lines. A new TLS connection that resumed a
+//! anonymous)` (`with proxy PROXYHOST` through a proxy) instead of the connection and TLS lines. A new TLS connection that resumed a
 //! session says `* SSL re-using session ID` before its suite (curl says it when it offers a
 //! cached session; the pool can tell only once the server took it). A new connection through a
 //! `CONNECT` tunnel shows the `CONNECT` request as the pool wrote it and the proxy's answer, as

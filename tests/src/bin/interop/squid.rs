@@ -5,8 +5,10 @@
 //! cryptography is checked by the pool's tests against MS-NLMP's values and a server that
 //! verifies it.
 //!
-//! * Beside curl, the same stdout and exit code: a forward request on two URLs, a `CONNECT`
-//!   tunnel to TLS with ALPN h2, and no credentials (the `407` is the response).
+//! * Beside curl, the same stdout and exit code: forward requests to two origins of the same
+//!   server (`127.0.0.1` and `localhost`), which share the proxy's connection in both (the
+//!   second's `%{num_connects}` is 0), a `CONNECT` tunnel to TLS with ALPN h2, and no
+//!   credentials (the `407` is the response).
 //! * `poolcurl load -n 200 -c 8` through NTLM tunnels to h2: every connection the pool made is
 //!   one `TCP_TUNNEL/200` line in Squid's access log, authenticated (a user named).
 //!
@@ -17,7 +19,7 @@ use super::*;
 
 /// The checks, in table order.
 const CHECKS: [&str; 4] = [
-    "curl vs poolcurl via squid NTLM, forward, 2 URLs",
+    "curl vs poolcurl via squid NTLM, forward, 2 origins",
     "curl vs poolcurl via squid NTLM, CONNECT to TLS h2",
     "curl vs poolcurl via squid NTLM, no credentials: 407",
     "squid NTLM CONNECT h2, -n 200 -c 8",
@@ -69,6 +71,8 @@ pub(crate) fn squid_checks(
     let [forward, tunnel, bare, load] = names;
     let proxy = format!("http://127.0.0.1:{port}");
     let http = format!("http://127.0.0.1:{}/", origin.http);
+    // The same server by name: another origin, forwarded to the same proxy.
+    let by_name = format!("http://localhost:{}/", origin.http);
     let https = format!("https://localhost:{}/", origin.tls);
     let ca = origin.ca.display().to_string();
     let ntlm = [
@@ -81,7 +85,7 @@ pub(crate) fn squid_checks(
     ];
     let two = [
         &ntlm[..],
-        &["-w", " %{http_code} %{num_connects}", &http, &http],
+        &["-w", " %{http_code} %{num_connects}", &http, &by_name],
     ]
     .concat();
     let tls = [
