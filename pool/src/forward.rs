@@ -11,6 +11,12 @@
 //! connections, its idle set, its waiters and, for a bounded pool, its bound, as Go's
 //! `MaxConnsPerHost` bounds the proxy for them.
 //!
+//! A route's cell is created for the first origin a partition sends to it: that origin is what
+//! the connector is asked to reach (the proxy, by the same configuration), names the cell's
+//! connections ([`ConnectionInfo::origin`](crate::ConnectionInfo::origin)), its failed
+//! establishments and its metrics labels; [`ConnectionPool::stats`](crate::ConnectionPool::stats)
+//! of any of the route's origins reads the route's gauges.
+//!
 //! What this does not do: share tunnels (`https://` origins, `tunnel_http`, h2c with prior
 //! knowledge, SOCKS), whose connections carry one origin's bytes end to end; or follow a custom
 //! connector's routing (only [`Builder::proxy`](crate::Builder::proxy)'s configuration is read).
