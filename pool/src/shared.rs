@@ -211,17 +211,7 @@ impl Shared {
 
     /// The admission of `origin`, created on first use, if the pool bounds its origins.
     pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<CellAdmission<PoolTypes>> {
-        let bound = self.bound.as_ref()?;
-        let mut admissions = self.admissions.lock();
-        let admission = admissions.entry(origin.clone()).or_insert_with(|| {
-            CellAdmission::with_tolerance(
-                bound.limit,
-                bound.pending,
-                bound.groups.clone(),
-                bound.tolerance,
-            )
-        });
-        Some(admission.clone())
+        self.admission_in(&self.admissions, origin)
     }
 
     /// The admission of the forward route `route` (see `forward`), created on first use, if
@@ -231,9 +221,18 @@ impl Shared {
         &self,
         route: &OriginKey,
     ) -> Option<CellAdmission<PoolTypes>> {
+        self.admission_in(&self.route_admissions, route)
+    }
+
+    /// The admission of `key` in `map`, created on first use, if the pool bounds its origins.
+    fn admission_in(
+        &self,
+        map: &Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
+        key: &OriginKey,
+    ) -> Option<CellAdmission<PoolTypes>> {
         let bound = self.bound.as_ref()?;
-        let mut admissions = self.route_admissions.lock();
-        let admission = admissions.entry(route.clone()).or_insert_with(|| {
+        let mut admissions = map.lock();
+        let admission = admissions.entry(key.clone()).or_insert_with(|| {
             CellAdmission::with_tolerance(
                 bound.limit,
                 bound.pending,
