@@ -466,8 +466,18 @@ async fn poisoned_generation_is_replaced() {
     let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
     let client = pool.client().unwrap();
     let url = server.url("/");
-    let (first, _) = fetch(&client, &url).await;
+    let response = client.request(get(&url)).await.unwrap();
+    let body = response.into_body();
+    assert!(
+        !body.closes_connection(),
+        "a healthy generation takes more streams"
+    );
+    let first = body.connection().clone();
     first.poison();
+    // An HTTP/2 response says whether its connection takes new streams, as it stands now.
+    assert!(body.closes_connection(), "a poisoned generation does not");
+    let body = body.collect().await.unwrap();
+    drop(body);
     assert_eq!(events.closed(), vec![(first.id(), CloseReason::Poisoned)]);
     let (second, _) = fetch(&client, &url).await;
     assert_ne!(second.id(), first.id());
