@@ -144,16 +144,16 @@ impl Shared {
     /// flags built, so that its connections are reused as curl reuses them across `--next`,
     /// or a new pool. curl compares connections by the settings that apply to each (a `-k` in
     /// one group does not keep an `http://` connection from the next); poolcurl compares the
-    /// whole set, so a group with other connection flags opens its own connections. `proxied`
-    /// says whether the group goes through a proxy (its `-A` is then a connection flag).
+    /// whole set, so a group with other connection flags opens its own connections. `proxies`
+    /// are the group's (through a proxy its `-A` is a connection flag too).
     pub(super) fn client_for(
         &mut self,
         args: &CurlArgs,
         connect_to: &ConnectToArgs,
-        proxied: bool,
+        proxies: Option<&pool::ProxyConfig>,
     ) -> Result<(pool::Client, Option<CurlError>), CurlError> {
         // A tunnel's `CONNECT` carries `-A`, so through a proxy it is a connection flag too.
-        let agent = args.send.user_agent.clone().filter(|_| proxied);
+        let agent = args.send.user_agent.clone().filter(|_| proxies.is_some());
         let same = self.clients.iter().find(|built| {
             built.connect == args.connect
                 && built.net == args.net
@@ -163,7 +163,7 @@ impl Shared {
         if let Some(built) = same {
             return Ok((built.client.clone(), built.tls_refusal.clone()));
         }
-        let (client, tls_refusal) = setup::build_client_for_transfers(args, connect_to)?;
+        let (client, tls_refusal) = setup::build_client_for_transfers(args, connect_to, proxies)?;
         self.clients.push(Built {
             connect: args.connect.clone(),
             net: args.net.clone(),

@@ -253,7 +253,7 @@ impl Session {
         let proxies = setup::proxy_config(&args.connect, args.send.user_agent.as_deref());
         let built = proxies
             .clone()
-            .and_then(|proxies| shared.client_for(&args, &connect_to, proxies.is_some()));
+            .and_then(|proxies| shared.client_for(&args, &connect_to, proxies.as_ref()));
         let (client, files_refusal) = match built {
             Ok((client, refusal)) => (Ok(client), refusal),
             Err(error) => (Err(error), None),

@@ -339,8 +339,9 @@ fn build_pool(
     origin: Option<&LocalOrigin>,
 ) -> Result<ThreadPerCore, String> {
     let connect = &args.connect;
-    let mut builder =
-        setup::pool_builder(connect, connect_to, None).map_err(|e| e.message().to_owned())?;
+    let proxies = setup::proxy_config(connect, None).map_err(|e| e.message().to_owned())?;
+    let mut builder = setup::pool_builder(connect, connect_to, proxies.as_ref())
+        .map_err(|e| e.message().to_owned())?;
     if let Some(origin) = origin {
         builder = builder.add_root_certificates_pem(origin.ca_pem().as_bytes().to_vec());
         if connect.cacert.is_none() {

@@ -28,7 +28,7 @@
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
-//! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them; `-p` tunnels `http://` URLs too |
+//! | `-x`, `--noproxy`, `-U`, `-p` | [`pool::ProxyConfig`] (`-x` for every scheme), else the environment's `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` as curl reads them, read once per group ([`proxy_config`]); `-p` tunnels `http://` URLs too; origins forwarded to one proxy share its connections (`share_forward_proxy_connections`), as curl reuses them |
 //! | `--proxy-cacert`, `--proxy-capath`, `--proxy-crlfile`, `--proxy-insecure`, `--proxy-cert` / `--proxy-key`, `--proxy-pinnedpubkey` | `proxy_tls`, set whenever an `https://` proxy is configured, so that `--cacert`, `-k` and the rest stay the origins' (curl's rule); the platform's roots unless `--proxy-cacert` replaces them |
 //!
 //! `-m` is not a pool setting: the transfer loop bounds each whole transfer itself.
@@ -40,8 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pool::{
-    BuildError, Builder, ConnectionPool, Partition, PartitionId, ProtocolPolicy, Resolve,
-    ResolveFuture, StaticResolver, SystemResolver,
+    BuildError, Builder, ConnectionPool, Partition, PartitionId, ProtocolPolicy, ProxyConfig,
+    Resolve, ResolveFuture, StaticResolver, SystemResolver,
 };
 
 use super::args::parse::parse_resolve;
@@ -79,11 +79,11 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
     }
 }
 
-/// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`
-/// and the `--connect-to` rules of `connect_to` (read once by the caller, which checks its
-/// requests against them too), title-case HTTP/1 header names, as curl sends them, and
-/// `user_agent` (`-A`; `None`: poolcurl's own) on a tunnel's `CONNECT`. Partitions, bounds and
-/// timeouts are left to the caller.
+/// A pool builder with the protocol policy, TLS settings and `--resolve` overrides of `args`,
+/// the `--connect-to` rules of `connect_to` and the proxies of `proxies` (each read once by the
+/// caller, which checks its requests against them too: [`proxy_config`] for the proxies), and
+/// title-case HTTP/1 header names, as curl sends them. Partitions, bounds and timeouts are left
+/// to the caller.
 ///
 /// # Errors
 ///
@@ -91,7 +91,7 @@ pub(crate) fn protocol_policy(args: &ConnectArgs) -> ProtocolPolicy {
 pub(crate) fn pool_builder(
     args: &ConnectArgs,
     connect_to: &ConnectToArgs,
-    user_agent: Option<&str>,
+    proxies: Option<&ProxyConfig>,
 ) -> Result<Builder, CurlError> {
     let mut builder = ConnectionPool::builder()
         .protocol(protocol_policy(args))
@@ -100,7 +100,7 @@ pub(crate) fn pool_builder(
         builder = builder.danger_accept_invalid_certs(true);
     }
     builder = trust(builder, args)?;
-    if let Some(config) = proxy_config(args, user_agent)? {
+    if let Some(config) = proxies.cloned() {
         // The proxy's own TLS flags, and never the origin's, as in curl.
         if config.uses_tls() {
             builder = builder.proxy_tls(proxy_tls_options(&args.proxy_tls)?);
@@ -296,14 +296,18 @@ const MAX_RESPONSE_HEADERS: usize = 1000;
 /// `--expect100-timeout`,
 /// `--cert`/`--key`, `--happy-eyeballs-timeout-ms`, `--http0.9`, and curl's tolerance of
 /// response heads.
-fn curl_builder(args: &CurlArgs, connect_to: &ConnectToArgs) -> Result<Builder, CurlError> {
+fn curl_builder(
+    args: &CurlArgs,
+    connect_to: &ConnectToArgs,
+    proxies: Option<&ProxyConfig>,
+) -> Result<Builder, CurlError> {
     // Read before the CA files, as curl's TLS setup loads the client certificate first: with
     // both unusable, the error is the certificate's (58).
     let identity = identity_files(args)
         .map(|files| client_cert::read_identity(&files))
         .transpose()?;
     // Header names as the server wrote them, for `-i`, `-I`, `-D` and `-v` (as curl prints them).
-    let mut builder = pool_builder(&args.connect, connect_to, args.send.user_agent.as_deref())?
+    let mut builder = pool_builder(&args.connect, connect_to, proxies)?
         .protocol(curl_protocol_policy(args))
         .http1_preserve_header_case(true)
         // What curl reads and hyper refuses unless told: a space before a header's colon,
@@ -432,8 +436,9 @@ pub(crate) fn connect_timeout(args: &ConnectArgs, default: Duration) -> Duration
 pub(crate) fn build_client_for_transfers(
     args: &CurlArgs,
     connect_to: &ConnectToArgs,
+    proxies: Option<&ProxyConfig>,
 ) -> Result<(pool::Client, Option<CurlError>), CurlError> {
-    let error = match build_client(args, connect_to) {
+    let error = match build_client(args, connect_to, proxies) {
         Ok(client) => return Ok((client, None)),
         Err(error) => error,
     };
@@ -445,7 +450,7 @@ pub(crate) fn build_client_for_transfers(
     if plain.connect == args.connect && plain.net == args.net {
         return Err(error);
     }
-    match build_client(&plain, connect_to) {
+    match build_client(&plain, connect_to, proxies) {
         Ok(client) => Ok((client, Some(error))),
         Err(_) => Err(error),
     }
@@ -464,9 +469,10 @@ pub(crate) fn build_client_for_transfers(
 pub(crate) fn build_client(
     args: &CurlArgs,
     connect_to: &ConnectToArgs,
+    proxies: Option<&ProxyConfig>,
 ) -> Result<pool::Client, CurlError> {
     let connect = &args.connect;
-    let mut builder = curl_builder(args, connect_to)?;
+    let mut builder = curl_builder(args, connect_to, proxies)?;
     let device = match connect.bind() {
         Some(Bind::Device(name)) => Some(name),
         Some(Bind::Address(address)) => {
