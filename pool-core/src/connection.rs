@@ -249,6 +249,13 @@ impl ConnectionRecord {
         self.state.load(Ordering::Acquire) & POISONED != 0
     }
 
+    /// Whether it takes no further work: logically closed, or poisoned (it closes once its
+    /// current work ends). One read of the state word.
+    pub fn is_retiring(&self) -> bool {
+        let state = self.state.load(Ordering::Acquire);
+        state & PHASE_MASK == CLOSED || state & POISONED != 0
+    }
+
     /// Whether its transport's I/O is gone.
     pub fn is_physically_closed(&self) -> bool {
         self.state.load(Ordering::Acquire) & GONE != 0
@@ -635,10 +642,13 @@ mod tests {
     #[test]
     fn poison_closes_idle_at_once_and_active_at_return() {
         let (_, listener, _link, record) = setup(Protocol::Http1);
+        assert!(!record.is_retiring());
         record.poison();
         assert!(!record.is_closed(), "an active exchange finishes first");
+        assert!(record.is_retiring(), "poisoned: it takes no further work");
         assert!(!record.checkin(), "a poisoned connection is never reused");
         assert!(record.close(CloseReason::Poisoned, None));
+        assert!(record.is_retiring());
         assert_eq!(
             *listener.closed.lock().unwrap(),
             vec![CloseReason::Poisoned]

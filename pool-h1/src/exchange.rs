@@ -118,8 +118,7 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         let Some(conn) = &self.conn else {
             return true;
         };
-        let record = conn.record();
-        self.disposition != Disposition::Reuse || record.is_poisoned() || record.is_closed()
+        self.disposition != Disposition::Reuse || conn.record().is_retiring()
     }
 
     /// The record of the connection this exchange runs on, while the guard holds it.

@@ -305,10 +305,7 @@ impl Body {
         match &self.exchange {
             Exchange::Done { closed } => *closed,
             Exchange::H1(guard) => guard.closes(),
-            Exchange::H2(_) => {
-                let record = self.connection.record();
-                record.is_closed() || record.is_poisoned()
-            }
+            Exchange::H2(_) => self.connection.record().is_retiring(),
         }
     }
 
@@ -333,8 +330,7 @@ impl Body {
             &mut self.exchange,
             Exchange::Done { closed: true },
         ));
-        let record = self.connection.record();
-        let closed = record.is_closed() || record.is_poisoned();
+        let closed = self.connection.record().is_retiring();
         self.exchange = Exchange::Done { closed };
     }
 }

@@ -47,8 +47,8 @@ pub(super) fn start(
 }
 
 /// The `Host` of a request sent on a forward route's connection: its own origin's authority,
-/// as a cell computes it for its origin.
-#[cold]
+/// as a cell computes it for its origin. Out of line: only cells that share a route take it.
+#[inline(never)]
 fn route_host(uri: &http::Uri) -> Option<http::HeaderValue> {
     let origin = pool_core::OriginKey::from_uri(uri).ok()?;
     http::HeaderValue::from_str(&origin.authority()).ok()
