@@ -318,11 +318,8 @@ fn paired_ratios(
         .zip(theirs)
         .map(|(p, o)| Some((p.as_ref().ok()?, o.as_ref().ok()?)))
         .collect::<Option<_>>()?;
-    let mid = |ratio: fn(&Measured, &Measured) -> f64| {
-        let mut values: Vec<f64> = pairs.iter().map(|(p, o)| ratio(p, o)).collect();
-        values.sort_by(f64::total_cmp);
-        values.get(values.len() / 2).copied()
-    };
+    let mid =
+        |ratio: fn(&Measured, &Measured) -> f64| middle(pairs.iter().map(|(p, o)| ratio(p, o)));
     Some((mid(|p, o| p.rps / o.rps)?, mid(|p, o| p.p99_ms / o.p99_ms)?))
 }
 
@@ -387,15 +384,9 @@ fn alike_at(ours: &[Measured], theirs: &[Measured], split: Vec<usize>) -> Option
 fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
     let runs: Vec<Measured> = runs.into_iter().collect::<Result<_, _>>()?;
     let mid = |pick: fn(&Measured) -> f64| {
-        let mut values: Vec<f64> = runs.iter().map(pick).collect();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
+        middle(runs.iter().map(pick)).expect("a median of at least one run")
     };
-    let mid_of = |pick: fn(&Measured) -> Option<f64>| {
-        let mut values: Vec<f64> = runs.iter().filter_map(pick).collect();
-        values.sort_by(f64::total_cmp);
-        values.get(values.len() / 2).copied()
-    };
+    let mid_of = |pick: fn(&Measured) -> Option<f64>| middle(runs.iter().filter_map(pick));
     Ok(Measured {
         rps: mid(|m| m.rps),
         responses: mid(|m| m.responses),
@@ -406,6 +397,13 @@ fn median(runs: Vec<Result<Measured, String>>) -> Result<Measured, String> {
         failed: runs.iter().map(|m| m.failed).sum(),
         split: None,
     })
+}
+
+/// The middle of `values` (the upper one of an even count), `None` when there are none.
+fn middle(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 /// Waits for `run` to finish, sampling `split` half way through its `-z` time.
