@@ -160,6 +160,7 @@ where
     pub fn send(mut self, request: Request<B>) -> impl Future<Output = SendOutcome<B>> + Send {
         let reused = self.record.record_dispatch();
         let read_mark = self.fixed.link.bytes_read();
+        let request_closes = crate::exchange::asks_to_close(request.headers());
         if let Some(slot) = &self.fixed.names {
             // For the transport's next write of a head (`request_names`); cloned, so that a
             // request hyper hands back still carries it.
@@ -171,6 +172,7 @@ where
             response,
             conn: Some(self),
             reused,
+            request_closes,
             read_mark,
         }
     }
@@ -180,13 +182,14 @@ where
         response: Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<B>>>,
         reused: bool,
         read_mark: u64,
+        request_closes: bool,
     ) -> SendOutcome<B> {
         match response {
             Ok(mut response) => {
                 if let Some(names) = self.fixed.names.as_ref().and_then(|slot| slot.take()) {
                     response.extensions_mut().insert(names);
                 }
-                let guard = ExchangeGuard::new(self, &response);
+                let guard = ExchangeGuard::new(self, &response, request_closes);
                 SendOutcome::Response(response, guard)
             }
             Err(err) => self.failed(err, reused, read_mark),

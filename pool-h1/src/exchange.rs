@@ -42,10 +42,16 @@ pub struct ExchangeGuard<B> {
 }
 
 impl<B: Send + 'static> ExchangeGuard<B> {
-    pub(crate) fn new(conn: H1Connection<B>, response: &Response<Incoming>) -> Self {
+    /// The guard of `conn` for `response`; `request_closes` says the request asked to close
+    /// the connection (`Connection: close`), which hyper obeys whatever the response says.
+    pub(crate) fn new(
+        conn: H1Connection<B>,
+        response: &Response<Incoming>,
+        request_closes: bool,
+    ) -> Self {
         let disposition = if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             Disposition::Retire(CloseReason::Upgraded)
-        } else if !keeps_alive(response.version(), response.headers()) {
+        } else if request_closes || !keeps_alive(response.version(), response.headers()) {
             Disposition::Retire(CloseReason::ProtocolClosed)
         } else {
             // Read from the connection's first response only: servers announce one timeout
@@ -109,8 +115,9 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         self.gate = Some(gate);
     }
 
-    /// Whether the connection ends with this exchange instead of going home: the response
-    /// closes it (`Connection: close`, or HTTP/1.0 without `keep-alive`, by hyper's rule),
+    /// Whether the connection ends with this exchange instead of going home: the request or
+    /// the response closes it (`Connection: close`, or a response of HTTP/1.0 without
+    /// `keep-alive`, by hyper's rule),
     /// switched protocols, or refused or stopped the request's body, or the connection was
     /// poisoned or has closed meanwhile. `false` while the guard holds a connection that goes
     /// home once the body is read to its end.
@@ -203,13 +210,21 @@ fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
     }
 }
 
+/// Whether a request's headers ask to close its connection after the exchange (hyper then
+/// disables keep-alive before it writes the request, RFC 9112 section 9.6).
+pub(crate) fn asks_to_close(headers: &HeaderMap) -> bool {
+    lists_token(headers.get_all(CONNECTION), "close")
+}
+
 /// Whether any of the `Connection` header `values` lists `token` (ASCII case-insensitive).
+/// On bytes, not `str`: every response's `Connection` is read, and a value is almost always a
+/// single short token that needs no UTF-8 check or character search.
 fn lists_token<'a>(values: impl IntoIterator<Item = &'a HeaderValue>, token: &str) -> bool {
     values.into_iter().any(|value| {
         value
-            .to_str()
-            .map(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
-            .unwrap_or(false)
+            .as_bytes()
+            .split(|b| *b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
     })
 }
 
@@ -259,6 +274,8 @@ mod tests {
         assert!(close(&[&v("upgrade"), &v("CLOSE")]));
         assert!(!close(&[&v("keep-alive")]));
         assert!(!close(&[&v("closed")]));
+        assert!(!close(&[&v(" , close-ish ,")]));
+        assert!(close(&[&v("\tclose\t, te")]));
         assert!(!close(&[]));
     }
 

@@ -27,6 +27,8 @@ pin_project! {
         // Taken when hyper answers.
         pub(crate) conn: Option<H1Connection<B>>,
         pub(crate) reused: bool,
+        // The request said `Connection: close`.
+        pub(crate) request_closes: bool,
         // The transport's read count at dispatch.
         pub(crate) read_mark: u64,
     }
@@ -58,6 +60,11 @@ where
         let this = self.project();
         let response = ready!(this.response.poll(cx));
         let conn = this.conn.take().expect("polled after completion");
-        Poll::Ready(conn.outcome(response, *this.reused, *this.read_mark))
+        Poll::Ready(conn.outcome(
+            response,
+            *this.reused,
+            *this.read_mark,
+            *this.request_closes,
+        ))
     }
 }

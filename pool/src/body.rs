@@ -291,16 +291,14 @@ impl Body {
     /// `true` when the pool closes it instead of offering it to another request.
     ///
     /// Before the body's end this is what the pool will do once the body is read to its end,
-    /// as far as it is known now: an HTTP/1 response that closes the connection (`Connection:
-    /// close`, or HTTP/1.0 without `keep-alive`, as hyper decides), a `101`, a request body the
+    /// as far as it is known now: an HTTP/1 request or response that closes the connection
+    /// (`Connection: close` on either, or a response of HTTP/1.0 without `keep-alive`, as
+    /// hyper decides), a `101`, a request body the
     /// pool refused or stopped ([`BodyStopped`](crate::BodyStopped)), a poisoned connection, or
     /// one the pool already closed (an HTTP/2 connection closes for new streams once the pool
     /// learns of the server's `GOAWAY`). Dropping the body before its end retires an HTTP/1
     /// connection whatever this says. After the end (or a failure) it is what the pool did
     /// then. A connection that goes home can still close later, as any idle connection can.
-    /// The request's own `Connection: close` is not looked for (that would be a header lookup
-    /// on every request): hyper closes such a connection after the exchange whatever the
-    /// response says, and this says so only once hyper has closed it.
     pub fn closes_connection(&self) -> bool {
         match &self.exchange {
             Exchange::Done { closed } => *closed,

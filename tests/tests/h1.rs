@@ -136,30 +136,68 @@ async fn connection_close_response_is_not_reused() {
 /// connection is then reused exactly when it said `false`.
 #[tokio::test]
 async fn a_response_says_from_its_head_whether_its_connection_closes() {
+    // (case, HTTP/1.0 response, the response's `Connection`, the request's, whether the
+    // connection closes). Each body is held half-sent at a gate until the head's answer is
+    // read, so that hyper cannot have closed the connection by then: the answer at the head
+    // is the pool's decision, not what it saw happen.
     let cases = [
-        ("HTTP/1.1", Reply::ok("x"), false),
+        ("HTTP/1.1", false, None, None, false),
         (
             "HTTP/1.1 with Connection: close",
-            Reply::ok("x").header("Connection", "Keep-Alive, Close"),
+            false,
+            Some("Keep-Alive, Close"),
+            None,
             true,
         ),
-        ("HTTP/1.0", Reply::ok("x").http_1_0(), true),
+        ("HTTP/1.0", true, None, None, true),
         (
             "HTTP/1.0 with Connection: keep-alive",
-            Reply::ok("x").http_1_0().header("Connection", "keep-alive"),
+            true,
+            Some("keep-alive"),
+            None,
+            false,
+        ),
+        // hyper closes after a request that says close, whatever the response says.
+        (
+            "request with Connection: close",
+            false,
+            None,
+            Some("close"),
+            true,
+        ),
+        (
+            "request with Connection: keep-alive",
+            false,
+            None,
+            Some("keep-alive"),
             false,
         ),
     ];
-    for (case, reply, closes) in cases {
+    for (case, http_1_0, response_connection, request_connection, closes) in cases {
+        let gate = Gate::new();
+        let mut reply = Reply::ok_split("x", gate.clone(), "y");
+        if http_1_0 {
+            reply = reply.http_1_0();
+        }
+        if let Some(value) = response_connection {
+            reply = reply.header("Connection", value);
+        }
         let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(reply)).await;
         let (_pool, client, events) = observed(ConnectionPool::builder());
         let url = server.url("/");
-        let response = client.request(get(&url)).await.unwrap();
+        let mut request = get(&url);
+        if let Some(value) = request_connection {
+            request
+                .headers_mut()
+                .insert(http::header::CONNECTION, value.parse().unwrap());
+        }
+        let response = client.request(request).await.unwrap();
         assert_eq!(
             response.body().closes_connection(),
             closes,
             "{case}: at the head"
         );
+        gate.open();
         let first = response.body().connection().id();
         let mut body = response.into_body();
         while body.frame().await.is_some() {}
