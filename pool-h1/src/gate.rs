@@ -29,7 +29,9 @@
 //! announced is not all sent, so the connection's framing is broken: it retires as
 //! [`CloseReason::IncompleteH1Exchange`](pool_core::CloseReason::IncompleteH1Exchange). The
 //! abort waits for the end of the response because hyper ends a response body still being read
-//! with an error when the request body fails; aborting at the end loses no byte of it.
+//! with an error when the request body fails; aborting at the end loses no byte of it. (Over
+//! HTTP/2 the pool's response body aborts the gate itself, and the stream's reset leaves the
+//! connection serving.)
 //!
 //! A response that came while the body was still going and did not stop it can be waited on
 //! to know when the body went ([`BodyGate::poll_settled`]): the exchange is over (the
@@ -55,7 +57,8 @@ pub enum GateState {
     Sent,
     /// A final response came first; the body waits for the abort.
     Refused,
-    /// The response is over: the body ends with an error so that hyper closes the connection.
+    /// The response is over: the body ends with an error so that hyper closes the connection
+    /// (HTTP/1) or resets the stream (HTTP/2).
     Aborted,
 }
 

@@ -22,7 +22,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use pool_core::sync::Arc;
 use pool_core::{AsyncSleep, CloseReason, Sleep};
-use pool_h1::ExchangeGuard;
+use pool_h1::{BodyGate, ExchangeGuard};
 use pool_h2::StreamGuard;
 
 use crate::connection::ConnectionHandle;
@@ -192,8 +192,9 @@ enum Exchange {
     Done { closed: bool },
     /// An HTTP/1 connection, returned or retired when the body ends or drops.
     H1(ExchangeGuard<RequestBody>),
-    /// An HTTP/2 stream, uncounted when the body ends or drops.
-    H2(StreamGuard),
+    /// An HTTP/2 stream, uncounted when the body ends or drops; with the gate of a request
+    /// body this response stopped, aborted then (hyper resets the stream).
+    H2(StreamGuard, Option<Arc<BodyGate>>),
 }
 
 /// A response body from the pool.
@@ -251,10 +252,15 @@ impl Body {
         body
     }
 
-    pub(crate) fn h2(inner: Incoming, guard: StreamGuard, connection: ConnectionHandle) -> Body {
+    pub(crate) fn h2(
+        inner: Incoming,
+        guard: StreamGuard,
+        stopped: Option<Arc<BodyGate>>,
+        connection: ConnectionHandle,
+    ) -> Body {
         let mut body = Body {
             inner,
-            exchange: Exchange::H2(guard),
+            exchange: Exchange::H2(guard, stopped),
             connection,
             idle: None,
         };
@@ -303,7 +309,7 @@ impl Body {
         match &self.exchange {
             Exchange::Done { closed } => *closed,
             Exchange::H1(guard) => guard.closes(),
-            Exchange::H2(_) => self.connection.record().is_retiring(),
+            Exchange::H2(..) => self.connection.record().is_retiring(),
         }
     }
 
@@ -313,7 +319,7 @@ impl Body {
         match std::mem::replace(&mut self.exchange, Exchange::Done { closed: closes }) {
             Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.end_of_body(),
-            Exchange::H2(mut guard) => guard.release(),
+            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
         }
         // A return that found hyper closing retired the connection just now.
         if !closes && self.connection.record().is_closed() {
@@ -324,10 +330,10 @@ impl Body {
     /// The body failed mid-way: retire an HTTP/1 connection (dropping its guard unfinished
     /// does exactly that) and uncount an HTTP/2 stream.
     fn fail(&mut self) {
-        drop(std::mem::replace(
-            &mut self.exchange,
-            Exchange::Done { closed: true },
-        ));
+        match std::mem::replace(&mut self.exchange, Exchange::Done { closed: true }) {
+            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
+            other => drop(other),
+        }
         let closed = self.connection.record().is_retiring();
         self.exchange = Exchange::Done { closed };
     }
@@ -393,8 +399,17 @@ impl Drop for Body {
         match std::mem::replace(&mut self.exchange, Exchange::Done { closed: true }) {
             Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.finish(self.inner.is_end_stream()),
-            Exchange::H2(mut guard) => guard.release(),
+            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
         }
+    }
+}
+
+/// An HTTP/2 response is over (read, failed or dropped): its stream is no longer counted, and
+/// a request body it stopped ends with an error, on which hyper resets the stream.
+fn end_stream(mut guard: StreamGuard, stopped: Option<Arc<BodyGate>>) {
+    guard.release();
+    if let Some(gate) = stopped {
+        gate.abort();
     }
 }
 
@@ -403,7 +418,7 @@ impl fmt::Debug for Body {
         let exchange = match &self.exchange {
             Exchange::Done { .. } => "done",
             Exchange::H1(_) => "http1",
-            Exchange::H2(_) => "http2",
+            Exchange::H2(..) => "http2",
         };
         f.debug_struct("Body")
             .field("connection", &self.connection.id())

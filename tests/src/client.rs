@@ -76,6 +76,8 @@ impl http_body::Body for Chunks {
 pub struct Stalled {
     first: Option<Bytes>,
     wait: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    opened: bool,
+    rest: Option<Bytes>,
 }
 
 impl Stalled {
@@ -84,7 +86,15 @@ impl Stalled {
         Stalled {
             first: Some(first.into()),
             wait: Box::pin(async move { gate.wait().await }),
+            opened: false,
+            rest: None,
         }
+    }
+
+    /// Yields `rest` once the gate opens, before the end.
+    pub fn then(mut self, rest: impl Into<Bytes>) -> Stalled {
+        self.rest = Some(rest.into());
+        self
     }
 }
 
@@ -107,6 +117,11 @@ impl http_body::Body for Stalled {
         if let Some(chunk) = self.first.take() {
             return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(chunk))));
         }
-        self.wait.as_mut().poll(cx).map(|()| None)
+        if !self.opened {
+            std::task::ready!(self.wait.as_mut().poll(cx));
+            self.opened = true;
+        }
+        let rest = self.rest.take();
+        std::task::Poll::Ready(rest.map(|chunk| Ok(http_body::Frame::data(chunk))))
     }
 }

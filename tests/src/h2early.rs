@@ -1,21 +1,27 @@
-//! A frame-level HTTP/2 peer that answers a request before its body has arrived and then asks
-//! the client to stop sending it: response HEADERS, DATA with `END_STREAM`, then
-//! `RST_STREAM(NO_ERROR)` (RFC 9113 §8.1; Google Cloud Storage answers uploads this way).
+//! A frame-level HTTP/2 peer that answers a request before its body has arrived: response
+//! HEADERS (`413`) and DATA with `END_STREAM`, then, unless started
+//! [`without_reset`](EarlyAnswerPeer::without_reset), `RST_STREAM(NO_ERROR)` to ask the client
+//! to stop sending the body (RFC 9113 §8.1; Google Cloud Storage answers uploads this way).
+//! Without the reset, the client decides alone what becomes of the rest of its body; the peer
+//! counts the body bytes that arrive on that stream and records the client's own
+//! `RST_STREAM`, if one comes.
 //!
 //! The h2 crate's server cannot be made to do this: its `send_reset` drops the frames of the
 //! stream still queued, so the client would get the reset without the response. This peer
-//! writes the three frames itself, in one write. It answers so the first request of each
+//! writes the frames itself, in one write. It answers so the first request of each
 //! connection (stream 1); later ones get an ordinary `200` with the body `next`.
 //!
 //! What it does not do: flow control beyond the client's defaults, HPACK decoding (requests are
 //! told apart by stream id alone), CONTINUATION frames.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 
 use crate::h2wire::{
     ACK, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, SETTINGS, STATUS_200, frame, read_frame,
@@ -31,29 +37,51 @@ const STATUS_413: &[u8] = &[0x08, 0x03, b'4', b'1', b'3'];
 #[derive(Debug)]
 pub struct EarlyAnswerPeer {
     addr: SocketAddr,
-    streams: Arc<AtomicUsize>,
+    seen: Arc<Seen>,
     task: tokio::task::JoinHandle<()>,
 }
 
+/// What the peer saw, on every connection.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Whether the early answer ends with `RST_STREAM(NO_ERROR)`.
+    resets: bool,
+    /// Request HEADERS read.
+    streams: AtomicUsize,
+    /// Request body bytes read on the early-answered streams.
+    early_body: AtomicUsize,
+    /// The error code of each `RST_STREAM` the client sent, in order.
+    client_resets: Mutex<Vec<u32>>,
+    changed: Notify,
+}
+
 impl EarlyAnswerPeer {
-    /// Starts the peer on loopback.
+    /// Starts the peer on loopback; it resets each early-answered stream with `NO_ERROR`.
     pub async fn start() -> EarlyAnswerPeer {
+        Self::started(true).await
+    }
+
+    /// Starts the peer on loopback; it answers early but sends no reset.
+    pub async fn without_reset() -> EarlyAnswerPeer {
+        Self::started(false).await
+    }
+
+    async fn started(resets: bool) -> EarlyAnswerPeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
-        let streams = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(Seen {
+            resets,
+            ..Seen::default()
+        });
         let task = tokio::spawn({
-            let streams = streams.clone();
+            let seen = seen.clone();
             async move {
                 while let Ok((io, _)) = listener.accept().await {
-                    tokio::spawn(serve(io, streams.clone()));
+                    tokio::spawn(serve(io, seen.clone()));
                 }
             }
         });
-        EarlyAnswerPeer {
-            addr,
-            streams,
-            task,
-        }
+        EarlyAnswerPeer { addr, seen, task }
     }
 
     /// `http://127.0.0.1:PORT{path}`.
@@ -63,7 +91,29 @@ impl EarlyAnswerPeer {
 
     /// Request HEADERS read so far, on every connection.
     pub fn streams(&self) -> usize {
-        self.streams.load(Ordering::SeqCst)
+        self.seen.streams.load(Ordering::SeqCst)
+    }
+
+    /// Request body bytes read so far on the streams answered early.
+    pub fn early_body_bytes(&self) -> usize {
+        self.seen.early_body.load(Ordering::SeqCst)
+    }
+
+    /// The error code of the first `RST_STREAM` the client sends, waiting up to `limit` for it
+    /// (`None` if none came).
+    pub async fn client_reset(&self, limit: Duration) -> Option<u32> {
+        let first = || self.seen.client_resets.lock().unwrap().first().copied();
+        tokio::time::timeout(limit, async {
+            loop {
+                let changed = self.seen.changed.notified();
+                if let Some(code) = first() {
+                    return code;
+                }
+                changed.await;
+            }
+        })
+        .await
+        .ok()
     }
 }
 
@@ -73,7 +123,7 @@ impl Drop for EarlyAnswerPeer {
     }
 }
 
-async fn serve(mut io: TcpStream, streams: Arc<AtomicUsize>) {
+async fn serve(mut io: TcpStream, seen: Arc<Seen>) {
     let mut preface = [0u8; 24];
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
         return;
@@ -84,12 +134,28 @@ async fn serve(mut io: TcpStream, streams: Arc<AtomicUsize>) {
     while let Some(f) = read_frame(&mut io).await {
         let answer = match f.kind {
             SETTINGS if f.flags & ACK == 0 => frame(SETTINGS, ACK, 0, &[]),
+            DATA if f.stream == 1 => {
+                seen.early_body.fetch_add(f.payload.len(), Ordering::SeqCst);
+                seen.changed.notify_waiters();
+                continue;
+            }
+            RST_STREAM => {
+                let code = f
+                    .payload
+                    .get(..4)
+                    .map_or(u32::MAX, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                seen.client_resets.lock().unwrap().push(code);
+                seen.changed.notify_waiters();
+                continue;
+            }
             HEADERS => {
-                streams.fetch_add(1, Ordering::SeqCst);
+                seen.streams.fetch_add(1, Ordering::SeqCst);
                 if f.stream == 1 {
                     let mut out = frame(HEADERS, END_HEADERS, f.stream, STATUS_413);
                     out.extend(frame(DATA, END_STREAM, f.stream, b"too large\n"));
-                    out.extend(frame(RST_STREAM, 0, f.stream, &0u32.to_be_bytes()));
+                    if seen.resets {
+                        out.extend(frame(RST_STREAM, 0, f.stream, &0u32.to_be_bytes()));
+                    }
                     out
                 } else {
                     let mut out = frame(HEADERS, END_HEADERS, f.stream, STATUS_200);

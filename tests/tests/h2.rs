@@ -1090,8 +1090,9 @@ async fn an_untrusted_certificate_says_whether_it_is_self_signed() {
 
 /// An HTTP/2 server that answers before the request body ended and then resets the stream with
 /// `NO_ERROR` (RFC 9113 §8.1: "stop sending, the response is complete"): the caller gets the
-/// response and its whole body, not an error, learns how much of the upload went, and the
-/// connection stays in the pool for the next request.
+/// response and its whole body, not an error, learns how much of the upload went (the pool
+/// stopped it at the `413` already), and the connection stays in the pool for the next
+/// request.
 #[tokio::test]
 async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the_caller() {
     let peer = pool_tests::h2early::EarlyAnswerPeer::start().await;
@@ -1108,16 +1109,13 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
         .unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(response.status(), 413);
     let first = response.body().connection().clone();
-    let sending = response
+    let stopped = *response
         .extensions()
-        .get::<pool::BodyStillSending>()
-        .cloned()
-        .expect("the body was still going");
+        .get::<pool::BodyStopped>()
+        .expect("the body was still going, and the 413 stopped it");
+    assert_eq!(stopped.bytes_sent(), 1024, "the first kilobyte went");
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "too large\n");
-    // The reset ended the upload: the first kilobyte went, and no more will.
-    let sent = tokio::time::timeout(LIMIT, sending.sent()).await.unwrap();
-    assert_eq!(sent, 1024);
     let (next, body) =
         tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
             .await
@@ -1130,6 +1128,76 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
         s.h2_active_streams == 0 && s.h2_accepting == 1
     })
     .await;
+}
+
+/// An HTTP/2 server that answers `413` before the request body ended and does not reset the
+/// stream: the pool sends no more of the body (as curl and Go's transport do), says how much
+/// went, lets the caller read the whole response, and then resets the stream with `CANCEL`
+/// (RFC 9113 §8.1), which leaves the connection serving. With `keep_sending_on_error` the body
+/// goes on to its end instead.
+#[tokio::test]
+async fn a_refusal_without_a_reset_stops_the_request_body_and_cancels_the_stream() {
+    const CANCEL: u32 = 0x8;
+    for keep_sending in [false, true] {
+        let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset().await;
+        let url = peer.url("/upload");
+        let pool = h2c_pool()
+            .keep_sending_on_error(keep_sending)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        // A kilobyte, then, once the answer has come, another.
+        let more = Gate::new();
+        let body =
+            pool_tests::client::Stalled::new(vec![b'x'; 1024], more.clone()).then(vec![b'y'; 1024]);
+        let request = Request::post(&url)
+            .body(pool::RequestBody::new(body))
+            .unwrap();
+        let response = tokio::time::timeout(LIMIT, client.request(request))
+            .await
+            .expect("an answer, not a hang")
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(response.status(), 413);
+        let first = response.body().connection().clone();
+        let stopped = response.extensions().get::<pool::BodyStopped>().copied();
+        let sending = response
+            .extensions()
+            .get::<pool::BodyStillSending>()
+            .cloned();
+        more.open();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "too large\n", "keep sending: {keep_sending}");
+        if keep_sending {
+            assert!(stopped.is_none());
+            let sent = tokio::time::timeout(LIMIT, sending.expect("still sending").sent())
+                .await
+                .unwrap();
+            assert_eq!(sent, 2048);
+            assert_eq!(peer.client_reset(Duration::ZERO).await, None);
+        } else {
+            assert!(sending.is_none());
+            assert_eq!(stopped.map(|s| s.bytes_sent()), Some(1024));
+            assert_eq!(
+                peer.client_reset(LIMIT).await,
+                Some(CANCEL),
+                "the stream is cancelled once the response has been read"
+            );
+            assert_eq!(peer.early_body_bytes(), 1024, "nothing went after the stop");
+        }
+        let (next, body) =
+            tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
+                .await
+                .unwrap();
+        assert_eq!(body, "next");
+        assert_eq!(next.id(), first.id(), "the connection served on");
+        if keep_sending {
+            assert_eq!(peer.early_body_bytes(), 2048, "the whole body went");
+        }
+        settle(&pool, &origin(&url), |s| {
+            s.h2_active_streams == 0 && s.h2_accepting == 1
+        })
+        .await;
+    }
 }
 
 /// Without ALPN nothing is negotiated: a TLS origin is spoken to in HTTP/1.1, even one that

@@ -98,16 +98,17 @@ impl Builder {
         self
     }
 
-    /// Whether an HTTP/1 request body still goes once a response of 300 or above came before
-    /// all of it was sent; `false` by default (libcurl's `CURLOPT_KEEP_SENDING_ON_ERROR`).
+    /// Whether a request body still goes once a response of 300 or above came before all of it
+    /// was sent; `false` by default (libcurl's `CURLOPT_KEEP_SENDING_ON_ERROR`).
     ///
     /// By default the pool stops such a body, as curl does (and Go's HTTP/2 transport): no
-    /// further byte is sent, the response is read whole, and the connection closes after it,
-    /// since the request's framing is broken. The response carries
+    /// further byte is sent and the response is read whole. After it an HTTP/1 connection
+    /// closes, since the request's framing is broken, and an HTTP/2 stream is reset with
+    /// `CANCEL` (its connection serves on). The response carries
     /// [`BodyStopped`](crate::BodyStopped) with the bytes that went. A body known to be at most
     /// 256 KiB goes with its head and is never stopped. `true` sends every body to its end, as
-    /// hyper does, and keeps the connection when the server read it all. HTTP/2 sends the
-    /// body on until the server resets the stream, which is how an HTTP/2 server refuses one.
+    /// hyper does (over HTTP/2 until the server resets the stream), and keeps an HTTP/1
+    /// connection when the server read it all.
     pub fn keep_sending_on_error(mut self, keep_sending: bool) -> Self {
         self.keep_sending_on_error = keep_sending;
         self

@@ -1,5 +1,5 @@
-//! A request body behind a [`BodyGate`]: held back for `100 Continue` and stopped when the
-//! server refuses it before it was all sent (HTTP/1), and counted as it goes (HTTP/1 and 2).
+//! A request body behind a [`BodyGate`]: held back for `100 Continue` (HTTP/1), stopped when
+//! the server refuses it before it was all sent, and counted as it goes (HTTP/1 and 2).
 //!
 //! The body is handed to hyper in pieces of at most [`PIECE`] bytes (a larger data frame is
 //! split without a copy), so a stop takes effect within one piece even for a body given as one
@@ -7,7 +7,13 @@
 //! [`BodyGate::hand_over`], which counts it while the gate is open and refuses it once a
 //! response stopped the body; a refused piece is dropped, since nothing after a stop is ever
 //! sent. After the stop the body yields nothing until the exchange aborts it, and then ends
-//! with [`BodyRefused`], on which hyper closes the connection (see `pool_h1`'s `gate` module).
+//! with [`BodyRefused`], on which hyper closes an HTTP/1 connection (see `pool_h1`'s `gate`
+//! module) and resets an HTTP/2 stream with `CANCEL`, the error's source.
+//!
+//! Over HTTP/2 the abort waits for the response's end, as over HTTP/1: a reset of the stream
+//! before then would cut the response off too. A server that stops granting flow-control
+//! window leaves hyper waiting for window before it asks the body again, and the reset goes
+//! only once it does (or the connection ends).
 //!
 //! hyper's writer also takes frame after frame for as long as the socket accepts bytes, without
 //! reading in between: to a server that reads and discards a refused upload (nginx's lingering
@@ -16,8 +22,8 @@
 //! driver: hyper reads then, and the exchange can stop the body within about that many bytes of
 //! the answer's arrival.
 //!
-//! What this module does not do: decide which HTTP/1 bodies get a gate, or which responses stop
-//! one (`expect` and `h1` do); stop an HTTP/2 body (a server resets its stream).
+//! What this module does not do: decide which HTTP/1 bodies get a gate (`expect` and `h1` do),
+//! or when a response's end aborts a stopped body (the response body does).
 
 use std::fmt;
 use std::future::Future;
@@ -33,7 +39,7 @@ use pool_core::{AsyncSleep, Sleep};
 use pool_h1::{BodyGate, GateState};
 
 use crate::body::RequestBody;
-use crate::client::BoxError;
+use crate::client::{BoxError, Client};
 
 /// The largest piece handed to hyper at once: 256 KiB. A body of at most this many bytes,
 /// known in advance, goes with its head in one write and gets no gate for stopping (there is
@@ -44,8 +50,9 @@ pub(crate) const PIECE: usize = 256 * 1024;
 
 /// A response extension: this response (status 300 or above) came while the request's body was
 /// still being sent, so the pool sent no more of it, as curl and Go's HTTP/2 transport do (RFC
-/// 9112 §9.5: a client stops sending a body the server does not want). The connection closes
-/// once the response has been read, since the request's framing is broken. HTTP/1 only; see
+/// 9112 §9.5: a client stops sending a body the server does not want). Once the response has
+/// been read (or dropped) an HTTP/1 connection closes, since the request's framing is broken,
+/// and an HTTP/2 stream is reset with `CANCEL`, which leaves its connection serving. See
 /// [`Builder::keep_sending_on_error`](crate::Builder::keep_sending_on_error).
 ///
 /// ```no_run
@@ -78,10 +85,10 @@ impl BodyStopped {
 }
 
 /// A response extension: this response came before the pool saw the request's body written
-/// to its end, and the pool goes on sending it (over HTTP/1 the status was below 300, or the
-/// pool keeps sending on error; over HTTP/2 the body goes on until its end or until the server
-/// resets the stream). Only a body of over 256 KiB, or of unknown length, is followed this
-/// way.
+/// to its end, and the pool goes on sending it (the status was below 300, or the pool keeps
+/// sending on error; over HTTP/2 also a body that had all been handed over, until hyper lets
+/// go of it, and the body goes on until its end or until the server resets the stream). Only
+/// a body of over 256 KiB, or of unknown length, is followed this way.
 ///
 /// [`sent`](Self::sent) waits for the rest: a client whose transfer ends only when its upload
 /// has, as curl's does, awaits it after reading the response, rather than leaving (or exiting)
@@ -213,7 +220,7 @@ impl GatedBody {
         loop {
             match self.gate.poll_state(cx) {
                 GateState::Open | GateState::Sent => return Poll::Ready(Ok(())),
-                GateState::Aborted => return Poll::Ready(Err(Box::new(BodyRefused))),
+                GateState::Aborted => return Poll::Ready(Err(Box::new(BodyRefused::new()))),
                 GateState::Refused => return Poll::Pending,
                 GateState::Waiting => {
                     let Some(Wait { wait, timer }) = &self.wait else {
@@ -295,8 +302,13 @@ impl HttpBody for GatedBody {
         let len = frame.data_ref().map_or(0, Bytes::len);
         if !this.gate.hand_over(len, cx) {
             // A response stopped the body after the gate was last read: this piece never
-            // goes. The gate wakes the task when the exchange aborts the body.
+            // goes. The gate wakes the task when the exchange aborts the body, unless the
+            // abort came first (an HTTP/2 response that ended with its head, before hyper
+            // asked for this piece): then nothing would wake it again, and the body ends now.
             this.flowing = false;
+            if let Poll::Ready(Err(error)) = this.poll_open(cx) {
+                return Poll::Ready(Some(Err(error)));
+            }
             return Poll::Pending;
         }
         this.unyielded += len;
@@ -322,10 +334,30 @@ impl HttpBody for GatedBody {
     }
 }
 
+/// Whether a final response that came before its request's body was all sent refuses the
+/// rest: a status of 300 or above, as curl decides (Go's HTTP/2 transport too). A 1xx or 2xx
+/// response may want the body still (a server that streams its answer to an upload as it
+/// reads it).
+pub(super) fn refuses_the_rest<B>(client: &Client, response: &http::Response<B>) -> bool {
+    response.status().as_u16() >= 300 && !client.pool.keep_sending_on_error
+}
+
 /// The error a refused or stopped body ends with, once its response is over; hyper then closes
-/// the connection. Nobody sees it as a request's error: the request already has its response.
+/// an HTTP/1 connection, and resets an HTTP/2 stream with the reason it finds among the error's
+/// sources: `CANCEL` (RFC 9113 §8.1: the client no longer wants the stream). Nobody sees it as a
+/// request's error: the request already has its response.
 #[derive(Debug)]
-pub(super) struct BodyRefused;
+pub(super) struct BodyRefused {
+    cancel: h2::Error,
+}
+
+impl BodyRefused {
+    fn new() -> BodyRefused {
+        BodyRefused {
+            cancel: h2::Error::from(h2::Reason::CANCEL),
+        }
+    }
+}
 
 impl fmt::Display for BodyRefused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -335,4 +367,8 @@ impl fmt::Display for BodyRefused {
     }
 }
 
-impl std::error::Error for BodyRefused {}
+impl std::error::Error for BodyRefused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cancel)
+    }
+}

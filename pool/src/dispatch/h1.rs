@@ -69,7 +69,7 @@ pub(super) fn finish(
                     response
                         .extensions_mut()
                         .insert(super::expect::BodyWithheld);
-                } else if refuses_the_rest(client, &response) {
+                } else if super::gated::refuses_the_rest(client, &response) {
                     if let Some(sent) = guard.stop_body(gate) {
                         response
                             .extensions_mut()
@@ -106,12 +106,4 @@ pub(super) fn finish(
         } => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
         SendOutcome::Failed { error, .. } => Err(served.fail(Error::request(error))),
     }
-}
-
-/// Whether a final response that came before its request's body was all sent refuses the
-/// rest: a status of 300 or above, as curl decides (Go's HTTP/2 transport too). A 1xx or 2xx
-/// response may want the body still (a server that streams its answer to an upload as it
-/// reads it).
-fn refuses_the_rest<B>(client: &Client, response: &http::Response<B>) -> bool {
-    response.status().as_u16() >= 300 && !client.pool.keep_sending_on_error
 }

@@ -47,14 +47,26 @@ pub(super) fn finish(
 ) -> Result<Exchange, Error> {
     match outcome {
         H2SendOutcome::Response(mut response, guard) => {
+            let mut stopped = None;
             if let Some(gate) = gate {
-                // The body goes on beside the response, as far as the server lets it.
-                response
-                    .extensions_mut()
-                    .insert(super::gated::BodyStillSending::new(gate));
+                match stop_body(client, &response, &gate) {
+                    // No further piece goes; the stream is reset once the response is over.
+                    Some(sent) => {
+                        response
+                            .extensions_mut()
+                            .insert(super::gated::BodyStopped::new(sent));
+                        stopped = Some(gate);
+                    }
+                    // The body goes on beside the response, as far as the server lets it.
+                    None => {
+                        response
+                            .extensions_mut()
+                            .insert(super::gated::BodyStillSending::new(gate));
+                    }
+                }
             }
             Ok(client.respond(response, served, |incoming, handle| {
-                Body::h2(incoming, guard, handle)
+                Body::h2(incoming, guard, stopped, handle)
             }))
         }
         H2SendOutcome::Unsent {
@@ -86,6 +98,15 @@ pub(super) fn finish(
             }
         }
     }
+}
+
+/// Stops the request body behind `gate` if `response` refuses the rest of it and some is
+/// still to go; the bytes handed over until then.
+fn stop_body<B>(client: &Client, response: &http::Response<B>, gate: &BodyGate) -> Option<u64> {
+    if !super::gated::refuses_the_rest(client, response) {
+        return None;
+    }
+    gate.stop()
 }
 
 /// Takes a generation whose connection failed out of its cell, so the next request gets a
