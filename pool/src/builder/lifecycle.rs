@@ -108,7 +108,9 @@ impl Builder {
     /// [`BodyStopped`](crate::BodyStopped) with the bytes that went. A body known to be at most
     /// 256 KiB goes with its head and is never stopped. `true` sends every body to its end, as
     /// hyper does (over HTTP/2 until the server resets the stream), and keeps an HTTP/1
-    /// connection when the server read it all.
+    /// connection when the server read it all: for a server that answers 300 or above and
+    /// then reads the rest of the body before it ends its response, which would otherwise wait
+    /// for a body that never comes (the heuristic is curl's and Go's, and shares this limit).
     pub fn keep_sending_on_error(mut self, keep_sending: bool) -> Self {
         self.keep_sending_on_error = keep_sending;
         self
