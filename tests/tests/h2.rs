@@ -1100,14 +1100,7 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
     let pool = h2c_pool().build().unwrap();
     let client = pool.client().unwrap();
     let body = pool_tests::client::Stalled::new(vec![b'x'; 1024], Gate::new());
-    let request = Request::post(&url)
-        .body(pool::RequestBody::new(body))
-        .unwrap();
-    let response = tokio::time::timeout(LIMIT, client.request(request))
-        .await
-        .expect("an answer, not a hang")
-        .unwrap_or_else(|e| panic!("{e:#}"));
-    assert_eq!(response.status(), 413);
+    let response = upload_answered_early(&client, &url, body).await;
     let first = response.body().connection().clone();
     let stopped = *response
         .extensions()
@@ -1116,18 +1109,8 @@ async fn an_answer_then_no_error_reset_before_the_request_body_ended_reaches_the
     assert_eq!(stopped.bytes_sent(), 1024, "the first kilobyte went");
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "too large\n");
-    let (next, body) =
-        tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
-            .await
-            .unwrap();
-    assert_eq!(body, "next");
-    assert_eq!(next.id(), first.id(), "the connection served on");
+    serves_on_after_an_early_answer(&pool, &client, &url, &first).await;
     assert_eq!(peer.streams(), 2);
-    // The early-answered stream is no longer counted; the connection stays, accepting.
-    settle(&pool, &origin(&url), |s| {
-        s.h2_active_streams == 0 && s.h2_accepting == 1
-    })
-    .await;
 }
 
 /// An HTTP/2 server that answers `413` before the request body ended and does not reset the
@@ -1150,14 +1133,7 @@ async fn a_refusal_without_a_reset_stops_the_request_body_and_cancels_the_stream
         let more = Gate::new();
         let body =
             pool_tests::client::Stalled::new(vec![b'x'; 1024], more.clone()).then(vec![b'y'; 1024]);
-        let request = Request::post(&url)
-            .body(pool::RequestBody::new(body))
-            .unwrap();
-        let response = tokio::time::timeout(LIMIT, client.request(request))
-            .await
-            .expect("an answer, not a hang")
-            .unwrap_or_else(|e| panic!("{e:#}"));
-        assert_eq!(response.status(), 413);
+        let response = upload_answered_early(&client, &url, body).await;
         let first = response.body().connection().clone();
         let stopped = response.extensions().get::<pool::BodyStopped>().copied();
         let sending = response
@@ -1184,20 +1160,48 @@ async fn a_refusal_without_a_reset_stops_the_request_body_and_cancels_the_stream
             );
             assert_eq!(peer.early_body_bytes(), 1024, "nothing went after the stop");
         }
-        let (next, body) =
-            tokio::time::timeout(LIMIT, fetch(&client, &url.replace("/upload", "/next")))
-                .await
-                .unwrap();
-        assert_eq!(body, "next");
-        assert_eq!(next.id(), first.id(), "the connection served on");
+        serves_on_after_an_early_answer(&pool, &client, &url, &first).await;
         if keep_sending {
             assert_eq!(peer.early_body_bytes(), 2048, "the whole body went");
         }
-        settle(&pool, &origin(&url), |s| {
-            s.h2_active_streams == 0 && s.h2_accepting == 1
-        })
-        .await;
     }
+}
+
+/// The connection `first` that an early answer came on serves the next request, and the
+/// early-answered stream is no longer counted: the connection stays, accepting.
+async fn serves_on_after_an_early_answer(
+    pool: &ConnectionPool,
+    client: &pool::Client,
+    url: &str,
+    first: &ConnectionHandle,
+) {
+    let (next, body) = tokio::time::timeout(LIMIT, fetch(client, &url.replace("/upload", "/next")))
+        .await
+        .unwrap();
+    assert_eq!(body, "next");
+    assert_eq!(next.id(), first.id(), "the connection served on");
+    settle(pool, &origin(url), |s| {
+        s.h2_active_streams == 0 && s.h2_accepting == 1
+    })
+    .await;
+}
+
+/// POSTs `body` to an [`EarlyAnswerPeer`](pool_tests::h2early::EarlyAnswerPeer)'s `url`: its
+/// `413`, which comes while the body is still going.
+async fn upload_answered_early(
+    client: &pool::Client,
+    url: &str,
+    body: pool_tests::client::Stalled,
+) -> http::Response<pool::Body> {
+    let request = Request::post(url)
+        .body(pool::RequestBody::new(body))
+        .unwrap();
+    let response = tokio::time::timeout(LIMIT, client.request(request))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(response.status(), 413);
+    response
 }
 
 /// Without ALPN nothing is negotiated: a TLS origin is spoken to in HTTP/1.1, even one that
