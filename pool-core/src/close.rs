@@ -42,11 +42,15 @@ pub enum CloseReason {
     /// An HTTP/1 connection with nobody waiting for it found its partition's idle set for the
     /// origin full (the pool's maximum of idle connections per host).
     IdleLimit,
+    /// The caller asked the pool to close its idle connections (the `pool` crate's
+    /// `ConnectionPool::close_idle_connections`, as Go's `Transport.CloseIdleConnections`): an
+    /// idle HTTP/1 connection, or an HTTP/2 generation without a stream in flight.
+    CallerClosedIdle,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 12] = [
+    pub const ALL: [CloseReason; 13] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -59,6 +63,7 @@ impl CloseReason {
         CloseReason::MaxLifetime,
         CloseReason::BodyIdleTimeout,
         CloseReason::IdleLimit,
+        CloseReason::CallerClosedIdle,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -76,6 +81,7 @@ impl CloseReason {
             CloseReason::MaxLifetime => "max_lifetime",
             CloseReason::BodyIdleTimeout => "body_idle_timeout",
             CloseReason::IdleLimit => "idle_limit",
+            CloseReason::CallerClosedIdle => "caller_closed_idle",
         }
     }
 }

@@ -129,6 +129,10 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
         self.inner.shared.streams.is_full()
     }
 
+    fn has_streams(&self) -> bool {
+        self.inner.shared.streams.taken() > 0
+    }
+
     fn stream_limit(&self) -> Option<usize> {
         self.inner.shared.streams.limit()
     }

@@ -371,6 +371,41 @@ impl ConnectionPool {
             .collect()
     }
 
+    /// Closes every idle connection of every origin in every partition, as Go's
+    /// `Transport.CloseIdleConnections` does: idle HTTP/1 connections, and HTTP/2 connections
+    /// without a stream in flight. Connections serving a request are not interrupted: an
+    /// HTTP/1 one goes idle when its exchange ends, as any does, and an HTTP/2 one with streams
+    /// goes on accepting. Each closes with [`CloseReason::CallerClosedIdle`] and gives back its
+    /// permit on a bounded origin; the next request to the origin opens a new connection.
+    ///
+    /// For after something the connections depend on changed (the upstream's addresses, its
+    /// certificate, a network interface), or before a quiet period, so that no socket stays
+    /// open for nothing.
+    pub fn close_idle_connections(&self) {
+        for partition in &self.inner.partitions {
+            for entry in partition.entries() {
+                entry.cell.close_unused();
+            }
+        }
+    }
+
+    /// [`close_idle_connections`](Self::close_idle_connections) for one origin only (in every
+    /// partition): an [`OriginKey`], a [`Uri`] or a `&str` as for [`stats`](Self::stats). An
+    /// origin the pool shares a forward proxy's connections for
+    /// ([`Builder::share_forward_proxy_connections`](crate::Builder::share_forward_proxy_connections))
+    /// closes the idle connections of that route, which its other origins use too. An origin no
+    /// partition has seen has nothing to close.
+    pub fn close_idle_connections_to<O: ToOrigin + ?Sized>(&self, origin: &O) {
+        let Some(origin) = origin.to_origin() else {
+            return;
+        };
+        for partition in &self.inner.partitions {
+            if let Some(entry) = partition.cell(&origin) {
+                entry.cell.close_unused();
+            }
+        }
+    }
+
     /// Pool-wide counters of rare events (redundant handshakes, transparent retries).
     pub fn counters(&self) -> PoolCounters {
         self.inner.shared.counters()

@@ -610,3 +610,116 @@ async fn a_clients_own_sleep_measures_its_connect_and_read_timeouts() {
     assert!(error.is_read_timeout(), "{error:?}");
     assert_eq!(*sleep.0.lock().unwrap(), [5 * SECOND]);
 }
+
+/// `close_idle_connections` closes what is idle and nothing else, as Go's
+/// `CloseIdleConnections`: an idle HTTP/1 connection closes (its permit returns, so a request
+/// on a bounded origin opens another at once), one serving a response finishes it and goes
+/// idle, and `close_idle_connections_to` touches only its own origin.
+#[tokio::test(start_paused = true)]
+async fn closing_idle_http1_connections_leaves_the_busy_ones_and_other_origins() {
+    let held = Gate::new();
+    let plan = {
+        let held = held.clone();
+        ConnPlan::serve_with(move |request| match request.target.as_str() {
+            "/slow" => Reply::ok_split("a", held.clone(), "b"),
+            _ => Reply::ok("x"),
+        })
+    };
+    let server = ScriptedH1Server::start_with(plan).await;
+    let other = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("y"))).await;
+    let (pool, client, events) = observed(ConnectionPool::builder().max_connections_per_host(2));
+    let (url, key) = (server.url("/"), origin(&server.url("/")));
+
+    // One connection serving a response whose body waits, one idle.
+    let slow = client.request(get(&server.url("/slow"))).await.unwrap();
+    let busy = slow.body().connection().id();
+    let (idle, _) = fetch(&client, &url).await;
+    let (elsewhere, _) = fetch(&client, &other.url("/")).await;
+    settle(&pool, &key, |s| s.h1_idle == 1 && s.h1_active == 1).await;
+
+    pool.close_idle_connections_to(&url);
+    assert_eq!(
+        events.closed(),
+        vec![(idle.id(), CloseReason::CallerClosedIdle)]
+    );
+    settle(&pool, &key, |s| s.h1_idle == 0 && s.h1_active == 1).await;
+    assert_eq!(
+        pool.stats(&other.url("/")).total().h1_idle,
+        1,
+        "other origin"
+    );
+
+    // The bound is 2 and the busy connection holds one permit: the closed one gave its back.
+    let (third, _) = tokio::time::timeout(SECOND * 20, fetch(&client, &url))
+        .await
+        .expect("a permit for a new connection");
+    assert_ne!(third.id(), idle.id());
+    assert_eq!(server.accepted(), 3);
+
+    // The busy connection finishes its response and goes home, as usual.
+    held.open();
+    let body = slow.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ab");
+    settle(&pool, &key, |s| s.h1_idle == 2 && s.h1_active == 0).await;
+    assert_eq!(close_reason(&events, busy), None);
+
+    // Everywhere: every idle connection of both origins closes; nothing is left open.
+    pool.close_idle_connections();
+    for id in [busy, third.id(), elsewhere.id()] {
+        assert_eq!(
+            close_reason(&events, id),
+            Some(CloseReason::CallerClosedIdle)
+        );
+    }
+    settle(&pool, &key, |s| s.admitted() == 0 && s.physically_live == 0).await;
+    let (after, _) = fetch(&client, &url).await;
+    assert!(
+        !after.is_reused(),
+        "the next request opens a new connection"
+    );
+}
+
+/// An HTTP/2 connection is idle when no stream is in flight on it: `close_idle_connections`
+/// leaves one serving a stream accepting (the next request shares it), and closes it once its
+/// streams are done; the next request then opens a new one.
+#[tokio::test(start_paused = true)]
+async fn closing_idle_http2_connections_waits_for_their_streams_to_end() {
+    let held = Gate::new();
+    let server = ScriptedH2Server::builder()
+        .handler({
+            let held = held.clone();
+            move |request| match request.path() {
+                "/slow" => StreamPlan::ok_split("a", held.clone(), "b"),
+                _ => StreamPlan::ok("x"),
+            }
+        })
+        .start()
+        .await;
+    let (pool, client, events) =
+        observed(ConnectionPool::builder().protocol(ProtocolPolicy::Http2PriorKnowledge));
+    let (url, key) = (server.url("/"), origin(&server.url("/")));
+    let slow = client.request(get(&server.url("/slow"))).await.unwrap();
+    let first = slow.body().connection().id();
+
+    pool.close_idle_connections();
+    let (shared, _) = fetch(&client, &url).await;
+    assert_eq!(
+        shared.id(),
+        first,
+        "a connection with a stream in flight is not idle"
+    );
+    assert!(events.closed().is_empty());
+
+    held.open();
+    let body = slow.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ab");
+    settle(&pool, &key, |s| s.h2_active_streams == 0).await;
+    pool.close_idle_connections();
+    assert_eq!(
+        close_reason(&events, first),
+        Some(CloseReason::CallerClosedIdle)
+    );
+    let (next, _) = fetch(&client, &url).await;
+    assert_ne!(next.id(), first, "the next request opens a new connection");
+    assert_eq!(server.streams_per_connection(), vec![2, 1]);
+}

@@ -135,6 +135,21 @@ impl<T: CellTypes> Cell<T> {
         self.retire_generations(retired, CloseReason::MaxLifetime);
     }
 
+    /// Closes every idle HTTP/1 connection and every generation without a stream taken, with
+    /// [`CloseReason::CallerClosedIdle`]. Connections serving requests are left alone: an
+    /// HTTP/1 one goes home when its exchange ends, as any does, and a generation with streams
+    /// goes on accepting.
+    pub fn close_unused(&self) {
+        let (idle, generations) = {
+            let mut st = self.state.lock();
+            let idle: Vec<T::H1> = st.idle.take_all().collect();
+            (idle, st.h2.take_unused())
+        };
+        let reason = CloseReason::CallerClosedIdle;
+        close_all(idle.into_iter().map(|conn| (conn, reason)));
+        close_generations(generations, reason);
+    }
+
     /// Closes every idle connection and the accepting generation with `reason` (the pool is
     /// dropped). In-flight exchanges and streams finish.
     pub fn close_idle(&self, reason: CloseReason) {

@@ -103,6 +103,9 @@ impl PooledH2 for FakeH2 {
         self.stream_limit()
             .is_some_and(|limit| self.taken() >= limit)
     }
+    fn has_streams(&self) -> bool {
+        self.taken() > 0
+    }
     fn stream_limit(&self) -> Option<usize> {
         let limit = self.streams.limit.load(Ordering::SeqCst);
         (limit != usize::MAX).then_some(limit)

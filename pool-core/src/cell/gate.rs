@@ -167,6 +167,12 @@ impl<G: PooledH2> H2Slot<G> {
         .pop()
     }
 
+    /// Removes the generations without a stream taken. A stream is reserved under the cell's
+    /// lock, which the caller holds, so none can be taken on one of these meanwhile.
+    pub(super) fn take_unused(&mut self) -> Vec<G> {
+        self.take_where(|h| !h.generation.has_streams())
+    }
+
     /// Removes every generation (expiry of the whole cell, or the pool closes it).
     pub(super) fn take_all(&mut self) -> Vec<G> {
         std::mem::take(&mut self.held)

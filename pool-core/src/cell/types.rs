@@ -58,6 +58,8 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
     fn unreserve_quietly(&self);
     /// Whether the peer's limit is known (or assumed) and every stream it allows is taken.
     fn is_full(&self) -> bool;
+    /// Whether any stream is taken: reserved for a request, or in flight.
+    fn has_streams(&self) -> bool;
     /// The stream limit in force: the peer's, once a response proved its SETTINGS arrived, or
     /// the one assumed until then.
     fn stream_limit(&self) -> Option<usize>;
