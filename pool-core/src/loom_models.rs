@@ -22,7 +22,9 @@
 //!   one stream (a request left waiting beside a generation it may use, with the only permit
 //!   held by that generation, would wait forever);
 //! * a generation whose last stream ends while a request of a partition that may not use it
-//!   misses closes exactly once, and its permit launches that request's connection.
+//!   misses closes exactly once, and its permit launches that request's connection;
+//! * a cell retiring while a request misses in it either turns the request away and stays
+//!   empty, or stays and queues the request: never a request queued in a retired cell.
 
 use std::time::{Duration, Instant};
 
@@ -572,5 +574,43 @@ fn loom_quiet_generation_races_a_miss_of_another_group() {
         assert!(launched[0].2.is_some(), "with the permit");
         drop(launched);
         admission.detach();
+    });
+}
+
+/// An unbounded cell is retired (it had nothing in it) while a request misses in it: either
+/// the request is turned away (`Retired`, and it looks its origin up again) and the cell stays
+/// empty, or the retirement is refused and the request waits with its attempt launched. A
+/// request queued in a retired cell would wait for ever, since its partition drops the cell.
+#[test]
+fn loom_retirement_races_a_miss() {
+    loom::model(|| {
+        let launches = Launches::default();
+        let cell = fakes::recording_cell(
+            EstablishMode::Http1,
+            Some(Duration::from_secs(90)),
+            None,
+            &launches,
+            None,
+        );
+        let retiring = {
+            let cell = cell.clone();
+            loom::thread::spawn(move || cell.retire_if_unused())
+        };
+        let acquired = cell.acquire(Requirement::Any, None, || 1, Instant::now);
+        let retired = retiring.join().unwrap();
+        let launched = launches.lock().unwrap().len();
+        match acquired {
+            crate::cell::Acquire::Retired => {
+                assert!(retired && cell.is_retired());
+                assert!(cell.gauges().all_zero(), "{:?}", cell.gauges().snapshot());
+                assert_eq!(launched, 0);
+            }
+            crate::cell::Acquire::Wait(_) => {
+                assert!(!retired && !cell.is_retired());
+                assert_eq!(cell.gauges().snapshot().waiting_requests, 1);
+                assert_eq!(launched, 1);
+            }
+            other => panic!("a miss or a refusal, got {other:?}"),
+        }
     });
 }

@@ -177,6 +177,12 @@ impl Gauges {
         self.slot(gauge).load(Ordering::Relaxed)
     }
 
+    /// Whether every gauge reads zero: nothing is counted here (the peaks aside).
+    pub fn all_zero(&self) -> bool {
+        self.values.iter().all(|v| v.load(Ordering::Relaxed) == 0)
+            && self.waiting.0.count.load(Ordering::Relaxed) == 0
+    }
+
     /// The counter of `gauge` (a constant at nearly every call, so the branch folds away).
     #[inline]
     fn slot(&self, gauge: Gauge) -> &AtomicUsize {

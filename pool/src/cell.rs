@@ -136,6 +136,10 @@ impl CellEntry {
     /// Adds the time spent waiting (if the request had to wait) to `waited`. `queue` bounds the
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
     /// had been dropped.
+    ///
+    /// `None` when the cell was retired (it had nothing in it, and its partition dropped it, see
+    /// `PartitionState::sweep`): the caller looks the origin up again
+    /// ([`Client::fresh_cell_for`]).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         reason: OpenReason,
@@ -143,7 +147,7 @@ impl CellEntry {
         client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
-    ) -> Result<Selected, Error> {
+    ) -> Result<Option<Selected>, Error> {
         loop {
             let shared = &self.shared;
             let acquired = self.cell.acquire_for(
@@ -154,9 +158,9 @@ impl CellEntry {
                 || shared.time.now(),
             );
             let grant = match acquired {
-                Acquire::H1(conn) => return Ok(Selected::H1(conn)),
+                Acquire::H1(conn) => return Ok(Some(Selected::H1(conn))),
                 Acquire::H2(generation) => match generation.lease() {
-                    Some(lease) => return Ok(Selected::H2(lease)),
+                    Some(lease) => return Ok(Some(Selected::H2(lease))),
                     // Closed between the cell's check and the lease: look again.
                     None => continue,
                 },
@@ -173,6 +177,7 @@ impl CellEntry {
                         .unwrap_or(0);
                     return Err(Error::saturated(cap));
                 }
+                Acquire::Retired => return Ok(None),
                 Acquire::Wait(waiter) => {
                     let since = shared.time.now();
                     let wait = WaitGrant {
@@ -188,18 +193,18 @@ impl CellEntry {
                 }
             };
             match grant {
-                Grant::H1(conn) => return Ok(Selected::H1(conn)),
+                Grant::H1(conn) => return Ok(Some(Selected::H1(conn))),
                 Grant::H2(generation) => {
                     let lease = generation.lease();
                     // This waiter's activation is done either way: let the next one in.
                     self.cell.activation_done();
                     if let Some(lease) = lease {
-                        return Ok(Selected::H2(lease));
+                        return Ok(Some(Selected::H2(lease)));
                     }
                 }
                 Grant::BorrowedH2(generation) => {
                     if let Some(lease) = generation.lease() {
-                        return Ok(Selected::H2(lease));
+                        return Ok(Some(Selected::H2(lease)));
                     }
                 }
                 Grant::Failed(error) => return Err(error),

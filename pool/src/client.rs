@@ -110,6 +110,12 @@ impl Client {
         if let Some(entry) = self.first.get(uri) {
             return Ok(entry);
         }
+        self.fresh_cell_for(uri)
+    }
+
+    /// The cell for `uri`'s origin from the partition's map (never the one this client
+    /// remembers, which may have been retired), remembered from now on.
+    pub(crate) fn fresh_cell_for(&self, uri: &http::Uri) -> Result<Arc<CellEntry>, Error> {
         let entry = self.pool.partitions[self.partition].cell_for(uri, &self.pool.shared)?;
         self.first.remember(uri, &entry);
         Ok(entry)

@@ -37,14 +37,16 @@
 //! | `pool_redundant_handshakes_total` | counter | | TLS handshakes that lost the HTTP/2 convergence |
 //!
 //! The counters from events cost one facade call (building the labels) per event, a reuse
-//! included; gauges cost nothing until `record_metrics` reads them.
+//! included; gauges cost nothing until `record_metrics` reads them. When a partition drops the
+//! cell of an origin that had nothing in it (see the pool's partition map), that cell's gauges
+//! are set to zero once, so a series does not keep the value of its last reading.
 
 use std::time::Duration;
 
 use metrics::{Label, counter, gauge, histogram};
 use pool_core::{
     CloseReason, ConnectionEventListener, ConnectionInfo, EventError, OriginKey, PartitionId,
-    Protocol, ResendReason,
+    PartitionStats, Peaks, Protocol, ResendReason,
 };
 
 use crate::pool::ConnectionPool;
@@ -121,6 +123,42 @@ pub(crate) fn waited(origin: &OriginKey, partition: PartitionId, waited: Duratio
     histogram!("pool_request_wait_seconds", labels).record(waited.as_secs_f64());
 }
 
+/// Publishes the gauges of one (origin, partition) cell.
+fn publish(origin: &OriginKey, partition: PartitionId, row: &PartitionStats, peaks: Peaks) {
+    let labels = where_(origin, partition);
+    let set = |name: &'static str, value: usize| {
+        gauge!(name, labels.clone()).set(value as f64);
+    };
+    set("pool_connections_establishing", row.establishing);
+    set("pool_connections_idle", row.h1_idle);
+    set("pool_connections_admitted", row.admitted());
+    set("pool_connections_admitted_peak", peaks.admitted);
+    set("pool_requests_waiting", row.waiting_requests);
+    set("pool_requests_waiting_peak", peaks.waiting);
+    set("pool_http2_streams_active", row.h2_active_streams);
+    for (proto, active, draining) in [
+        (Protocol::Http1, row.h1_active, row.h1_draining),
+        (Protocol::Http2, row.h2_accepting, row.h2_draining),
+    ] {
+        let mut labels = labels.clone();
+        labels.push(Label::from_static_parts("protocol", protocol(proto)));
+        gauge!("pool_connections_active", labels.clone()).set(active as f64);
+        gauge!("pool_connections_draining", labels).set(draining as f64);
+    }
+}
+
+/// A partition dropped its cell of `origin`, which had nothing in it: its gauges read zero from
+/// now on, not whatever the last [`ConnectionPool::record_metrics`] published, since that
+/// no longer reads them.
+pub(crate) fn cell_dropped(origin: &OriginKey, partition: PartitionId) {
+    publish(
+        origin,
+        partition,
+        &PartitionStats::default(),
+        Peaks::default(),
+    );
+}
+
 impl ConnectionPool {
     /// Publishes the pool's gauges (every origin in every partition) and its pool-wide
     /// counters through the `metrics` facade, under the names in the
@@ -128,27 +166,12 @@ impl ConnectionPool {
     /// it reads relaxed atomics and takes each partition's map lock briefly.
     pub fn record_metrics(&self) {
         for reading in self.readings() {
-            let labels = where_(&reading.origin, reading.partition);
-            let row = &reading.row;
-            let set = |name: &'static str, value: usize| {
-                gauge!(name, labels.clone()).set(value as f64);
-            };
-            set("pool_connections_establishing", row.establishing);
-            set("pool_connections_idle", row.h1_idle);
-            set("pool_connections_admitted", row.admitted());
-            set("pool_connections_admitted_peak", reading.peaks.admitted);
-            set("pool_requests_waiting", row.waiting_requests);
-            set("pool_requests_waiting_peak", reading.peaks.waiting);
-            set("pool_http2_streams_active", row.h2_active_streams);
-            for (proto, active, draining) in [
-                (Protocol::Http1, row.h1_active, row.h1_draining),
-                (Protocol::Http2, row.h2_accepting, row.h2_draining),
-            ] {
-                let mut labels = labels.clone();
-                labels.push(Label::from_static_parts("protocol", protocol(proto)));
-                gauge!("pool_connections_active", labels.clone()).set(active as f64);
-                gauge!("pool_connections_draining", labels).set(draining as f64);
-            }
+            publish(
+                &reading.origin,
+                reading.partition,
+                &reading.row,
+                reading.peaks,
+            );
         }
         for origin in self.origins() {
             if let Some(available) = self.stats(&origin).available_permits() {

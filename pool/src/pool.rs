@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 use http::Uri;
+use pool_core::sync::atomic::{AtomicUsize, Ordering};
 use pool_core::sync::{Arc, RwLock};
 use pool_core::{CloseReason, OriginKey, OriginLookup, OriginStats, PartitionId};
 use pool_tls::TlsConnector;
@@ -73,8 +74,17 @@ pub struct ConnectionPool {
     inner: Arc<PoolInner>,
 }
 
+/// How many cells a partition holds before creating another first drops its unused ones (see
+/// [`PartitionState::sweep_if_grown`]).
+const SWEEP_FLOOR: usize = 64;
+
 /// One partition's origin cells. Partitions are the outer level so the structure that grows
 /// with origins is partition-local: a reuse hit reads only its own partition's map.
+///
+/// The map does not only grow. A cell with nothing in it (no connection in any state, no
+/// waiting request) is dropped once the partition has met enough new origins
+/// ([`sweep_if_grown`](Self::sweep_if_grown)); the origin gets a new cell if it is asked for
+/// again. Bounded origins and forward routes keep theirs.
 pub(crate) struct PartitionState {
     pub(crate) runtime: Arc<PartitionRuntime>,
     /// This partition's position in the pool (its index in every origin's admission).
@@ -84,6 +94,8 @@ pub(crate) struct PartitionState {
     cells: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
     /// The cell of each forward route, by its proxy; empty unless the pool shares them.
     routes: RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
+    /// The number of cells past which creating one first drops the unused ones.
+    sweep_at: AtomicUsize,
 }
 
 impl PartitionState {
@@ -93,6 +105,7 @@ impl PartitionState {
             index,
             cells: RwLock::new(HashMap::new()),
             routes: RwLock::new(HashMap::new()),
+            sweep_at: AtomicUsize::new(SWEEP_FLOOR),
         }
     }
 
@@ -105,7 +118,10 @@ impl PartitionState {
     ) -> Result<Arc<CellEntry>, Error> {
         let lookup = OriginLookup::from_uri(uri).map_err(Error::invalid_uri)?;
         if let Some(entry) = self.cells.read().get(&lookup) {
-            return Ok(entry.clone());
+            // A retired cell is about to leave the map: the origin gets a new one.
+            if !entry.cell.is_retired() {
+                return Ok(entry.clone());
+            }
         }
         let key = lookup.to_key();
         if let Some(route) = shared.forward_route(&key) {
@@ -160,13 +176,61 @@ impl PartitionState {
         admission: Option<pool_core::cell::CellAdmission<crate::cell::PoolTypes>>,
     ) -> Arc<CellEntry> {
         let (entry, inserted) = match map.write().entry(key) {
+            hashbrown::hash_map::Entry::Occupied(mut existing)
+                if existing.get().cell.is_retired() =>
+            {
+                existing.insert(created.clone());
+                (created, true)
+            }
             hashbrown::hash_map::Entry::Occupied(existing) => (existing.get().clone(), false),
             hashbrown::hash_map::Entry::Vacant(vacant) => (vacant.insert(created).clone(), true),
         };
         if let (true, Some(admission)) = (inserted, admission) {
             admission.register(self.index, entry.cell.clone());
         }
+        if inserted && !entry.shares_route {
+            self.sweep_if_grown(&entry);
+        }
         entry
+    }
+
+    /// Drops the partition's unused cells once it holds more than `sweep_at`, then sets
+    /// `sweep_at` to twice the cells left (at least [`SWEEP_FLOOR`]), so a sweep's work is paid
+    /// for by the cells created since the last one. `created`, the cell a request is about to
+    /// use, stays.
+    ///
+    /// Each cell decides under its own lock whether it is unused and, if so, retires
+    /// (`pool_core`'s `retire` module): a request that looked it up before then finds it
+    /// retired and looks the origin up again. Only then is it taken out of the map, under the
+    /// map's lock and not the cell's (never two pool locks at once), and only if the map still
+    /// holds that very cell.
+    fn sweep_if_grown(&self, created: &Arc<CellEntry>) {
+        if self.cells.read().len() <= self.sweep_at.load(Ordering::Relaxed) {
+            return;
+        }
+        let candidates: Vec<(OriginKey, Arc<CellEntry>)> = self
+            .cells
+            .read()
+            .iter()
+            .filter(|(_, entry)| !entry.shares_route && !Arc::ptr_eq(entry, created))
+            .map(|(key, entry)| (key.clone(), entry.clone()))
+            .collect();
+        let retired: Vec<(OriginKey, Arc<CellEntry>)> = candidates
+            .into_iter()
+            .filter(|(_, entry)| entry.cell.retire_if_unused())
+            .collect();
+        let mut cells = self.cells.write();
+        for (key, entry) in &retired {
+            if cells.get(key).is_some_and(|held| Arc::ptr_eq(held, entry)) {
+                cells.remove(key);
+                #[cfg(feature = "metrics")]
+                if entry.shared.metrics {
+                    crate::metrics::cell_dropped(key, self.runtime.id);
+                }
+            }
+        }
+        self.sweep_at
+            .store((cells.len() * 2).max(SWEEP_FLOOR), Ordering::Relaxed);
     }
 
     fn cell(&self, origin: &OriginKey) -> Option<Arc<CellEntry>> {
@@ -308,9 +372,10 @@ impl ConnectionPool {
         self.inner.partitions.iter().map(|p| p.runtime.id).collect()
     }
 
-    /// The gauges of `origin` in every partition that has seen it: an [`OriginKey`], a
+    /// The gauges of `origin` in every partition that holds a cell for it: an [`OriginKey`], a
     /// [`Uri`] or a `&str` such as `"https://example.com"` (a path is ignored). An origin no
-    /// partition has seen, or text that names no origin, has empty stats
+    /// partition holds a cell for (never seen, or its cells were dropped while they had
+    /// nothing in them), or text that names no origin, has empty stats
     /// ([`OriginStats::is_empty`]).
     ///
     /// Reads are relaxed and not an atomic snapshot; see [`OriginStats`].
@@ -411,7 +476,8 @@ impl ConnectionPool {
         self.inner.shared.counters()
     }
 
-    /// Every origin any partition has seen, sorted.
+    /// Every origin a partition holds a cell for, sorted: every origin seen, except those
+    /// whose cells were dropped while they had nothing in them (see the partition's sweep).
     pub fn origins(&self) -> Vec<OriginKey> {
         let mut origins: Vec<OriginKey> = self
             .inner

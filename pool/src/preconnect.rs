@@ -82,7 +82,7 @@ impl Client {
             Some(admission) => n.min((admission.limit() / admission.partitions().max(1)).max(1)),
             None => n,
         };
-        let warms = (0..n).map(|_| warm(self, &entry)).collect();
+        let warms = (0..n).map(|_| warm(self, uri, &entry)).collect();
         let mut report = Preconnected::default();
         let mut held = Vec::new();
         for outcome in JoinAll::new(warms).await {
@@ -107,21 +107,29 @@ enum Warm {
     Http2,
 }
 
-async fn warm(client: &Client, entry: &Arc<CellEntry>) -> Result<Warm, Error> {
+async fn warm(client: &Client, uri: &http::Uri, entry: &Arc<CellEntry>) -> Result<Warm, Error> {
     let mut queue = RequestDeadline::pool(client.pool_timeout);
     let mut waited = None;
-    let selected = entry
-        .acquire(
-            OpenReason::Preconnect,
-            Requirement::Any,
-            client,
-            &mut queue,
-            &mut waited,
-        )
-        .await?;
+    let mut entry = entry.clone();
+    let selected = loop {
+        let acquired = entry
+            .acquire(
+                OpenReason::Preconnect,
+                Requirement::Any,
+                client,
+                &mut queue,
+                &mut waited,
+            )
+            .await?;
+        match acquired {
+            Some(selected) => break selected,
+            // Retired since it was looked up: the origin gets a new cell.
+            None => entry = client.fresh_cell_for(uri)?,
+        }
+    };
     Ok(match selected {
         Selected::H1(conn) => Warm::Http1(Held {
-            entry: entry.clone(),
+            entry,
             conn: Some(conn),
         }),
         Selected::H2(_lease) => Warm::Http2,

@@ -723,3 +723,83 @@ async fn closing_idle_http2_connections_waits_for_their_streams_to_end() {
     assert_ne!(next.id(), first, "the next request opens a new connection");
     assert_eq!(server.streams_per_connection(), vec![2, 1]);
 }
+
+/// Answers every name with one address.
+#[derive(Clone, Debug)]
+struct EveryName(std::net::SocketAddr);
+
+impl Resolve for EveryName {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        let addr = self.0;
+        Box::pin(async move { Ok(vec![addr]) })
+    }
+}
+
+/// A partition does not keep a cell for every origin it ever met (a gateway whose upstreams
+/// are pod addresses meets new ones at every deploy): once it holds more than 64, making
+/// another first drops those with nothing in them. An origin with a response in flight or an
+/// idle connection keeps its cell and its connection; a dropped origin gets a new cell when
+/// asked for again, also through a client that remembers the old one.
+#[tokio::test(start_paused = true)]
+async fn cells_with_nothing_in_them_are_dropped_as_new_origins_arrive() {
+    let held = Gate::new();
+    let plan = {
+        let held = held.clone();
+        ConnPlan::serve_with(move |request| match request.target.as_str() {
+            "/slow" => Reply::ok_split("a", held.clone(), "b"),
+            _ => Reply::ok("x"),
+        })
+    };
+    let server = ScriptedH1Server::start_with(plan).await;
+    let port = server.addr().port();
+    let url = move |name: &str, path: &str| format!("http://{name}.test:{port}{path}");
+    let (pool, client, _events) =
+        observed(ConnectionPool::builder().resolver(EveryName(server.addr())));
+    let slow = client.request(get(&url("busy", "/slow"))).await.unwrap();
+    let (idle, _) = fetch(&client, &url("idle", "/")).await;
+    // Each of these origins serves one request and keeps nothing (`Connection: close`).
+    let once = |client: pool::Client, name: String| async move {
+        let mut request = get(&url(&name, "/"));
+        request
+            .headers_mut()
+            .insert(http::header::CONNECTION, "close".parse().unwrap());
+        let response = client.request(request).await.unwrap();
+        let handle = response.body().connection().clone();
+        response.into_body().collect().await.unwrap();
+        handle
+    };
+    let remembering = pool.client().unwrap();
+    let first = once(remembering.clone(), "o0".into()).await;
+    for i in 1..200 {
+        once(client.clone(), format!("o{i}")).await;
+        // Until the connection's transport is gone, its cell is not empty.
+        settle(&pool, &origin(&url(&format!("o{i}"), "/")), |s| {
+            s.physically_live == 0
+        })
+        .await;
+    }
+    let origins = pool.origins();
+    assert!(origins.len() <= 65, "{} cells kept", origins.len());
+    for kept in ["busy", "idle"] {
+        assert!(
+            origins.contains(&origin(&url(kept, "/"))),
+            "{kept} kept its cell"
+        );
+    }
+    assert!(
+        !origins.contains(&origin(&url("o0", "/"))),
+        "o0's cell was dropped"
+    );
+
+    // The client remembering o0's old cell gets a new one.
+    let again = once(remembering, "o0".into()).await;
+    assert_ne!(again.id(), first.id());
+    assert!(pool.origins().contains(&origin(&url("o0", "/"))));
+
+    // What the kept origins held is still theirs.
+    held.open();
+    let body = slow.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ab");
+    let (reused, _) = fetch(&client, &url("idle", "/")).await;
+    assert_eq!(reused.id(), idle.id());
+}

@@ -33,6 +33,11 @@ pub(super) struct Attempts {
 }
 
 impl Attempts {
+    /// Whether no attempt runs and no request counts on one.
+    pub(super) fn is_empty(&self) -> bool {
+        self.in_flight == 0 && self.dependents == 0
+    }
+
     /// Whether an attempt runs that no waiting request counts on.
     pub(super) fn spare(&self) -> bool {
         self.in_flight > self.dependents

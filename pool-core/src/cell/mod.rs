@@ -35,6 +35,7 @@
 //! | `permits` | a permit delivered to the cell; seeking capacity after a bounded miss |
 //! | `borrow` | using a peer's connection, handing a returning connection or a free stream to a peer; a quiet generation closing for a peer of another group |
 //! | `reclaim` | closing a peer's idle connection (or quiet generation) to move its permit |
+//! | `retire` | retiring a cell with nothing in it, for its owner to drop |
 //!
 //! # Remembered protocol (Auto mode)
 //!
@@ -64,6 +65,7 @@ mod gate;
 mod idle;
 mod permits;
 mod reclaim;
+mod retire;
 mod types;
 mod waiters;
 
@@ -84,6 +86,7 @@ pub use types::{
 use crate::admission::{Admission, CapacityLease};
 use crate::events::{OpenReason, Protocol};
 use crate::stats::{Gauge, Gauges};
+use crate::sync::atomic::AtomicBool;
 use crate::sync::{Arc, Mutex};
 use crate::time::ConnectTimeout;
 use crate::waiter::{Requirement, Waiter};
@@ -142,6 +145,9 @@ pub struct Cell<T: CellTypes> {
     max_idle: usize,
     /// Everything the cell coordinates, under its one lock.
     state: Mutex<State<T>>,
+    /// Set under the lock when the cell is retired (see `retire`); read without it by the
+    /// owner's lookups.
+    retired: AtomicBool,
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -179,6 +185,7 @@ impl<T: CellTypes> Cell<T> {
                 armed_at: None,
                 demand: DemandState::default(),
             }),
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -274,6 +281,10 @@ impl<T: CellTypes> Cell<T> {
         needs_capacity: &mut bool,
     ) -> Acquire<T> {
         let mut st = self.state.lock();
+        if self.retired.load(crate::sync::atomic::Ordering::Relaxed) {
+            // Read under the lock that set it: nothing enters a retired cell.
+            return Acquire::Retired;
+        }
         let gate_closed = st.h2.activations > 0 || self.gauges.get(Gauge::WaitingRequests) > 0;
         if st.h2.is_held() {
             if !gate_closed {

@@ -182,6 +182,11 @@ pub enum Acquire<T: CellTypes> {
     /// A miss: wait on `waiter` (whatever establishment it needs has been started or
     /// requested already).
     Wait(Arc<CellWaiter<T>>),
+    /// The cell was retired (it had nothing in it, see [`Cell::retire_if_unused`]): look the
+    /// origin up again.
+    ///
+    /// [`Cell::retire_if_unused`]: super::Cell::retire_if_unused
+    Retired,
 }
 
 impl<T: CellTypes> fmt::Debug for Acquire<T> {
@@ -192,6 +197,7 @@ impl<T: CellTypes> fmt::Debug for Acquire<T> {
             Acquire::Unsupported => f.write_str("Acquire::Unsupported"),
             Acquire::Saturated => f.write_str("Acquire::Saturated"),
             Acquire::Wait(waiter) => f.debug_tuple("Acquire::Wait").field(waiter).finish(),
+            Acquire::Retired => f.write_str("Acquire::Retired"),
         }
     }
 }

@@ -65,7 +65,7 @@ impl Client {
         mut request: Request<RequestBody>,
     ) -> impl Future<Output = Result<Response<Body>, Error>> + Send + '_ {
         async move {
-            let entry = self.cell_for(request.uri())?;
+            let mut entry = self.cell_for(request.uri())?;
             let requirement = if request.version() == Version::HTTP_2 {
                 Requirement::Http2
             } else {
@@ -83,7 +83,7 @@ impl Client {
             let mut queue = RequestDeadline::pool(self.pool_timeout);
             let mut waited = None;
             loop {
-                let selected = entry
+                let acquired = entry
                     .acquire(
                         OpenReason::Request,
                         requirement,
@@ -92,6 +92,11 @@ impl Client {
                         &mut waited,
                     )
                     .await?;
+                let Some(selected) = acquired else {
+                    // The cell was retired since it was looked up: the origin gets a new one.
+                    entry = self.fresh_cell_for(request.uri())?;
+                    continue;
+                };
                 let sleep = &**self.timer();
                 let exchange = match selected {
                     Selected::H1(conn) => {

@@ -255,3 +255,48 @@ fn the_idle_set_keeps_at_most_its_maximum() {
     assert_eq!(none.cell.release_h1(poisoned, t0), Released::Closed);
     assert_eq!(record.close_reason(), Some(CloseReason::Poisoned));
 }
+
+/// A cell retires only when nothing is in it: a waiting request with its attempt, an active
+/// connection, an idle one, or a closed one whose transport is still open each keep it. A retired
+/// cell answers every acquisition with `Retired` and takes nothing in.
+#[test]
+fn a_cell_retires_only_with_nothing_in_it_and_then_serves_nothing() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let w = rig.wait(Requirement::Any, 1, t0);
+    assert!(!c.retire_if_unused(), "a waiting request and its attempt");
+    assert_eq!(c.install_h1(h1(c), &w, t0), Released::Delivered);
+    let Some(Grant::H1(conn)) = take(&w) else {
+        panic!("launcher gets its connection")
+    };
+    let link = crate::connection::PhysicalLink::new(c.gauges().clone());
+    link.attach(&conn.record);
+    assert!(!c.retire_if_unused(), "an active connection");
+    c.release_h1(conn, t0);
+    assert!(!c.retire_if_unused(), "an idle connection");
+    let Acquire::H1(conn) = c.acquire(Requirement::Any, None, || 2, || t0) else {
+        panic!("reuse hit")
+    };
+    let record = conn.record.clone();
+    record.close(CloseReason::ProtocolClosed, None);
+    drop(conn);
+    assert!(
+        !c.retire_if_unused(),
+        "a closed connection whose transport is open"
+    );
+    link.gone();
+    assert!(c.gauges().all_zero(), "{:?}", c.gauges().snapshot());
+    assert!(!c.is_retired());
+    assert!(c.retire_if_unused());
+    assert!(c.is_retired() && c.retire_if_unused(), "retired for good");
+    assert!(matches!(
+        c.acquire(Requirement::Any, None, || 3, || t0),
+        Acquire::Retired
+    ));
+    assert!(
+        c.gauges().all_zero(),
+        "the refused acquisition left nothing"
+    );
+    assert!(rig.launches().len() == 1, "and launched nothing");
+}
