@@ -611,6 +611,15 @@ async fn a_clients_own_sleep_measures_its_connect_and_read_timeouts() {
     assert_eq!(*sleep.0.lock().unwrap(), [5 * SECOND]);
 }
 
+/// A server answering `/slow` with `a`, then `b` once `held` opens, and anything else with `x`.
+fn slow_until(held: &Gate) -> ConnPlan {
+    let held = held.clone();
+    ConnPlan::serve_with(move |request| match request.target.as_str() {
+        "/slow" => Reply::ok_split("a", held.clone(), "b"),
+        _ => Reply::ok("x"),
+    })
+}
+
 /// `close_idle_connections` closes what is idle and nothing else, as Go's
 /// `CloseIdleConnections`: an idle HTTP/1 connection closes (its permit returns, so a request
 /// on a bounded origin opens another at once), one serving a response finishes it and goes
@@ -618,14 +627,7 @@ async fn a_clients_own_sleep_measures_its_connect_and_read_timeouts() {
 #[tokio::test(start_paused = true)]
 async fn closing_idle_http1_connections_leaves_the_busy_ones_and_other_origins() {
     let held = Gate::new();
-    let plan = {
-        let held = held.clone();
-        ConnPlan::serve_with(move |request| match request.target.as_str() {
-            "/slow" => Reply::ok_split("a", held.clone(), "b"),
-            _ => Reply::ok("x"),
-        })
-    };
-    let server = ScriptedH1Server::start_with(plan).await;
+    let server = ScriptedH1Server::start_with(slow_until(&held)).await;
     let other = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("y"))).await;
     let (pool, client, events) = observed(ConnectionPool::builder().max_connections_per_host(2));
     let (url, key) = (server.url("/"), origin(&server.url("/")));
@@ -743,14 +745,7 @@ impl Resolve for EveryName {
 #[tokio::test(start_paused = true)]
 async fn cells_with_nothing_in_them_are_dropped_as_new_origins_arrive() {
     let held = Gate::new();
-    let plan = {
-        let held = held.clone();
-        ConnPlan::serve_with(move |request| match request.target.as_str() {
-            "/slow" => Reply::ok_split("a", held.clone(), "b"),
-            _ => Reply::ok("x"),
-        })
-    };
-    let server = ScriptedH1Server::start_with(plan).await;
+    let server = ScriptedH1Server::start_with(slow_until(&held)).await;
     let port = server.addr().port();
     let url = move |name: &str, path: &str| format!("http://{name}.test:{port}{path}");
     let (pool, client, _events) =
