@@ -138,7 +138,7 @@ impl CellEntry {
     /// had been dropped.
     ///
     /// `None` when the cell was retired (it had nothing in it, and its partition dropped it, see
-    /// `PartitionState::sweep`): the caller looks the origin up again
+    /// `PartitionState::sweep_if_grown`): the caller looks the origin up again
     /// ([`Client::fresh_cell_for`]).
     pub(crate) async fn acquire(
         self: &Arc<Self>,

@@ -85,10 +85,10 @@ impl BodyStopped {
 }
 
 /// A response extension: this response came before the pool saw the request's body written
-/// to its end, and the pool goes on sending it (the status was below 300, or the pool keeps
-/// sending on error; over HTTP/2 also a body that had all been handed over, until hyper lets
-/// go of it, and the body goes on until its end or until the server resets the stream). Only
-/// a body of over 256 KiB, or of unknown length, is followed this way.
+/// to its end, and the pool goes on sending it: the status was below 300, the pool keeps
+/// sending on error, or (over HTTP/2) the body had all been handed to hyper already. Over
+/// HTTP/2 it goes on until its end or until the server resets the stream. Only a body of over
+/// 256 KiB, or of unknown length, is followed this way.
 ///
 /// [`sent`](Self::sent) waits for the rest: a client whose transfer ends only when its upload
 /// has, as curl's does, awaits it after reading the response, rather than leaving (or exiting)
