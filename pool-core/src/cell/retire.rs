@@ -12,8 +12,10 @@
 //! [`Acquire::Retired`](super::Acquire::Retired) and adds nothing, and its owner looks the
 //! origin up again, which makes a new cell.
 //!
-//! Bounded cells are never retired: their admission keeps the gauges of the first cell of each
-//! partition, and a new cell would count apart from them.
+//! Bounded cells are never retired: their admission keeps, per partition, the gauges of the
+//! first cell and the version of the demand it last published. A new cell would count apart
+//! from those gauges, and its demand, numbered from zero again, would read as stale to the
+//! admission: its requests would never be given a permit.
 //!
 //! What this module does not do: decide when to look for unused cells, or take them out of
 //! the owner's map (the assembled pool does both).
