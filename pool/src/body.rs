@@ -193,8 +193,23 @@ enum Exchange {
     /// An HTTP/1 connection, returned or retired when the body ends or drops.
     H1(ExchangeGuard<RequestBody>),
     /// An HTTP/2 stream, uncounted when the body ends or drops; with the gate of a request
-    /// body this response stopped, aborted then (hyper resets the stream).
-    H2(StreamGuard, Option<Arc<BodyGate>>),
+    /// body this response stopped, aborted then (hyper resets the stream). Both are held for
+    /// what their drops do.
+    H2 {
+        _stream: StreamGuard,
+        _stopped: Option<StoppedBody>,
+    },
+}
+
+/// The gate of a request body that an HTTP/2 response stopped. Dropped with the response's
+/// exchange (read, failed or dropped), it aborts the body, which ends with an error on which
+/// hyper resets the stream; declared after the stream guard, so the stream is uncounted first.
+struct StoppedBody(Arc<BodyGate>);
+
+impl Drop for StoppedBody {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A response body from the pool.
@@ -260,7 +275,10 @@ impl Body {
     ) -> Body {
         let mut body = Body {
             inner,
-            exchange: Exchange::H2(guard, stopped),
+            exchange: Exchange::H2 {
+                _stream: guard,
+                _stopped: stopped.map(StoppedBody),
+            },
             connection,
             idle: None,
         };
@@ -309,7 +327,7 @@ impl Body {
         match &self.exchange {
             Exchange::Done { closed } => *closed,
             Exchange::H1(guard) => guard.closes(),
-            Exchange::H2(..) => self.connection.record().is_retiring(),
+            Exchange::H2 { .. } => self.connection.record().is_retiring(),
         }
     }
 
@@ -319,7 +337,7 @@ impl Body {
         match std::mem::replace(&mut self.exchange, Exchange::Done { closed: closes }) {
             Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.end_of_body(),
-            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
+            Exchange::H2 { .. } => {}
         }
         // A return that found hyper closing retired the connection just now.
         if !closes && self.connection.record().is_closed() {
@@ -330,10 +348,10 @@ impl Body {
     /// The body failed mid-way: retire an HTTP/1 connection (dropping its guard unfinished
     /// does exactly that) and uncount an HTTP/2 stream.
     fn fail(&mut self) {
-        match std::mem::replace(&mut self.exchange, Exchange::Done { closed: true }) {
-            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
-            other => drop(other),
-        }
+        drop(std::mem::replace(
+            &mut self.exchange,
+            Exchange::Done { closed: true },
+        ));
         let closed = self.connection.record().is_retiring();
         self.exchange = Exchange::Done { closed };
     }
@@ -399,17 +417,8 @@ impl Drop for Body {
         match std::mem::replace(&mut self.exchange, Exchange::Done { closed: true }) {
             Exchange::Done { .. } => {}
             Exchange::H1(mut guard) => guard.finish(self.inner.is_end_stream()),
-            Exchange::H2(guard, stopped) => end_stream(guard, stopped),
+            Exchange::H2 { .. } => {}
         }
-    }
-}
-
-/// An HTTP/2 response is over (read, failed or dropped): its stream is no longer counted, and
-/// a request body it stopped ends with an error, on which hyper resets the stream.
-fn end_stream(mut guard: StreamGuard, stopped: Option<Arc<BodyGate>>) {
-    guard.release();
-    if let Some(gate) = stopped {
-        gate.abort();
     }
 }
 
@@ -418,7 +427,7 @@ impl fmt::Debug for Body {
         let exchange = match &self.exchange {
             Exchange::Done { .. } => "done",
             Exchange::H1(_) => "http1",
-            Exchange::H2(..) => "http2",
+            Exchange::H2 { .. } => "http2",
         };
         f.debug_struct("Body")
             .field("connection", &self.connection.id())
