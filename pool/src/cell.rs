@@ -137,20 +137,23 @@ impl CellEntry {
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
     /// had been dropped.
     ///
-    /// `None` when the cell was retired (it had nothing in it, and its partition dropped it, see
-    /// `PartitionState::sweep_if_grown`): the caller looks the origin up again
-    /// ([`Client::fresh_cell_for`]).
+    /// `entry` is the cell the caller looked up. If that cell was retired meanwhile (it had
+    /// nothing in it, and its partition dropped it, see `PartitionState::sweep_if_grown`), the
+    /// origin of `uri` is looked up again ([`Client::fresh_cell_for`]) and `entry` is the new
+    /// cell from then on, for the rest of the caller's request too.
     pub(crate) async fn acquire(
-        self: &Arc<Self>,
+        entry: &mut Arc<CellEntry>,
+        uri: &http::Uri,
         reason: OpenReason,
         requirement: Requirement,
         client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
-    ) -> Result<Option<Selected>, Error> {
+    ) -> Result<Selected, Error> {
         loop {
-            let shared = &self.shared;
-            let acquired = self.cell.acquire_for(
+            let this = &*entry;
+            let shared = &this.shared;
+            let acquired = this.cell.acquire_for(
                 reason,
                 requirement,
                 client.connect_timeout.as_ref(),
@@ -158,9 +161,9 @@ impl CellEntry {
                 || shared.time.now(),
             );
             let grant = match acquired {
-                Acquire::H1(conn) => return Ok(Some(Selected::H1(conn))),
+                Acquire::H1(conn) => return Ok(Selected::H1(conn)),
                 Acquire::H2(generation) => match generation.lease() {
-                    Some(lease) => return Ok(Some(Selected::H2(lease))),
+                    Some(lease) => return Ok(Selected::H2(lease)),
                     // Closed between the cell's check and the lease: look again.
                     None => continue,
                 },
@@ -170,18 +173,21 @@ impl CellEntry {
                     ));
                 }
                 Acquire::Saturated => {
-                    let cap = self
+                    let cap = this
                         .cell
                         .admission()
                         .and_then(|a| a.pending_cap())
                         .unwrap_or(0);
                     return Err(Error::saturated(cap));
                 }
-                Acquire::Retired => return Ok(None),
+                Acquire::Retired => {
+                    *entry = client.fresh_cell_for(uri)?;
+                    continue;
+                }
                 Acquire::Wait(waiter) => {
                     let since = shared.time.now();
                     let wait = WaitGrant {
-                        entry: self,
+                        entry: this,
                         waiter: Some(waiter),
                     };
                     // On the pool timeout the `WaitGrant` drops here, which withdraws the
@@ -193,18 +199,18 @@ impl CellEntry {
                 }
             };
             match grant {
-                Grant::H1(conn) => return Ok(Some(Selected::H1(conn))),
+                Grant::H1(conn) => return Ok(Selected::H1(conn)),
                 Grant::H2(generation) => {
                     let lease = generation.lease();
                     // This waiter's activation is done either way: let the next one in.
-                    self.cell.activation_done();
+                    this.cell.activation_done();
                     if let Some(lease) = lease {
-                        return Ok(Some(Selected::H2(lease)));
+                        return Ok(Selected::H2(lease));
                     }
                 }
                 Grant::BorrowedH2(generation) => {
                     if let Some(lease) = generation.lease() {
-                        return Ok(Some(Selected::H2(lease)));
+                        return Ok(Selected::H2(lease));
                     }
                 }
                 Grant::Failed(error) => return Err(error),

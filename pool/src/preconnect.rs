@@ -111,22 +111,16 @@ async fn warm(client: &Client, uri: &http::Uri, entry: &Arc<CellEntry>) -> Resul
     let mut queue = RequestDeadline::pool(client.pool_timeout);
     let mut waited = None;
     let mut entry = entry.clone();
-    let selected = loop {
-        let acquired = entry
-            .acquire(
-                OpenReason::Preconnect,
-                Requirement::Any,
-                client,
-                &mut queue,
-                &mut waited,
-            )
-            .await?;
-        match acquired {
-            Some(selected) => break selected,
-            // Retired since it was looked up: the origin gets a new cell.
-            None => entry = client.fresh_cell_for(uri)?,
-        }
-    };
+    let selected = CellEntry::acquire(
+        &mut entry,
+        uri,
+        OpenReason::Preconnect,
+        Requirement::Any,
+        client,
+        &mut queue,
+        &mut waited,
+    )
+    .await?;
     Ok(match selected {
         Selected::H1(conn) => Warm::Http1(Held {
             entry,

@@ -31,7 +31,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::waiter::Requirement;
 
 use crate::body::{Body, RequestBody};
-use crate::cell::Selected;
+use crate::cell::{CellEntry, Selected};
 use crate::client::Client;
 use crate::connection::ConnectionHandle;
 use crate::error::Error;
@@ -83,20 +83,16 @@ impl Client {
             let mut queue = RequestDeadline::pool(self.pool_timeout);
             let mut waited = None;
             loop {
-                let acquired = entry
-                    .acquire(
-                        OpenReason::Request,
-                        requirement,
-                        self,
-                        &mut queue,
-                        &mut waited,
-                    )
-                    .await?;
-                let Some(selected) = acquired else {
-                    // The cell was retired since it was looked up: the origin gets a new one.
-                    entry = self.fresh_cell_for(request.uri())?;
-                    continue;
-                };
+                let selected = CellEntry::acquire(
+                    &mut entry,
+                    request.uri(),
+                    OpenReason::Request,
+                    requirement,
+                    self,
+                    &mut queue,
+                    &mut waited,
+                )
+                .await?;
                 let sleep = &**self.timer();
                 let exchange = match selected {
                     Selected::H1(conn) => {
