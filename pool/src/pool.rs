@@ -205,16 +205,17 @@ impl PartitionState {
     /// map's lock and not the cell's (never two pool locks at once), and only if the map still
     /// holds that very cell.
     fn sweep_if_grown(&self, created: &Arc<CellEntry>) {
-        if self.cells.read().len() <= self.sweep_at.load(Ordering::Relaxed) {
-            return;
-        }
-        let candidates: Vec<(OriginKey, Arc<CellEntry>)> = self
-            .cells
-            .read()
-            .iter()
-            .filter(|(_, entry)| !entry.shares_route && !Arc::ptr_eq(entry, created))
-            .map(|(key, entry)| (key.clone(), entry.clone()))
-            .collect();
+        let candidates: Vec<(OriginKey, Arc<CellEntry>)> = {
+            let cells = self.cells.read();
+            if cells.len() <= self.sweep_at.load(Ordering::Relaxed) {
+                return;
+            }
+            cells
+                .iter()
+                .filter(|(_, entry)| !entry.shares_route && !Arc::ptr_eq(entry, created))
+                .map(|(key, entry)| (key.clone(), entry.clone()))
+                .collect()
+        };
         let retired: Vec<(OriginKey, Arc<CellEntry>)> = candidates
             .into_iter()
             .filter(|(_, entry)| entry.cell.retire_if_unused())
