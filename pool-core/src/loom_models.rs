@@ -24,7 +24,10 @@
 //! * a generation whose last stream ends while a request of a partition that may not use it
 //!   misses closes exactly once, and its permit launches that request's connection;
 //! * a cell retiring while a request misses in it either turns the request away and stays
-//!   empty, or stays and queues the request: never a request queued in a retired cell.
+//!   empty, or stays and queues the request: never a request queued in a retired cell;
+//! * a bounded cell retiring while the only permit is on its way to its partition, followed by
+//!   a successor cell whose request waits there: the permit ends launched for that request (or
+//!   for the retiring cell's own request, which then keeps it from retiring), never lost.
 
 use std::time::{Duration, Instant};
 
@@ -612,5 +615,52 @@ fn loom_retirement_races_a_miss() {
             }
             other => panic!("a miss or a refusal, got {other:?}"),
         }
+    });
+}
+
+/// Bound 1, one partition. The only permit is released while the partition's request cancels
+/// and its cell retires, after which a successor cell's request waits in the same partition
+/// (publishing before the successor registers, as the pool's cells may).
+/// Whichever way they interleave (the permit reaching the request before it cancels, the
+/// retired cell, no cell, or the successor), it ends launched exactly once, and comes back.
+#[test]
+fn loom_bounded_retirement_races_a_delivery() {
+    loom::model(|| {
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0]);
+        let launches = Launches::default();
+        let old = cell(&admission, 0, &launches);
+        let held = admission.take_free_permit(0).expect("one permit");
+        let leaving = wait(&old, 1);
+
+        let releaser = loom::thread::spawn(move || drop(held));
+        let (retired, successor) = {
+            old.cancel(&leaving, Instant::now());
+            if old.retire_if_unused() {
+                // As in the pool, the successor's first request may publish before the
+                // successor is registered.
+                let successor = fakes::unregistered_cell(&admission, 0, &launches);
+                let waiting = wait(&successor, 2);
+                admission.register(0, successor.clone());
+                (true, Some((successor, waiting)))
+            } else {
+                (false, None)
+            }
+        };
+        releaser.join().unwrap();
+
+        let launched: Vec<_> = launches.lock().unwrap().drain(..).collect();
+        assert_eq!(launched.len(), 1, "the permit was launched once");
+        assert!(launched[0].2.is_some(), "with the permit");
+        match &successor {
+            Some((_, waiting)) => {
+                assert!(retired);
+                assert!(Arc::ptr_eq(&launched[0].0, waiting), "for the successor");
+            }
+            // The permit reached the request before it left: the launch keeps the cell.
+            None => assert!(Arc::ptr_eq(&launched[0].0, &leaving)),
+        }
+        drop(launched);
+        assert_eq!(admission.available(), 1, "the permit is back exactly once");
+        admission.detach();
     });
 }

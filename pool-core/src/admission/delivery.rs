@@ -6,13 +6,13 @@
 use super::{Admission, CapacityLease, DeliveryId, State};
 use crate::stats::Gauges;
 use crate::sync::Arc;
-use crate::sync::atomic::Ordering;
 
 /// A cell of a bounded origin, as admission sees it: something a permit can be delivered to.
 pub trait Member: Send + Sync + Sized + 'static {
     /// A permit for this cell: `delivery` is the fenced ticket it answers (the cell must
-    /// [`ack`](Admission::ack) it), or `None` when the cell took a free permit itself (the
-    /// cell then [`publish`](Admission::publish)es its demand).
+    /// [`ack`](Admission::ack) it, or [`refuse`](Admission::refuse) it once retired), or
+    /// `None` when the cell took a free permit itself (the cell then
+    /// [`publish`](Admission::publish)es its demand).
     fn deliver_permit(&self, lease: CapacityLease<Self>, delivery: Option<DeliveryId>);
 
     /// The cell's gauges, which admission keeps so a peer can read them without the cell.
@@ -23,6 +23,11 @@ pub trait Member: Send + Sync + Sized + 'static {
     /// (see `Cell::demand_after_serving`); once it holds none, its head competes in the
     /// first-come order among partitions without capacity, where it must be exact.
     fn refresh_demand(&self) {}
+
+    /// The cell was just registered: it publishes its exact demand, changed or not. Demand it
+    /// published before may have lost its ticket to a delivery that found no cell registered
+    /// (see [`Admission::refuse`]).
+    fn publish_demand(&self);
 }
 
 /// A permit to hand to a partition, decided under the admission lock and delivered after it.
@@ -30,8 +35,6 @@ pub trait Member: Send + Sync + Sized + 'static {
 pub(super) struct Delivery {
     partition: usize,
     id: DeliveryId,
-    /// The ticket's head, to restore it if the cell cannot take the delivery yet.
-    head: u64,
 }
 
 impl<C: Member> Admission<C> {
@@ -45,11 +48,7 @@ impl<C: Member> Admission<C> {
         }
         self.hold(partition);
         let id = state.order.fence(head, partition);
-        Some(Delivery {
-            partition,
-            id,
-            head,
-        })
+        Some(Delivery { partition, id })
     }
 
     /// Applies `change` under the lock, then delivers a permit if one became deliverable.
@@ -66,27 +65,15 @@ impl<C: Member> Admission<C> {
 
     /// Hands a permit decided under the lock to its cell, now that the lock is released.
     pub(super) fn deliver(&self, delivery: Option<Delivery>) {
-        let Some(Delivery {
-            partition,
-            id,
-            head,
-        }) = delivery
-        else {
+        let Some(Delivery { partition, id }) = delivery else {
             return;
         };
+        let permit = CapacityLease::new(self.clone(), partition);
         match self.cell(partition) {
-            Some(cell) => {
-                cell.deliver_permit(CapacityLease::new(self.clone(), partition), Some(id));
-            }
-            None => {
-                // The cell published before it was registered (or the pool is being dropped):
-                // undo the fence and keep the permit free; `register` delivers it.
-                let mut state = self.shared.state.lock();
-                state.order.unfence(partition, id, head);
-                state.ledger.put_back();
-                self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);
-                self.update_hints(&state);
-            }
+            Some(cell) => cell.deliver_permit(permit, Some(id)),
+            // Not registered yet (its requests published first), no longer (its cell was
+            // retired), or the pool is being dropped: `register` delivers it.
+            None => self.refuse(partition, id, Some(permit)),
         }
     }
 }

@@ -96,6 +96,12 @@ impl<C: Member> CapacityLease<C> {
         self.partition
     }
 
+    /// Disarms the lease without returning the permit: the caller accounts for it under the
+    /// admission lock (a refused delivery, see `Admission::refuse`).
+    pub(super) fn forget(mut self) {
+        self.admission = None;
+    }
+
     /// Returns the permit now (the same as dropping the lease).
     pub fn release(mut self) {
         if let Some(admission) = self.admission.take() {

@@ -42,8 +42,15 @@
 //!   until the cell acknowledges with its new demand. A cell therefore receives one permit at
 //!   a time, and demand published while it is fenced is held until the ack. Cells receive
 //!   permits through the [`Member`] trait, so this module knows nothing of the cell.
-//! * this file: the handle, the directory of the origin's cells, the pending count and the
-//!   pressure flag.
+//! * this file: the handle, the directory of the origin's cells, the pending count, the
+//!   pressure flag, and what outlives a cell: each partition's gauges and demand versions, and
+//!   the count of members by which the owner knows when the admission may be forgotten.
+//!
+//! A partition's cell may retire (`cell::retire`) and a successor take its place. The
+//! partition's slot outlives both: its gauges (shared by the successor), its demand versions
+//! (taken from one counter, so the successor publishes past its predecessor), its ticket. A
+//! delivery that reaches a retired cell, or no cell, is refused ([`Admission::refuse`]); a cell
+//! publishes its exact demand when it registers.
 //!
 //! Ordering demand costs `O(log P)` in the number of partitions with waiting requests; the
 //! number of waiting requests does not enter it. Searching peers for a connection to borrow or
@@ -62,7 +69,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::stats::Gauges;
-use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, OwnLine};
 
 pub use delivery::Member;
@@ -114,9 +121,20 @@ struct Shared<C: Member> {
     /// The ledger's free permits, written under the lock after each change and read without it
     /// by a miss, which then skips the lock when none is free (see `take_free_permit`).
     free: AtomicUsize,
-    /// Partition index → the gauges of the origin's cell there, once registered: a miss reads
-    /// its peers' idle counts here before it takes any of their locks or references.
+    /// Partition index → the gauges of the origin's cells there: a miss reads its peers' idle
+    /// counts here before it takes any of their locks or references. Set by the partition's
+    /// first cell and shared by every cell after it (a retired cell's successor counts on in
+    /// them: see [`gauges_for`](Admission::gauges_for)).
     gauges: Vec<std::sync::OnceLock<Arc<Gauges>>>,
+    /// Partition index → the last demand version taken there. Versions come from the
+    /// partition's slot, not its cell, so that a cell that replaces a retired one publishes
+    /// past everything its predecessor published (a version counted from zero again would
+    /// read as stale, and its requests would never be given a permit).
+    versions: Box<[OwnLine<AtomicU64>]>,
+    /// Cells created for this admission that are neither retired nor dropped, plus owners
+    /// about to create one ([`join`](Admission::join)): the owner forgets the admission only
+    /// when none is left.
+    members: AtomicUsize,
     /// Partition index → eligibility group index (fixed at construction).
     groups: Vec<usize>,
     /// Partition index → the origin's cell there, once created. Strong references (loom models
@@ -173,6 +191,8 @@ impl<C: Member> Admission<C> {
             gauges: (0..partitions)
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
+            versions: (0..partitions).map(|_| OwnLine::default()).collect(),
+            members: AtomicUsize::new(0),
             cells: (0..partitions).map(|_| Mutex::new(None)).collect(),
             registered: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
             groups,
@@ -210,14 +230,66 @@ impl<C: Member> Admission<C> {
         self.shared.waiting.load(Ordering::Acquire) + here
     }
 
-    /// Records the origin's cell in partition `partition`. A permit that could not be delivered
-    /// while the cell was not yet registered (its requests were already publishing) is
-    /// delivered now.
+    /// Records the origin's cell in partition `partition`, in place of any earlier one, which
+    /// then publishes its exact demand: a delivery that found no cell registered (its requests
+    /// were already publishing) left the partition without a ticket.
     pub fn register(&self, partition: usize, cell: Arc<C>) {
         let _ = self.shared.gauges[partition].set(cell.gauges().clone());
-        *self.shared.cells[partition].lock() = Some(cell);
-        self.shared.registered[partition].store(true, Ordering::Release);
-        self.decide_and_deliver(|_| {});
+        {
+            let mut slot = self.shared.cells[partition].lock();
+            *slot = Some(cell.clone());
+            self.shared.registered[partition].store(true, Ordering::Release);
+        }
+        cell.publish_demand();
+    }
+
+    /// Takes `cell` out of partition `partition` if it is the one registered there (a
+    /// retired cell leaving; a successor registered first stays). Deliveries for the
+    /// partition are then refused until a cell registers again.
+    pub fn unregister(&self, partition: usize, cell: &C) {
+        let mut slot = self.shared.cells[partition].lock();
+        if slot.as_deref().is_some_and(|held| std::ptr::eq(held, cell)) {
+            self.shared.registered[partition].store(false, Ordering::Release);
+            *slot = None;
+        }
+    }
+
+    /// The gauges for a new cell of partition `partition`: the partition's shared ones once
+    /// it has had a cell, else `fresh`, which become them.
+    pub fn gauges_for(&self, partition: usize, fresh: Arc<Gauges>) -> Arc<Gauges> {
+        self.shared.gauges[partition].get_or_init(|| fresh).clone()
+    }
+
+    /// The next demand version of partition `partition` (taken under its cell's lock).
+    pub fn next_version(&self, partition: usize) -> u64 {
+        // Relaxed is enough: a cell takes its versions under its own lock, and a successor
+        // cell exists only after its predecessor retired under that lock, so the successor's
+        // increments come later in this counter's modification order.
+        self.shared.versions[partition]
+            .0
+            .fetch_add(1, Ordering::Relaxed)
+            + 1
+    }
+
+    /// Counts one more member (see [`Membership`]) until the returned membership leaves.
+    pub fn join(&self) -> Membership<C> {
+        self.shared.members.fetch_add(1, Ordering::AcqRel);
+        Membership {
+            admission: self.clone(),
+            left: AtomicBool::new(false),
+        }
+    }
+
+    /// Members not yet left: cells neither retired nor dropped, and owners about to create
+    /// one. With none, no request can reach this admission any more except through a retired
+    /// cell, which adds nothing.
+    pub fn members(&self) -> usize {
+        self.shared.members.load(Ordering::Acquire)
+    }
+
+    /// Whether `self` and `other` are handles of the same admission.
+    pub fn same(&self, other: &Admission<C>) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
     }
 
     /// Forgets every cell (breaks the cell ↔ admission reference cycle when the pool is dropped).
@@ -332,6 +404,41 @@ impl<C: Member> Admission<C> {
         if self.shared.free.load(Ordering::SeqCst) != free {
             self.shared.free.store(free, Ordering::SeqCst);
         }
+    }
+}
+
+/// One member of an admission: a cell, or an owner about to create one. Its owner uses it to
+/// know when the admission has none left (and may be forgotten); it leaves when
+/// [`leave`](Self::leave) is called or it is dropped, once.
+pub struct Membership<C: Member> {
+    admission: Admission<C>,
+    left: AtomicBool,
+}
+
+impl<C: Member> Membership<C> {
+    /// The admission this is a member of.
+    pub fn admission(&self) -> &Admission<C> {
+        &self.admission
+    }
+
+    /// Leaves now (a retiring cell); later calls and the drop do nothing.
+    pub fn leave(&self) {
+        if !self.left.swap(true, Ordering::AcqRel) {
+            let previous = self.admission.shared.members.fetch_sub(1, Ordering::AcqRel);
+            debug_assert!(previous > 0, "more members left than joined");
+        }
+    }
+}
+
+impl<C: Member> Drop for Membership<C> {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+impl<C: Member> fmt::Debug for Membership<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Membership")
     }
 }
 

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::{Admission, Member};
+use super::{Admission, CapacityLease, Member};
+use crate::sync::atomic::Ordering;
 
 /// A cell's demand as it publishes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,12 +145,17 @@ impl DemandOrder {
         id
     }
 
-    /// Lifts the fence of delivery `id` without an ack (its cell could not be reached): the
-    /// ticket becomes active again with its old head.
-    pub(super) fn unfence(&mut self, partition: usize, id: DeliveryId, head: u64) {
-        if self.slots[partition].ticket == Ticket::Delivering(id) {
-            self.slots[partition].ticket = Ticket::Active(head);
-            self.order.insert((head, partition));
+    /// Lifts partition `p`'s fence of delivery `id` without an ack (the delivery reached no
+    /// cell that takes it): the demand the partition published while it was fenced applies;
+    /// with none, the partition has no ticket until it publishes again.
+    pub(super) fn lift_fence(&mut self, p: usize, id: DeliveryId) {
+        if self.slots[p].ticket != Ticket::Delivering(id) {
+            return;
+        }
+        self.slots[p].ticket = Ticket::Inactive;
+        match self.slots[p].held.take() {
+            Some(held) => self.set_ticket(p, held),
+            None => self.slots[p].since = None,
         }
     }
 }
@@ -200,5 +206,27 @@ impl<C: Member> Admission<C> {
             delivery
         };
         self.deliver(delivery);
+    }
+
+    /// Lifts the fence of delivery `id` to `partition` when no cell there takes it: none is
+    /// registered (not yet, or the pool is being dropped), or the one the delivery reached
+    /// was retired (see `Cell::retire_if_unused`). `permit`, the permit the delivery carried
+    /// if it carried one, is free again, and the next delivery is decided.
+    ///
+    /// The demand the partition published while fenced applies; with none held, the
+    /// partition is left without a ticket rather than with the head it was fenced for. That
+    /// head may be a retired cell's, which must not come straight back here; and a cell that
+    /// published before it was registered publishes its exact demand again when it registers
+    /// (see [`register`](Admission::register)).
+    pub fn refuse(&self, partition: usize, id: DeliveryId, permit: Option<CapacityLease<C>>) {
+        self.decide_and_deliver(|state| {
+            state.order.lift_fence(partition, id);
+            if let Some(permit) = permit {
+                permit.forget();
+                state.ledger.put_back();
+                let previous = self.shared.held[partition].fetch_sub(1, Ordering::AcqRel);
+                debug_assert!(previous > 0, "a refused permit was not counted");
+            }
+        });
     }
 }

@@ -19,7 +19,7 @@
 use super::actions::close_all;
 use super::bounded::Bounded;
 use super::{Actions, Cell, CellTypes, Grant, PooledH1, PooledH2, Released};
-use crate::admission::{DeliveryId, Demand};
+use crate::admission::DeliveryId;
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::stats::Gauge;
@@ -71,6 +71,13 @@ impl<T: CellTypes> Cell<T> {
         };
         let (target, demand) = {
             let mut st = self.state.lock();
+            if self.retired_under_lock() {
+                // Nobody waits in a retired cell, and it speaks for its partition no more.
+                drop(st);
+                bounded.admission().refuse(bounded.partition(), id, None);
+                bounded.return_to_owner(conn, owner);
+                return;
+            }
             let target = self.pop_any(&mut st);
             (target, bounded.snapshot(&mut st))
         };
@@ -150,6 +157,11 @@ impl<T: CellTypes> Cell<T> {
         };
         let (target, demand) = {
             let mut st = self.state.lock();
+            if self.retired_under_lock() {
+                drop(st);
+                bounded.admission().refuse(bounded.partition(), id, None);
+                return Some(generation);
+            }
             let target = self.pop_oldest_claimed(&mut st);
             (target, bounded.snapshot(&mut st))
         };
@@ -174,8 +186,7 @@ impl<T: CellTypes> Bounded<'_, T> {
         let back = match self.peer(peer) {
             Some(cell) => cell.accept_lent_stream(generation, id),
             None => {
-                self.admission()
-                    .ack(peer, id, Demand::new(u64::MAX, None, None));
+                self.admission().refuse(peer, id, None);
                 Some(generation)
             }
         };
@@ -268,15 +279,16 @@ impl<T: CellTypes> Bounded<'_, T> {
     }
 
     /// Delivers a returning connection against `peer`'s fenced ticket `id`; a peer without a
-    /// cell (the pool is being dropped) has its fence lifted with no demand, and the
-    /// connection closes.
+    /// cell has its fence lifted ([`Admission::refuse`](crate::admission::Admission::refuse)),
+    /// and the connection returns here.
     pub(super) fn hand_to_peer(&self, conn: T::H1, peer: usize, id: DeliveryId) {
         match self.peer(peer) {
             Some(cell) => cell.accept_returning(conn, id, self.partition()),
             None => {
-                self.admission()
-                    .ack(peer, id, Demand::new(u64::MAX, None, None));
-                close_all([(conn, CloseReason::PoolDropped)]);
+                // No cell there now (retired, or the pool is being dropped): the ticket goes,
+                // and the connection returns here as if it had just come back.
+                self.admission().refuse(peer, id, None);
+                self.cell.release_h1(conn, self.cell.hooks.time.now());
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use super::actions::close_all;
 use super::{Cell, CellAdmission, CellTypes, PooledH1, Released, State};
-use crate::admission::{Demand, Precedence};
+use crate::admission::{Demand, Membership, Precedence};
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::sync::Arc;
@@ -20,15 +20,23 @@ pub(super) struct Bound<T: CellTypes> {
     pub(super) admission: CellAdmission<T>,
     /// This cell's partition index within the admission.
     pub(super) partition: usize,
+    /// The cell's membership of the admission, left when it retires (or drops).
+    pub(super) membership: Membership<Cell<T>>,
 }
 
-/// The last demand the cell published.
+impl<T: CellTypes> Bound<T> {
+    /// The next demand version of this cell's partition.
+    fn next_version(&self) -> u64 {
+        self.admission.next_version(self.partition)
+    }
+}
+
+/// The last demand the cell published (its version comes from the partition's slot in the
+/// admission, see [`Admission::next_version`](crate::admission::Admission::next_version)).
 #[derive(Debug, Default)]
 pub(super) struct DemandState {
-    /// Version of the last snapshot.
-    version: u64,
     /// The head of the last snapshot, to publish only on change.
-    published_head: Option<u64>,
+    pub(super) published_head: Option<u64>,
     /// Since when the cell has had a head without a break (read from the clock only when a
     /// head appears after none).
     since: Option<Instant>,
@@ -51,8 +59,13 @@ impl<T: CellTypes> Cell<T> {
     /// The cell's demand snapshot if the cell is bounded and its demand changed since the last
     /// publication (admission hears about changes, not about every event).
     pub(super) fn demand_change(&self, st: &mut State<T>) -> Option<Demand> {
-        self.bound.as_ref()?;
-        snapshot(st, Publish::OnChange, || self.hooks.time.now())
+        let bound = self.bound.as_ref()?;
+        snapshot(
+            st,
+            Publish::OnChange,
+            || self.hooks.time.now(),
+            || bound.next_version(),
+        )
     }
 
     /// [`demand_change`](Self::demand_change) after a returning connection of this cell
@@ -67,8 +80,13 @@ impl<T: CellTypes> Cell<T> {
     /// ([`Member::refresh_demand`](crate::admission::Member::refresh_demand)), before that
     /// permit is placed.
     pub(super) fn demand_after_serving(&self, st: &mut State<T>) -> Option<Demand> {
-        self.bound.as_ref()?;
-        snapshot(st, Publish::OnAppearance, || self.hooks.time.now())
+        let bound = self.bound.as_ref()?;
+        snapshot(
+            st,
+            Publish::OnAppearance,
+            || self.hooks.time.now(),
+            || bound.next_version(),
+        )
     }
 
     /// Publishes the cell's demand if it is bounded and its demand changed.
@@ -92,11 +110,13 @@ enum Publish {
 
 /// Takes the demand snapshot: the arrival order of the oldest waiting request with no
 /// connection coming, and since when the cell has had one. Returns it as `publish` says.
-/// `now` is read only when demand appears after none.
+/// `now` is read only when demand appears after none; `version` is taken only for a snapshot
+/// that is published.
 fn snapshot<T: CellTypes>(
     st: &mut State<T>,
     publish: Publish,
     now: impl FnOnce() -> Instant,
+    version: impl FnOnce() -> u64,
 ) -> Option<Demand> {
     let connection_coming = st.flights.in_progress() || st.h2.can_serve();
     let head = if connection_coming {
@@ -119,9 +139,8 @@ fn snapshot<T: CellTypes>(
         (Some(_), Some(since)) => Some(since),
         (Some(_), None) => Some(now()),
     };
-    st.demand.version += 1;
     st.demand.published_head = head;
-    Some(Demand::new(st.demand.version, head, st.demand.since))
+    Some(Demand::new(version(), head, st.demand.since))
 }
 
 impl<T: CellTypes> Bounded<'_, T> {
@@ -137,7 +156,13 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// The demand snapshot, changed or not (for an ack, which must carry one).
     pub(super) fn snapshot(&self, st: &mut State<T>) -> Demand {
         let time = &self.cell.hooks.time;
-        snapshot(st, Publish::Always, || time.now()).expect("a forced snapshot is always taken")
+        snapshot(
+            st,
+            Publish::Always,
+            || time.now(),
+            || self.bound.next_version(),
+        )
+        .expect("a forced snapshot is always taken")
     }
 
     /// Publishes the cell's demand if it changed.
@@ -161,9 +186,28 @@ impl<T: CellTypes> Bounded<'_, T> {
         }
     }
 
+    /// Publishes the cell's demand, changed or not (just registered). A retired cell
+    /// publishes nothing: it no longer speaks for its partition.
+    pub(super) fn publish_exact(&self) {
+        self.publish_if(Publish::Always);
+    }
+
     fn publish_if(&self, publish: Publish) {
         let time = &self.cell.hooks.time;
-        let demand = snapshot(&mut self.cell.state.lock(), publish, || time.now());
+        let demand = {
+            let mut st = self.cell.state.lock();
+            if self.cell.retired_under_lock() {
+                // Read under the lock that set it. Its last publication cleared its head; a
+                // later one would overrule its successor's, whose versions it shares.
+                return;
+            }
+            snapshot(
+                &mut st,
+                publish,
+                || time.now(),
+                || self.bound.next_version(),
+            )
+        };
         if let Some(demand) = demand {
             self.admission().publish(self.partition(), demand);
         }

@@ -200,6 +200,29 @@ pub(crate) fn recording_cell_with_clock(
     cell
 }
 
+/// A bounded HTTP/1 cell whose launches are recorded, not yet registered with its admission
+/// (as the pool's cell is between entering its partition's map and registering): its
+/// requests may publish before the admission can deliver to it.
+pub(crate) fn unregistered_cell(
+    admission: &CellAdmission<Fake>,
+    partition: usize,
+    launched: &Launched,
+) -> Arc<Cell<Fake>> {
+    let log = launched.clone();
+    let hooks = CellHooks {
+        launch: std::sync::Arc::new(move |w, l, lease| log.lock().unwrap().push((w, l, lease))),
+        arm_expiry: None,
+        time: std::sync::Arc::new(FixedTime::new()),
+    };
+    Arc::new(Cell::new(
+        EstablishMode::Http1,
+        Some(Duration::from_secs(90)),
+        Arc::new(Gauges::default()),
+        hooks,
+        Some((admission.clone(), partition)),
+    ))
+}
+
 /// A cell whose launches and expiry requests are recorded.
 pub(crate) struct Rig {
     pub(crate) cell: Arc<Cell<Fake>>,

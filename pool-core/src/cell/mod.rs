@@ -105,6 +105,9 @@ pub type CellAdmission<T> = Admission<Cell<T>>;
 /// One permit of a bounded origin whose members are cells.
 pub type CellPermit<T> = CapacityLease<Cell<T>>;
 
+/// A membership of a bounded origin's admission whose members are cells.
+pub type CellMembership<T> = crate::admission::Membership<Cell<T>>;
+
 /// Everything a cell coordinates, under its one lock: one field per part.
 struct State<T: CellTypes> {
     /// Requests waiting for a connection.
@@ -151,7 +154,10 @@ pub struct Cell<T: CellTypes> {
 }
 
 impl<T: CellTypes> Cell<T> {
-    /// An empty cell. `admission` is `(admission, partition index)` for a bounded origin.
+    /// An empty cell. `admission` is `(admission, partition index)` for a bounded origin: the
+    /// cell is then one of the admission's members until it retires or is dropped, and counts
+    /// in the partition's gauges there (`gauges` are used only if it is the partition's first
+    /// cell of the origin).
     pub fn new(
         mode: EstablishMode,
         idle_timeout: Option<Duration>,
@@ -159,6 +165,10 @@ impl<T: CellTypes> Cell<T> {
         hooks: CellHooks<T>,
         admission: Option<(CellAdmission<T>, usize)>,
     ) -> Cell<T> {
+        let gauges = match &admission {
+            Some((admission, partition)) => admission.gauges_for(*partition, gauges),
+            None => gauges,
+        };
         let negotiated = match mode {
             EstablishMode::Http1 => Some(Protocol::Http1),
             EstablishMode::Http2 => Some(Protocol::Http2),
@@ -170,6 +180,7 @@ impl<T: CellTypes> Cell<T> {
             gauges,
             hooks,
             bound: admission.map(|(admission, partition)| Bound {
+                membership: admission.join(),
                 admission,
                 partition,
             }),
@@ -281,7 +292,7 @@ impl<T: CellTypes> Cell<T> {
         needs_capacity: &mut bool,
     ) -> Acquire<T> {
         let mut st = self.state.lock();
-        if self.retired.load(crate::sync::atomic::Ordering::Relaxed) {
+        if self.retired_under_lock() {
             // Read under the lock that set it: nothing enters a retired cell.
             return Acquire::Retired;
         }

@@ -26,6 +26,12 @@ impl<T: CellTypes> Member for Cell<T> {
         self.republish();
     }
 
+    fn publish_demand(&self) {
+        if let Some(bounded) = self.bounded() {
+            bounded.publish_exact();
+        }
+    }
+
     fn gauges(&self) -> &Arc<Gauges> {
         &self.gauges
     }
@@ -57,6 +63,16 @@ impl<T: CellTypes> Bounded<'_, T> {
         let mut launch = None;
         let demand = {
             let mut st = cell.state.lock();
+            if cell.retired_under_lock() {
+                // Read under the lock that set it: a retired cell takes nothing, and its ack
+                // would speak for a partition whose successor cell may already wait.
+                drop(st);
+                match delivery {
+                    Some(id) => self.admission().refuse(self.partition(), id, Some(lease)),
+                    None => drop(lease),
+                }
+                return;
+            }
             let mut served = false;
             if let Some(conn) = st.idle.pop_usable(&mut actions.close) {
                 match cell.pop_any(&mut st) {

@@ -438,3 +438,70 @@ fn a_permit_delivery_prefers_a_connection_that_came_back() {
     );
     drop(served);
 }
+
+/// Bound 1, one partition. A bounded cell retires once its request has gone and its demand is
+/// cleared; it leaves the admission's directory and membership. Its successor in the same
+/// partition counts in the same gauges and publishes past the versions the retired cell used,
+/// so its request gets the permit when it comes back. (Versions counted from zero again per
+/// cell would read as stale: the successor's request would never be given a permit.)
+#[test]
+fn a_retired_bounded_cell_hands_its_partition_to_a_successor() {
+    let t0 = Instant::now();
+    let (admission, rigs) = bounded(1, None, vec![0]);
+    let old = &rigs[0];
+    let held = admission.take_free_permit(0).expect("the only permit");
+    let leaving = old.wait(Requirement::Any, 1, t0);
+    assert!(!old.cell.retire_if_unused(), "a request waits there");
+    old.cell.cancel(&leaving, t0);
+    assert_eq!(admission.members(), 1);
+    assert!(old.cell.retire_if_unused());
+    assert!(admission.cell(0).is_none(), "it left the directory");
+    assert_eq!(admission.members(), 0, "and the membership");
+
+    let successor = Rig::with(
+        EstablishMode::Http1,
+        Some(Duration::from_secs(90)),
+        Some((admission.clone(), 0)),
+    );
+    assert!(Arc::ptr_eq(successor.cell.gauges(), old.cell.gauges()));
+    assert_eq!(admission.members(), 1);
+    let waiting = successor.wait(Requirement::Any, 2, t0);
+    assert!(successor.launches().is_empty(), "no permit is free");
+    drop(held);
+    let launched = successor.launches_with_permits();
+    assert_eq!(
+        launched.len(),
+        1,
+        "the returning permit reached the successor"
+    );
+    assert!(Arc::ptr_eq(&launched[0].0, &waiting));
+    assert!(launched[0].2.is_some());
+    assert!(
+        old.launches().is_empty(),
+        "and nothing reached the retired cell"
+    );
+    drop(launched);
+    assert_eq!(admission.available(), 1);
+}
+
+/// A cell's requests may publish before the cell is registered (the pool registers a new cell
+/// after it entered the partition's map). A permit released meanwhile finds no cell there: it
+/// is free again and the partition keeps no ticket. Registering publishes the cell's demand
+/// again, and the permit goes to its request.
+#[test]
+fn a_cell_that_published_before_registering_gets_its_permit_when_it_registers() {
+    let t0 = Instant::now();
+    let admission = Admission::new(1, None, vec![0]);
+    let launched = super::fakes::Launched::default();
+    let held = admission.take_free_permit(0).expect("the only permit");
+    let cell = super::fakes::unregistered_cell(&admission, 0, &launched);
+    let waiting = super::fakes::wait(&cell, Requirement::Any, 1, t0);
+    drop(held);
+    assert!(launched.lock().unwrap().is_empty(), "no cell to deliver to");
+    assert_eq!(admission.available(), 1, "the permit is free again");
+    admission.register(0, cell.clone());
+    let launches = std::mem::take(&mut *launched.lock().unwrap());
+    assert_eq!(launches.len(), 1, "registering brought the demand back");
+    assert!(Arc::ptr_eq(&launches[0].0, &waiting));
+    assert!(launches[0].2.is_some());
+}
