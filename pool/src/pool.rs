@@ -84,7 +84,8 @@ const SWEEP_FLOOR: usize = 64;
 /// The map does not only grow. A cell with nothing in it (no connection in any state, no
 /// waiting request) is dropped once the partition has met enough new origins
 /// ([`sweep_if_grown`](Self::sweep_if_grown)); the origin gets a new cell if it is asked for
-/// again. Bounded origins and forward routes keep theirs.
+/// again. A bounded origin's admission is forgotten too once its cells in every partition are
+/// gone. Forward routes keep their cells.
 pub(crate) struct PartitionState {
     pub(crate) runtime: Arc<PartitionRuntime>,
     /// This partition's position in the pool (its index in every origin's admission).
@@ -130,8 +131,10 @@ impl PartitionState {
             // inserts for `key` insert the same entry.
             return Ok(self.cells.write().entry(key).or_insert(entry).clone());
         }
-        // Looked up before taking the map's lock: never two pool locks at once.
-        let admission = shared.admission_for(&key);
+        // Looked up before taking the map's lock: never two pool locks at once. The
+        // membership keeps the admission from being forgotten until the new cell has joined.
+        let joined = shared.admission_for(&key);
+        let admission = joined.as_ref().map(|joined| joined.admission().clone());
         let created = CellEntry::new(
             key.clone(),
             self.runtime.clone(),
@@ -140,6 +143,7 @@ impl PartitionState {
             admission.clone(),
             false,
         );
+        drop(joined);
         Ok(self.publish(&self.cells, key, created, admission))
     }
 
@@ -154,7 +158,8 @@ impl PartitionState {
         if let Some(entry) = self.routes.read().get(&route) {
             return entry.clone();
         }
-        let admission = shared.admission_for_route(&route);
+        let joined = shared.admission_for_route(&route);
+        let admission = joined.as_ref().map(|joined| joined.admission().clone());
         let created = CellEntry::new(
             origin,
             self.runtime.clone(),
@@ -163,6 +168,7 @@ impl PartitionState {
             admission.clone(),
             true,
         );
+        drop(joined);
         self.publish(&self.routes, route, created, admission)
     }
 
@@ -232,6 +238,14 @@ impl PartitionState {
         }
         self.sweep_at
             .store((cells.len() * 2).max(SWEEP_FLOOR), Ordering::Relaxed);
+        drop(cells);
+        // A bounded origin whose cells have all retired, in every partition, is forgotten
+        // with its admission (after the map's lock: never two pool locks at once).
+        for (key, entry) in &retired {
+            if let Some(admission) = entry.cell.admission() {
+                entry.shared.forget_admission_if_unused(key, admission);
+            }
+        }
     }
 
     fn cell(&self, origin: &OriginKey) -> Option<Arc<CellEntry>> {

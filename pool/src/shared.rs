@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use hashbrown::HashMap;
-use pool_core::cell::CellAdmission;
+use pool_core::cell::{CellAdmission, CellMembership};
 use pool_core::sync::OwnLine;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
 use pool_core::sync::{Arc, Mutex};
@@ -18,6 +18,9 @@ use crate::cell::PoolTypes;
 use crate::forward::ForwardSharing;
 use crate::lifetime::Lifetime;
 use crate::protocol::ProtocolPolicy;
+
+/// A joined admission: see [`Shared::admission_for`].
+pub(crate) type Joined = CellMembership<PoolTypes>;
 
 /// The per-origin bound, when `max_connections_per_host` is set.
 #[derive(Clone, Debug)]
@@ -209,27 +212,28 @@ impl Shared {
         }
     }
 
-    /// The admission of `origin`, created on first use, if the pool bounds its origins.
-    pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<CellAdmission<PoolTypes>> {
+    /// The admission of `origin`, created on first use, if the pool bounds its origins, with a
+    /// membership that keeps it from being forgotten (see
+    /// [`forget_admission_if_unused`](Self::forget_admission_if_unused)) until the caller's
+    /// cell, which joins it too, exists.
+    pub(crate) fn admission_for(&self, origin: &OriginKey) -> Option<Joined> {
         self.admission_in(&self.admissions, origin)
     }
 
     /// The admission of the forward route `route` (see `forward`), created on first use, if
     /// the pool bounds its origins. Kept apart from the origins' own: a route is keyed by its
     /// proxy, which may also be an origin of its own.
-    pub(crate) fn admission_for_route(
-        &self,
-        route: &OriginKey,
-    ) -> Option<CellAdmission<PoolTypes>> {
+    pub(crate) fn admission_for_route(&self, route: &OriginKey) -> Option<Joined> {
         self.admission_in(&self.route_admissions, route)
     }
 
     /// The admission of `key` in `map`, created on first use, if the pool bounds its origins.
+    /// Joined under the map's lock, which is where it would be forgotten.
     fn admission_in(
         &self,
         map: &Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
         key: &OriginKey,
-    ) -> Option<CellAdmission<PoolTypes>> {
+    ) -> Option<Joined> {
         let bound = self.bound.as_ref()?;
         let mut admissions = map.lock();
         let admission = admissions.entry(key.clone()).or_insert_with(|| {
@@ -240,7 +244,31 @@ impl Shared {
                 bound.tolerance,
             )
         });
-        Some(admission.clone())
+        Some(admission.join())
+    }
+
+    /// Forgets `origin`'s admission if it is still `admission` and no member is left: every
+    /// cell made for it retired or was dropped, and no lookup is about to make one (a lookup
+    /// joins under the same lock). The next request to the origin makes a new one. Detached
+    /// here: a retired cell may still hold the handle, but nothing reaches it through the
+    /// pool any more.
+    pub(crate) fn forget_admission_if_unused(
+        &self,
+        origin: &OriginKey,
+        admission: &CellAdmission<PoolTypes>,
+    ) {
+        let forgotten = {
+            let mut admissions = self.admissions.lock();
+            match admissions.get(origin) {
+                Some(held) if held.same(admission) && held.members() == 0 => {
+                    admissions.remove(origin)
+                }
+                _ => None,
+            }
+        };
+        if let Some(forgotten) = forgotten {
+            forgotten.detach();
+        }
     }
 
     /// The admission of `origin` if one was created.
@@ -274,6 +302,7 @@ impl fmt::Debug for Shared {
             .field("idle_timeout", &self.idle_timeout)
             .field("h2", &self.h2)
             .field("bound", &self.bound)
+            .field("bounded_origins", &self.admissions.lock().len())
             .finish_non_exhaustive()
     }
 }

@@ -125,3 +125,17 @@ impl http_body::Body for Stalled {
         std::task::Poll::Ready(rest.map(|chunk| Ok(http_body::Frame::data(chunk))))
     }
 }
+
+/// How many bounded origins `pool` keeps an admission for, read from its `Debug` output (which
+/// reports it as `bounded_origins`).
+pub fn bounded_origins(pool: &pool::ConnectionPool) -> usize {
+    let debug = format!("{pool:?}");
+    let (_, after) = debug
+        .split_once("bounded_origins: ")
+        .expect("the pool's Debug reports its bounded origins");
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}

@@ -1,11 +1,22 @@
-//! Resolvers for tests: fixed answers (several addresses for one name) and one that never
-//! answers.
+//! Resolvers for tests: one address for every name, fixed answers (several addresses for one
+//! name) and one that never answers.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use pool::{Resolve, ResolveFuture};
+
+/// Answers every name with one address (many origins, one server).
+#[derive(Clone, Debug)]
+pub struct EveryName(pub SocketAddr);
+
+impl Resolve for EveryName {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        let addr = self.0;
+        Box::pin(async move { Ok(vec![addr]) })
+    }
+}
 
 /// Answers chosen names with chosen addresses; any other name fails to resolve.
 #[derive(Clone, Debug, Default)]

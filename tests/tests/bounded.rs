@@ -14,6 +14,7 @@ use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::resolve::EveryName;
 use tokio::task::JoinSet;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -731,4 +732,80 @@ fn h2_stress(scope: ConnectionReuseScope, resets: usize) -> (Chaos, Vec<String>)
         assert_eq!(leaked, 0, "{scope:?}: leaked permits: {stats:#?}");
         (chaos, server.errors())
     })
+}
+
+/// A bounded origin whose cells empty and retire between bursts, in two partitions, while new
+/// origins keep both partitions sweeping: the origin leaves the pool (its cells in both
+/// partitions, and with them its admission) and comes back, and at no time does it have more
+/// than its bound of connections open (an origin with two admissions at once could open twice
+/// as many). Every request succeeds: one whose cell retired under it, or whose partition's
+/// delivery was refused, still gets a connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_origin_keeps_its_bound_while_its_cells_come_and_go() {
+    const ROUNDS: usize = 8;
+    let hot = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("h"))).await;
+    let cold = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("c"))).await;
+    let pool = ConnectionPool::builder()
+        .partitions(partitions(2))
+        .max_connections_per_host(2)
+        .resolver(EveryName(cold.addr()))
+        .build()
+        .unwrap();
+    let hot_url = hot.url("/");
+    let cold_port = cold.addr().port();
+    // Every request asks for its connection to close, so nothing stays in a cell after it.
+    let burst = |round: usize, phase: &str, cold_origins: usize, hot_requests: usize| {
+        let mut tasks = JoinSet::new();
+        for p in 0..2 {
+            let client = pool.client_for(PartitionId::from_index(p)).unwrap();
+            let mut urls: Vec<String> = (0..cold_origins)
+                .map(|i| format!("http://r{round}{phase}p{p}o{i}.test:{cold_port}/"))
+                .collect();
+            for h in 0..hot_requests {
+                urls.insert(h * 4, hot_url.clone());
+            }
+            for url in urls {
+                let client = client.clone();
+                tasks.spawn(async move {
+                    let mut request = get(&url);
+                    request
+                        .headers_mut()
+                        .insert(http::header::CONNECTION, "close".parse().unwrap());
+                    let response = client.request(request).await;
+                    let response = response.unwrap_or_else(|e| panic!("{url}: {e}"));
+                    response.into_body().collect().await.unwrap();
+                });
+            }
+        }
+        async move {
+            let all = async {
+                while let Some(joined) = tasks.join_next().await {
+                    joined.unwrap();
+                }
+            };
+            tokio::time::timeout(LIMIT, all)
+                .await
+                .expect("every request finished");
+        }
+    };
+    let hot_origin = origin(&hot_url);
+    let mut left = 0;
+    for round in 0..ROUNDS {
+        // New origins only, enough to take each partition past its sweep threshold (64 cells
+        // after a sweep left few) while the hot origin has nothing in it.
+        burst(round, "a", 64, 0).await;
+        if !pool.origins().contains(&hot_origin) {
+            left += 1;
+        }
+        // The hot origin beside new origins, whose sweeps now race its lookups.
+        burst(round, "b", 24, 6).await;
+        settle(&pool, &hot_origin, |s| s.physically_live == 0).await;
+    }
+    assert!(
+        hot.max_open() <= 2,
+        "the hot origin had {} connections open at once",
+        hot.max_open()
+    );
+    assert_eq!(hot.requests().len(), ROUNDS * 2 * 6);
+    assert!(left > 0, "the hot origin left the pool in some round");
 }

@@ -13,11 +13,12 @@ use pool::{
     CloseReason, ConnectionPool, OpenReason, Partition, PartitionId, ProtocolPolicy, Resolve,
     ResolveFuture, TokioDriverSpawner,
 };
-use pool_tests::client::{fetch, get, origin, settle};
+use pool_tests::client::{bounded_origins, fetch, get, origin, settle};
 use pool_tests::events::{EventLog, observed};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
+use pool_tests::resolve::EveryName;
 use pool_tests::resolve::SwitchResolver;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -726,17 +727,6 @@ async fn closing_idle_http2_connections_waits_for_their_streams_to_end() {
     assert_eq!(server.streams_per_connection(), vec![2, 1]);
 }
 
-/// Answers every name with one address.
-#[derive(Clone, Debug)]
-struct EveryName(std::net::SocketAddr);
-
-impl Resolve for EveryName {
-    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
-        let addr = self.0;
-        Box::pin(async move { Ok(vec![addr]) })
-    }
-}
-
 /// A partition does not keep a cell for every origin it ever met (a gateway whose upstreams
 /// are pod addresses meets new ones at every deploy): once it holds more than 64, making
 /// another first drops those with nothing in them. An origin with a response in flight or an
@@ -744,12 +734,32 @@ impl Resolve for EveryName {
 /// asked for again, also through a client that remembers the old one.
 #[tokio::test(start_paused = true)]
 async fn cells_with_nothing_in_them_are_dropped_as_new_origins_arrive() {
+    origins_come_and_go(ConnectionPool::builder()).await;
+}
+
+/// [`cells_with_nothing_in_them_are_dropped_as_new_origins_arrive`] for bounded origins (a
+/// crawler bounded per host meets millions): a dropped origin's admission is forgotten with
+/// its cell, and the origin asked for again gets a new one.
+#[tokio::test(start_paused = true)]
+async fn bounded_origins_with_nothing_in_them_are_dropped_with_their_admission() {
+    let pool = origins_come_and_go(ConnectionPool::builder().max_connections_per_host(1)).await;
+    let kept = pool.origins().len();
+    assert_eq!(
+        bounded_origins(&pool),
+        kept,
+        "an admission for each origin kept, and none for those dropped"
+    );
+}
+
+/// 200 origins through `builder` (one server answering every name), each serving one request
+/// and keeping nothing, beside a busy origin and an idle one; checks that the partition keeps
+/// at most 65 cells and what the kept ones hold. Returns the pool.
+async fn origins_come_and_go(builder: pool::Builder) -> ConnectionPool {
     let held = Gate::new();
     let server = ScriptedH1Server::start_with(slow_until(&held)).await;
     let port = server.addr().port();
     let url = move |name: &str, path: &str| format!("http://{name}.test:{port}{path}");
-    let (pool, client, _events) =
-        observed(ConnectionPool::builder().resolver(EveryName(server.addr())));
+    let (pool, client, _events) = observed(builder.resolver(EveryName(server.addr())));
     let slow = client.request(get(&url("busy", "/slow"))).await.unwrap();
     let (idle, _) = fetch(&client, &url("idle", "/")).await;
     // Each of these origins serves one request and keeps nothing (`Connection: close`).
@@ -797,4 +807,5 @@ async fn cells_with_nothing_in_them_are_dropped_as_new_origins_arrive() {
     assert_eq!(body, "ab");
     let (reused, _) = fetch(&client, &url("idle", "/")).await;
     assert_eq!(reused.id(), idle.id());
+    pool
 }
