@@ -39,7 +39,9 @@
 //! The counters from events cost one facade call (building the labels) per event, a reuse
 //! included; gauges cost nothing until `record_metrics` reads them. When a partition drops the
 //! cell of an origin that had nothing in it (see the pool's partition map), that cell's gauges
-//! are set to zero once, so a series does not keep the value of its last reading.
+//! are set to zero once, so a series does not keep the value of its last reading; when a
+//! bounded origin is forgotten with its last cell, its `pool_permits_available` is set to its
+//! bound once, for the same reason.
 
 use std::time::Duration;
 
@@ -157,6 +159,13 @@ pub(crate) fn cell_dropped(origin: &OriginKey, partition: PartitionId) {
         &PartitionStats::default(),
         Peaks::default(),
     );
+}
+
+/// The pool forgot `origin`'s admission (its cells were dropped in every partition): every
+/// one of its `limit` permits is free, whatever the last
+/// [`ConnectionPool::record_metrics`] published, since that no longer reads them.
+pub(crate) fn admission_forgotten(origin: &OriginKey, limit: usize) {
+    gauge!("pool_permits_available", "origin" => origin.to_string()).set(limit as f64);
 }
 
 impl ConnectionPool {

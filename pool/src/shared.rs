@@ -268,6 +268,10 @@ impl Shared {
         };
         if let Some(forgotten) = forgotten {
             forgotten.detach();
+            #[cfg(feature = "metrics")]
+            if self.metrics {
+                crate::metrics::admission_forgotten(origin, forgotten.limit());
+            }
         }
     }
 

@@ -1,8 +1,8 @@
 //! The API as users meet it: the client under tower middleware without annotations, a URL
 //! whose port is not one refused as an invalid URI, the thread-per-core helper, the counting
 //! listener shared through an `Arc`, stats read from a URI or text with their peaks, errors
-//! that name their connection and print their chain once, and the gateway example's
-//! Prometheus endpoint scraped after a short load.
+//! that name their connection and print their chain once, the gateway example's Prometheus
+//! endpoint scraped after a short load, and the metrics of an origin the pool forgot.
 //!
 //! Every server is on loopback and every wait is bounded: gates order what must happen first,
 //! `settle` polls gauges under a real-time deadline, and paused time moves tower's timeout.
@@ -349,4 +349,71 @@ fn the_gateway_example_serves_the_documented_series() {
         scrape.contains("pool_redundant_handshakes_total 0"),
         "{scrape}"
     );
+}
+
+/// A bounded origin the pool forgot (its cells were dropped, see `ConnectionPool::origins`)
+/// reads as it is: all its permits free and nothing admitted, not whatever the last
+/// `record_metrics` published while it was busy.
+#[test]
+fn a_forgotten_origin_reads_all_permits_free_in_the_metrics() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let server =
+                ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+            let pool = ConnectionPool::builder()
+                .max_connections_per_host(2)
+                .metrics(true)
+                .resolver(pool_tests::resolve::EveryName(server.addr()))
+                .build()
+                .unwrap();
+            let client = pool.client().unwrap();
+            let port = server.addr().port();
+            let url = |name: &str| format!("http://{name}.test:{port}/");
+            fetch(&client, &url("kept")).await;
+            pool.record_metrics();
+            let scrape = handle.render();
+            assert_eq!(
+                series(
+                    &scrape,
+                    "pool_permits_available",
+                    &origin(&url("kept")).to_string()
+                ),
+                Some(1.0)
+            );
+            pool.close_idle_connections();
+            settle(&pool, &origin(&url("kept")), |s| s.physically_live == 0).await;
+            // New origins, each keeping nothing, until the partition sweeps.
+            for i in 0..70 {
+                let mut request = get(&url(&format!("o{i}")));
+                request
+                    .headers_mut()
+                    .insert(http::header::CONNECTION, "close".parse().unwrap());
+                let response = client.request(request).await.unwrap();
+                response.into_body().collect().await.unwrap();
+                settle(&pool, &origin(&url(&format!("o{i}"))), |s| {
+                    s.physically_live == 0
+                })
+                .await;
+            }
+            assert!(!pool.origins().contains(&origin(&url("kept"))));
+            pool.record_metrics();
+            let scrape = handle.render();
+            let kept = origin(&url("kept")).to_string();
+            assert_eq!(
+                series(&scrape, "pool_permits_available", &kept),
+                Some(2.0),
+                "{scrape}"
+            );
+            assert_eq!(
+                series(&scrape, "pool_connections_admitted", &kept),
+                Some(0.0)
+            );
+        })
+    });
 }
