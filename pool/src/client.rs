@@ -44,10 +44,15 @@ pub struct Client {
 /// The cell of the first origin this handle sent a request to, keyed by the request URI's
 /// scheme and authority exactly as written: a later request to that origin skips canonicalizing
 /// it and looking it up in the partition's map. Set once and only read afterwards (one atomic
-/// load, no lock, so a reuse hit still takes only its cell's lock); clones share it. Cells are
-/// never removed from a partition, so the remembered one stays the origin's cell. Requests to
-/// other origins use the map. Clones share one memory (a clone made before the first request,
-/// say with another timeout or sleep, still learns the cell), at one reference count per clone.
+/// load, no lock, so a reuse hit still takes only its cell's lock); clones share it. The
+/// remembered cell may be retired later (the partition drops cells with nothing in them): it
+/// then answers every acquisition with `Retired`, and the request looks the origin up in the
+/// map ([`Client::fresh_cell_for`]). The memory is not replaced, so requests of this handle to
+/// that origin pay the retired cell's lock once each from then on; an origin whose cell was
+/// dropped has usually gone (an upstream's old address), and a lock-free read of the flag
+/// before every reuse hit would cost every other request instead. Requests to other origins
+/// use the map. Clones share one memory (a clone made before the first request, say with
+/// another timeout or sleep, still learns the cell), at one reference count per clone.
 #[derive(Clone, Default)]
 struct FirstCell(std::sync::Arc<std::sync::OnceLock<Remembered>>);
 
