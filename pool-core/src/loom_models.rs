@@ -27,7 +27,10 @@
 //!   empty, or stays and queues the request: never a request queued in a retired cell;
 //! * a bounded cell retiring while the only permit is on its way to its partition, followed by
 //!   a successor cell whose request waits there: the permit ends launched for that request (or
-//!   for the retiring cell's own request, which then keeps it from retiring), never lost.
+//!   for the retiring cell's own request, which then keeps it from retiring), never lost;
+//! * a connection returning while the peer partition it would serve loses its request, its cell
+//!   retires and a successor's request waits there serves that request (or gives it its
+//!   permit), exactly once: never idle at home beside it.
 
 use std::time::{Duration, Instant};
 
@@ -661,6 +664,78 @@ fn loom_bounded_retirement_races_a_delivery() {
         }
         drop(launched);
         assert_eq!(admission.available(), 1, "the permit is back exactly once");
+        admission.detach();
+    });
+}
+
+/// Bound 1, partitions 0 and 1 in one group. Partition 0's connection (the only permit) returns
+/// while partition 1's request, which waits for it, cancels, partition 1's cell retires, and a
+/// successor cell's request waits there (publishing before the successor registers). However
+/// they interleave, the successor's request is served exactly once: by the connection, or by
+/// the permit it gives up when it closes for that request (a reclaim). It never stays idle at
+/// home beside a request that may use it.
+#[test]
+fn loom_a_return_to_a_retiring_peer_serves_its_successor() {
+    loom::model(|| {
+        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
+        let launches = Launches::default();
+        let owner = cell(&admission, 0, &launches);
+        let peer = cell(&admission, 1, &launches);
+        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
+        let record = conn.record.clone();
+        // The socket, whose drop returns a closed HTTP/1 connection's permit.
+        let link = PhysicalLink::new(owner.gauges().clone());
+        link.attach(&record);
+        let leaving = wait(&peer, 1);
+
+        let returner = {
+            let owner = owner.clone();
+            loom::thread::spawn(move || {
+                owner.release_h1(conn, Instant::now());
+            })
+        };
+        peer.cancel(&leaving, Instant::now());
+        assert!(
+            peer.retire_if_unused(),
+            "nothing was left in the peer's cell"
+        );
+        let successor = fakes::unregistered_cell(&admission, 1, &launches);
+        let waiting = wait(&successor, 2);
+        admission.register(1, successor.clone());
+        returner.join().unwrap();
+
+        // Served before it left or not, a cancelled request keeps nothing.
+        assert!(
+            leaving.try_take().is_none(),
+            "a cancelled request kept a grant"
+        );
+        let served = waiting.try_take();
+        if served.is_none() && record.is_closed() {
+            // Closed for the successor's request: its socket goes, and its permit with it.
+            link.gone();
+        }
+        let launched: Vec<_> = launches.lock().unwrap().drain(..).collect();
+        match served {
+            // Lent: the connection serves the successor's request.
+            Some(Grant::H1(got)) => {
+                assert!(Arc::ptr_eq(&got.record, &record));
+                assert!(!record.is_idle() && owner.idle_len() == 0);
+                assert!(launched.is_empty(), "no permit was free");
+            }
+            // Or closed so its permit moves there (a reclaim): the permit launches for it.
+            None => {
+                assert_eq!(
+                    record.close_reason(),
+                    Some(CloseReason::Reclaimed),
+                    "the successor's request waits beside an idle connection"
+                );
+                assert_eq!(launched.len(), 1);
+                assert!(Arc::ptr_eq(&launched[0].0, &waiting));
+                assert!(launched[0].2.is_some(), "with the permit");
+            }
+            Some(other) => panic!("unexpected grant {other:?}"),
+        }
+        drop(launched);
         admission.detach();
     });
 }

@@ -24,9 +24,10 @@ pub trait Member: Send + Sync + Sized + 'static {
     /// first-come order among partitions without capacity, where it must be exact.
     fn refresh_demand(&self) {}
 
-    /// The cell was just registered: it publishes its exact demand, changed or not. Demand it
-    /// published before may have lost its ticket to a delivery that found no cell registered
-    /// (see [`Admission::refuse`]).
+    /// The cell was just registered: it publishes its exact demand, changed or not, and looks
+    /// for capacity if a request waits. Demand it published before may have lost its ticket to
+    /// a delivery that found no cell registered (see [`Admission::refuse`]), and a peer's
+    /// connection could not be handed to it.
     fn publish_demand(&self);
 }
 

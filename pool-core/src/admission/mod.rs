@@ -118,6 +118,10 @@ struct Shared<C: Member> {
     /// without it by connections returning to a cell with nobody waiting (the common case must
     /// not take an origin-wide lock).
     pressure: AtomicBool,
+    /// Counts the changes that may give a returning connection a ticket to serve (a
+    /// publication, an ack, a refusal, a registration): a connection that found none tries
+    /// again if this moved meanwhile (see [`demand_epoch`](Admission::demand_epoch)).
+    epoch: AtomicU64,
     /// The ledger's free permits, written under the lock after each change and read without it
     /// by a miss, which then skips the lock when none is free (see `take_free_permit`).
     free: AtomicUsize,
@@ -187,6 +191,7 @@ impl<C: Member> Admission<C> {
             waiting: AtomicUsize::new(0),
             waiting_here: (0..partitions).map(|_| OwnLine::default()).collect(),
             pressure: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
             free: AtomicUsize::new(limit),
             gauges: (0..partitions)
                 .map(|_| std::sync::OnceLock::new())
@@ -389,6 +394,29 @@ impl<C: Member> Admission<C> {
     /// may use.
     pub fn under_pressure(&self) -> bool {
         self.shared.pressure.load(Ordering::SeqCst)
+    }
+
+    /// The count of demand changes so far. A connection that found no ticket to serve and
+    /// went idle reads it before and after: if it moved, a request may have published after
+    /// the search and looked for an idle connection while this one was out of the idle set,
+    /// so the connection searches again.
+    ///
+    /// # Concurrency
+    ///
+    /// Every change that can make a ticket claimable counts here under the state lock, after
+    /// the change (`demand_changed`); the request then passes a fence and reads its peers'
+    /// idle gauges. The connection reads the count, searches, enters the idle set, passes a
+    /// fence and reads the count again. Either the second read sees the change (and the
+    /// connection searches again, finding the ticket), or the request's gauge read sees the
+    /// connection idle.
+    pub fn demand_epoch(&self) -> u64 {
+        self.shared.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Counts a demand change (see [`demand_epoch`](Self::demand_epoch)); called with the
+    /// state locked, after the change.
+    fn demand_changed(&self) {
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Recomputes the lock-free hints (the pressure flag, the free permits); called with the

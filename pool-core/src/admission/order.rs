@@ -176,6 +176,7 @@ impl<C: Member> Admission<C> {
                 None
             } else {
                 order.set_ticket(partition, demand);
+                self.demand_changed();
                 self.next_delivery(&mut state)
             };
             self.update_hints(&state);
@@ -201,6 +202,7 @@ impl<C: Member> Admission<C> {
             slot.version = slot.version.max(newest.version);
             slot.ticket = Ticket::Inactive;
             order.set_ticket(partition, newest);
+            self.demand_changed();
             let delivery = self.next_delivery(&mut state);
             self.update_hints(&state);
             delivery
@@ -221,6 +223,7 @@ impl<C: Member> Admission<C> {
     pub fn refuse(&self, partition: usize, id: DeliveryId, permit: Option<CapacityLease<C>>) {
         self.decide_and_deliver(|state| {
             state.order.lift_fence(partition, id);
+            self.demand_changed();
             if let Some(permit) = permit {
                 permit.forget();
                 state.ledger.put_back();

@@ -15,6 +15,11 @@ use crate::connection::ConnectionRecord;
 use crate::sync::Arc;
 use std::time::Instant;
 
+/// How many times a connection gone idle under pressure searches for a ticket to serve while
+/// demand keeps changing (see [`Bounded::recheck_pressure`]): a bound, so that a connection
+/// no ticket can use does not spin while other partitions publish.
+const RECHECKS: usize = 4;
+
 /// The link of a bounded cell to its origin's admission.
 pub(super) struct Bound<T: CellTypes> {
     pub(super) admission: CellAdmission<T>,
@@ -186,20 +191,29 @@ impl<T: CellTypes> Bounded<'_, T> {
         }
     }
 
-    /// Publishes the cell's demand, changed or not (just registered). A retired cell
-    /// publishes nothing: it no longer speaks for its partition.
-    pub(super) fn publish_exact(&self) {
-        self.publish_if(Publish::Always);
+    /// Just registered: publishes the cell's demand, changed or not, and with a request
+    /// waiting looks for capacity as a miss does after publishing. Until now no delivery could
+    /// reach this cell: a delivery refused for it took its ticket, and a peer's connection
+    /// that returned meanwhile could not be handed to it and went idle at home, beside the
+    /// request. A retired cell publishes nothing: it no longer speaks for its partition.
+    pub(super) fn publish_at_registration(&self) {
+        let waits = self
+            .publish_if(Publish::Always)
+            .is_some_and(|demand| demand.head.is_some());
+        if waits && !self.try_borrow() {
+            self.try_reclaim();
+        }
     }
 
-    fn publish_if(&self, publish: Publish) {
+    /// Publishes the cell's demand as `publish` says; what it published.
+    fn publish_if(&self, publish: Publish) -> Option<Demand> {
         let time = &self.cell.hooks.time;
         let demand = {
             let mut st = self.cell.state.lock();
             if self.cell.retired_under_lock() {
                 // Read under the lock that set it. Its last publication cleared its head; a
                 // later one would overrule its successor's, whose versions it shares.
-                return;
+                return None;
             }
             snapshot(
                 &mut st,
@@ -207,10 +221,9 @@ impl<T: CellTypes> Bounded<'_, T> {
                 || time.now(),
                 || self.bound.next_version(),
             )
-        };
-        if let Some(demand) = demand {
-            self.admission().publish(self.partition(), demand);
-        }
+        }?;
+        self.admission().publish(self.partition(), demand);
+        Some(demand)
     }
 
     /// The cell of partition `index` of this origin.
@@ -281,17 +294,28 @@ impl<T: CellTypes> Bounded<'_, T> {
     /// entered the idle set, look again for demand a peer published meanwhile, and serve it
     /// with an idle connection.
     pub(super) fn recheck_pressure(&self) {
-        crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        if !self.admission().under_pressure() {
-            return;
-        }
-        let Some(conn) = self.cell.lend_idle() else {
-            return;
-        };
-        let now = self.cell.hooks.time.now();
-        if let Err(conn) = self.serve_peer_demand(conn, now) {
-            // Nobody could take it after all: back to idle, without another round.
-            self.cell.idle(conn, now);
+        for _ in 0..RECHECKS {
+            crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+            if !self.admission().under_pressure() {
+                return;
+            }
+            let epoch = self.admission().demand_epoch();
+            let Some(conn) = self.cell.lend_idle() else {
+                return;
+            };
+            let now = self.cell.hooks.time.now();
+            match self.serve_peer_demand(conn, now) {
+                Ok(_) => return,
+                // Nobody could take it: back to idle. While it was out, a request may have
+                // published and found no idle connection here; if demand changed, once more.
+                Err(conn) => {
+                    self.cell.idle(conn, now);
+                }
+            }
+            crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
+            if self.admission().demand_epoch() == epoch {
+                return;
+            }
         }
     }
 

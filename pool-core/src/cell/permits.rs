@@ -28,7 +28,7 @@ impl<T: CellTypes> Member for Cell<T> {
 
     fn publish_demand(&self) {
         if let Some(bounded) = self.bounded() {
-            bounded.publish_exact();
+            bounded.publish_at_registration();
         }
     }
 
