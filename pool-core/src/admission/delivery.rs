@@ -73,7 +73,8 @@ impl<C: Member> Admission<C> {
         match self.cell(partition) {
             Some(cell) => cell.deliver_permit(permit, Some(id)),
             // Not registered yet (its requests published first), no longer (its cell was
-            // retired), or the pool is being dropped: `register` delivers it.
+            // retired), or the pool is being dropped: refused; a cell that registers later
+            // publishes its demand again.
             None => self.refuse(partition, id, Some(permit)),
         }
     }
