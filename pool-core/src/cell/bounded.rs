@@ -64,13 +64,7 @@ impl<T: CellTypes> Cell<T> {
     /// The cell's demand snapshot if the cell is bounded and its demand changed since the last
     /// publication (admission hears about changes, not about every event).
     pub(super) fn demand_change(&self, st: &mut State<T>) -> Option<Demand> {
-        let bound = self.bound.as_ref()?;
-        snapshot(
-            st,
-            Publish::OnChange,
-            || self.hooks.time.now(),
-            || bound.next_version(),
-        )
+        self.demand_snapshot(st, Publish::OnChange)
     }
 
     /// [`demand_change`](Self::demand_change) after a returning connection of this cell
@@ -85,10 +79,15 @@ impl<T: CellTypes> Cell<T> {
     /// ([`Member::refresh_demand`](crate::admission::Member::refresh_demand)), before that
     /// permit is placed.
     pub(super) fn demand_after_serving(&self, st: &mut State<T>) -> Option<Demand> {
+        self.demand_snapshot(st, Publish::OnAppearance)
+    }
+
+    /// A bounded cell's demand snapshot, taken as `publish` says (see [`snapshot`]).
+    fn demand_snapshot(&self, st: &mut State<T>, publish: Publish) -> Option<Demand> {
         let bound = self.bound.as_ref()?;
         snapshot(
             st,
-            Publish::OnAppearance,
+            publish,
             || self.hooks.time.now(),
             || bound.next_version(),
         )
@@ -160,14 +159,9 @@ impl<T: CellTypes> Bounded<'_, T> {
 
     /// The demand snapshot, changed or not (for an ack, which must carry one).
     pub(super) fn snapshot(&self, st: &mut State<T>) -> Demand {
-        let time = &self.cell.hooks.time;
-        snapshot(
-            st,
-            Publish::Always,
-            || time.now(),
-            || self.bound.next_version(),
-        )
-        .expect("a forced snapshot is always taken")
+        self.cell
+            .demand_snapshot(st, Publish::Always)
+            .expect("a forced snapshot is always taken")
     }
 
     /// Publishes the cell's demand if it changed.
@@ -207,7 +201,6 @@ impl<T: CellTypes> Bounded<'_, T> {
 
     /// Publishes the cell's demand as `publish` says; what it published.
     fn publish_if(&self, publish: Publish) -> Option<Demand> {
-        let time = &self.cell.hooks.time;
         let demand = {
             let mut st = self.cell.state.lock();
             if self.cell.retired_under_lock() {
@@ -215,12 +208,7 @@ impl<T: CellTypes> Bounded<'_, T> {
                 // later one would overrule its successor's, whose versions it shares.
                 return None;
             }
-            snapshot(
-                &mut st,
-                publish,
-                || time.now(),
-                || self.bound.next_version(),
-            )
+            self.cell.demand_snapshot(&mut st, publish)
         }?;
         self.admission().publish(self.partition(), demand);
         Some(demand)
