@@ -89,6 +89,31 @@ fn wait(cell: &Cell<Model>, seq: u64) -> Arc<CellWaiter<Model>> {
     fakes::wait(cell, Requirement::Any, seq, Instant::now())
 }
 
+/// Bound 1, partitions 0 and 1 in one group: the admission, the launches, partition 0's cell,
+/// partition 1's cell, and partition 0's connection holding the only permit (`ACTIVE`).
+fn owner_and_peer() -> (
+    CellAdmission<Model>,
+    Launches,
+    Arc<Cell<Model>>,
+    Arc<Cell<Model>>,
+    FakeH1,
+) {
+    let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
+    let launches = Launches::default();
+    let owner = cell(&admission, 0, &launches);
+    let peer = cell(&admission, 1, &launches);
+    let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
+    (admission, launches, owner, peer, conn)
+}
+
+/// Returns `conn` to `owner` on a thread of its own.
+fn return_on_thread(owner: &Arc<Cell<Model>>, conn: FakeH1) -> loom::thread::JoinHandle<()> {
+    let owner = owner.clone();
+    loom::thread::spawn(move || {
+        owner.release_h1(conn, Instant::now());
+    })
+}
+
 /// A permit released (the connection holding it closes and its socket goes) while the request
 /// that would receive it cancels: the permit ends launched for that request or free again,
 /// never both and never lost.
@@ -129,19 +154,10 @@ fn loom_permit_delivery_races_cancellation() {
 #[test]
 fn loom_h1_return_races_borrow() {
     loom::model(|| {
-        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
-        let launches = Launches::default();
-        let owner = cell(&admission, 0, &launches);
-        let borrower = cell(&admission, 1, &launches);
-        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
+        let (admission, launches, owner, borrower, conn) = owner_and_peer();
         let record = conn.record.clone();
 
-        let returner = {
-            let owner = owner.clone();
-            loom::thread::spawn(move || {
-                owner.release_h1(conn, Instant::now());
-            })
-        };
+        let returner = return_on_thread(&owner, conn);
         let requester = {
             let borrower = borrower.clone();
             loom::thread::spawn(move || wait(&borrower, 1))
@@ -178,19 +194,10 @@ fn loom_h1_return_races_borrow() {
 #[test]
 fn loom_h1_return_with_local_waiter_races_older_peer() {
     loom::model(|| {
-        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
-        let launches = Launches::default();
-        let owner = cell(&admission, 0, &launches);
-        let peer = cell(&admission, 1, &launches);
-        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
+        let (admission, launches, owner, peer, conn) = owner_and_peer();
         let local = wait(&owner, 2);
 
-        let returner = {
-            let owner = owner.clone();
-            loom::thread::spawn(move || {
-                owner.release_h1(conn, Instant::now());
-            })
-        };
+        let returner = return_on_thread(&owner, conn);
         let requester = {
             let peer = peer.clone();
             loom::thread::spawn(move || wait(&peer, 1))
@@ -677,23 +684,14 @@ fn loom_bounded_retirement_races_a_delivery() {
 #[test]
 fn loom_a_return_to_a_retiring_peer_serves_its_successor() {
     loom::model(|| {
-        let admission = Admission::<Cell<Model>>::new(1, None, vec![0, 0]);
-        let launches = Launches::default();
-        let owner = cell(&admission, 0, &launches);
-        let peer = cell(&admission, 1, &launches);
-        let conn = connection(&owner, admission.take_free_permit(0).expect("one permit"));
+        let (admission, launches, owner, peer, conn) = owner_and_peer();
         let record = conn.record.clone();
         // The socket, whose drop returns a closed HTTP/1 connection's permit.
         let link = PhysicalLink::new(owner.gauges().clone());
         link.attach(&record);
         let leaving = wait(&peer, 1);
 
-        let returner = {
-            let owner = owner.clone();
-            loom::thread::spawn(move || {
-                owner.release_h1(conn, Instant::now());
-            })
-        };
+        let returner = return_on_thread(&owner, conn);
         peer.cancel(&leaving, Instant::now());
         assert!(
             peer.retire_if_unused(),
