@@ -81,6 +81,19 @@ struct Inner {
     over: bool,
     // Tasks waiting for the body to settle (`poll_settled`).
     watchers: Vec<Waker>,
+    /// Kept until the body is dropped ([`BodyGate::keep_until_body_dropped`]).
+    kept: Option<Kept>,
+}
+
+/// Something the gate keeps for as long as the body lives, held for what its drop does.
+struct Kept {
+    _value: Box<dyn Send + Sync>,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kept")
+    }
 }
 
 impl Inner {
@@ -121,6 +134,7 @@ impl BodyGate {
                 dropped: false,
                 over: false,
                 watchers: Vec::new(),
+                kept: None,
             }),
         }
     }
@@ -178,9 +192,32 @@ impl BodyGate {
         });
     }
 
-    /// The body was dropped, whether or not it had all gone: nothing more of it will.
+    /// The body was dropped, whether or not it had all gone: nothing more of it will. What the
+    /// gate kept for the body's life is dropped now.
     pub fn body_dropped(&self) {
-        self.change(|inner| inner.dropped = true);
+        let kept = self.change(|inner| {
+            inner.dropped = true;
+            inner.kept.take()
+        });
+        // Dropped outside the gate's lock: it may take other locks (a stream guard tells its
+        // cell that a stream ended).
+        drop(kept);
+    }
+
+    /// Keeps `value` until the body is dropped (hyper let go of it), or drops it now if the
+    /// body is gone already. For what must last as long as the body's part of the exchange:
+    /// over HTTP/2, h2 keeps a stream open while hyper still holds its request body, however
+    /// long ago the response ended (a body waiting for flow-control window that the server
+    /// never gives), and the pool counts the stream until then too.
+    pub fn keep_until_body_dropped(&self, value: Box<dyn Send + Sync>) {
+        let value = self.change(|inner| {
+            if inner.dropped {
+                return Some(value);
+            }
+            inner.kept = Some(Kept { _value: value });
+            None
+        });
+        drop(value);
     }
 
     /// The body bytes handed over so far.

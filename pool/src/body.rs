@@ -196,9 +196,19 @@ enum Exchange {
     /// body this response stopped, aborted then (hyper resets the stream). Both are held for
     /// what their drops do.
     H2 {
-        _stream: StreamGuard,
+        _stream: StreamHold,
         _stopped: Option<StoppedBody>,
     },
+}
+
+/// How a response body holds its HTTP/2 stream's guard: alone, or with the request body's
+/// gate, which keeps it until hyper lets go of the request body. The stream is uncounted
+/// when both are done, as h2 closes it only then.
+pub(crate) enum StreamHold {
+    /// The response body alone (no request body outlives the head).
+    Own { _guard: StreamGuard },
+    /// Shared with the request body's gate.
+    Shared { _guard: Arc<StreamGuard> },
 }
 
 /// The gate of a request body that an HTTP/2 response stopped. Dropped with the response's
@@ -269,7 +279,7 @@ impl Body {
 
     pub(crate) fn h2(
         inner: Incoming,
-        guard: StreamGuard,
+        guard: StreamHold,
         stopped: Option<Arc<BodyGate>>,
         connection: ConnectionHandle,
     ) -> Body {

@@ -46,6 +46,8 @@ pub struct EarlyAnswerPeer {
 struct Seen {
     /// Whether the early answer ends with `RST_STREAM(NO_ERROR)`.
     resets: bool,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` sent, if any.
+    max_streams: Option<u32>,
     /// Request HEADERS read.
     streams: AtomicUsize,
     /// Request body bytes read on the early-answered streams.
@@ -66,11 +68,22 @@ impl EarlyAnswerPeer {
         Self::started(false).await
     }
 
+    /// [`without_reset`](Self::without_reset), allowing the client `streams` concurrent
+    /// streams.
+    pub async fn without_reset_allowing(streams: u32) -> EarlyAnswerPeer {
+        Self::with(false, Some(streams)).await
+    }
+
     async fn started(resets: bool) -> EarlyAnswerPeer {
+        Self::with(resets, None).await
+    }
+
+    async fn with(resets: bool, max_streams: Option<u32>) -> EarlyAnswerPeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Seen {
             resets,
+            max_streams,
             ..Seen::default()
         });
         let task = tokio::spawn({
@@ -128,7 +141,16 @@ async fn serve(mut io: TcpStream, seen: Arc<Seen>) {
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
         return;
     }
-    if io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {
+    // SETTINGS_MAX_CONCURRENT_STREAMS is setting 0x3.
+    let settings: Vec<u8> = match seen.max_streams {
+        Some(n) => [&[0u8, 3][..], &n.to_be_bytes()].concat(),
+        None => Vec::new(),
+    };
+    if io
+        .write_all(&frame(SETTINGS, 0, 0, &settings))
+        .await
+        .is_err()
+    {
         return;
     }
     while let Some(f) = read_frame(&mut io).await {

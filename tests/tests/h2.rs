@@ -1240,3 +1240,40 @@ async fn without_alpn_tls_speaks_http1_unless_http2_is_required() {
     );
     assert_eq!(handle.info().tls().map(|t| t.alpn), Some(None));
 }
+
+/// An upload the server answers early (`413`), without a reset and without ever opening the
+/// flow-control window again, while hyper holds a piece of the body it cannot send: h2 keeps
+/// that stream open for as long as hyper holds the body, so the pool counts it too. With the
+/// server allowing one stream per connection, the next request goes on a new connection
+/// instead of waiting for ever behind the stuck stream on the first.
+#[tokio::test]
+async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(1).await;
+    let url = peer.url("/upload");
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    // The client's whole initial window, then a piece hyper takes and cannot send.
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let response = upload_answered_early(&client, &url, body).await;
+    let first = response.body().connection().clone();
+    assert!(response.extensions().get::<pool::BodyStopped>().is_some());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "too large\n");
+    let stats = pool.stats(&origin(&url)).total();
+    assert_eq!(
+        (stats.h2_active_streams, stats.h2_accepting),
+        (1, 1),
+        "the stream hyper still sends on is counted"
+    );
+    let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
+        .await
+        .expect("the next request is not stuck behind the first stream")
+        .unwrap();
+    assert_ne!(
+        next.body().connection().id(),
+        first.id(),
+        "a new connection"
+    );
+    assert_eq!(peer.early_body_bytes(), 65_535, "only the window went");
+}

@@ -13,7 +13,7 @@ use pool_h1::BodyGate;
 use pool_h2::{H2SendOutcome, StreamLease};
 
 use super::{Exchange, Served};
-use crate::body::{Body, RequestBody};
+use crate::body::{Body, RequestBody, StreamHold};
 use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
@@ -47,6 +47,18 @@ pub(super) fn finish(
 ) -> Result<Exchange, Error> {
     match outcome {
         H2SendOutcome::Response(mut response, guard) => {
+            // h2 keeps the stream open while hyper holds the request body, which may outlast
+            // the response (a body waiting for flow-control window the server never gives
+            // after answering early): the pool counts the stream until then too, so it never
+            // sends more streams than the server allows.
+            let stream = match &gate {
+                Some(gate) => {
+                    let shared = Arc::new(guard);
+                    gate.keep_until_body_dropped(Box::new(shared.clone()));
+                    StreamHold::Shared { _guard: shared }
+                }
+                None => StreamHold::Own { _guard: guard },
+            };
             let mut stopped = None;
             if let Some(gate) = gate {
                 match stop_body(client, &response, &gate) {
@@ -66,7 +78,7 @@ pub(super) fn finish(
                 }
             }
             Ok(client.respond(response, served, |incoming, handle| {
-                Body::h2(incoming, guard, stopped, handle)
+                Body::h2(incoming, stream, stopped, handle)
             }))
         }
         H2SendOutcome::Unsent {
