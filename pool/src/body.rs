@@ -213,7 +213,8 @@ pub(crate) enum StreamHold {
 
 /// The gate of a request body that an HTTP/2 response stopped. Dropped with the response's
 /// exchange (read, failed or dropped), it aborts the body, which ends with an error on which
-/// hyper resets the stream; declared after the stream guard, so the stream is uncounted first.
+/// hyper resets the stream; the gate keeps the stream counted until then (see
+/// [`StreamHold::Shared`]).
 struct StoppedBody(Arc<BodyGate>);
 
 impl Drop for StoppedBody {

@@ -47,36 +47,10 @@ pub(super) fn finish(
 ) -> Result<Exchange, Error> {
     match outcome {
         H2SendOutcome::Response(mut response, guard) => {
-            // h2 keeps the stream open while hyper holds the request body, which may outlast
-            // the response (a body waiting for flow-control window the server never gives
-            // after answering early): the pool counts the stream until then too, so it never
-            // sends more streams than the server allows.
-            let stream = match &gate {
-                Some(gate) => {
-                    let shared = Arc::new(guard);
-                    gate.keep_until_body_dropped(Box::new(shared.clone()));
-                    StreamHold::Shared { _guard: shared }
-                }
-                None => StreamHold::Own { _guard: guard },
+            let (stream, stopped) = match gate {
+                None => (StreamHold::Own { _guard: guard }, None),
+                Some(gate) => follow_gated(client, &mut response, guard, gate),
             };
-            let mut stopped = None;
-            if let Some(gate) = gate {
-                match stop_body(client, &response, &gate) {
-                    // No further piece goes; the stream is reset once the response is over.
-                    Some(sent) => {
-                        response
-                            .extensions_mut()
-                            .insert(super::gated::BodyStopped::new(sent));
-                        stopped = Some(gate);
-                    }
-                    // The body goes on beside the response, as far as the server lets it.
-                    None => {
-                        response
-                            .extensions_mut()
-                            .insert(super::gated::BodyStillSending::new(gate));
-                    }
-                }
-            }
             Ok(client.respond(response, served, |incoming, handle| {
                 Body::h2(incoming, stream, stopped, handle)
             }))
@@ -110,6 +84,40 @@ pub(super) fn finish(
             }
         }
     }
+}
+
+/// The stream guard and stopped gate of a response whose request body is behind `gate`.
+///
+/// h2 keeps the stream open while hyper holds the request body, which may outlast the
+/// response (a body waiting for flow-control window the server never gives after answering
+/// early): the gate keeps the guard until then, so the pool counts the stream as long as h2
+/// does and never sends more streams than the server allows. The response stops the body if
+/// it refuses the rest ([`BodyStopped`](super::gated::BodyStopped); the stream is reset once
+/// the response is over), or says the body goes on beside it
+/// ([`BodyStillSending`](super::gated::BodyStillSending)).
+fn follow_gated(
+    client: &Client,
+    response: &mut http::Response<hyper::body::Incoming>,
+    guard: pool_h2::StreamGuard,
+    gate: Arc<BodyGate>,
+) -> (StreamHold, Option<Arc<BodyGate>>) {
+    let shared = Arc::new(guard);
+    gate.keep_until_body_dropped(Box::new(shared.clone()));
+    let stopped = match stop_body(client, response, &gate) {
+        Some(sent) => {
+            response
+                .extensions_mut()
+                .insert(super::gated::BodyStopped::new(sent));
+            Some(gate)
+        }
+        None => {
+            response
+                .extensions_mut()
+                .insert(super::gated::BodyStillSending::new(gate));
+            None
+        }
+    };
+    (StreamHold::Shared { _guard: shared }, stopped)
 }
 
 /// Stops the request body behind `gate` if `response` refuses the rest of it and some is
