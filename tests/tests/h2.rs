@@ -862,6 +862,8 @@ async fn a_request_hyper_held_back_when_its_connection_failed_goes_again() {
     peer.wait_acks(2).await;
     let (client2, url2) = (client.clone(), url.clone());
     requests.spawn(async move { fetch(&client2, &url2).await });
+    // Paused time: the clock moves only once every task is idle, so this lets the second
+    // request go as far as it can (into h2, which holds it) before the check; no wall time.
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(peer.open_streams(), 1, "the second request waits in h2");
     assert_eq!(pool.stats(&origin(&url)).total().h2_active_streams, 2);

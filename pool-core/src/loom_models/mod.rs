@@ -31,6 +31,10 @@
 //! * a connection returning while the peer partition it would serve loses its request, its cell
 //!   retires and a successor's request waits there serves that request (or gives it its
 //!   permit), exactly once: never idle at home beside it.
+//!
+//! One file per concern: `permits` (delivery and demand versions), `returns` (a returning
+//! HTTP/1 connection and the requests it may serve), `records` (records and waiters),
+//! `streams` (HTTP/2 generations), `retire` (cells that retire); the fakes' helpers here.
 
 use std::time::{Duration, Instant};
 
