@@ -16,7 +16,7 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::partition::PartitionRuntime;
 use crate::retry::RetryPolicy;
-use crate::shared::{PoolCounters, Shared};
+use crate::shared::{Joined, PoolCounters, Shared};
 
 /// One (origin, partition) cell's gauges, for the metrics export.
 #[cfg(feature = "metrics")]
@@ -131,20 +131,9 @@ impl PartitionState {
             // inserts for `key` insert the same entry.
             return Ok(self.cells.write().entry(key).or_insert(entry).clone());
         }
-        // Looked up before taking the map's lock: never two pool locks at once. The
-        // membership keeps the admission from being forgotten until the new cell has joined.
+        // Looked up before taking the map's lock: never two pool locks at once.
         let joined = shared.admission_for(&key);
-        let admission = joined.as_ref().map(|joined| joined.admission().clone());
-        let created = CellEntry::new(
-            key.clone(),
-            self.runtime.clone(),
-            shared.clone(),
-            self.index,
-            admission.clone(),
-            false,
-        );
-        drop(joined);
-        Ok(self.publish(&self.cells, key, created, admission))
+        Ok(self.create(&self.cells, key.clone(), key, joined, false, shared))
     }
 
     /// The cell of the forward route `route`, created (for `origin`, which then names its
@@ -159,6 +148,21 @@ impl PartitionState {
             return entry.clone();
         }
         let joined = shared.admission_for_route(&route);
+        self.create(&self.routes, route, origin, joined, true, shared)
+    }
+
+    /// Makes a cell for `origin` (of a forward route if `shares_route`), with the admission
+    /// `joined` if the pool bounds its origins, and publishes it in `map` under `key`. The
+    /// membership keeps the admission from being forgotten until the new cell has joined it.
+    fn create(
+        &self,
+        map: &RwLock<HashMap<OriginKey, Arc<CellEntry>>>,
+        key: OriginKey,
+        origin: OriginKey,
+        joined: Option<Joined>,
+        shares_route: bool,
+        shared: &Arc<Shared>,
+    ) -> Arc<CellEntry> {
         let admission = joined.as_ref().map(|joined| joined.admission().clone());
         let created = CellEntry::new(
             origin,
@@ -166,10 +170,10 @@ impl PartitionState {
             shared.clone(),
             self.index,
             admission.clone(),
-            true,
+            shares_route,
         );
         drop(joined);
-        self.publish(&self.routes, route, created, admission)
+        self.publish(map, key, created, admission)
     }
 
     /// Puts `created` in `map` under `key` unless a racing request put one there first, and
