@@ -40,7 +40,9 @@ pub enum CloseReason {
     /// and the connection was retired (an HTTP/2 generation drains its other streams).
     BodyIdleTimeout,
     /// An HTTP/1 connection with nobody waiting for it found its partition's idle set for the
-    /// origin full (the pool's maximum of idle connections per host).
+    /// origin full (the pool's maximum of idle connections per host), or was the one idle
+    /// longest in a pool holding more idle connections than its pool-wide cap (the `pool`
+    /// crate's `max_idle_connections`).
     IdleLimit,
     /// The caller asked the pool to close its idle connections (the `pool` crate's
     /// `ConnectionPool::close_idle_connections`, as Go's `Transport.CloseIdleConnections`): an

@@ -13,8 +13,8 @@
 use std::fmt;
 
 use crate::partition::PartitionId;
-use crate::sync::OwnLine;
 use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{Arc, OwnLine};
 
 /// One gauge of a [`Gauges`] set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,11 +62,17 @@ impl Gauge {
 /// starts on a line boundary (a heap address is otherwise only 16-byte aligned, and where the
 /// lines fell changed from one pool to the next), in the order declared (`repr(C)`). The price
 /// is memory: a cell's gauges take 384 bytes with their `Arc` instead of about 100.
+///
+/// Gauges made with [`counting_idle_in`](Self::counting_idle_in) also count their
+/// [`Gauge::H1Idle`] changes in a counter shared by many cells (the pool-wide idle count behind
+/// `max_idle_connections`); the others pay one branch on a field they never change.
 #[repr(C, align(128))]
 pub struct Gauges {
     /// Every gauge but [`Gauge::WaitingRequests`], indexed by the gauge.
     values: [AtomicUsize; CONNECTION_GAUGES],
     peak_admitted: AtomicUsize,
+    /// Where [`Gauge::H1Idle`] is counted a second time, if anywhere.
+    idle_total: Option<Arc<AtomicUsize>>,
     waiting: OwnLine<Waiting>,
 }
 
@@ -85,15 +91,28 @@ impl Default for Gauges {
         Gauges {
             values: std::array::from_fn(|_| AtomicUsize::new(0)),
             peak_admitted: AtomicUsize::new(0),
+            idle_total: None,
             waiting: OwnLine::default(),
         }
     }
 }
 
 impl Gauges {
+    /// Gauges that also count every change of [`Gauge::H1Idle`] in `total`, which other cells'
+    /// gauges may share: `total` then reads the idle HTTP/1 connections of all of them, exactly
+    /// as the sum of their own idle gauges would (the same increments, the same order of
+    /// increment before decrement, see [`arrive`](Self::arrive)).
+    pub fn counting_idle_in(total: Arc<AtomicUsize>) -> Gauges {
+        Gauges {
+            idle_total: Some(total),
+            ..Gauges::default()
+        }
+    }
+
     /// Adds one to `gauge`, raising the peak it feeds.
     #[inline]
     pub fn inc(&self, gauge: Gauge) {
+        self.count_total(gauge, true);
         let now = self.slot(gauge).fetch_add(1, Ordering::Relaxed) + 1;
         if gauge.is_admitted() {
             self.raise_admitted_peak();
@@ -144,6 +163,21 @@ impl Gauges {
         if cfg!(any(debug_assertions, pool_loom)) {
             assert!(prev > 0, "gauge {gauge:?} decremented below zero");
         }
+        self.count_total(gauge, false);
+    }
+
+    /// Counts a change of `gauge` in the shared idle total too, if these gauges have one and
+    /// `gauge` is [`Gauge::H1Idle`]. An increment goes there before the gauge's own, a
+    /// decrement after it, so the total never reads below the sum it stands for.
+    #[inline]
+    fn count_total(&self, gauge: Gauge, up: bool) {
+        if let (Gauge::H1Idle, Some(total)) = (gauge, &self.idle_total) {
+            if up {
+                total.fetch_add(1, Ordering::Relaxed);
+            } else {
+                total.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Counts a unit arriving in the admitted gauge `to` from another admitted gauge (idle to
@@ -157,6 +191,7 @@ impl Gauges {
     #[inline]
     pub fn arrive(&self, to: Gauge) {
         debug_assert!(to.is_admitted(), "{to:?} is not an admitted gauge");
+        self.count_total(to, true);
         self.slot(to).fetch_add(1, Ordering::Relaxed);
     }
 
@@ -166,6 +201,7 @@ impl Gauges {
     pub fn transfer(&self, from: Gauge, to: Gauge) {
         self.dec(from);
         if from.is_admitted() && to.is_admitted() {
+            self.count_total(to, true);
             self.slot(to).fetch_add(1, Ordering::Relaxed);
         } else {
             self.inc(to);
@@ -472,6 +508,34 @@ mod tests {
         assert!(!stats.is_empty());
         assert!(OriginStats::default().is_empty());
         assert_eq!((stats.waiting_requests(), stats.h1_idle()), (2, 2));
+    }
+
+    /// Two cells' gauges sharing an idle total: it follows the sum of their idle gauges
+    /// through every kind of change, and nothing else.
+    #[test]
+    fn a_shared_idle_total_is_the_sum_of_the_idle_gauges() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let a = Gauges::counting_idle_in(total.clone());
+        let b = Gauges::counting_idle_in(total.clone());
+        a.inc(Gauge::Establishing);
+        a.transfer(Gauge::Establishing, Gauge::H1Idle);
+        b.inc(Gauge::H1Idle);
+        // A checkin that lost its race: counted first, taken back.
+        b.arrive(Gauge::H1Idle);
+        b.dec(Gauge::H1Idle);
+        assert_eq!(total.load(Ordering::Relaxed), 2);
+        a.arrive(Gauge::H1Active);
+        a.dec(Gauge::H1Idle);
+        b.inc(Gauge::H1Draining);
+        b.inc(Gauge::WaitingRequests);
+        assert_eq!(total.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            total.load(Ordering::Relaxed),
+            a.get(Gauge::H1Idle) + b.get(Gauge::H1Idle)
+        );
+        b.transfer(Gauge::H1Idle, Gauge::H1Active);
+        assert_eq!(total.load(Ordering::Relaxed), 0);
+        assert!(Gauges::default().idle_total.is_none());
     }
 
     #[test]

@@ -28,6 +28,7 @@ use super::gate::close_generations;
 use super::idle::earliest;
 use super::{Cell, CellTypes, CellWaiter, FlightId, Launch, State};
 use crate::close::CloseReason;
+use crate::connection::ConnectionRecord;
 use crate::events::OpenReason;
 use crate::stats::Gauge;
 use crate::sync::Arc;
@@ -148,6 +149,21 @@ impl<T: CellTypes> Cell<T> {
         let reason = CloseReason::CallerClosedIdle;
         close_all(idle.into_iter().map(|conn| (conn, reason)));
         close_generations(generations, reason);
+    }
+
+    /// Closes the idle HTTP/1 connection whose record is `record`, with `reason`, if it is in
+    /// this cell's idle set; whether it was. A connection that a request took meanwhile is no
+    /// longer there (a checkout takes it out under the same lock) and stays in use.
+    pub fn close_idle_connection(
+        &self,
+        record: &Arc<ConnectionRecord>,
+        reason: CloseReason,
+    ) -> bool {
+        let Some(conn) = self.state.lock().idle.remove(record) else {
+            return false;
+        };
+        close_all([(conn, reason)]);
+        true
     }
 
     /// Closes every idle connection and the accepting generation with `reason` (the pool is

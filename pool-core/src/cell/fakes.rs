@@ -187,6 +187,7 @@ pub(crate) fn recording_cell_with_clock(
         arm_expiry: armed.map(|arm_log| {
             std::sync::Arc::new(move |at| arm_log.lock().unwrap().push(at)) as super::ArmExpiry
         }),
+        went_idle: None,
         time: clock,
     };
     let bounded = admission.clone();
@@ -212,6 +213,7 @@ pub(crate) fn unregistered_cell(
     let hooks = CellHooks {
         launch: std::sync::Arc::new(move |w, l, lease| log.lock().unwrap().push((w, l, lease))),
         arm_expiry: None,
+        went_idle: None,
         time: std::sync::Arc::new(FixedTime::new()),
     };
     Arc::new(Cell::new(

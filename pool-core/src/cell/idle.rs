@@ -12,6 +12,7 @@ use super::actions::close_all;
 use super::{Actions, Cell, CellTypes, CellWaiter, Grant, PooledH1, Released, State};
 use crate::admission::Demand;
 use crate::close::CloseReason;
+use crate::connection::ConnectionRecord;
 use crate::sync::Arc;
 
 struct IdleEntry<H> {
@@ -115,6 +116,15 @@ impl<H: PooledH1> IdleSet<H> {
         }
         self.entries = kept;
         next
+    }
+
+    /// Takes out the connection whose record is `record`, if it is in the set.
+    pub(super) fn remove(&mut self, record: &Arc<ConnectionRecord>) -> Option<H> {
+        let at = self
+            .entries
+            .iter()
+            .position(|e| Arc::ptr_eq(e.conn.record(), record))?;
+        self.entries.remove(at).map(|e| e.conn)
     }
 
     /// Empties the set.
@@ -246,8 +256,13 @@ impl<T: CellTypes> Cell<T> {
         }
         let deadline = self.idle_deadline(server, now);
         let due = earliest(deadline, conn.record().info().retires_at());
+        let heard = self
+            .hooks
+            .went_idle
+            .is_some()
+            .then(|| conn.record().clone());
         st.idle.push(conn, now, deadline);
-        Idled::Idle(due.and_then(|at| st.arm(at)))
+        Idled::Idle(due.and_then(|at| st.arm(at)), heard)
     }
 
     /// When a connection that becomes idle at `now` expires: at the pool's idle timeout, or
@@ -268,9 +283,12 @@ impl<T: CellTypes> Cell<T> {
                 close_all([(conn, reason)]);
                 Released::Closed
             }
-            Idled::Idle(arm) => {
+            Idled::Idle(arm, heard) => {
                 if let (Some(at), Some(hook)) = (arm, &self.hooks.arm_expiry) {
                     hook(at);
+                }
+                if let (Some(record), Some(hook)) = (heard, &self.hooks.went_idle) {
+                    hook(&record);
                 }
                 Released::Idle
             }
@@ -290,8 +308,9 @@ enum Next<T: CellTypes> {
 
 /// What [`Cell::idle_locked`] leaves for after the lock.
 enum Idled<H> {
-    /// Checked in; arm the expiry timer at this instant, if set.
-    Idle(Option<Instant>),
+    /// Checked in; arm the expiry timer at this instant, if set, and tell the
+    /// [`went_idle`](super::CellHooks::went_idle) hook, if there is one, of this record.
+    Idle(Option<Instant>, Option<Arc<ConnectionRecord>>),
     /// Could not be checked in: close it for this reason.
     Refused(H, CloseReason),
 }

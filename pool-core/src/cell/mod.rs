@@ -80,7 +80,7 @@ use std::time::{Duration, Instant};
 pub use gate::DEFAULT_H2_CONNECTIONS;
 pub use types::{
     ACTIVATION_TURN, Acquire, ArmExpiry, CellHooks, CellTypes, CellWaiter, Converge, EstablishMode,
-    FlightId, Grant, Launch, LaunchHook, PooledH1, PooledH2, Released,
+    FlightId, Grant, Launch, LaunchHook, PooledH1, PooledH2, Released, WentIdle,
 };
 
 use crate::admission::{Admission, CapacityLease};

@@ -144,12 +144,20 @@ pub type LaunchHook<T> = std::sync::Arc<
 /// partition's maintenance must run [`Cell::expire`] no later than the given instant.
 pub type ArmExpiry = std::sync::Arc<dyn Fn(Instant) + Send + Sync>;
 
+/// Called (with no lock held) each time an HTTP/1 connection enters a cell's idle set after an
+/// exchange or an establishment, with its record: the pool's idle cap (`max_idle_connections`)
+/// keeps the order in which connections went idle. Not called for a connection that was
+/// already idle and is put back (a permit delivery that found nobody to serve).
+pub type WentIdle = std::sync::Arc<dyn Fn(&Arc<ConnectionRecord>) + Send + Sync>;
+
 /// What a cell is wired to, supplied by the assembled pool.
 pub struct CellHooks<T: CellTypes> {
     /// Starts establishments.
     pub launch: LaunchHook<T>,
     /// Schedules expiry sweeps.
     pub arm_expiry: Option<ArmExpiry>,
+    /// Hears of connections going idle, if the pool caps its idle connections.
+    pub went_idle: Option<WentIdle>,
     /// The pool's clock (for idle deadlines of connections the cell handles on its own).
     pub time: std::sync::Arc<dyn TimeSource>,
 }
@@ -158,6 +166,7 @@ impl<T: CellTypes> fmt::Debug for CellHooks<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CellHooks")
             .field("arm_expiry", &self.arm_expiry.is_some())
+            .field("went_idle", &self.went_idle.is_some())
             .field("time", &self.hooks_time())
             .finish()
     }

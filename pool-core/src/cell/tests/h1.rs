@@ -300,3 +300,59 @@ fn a_cell_retires_only_with_nothing_in_it_and_then_serves_nothing() {
     );
     assert!(rig.launches().len() == 1, "and launched nothing");
 }
+
+/// A pool that caps its idle connections pool-wide hears of each connection entering a cell's
+/// idle set (not of one the cell's own maximum refused), counts it in the total its gauges
+/// share, and can close one idle connection by its record; one a request took stays in use.
+#[test]
+fn a_cell_reports_connections_going_idle_and_closes_one_by_its_record() {
+    use super::super::fakes::FixedTime;
+    use crate::sync::atomic::AtomicUsize;
+
+    let t0 = Instant::now();
+    let total = Arc::new(AtomicUsize::new(0));
+    let heard: std::sync::Arc<std::sync::Mutex<Vec<Arc<ConnectionRecord>>>> = Default::default();
+    let log = heard.clone();
+    let hooks = CellHooks {
+        launch: std::sync::Arc::new(|_, _, _| {}) as LaunchHook<Fake>,
+        arm_expiry: None,
+        went_idle: Some(std::sync::Arc::new(
+            move |record: &Arc<ConnectionRecord>| log.lock().unwrap().push(record.clone()),
+        )),
+        time: std::sync::Arc::new(FixedTime::new()),
+    };
+    let gauges = Arc::new(Gauges::counting_idle_in(total.clone()));
+    let cell = Cell::new(EstablishMode::Http1, None, gauges, hooks, None).with_max_idle(2);
+    let (a, b, refused) = (h1(&cell), h1(&cell), h1(&cell));
+    let (ra, rb) = (a.record.clone(), b.record.clone());
+    assert_eq!(cell.release_h1(a, t0), Released::Idle);
+    assert_eq!(cell.release_h1(b, t0), Released::Idle);
+    assert_eq!(cell.release_h1(refused, t0), Released::Closed);
+    let heard_ids = || -> Vec<ConnectionId> {
+        heard
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.info().id())
+            .collect()
+    };
+    assert_eq!(heard_ids(), [ra.info().id(), rb.info().id()]);
+    assert_eq!(total.load(Ordering::Relaxed), 2);
+
+    let Acquire::H1(taken) = cell.acquire(Requirement::Any, None, || 1, || t0) else {
+        panic!("reuse hit")
+    };
+    assert_eq!(taken.record.info().id(), rb.info().id(), "newest first");
+    assert_eq!(total.load(Ordering::Relaxed), 1);
+    assert!(!cell.close_idle_connection(&rb, CloseReason::IdleLimit));
+    assert_eq!(rb.close_reason(), None, "in use, left alone");
+    assert!(cell.close_idle_connection(&ra, CloseReason::IdleLimit));
+    assert_eq!(ra.close_reason(), Some(CloseReason::IdleLimit));
+    assert_eq!(total.load(Ordering::Relaxed), 0);
+    assert_eq!(cell.gauges().snapshot().h1_idle, 0);
+    assert!(!cell.close_idle_connection(&ra, CloseReason::IdleLimit));
+
+    assert_eq!(cell.release_h1(taken, t0), Released::Idle);
+    assert_eq!(heard.lock().unwrap().len(), 3);
+    assert_eq!(total.load(Ordering::Relaxed), 1);
+}
