@@ -10,9 +10,10 @@ use std::time::Duration;
 use http::HeaderValue;
 use pool_core::cell::CellAdmission;
 use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
+use pool_core::connection::ConnectionRecord;
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
-use pool_core::{OpenReason, OriginKey};
+use pool_core::{Gauges, OpenReason, OriginKey};
 use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, StreamLease};
 
@@ -91,22 +92,28 @@ impl CellEntry {
                     }
                 }) as pool_core::cell::LaunchHook<PoolTypes>
             };
+            // Told of each connection going idle when the pool caps its idle connections.
+            let went_idle = shared.idle_cap.as_ref().map(|cap| {
+                let (cap, weak) = (cap.clone(), weak.clone());
+                std::sync::Arc::new(move |record: &Arc<ConnectionRecord>| {
+                    cap.went_idle(&weak, record)
+                }) as pool_core::cell::WentIdle
+            });
+            let gauges = shared
+                .idle_cap
+                .as_ref()
+                .map_or_else(Gauges::default, |cap| cap.gauges());
             let hooks = CellHooks {
                 launch,
                 arm_expiry: Some(arm),
+                went_idle,
                 time: shared.time.clone(),
             };
             let bound = admission.map(|admission| (admission, index));
             let cell = Arc::new(
-                Cell::new(
-                    mode,
-                    shared.idle_timeout,
-                    Arc::new(Default::default()),
-                    hooks,
-                    bound,
-                )
-                .with_h2_connection_cap(shared.h2_connections)
-                .with_max_idle(shared.max_idle),
+                Cell::new(mode, shared.idle_timeout, Arc::new(gauges), hooks, bound)
+                    .with_h2_connection_cap(shared.h2_connections)
+                    .with_max_idle(shared.max_idle),
             );
             CellEntry {
                 cell,

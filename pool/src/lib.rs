@@ -67,6 +67,7 @@ mod dispatch;
 mod error;
 mod establish;
 mod forward;
+mod idle_cap;
 mod io;
 mod lifetime;
 mod listener;

@@ -16,6 +16,7 @@ use pool_tls::Connect;
 
 use crate::cell::PoolTypes;
 use crate::forward::ForwardSharing;
+use crate::idle_cap::IdleCap;
 use crate::lifetime::Lifetime;
 use crate::protocol::ProtocolPolicy;
 
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) idle_timeout: Option<Duration>,
     /// Idle HTTP/1 connections each cell keeps at most.
     pub(crate) max_idle: usize,
+    /// The pool-wide cap on idle HTTP/1 connections, if one was set.
+    pub(crate) idle_cap: Option<Arc<IdleCap>>,
     /// The maximum connection lifetime, if any.
     pub(crate) lifetime: Option<Lifetime>,
     /// HTTP/2 connections per (partition, origin) of an unbounded origin.
@@ -151,6 +154,7 @@ impl Shared {
             sleep,
             idle_timeout,
             max_idle: usize::MAX,
+            idle_cap: None,
             lifetime,
             h2_connections,
             connect_timeout,
@@ -182,6 +186,12 @@ impl Shared {
     /// Keeps at most `max` idle HTTP/1 connections per cell.
     pub(crate) fn with_max_idle(mut self, max: usize) -> Shared {
         self.max_idle = max;
+        self
+    }
+
+    /// Keeps at most `max` idle HTTP/1 connections in the whole pool, when set.
+    pub(crate) fn with_idle_cap(mut self, max: Option<usize>) -> Shared {
+        self.idle_cap = max.map(|max| Arc::new(IdleCap::new(max)));
         self
     }
 

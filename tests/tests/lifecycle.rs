@@ -809,3 +809,81 @@ async fn origins_come_and_go(builder: pool::Builder) -> ConnectionPool {
     assert_eq!(reused.id(), idle.id());
     pool
 }
+
+/// `max_idle_connections` bounds the idle HTTP/1 connections of the whole pool: a connection
+/// going idle past the cap closes the one idle longest since its last exchange, whatever its
+/// origin (`IdleLimit`). A reused connection counts from its new exchange, so the origins in use
+/// keep their connections while the cold ones go; with two partitions one partition's return
+/// closes the other's connection; with 0 no connection stays idle.
+#[tokio::test(start_paused = true)]
+async fn the_idle_cap_closes_the_connection_idle_longest_across_origins() {
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let port = server.addr().port();
+    let url = move |name: &str| format!("http://{name}.test:{port}/");
+    let (pool, client, events) = observed(
+        ConnectionPool::builder()
+            .max_idle_connections(2)
+            .resolver(EveryName(server.addr())),
+    );
+    let idle = |name: &str| pool.stats(&origin(&url(name))).total().h1_idle;
+    let (a, _) = fetch(&client, &url("a")).await;
+    let (b, _) = fetch(&client, &url("b")).await;
+    let (again, _) = fetch(&client, &url("a")).await;
+    assert_eq!(
+        again.id(),
+        a.id(),
+        "a's connection is reused: now b is idle longest"
+    );
+    let (c, _) = fetch(&client, &url("c")).await;
+    settle(&pool, &origin(&url("b")), |s| s.h1_idle == 0).await;
+    assert_eq!(events.closed(), [(b.id(), CloseReason::IdleLimit)]);
+    assert_eq!((idle("a"), idle("c")), (1, 1));
+
+    let (d, _) = fetch(&client, &url("d")).await;
+    settle(&pool, &origin(&url("a")), |s| s.h1_idle == 0).await;
+    assert_eq!(close_reason(&events, a.id()), Some(CloseReason::IdleLimit));
+    let (c_again, _) = fetch(&client, &url("c")).await;
+    assert_eq!(c_again.id(), c.id(), "c kept its connection");
+    assert_eq!((idle("c"), idle("d")), (1, 1));
+    assert_eq!(events.closed().len(), 2);
+    assert_eq!(server.accepted(), 4, "a, b, c and d, each once");
+    assert!(!events.closed().iter().any(|(id, _)| *id == d.id()));
+
+    // Two partitions share the cap: partition 1's return closes partition 0's connection.
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(two_partitions())
+        .max_idle_connections(1)
+        .resolver(EveryName(server.addr()))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let p0 = pool.client_for(PartitionId::from_index(0)).unwrap();
+    let p1 = pool.client_for(PartitionId::from_index(1)).unwrap();
+    let (a, _) = fetch(&p0, &url("a")).await;
+    let (b, _) = fetch(&p1, &url("b")).await;
+    settle(&pool, &origin(&url("a")), |s| s.h1_idle == 0).await;
+    assert_eq!(events.closed(), [(a.id(), CloseReason::IdleLimit)]);
+    let stats = pool.stats(&origin(&url("b")));
+    assert_eq!(stats.get(PartitionId::from_index(1)).unwrap().h1_idle, 1);
+    assert_eq!(b.info().partition(), PartitionId::from_index(1));
+
+    // 0 keeps none: each connection closes once its response is read.
+    let (pool, client, events) = observed(
+        ConnectionPool::builder()
+            .max_idle_connections(0)
+            .resolver(EveryName(server.addr())),
+    );
+    let (first, _) = fetch(&client, &url("a")).await;
+    settle(&pool, &origin(&url("a")), |s| {
+        s.h1_idle == 0 && s.h1_active == 0
+    })
+    .await;
+    let (second, _) = fetch(&client, &url("a")).await;
+    assert_ne!(first.id(), second.id());
+    settle(&pool, &origin(&url("a")), |s| {
+        s.h1_idle == 0 && s.h1_active == 0
+    })
+    .await;
+    assert_eq!(events.closed_with(CloseReason::IdleLimit), 2);
+}

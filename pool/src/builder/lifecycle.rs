@@ -39,6 +39,24 @@ impl Builder {
         self
     }
 
+    /// Keeps at most `max` idle HTTP/1 connections in the whole pool, across every origin and
+    /// every partition, as Go's `Transport.MaxIdleConns` does. When a connection going idle
+    /// makes one more than `max`, the connection idle longest (since its last exchange ended),
+    /// wherever it is, closes ([`CloseReason::IdleLimit`](crate::CloseReason::IdleLimit)).
+    /// A crawler or a gateway that meets many origins keeps its idle sockets (and their file
+    /// descriptors) bounded this way while its busy origins keep theirs, which a per-origin
+    /// cap ([`max_idle_per_host`](Self::max_idle_per_host)) cannot do.
+    ///
+    /// The default is no cap: idle connections end with the
+    /// [`idle_timeout`](Self::idle_timeout). HTTP/2 connections are not counted. The cap costs
+    /// every connection going idle one lock shared by all partitions (a pool without it pays
+    /// nothing); a request waiting for a connection still takes a returning one first, as
+    /// with `max_idle_per_host`. `0` keeps no idle HTTP/1 connection at all.
+    pub fn max_idle_connections(mut self, max: usize) -> Self {
+        self.max_idle_connections = Some(max);
+        self
+    }
+
     /// The mutable form of [`idle_timeout`](Self::idle_timeout), keeping all three states:
     /// `None` restores the default, `Some(None)` disables the timeout, `Some(Some(d))` sets it.
     pub fn set_idle_timeout(&mut self, timeout: Option<Option<Duration>>) -> &mut Self {

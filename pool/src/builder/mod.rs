@@ -64,6 +64,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct Builder {
     idle_timeout: Option<Option<Duration>>,
     max_idle_per_host: usize,
+    max_idle_connections: Option<usize>,
     protocol: ProtocolPolicy,
     connector: Option<Arc<dyn Connect>>,
     resolver: Option<Arc<dyn Resolve>>,
@@ -106,6 +107,7 @@ impl Default for Builder {
         Builder {
             idle_timeout: None,
             max_idle_per_host: usize::MAX,
+            max_idle_connections: None,
             protocol: ProtocolPolicy::default(),
             connector: None,
             resolver: None,
@@ -317,6 +319,7 @@ impl Builder {
         );
         let shared = shared
             .with_max_idle(self.max_idle_per_host)
+            .with_idle_cap(self.max_idle_connections)
             .with_forward_sharing(forward);
         #[cfg(feature = "metrics")]
         let shared = shared.with_metrics(self.metrics);
@@ -391,6 +394,7 @@ impl fmt::Debug for Builder {
         f.debug_struct("Builder")
             .field("idle_timeout", &self.idle_timeout)
             .field("max_idle_per_host", &self.max_idle_per_host)
+            .field("max_idle_connections", &self.max_idle_connections)
             .field("protocol", &self.protocol)
             .field("dial", &self.dial)
             .field("tls", &self.tls)

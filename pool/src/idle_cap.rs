@@ -1,0 +1,161 @@
+//! The pool-wide cap on idle HTTP/1 connections ([`Builder::max_idle_connections`], what Go's
+//! `Transport.MaxIdleConns` is to its one pool).
+//!
+//! Every cell's gauges count their idle HTTP/1 connections a second time in one total shared by
+//! the whole pool ([`Gauges::counting_idle_in`]), so the total is exact whichever path a
+//! connection takes into or out of an idle set (a return, a checkout, an expiry, a close, a
+//! peer's borrow). Each cell also tells the cap, through its `went_idle` hook and with no lock
+//! held, when a connection enters its idle set; the cap keeps those in the order they went idle.
+//! While the total is over the cap, the connection idle longest anywhere in the pool (every
+//! origin, every partition) is closed with [`CloseReason::IdleLimit`], through its own cell, so
+//! its socket goes with it.
+//!
+//! "Idle longest" means the longest since its last exchange ended. The order holds a mark per
+//! time a connection went idle; a mark is live while its connection is idle and has served no
+//! request since (its record's request count). Marks of connections that were reused or closed
+//! are dropped when reached, and the order is compacted once it holds more than twice as many
+//! marks as there are idle connections, so its size follows the idle connections, not the
+//! requests.
+//!
+//! What it does not do: count HTTP/2 connections (as [`Builder::max_idle_per_host`] does not),
+//! or cost a pool that did not ask for it anything beyond a branch: without the cap, cells have
+//! no hook and their gauges no shared total. With it, every connection going idle takes this
+//! one lock, shared by all partitions, which is the price of one order across them.
+//!
+//! [`Builder::max_idle_connections`]: crate::Builder::max_idle_connections
+//! [`Builder::max_idle_per_host`]: crate::Builder::max_idle_per_host
+//! [`Gauges::counting_idle_in`]: pool_core::Gauges::counting_idle_in
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use pool_core::connection::ConnectionRecord;
+use pool_core::sync::atomic::{AtomicUsize, Ordering};
+use pool_core::sync::{Arc, Mutex, Weak};
+use pool_core::{CloseReason, Gauges};
+
+use crate::cell::CellEntry;
+
+/// The cap, its shared total and the order connections went idle in.
+pub(crate) struct IdleCap {
+    max: usize,
+    /// Idle HTTP/1 connections in the whole pool: every cell's gauges count here.
+    total: Arc<AtomicUsize>,
+    order: Mutex<Order>,
+}
+
+struct Order {
+    /// Oldest first.
+    marks: VecDeque<Mark>,
+    /// Connections chosen for closing and not closed yet. They still count in `total`, so a
+    /// return that races a closing subtracts them: otherwise two returns over the cap by one
+    /// would each close a connection.
+    closing: usize,
+}
+
+/// One connection going idle.
+struct Mark {
+    cell: Weak<CellEntry>,
+    record: Arc<ConnectionRecord>,
+    /// Its requests served when it went idle.
+    served: u64,
+}
+
+impl Mark {
+    /// Whether the connection is still idle since this mark.
+    fn is_live(&self) -> bool {
+        self.record.is_idle() && self.record.requests_served() == self.served
+    }
+}
+
+/// Marks kept beyond twice the idle connections before the order is compacted: the slack
+/// that makes compaction rare when few connections are idle.
+const COMPACT_SLACK: usize = 64;
+
+impl IdleCap {
+    pub(crate) fn new(max: usize) -> IdleCap {
+        IdleCap {
+            max,
+            total: Arc::new(AtomicUsize::new(0)),
+            order: Mutex::new(Order {
+                marks: VecDeque::new(),
+                closing: 0,
+            }),
+        }
+    }
+
+    /// Gauges for a new cell: they count its idle connections in the pool's total.
+    pub(crate) fn gauges(&self) -> Gauges {
+        Gauges::counting_idle_in(self.total.clone())
+    }
+
+    /// The idle HTTP/1 connections of the whole pool.
+    pub(crate) fn idle(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// A connection of `cell` entered its idle set (the cell's `went_idle` hook, no lock held):
+    /// remember it, then close the longest idle while the pool holds more than the cap.
+    pub(crate) fn went_idle(&self, cell: &Weak<CellEntry>, record: &Arc<ConnectionRecord>) {
+        {
+            let mut order = self.order.lock();
+            order.marks.push_back(Mark {
+                cell: cell.clone(),
+                record: record.clone(),
+                served: record.requests_served(),
+            });
+            let idle = self.idle();
+            if order.marks.len() > idle.saturating_mul(2).saturating_add(COMPACT_SLACK) {
+                order.marks.retain(Mark::is_live);
+            }
+        }
+        self.enforce();
+    }
+
+    /// Closes the longest idle connections until the pool is within the cap. Each is closed
+    /// outside the order's lock (closing takes its cell's lock and fires the listener), then
+    /// the count is read again: a connection that a request took meanwhile is left in use and
+    /// the next one is tried.
+    fn enforce(&self) {
+        loop {
+            let victim = {
+                let mut order = self.order.lock();
+                if self.idle().saturating_sub(order.closing) <= self.max {
+                    return;
+                }
+                let Some(mark) = order.pop_live() else {
+                    return;
+                };
+                order.closing += 1;
+                mark
+            };
+            if let Some(entry) = victim.cell.upgrade() {
+                entry
+                    .cell
+                    .close_idle_connection(&victim.record, CloseReason::IdleLimit);
+            }
+            self.order.lock().closing -= 1;
+        }
+    }
+}
+
+impl Order {
+    /// The oldest live mark, dropping the stale ones before it.
+    fn pop_live(&mut self) -> Option<Mark> {
+        while let Some(mark) = self.marks.pop_front() {
+            if mark.is_live() {
+                return Some(mark);
+            }
+        }
+        None
+    }
+}
+
+impl fmt::Debug for IdleCap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdleCap")
+            .field("max", &self.max)
+            .field("idle", &self.idle())
+            .finish_non_exhaustive()
+    }
+}
