@@ -52,6 +52,10 @@ impl Builder {
     /// every connection going idle one lock shared by all partitions (a pool without it pays
     /// nothing); a request waiting for a connection still takes a returning one first, as
     /// with `max_idle_per_host`. `0` keeps no idle HTTP/1 connection at all.
+    /// [`Client::preconnect`] warms connections into the idle set like any, so a warm-up past
+    /// the cap closes the longest idle ones, its own included.
+    ///
+    /// [`Client::preconnect`]: crate::Client::preconnect
     pub fn max_idle_connections(mut self, max: usize) -> Self {
         self.max_idle_connections = Some(max);
         self
