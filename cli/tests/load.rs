@@ -468,6 +468,38 @@ async fn max_idle_per_host_closes_connections_nobody_waits_for() {
     );
 }
 
+/// `--max-idle-connections 0`, the pool-wide cap: as `--max-idle-per-host 0` with one origin,
+/// every connection going idle closes (`idle_limit`), and the setting is in the config.
+#[tokio::test(flavor = "multi_thread")]
+async fn max_idle_connections_closes_connections_past_the_pool_wide_cap() {
+    let args = [
+        "--local",
+        "/",
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--max-idle-connections",
+        "0",
+    ];
+    let (run, json) = load_json(&args).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_consistent(&json);
+    assert_eq!(json["config"]["max_idle_connections"], 0);
+    assert_eq!(json["config"]["max_idle_per_host"], Value::Null);
+    let connections = &json["connections"];
+    assert!(
+        u(&connections["closed"]["idle_limit"]) >= 1,
+        "{connections}"
+    );
+    assert!(u(&connections["opened"]) > 4, "{connections}");
+    assert_eq!(
+        u(&connections["opened"]),
+        u(&connections["closed_total"]),
+        "{connections}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn in_flight_requests_at_the_deadline_finish_and_count() {
     let (run, json) = load_json(&["--local", "/delay/200", "-z", "300ms", "-c", "4"]).await;

@@ -179,6 +179,15 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) max_idle_per_host: Option<u64>,
 
+    /// Keep at most N idle HTTP/1 connections in the whole pool, every origin and partition together; past it the one idle longest closes (0: keep none) [default: no limit]
+    #[arg(
+        long = "max-idle-connections",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64),
+        help_heading = "Pool"
+    )]
+    pub(crate) max_idle_connections: Option<u64>,
+
     /// Retire connections older than this (30s, 2m); HTTP/2 is renewed before it drains
     #[arg(
         long = "max-connection-lifetime",

@@ -382,6 +382,9 @@ fn build_pool(
     if let Some(max) = args.max_idle_per_host {
         builder = builder.max_idle_per_host(usize::try_from(max).unwrap_or(usize::MAX));
     }
+    if let Some(max) = args.max_idle_connections {
+        builder = builder.max_idle_connections(usize::try_from(max).unwrap_or(usize::MAX));
+    }
     builder = builder
         .max_connection_lifetime(args.max_connection_lifetime)
         .pool_timeout(args.pool_timeout);
@@ -430,6 +433,7 @@ fn run_config(args: &LoadArgs, urls: &[Uri], partitions: usize) -> RunConfig {
             None => Some(pool::DEFAULT_IDLE_TIMEOUT),
         },
         max_idle_per_host: args.max_idle_per_host,
+        max_idle_connections: args.max_idle_connections,
         connect_timeout: setup::connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT),
         max_connection_lifetime: args.max_connection_lifetime,
         pool_timeout: args.pool_timeout,

@@ -103,6 +103,7 @@ impl Summary {
                 "reuse_scope": config.reuse_scope,
                 "idle_timeout_s": config.idle_timeout.map(|d| d.as_secs_f64()),
                 "max_idle_per_host": config.max_idle_per_host,
+                "max_idle_connections": config.max_idle_connections,
                 "connect_timeout_s": config.connect_timeout.as_secs_f64(),
                 "max_connection_lifetime_s": config.max_connection_lifetime.map(|d| d.as_secs_f64()),
                 "pool_timeout_s": config.pool_timeout.map(|d| d.as_secs_f64()),

@@ -68,6 +68,8 @@ pub(crate) struct RunConfig {
     pub(crate) idle_timeout: Option<Duration>,
     /// `--max-idle-per-host`.
     pub(crate) max_idle_per_host: Option<u64>,
+    /// `--max-idle-connections`.
+    pub(crate) max_idle_connections: Option<u64>,
     /// The effective connect timeout.
     pub(crate) connect_timeout: Duration,
     /// `--max-connection-lifetime`.

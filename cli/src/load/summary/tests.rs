@@ -39,6 +39,7 @@ fn config(urls: &[&str]) -> RunConfig {
         reuse_scope: "interface",
         idle_timeout: Some(pool::DEFAULT_IDLE_TIMEOUT),
         max_idle_per_host: None,
+        max_idle_connections: None,
         connect_timeout: Duration::from_secs(10),
         max_connection_lifetime: None,
         pool_timeout: None,
