@@ -434,70 +434,44 @@ async fn connection_close_opens_a_connection_per_request() {
     assert_eq!(u(&json["local_origin"]["accepted"]), 100);
 }
 
-/// `--max-idle-per-host 0`: a connection nobody waits for when it comes back closes
-/// (`idle_limit`), so the run opens more than `-c` connections and ends with none idle; the
-/// setting is in the summary's config.
+/// `--max-idle-per-host 0`, and `--max-idle-connections 0` (the pool-wide cap, the same with
+/// one origin): a connection nobody waits for when it comes back closes (`idle_limit`), so the
+/// run opens more than `-c` connections and ends with none idle; the setting is in the
+/// summary's config, and the other one is not.
 #[tokio::test(flavor = "multi_thread")]
-async fn max_idle_per_host_closes_connections_nobody_waits_for() {
-    let args = [
-        "--local",
-        "/",
-        "-n",
-        "200",
-        "-c",
-        "4",
-        "--max-idle-per-host",
-        "0",
-    ];
-    let (run, json) = load_json(&args).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_consistent(&json);
-    assert_eq!(json["config"]["max_idle_per_host"], 0);
-    let connections = &json["connections"];
-    let limited = u(&connections["closed"]["idle_limit"]);
-    assert!(limited >= 1, "{connections}");
-    assert!(u(&connections["opened"]) > 4, "{connections}");
-    assert_eq!(
-        u(&connections["opened"]),
-        u(&connections["closed_total"]),
-        "{connections}"
-    );
-    assert_eq!(
-        u(&json["local_origin"]["accepted"]),
-        u(&connections["opened"])
-    );
-}
-
-/// `--max-idle-connections 0`, the pool-wide cap: as `--max-idle-per-host 0` with one origin,
-/// every connection going idle closes (`idle_limit`), and the setting is in the config.
-#[tokio::test(flavor = "multi_thread")]
-async fn max_idle_connections_closes_connections_past_the_pool_wide_cap() {
-    let args = [
-        "--local",
-        "/",
-        "-n",
-        "200",
-        "-c",
-        "4",
-        "--max-idle-connections",
-        "0",
-    ];
-    let (run, json) = load_json(&args).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_consistent(&json);
-    assert_eq!(json["config"]["max_idle_connections"], 0);
-    assert_eq!(json["config"]["max_idle_per_host"], Value::Null);
-    let connections = &json["connections"];
-    assert!(
-        u(&connections["closed"]["idle_limit"]) >= 1,
-        "{connections}"
-    );
-    assert!(u(&connections["opened"]) > 4, "{connections}");
-    assert_eq!(
-        u(&connections["opened"]),
-        u(&connections["closed_total"]),
-        "{connections}"
-    );
+async fn idle_caps_close_connections_nobody_waits_for() {
+    for (flag, field, other) in [
+        (
+            "--max-idle-per-host",
+            "max_idle_per_host",
+            "max_idle_connections",
+        ),
+        (
+            "--max-idle-connections",
+            "max_idle_connections",
+            "max_idle_per_host",
+        ),
+    ] {
+        let args = ["--local", "/", "-n", "200", "-c", "4", flag, "0"];
+        let (run, json) = load_json(&args).await;
+        assert_eq!(run.code, 0, "{flag}: {}", run.stderr);
+        assert_consistent(&json);
+        assert_eq!(json["config"][field], 0);
+        assert_eq!(json["config"][other], Value::Null);
+        let connections = &json["connections"];
+        let limited = u(&connections["closed"]["idle_limit"]);
+        assert!(limited >= 1, "{flag}: {connections}");
+        assert!(u(&connections["opened"]) > 4, "{flag}: {connections}");
+        assert_eq!(
+            u(&connections["opened"]),
+            u(&connections["closed_total"]),
+            "{flag}: {connections}"
+        );
+        assert_eq!(
+            u(&json["local_origin"]["accepted"]),
+            u(&connections["opened"])
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -227,6 +227,11 @@ async fn a_missing_interface_is_a_connect_error_at_establishment() {
     assert!(format!("{error:#}").contains("pool-none0"), "{error:#}");
 }
 
+/// Partitions with these identities, all on the current runtime.
+fn on_this_runtime(ids: [PartitionId; 2]) -> [Partition; 2] {
+    ids.map(|id| Partition::new(id, TokioDriverSpawner::current()))
+}
+
 /// After a concurrent burst settles: nothing establishing or waiting, every admitted connection
 /// idle, and the events account for every live connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,10 +240,7 @@ async fn gauges_and_events_agree_after_a_burst() {
     let events = EventLog::new();
     let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
     let pool = ConnectionPool::builder()
-        .partitions([
-            Partition::new(p0, TokioDriverSpawner::current()),
-            Partition::new(p1, TokioDriverSpawner::current()),
-        ])
+        .partitions(on_this_runtime([p0, p1]))
         .event_listener(events.clone())
         .build()
         .unwrap();
@@ -284,10 +286,7 @@ async fn the_idle_cap_holds_across_partitions_under_a_burst() {
     let events = EventLog::new();
     let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
     let pool = ConnectionPool::builder()
-        .partitions([
-            Partition::new(p0, TokioDriverSpawner::current()),
-            Partition::new(p1, TokioDriverSpawner::current()),
-        ])
+        .partitions(on_this_runtime([p0, p1]))
         .max_idle_connections(CAP)
         .resolver(pool_tests::resolve::EveryName(server.addr()))
         .event_listener(events.clone())
