@@ -122,3 +122,65 @@ pub(crate) fn nginx_keep_alive_hint(poolcurl: &Path, started: &Nginx) -> Row {
     }
     Row::judge(name, finished, None, "h1", problems)
 }
+
+/// The pool-wide idle cap (`--max-idle-connections`) against nginx: two names of one listener
+/// (`a.test` and `b.test`, two origins) loaded in turn by one request at a time (`-c 1 -n 100
+/// --partitions 1`). With a cap of 1, each connection going idle makes two, so the one idle
+/// longest (the other origin's) closes, and every request needs a connection of its own: 100
+/// opened, 99 closed `idle_limit`. With a cap of 2 both stay: 2 opened, none closed. nginx's
+/// access log (`$connection` per request) must count the same connections as poolcurl did.
+pub(crate) fn nginx_idle_cap(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
+    const CASES: [(u64, u64, u64); 2] = [(1, 100, 99), (2, 2, 0)];
+    let name =
+        |cap: u64| format!("nginx http1.1, two origins in turn, --max-idle-connections {cap}");
+    let port = match started {
+        Ok((_, _, ports)) => ports[13],
+        Err(e) => return CASES.map(|c| Row::broken(name(c.0), e)).into(),
+    };
+    let log = dir.join("idle-cap.log");
+    let mut rows = Vec::new();
+    for (cap, want_opened, want_closed) in CASES {
+        eprintln!("interop: {} ...", name(cap));
+        let logged_before = read_lines(&log).len();
+        let mut args = strings(&["-n", "100", "-c", "1", "--partitions", "1", "--http1.1"]);
+        args.extend(["--max-idle-connections".into(), cap.to_string()]);
+        for host in ["a.test", "b.test"] {
+            args.extend(["--resolve".into(), format!("{host}:{port}:127.0.0.1")]);
+            args.push(format!("http://{host}:{port}/"));
+        }
+        let finished = Running::spawn(poolcurl, &args).map(Running::finish);
+        let mut problems = Vec::new();
+        if let Ok(run) = &finished {
+            let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+            let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+            let opened = count("/connections/opened");
+            let closed = count("/connections/closed/idle_limit");
+            if (opened, closed) != (Some(want_opened), Some(want_closed)) {
+                problems.push(format!(
+                    "opened {opened:?} connections and closed {closed:?} for the cap, \
+                     where {want_opened} and {want_closed}"
+                ));
+            }
+            let served: Vec<String> = read_lines(&log).split_off(logged_before);
+            let connections: std::collections::BTreeSet<&String> = served.iter().collect();
+            if served.len() != 100 || Some(connections.len() as u64) != opened {
+                problems.push(format!(
+                    "nginx logged {} requests on {} connections, poolcurl opened {opened:?}",
+                    served.len(),
+                    connections.len()
+                ));
+            }
+        }
+        rows.push(Row::judge(name(cap), finished, None, "h1", problems));
+    }
+    rows
+}
+
+/// The lines of a log file, none if it is not there yet.
+fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}

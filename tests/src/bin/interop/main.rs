@@ -9,7 +9,9 @@
 //! * **nginx with a maximum connection lifetime** (`lifetime.rs`): HTTP/1.1 and h2c runs with
 //!   `--max-connection-lifetime 1s` succeed entirely while connections are retired for their
 //!   age about once a second each; and a listener announcing `Keep-Alive: timeout=2`, whose
-//!   idle connections the pool retires before nginx closes them.
+//!   idle connections the pool retires before nginx closes them; and the pool-wide idle cap
+//!   (`--max-idle-connections`) over two names of one listener, with nginx's log of which
+//!   connection served each request.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -157,6 +159,7 @@ fn main() -> ExitCode {
         rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
         rows.push(nginx_keep_alive_hint(&poolcurl, &nginx));
+        rows.extend(nginx_idle_cap(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_one_h2_connection(
             &poolcurl,
             &nginx,
@@ -242,7 +245,7 @@ fn paths() -> Option<(PathBuf, Option<PathBuf>)> {
 // nginx
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 13]), String>;
+pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 14]), String>;
 
 /// `args` as owned strings, for command lines built from borrowed pieces.
 pub(crate) fn strings(args: &[&str]) -> Vec<String> {
@@ -255,7 +258,7 @@ pub(crate) fn strings(args: &[&str]) -> Vec<String> {
 fn nginx_and_curl<'a, const N: usize>(
     checks: [&str; N],
     started: &'a Nginx,
-) -> Result<(&'a [u16; 13], PathBuf), Vec<Row>> {
+) -> Result<(&'a [u16; 14], PathBuf), Vec<Row>> {
     for check in checks {
         eprintln!("interop: {check} ...");
     }
@@ -356,7 +359,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let (self_signed, self_signed_key) = pki.self_signed_pem(true);
     write("self-signed.pem", self_signed)?;
     write("self-signed.key", self_signed_key)?;
-    let ports = free_ports::<13>()?;
+    let ports = free_ports::<14>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -373,7 +376,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13] = ports;
+    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
     let alt_svc = alt_svc_server(dir, (p11, p12), (listen_h2, h2_on));
     let conf = format!(
@@ -413,6 +416,9 @@ http {{
         ssl_certificate_key {d}/server.key;
         {ok}
     }}
+    # For the pool-wide idle cap: which of nginx's connections served each request.
+    log_format connection '$connection';
+    server {{ listen 127.0.0.1:{p14}; access_log {d}/idle-cap.log connection; {ok} }}
     # Closes idle connections after 2 s and says so (`Keep-Alive: timeout=2`).
     server {{ listen 127.0.0.1:{p6}; keepalive_timeout 2s 2s; {ok} }}
     # Each connection starts with HAProxy's PROXY line, over cleartext and before TLS.
