@@ -317,6 +317,7 @@ impl fmt::Debug for Shared {
             .field("h2", &self.h2)
             .field("bound", &self.bound)
             .field("bounded_origins", &self.admissions.lock().len())
+            .field("idle_cap", &self.idle_cap)
             .finish_non_exhaustive()
     }
 }

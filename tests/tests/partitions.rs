@@ -272,9 +272,10 @@ async fn gauges_and_events_agree_after_a_burst() {
 }
 
 /// `max_idle_connections` under a concurrent burst over eight origins and two partitions on
-/// two threads: once it settles, exactly the cap's number of connections are idle across the
-/// pool, every other connection closed with `IdleLimit` (the races between returns over the
-/// cap close neither too few nor too many), and nothing else closed.
+/// two threads, unbounded and with `max_connections_per_host(2)`: once it settles, exactly the
+/// cap's number of connections are idle across the pool, every other connection closed with
+/// `IdleLimit` (the races between returns over the cap close neither too few nor too many) or,
+/// bounded, `Reclaimed` (a permit moving to the other partition), and nothing else closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_idle_cap_holds_across_partitions_under_a_burst() {
     const CAP: usize = 3;
@@ -283,45 +284,57 @@ async fn the_idle_cap_holds_across_partitions_under_a_burst() {
     let urls: Vec<String> = (0..8)
         .map(|i| format!("http://o{i}.test:{port}/"))
         .collect();
-    let events = EventLog::new();
     let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
-    let pool = ConnectionPool::builder()
-        .partitions(on_this_runtime([p0, p1]))
-        .max_idle_connections(CAP)
-        .resolver(pool_tests::resolve::EveryName(server.addr()))
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
-    let mut tasks = JoinSet::new();
-    for i in 0..64 {
-        let client = pool.client_for(if i % 2 == 0 { p0 } else { p1 }).unwrap();
-        let urls = urls.clone();
-        tasks.spawn(async move {
-            for round in 0..10 {
-                let (_, body) = fetch(&client, &urls[(i + round) % urls.len()]).await;
-                assert_eq!(body, "x");
-            }
-        });
+    for bound in [None, Some(2)] {
+        let events = EventLog::new();
+        let mut builder = ConnectionPool::builder()
+            .partitions(on_this_runtime([p0, p1]))
+            .max_idle_connections(CAP)
+            .resolver(pool_tests::resolve::EveryName(server.addr()))
+            .event_listener(events.clone());
+        if let Some(bound) = bound {
+            builder = builder.max_connections_per_host(bound);
+        }
+        let pool = builder.build().unwrap();
+        let mut tasks = JoinSet::new();
+        for i in 0..64 {
+            let client = pool.client_for(if i % 2 == 0 { p0 } else { p1 }).unwrap();
+            let urls = urls.clone();
+            tasks.spawn(async move {
+                for round in 0..10 {
+                    let (_, body) = fetch(&client, &urls[(i + round) % urls.len()]).await;
+                    assert_eq!(body, "x");
+                }
+            });
+        }
+        while let Some(result) = tasks.join_next().await {
+            result.unwrap();
+        }
+        let idle = || -> usize {
+            urls.iter()
+                .map(|url| pool.stats(&origin(url)).total().h1_idle)
+                .sum()
+        };
+        for url in &urls {
+            settle(&pool, &origin(url), |s| {
+                s.h1_active == 0 && s.establishing == 0 && s.waiting_requests == 0
+            })
+            .await;
+        }
+        assert_eq!(idle(), CAP, "bound {bound:?}");
+        let created = events.created().len();
+        assert!(created > CAP, "the burst opened {created} connections");
+        let (capped, reclaimed) = (
+            events.closed_with(CloseReason::IdleLimit),
+            events.closed_with(CloseReason::Reclaimed),
+        );
+        assert!(capped > 0, "bound {bound:?}");
+        if bound.is_none() {
+            assert_eq!(reclaimed, 0);
+        }
+        assert_eq!(capped + reclaimed, created - CAP, "bound {bound:?}");
+        assert_eq!(events.closed().len(), created - CAP, "no other close");
     }
-    while let Some(result) = tasks.join_next().await {
-        result.unwrap();
-    }
-    let idle = || -> usize {
-        urls.iter()
-            .map(|url| pool.stats(&origin(url)).total().h1_idle)
-            .sum()
-    };
-    for url in &urls {
-        settle(&pool, &origin(url), |s| {
-            s.h1_active == 0 && s.establishing == 0
-        })
-        .await;
-    }
-    assert_eq!(idle(), CAP);
-    let created = events.created().len();
-    assert!(created > CAP, "the burst opened {created} connections");
-    assert_eq!(events.closed_with(CloseReason::IdleLimit), created - CAP);
-    assert_eq!(events.closed().len(), created - CAP, "no other close");
 }
 
 /// A listener that panics on every callback: the task that raised the event unwinds, the pool's
