@@ -141,7 +141,9 @@ async fn a_post_with_an_idempotency_key_is_sent_again() {
     let mut stale = warm(&client, &pool, &mut ends, url).await;
 
     let post = Request::post(url)
+        .header("x-a", "1")
         .header("idempotency-key", "order-42")
+        .header("x-a", "2")
         .body(Full::new(Bytes::from_static(b"order")))
         .unwrap();
     let (result, sent) = tokio::join!(client.request(post), async {
@@ -165,8 +167,10 @@ async fn a_post_with_an_idempotency_key_is_sent_again() {
         (&b"order"[..], &b"order"[..])
     );
     // The re-send is built from the pool's copy of the request: the same head, header
-    // for header (the key included), not just the same body.
+    // for header in the same order (the key included, a repeated name's values together), not
+    // just the same body.
     assert!(first_head.contains("idempotency-key: order-42\r\n"));
+    assert!(first_head.contains("x-a: 1\r\nx-a: 2\r\n"), "{first_head}");
     assert_eq!(second_head, first_head);
     assert_eq!(
         pool.counters()
