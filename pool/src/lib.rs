@@ -42,6 +42,8 @@
 //!   connection is replaced before it drains); one maintenance task per partition enforces
 //!   both, checkout never scans. The timeouts and how they fit together are in
 //!   [`Builder`]'s lifecycle methods ([`Builder::pool_timeout`] and its neighbours).
+//!   [`Builder::max_idle_per_host`] caps the idle HTTP/1 connections of each origin, and
+//!   [`Builder::max_idle_connections`] those of the whole pool, closing the one idle longest.
 //! * With [`Builder::max_connections_per_host`], one bound holds for each origin across all
 //!   partitions. Each busy partition converges to its share of the permits and serves its own
 //!   requests over its own connections; a partition whose request waits *borrows* an eligible
