@@ -129,13 +129,25 @@ impl IdleCap {
                 order.closing += 1;
                 mark
             };
+            // Counted out again however the close ends: a listener that panics on the close
+            // event unwinds this task (see `pool_core::events`), and a victim left counted would keep the
+            // pool one connection under its cap for good.
+            let _closing = Closing(self);
             if let Some(entry) = victim.cell.upgrade() {
                 entry
                     .cell
                     .close_idle_connection(&victim.record, CloseReason::IdleLimit);
             }
-            self.order.lock().closing -= 1;
         }
+    }
+}
+
+/// A victim being closed, counted in [`Order::closing`] until this drops.
+struct Closing<'a>(&'a IdleCap);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.order.lock().closing -= 1;
     }
 }
 

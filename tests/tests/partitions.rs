@@ -337,6 +337,70 @@ async fn the_idle_cap_holds_across_partitions_under_a_burst() {
     }
 }
 
+/// A listener that panics on the first close of the idle cap: the task that returned the
+/// connection unwinds, the victim is closed all the same, and the cap still holds exactly
+/// afterwards (the victim being closed is not left counted out of the idle total, which would
+/// keep one connection too many idle for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_panicking_on_the_idle_caps_close_leaves_the_cap_exact() {
+    #[derive(Clone, Default)]
+    struct PanicsOnce {
+        panicked: Arc<std::sync::atomic::AtomicBool>,
+    }
+    impl ConnectionEventListener for PanicsOnce {
+        fn connection_closed(
+            &self,
+            _: &ConnectionInfo,
+            reason: CloseReason,
+            _: Option<&(dyn std::error::Error + Send + Sync + 'static)>,
+        ) {
+            let first = !self
+                .panicked
+                .swap(true, std::sync::atomic::Ordering::SeqCst);
+            if reason == CloseReason::IdleLimit && first {
+                panic!("listener bug: closed");
+            }
+        }
+    }
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+    let port = server.addr().port();
+    let url = move |name: &str| format!("http://{name}.test:{port}/");
+    let pool = ConnectionPool::builder()
+        .max_idle_connections(1)
+        .resolver(pool_tests::resolve::EveryName(server.addr()))
+        .event_listener(PanicsOnce::default())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let idle = |names: &[&str]| -> usize {
+        names
+            .iter()
+            .map(|name| pool.stats(&origin(&url(name))).total().h1_idle)
+            .sum()
+    };
+    fetch(&client, &url("a")).await;
+    // b's return closes a, and the listener panics on that close in whichever task returned
+    // b: this one (its join is then the panic) or b's connection driver.
+    let _panicked_or_not = tokio::spawn({
+        let (client, url) = (client.clone(), url("b"));
+        async move { fetch(&client, &url).await }
+    })
+    .await;
+    settle(&pool, &origin(&url("a")), |s| {
+        s.h1_idle == 0 && s.physically_live == 0
+    })
+    .await;
+    for name in ["c", "d"] {
+        fetch(&client, &url(name)).await;
+        settle(&pool, &origin(&url(name)), |s| s.h1_active == 0).await;
+    }
+    assert_eq!(
+        idle(&["a", "b", "c", "d"]),
+        1,
+        "the cap holds after the panic"
+    );
+}
+
 /// A listener that panics on every callback: the task that raised the event unwinds, the pool's
 /// accounting stays exact, and other requests are unaffected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
