@@ -130,8 +130,8 @@ impl IdleCap {
                 mark
             };
             // Counted out again however the close ends: a listener that panics on the close
-            // event unwinds this task (see `pool_core::events`), and a victim left counted would keep the
-            // pool one connection under its cap for good.
+            // event unwinds this task (see `pool_core::events`), and a victim left counted
+            // here would let the pool keep one idle connection over its cap for good.
             let _closing = Closing(self);
             if let Some(entry) = victim.cell.upgrade() {
                 entry
