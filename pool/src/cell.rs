@@ -21,6 +21,7 @@ use crate::body::RequestBody;
 use crate::client::Client;
 use crate::dispatch::deadline::RequestDeadline;
 use crate::error::Error;
+use crate::idle_cap::IdleHome;
 use crate::partition::PartitionRuntime;
 use crate::shared::Shared;
 
@@ -94,9 +95,10 @@ impl CellEntry {
             };
             // Told of each connection going idle when the pool caps its idle connections.
             let went_idle = shared.idle_cap.as_ref().map(|cap| {
-                let (cap, weak) = (cap.clone(), weak.clone());
+                let cap = cap.clone();
+                let home: Weak<dyn IdleHome> = weak.clone();
                 std::sync::Arc::new(move |record: &Arc<ConnectionRecord>| {
-                    cap.went_idle(&weak, record)
+                    cap.went_idle(home.clone(), record)
                 }) as pool_core::cell::WentIdle
             });
             let gauges = shared

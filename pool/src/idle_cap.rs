@@ -36,6 +36,20 @@ use pool_core::{CloseReason, Gauges};
 
 use crate::cell::CellEntry;
 
+/// Where an idle connection lives: its cell, which closes it there. A trait so that the
+/// order's races can be tested without a pool.
+pub(crate) trait IdleHome: Send + Sync {
+    /// Closes the idle connection of `record` if it is still in the idle set; whether it was.
+    fn close_idle(&self, record: &Arc<ConnectionRecord>) -> bool;
+}
+
+impl IdleHome for CellEntry {
+    fn close_idle(&self, record: &Arc<ConnectionRecord>) -> bool {
+        self.cell
+            .close_idle_connection(record, CloseReason::IdleLimit)
+    }
+}
+
 /// The cap, its shared total and the order connections went idle in.
 pub(crate) struct IdleCap {
     max: usize,
@@ -55,7 +69,7 @@ struct Order {
 
 /// One connection going idle.
 struct Mark {
-    cell: Weak<CellEntry>,
+    home: Weak<dyn IdleHome>,
     record: Arc<ConnectionRecord>,
     /// Its requests served when it went idle.
     served: u64,
@@ -94,13 +108,13 @@ impl IdleCap {
         self.total.load(Ordering::Relaxed)
     }
 
-    /// A connection of `cell` entered its idle set (the cell's `went_idle` hook, no lock held):
+    /// A connection of `home` entered its idle set (the cell's `went_idle` hook, no lock held):
     /// remember it, then close the longest idle while the pool holds more than the cap.
-    pub(crate) fn went_idle(&self, cell: &Weak<CellEntry>, record: &Arc<ConnectionRecord>) {
+    pub(crate) fn went_idle(&self, home: Weak<dyn IdleHome>, record: &Arc<ConnectionRecord>) {
         {
             let mut order = self.order.lock();
             order.marks.push_back(Mark {
-                cell: cell.clone(),
+                home,
                 record: record.clone(),
                 served: record.requests_served(),
             });
@@ -133,10 +147,8 @@ impl IdleCap {
             // event unwinds this task (see `pool_core::events`), and a victim left counted
             // here would let the pool keep one idle connection over its cap for good.
             let _closing = Closing(self);
-            if let Some(entry) = victim.cell.upgrade() {
-                entry
-                    .cell
-                    .close_idle_connection(&victim.record, CloseReason::IdleLimit);
+            if let Some(home) = victim.home.upgrade() {
+                home.close_idle(&victim.record);
             }
         }
     }
@@ -169,5 +181,125 @@ impl fmt::Debug for IdleCap {
             .field("max", &self.max)
             .field("idle", &self.idle())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use pool_core::{ConnectionId, ConnectionInfo, Gauge, OriginKey, PartitionId, Protocol};
+
+    use super::*;
+
+    /// One event run inside a close, standing for another thread at that moment.
+    type Race = Box<dyn FnOnce() + Send>;
+
+    /// An idle set of records, as a cell holds one; `race` runs once, inside the first close.
+    #[derive(Default)]
+    struct FakeHome {
+        idle: StdMutex<Vec<Arc<ConnectionRecord>>>,
+        race: StdMutex<Option<Race>>,
+    }
+
+    impl IdleHome for FakeHome {
+        fn close_idle(&self, record: &Arc<ConnectionRecord>) -> bool {
+            let race = self.race.lock().unwrap().take();
+            if let Some(race) = race {
+                race();
+            }
+            let mut idle = self.idle.lock().unwrap();
+            let Some(at) = idle.iter().position(|r| Arc::ptr_eq(r, record)) else {
+                return false;
+            };
+            idle.remove(at);
+            drop(idle);
+            record.close(CloseReason::IdleLimit, None);
+            true
+        }
+    }
+
+    /// A connection of `home` going idle: checked in (counted in the cap's total), put in the
+    /// idle set, then the cap told, as a cell does.
+    fn goes_idle(cap: &IdleCap, home: &Arc<FakeHome>, record: &Arc<ConnectionRecord>) {
+        assert!(record.checkin());
+        home.idle.lock().unwrap().push(record.clone());
+        let home: Arc<dyn IdleHome> = home.clone();
+        cap.went_idle(Arc::downgrade(&home), record);
+    }
+
+    /// A new HTTP/1 connection, `ACTIVE`, counted in the cap's gauges.
+    fn connection(cap: &IdleCap, id: u64) -> Arc<ConnectionRecord> {
+        let gauges = Arc::new(cap.gauges());
+        gauges.inc(Gauge::Establishing);
+        let origin = OriginKey::from_uri(&"http://a.test/".parse().unwrap()).unwrap();
+        let info = ConnectionInfo::new(
+            ConnectionId::from_u64(id),
+            origin,
+            PartitionId::ANONYMOUS,
+            Protocol::Http1,
+        );
+        ConnectionRecord::install(info, gauges, None, None)
+    }
+
+    /// Two returns racing over the cap by one close one connection, not two. A is idle under
+    /// a cap of 1; B's return makes two, so A is chosen; while A is being closed, Y goes idle
+    /// on "another thread" and makes three for a moment. Y's return must close B only: A is
+    /// already on its way out. Counting A as still idle there closed Y as well, leaving none.
+    #[test]
+    fn a_return_racing_a_close_over_the_cap_closes_one_connection() {
+        let cap = Arc::new(IdleCap::new(1));
+        let home = Arc::new(FakeHome::default());
+        let (a, b, y) = (
+            connection(&cap, 1),
+            connection(&cap, 2),
+            connection(&cap, 3),
+        );
+        goes_idle(&cap, &home, &a);
+        *home.race.lock().unwrap() = Some(Box::new({
+            let (cap, home, y) = (cap.clone(), home.clone(), y.clone());
+            move || goes_idle(&cap, &home, &y)
+        }));
+        goes_idle(&cap, &home, &b);
+        assert_eq!(a.close_reason(), Some(CloseReason::IdleLimit));
+        assert_eq!(b.close_reason(), Some(CloseReason::IdleLimit));
+        assert_eq!(y.close_reason(), None, "Y stays: one idle, the cap");
+        assert_eq!(cap.idle(), 1);
+        assert_eq!(cap.order.lock().closing, 0);
+    }
+
+    /// The longest idle is by the end of the last exchange: A went idle before B, but A's
+    /// marks from before its later exchanges are stale, so B is the longest idle. However many
+    /// times connections go idle, the marks follow the idle connections.
+    #[test]
+    fn the_longest_idle_is_by_last_exchange_and_the_marks_stay_few() {
+        let cap = IdleCap::new(2);
+        let home = Arc::new(FakeHome::default());
+        let serves_and_returns = |a: &Arc<ConnectionRecord>| {
+            assert!(a.checkout());
+            a.record_dispatch();
+            home.idle.lock().unwrap().retain(|r| !Arc::ptr_eq(r, a));
+            goes_idle(&cap, &home, a);
+        };
+        let (a, b, c) = (
+            connection(&cap, 1),
+            connection(&cap, 2),
+            connection(&cap, 3),
+        );
+        goes_idle(&cap, &home, &a);
+        goes_idle(&cap, &home, &b);
+        for _ in 0..3 {
+            serves_and_returns(&a);
+        }
+        goes_idle(&cap, &home, &c);
+        assert_eq!(b.close_reason(), Some(CloseReason::IdleLimit));
+        assert_eq!((a.close_reason(), c.close_reason()), (None, None));
+        assert_eq!(cap.idle(), 2);
+
+        for _ in 0..1000 {
+            serves_and_returns(&a);
+            assert!(cap.order.lock().marks.len() <= 2 * 2 + COMPACT_SLACK);
+        }
+        assert_eq!((a.close_reason(), c.close_reason()), (None, None));
     }
 }
