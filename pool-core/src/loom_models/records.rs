@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// An HTTP/1 connection of `gauges`, installed `ACTIVE` (one unit of `establishing` moves).
+fn h1_record(id: u64, gauges: &Arc<Gauges>) -> Arc<ConnectionRecord> {
+    let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
+    let info = ConnectionInfo::new(
+        ConnectionId::from_u64(id),
+        origin,
+        PartitionId::ANONYMOUS,
+        Protocol::Http1,
+    );
+    ConnectionRecord::install(info, gauges.clone(), None, None)
+}
+
 /// The driver closing a connection (its peer went away) races a request committing a dispatch
 /// on it from the idle set: the connection is accounted exactly once either way.
 #[test]
@@ -10,14 +22,7 @@ fn loom_logical_close_races_dispatch_commit() {
     loom::model(|| {
         let gauges = Arc::new(Gauges::default());
         gauges.inc(Gauge::Establishing);
-        let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
-        let info = ConnectionInfo::new(
-            ConnectionId::from_u64(2),
-            origin,
-            PartitionId::ANONYMOUS,
-            Protocol::Http1,
-        );
-        let record = ConnectionRecord::install(info, gauges.clone(), None, None);
+        let record = h1_record(2, &gauges);
         assert!(record.checkin());
 
         let committed = std::sync::Arc::new(AtomicBool::new(false));
@@ -49,14 +54,7 @@ fn loom_close_races_the_io_drop() {
         let gauges = Arc::new(Gauges::default());
         gauges.inc(Gauge::Establishing);
         let link = PhysicalLink::new(gauges.clone());
-        let origin = OriginKey::from_uri(&"http://loom.test".parse().unwrap()).unwrap();
-        let info = ConnectionInfo::new(
-            ConnectionId::from_u64(3),
-            origin,
-            PartitionId::ANONYMOUS,
-            Protocol::Http1,
-        );
-        let record = ConnectionRecord::install(info, gauges.clone(), None, None);
+        let record = h1_record(3, &gauges);
         link.attach(&record);
         assert!(record.checkin());
 

@@ -39,8 +39,7 @@ pub(crate) fn nginx_lifetime(poolcurl: &Path, started: &Nginx) -> Vec<Row> {
         let finished = Running::spawn(poolcurl, &args).map(Running::finish);
         let mut problems = Vec::new();
         if let Ok(run) = &finished {
-            let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
-            let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+            let count = summary_counts(&run.stdout);
             let retired = count("/connections/closed/max_lifetime");
             let opened = count("/connections/opened");
             let peak = count("/connections/peak_open");
@@ -95,8 +94,7 @@ pub(crate) fn nginx_keep_alive_hint(poolcurl: &Path, started: &Nginx) -> Row {
     let finished = Running::spawn(poolcurl, &args).map(Running::finish);
     let mut problems = Vec::new();
     if let Ok(run) = &finished {
-        let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
-        let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+        let count = summary_counts(&run.stdout);
         let counts = (
             count("/requests"),
             count("/connections/opened"),
@@ -151,8 +149,7 @@ pub(crate) fn nginx_idle_cap(poolcurl: &Path, started: &Nginx, dir: &Path) -> Ve
         let finished = Running::spawn(poolcurl, &args).map(Running::finish);
         let mut problems = Vec::new();
         if let Ok(run) = &finished {
-            let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
-            let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
+            let count = summary_counts(&run.stdout);
             let opened = count("/connections/opened");
             let closed = count("/connections/closed/idle_limit");
             if (opened, closed) != (Some(want_opened), Some(want_closed)) {
@@ -174,6 +171,13 @@ pub(crate) fn nginx_idle_cap(poolcurl: &Path, started: &Nginx, dir: &Path) -> Ve
         rows.push(Row::judge(name(cap), finished, None, "h1", problems));
     }
     rows
+}
+
+/// Reads a count of poolcurl's JSON summary by its path (`/connections/opened`); `None` when
+/// the summary or the count is missing.
+fn summary_counts(stdout: &str) -> impl Fn(&str) -> Option<u64> {
+    let json: Value = serde_json::from_str(stdout).unwrap_or(Value::Null);
+    move |path| json.pointer(path).and_then(Value::as_u64)
 }
 
 /// The lines of a log file, none if it is not there yet.
