@@ -220,6 +220,11 @@ impl BodyGate {
         drop(value);
     }
 
+    /// Whether the body was dropped: hyper let go of it (see [`body_dropped`](Self::body_dropped)).
+    pub fn is_body_dropped(&self) -> bool {
+        self.lock().dropped
+    }
+
     /// The body bytes handed over so far.
     pub fn handed_over(&self) -> u64 {
         self.lock().sent

@@ -14,6 +14,7 @@ use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
 
 use crate::handshake::H2Home;
+use crate::kill::KillSwitch;
 use crate::sending::Sending;
 use crate::streams::Streams;
 
@@ -26,6 +27,15 @@ struct Inner<B> {
     sender: SendRequest<B>,
     /// What its streams need of it (one shared allocation, so a lease costs no allocation).
     shared: Arc<GenerationHandle>,
+}
+
+impl<B> Drop for Inner<B> {
+    /// The generation's last handle: no stream can be taken on it any more. If every stream
+    /// left was abandoned, nothing else will end the connection (see `kill.rs`).
+    fn drop(&mut self) {
+        self.shared.streams.seal();
+        self.shared.end_if_abandoned();
+    }
 }
 
 impl<B> Clone for H2Generation<B> {
@@ -44,6 +54,7 @@ impl<B> H2Generation<B> {
         record: Arc<ConnectionRecord>,
         streams: Arc<Streams>,
         home: Arc<dyn H2Home>,
+        kill: std::sync::Arc<KillSwitch>,
     ) -> Self {
         H2Generation {
             inner: Arc::new(Inner {
@@ -52,6 +63,7 @@ impl<B> H2Generation<B> {
                     record,
                     streams,
                     home,
+                    kill,
                 }),
             }),
         }
@@ -93,9 +105,7 @@ impl<B> H2Generation<B> {
             .inc(Gauge::H2ActiveStreams);
         Some(StreamLease {
             sender: self.inner.sender.clone(),
-            guard: StreamGuard {
-                generation: Some(self.inner.shared.clone()),
-            },
+            guard: StreamGuard::new(self.inner.shared.clone()),
         })
     }
 
@@ -130,7 +140,7 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     }
 
     fn has_streams(&self) -> bool {
-        self.inner.shared.streams.taken() > 0
+        self.inner.shared.streams.in_use()
     }
 
     fn stream_limit(&self) -> Option<usize> {
@@ -148,6 +158,8 @@ struct GenerationHandle {
     record: Arc<ConnectionRecord>,
     streams: Arc<Streams>,
     home: Arc<dyn H2Home>,
+    /// Ends the connection's transport (see `kill.rs`).
+    kill: std::sync::Arc<KillSwitch>,
 }
 
 impl GenerationHandle {
@@ -158,6 +170,20 @@ impl GenerationHandle {
             self.home.stream_freed(&self.record);
         } else {
             self.home.stream_ended(&self.record);
+        }
+        self.end_if_abandoned();
+    }
+
+    /// Kills the connection if no stream can be taken on it any more and every stream left
+    /// is abandoned. Checked by each change that can make it so: the generation's last handle
+    /// going, a stream ending, a stream being abandoned.
+    fn end_if_abandoned(&self) {
+        if self.streams.only_abandoned_left() {
+            tracing::debug!(
+                connection = self.record.info().id().as_u64(),
+                "every stream left is abandoned: ending the connection"
+            );
+            self.kill.kill();
         }
     }
 }
@@ -337,18 +363,48 @@ impl<B> fmt::Debug for StreamLease<B> {
 /// dropped or [`release`](Self::release)d.
 pub struct StreamGuard {
     generation: Option<Arc<GenerationHandle>>,
+    /// [`abandon`](Self::abandon)ed.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl StreamGuard {
+    fn new(generation: Arc<GenerationHandle>) -> StreamGuard {
+        StreamGuard {
+            generation: Some(generation),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// The record of the generation the stream belongs to.
     pub fn record(&self) -> Option<&Arc<ConnectionRecord>> {
         self.generation.as_ref().map(|g| &g.record)
+    }
+
+    /// The pool gave up on the stream while hyper still holds it open: its response is over
+    /// and its request body was aborted, but hyper drops the body only once the peer grants
+    /// window. The stream stays counted (h2 counts it against the peer's limit) but no longer
+    /// keeps the connection in use: a connection with nothing else left is closed as unused,
+    /// and ended once no stream can be taken on it (see `kill.rs`).
+    pub fn abandon(&self) {
+        let Some(generation) = &self.generation else {
+            return;
+        };
+        if !self
+            .abandoned
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            generation.streams.abandon();
+            generation.end_if_abandoned();
+        }
     }
 
     /// The stream finished: stop counting it.
     pub fn release(&mut self) {
         if let Some(generation) = self.generation.take() {
             generation.record.gauges().dec(Gauge::H2ActiveStreams);
+            if *self.abandoned.get_mut() {
+                generation.streams.forget_abandoned();
+            }
             generation.release();
         }
     }

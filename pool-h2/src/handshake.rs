@@ -18,6 +18,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::generation::H2Generation;
+use crate::kill::{KillSwitch, Killable};
 use crate::reset::ReadPastReset;
 use crate::runtime::{PartitionExecutor, PoolTimer, Turn};
 use crate::settings::H2Settings;
@@ -89,12 +90,15 @@ where
     let mut builder = Builder::new(PartitionExecutor::new(spawner, turn.clone()));
     builder.timer(timer);
     settings.apply(&mut builder);
-    let (sender, conn) = builder.handshake::<_, B>(ReadPastReset::new(io)).await?;
+    let kill = std::sync::Arc::new(KillSwitch::default());
+    let io = Killable::new(ReadPastReset::new(io), kill.clone());
+    let (sender, conn) = builder.handshake::<_, B>(io).await?;
     Ok(Handshaken {
         sender,
         conn,
         initial_max_send_streams: settings.initial_max_send_streams(),
         turn,
+        kill,
     })
 }
 
@@ -107,6 +111,8 @@ pub struct Handshaken<B, F> {
     initial_max_send_streams: usize,
     /// The turn hyper's tasks for this connection take (see [`PartitionExecutor`]).
     turn: Turn,
+    /// Ends the connection's transport (see `kill.rs`).
+    kill: std::sync::Arc<KillSwitch>,
 }
 
 impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
@@ -132,7 +138,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
             streams: streams.clone(),
         };
         (
-            H2Generation::new(self.sender, record, streams, home),
+            H2Generation::new(self.sender, record, streams, home, self.kill),
             driver,
         )
     }

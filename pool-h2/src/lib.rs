@@ -34,6 +34,11 @@
 //!   may send the request again; [`is_connection_lost`] tells when the connection was reset or
 //!   closed under a stream with no such proof, which the pool repeats only for idempotent
 //!   requests.
+//! * A stream the pool gave up on while hyper still holds it open ([`StreamGuard::abandon`]:
+//!   a refused upload the server grants no window for) stays counted against the limit but
+//!   does not keep the generation in use; once no stream can be taken on the generation and
+//!   only abandoned ones are left, the connection's transport is failed so that h2 ends it
+//!   (`kill.rs`): nothing else would.
 //! * [`PartitionExecutor`] and [`PoolTimer`] are hyper's `Executor` and `Timer` without
 //!   hyper-util: the executor spawns onto the connection's partition, the timer follows the
 //!   pool's time source (and overrides `now()`, so paused test time reaches hyper too).
@@ -60,6 +65,7 @@
 
 mod generation;
 mod handshake;
+mod kill;
 mod request;
 mod reset;
 mod runtime;

@@ -39,6 +39,12 @@ pub(crate) struct Streams {
     /// Set by the driver when hyper's dispatch task ended on its own (see
     /// [`Streams::dispatcher_ended`]).
     dispatcher_ended: AtomicBool,
+    /// Taken streams the pool gave up on (see `kill.rs`): still counted in `taken`, as h2
+    /// still counts them against the peer's limit, but not keeping the connection in use.
+    /// Never more than `taken`: a stream leaves this count before it leaves `taken`.
+    abandoned: AtomicUsize,
+    /// No stream can be taken any more: the generation's last handle is gone.
+    sealed: AtomicBool,
     /// Reads h2's current limit from the connection.
     probe: Box<dyn LimitProbe>,
 }
@@ -63,6 +69,8 @@ impl Streams {
             assumed: AtomicUsize::new(usize::MAX),
             initial,
             dispatcher_ended: AtomicBool::new(false),
+            abandoned: AtomicUsize::new(0),
+            sealed: AtomicBool::new(false),
             probe,
         }
     }
@@ -118,6 +126,43 @@ impl Streams {
     /// Streams reserved or in use.
     pub(crate) fn taken(&self) -> usize {
         self.taken.load(Ordering::Acquire)
+    }
+
+    /// Whether a taken stream is one the pool has not given up on. Exact while nothing can
+    /// take a stream between the two loads (the cell asks under its lock, which reserving
+    /// takes): `abandoned` never exceeds `taken` (a stream leaves it before it leaves `taken`),
+    /// so when the second load finds as many abandoned as the first found taken, every stream
+    /// was abandoned at that moment.
+    pub(crate) fn in_use(&self) -> bool {
+        let taken = self.taken();
+        taken > self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// One taken stream is abandoned (see `kill.rs`).
+    pub(crate) fn abandon(&self) {
+        self.abandoned.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An abandoned stream is about to be released: called before its [`release`](Self::release).
+    pub(crate) fn forget_abandoned(&self) {
+        self.abandoned.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// No stream will be taken any more.
+    pub(crate) fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    /// Whether the connection is sealed and every stream left on it is abandoned (at least one):
+    /// nothing will end it but a kill. Once sealed, `taken` only falls, so the answer read here
+    /// stays true until the connection ends.
+    pub(crate) fn only_abandoned_left(&self) -> bool {
+        if !self.sealed.load(Ordering::Acquire) {
+            return false;
+        }
+        let taken = self.taken();
+        let abandoned = self.abandoned.load(Ordering::Acquire);
+        abandoned > 0 && abandoned >= taken
     }
 
     /// Assumes `limit` until the peer's is known.
@@ -236,6 +281,29 @@ mod tests {
             streams.release(),
             "above the new limit, a release still says so"
         );
+    }
+
+    #[test]
+    fn abandoned_streams_are_taken_but_not_in_use_and_only_a_sealed_connection_is_ended() {
+        let (streams, _) = accounting(100);
+        assert!(streams.try_reserve() && streams.try_reserve());
+        streams.abandon();
+        assert!(streams.in_use(), "one stream is not abandoned");
+        assert!(!streams.only_abandoned_left(), "not sealed");
+        streams.release();
+        assert_eq!(streams.taken(), 1);
+        assert!(!streams.in_use(), "the one left is abandoned");
+        assert!(
+            !streams.only_abandoned_left(),
+            "a stream may still be taken"
+        );
+        streams.seal();
+        assert!(streams.only_abandoned_left());
+        // The abandoned stream ends after all (hyper let go of its body).
+        streams.forget_abandoned();
+        streams.release();
+        assert!(!streams.only_abandoned_left(), "nothing is left to end");
+        assert!(!streams.in_use());
     }
 
     #[test]

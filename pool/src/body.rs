@@ -211,15 +211,32 @@ pub(crate) enum StreamHold {
     Shared { _guard: Arc<StreamGuard> },
 }
 
-/// The gate of a request body that an HTTP/2 response stopped. Dropped with the response's
-/// exchange (read, failed or dropped), it aborts the body, which ends with an error on which
-/// hyper resets the stream; the gate keeps the stream counted until then (see
-/// [`StreamHold::Shared`]).
-struct StoppedBody(Arc<BodyGate>);
+/// The gate of a request body that an HTTP/2 response stopped, and the body's stream. Dropped
+/// with the response's exchange (read, failed or dropped), it aborts the body, which ends with
+/// an error on which hyper resets the stream; the gate keeps the stream counted until then (see
+/// [`StreamHold::Shared`]). hyper looks at the body only when the peer grants the stream
+/// window, so if hyper still holds the body after the abort the stream is abandoned: counted,
+/// but no longer keeping the connection in use (see [`pool_h2::StreamGuard::abandon`]).
+pub(crate) struct StoppedBody {
+    gate: Arc<BodyGate>,
+    stream: Arc<StreamGuard>,
+}
+
+impl StoppedBody {
+    pub(crate) fn new(gate: Arc<BodyGate>, stream: Arc<StreamGuard>) -> StoppedBody {
+        StoppedBody { gate, stream }
+    }
+}
 
 impl Drop for StoppedBody {
     fn drop(&mut self) {
-        self.0.abort();
+        self.gate.abort();
+        // Usually the body is still held here only because hyper waits for window it may never
+        // get. If hyper was about to drop it anyway, the stream is released right after and
+        // the abandonment with it.
+        if !self.gate.is_body_dropped() {
+            self.stream.abandon();
+        }
     }
 }
 
@@ -281,14 +298,14 @@ impl Body {
     pub(crate) fn h2(
         inner: Incoming,
         guard: StreamHold,
-        stopped: Option<Arc<BodyGate>>,
+        stopped: Option<StoppedBody>,
         connection: ConnectionHandle,
     ) -> Body {
         let mut body = Body {
             inner,
             exchange: Exchange::H2 {
                 _stream: guard,
-                _stopped: stopped.map(StoppedBody),
+                _stopped: stopped,
             },
             connection,
             idle: None,

@@ -3,8 +3,8 @@
 //! [`without_reset`](EarlyAnswerPeer::without_reset), `RST_STREAM(NO_ERROR)` to ask the client
 //! to stop sending the body (RFC 9113 §8.1; Google Cloud Storage answers uploads this way).
 //! Without the reset, the client decides alone what becomes of the rest of its body; the peer
-//! counts the body bytes that arrive on that stream and records the client's own
-//! `RST_STREAM`, if one comes.
+//! counts the body bytes that arrive on that stream, records the client's own `RST_STREAM`, if
+//! one comes, and counts the connections the client closes.
 //!
 //! The h2 crate's server cannot be made to do this: its `send_reset` drops the frames of the
 //! stream still queued, so the client would get the reset without the response. This peer
@@ -54,6 +54,8 @@ struct Seen {
     early_body: AtomicUsize,
     /// The error code of each `RST_STREAM` the client sent, in order.
     client_resets: Mutex<Vec<u32>>,
+    /// Connections the client closed (the peer read their end).
+    closed: AtomicUsize,
     changed: Notify,
 }
 
@@ -130,13 +132,42 @@ impl EarlyAnswerPeer {
     }
 }
 
+impl EarlyAnswerPeer {
+    /// Connections the client has closed so far.
+    pub fn closed_connections(&self) -> usize {
+        self.seen.closed.load(Ordering::SeqCst)
+    }
+
+    /// Waits up to `limit` until the client has closed `n` connections; whether it did.
+    pub async fn wait_closed(&self, n: usize, limit: Duration) -> bool {
+        tokio::time::timeout(limit, async {
+            loop {
+                let changed = self.seen.changed.notified();
+                if self.closed_connections() >= n {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await
+        .is_ok()
+    }
+}
+
 impl Drop for EarlyAnswerPeer {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-async fn serve(mut io: TcpStream, seen: Arc<Seen>) {
+async fn serve(io: TcpStream, seen: Arc<Seen>) {
+    converse(io, &seen).await;
+    seen.closed.fetch_add(1, Ordering::SeqCst);
+    seen.changed.notify_waiters();
+}
+
+/// Reads and answers frames until the client closes the connection (or breaks it).
+async fn converse(mut io: TcpStream, seen: &Seen) {
     let mut preface = [0u8; 24];
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
         return;

@@ -1247,7 +1247,9 @@ async fn without_alpn_tls_speaks_http1_unless_http2_is_required() {
 /// flow-control window again, while hyper holds a piece of the body it cannot send: h2 keeps
 /// that stream open for as long as hyper holds the body, so the pool counts it too. With the
 /// server allowing one stream per connection, the next request goes on a new connection
-/// instead of waiting for ever behind the stuck stream on the first.
+/// instead of waiting for ever behind the stuck stream on the first. The stuck stream is
+/// abandoned, so closing idle connections closes the first too, and the pool ends it: its
+/// socket goes and its accounting returns to zero.
 #[tokio::test]
 async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
     let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(1).await;
@@ -1278,4 +1280,56 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         "a new connection"
     );
     assert_eq!(peer.early_body_bytes(), 65_535, "only the window went");
+    // The peer answers the first stream of every connection early; this one had no body.
+    assert_eq!(next.status(), 413);
+    next.into_body().collect().await.unwrap();
+
+    // The stream is abandoned: the first connection has nothing else in use, so it closes as
+    // unused, and since nothing could end it gracefully (the server waits for the body, hyper
+    // for window) the pool ends it, and the stream with it.
+    assert_eq!(peer.closed_connections(), 0);
+    pool.close_idle_connections();
+    assert!(
+        peer.wait_closed(2, LIMIT).await,
+        "both connections closed; {} did",
+        peer.closed_connections()
+    );
+    settle(&pool, &origin(&url), |s| {
+        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 0
+    })
+    .await;
+}
+
+/// A generation closed while a stream is still in use beside an abandoned one (see the test
+/// above) drains that stream, and is ended as soon as it is gone: the abandoned stream alone
+/// would keep it open for ever.
+#[tokio::test]
+async fn a_closed_connection_ends_when_only_abandoned_streams_are_left() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(2).await;
+    let url = peer.url("/upload");
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let stopped = upload_answered_early(&client, &url, body).await;
+    let first = stopped.body().connection().id();
+    stopped.into_body().collect().await.unwrap();
+    // Its response read, its body is held, unread, so its stream stays in use.
+    let held = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
+        .await
+        .expect("the second stream is free")
+        .unwrap();
+    assert_eq!(held.body().connection().id(), first, "the same connection");
+    let key = origin(&url);
+    assert_eq!(pool.stats(&key).total().h2_active_streams, 2);
+
+    drop(client);
+    drop(pool);
+    // The pool is gone and its generation closed; the connection drains the stream in use.
+    assert_eq!(peer.closed_connections(), 0, "a stream is still in use");
+    assert_eq!(held.into_body().collect().await.unwrap().to_bytes(), "next");
+    assert!(
+        peer.wait_closed(1, LIMIT).await,
+        "the connection ends with the last stream in use"
+    );
 }

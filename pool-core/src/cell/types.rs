@@ -58,7 +58,9 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
     fn unreserve_quietly(&self);
     /// Whether the peer's limit is known (or assumed) and every stream it allows is taken.
     fn is_full(&self) -> bool;
-    /// Whether any stream is taken: reserved for a request, or in flight.
+    /// Whether any stream is in use: reserved for a request, or in flight and not abandoned
+    /// (a stream the pool gave up on but the protocol still holds open does not keep the
+    /// generation in use; see `pool-h2`'s `kill` module).
     fn has_streams(&self) -> bool;
     /// The stream limit in force: the peer's, once a response proved its SETTINGS arrived, or
     /// the one assumed until then.

@@ -13,7 +13,9 @@
 //! Over HTTP/2 the abort waits for the response's end, as over HTTP/1: a reset of the stream
 //! before then would cut the response off too. A server that stops granting flow-control
 //! window leaves hyper waiting for window before it asks the body again, and the reset goes
-//! only once it does (or the connection ends).
+//! only once it does (or the connection ends). Until then the stream is abandoned
+//! ([`pool_h2::StreamGuard::abandon`]): counted, but not keeping its connection in use, and a
+//! closed connection left with nothing but such streams is ended rather than drained.
 //!
 //! hyper's writer also takes frame after frame for as long as the socket accepts bytes, without
 //! reading in between: to a server that reads and discards a refused upload (nginx's lingering

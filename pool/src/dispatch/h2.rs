@@ -13,7 +13,7 @@ use pool_h1::BodyGate;
 use pool_h2::{H2SendOutcome, StreamLease};
 
 use super::{Exchange, Served};
-use crate::body::{Body, RequestBody, StreamHold};
+use crate::body::{Body, RequestBody, StoppedBody, StreamHold};
 use crate::cell::CellEntry;
 use crate::client::Client;
 use crate::error::Error;
@@ -100,7 +100,7 @@ fn follow_gated(
     response: &mut http::Response<hyper::body::Incoming>,
     guard: pool_h2::StreamGuard,
     gate: Arc<BodyGate>,
-) -> (StreamHold, Option<Arc<BodyGate>>) {
+) -> (StreamHold, Option<StoppedBody>) {
     let shared = Arc::new(guard);
     gate.keep_until_body_dropped(Box::new(shared.clone()));
     let stopped = match stop_body(client, response, &gate) {
@@ -108,7 +108,7 @@ fn follow_gated(
             response
                 .extensions_mut()
                 .insert(super::gated::BodyStopped::new(sent));
-            Some(gate)
+            Some(StoppedBody::new(gate, shared.clone()))
         }
         None => {
             response
