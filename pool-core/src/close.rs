@@ -48,11 +48,15 @@ pub enum CloseReason {
     /// `ConnectionPool::close_idle_connections`, as Go's `Transport.CloseIdleConnections`): an
     /// idle HTTP/1 connection, or an HTTP/2 generation without a stream in flight.
     CallerClosedIdle,
+    /// Every stream left on an HTTP/2 connection was one the pool gave up on (a refused upload
+    /// whose body the protocol still held, waiting for flow-control window the server never
+    /// granted), and the connection had no room for another: it could serve nothing more.
+    StreamsAbandoned,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 13] = [
+    pub const ALL: [CloseReason; 14] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -66,6 +70,7 @@ impl CloseReason {
         CloseReason::BodyIdleTimeout,
         CloseReason::IdleLimit,
         CloseReason::CallerClosedIdle,
+        CloseReason::StreamsAbandoned,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -84,6 +89,7 @@ impl CloseReason {
             CloseReason::BodyIdleTimeout => "body_idle_timeout",
             CloseReason::IdleLimit => "idle_limit",
             CloseReason::CallerClosedIdle => "caller_closed_idle",
+            CloseReason::StreamsAbandoned => "streams_abandoned",
         }
     }
 }

@@ -7,11 +7,11 @@ use std::future::Future;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::client::conn::http2::SendRequest;
-use pool_core::ResendReason;
 use pool_core::cell::PooledH2;
 use pool_core::connection::ConnectionRecord;
 use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
+use pool_core::{CloseReason, ResendReason};
 
 use crate::handshake::H2Home;
 use crate::kill::KillSwitch;
@@ -389,13 +389,22 @@ impl StreamGuard {
         let Some(generation) = &self.generation else {
             return;
         };
-        if !self
+        if self
             .abandoned
             .swap(true, std::sync::atomic::Ordering::AcqRel)
         {
-            generation.streams.abandon();
-            generation.end_if_abandoned();
+            return;
         }
+        generation.streams.abandon();
+        if !generation.streams.in_use() && generation.streams.is_full() {
+            // Nothing left to serve and no room to serve anything: retire it now, so a request
+            // waiting for a stream (or, bounded, for the permit) gets a new connection rather
+            // than waiting for the idle timeout. A stream that ends meanwhile is reserved again
+            // only by a request the retirement then drains, as after any close.
+            generation.record.close(CloseReason::StreamsAbandoned, None);
+            generation.home.retire(&generation.record);
+        }
+        generation.end_if_abandoned();
     }
 
     /// The stream finished: stop counting it.

@@ -28,8 +28,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Where an HTTP/2 connection reports to its cell, implemented by the assembled pool.
 pub trait H2Home: Send + Sync + 'static {
-    /// The generation of `record` stopped accepting streams (its driver ended): remove it from
-    /// its cell so the next request gets a replacement.
+    /// The generation of `record` stopped accepting streams (its driver ended, or every stream
+    /// left on it is abandoned and it has no room for another): remove it from its cell so the
+    /// next request gets a replacement.
     fn retire(&self, record: &Arc<ConnectionRecord>);
 
     /// A stream of the generation of `record` became free while it was at the peer's limit (a

@@ -1248,8 +1248,8 @@ async fn without_alpn_tls_speaks_http1_unless_http2_is_required() {
 /// that stream open for as long as hyper holds the body, so the pool counts it too. With the
 /// server allowing one stream per connection, the next request goes on a new connection
 /// instead of waiting for ever behind the stuck stream on the first. The stuck stream is
-/// abandoned, so closing idle connections closes the first too, and the pool ends it: its
-/// socket goes and its accounting returns to zero.
+/// abandoned, and its connection, with no room for another stream, retires at once; the pool
+/// ends it, so its socket goes and its accounting returns to zero.
 #[tokio::test]
 async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
     let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(1).await;
@@ -1267,8 +1267,8 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
     let stats = pool.stats(&origin(&url)).total();
     assert_eq!(
         (stats.h2_active_streams, stats.h2_accepting),
-        (1, 1),
-        "the stream hyper still sends on is counted"
+        (1, 0),
+        "the stream hyper still sends on is counted, and its connection, full, retired"
     );
     let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
         .await
@@ -1284,10 +1284,12 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
     assert_eq!(next.status(), 413);
     next.into_body().collect().await.unwrap();
 
-    // The stream is abandoned: the first connection has nothing else in use, so it closes as
-    // unused, and since nothing could end it gracefully (the server waits for the body, hyper
-    // for window) the pool ends it, and the stream with it.
-    assert_eq!(peer.closed_connections(), 0);
+    // Nothing could end the first connection gracefully (the server waits for the body, hyper
+    // for window): the pool ends it, and the stream with it.
+    assert!(
+        peer.wait_closed(1, LIMIT).await,
+        "the first connection ended"
+    );
     pool.close_idle_connections();
     assert!(
         peer.wait_closed(2, LIMIT).await,
@@ -1295,6 +1297,79 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         peer.closed_connections()
     );
     settle(&pool, &origin(&url), |s| {
+        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 0
+    })
+    .await;
+}
+
+/// A connection whose every stream is abandoned and that has no room for another can serve
+/// nothing more: the pool retires it at once (`streams_abandoned`) rather than at its idle
+/// timeout, so under a bound of one connection the next request gets its permit and a new
+/// connection instead of waiting, and the old one ends.
+#[tokio::test]
+async fn a_connection_full_of_abandoned_streams_retires_at_once() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(1).await;
+    let url = peer.url("/upload");
+    let events = EventLog::new();
+    let pool = h2c_pool()
+        .max_connections_per_host(1)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let stopped = upload_answered_early(&client, &url, body).await;
+    let first = stopped.body().connection().id();
+    stopped.into_body().collect().await.unwrap();
+
+    let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
+        .await
+        .expect("the permit came back without waiting for the idle timeout")
+        .unwrap();
+    assert_ne!(next.body().connection().id(), first, "a new connection");
+    next.into_body().collect().await.unwrap();
+    assert!(
+        peer.wait_closed(1, LIMIT).await,
+        "the first connection ended"
+    );
+    assert_eq!(
+        events.closed(),
+        vec![(first, CloseReason::StreamsAbandoned)],
+        "the first connection's close"
+    );
+    settle(&pool, &origin(&url), |s| {
+        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 1
+    })
+    .await;
+}
+
+/// A connection with room for more streams is kept when one is abandoned, but that stream no
+/// longer keeps it in use: closing idle connections closes it (`caller_closed_idle`), and the
+/// pool ends it, since its abandoned stream would never drain.
+#[tokio::test]
+async fn an_abandoned_stream_does_not_keep_its_connection_from_closing_as_idle() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(2).await;
+    let url = peer.url("/upload");
+    let events = EventLog::new();
+    let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
+    let client = pool.client().unwrap();
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let stopped = upload_answered_early(&client, &url, body).await;
+    let first = stopped.body().connection().id();
+    stopped.into_body().collect().await.unwrap();
+    let key = origin(&url);
+    let stats = pool.stats(&key).total();
+    assert_eq!((stats.h2_active_streams, stats.h2_accepting), (1, 1));
+
+    pool.close_idle_connections();
+    assert!(peer.wait_closed(1, LIMIT).await, "the connection ended");
+    assert_eq!(
+        events.closed(),
+        vec![(first, CloseReason::CallerClosedIdle)]
+    );
+    settle(&pool, &key, |s| {
         s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 0
     })
     .await;
