@@ -31,8 +31,12 @@ pub enum Gauge {
     H2Accepting,
     /// HTTP/2 generations that accept no new streams but whose transport is still live.
     H2Draining,
-    /// Request leases (streams) on accepting and draining generations.
+    /// Request leases (streams) on accepting and draining generations, but abandoned ones.
     H2ActiveStreams,
+    /// Streams the pool gave up on that the protocol still holds open: a refused upload whose
+    /// body hyper keeps, waiting for flow-control window the server does not grant. They count
+    /// against the server's stream limit but keep no connection in use.
+    H2AbandonedStreams,
     /// Transports from the connector's return until their I/O is dropped.
     PhysicallyLive,
     /// Requests registered in the cell's waiter queues. Stays last: the gauges before it
@@ -238,6 +242,7 @@ impl Gauges {
             h2_accepting: self.get(Gauge::H2Accepting),
             h2_draining: self.get(Gauge::H2Draining),
             h2_active_streams: self.get(Gauge::H2ActiveStreams),
+            h2_abandoned_streams: self.get(Gauge::H2AbandonedStreams),
             physically_live: self.get(Gauge::PhysicallyLive),
             waiting_requests: self.get(Gauge::WaitingRequests),
         }
@@ -289,8 +294,11 @@ pub struct PartitionStats {
     pub h2_accepting: usize,
     /// HTTP/2 generations draining their accepted streams.
     pub h2_draining: usize,
-    /// Streams in flight on this partition's HTTP/2 generations.
+    /// Streams in flight on this partition's HTTP/2 generations, but abandoned ones.
     pub h2_active_streams: usize,
+    /// Streams the pool gave up on while the server holds them open (a refused upload waiting
+    /// for flow-control window); they count against the server's stream limit only.
+    pub h2_abandoned_streams: usize,
     /// Transports whose I/O has not been dropped yet, in any state.
     pub physically_live: usize,
     /// Requests of this partition waiting for a connection.
@@ -314,6 +322,7 @@ impl PartitionStats {
         self.h2_accepting += other.h2_accepting;
         self.h2_draining += other.h2_draining;
         self.h2_active_streams += other.h2_active_streams;
+        self.h2_abandoned_streams += other.h2_abandoned_streams;
         self.physically_live += other.physically_live;
         self.waiting_requests += other.waiting_requests;
     }
@@ -438,8 +447,10 @@ impl OriginStats {
         h2_accepting;
         /// HTTP/2 generations draining their accepted streams, all partitions.
         h2_draining;
-        /// Streams in flight on HTTP/2 generations, all partitions.
+        /// Streams in flight on HTTP/2 generations, but abandoned ones, all partitions.
         h2_active_streams;
+        /// Abandoned HTTP/2 streams the servers still hold open, all partitions.
+        h2_abandoned_streams;
         /// Transports whose I/O has not been dropped yet, all partitions.
         physically_live;
         /// Requests waiting for a connection, all partitions.

@@ -359,8 +359,9 @@ impl<B> fmt::Debug for StreamLease<B> {
     }
 }
 
-/// Keeps one stream counted (in `h2_active_streams`, and against the peer's limit) until it is
-/// dropped or [`release`](Self::release)d.
+/// Keeps one stream counted (in `h2_active_streams`, or `h2_abandoned_streams` once
+/// [`abandon`](Self::abandon)ed, and against the peer's limit) until it is dropped or
+/// [`release`](Self::release)d.
 pub struct StreamGuard {
     generation: Option<Arc<GenerationHandle>>,
     /// [`abandon`](Self::abandon)ed.
@@ -395,6 +396,10 @@ impl StreamGuard {
         {
             return;
         }
+        generation
+            .record
+            .gauges()
+            .transfer(Gauge::H2ActiveStreams, Gauge::H2AbandonedStreams);
         generation.streams.abandon();
         if !generation.streams.in_use() && generation.streams.is_full() {
             // Nothing left to serve and no room to serve anything: retire it now, so a request
@@ -410,9 +415,11 @@ impl StreamGuard {
     /// The stream finished: stop counting it.
     pub fn release(&mut self) {
         if let Some(generation) = self.generation.take() {
-            generation.record.gauges().dec(Gauge::H2ActiveStreams);
             if *self.abandoned.get_mut() {
+                generation.record.gauges().dec(Gauge::H2AbandonedStreams);
                 generation.streams.forget_abandoned();
+            } else {
+                generation.record.gauges().dec(Gauge::H2ActiveStreams);
             }
             generation.release();
         }

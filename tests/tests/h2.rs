@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http::{Request, Version};
 use http_body_util::{BodyExt, Empty};
 use pool::{
-    CloseReason, ConnectionHandle, ConnectionPool, PartitionStats, Protocol, ProtocolPolicy,
-    ResendReason,
+    CloseReason, ConnectionHandle, ConnectionPool, ConnectionReuseScope, Partition, PartitionId,
+    PartitionStats, Protocol, ProtocolPolicy, ResendReason, TokioDriverSpawner,
 };
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
@@ -1266,9 +1266,13 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
     assert_eq!(body, "too large\n");
     let stats = pool.stats(&origin(&url)).total();
     assert_eq!(
-        (stats.h2_active_streams, stats.h2_accepting),
-        (1, 0),
-        "the stream hyper still sends on is counted, and its connection, full, retired"
+        (
+            stats.h2_active_streams,
+            stats.h2_abandoned_streams,
+            stats.h2_accepting
+        ),
+        (0, 1, 0),
+        "the stream hyper still sends on is counted, abandoned, and its connection, full, retired"
     );
     let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
         .await
@@ -1297,7 +1301,10 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         peer.closed_connections()
     );
     settle(&pool, &origin(&url), |s| {
-        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 0
+        s.h2_active_streams == 0
+            && s.h2_abandoned_streams == 0
+            && s.h2_draining == 0
+            && s.h2_accepting == 0
     })
     .await;
 }
@@ -1339,7 +1346,10 @@ async fn a_connection_full_of_abandoned_streams_retires_at_once() {
         "the first connection's close"
     );
     settle(&pool, &origin(&url), |s| {
-        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 1
+        s.h2_active_streams == 0
+            && s.h2_abandoned_streams == 0
+            && s.h2_draining == 0
+            && s.h2_accepting == 1
     })
     .await;
 }
@@ -1361,7 +1371,14 @@ async fn an_abandoned_stream_does_not_keep_its_connection_from_closing_as_idle()
     stopped.into_body().collect().await.unwrap();
     let key = origin(&url);
     let stats = pool.stats(&key).total();
-    assert_eq!((stats.h2_active_streams, stats.h2_accepting), (1, 1));
+    assert_eq!(
+        (
+            stats.h2_active_streams,
+            stats.h2_abandoned_streams,
+            stats.h2_accepting
+        ),
+        (0, 1, 1)
+    );
 
     pool.close_idle_connections();
     assert!(peer.wait_closed(1, LIMIT).await, "the connection ended");
@@ -1370,9 +1387,52 @@ async fn an_abandoned_stream_does_not_keep_its_connection_from_closing_as_idle()
         vec![(first, CloseReason::CallerClosedIdle)]
     );
     settle(&pool, &key, |s| {
-        s.h2_active_streams == 0 && s.h2_draining == 0 && s.h2_accepting == 0
+        s.h2_active_streams == 0
+            && s.h2_abandoned_streams == 0
+            && s.h2_draining == 0
+            && s.h2_accepting == 0
     })
     .await;
+}
+
+/// Under a bound, a generation whose only stream is abandoned is quiet: a peer partition that
+/// needs the permit reclaims it (scope `Partition`, N = 1), and the pool ends it. Counted as
+/// an active stream, the abandoned one kept the permit from the peer until the idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_reclaims_a_generation_whose_only_stream_is_abandoned() {
+    let peer = pool_tests::h2early::EarlyAnswerPeer::without_reset_allowing(2).await;
+    let url = peer.url("/upload");
+    let events = EventLog::new();
+    let (p0, p1) = (PartitionId::from_index(0), PartitionId::from_index(1));
+    let pool = h2c_pool()
+        .partitions([p0, p1].map(|id| Partition::new(id, TokioDriverSpawner::current())))
+        .max_connections_per_host(1)
+        .connection_reuse_scope(ConnectionReuseScope::Partition)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let stopped = upload_answered_early(&pool.client_for(p0).unwrap(), &url, body).await;
+    let first = stopped.body().connection().id();
+    stopped.into_body().collect().await.unwrap();
+
+    let next = tokio::time::timeout(
+        LIMIT,
+        pool.client_for(p1)
+            .unwrap()
+            .request(get(&url.replace("/upload", "/next"))),
+    )
+    .await
+    .expect("the peer reclaimed the permit")
+    .unwrap();
+    assert_eq!(next.body().connection().info().partition(), p1);
+    next.into_body().collect().await.unwrap();
+    assert_eq!(events.closed(), vec![(first, CloseReason::Reclaimed)]);
+    assert!(
+        peer.wait_closed(1, LIMIT).await,
+        "the reclaimed connection ended"
+    );
 }
 
 /// A generation closed while a stream is still in use beside an abandoned one (see the test
@@ -1396,7 +1456,11 @@ async fn a_closed_connection_ends_when_only_abandoned_streams_are_left() {
         .unwrap();
     assert_eq!(held.body().connection().id(), first, "the same connection");
     let key = origin(&url);
-    assert_eq!(pool.stats(&key).total().h2_active_streams, 2);
+    let stats = pool.stats(&key).total();
+    assert_eq!(
+        (stats.h2_active_streams, stats.h2_abandoned_streams),
+        (1, 1)
+    );
 
     drop(client);
     drop(pool);
