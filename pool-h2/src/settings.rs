@@ -16,7 +16,8 @@ pub struct H2Settings {
     pub keep_alive_while_idle: bool,
     /// `SETTINGS_INITIAL_WINDOW_SIZE` for streams.
     pub initial_stream_window_size: Option<u32>,
-    /// The connection-level flow-control window.
+    /// The connection-level flow-control window (`None`: the pool's 1 GiB, not hyper's 5 MiB;
+    /// see `DEFAULT_CONNECTION_WINDOW`).
     pub initial_connection_window_size: Option<u32>,
     /// Let hyper grow windows from measured bandwidth-delay (overrides the two windows).
     pub adaptive_window: bool,
@@ -46,6 +47,13 @@ pub struct H2Settings {
     pub max_connections: Option<usize>,
 }
 
+/// The connection flow-control window when none is set: 1 GiB, Go's transport's, where
+/// hyper's is 5 MiB. Every stream shares the connection's window, and an unread response keeps
+/// what it received of it, so with hyper's a few slow readers stopped every other stream of
+/// the connection; this large, only each stream's own window bounds what an unread response
+/// holds. A window is a credit, not a buffer: nothing is allocated for it.
+pub(crate) const DEFAULT_CONNECTION_WINDOW: u32 = 1 << 30;
+
 /// hyper's `initial_max_send_streams` when none is set.
 const HYPER_INITIAL_MAX_SEND_STREAMS: usize = 100;
 
@@ -62,7 +70,10 @@ impl H2Settings {
             .keep_alive_interval(self.keep_alive_interval)
             .keep_alive_while_idle(self.keep_alive_while_idle)
             .initial_stream_window_size(self.initial_stream_window_size)
-            .initial_connection_window_size(self.initial_connection_window_size)
+            .initial_connection_window_size(Some(
+                self.initial_connection_window_size
+                    .unwrap_or(DEFAULT_CONNECTION_WINDOW),
+            ))
             .adaptive_window(self.adaptive_window)
             .max_frame_size(self.max_frame_size)
             .initial_max_send_streams(self.initial_max_send_streams)

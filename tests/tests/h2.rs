@@ -1472,3 +1472,45 @@ async fn a_closed_connection_ends_when_only_abandoned_streams_are_left() {
         "the connection ends with the last stream in use"
     );
 }
+
+/// Responses the caller does not read hold flow-control window: their stream's, and the
+/// connection's, which every stream shares. With hyper's default windows (2 MiB per stream,
+/// 5 MiB for the connection), three unread large responses took the whole connection window
+/// and the next stream's body never came, although every request of that origin in that
+/// partition goes on this one connection. The pool opens the connection window to 1 GiB, as Go's
+/// transport does, so a stream's own window is what bounds an unread response.
+#[tokio::test]
+async fn unread_responses_do_not_stall_the_other_streams_of_their_connection() {
+    let big = Bytes::from(vec![b'b'; 5 * 1024 * 1024 / 2]);
+    let h2 = ScriptedH2Server::builder()
+        .handler(move |request| match request.path() {
+            "/big" => StreamPlan::ok(big.clone()),
+            _ => StreamPlan::ok("small"),
+        })
+        .start()
+        .await;
+    let pool = h2c_pool().build().unwrap();
+    let client = pool.client().unwrap();
+    let mut unread = Vec::new();
+    for _ in 0..3 {
+        let response = tokio::time::timeout(LIMIT, client.request(get(&h2.url("/big"))))
+            .await
+            .expect("a head")
+            .unwrap();
+        unread.push(response);
+    }
+    let (handle, body) = tokio::time::timeout(LIMIT, fetch(&client, &h2.url("/small")))
+        .await
+        .expect("the small response's body is not held back by the unread ones");
+    assert_eq!(body, "small");
+    assert!(
+        unread
+            .iter()
+            .all(|r| r.body().connection().id() == handle.id()),
+        "one connection"
+    );
+    for response in unread {
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body.len(), 5 * 1024 * 1024 / 2);
+    }
+}

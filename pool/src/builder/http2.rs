@@ -31,7 +31,17 @@ impl Builder {
         self
     }
 
-    /// The initial HTTP/2 connection flow-control window.
+    /// The initial HTTP/2 connection flow-control window. `None` (the default) is the pool's
+    /// 1 GiB, as Go's transport has, not hyper's 5 MiB.
+    ///
+    /// Every stream of a connection draws on this one window, and a response the caller has
+    /// not read yet keeps what it received of it. The pool sends every request of an origin in
+    /// a partition on one connection, so with hyper's 5 MiB three unread responses of over
+    /// 2 MiB (a slow consumer each, behind a gateway) held the whole window, and every other
+    /// response on the connection stopped. With the connection window this large, each
+    /// stream's own window ([`http2_initial_stream_window_size`](Self::http2_initial_stream_window_size),
+    /// hyper's 2 MiB) is what bounds an unread response, so the memory held for unread
+    /// responses is still at most that per stream.
     pub fn http2_initial_connection_window_size(mut self, size: Option<u32>) -> Self {
         self.h2.initial_connection_window_size = size;
         self

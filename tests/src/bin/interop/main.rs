@@ -12,6 +12,9 @@
 //!   idle connections the pool retires before nginx closes them; and the pool-wide idle cap
 //!   (`--max-idle-connections`) over two names of one listener, with nginx's log of which
 //!   connection served each request.
+//! * **nginx's h2c listener with responses left unread** (`windows.rs`, the pool as a library):
+//!   three 2.5 MiB responses unread must not stop a small one on the same connection; hyper's
+//!   5 MiB connection window, which stops it, runs beside as a reference row.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -90,6 +93,7 @@ mod socks;
 mod squid;
 mod stapling;
 mod streams;
+mod windows;
 mod workers;
 
 use std::fmt::Write as _;
@@ -117,6 +121,7 @@ use socks::*;
 use squid::*;
 use stapling::*;
 use streams::*;
+use windows::*;
 use workers::*;
 
 /// Graceful reloads sent during each nginx run.
@@ -165,6 +170,7 @@ fn main() -> ExitCode {
             &nginx,
             &nginx_dir.join("ca.pem"),
         ));
+        rows.extend(nginx_unread_responses(&nginx));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
@@ -355,6 +361,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("server.pem", pki.server_cert_pem())?;
     write("server.key", pki.server_key_pem())?;
     write_staples(&pki, dir)?;
+    write_big_file(dir)?;
     // A self-signed certificate made as a CA, as `openssl req -x509` makes one.
     let (self_signed, self_signed_key) = pki.self_signed_pem(true);
     write("self-signed.pem", self_signed)?;
@@ -395,7 +402,11 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
-    server {{ listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small} }}
+    # For the flow-control check (`windows.rs`): a file larger than a stream's window.
+    server {{
+        listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small}
+        location = /big {{ alias {d}/big.bin; }}
+    }}
     server {{
         listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
         ssl_certificate {d}/server.pem;

@@ -1,0 +1,125 @@
+//! HTTP/2 flow control against nginx: responses a caller has not read yet must not stop the
+//! other streams of their connection.
+//!
+//! Three `GET`s of a 2.5 MiB file over nginx's h2c listener are left unread (each response
+//! head taken, its body not), then a small `GET` on the same connection must complete. Every
+//! stream draws on the connection's window, and an unread response keeps what it received of
+//! it, so with hyper's 5 MiB connection window nginx sends 2 MiB on each of the first two
+//! streams, 1 MiB on the third, and nothing more on the connection. The checks:
+//!
+//! * the pool as built (its 1 GiB connection window): the small response arrives, on the
+//!   same connection as the three;
+//! * hyper's 5 MiB (`http2_initial_connection_window_size(Some(5 MiB))`), a reference row that
+//!   shows the failure is real against this server: the small response's body does not come
+//!   within a few seconds. It neither passes nor fails, as it measures hyper's default, not
+//!   the pool's.
+//!
+//! These run the pool as a library (no poolcurl mode leaves responses unread).
+
+use super::*;
+
+use http_body_util::BodyExt;
+
+/// The large file's size: over a stream's 2 MiB window, so each unread response holds a whole
+/// stream window of the connection's.
+pub(crate) const BIG: usize = 5 * 1024 * 1024 / 2;
+/// hyper's own connection window.
+const HYPER_CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+/// How long the small response may take once its request is sent.
+const SMALL_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The file the checks fetch, written into nginx's directory before nginx starts.
+pub(crate) fn write_big_file(dir: &Path) -> Result<(), String> {
+    std::fs::write(dir.join("big.bin"), vec![b'b'; BIG]).map_err(|e| format!("write big.bin: {e}"))
+}
+
+pub(crate) fn nginx_unread_responses(started: &Nginx) -> Vec<Row> {
+    let names = announce([
+        "nginx h2c, 3 responses of 2.5 MiB left unread, then a small one (the pool's window)",
+        "nginx h2c, the same with hyper's 5 MiB connection window (reference)",
+    ]);
+    let port = match started {
+        Ok((_, _, ports)) => ports[1],
+        Err(e) => return names.map(|name| Row::broken(name, e)).into(),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return names.map(|name| Row::broken(name, &e.to_string())).into(),
+    };
+    let [pooled, hypers] = names;
+    let base = format!("http://127.0.0.1:{port}");
+    let ours = runtime.block_on(unread_then_small(&base, None));
+    let mut row = Row::new(pooled, Some(ours.is_ok()));
+    row.details.push(ours.unwrap_or_else(|e| e));
+    let theirs = runtime.block_on(unread_then_small(&base, Some(HYPER_CONNECTION_WINDOW)));
+    let mut reference = Row::new(hypers, None);
+    reference.details.push(match theirs {
+        Ok(done) => format!("hyper's window: {done}"),
+        Err(stalled) => format!("hyper's window: {stalled}"),
+    });
+    vec![row, reference]
+}
+
+/// Leaves three large responses unread on one h2c connection, then fetches a small one; what
+/// happened, as `Ok` if the small response's body came in time.
+async fn unread_then_small(base: &str, window: Option<u32>) -> Result<String, String> {
+    let pool = pool::ConnectionPool::builder()
+        .protocol(pool::ProtocolPolicy::Http2PriorKnowledge)
+        .http2_initial_connection_window_size(window)
+        .build()
+        .map_err(|e| format!("pool: {e}"))?;
+    let client = pool.client().map_err(|e| format!("client: {e}"))?;
+    let get = |path: &str| {
+        http::Request::get(format!("{base}{path}"))
+            .body(pool::RequestBody::empty())
+            .map_err(|e| e.to_string())
+    };
+    let mut unread = Vec::new();
+    for _ in 0..3 {
+        let response = tokio::time::timeout(SMALL_DEADLINE, client.request(get("/big")?))
+            .await
+            .map_err(|_| "no head for a large response".to_string())?
+            .map_err(|e| format!("large response: {e}"))?;
+        if response.status() != 200 {
+            return Err(format!("large response: status {}", response.status()));
+        }
+        unread.push(response);
+    }
+    let small = async {
+        let response = client.request(get("/")?).await.map_err(|e| e.to_string())?;
+        let id = response.body().connection().id();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((id, body.to_bytes()))
+    };
+    let outcome = match tokio::time::timeout(SMALL_DEADLINE, small).await {
+        Err(_) => Err(format!(
+            "the small response's body did not come within {} s",
+            SMALL_DEADLINE.as_secs()
+        )),
+        Ok(Err(e)) => Err(format!("small response: {e}")),
+        Ok(Ok((_, body))) if body != "ok\n" => Err(format!("small response body {body:?}")),
+        Ok(Ok((id, _))) if unread.iter().any(|r| r.body().connection().id() != id) => {
+            Err("the small response came on another connection".into())
+        }
+        Ok(Ok(_)) => Ok("the small response came on the same connection".to_string()),
+    };
+    // The large responses are read last, whole: nothing was lost by leaving them.
+    for response in unread {
+        let collected = tokio::time::timeout(SMALL_DEADLINE, response.into_body().collect()).await;
+        match collected.map(|body| body.map(|b| b.to_bytes().len())) {
+            Ok(Ok(BIG)) => {}
+            Ok(Ok(_)) => return Err("a large response came short".into()),
+            Ok(Err(e)) => return Err(format!("a large response failed: {e}")),
+            Err(_) if outcome.is_err() => return outcome,
+            Err(_) => return Err("a large response did not finish".into()),
+        }
+    }
+    outcome
+}
