@@ -23,7 +23,8 @@ pub struct H2Settings {
     pub adaptive_window: bool,
     /// `SETTINGS_MAX_FRAME_SIZE`.
     pub max_frame_size: Option<u32>,
-    /// `SETTINGS_MAX_HEADER_LIST_SIZE`.
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` (`None`: the pool's 512 KiB, not hyper's 16 KiB; see
+    /// `DEFAULT_MAX_HEADER_LIST_SIZE`).
     pub max_header_list_size: Option<u32>,
     /// How many streams to open before the peer's first SETTINGS frame says how many it allows
     /// (hyper's default is 100).
@@ -53,6 +54,15 @@ pub struct H2Settings {
 /// the connection; this large, only each stream's own window bounds what an unread response
 /// holds. A window is a credit, not a buffer: nothing is allocated for it.
 pub(crate) const DEFAULT_CONNECTION_WINDOW: u32 = 1 << 30;
+
+/// The largest response head read when none is set: 512 KiB, where hyper's is 16 KiB. Over
+/// HTTP/1.1 hyper reads a head of up to about 408 KiB (its default read buffer), and the
+/// header list size counts 32 bytes more per field than the wire does, so this takes any head
+/// HTTP/1.1 would. With hyper's, a 40 KiB head (forty cookies) failed over h2 alone, and not
+/// just its stream: h2 gives up on the connection's header compression state and ends the
+/// connection, failing every stream on it. curl reads heads of up to 300 KiB, Go's transport up
+/// to 10 MiB.
+pub(crate) const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 512 * 1024;
 
 /// hyper's `initial_max_send_streams` when none is set.
 const HYPER_INITIAL_MAX_SEND_STREAMS: usize = 100;
@@ -84,9 +94,10 @@ impl H2Settings {
         if let Some(timeout) = self.keep_alive_timeout {
             builder.keep_alive_timeout(timeout);
         }
-        if let Some(max) = self.max_header_list_size {
-            builder.max_header_list_size(max);
-        }
+        builder.max_header_list_size(
+            self.max_header_list_size
+                .unwrap_or(DEFAULT_MAX_HEADER_LIST_SIZE),
+        );
         if let Some(max) = self.max_concurrent_reset_streams {
             builder.max_concurrent_reset_streams(max);
         }

@@ -70,7 +70,11 @@ impl Builder {
         self
     }
 
-    /// The largest header list the pool accepts in an HTTP/2 response.
+    /// The largest header list the pool accepts in an HTTP/2 response (names, values and 32
+    /// bytes per field, RFC 9113 §6.5.2). The default is 512 KiB, which takes any head hyper
+    /// reads over HTTP/1.1 by default (about 408 KiB), not hyper's 16 KiB: over that limit h2
+    /// ends the whole connection, failing every stream on it, so with hyper's a 40 KiB head
+    /// (forty cookies) broke an origin over h2 that HTTP/1.1 served.
     pub fn http2_max_header_list_size(mut self, size: u32) -> Self {
         self.h2.max_header_list_size = Some(size);
         self

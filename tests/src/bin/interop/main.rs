@@ -12,9 +12,10 @@
 //!   idle connections the pool retires before nginx closes them; and the pool-wide idle cap
 //!   (`--max-idle-connections`) over two names of one listener, with nginx's log of which
 //!   connection served each request.
-//! * **nginx's h2c listener with responses left unread** (`windows.rs`, the pool as a library):
+//! * **nginx's h2c listener with responses left unread** (`h2limits.rs`, the pool as a library):
 //!   three 2.5 MiB responses unread must not stop a small one on the same connection; hyper's
-//!   5 MiB connection window, which stops it, runs beside as a reference row.
+//!   5 MiB connection window, which stops it, runs beside as a reference row. And a 40 KiB
+//!   response head over h2c and TLS h2, beside curl.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -84,6 +85,7 @@ mod beside;
 mod cpu;
 mod dns;
 mod early;
+mod h2limits;
 mod lifetime;
 mod oha;
 mod process;
@@ -93,7 +95,6 @@ mod socks;
 mod squid;
 mod stapling;
 mod streams;
-mod windows;
 mod workers;
 
 use std::fmt::Write as _;
@@ -112,6 +113,7 @@ use serde_json::{Map, Value};
 use alt_svc::*;
 use apache::*;
 use early::*;
+use h2limits::*;
 use lifetime::*;
 use oha::*;
 use process::*;
@@ -121,7 +123,6 @@ use socks::*;
 use squid::*;
 use stapling::*;
 use streams::*;
-use windows::*;
 use workers::*;
 
 /// Graceful reloads sent during each nginx run.
@@ -171,6 +172,7 @@ fn main() -> ExitCode {
             &nginx_dir.join("ca.pem"),
         ));
         rows.extend(nginx_unread_responses(&nginx));
+        rows.extend(nginx_large_head(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
@@ -383,6 +385,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     let small = r#"location /small { client_max_body_size 1k; return 200 "ok\n"; }"#;
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
+    let large_head = large_head_location();
     let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
     let alt_svc = alt_svc_server(dir, (p11, p12), (listen_h2, h2_on));
@@ -402,16 +405,17 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
-    # For the flow-control check (`windows.rs`): a file larger than a stream's window.
+    # For the HTTP/2 limit checks (`h2limits.rs`): a file larger than a stream's window, and a
+    # response head of 40 KiB.
     server {{
-        listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small}
+        listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small} {large_head}
         location = /big {{ alias {d}/big.bin; }}
     }}
     server {{
         listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
-        {ok} {small}
+        {ok} {small} {large_head}
     }}
     # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
     # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY; and a socket

@@ -1,11 +1,11 @@
-//! HTTP/2 flow control against nginx: responses a caller has not read yet must not stop the
-//! other streams of their connection.
+//! HTTP/2 limits against nginx, where hyper's defaults fail requests that HTTP/1.1 serves.
 //!
-//! Three `GET`s of a 2.5 MiB file over nginx's h2c listener are left unread (each response
-//! head taken, its body not), then a small `GET` on the same connection must complete. Every
-//! stream draws on the connection's window, and an unread response keeps what it received of
-//! it, so with hyper's 5 MiB connection window nginx sends 2 MiB on each of the first two
-//! streams, 1 MiB on the third, and nothing more on the connection. The checks:
+//! **Responses left unread.** Three `GET`s of a 2.5 MiB file over nginx's h2c listener are
+//! left unread (each response head taken, its body not), then a small `GET` on the same
+//! connection must complete. Every stream draws on the connection's window, and an unread
+//! response keeps what it received of it, so with hyper's 5 MiB connection window nginx sends
+//! 2 MiB on each of the first two streams, 1 MiB on the third, and nothing more on the
+//! connection. The checks:
 //!
 //! * the pool as built (its 1 GiB connection window): the small response arrives, on the
 //!   same connection as the three;
@@ -15,6 +15,10 @@
 //!   the pool's.
 //!
 //! These run the pool as a library (no poolcurl mode leaves responses unread).
+//!
+//! **A large response head.** nginx answers `/large-head` with forty 1 KB cookies (a 40 KiB
+//! head). curl and poolcurl, over h2c and TLS h2, must print the same status and header count
+//! and exit 0: with hyper's 16 KiB header-list limit the pool failed it (and its connection).
 
 use super::*;
 
@@ -122,4 +126,76 @@ async fn unread_then_small(base: &str, window: Option<u32>) -> Result<String, St
         }
     }
     outcome
+}
+
+/// Cookies in the large head, and the size of each.
+const COOKIES: usize = 40;
+const COOKIE_BYTES: usize = 1000;
+
+/// nginx's `location = /large-head`: [`COOKIES`] `Set-Cookie` lines of about [`COOKIE_BYTES`]
+/// each, with a short body.
+pub(crate) fn large_head_location() -> String {
+    let value = "v".repeat(COOKIE_BYTES);
+    let headers: String = (0..COOKIES)
+        .map(|i| format!(r#"add_header Set-Cookie "c{i}={value}"; "#))
+        .collect();
+    format!(r#"location = /large-head {{ {headers} return 200 "ok\n"; }}"#)
+}
+
+/// curl and poolcurl fetching the large head over h2c and over TLS h2: the same output (status
+/// and header count) and exit 0.
+pub(crate) fn nginx_large_head(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
+    let names = announce([
+        "curl vs poolcurl, a 40 KiB response head from nginx over h2c",
+        "curl vs poolcurl, a 40 KiB response head from nginx over TLS h2",
+    ]);
+    let ports = match started {
+        Ok((_, _, ports)) => ports,
+        Err(e) => return names.map(|name| Row::broken(name, e)).into(),
+    };
+    let Some(curl) = find_binary("curl") else {
+        return vec![Row::skipped(
+            "skipped: curl not found (the large response head beside curl)".into(),
+            None,
+        )];
+    };
+    let ca = dir.join("ca.pem").display().to_string();
+    let (h2c, tls) = (
+        format!("http://127.0.0.1:{}/large-head", ports[1]),
+        format!("https://localhost:{}/large-head", ports[2]),
+    );
+    let write_out = "%{http_code} %{http_version} %{num_headers}\n";
+    let [cleartext, encrypted] = names;
+    vec![
+        beside_curl(
+            cleartext,
+            &curl,
+            poolcurl,
+            &[
+                "-s",
+                "--http2-prior-knowledge",
+                "-o",
+                "/dev/null",
+                "-w",
+                write_out,
+                &h2c,
+            ],
+        ),
+        beside_curl(
+            encrypted,
+            &curl,
+            poolcurl,
+            &[
+                "-s",
+                "--http2",
+                "--cacert",
+                &ca,
+                "-o",
+                "/dev/null",
+                "-w",
+                write_out,
+                &tls,
+            ],
+        ),
+    ]
 }
