@@ -1300,11 +1300,29 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         "both connections closed; {} did",
         peer.closed_connections()
     );
-    settle(&pool, &origin(&url), |s| {
+    settle_streams(&pool, &origin(&url), 0).await;
+}
+
+/// Uploads to an early-answering peer a body whose last piece hyper takes but the peer never
+/// grants window for, and reads the `413`: the upload's stream is left abandoned. Returns the
+/// connection it is on.
+async fn abandon_an_upload(client: &pool::Client, url: &str) -> pool::ConnectionId {
+    let body =
+        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
+    let stopped = upload_answered_early(client, url, body).await;
+    let id = stopped.body().connection().id();
+    stopped.into_body().collect().await.unwrap();
+    id
+}
+
+/// Waits until no stream (abandoned or not) and no draining connection is left, and
+/// `accepting` connections accept.
+async fn settle_streams(pool: &ConnectionPool, key: &pool::OriginKey, accepting: usize) {
+    settle(pool, key, |s| {
         s.h2_active_streams == 0
             && s.h2_abandoned_streams == 0
             && s.h2_draining == 0
-            && s.h2_accepting == 0
+            && s.h2_accepting == accepting
     })
     .await;
 }
@@ -1324,11 +1342,7 @@ async fn a_connection_full_of_abandoned_streams_retires_at_once() {
         .build()
         .unwrap();
     let client = pool.client().unwrap();
-    let body =
-        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
-    let stopped = upload_answered_early(&client, &url, body).await;
-    let first = stopped.body().connection().id();
-    stopped.into_body().collect().await.unwrap();
+    let first = abandon_an_upload(&client, &url).await;
 
     let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
         .await
@@ -1345,13 +1359,7 @@ async fn a_connection_full_of_abandoned_streams_retires_at_once() {
         vec![(first, CloseReason::StreamsAbandoned)],
         "the first connection's close"
     );
-    settle(&pool, &origin(&url), |s| {
-        s.h2_active_streams == 0
-            && s.h2_abandoned_streams == 0
-            && s.h2_draining == 0
-            && s.h2_accepting == 1
-    })
-    .await;
+    settle_streams(&pool, &origin(&url), 1).await;
 }
 
 /// A connection with room for more streams is kept when one is abandoned, but that stream no
@@ -1364,11 +1372,7 @@ async fn an_abandoned_stream_does_not_keep_its_connection_from_closing_as_idle()
     let events = EventLog::new();
     let pool = h2c_pool().event_listener(events.clone()).build().unwrap();
     let client = pool.client().unwrap();
-    let body =
-        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
-    let stopped = upload_answered_early(&client, &url, body).await;
-    let first = stopped.body().connection().id();
-    stopped.into_body().collect().await.unwrap();
+    let first = abandon_an_upload(&client, &url).await;
     let key = origin(&url);
     let stats = pool.stats(&key).total();
     assert_eq!(
@@ -1386,13 +1390,7 @@ async fn an_abandoned_stream_does_not_keep_its_connection_from_closing_as_idle()
         events.closed(),
         vec![(first, CloseReason::CallerClosedIdle)]
     );
-    settle(&pool, &key, |s| {
-        s.h2_active_streams == 0
-            && s.h2_abandoned_streams == 0
-            && s.h2_draining == 0
-            && s.h2_accepting == 0
-    })
-    .await;
+    settle_streams(&pool, &key, 0).await;
 }
 
 /// Under a bound, a generation whose only stream is abandoned is quiet: a peer partition that
@@ -1411,11 +1409,7 @@ async fn a_peer_reclaims_a_generation_whose_only_stream_is_abandoned() {
         .event_listener(events.clone())
         .build()
         .unwrap();
-    let body =
-        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
-    let stopped = upload_answered_early(&pool.client_for(p0).unwrap(), &url, body).await;
-    let first = stopped.body().connection().id();
-    stopped.into_body().collect().await.unwrap();
+    let first = abandon_an_upload(&pool.client_for(p0).unwrap(), &url).await;
 
     let next = tokio::time::timeout(
         LIMIT,
@@ -1444,11 +1438,7 @@ async fn a_closed_connection_ends_when_only_abandoned_streams_are_left() {
     let url = peer.url("/upload");
     let pool = h2c_pool().build().unwrap();
     let client = pool.client().unwrap();
-    let body =
-        pool_tests::client::Stalled::new(vec![b'x'; 65_535], Gate::opened()).then(vec![b'y'; 1024]);
-    let stopped = upload_answered_early(&client, &url, body).await;
-    let first = stopped.body().connection().id();
-    stopped.into_body().collect().await.unwrap();
+    let first = abandon_an_upload(&client, &url).await;
     // Its response read, its body is held, unread, so its stream stays in use.
     let held = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
         .await
