@@ -18,7 +18,8 @@
 //!
 //! **A large response head.** nginx answers `/large-head` with forty 1 KB cookies (a 40 KiB
 //! head). curl and poolcurl, over h2c and TLS h2, must print the same status and header count
-//! and exit 0: with hyper's 16 KiB header-list limit the pool failed it (and its connection).
+//! and exit 0: with hyper's 16 KiB header-list limit the pool failed it (and its connection),
+//! which a reference row shows against the same listener.
 
 use super::*;
 
@@ -29,6 +30,8 @@ use http_body_util::BodyExt;
 pub(crate) const BIG: usize = 5 * 1024 * 1024 / 2;
 /// hyper's own connection window.
 const HYPER_CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+/// hyper's own header-list limit.
+const HYPER_HEADER_LIST_LIMIT: u32 = 16 * 1024;
 /// How long the small response may take once its request is sent.
 const SMALL_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -198,4 +201,44 @@ pub(crate) fn nginx_large_head(poolcurl: &Path, started: &Nginx, dir: &Path) -> 
             ],
         ),
     ]
+}
+
+/// A reference row: the pool with hyper's 16 KiB header-list limit asks nginx's h2c listener
+/// for the large head. It shows the failure the pool's default avoids is real against this
+/// server; it neither passes nor fails.
+pub(crate) fn nginx_large_head_with_hypers_limit(started: &Nginx) -> Row {
+    let name = "nginx h2c, the 40 KiB head with hyper's 16 KiB header-list limit (reference)";
+    eprintln!("interop: {name} ...");
+    let port = match started {
+        Ok((_, _, ports)) => ports[1],
+        Err(e) => return Row::broken(name.into(), e),
+    };
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let pool = pool::ConnectionPool::builder()
+                    .protocol(pool::ProtocolPolicy::Http2PriorKnowledge)
+                    .http2_max_header_list_size(HYPER_HEADER_LIST_LIMIT)
+                    .build()
+                    .map_err(|e| format!("pool: {e}"))?;
+                let client = pool.client().map_err(|e| format!("client: {e}"))?;
+                let request = http::Request::get(format!("http://127.0.0.1:{port}/large-head"))
+                    .body(pool::RequestBody::empty())
+                    .map_err(|e| e.to_string())?;
+                match tokio::time::timeout(SMALL_DEADLINE, client.request(request)).await {
+                    Err(_) => Ok("no answer".to_string()),
+                    Ok(Ok(response)) => Ok(format!("status {}", response.status())),
+                    Ok(Err(e)) => Ok(format!("failed: {e:#}")),
+                }
+            })
+        });
+    let mut row = Row::new(name.into(), None);
+    row.details.push(match outcome {
+        Ok(what) => format!("hyper's limit: {what}"),
+        Err(e) => format!("could not run: {e}"),
+    });
+    row
 }

@@ -15,7 +15,8 @@
 //! * **nginx's h2c listener with responses left unread** (`h2limits.rs`, the pool as a library):
 //!   three 2.5 MiB responses unread must not stop a small one on the same connection; hyper's
 //!   5 MiB connection window, which stops it, runs beside as a reference row. And a 40 KiB
-//!   response head over h2c and TLS h2, beside curl.
+//!   response head over h2c and TLS h2, beside curl, with hyper's 16 KiB header-list limit
+//!   beside as another reference row.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -173,6 +174,7 @@ fn main() -> ExitCode {
         ));
         rows.extend(nginx_unread_responses(&nginx));
         rows.extend(nginx_large_head(&poolcurl, &nginx, &nginx_dir));
+        rows.push(nginx_large_head_with_hypers_limit(&nginx));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
