@@ -52,7 +52,9 @@ pub struct H2Settings {
 /// hyper's is 5 MiB. Every stream shares the connection's window, and an unread response keeps
 /// what it received of it, so with hyper's a few slow readers stopped every other stream of
 /// the connection; this large, only each stream's own window bounds what an unread response
-/// holds. A window is a credit, not a buffer: nothing is allocated for it.
+/// holds. A window is a credit, not a buffer: nothing is allocated for it, but unread
+/// responses can now hold a stream window each (the server's stream limit times 2 MiB on one
+/// connection) where hyper's held 5 MiB in all; Go's transport makes the same trade.
 pub(crate) const DEFAULT_CONNECTION_WINDOW: u32 = 1 << 30;
 
 /// The largest response head read when none is set: 512 KiB, where hyper's is 16 KiB. Over

@@ -40,8 +40,11 @@ impl Builder {
     /// 2 MiB (a slow consumer each, behind a gateway) held the whole window, and every other
     /// response on the connection stopped. With the connection window this large, each
     /// stream's own window ([`http2_initial_stream_window_size`](Self::http2_initial_stream_window_size),
-    /// hyper's 2 MiB) is what bounds an unread response, so the memory held for unread
-    /// responses is still at most that per stream.
+    /// hyper's 2 MiB) is what bounds an unread response. The price is memory: unread
+    /// responses on one connection can now hold a stream window each (up to the server's
+    /// stream limit times 2 MiB) where hyper's window held 5 MiB in all. Lower the stream
+    /// window to hold less per slow reader, or set this back to `Some(5 << 20)` for hyper's
+    /// behaviour.
     pub fn http2_initial_connection_window_size(mut self, size: Option<u32>) -> Self {
         self.h2.initial_connection_window_size = size;
         self
