@@ -49,41 +49,24 @@ pub(crate) fn nginx_unread_responses(started: &Nginx) -> Vec<Row> {
         Ok((_, _, ports)) => ports[1],
         Err(e) => return names.map(|name| Row::broken(name, e)).into(),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => return names.map(|name| Row::broken(name, &e.to_string())).into(),
-    };
     let [pooled, hypers] = names;
     let base = format!("http://127.0.0.1:{port}");
-    let ours = runtime.block_on(unread_then_small(&base, None));
+    let ours = block_on(unread_then_small(&base, None));
     let mut row = Row::new(pooled, Some(ours.is_ok()));
     row.details.push(ours.unwrap_or_else(|e| e));
-    let theirs = runtime.block_on(unread_then_small(&base, Some(HYPER_CONNECTION_WINDOW)));
+    let theirs = block_on(unread_then_small(&base, Some(HYPER_CONNECTION_WINDOW)));
     let mut reference = Row::new(hypers, None);
-    reference.details.push(match theirs {
-        Ok(done) => format!("hyper's window: {done}"),
-        Err(stalled) => format!("hyper's window: {stalled}"),
-    });
+    reference
+        .details
+        .push(format!("hyper's window: {}", theirs.unwrap_or_else(|e| e)));
     vec![row, reference]
 }
 
 /// Leaves three large responses unread on one h2c connection, then fetches a small one; what
 /// happened, as `Ok` if the small response's body came in time.
 async fn unread_then_small(base: &str, window: Option<u32>) -> Result<String, String> {
-    let pool = pool::ConnectionPool::builder()
-        .protocol(pool::ProtocolPolicy::Http2PriorKnowledge)
-        .http2_initial_connection_window_size(window)
-        .build()
-        .map_err(|e| format!("pool: {e}"))?;
-    let client = pool.client().map_err(|e| format!("client: {e}"))?;
-    let get = |path: &str| {
-        http::Request::get(format!("{base}{path}"))
-            .body(pool::RequestBody::empty())
-            .map_err(|e| e.to_string())
-    };
+    let (_pool, client) = h2c_client(|b| b.http2_initial_connection_window_size(window))?;
+    let get = |path: &str| get(&format!("{base}{path}"));
     let mut unread = Vec::new();
     for _ in 0..3 {
         let response = tokio::time::timeout(SMALL_DEADLINE, client.request(get("/big")?))
@@ -213,32 +196,51 @@ pub(crate) fn nginx_large_head_with_hypers_limit(started: &Nginx) -> Row {
         Ok((_, _, ports)) => ports[1],
         Err(e) => return Row::broken(name.into(), e),
     };
-    let outcome = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())
-        .and_then(|runtime| {
-            runtime.block_on(async {
-                let pool = pool::ConnectionPool::builder()
-                    .protocol(pool::ProtocolPolicy::Http2PriorKnowledge)
-                    .http2_max_header_list_size(HYPER_HEADER_LIST_LIMIT)
-                    .build()
-                    .map_err(|e| format!("pool: {e}"))?;
-                let client = pool.client().map_err(|e| format!("client: {e}"))?;
-                let request = http::Request::get(format!("http://127.0.0.1:{port}/large-head"))
-                    .body(pool::RequestBody::empty())
-                    .map_err(|e| e.to_string())?;
-                match tokio::time::timeout(SMALL_DEADLINE, client.request(request)).await {
-                    Err(_) => Ok("no answer".to_string()),
-                    Ok(Ok(response)) => Ok(format!("status {}", response.status())),
-                    Ok(Err(e)) => Ok(format!("failed: {e:#}")),
-                }
-            })
-        });
+    let outcome = block_on(async {
+        let (_pool, client) =
+            h2c_client(|b| b.http2_max_header_list_size(HYPER_HEADER_LIST_LIMIT))?;
+        let request = get(&format!("http://127.0.0.1:{port}/large-head"))?;
+        Ok(
+            match tokio::time::timeout(SMALL_DEADLINE, client.request(request)).await {
+                Err(_) => "no answer".to_string(),
+                Ok(Ok(response)) => format!("status {}", response.status()),
+                Ok(Err(e)) => format!("failed: {e:#}"),
+            },
+        )
+    });
     let mut row = Row::new(name.into(), None);
     row.details.push(match outcome {
         Ok(what) => format!("hyper's limit: {what}"),
         Err(e) => format!("could not run: {e}"),
     });
     row
+}
+
+/// Runs `task` on a current-thread runtime of its own (the interop binary has none).
+fn block_on<T>(task: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?
+        .block_on(task)
+}
+
+/// A pool speaking h2c with prior knowledge, with `settings` applied, and its client.
+fn h2c_client(
+    settings: impl FnOnce(pool::Builder) -> pool::Builder,
+) -> Result<(pool::ConnectionPool, pool::Client), String> {
+    let builder =
+        pool::ConnectionPool::builder().protocol(pool::ProtocolPolicy::Http2PriorKnowledge);
+    let pool = settings(builder)
+        .build()
+        .map_err(|e| format!("pool: {e}"))?;
+    let client = pool.client().map_err(|e| format!("client: {e}"))?;
+    Ok((pool, client))
+}
+
+/// A `GET` of `url` with no body.
+fn get(url: &str) -> Result<http::Request<pool::RequestBody>, String> {
+    http::Request::get(url)
+        .body(pool::RequestBody::empty())
+        .map_err(|e| e.to_string())
 }
