@@ -91,9 +91,22 @@ pub(crate) struct Killable<I> {
     switch: std::sync::Arc<KillSwitch>,
 }
 
-impl<I> Killable<I> {
+impl<I: Unpin> Killable<I> {
     pub(crate) fn new(io: I, switch: std::sync::Arc<KillSwitch>) -> Self {
         Killable { io, switch }
+    }
+
+    /// `op` on the transport, unless the switch is killed (before it, or while it parked).
+    fn polled<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        op: impl FnOnce(Pin<&mut I>, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if self.switch.is_killed() {
+            return Poll::Ready(Err(killed()));
+        }
+        let polled = op(Pin::new(&mut self.io), cx);
+        self.switch.guard(cx, polled)
     }
 }
 
@@ -103,11 +116,7 @@ impl<I: hyper::rt::Read + Unpin> hyper::rt::Read for Killable<I> {
         cx: &mut Context<'_>,
         buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.switch.is_killed() {
-            return Poll::Ready(Err(killed()));
-        }
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        self.switch.guard(cx, polled)
+        self.polled(cx, |io, cx| io.poll_read(cx, buf))
     }
 }
 
@@ -117,11 +126,7 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Killable<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.switch.is_killed() {
-            return Poll::Ready(Err(killed()));
-        }
-        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
-        self.switch.guard(cx, polled)
+        self.polled(cx, |io, cx| io.poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -129,11 +134,7 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Killable<I> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.switch.is_killed() {
-            return Poll::Ready(Err(killed()));
-        }
-        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.switch.guard(cx, polled)
+        self.polled(cx, |io, cx| io.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -141,11 +142,7 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Killable<I> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.switch.is_killed() {
-            return Poll::Ready(Err(killed()));
-        }
-        let polled = Pin::new(&mut self.io).poll_flush(cx);
-        self.switch.guard(cx, polled)
+        self.polled(cx, |io, cx| io.poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
