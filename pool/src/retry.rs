@@ -25,6 +25,8 @@
 //! connection that fails is never re-sent: that says something about the origin, not about a
 //! stale connection.
 //!
+//! The budget, and the re-sends it does not count, are in [`RetryPolicy`]'s docs.
+//!
 //! A re-send never goes back to the connection that failed it (that HTTP/1 connection is
 //! closed, that HTTP/2 generation retired), except after `REFUSED_STREAM` on a generation that
 //! still accepts streams. Re-sends share the first attempt's read timeout.
@@ -32,6 +34,19 @@
 use pool_core::ResendReason;
 
 /// Which requests the pool sends again on its own, and how many times each.
+///
+/// **The budget.** [`max_resends`](Self::max_resends) bounds the re-sends of one request,
+/// with one exception: a re-send after an HTTP/1 connection that had served a response before
+/// was found closed (`unsent`, or `closed_before_response`) is not counted. That race closes
+/// the connection for good, so each such re-send spends one stale connection that earlier
+/// delivered a whole response: the pool can never make more of them than it had responses,
+/// and they end when the stale connections do. Counted, they failed requests that met four
+/// stale connections in a row: about 1 request in 40,000 behind a proxy that closes every
+/// connection after one response without saying so (tinyproxy does), and any request of a busy
+/// origin that met four of the idle connections an upstream's restart closed at once. Go's
+/// `Transport` and hyper-util's legacy client do not count them either. HTTP/2 re-sends are
+/// always counted: a stream on a reused connection need not follow a response, and one lost
+/// connection re-sends all its streams at once. With `max_resends(0)` nothing is re-sent.
 ///
 /// ```
 /// use pool::{ConnectionPool, RetryPolicy};
@@ -61,7 +76,8 @@ pub const DEFAULT_MAX_RESENDS: u32 = 3;
 impl RetryPolicy {
     /// The default: re-send on every proof that the server did not process the request
     /// (`unsent`, `go_away`, `refused_stream`, and `closed_before_response` for idempotent
-    /// requests), at most [`DEFAULT_MAX_RESENDS`] times per request.
+    /// requests), at most [`DEFAULT_MAX_RESENDS`] times per request, not counting re-sends after
+    /// HTTP/1's keep-alive race (see [`RetryPolicy`]).
     pub const fn unprocessed() -> RetryPolicy {
         RetryPolicy {
             scope: Scope::Unprocessed,
@@ -90,7 +106,8 @@ impl RetryPolicy {
         }
     }
 
-    /// At most `n` re-sends per request (`0` is the same as [`never`](Self::never)).
+    /// At most `n` re-sends per request, not counting re-sends after HTTP/1's keep-alive race
+    /// (see [`RetryPolicy`]); `0` is the same as [`never`](Self::never).
     pub const fn max_resends(mut self, n: u32) -> RetryPolicy {
         self.max_resends = n;
         self

@@ -1,9 +1,8 @@
 //! Re-sending what the server did not process: one test per proof (hyper's unsent hand-back,
 //! HTTP/2 GOAWAY, REFUSED_STREAM, a reused HTTP/1 or HTTP/2 connection closed before the
-//! response), the
-//! cases that must not be re-sent (a non-idempotent request, a streaming body, a response that
-//! had begun, a fresh connection), the re-send bound, the policies, and the close reason of a
-//! request cancelled mid-exchange.
+//! response), the cases that must not be re-sent (a non-idempotent request, a streaming body, a
+//! response that had begun, a fresh connection), the re-send bound and the races it does not
+//! count, the policies, and the close reason of a request cancelled mid-exchange.
 //!
 //! HTTP/1 cases run over in-memory transports on one thread, so the order of "the server read
 //! the request" and "the server closed" is exact. GOAWAY cases use a frame-level peer that can
@@ -309,41 +308,88 @@ async fn a_fresh_connection_that_closes_before_the_response_is_not_sent_again() 
     assert_eq!(pool.counters().transparent_retries, 0);
 }
 
-/// The bound: with `max_resends(1)`, a request whose first and second connections both close
-/// before answering fails after one re-send, marked retryable.
+/// HTTP/1's keep-alive race does not spend the budget: each of its re-sends costs one
+/// connection that had delivered a response, so they end when the stale connections do. With
+/// `max_resends(1)`, a request that meets three stale connections in a row (a server that
+/// closes after every response) still succeeds, on the fourth connection, a new one.
 #[tokio::test(flavor = "current_thread")]
-async fn re_sends_stop_at_the_policy_bound() {
+async fn http1_keep_alive_races_do_not_spend_the_budget() {
     let (pool, mut ends, events) = duplex_pool(RetryPolicy::unprocessed().max_resends(1));
     let client = pool.client().unwrap();
-    let url = "http://bound.test/";
-    // Two idle connections, so the re-send also lands on a reused one.
-    let (_, _, mut a, mut b) = {
-        let (x, y, (a, b)) = tokio::join!(fetch(&client, url), fetch(&client, url), async {
+    let url = "http://stale.test/";
+    let (_, _, _, (a, b, c)) = tokio::join!(
+        fetch(&client, url),
+        fetch(&client, url),
+        fetch(&client, url),
+        async {
             let mut a = ends.recv().await.unwrap();
             let mut b = ends.recv().await.unwrap();
-            answer_one(&mut a, "a").await;
-            answer_one(&mut b, "b").await;
-            (a, b)
-        });
-        (x, y, a, b)
-    };
-    settle(&pool, &origin(url), |s| s.h1_idle == 2).await;
+            let mut c = ends.recv().await.unwrap();
+            for end in [&mut a, &mut b, &mut c] {
+                answer_one(end, "warm").await;
+            }
+            (a, b, c)
+        }
+    );
+    settle(&pool, &origin(url), |s| s.h1_idle == 3).await;
 
-    let (result, ()) = tokio::join!(client.request(get(url)), async {
-        // Whichever idle connection the request takes first closes unanswered once the request
-        // is read; then the re-send reaches the other, which does the same.
-        let mut second = tokio::select! {
-            _ = read_request(&mut a) => { drop(a); b }
-            _ = read_request(&mut b) => { drop(b); a }
-        };
-        read_request(&mut second).await;
-        drop(second);
-    });
-    let error = result.expect_err("the budget ran out");
+    // Each idle connection closes unanswered once it has read the request; the pool takes
+    // them in its own order, so each waits for its own turn.
+    let stale = |mut end: DuplexStream| async move {
+        read_request(&mut end).await;
+        drop(end);
+    };
+    let ((handle, body), (), (), (), ()) =
+        tokio::join!(fetch(&client, url), stale(a), stale(b), stale(c), async {
+            let mut fresh = ends.recv().await.unwrap();
+            answer_one(&mut fresh, "fresh").await;
+            tokio::task::yield_now().await;
+            drop(fresh);
+        });
+    assert_eq!(body, "fresh");
+    assert!(
+        !handle.is_reused(),
+        "the last attempt ran on a new connection"
+    );
+    assert_eq!(pool.counters().transparent_retries, 3);
+    let resent = events.resent();
+    let attempts: Vec<_> = resent.iter().map(|(_, reason, n)| (*reason, *n)).collect();
+    assert_eq!(
+        attempts,
+        (1..=3)
+            .map(|n| (ResendReason::ClosedBeforeResponse, n))
+            .collect::<Vec<_>>()
+    );
+    let failed: std::collections::HashSet<_> = resent.iter().map(|(id, _, _)| *id).collect();
+    assert_eq!(failed.len(), 3, "each stale connection failed it once");
+    assert!(ends.try_recv().is_err(), "one new connection, no more");
+}
+
+/// The bound, where it counts: `REFUSED_STREAM` on every attempt. With `max_resends(1)` the
+/// request goes twice and then fails, refused and marked retryable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn re_sends_stop_at_the_policy_bound() {
+    let server = ScriptedH2Server::builder()
+        .default_stream(StreamPlan::reset(Reason::REFUSED_STREAM))
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .retry_policy(RetryPolicy::unprocessed().max_resends(1))
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
+        .await
+        .expect("in time")
+        .expect_err("the budget ran out");
+    assert!(error.is_refused_stream(), "{error}");
     assert!(error.is_retryable(), "{error}");
+    assert_eq!(server.requests().len(), 2, "the first send and one re-send");
     assert_eq!(pool.counters().transparent_retries, 1);
     assert_eq!(events.resent().len(), 1);
-    assert!(ends.try_recv().is_err(), "no third connection");
 }
 
 /// A re-send does not get a fresh read timeout: the first attempt waited 6 s before its

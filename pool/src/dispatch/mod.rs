@@ -77,6 +77,7 @@ impl Client {
                 copy: ReplayCopy::keep(&request, &policy),
                 idempotent: resend::is_idempotent(&request),
                 done: 0,
+                counted: 0,
                 client: self,
             };
             let mut deadline = RequestDeadline::read(self.read_timeout);

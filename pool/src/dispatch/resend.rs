@@ -2,14 +2,14 @@
 //!
 //! An exchange that ends with a proof that the server did not process the request reports
 //! [`Again`]; [`next`] decides. It re-sends only what the [`RetryPolicy`] allows, within its
-//! budget, and only when the request can be sent again: hyper handed it back, or the pool kept
+//! budget (which HTTP/1's keep-alive race does not spend: see [`Resends::next`]), and only when the request can be sent again: hyper handed it back, or the pool kept
 //! a [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). Everything else
 //! fails with an error that says whether the request is safe to send again
 //! ([`Error::is_retryable`]). The rules and their RFCs are in the [`retry`](crate::retry)
 //! module's docs.
 
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
-use pool_core::ResendReason;
+use pool_core::{Protocol, ResendReason};
 
 use crate::body::RequestBody;
 use crate::client::Client;
@@ -118,7 +118,10 @@ pub(super) struct Resends<'a> {
     pub(super) policy: RetryPolicy,
     pub(super) copy: Option<ReplayCopy>,
     pub(super) idempotent: bool,
+    /// Re-sends so far, the event's attempt number.
     pub(super) done: u32,
+    /// Re-sends counted against the policy's budget (see `next`).
+    pub(super) counted: u32,
     pub(super) client: &'a Client,
 }
 
@@ -143,11 +146,16 @@ impl Resends<'_> {
         // origin, not about a stale connection: fail rather than dial again. GOAWAY and
         // REFUSED_STREAM are proofs whatever the connection's age.
         let stale = reused || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
+        // After HTTP/1's keep-alive race the re-send is free: the race closed a connection
+        // that had delivered a whole response, so such re-sends end with the stale
+        // connections (`RetryPolicy`'s docs). HTTP/2 re-sends are always counted.
+        let free = reused && served.record.info().protocol() == Protocol::Http1;
+        let spent = if free { 0 } else { self.counted };
         let fail = |served: Served| {
             let error = Error::request(error);
             served.fail(if proven { error.not_processed() } else { error })
         };
-        if !proven || !stale || !self.policy.allows(reason) || !self.policy.has_budget(self.done) {
+        if !proven || !stale || !self.policy.allows(reason) || !self.policy.has_budget(spent) {
             return Err(fail(served));
         }
         let next = match request {
@@ -159,6 +167,7 @@ impl Resends<'_> {
         };
         let record = served.record;
         self.done += 1;
+        self.counted += u32::from(!free);
         let shared = &self.client.pool.shared;
         shared.count_resend(reason);
         tracing::debug!(connection = %record.info().id(), %reason, attempt = self.done, "re-sending a request the server did not process");
