@@ -1,6 +1,7 @@
 //! Expiry: idle HTTP/1 connections past their idle deadline or their maximum lifetime,
-//! generations without a dispatch for the idle timeout (a surplus generation opened past a
-//! stream limit retires this way once the load falls), and the renewal of generations that
+//! generations without a dispatch for the idle timeout and without a stream in use (a surplus
+//! generation opened past a stream limit retires this way once the load falls; one serving a
+//! long stream is not idle, see `H2Slot::take_idle`), and the renewal of generations that
 //! reached their lifetime. The partition's maintenance runs [`Cell::expire`] when the cell asked
 //! for it through [`CellHooks::arm_expiry`](super::CellHooks::arm_expiry).
 //!
@@ -57,7 +58,8 @@ struct Renewal {
 
 impl<T: CellTypes> Cell<T> {
     /// Closes what expired by `now`: idle HTTP/1 connections past their idle deadline or
-    /// lifetime, and a generation without a dispatch for the idle timeout; starts the renewal
+    /// lifetime, and a generation idle (no dispatch, no stream in use) for the idle timeout;
+    /// starts the renewal
     /// of a generation past its lifetime. Returns when to run again (`None` also for a stale
     /// sweep, see the module docs).
     pub fn expire(&self, now: Instant) -> Option<Instant> {

@@ -53,8 +53,11 @@ pub const DEFAULT_H2_CONNECTIONS: usize = 16;
 /// One held generation.
 struct Held<G> {
     generation: G,
-    /// When it last dispatched (or was published); its idle age is measured from here.
+    /// When it last dispatched (or was published, or a sweep found it in use); its idle age
+    /// is measured from here.
     last_dispatch: Instant,
+    /// A sweep found streams in use since the idle age last restarted (see `take_idle`).
+    busy: bool,
 }
 
 /// The generations of a cell and its gate.
@@ -119,6 +122,7 @@ impl<G: PooledH2> H2Slot<G> {
         self.held.push(Held {
             generation,
             last_dispatch: now,
+            busy: false,
         });
     }
 
@@ -128,12 +132,35 @@ impl<G: PooledH2> H2Slot<G> {
         self.held.iter().map(|h| h.last_dispatch + timeout).min()
     }
 
-    /// Removes the generations without a dispatch for `timeout` by `now`.
+    /// Removes the generations idle for `timeout` by `now`: without a dispatch for that long,
+    /// and without a stream in use.
+    ///
+    /// A generation still serving a stream at its deadline (a long download, an event stream)
+    /// is not idle, as in Go's transport: its age restarts. Closing it made the origin's next
+    /// request open a new connection (a handshake, and one more socket at the server for as
+    /// long as the stream lasts, since a closed HTTP/2 connection gives its permit back while
+    /// it drains) where this one could take it. Nothing tells the cell when such a stream ends,
+    /// so the first sweep to find the generation quiet again restarts its age once more: it
+    /// closes after one to two timeouts without a stream, never fewer.
     pub(super) fn take_idle(&mut self, now: Instant, timeout: Option<Duration>) -> Vec<G> {
         let Some(timeout) = timeout else {
             return Vec::new();
         };
-        self.take_where(|h| h.last_dispatch + timeout <= now)
+        let mut taken = Vec::new();
+        self.held.retain_mut(|h| {
+            if h.last_dispatch + timeout > now {
+                return true;
+            }
+            let in_use = h.generation.has_streams();
+            if in_use || std::mem::take(&mut h.busy) {
+                h.last_dispatch = now;
+                h.busy = in_use;
+                return true;
+            }
+            taken.push(h.generation.clone());
+            false
+        });
+        taken
     }
 
     /// The earliest maximum-lifetime instant of the accepting generations.

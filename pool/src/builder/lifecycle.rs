@@ -12,7 +12,10 @@ impl Builder {
     /// How long an idle connection is kept; `None` keeps idle connections until the peer or
     /// the pool closes them. The default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT) (90 s).
     ///
-    /// An HTTP/2 connection's idle time restarts with every request dispatched on it. An
+    /// An HTTP/2 connection's idle time restarts with every request dispatched on it, and one
+    /// with a stream still in use at its deadline (a long download, an event stream) is not
+    /// idle, as in Go's transport: it closes one to two timeouts after that stream ends (the
+    /// pool checks at deadlines, not at every stream's end). An
     /// HTTP/1 connection whose server announced a shorter keep-alive timeout (`Keep-Alive:
     /// timeout=N` on its first response) is kept idle for N less a second (or half of N, when
     /// shorter) instead, so that the pool retires it before the server closes it.

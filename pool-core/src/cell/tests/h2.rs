@@ -193,12 +193,57 @@ fn idle_generation_expires_after_the_timeout_since_last_dispatch() {
         c.acquire(Requirement::Any, None, || 2, || t30),
         Acquire::H2(_)
     ));
+    // Both streams end soon after their dispatch.
+    generation.end_stream();
+    generation.end_stream();
     assert_eq!(
         c.expire(t0 + Duration::from_secs(90)),
         Some(t30 + Duration::from_secs(90))
     );
     assert!(!generation.record.is_closed());
     assert_eq!(c.expire(t30 + Duration::from_secs(90)), None);
+    assert_eq!(
+        generation.record.close_reason(),
+        Some(CloseReason::IdleTimeout)
+    );
+}
+
+/// A stream that outlives the idle timeout (a long download, an event stream) keeps its
+/// generation: one in use is not idle. Once a sweep finds it quiet, it gets a full timeout
+/// more, since the cell cannot know when in the last period the stream ended.
+#[test]
+fn a_generation_serving_a_stream_past_the_idle_timeout_is_not_idle() {
+    let t0 = Instant::now();
+    let secs = |n| t0 + Duration::from_secs(n);
+    let rig = Rig::new(EstablishMode::Http2);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    let f = rig.first_flight();
+    let generation = h2(c);
+    c.publish_h2(generation.clone(), f, t0);
+    take(&w1);
+    c.activation_done();
+    assert_eq!(
+        generation.taken(),
+        1,
+        "the first request's stream is in use"
+    );
+
+    assert_eq!(
+        c.expire(secs(91)),
+        Some(secs(181)),
+        "in use: its age restarts"
+    );
+    assert_eq!(c.expire(secs(181)), Some(secs(271)), "still in use");
+    assert!(generation.is_accepting());
+    generation.end_stream();
+    assert_eq!(
+        c.expire(secs(271)),
+        Some(secs(361)),
+        "quiet, but the stream may have ended just before"
+    );
+    assert!(generation.is_accepting());
+    assert_eq!(c.expire(secs(361)), None);
     assert_eq!(
         generation.record.close_reason(),
         Some(CloseReason::IdleTimeout)
