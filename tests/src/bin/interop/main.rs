@@ -57,6 +57,12 @@
 //!   (`squid.rs`).
 //! * **dnsmasq** answering `--dns-servers` for a name of that nginx's, and refusing another
 //!   (`dns.rs`).
+//! * **Caddy, graceful reloads under load** (`caddy.rs`): Go's `net/http` server, HTTP/1.1 and
+//!   TLS ALPN h2, `-z 5s -c 32` through four `caddy reload`s; every request succeeds and the
+//!   reloads closed connections. One "skip" row without caddy.
+//! * **h2o** (`h2o.rs`): TLS ALPN h2 at its 100-stream limit (`-c 200`, exactly two
+//!   connections), and its 1 s idle close met by a request every 1.5 s. One "skip" row without
+//!   h2o.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -83,10 +89,12 @@
 mod alt_svc;
 mod apache;
 mod beside;
+mod caddy;
 mod cpu;
 mod dns;
 mod early;
 mod h2limits;
+mod h2o;
 mod lifetime;
 mod oha;
 mod process;
@@ -217,6 +225,17 @@ fn main() -> ExitCode {
         rows.extend(nginx_alt_svc(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
+        // Two more servers of their own, with nginx's certificate.
+        rows.extend(caddy::caddy_reloads(
+            &poolcurl,
+            &nginx_dir,
+            &tmp.path().join("caddy"),
+        ));
+        rows.extend(h2o::h2o_checks(
+            &poolcurl,
+            &nginx_dir,
+            &tmp.path().join("h2o"),
+        ));
         (rows, comparison)
     };
     print_table(&rows);
