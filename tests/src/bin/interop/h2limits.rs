@@ -217,7 +217,9 @@ pub(crate) fn nginx_large_head_with_hypers_limit(started: &Nginx) -> Row {
 }
 
 /// Runs `task` on a current-thread runtime of its own (the interop binary has none).
-fn block_on<T>(task: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+pub(crate) fn block_on<T>(
+    task: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -226,7 +228,7 @@ fn block_on<T>(task: impl std::future::Future<Output = Result<T, String>>) -> Re
 }
 
 /// A pool speaking h2c with prior knowledge, with `settings` applied, and its client.
-fn h2c_client(
+pub(crate) fn h2c_client(
     settings: impl FnOnce(pool::Builder) -> pool::Builder,
 ) -> Result<(pool::ConnectionPool, pool::Client), String> {
     let builder =
@@ -239,7 +241,7 @@ fn h2c_client(
 }
 
 /// A `GET` of `url` with no body.
-fn get(url: &str) -> Result<http::Request<pool::RequestBody>, String> {
+pub(crate) fn get(url: &str) -> Result<http::Request<pool::RequestBody>, String> {
     http::Request::get(url)
         .body(pool::RequestBody::empty())
         .map_err(|e| e.to_string())

@@ -17,6 +17,9 @@
 //!   5 MiB connection window, which stops it, runs beside as a reference row. And a 40 KiB
 //!   response head over h2c and TLS h2, beside curl, with hyper's 16 KiB header-list limit
 //!   beside as another reference row.
+//! * **A 32 MiB download from 100 ms away** (`latency.rs`): a relay delays nginx's TLS h2
+//!   listener by 50 ms each way; poolcurl's transfer must take at most twice curl's time (plus
+//!   0.2 s), and the library's default window's time over h2c is printed as a reference.
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
@@ -95,6 +98,7 @@ mod dns;
 mod early;
 mod h2limits;
 mod h2o;
+mod latency;
 mod lifetime;
 mod oha;
 mod process;
@@ -183,6 +187,7 @@ fn main() -> ExitCode {
         rows.extend(nginx_unread_responses(&nginx));
         rows.extend(nginx_large_head(&poolcurl, &nginx, &nginx_dir));
         rows.push(nginx_large_head_with_hypers_limit(&nginx));
+        rows.extend(latency::nginx_far_download(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nghttpd_stream_limit(&poolcurl, &tmp.path().join("nghttpd")));
         // The proxy checks reuse nginx (HTTP/1.1 and TLS listeners) as their origin.
         let origin = nginx
@@ -385,6 +390,7 @@ fn start_nginx(dir: &Path) -> Nginx {
     write("server.key", pki.server_key_pem())?;
     write_staples(&pki, dir)?;
     write_big_file(dir)?;
+    latency::write_huge_file(dir)?;
     // A self-signed certificate made as a CA, as `openssl req -x509` makes one.
     let (self_signed, self_signed_key) = pki.self_signed_pem(true);
     write("self-signed.pem", self_signed)?;
@@ -427,16 +433,19 @@ http {{
     scgi_temp_path {d}/scgi;
     server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
     # For the HTTP/2 limit checks (`h2limits.rs`): a file larger than a stream's window, and a
-    # response head of 40 KiB.
+    # response head of 40 KiB; and the download from 100 ms away (`latency.rs`).
     server {{
         listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small} {large_head}
         location = /big {{ alias {d}/big.bin; }}
+        location = /huge {{ alias {d}/huge.bin; }}
     }}
     server {{
         listen 127.0.0.1:{p3} ssl{listen_h2}; {h2_on}
         ssl_certificate {d}/server.pem;
         ssl_certificate_key {d}/server.key;
         {ok} {small} {large_head}
+        # For the download from 100 ms away (`latency.rs`).
+        location = /huge {{ alias {d}/huge.bin; }}
     }}
     # For the oha comparison only: no connection ends after 1000 requests, so neither tool's
     # figures include (or, for oha, drop) the requests caught by nginx's GOAWAY; and a socket
