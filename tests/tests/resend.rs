@@ -365,18 +365,19 @@ async fn http1_keep_alive_races_do_not_spend_the_budget() {
     assert!(ends.try_recv().is_err(), "one new connection, no more");
 }
 
-/// The bound, where it counts: `REFUSED_STREAM` on every attempt. With `max_resends(1)` the
-/// request goes twice and then fails, refused and marked retryable.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn re_sends_stop_at_the_policy_bound() {
+/// A `GET` to an h2c server that refuses every stream (`REFUSED_STREAM`), through a pool with
+/// `policy` and `events`: the server, the pool and the request's error.
+async fn refused_every_time(
+    policy: RetryPolicy,
+    events: &EventLog,
+) -> (ScriptedH2Server, ConnectionPool, pool::Error) {
     let server = ScriptedH2Server::builder()
         .default_stream(StreamPlan::reset(Reason::REFUSED_STREAM))
         .start()
         .await;
-    let events = EventLog::new();
     let pool = ConnectionPool::builder()
         .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .retry_policy(RetryPolicy::unprocessed().max_resends(1))
+        .retry_policy(policy)
         .event_listener(events.clone())
         .build()
         .unwrap();
@@ -384,7 +385,17 @@ async fn re_sends_stop_at_the_policy_bound() {
     let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
         .await
         .expect("in time")
-        .expect_err("the budget ran out");
+        .expect_err("every stream is refused");
+    (server, pool, error)
+}
+
+/// The bound, where it counts: `REFUSED_STREAM` on every attempt. With `max_resends(1)` the
+/// request goes twice and then fails, refused and marked retryable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn re_sends_stop_at_the_policy_bound() {
+    let events = EventLog::new();
+    let (server, pool, error) =
+        refused_every_time(RetryPolicy::unprocessed().max_resends(1), &events).await;
     assert!(error.is_refused_stream(), "{error}");
     assert!(error.is_retryable(), "{error}");
     assert_eq!(server.requests().len(), 2, "the first send and one re-send");
@@ -536,20 +547,8 @@ async fn a_refused_stream_is_sent_again_whatever_the_method() {
 /// GOAWAY, and safe to send again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_stream_the_policy_does_not_re_send_says_so() {
-    let server = ScriptedH2Server::builder()
-        .default_stream(StreamPlan::reset(Reason::REFUSED_STREAM))
-        .start()
-        .await;
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .retry_policy(RetryPolicy::unsent_only())
-        .build()
-        .unwrap();
-    let client = pool.client().unwrap();
-    let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
-        .await
-        .expect("in time")
-        .expect_err("refused");
+    let (_server, pool, error) =
+        refused_every_time(RetryPolicy::unsent_only(), &EventLog::new()).await;
     assert!(error.is_refused_stream(), "{error}");
     assert_eq!(
         error.http2_error_code(),

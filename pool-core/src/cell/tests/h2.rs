@@ -177,17 +177,29 @@ fn retired_generation_relaunches_for_queued_waiters() {
     assert!(relaunch[0].0.is_waiting());
 }
 
-#[test]
-fn idle_generation_expires_after_the_timeout_since_last_dispatch() {
-    let t0 = Instant::now();
-    let rig = Rig::new(EstablishMode::Http2);
+/// A generation published at `t0` whose first request took a stream, still in use.
+fn serving_one_stream(rig: &Rig, t0: Instant) -> FakeH2 {
     let c = &rig.cell;
     let w1 = rig.wait(Requirement::Any, 1, t0);
     let f = rig.first_flight();
     let generation = h2(c);
     c.publish_h2(generation.clone(), f, t0);
-    take(&w1);
+    assert!(matches!(take(&w1), Some(Grant::H2(_))));
     c.activation_done();
+    assert_eq!(
+        generation.taken(),
+        1,
+        "the first request's stream is in use"
+    );
+    generation
+}
+
+#[test]
+fn idle_generation_expires_after_the_timeout_since_last_dispatch() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http2);
+    let c = &rig.cell;
+    let generation = serving_one_stream(&rig, t0);
     let t30 = t0 + Duration::from_secs(30);
     assert!(matches!(
         c.acquire(Requirement::Any, None, || 2, || t30),
@@ -217,18 +229,7 @@ fn a_generation_serving_a_stream_past_the_idle_timeout_is_not_idle() {
     let secs = |n| t0 + Duration::from_secs(n);
     let rig = Rig::new(EstablishMode::Http2);
     let c = &rig.cell;
-    let w1 = rig.wait(Requirement::Any, 1, t0);
-    let f = rig.first_flight();
-    let generation = h2(c);
-    c.publish_h2(generation.clone(), f, t0);
-    take(&w1);
-    c.activation_done();
-    assert_eq!(
-        generation.taken(),
-        1,
-        "the first request's stream is in use"
-    );
-
+    let generation = serving_one_stream(&rig, t0);
     assert_eq!(
         c.expire(secs(91)),
         Some(secs(181)),
