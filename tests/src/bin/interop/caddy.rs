@@ -53,16 +53,7 @@ pub(crate) fn caddy_reloads(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Ro
             "h1",
             vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
         ),
-        (
-            h2_name,
-            "h2",
-            vec![
-                "--http2".into(),
-                format!("--cacert={}", certs.join("ca.pem").display()),
-                format!("--resolve=localhost:{tls}:127.0.0.1"),
-                format!("https://localhost:{tls}/"),
-            ],
-        ),
+        (h2_name, "h2", tls_h2_target(tls, certs)),
     ];
     let mut generation = 0;
     let mut rows = Vec::new();
@@ -75,22 +66,14 @@ pub(crate) fn caddy_reloads(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Ro
             Err(_) => Vec::new(),
         };
         let finished = run.map(Running::finish);
-        let opened = finished
-            .as_ref()
-            .ok()
-            .and_then(|run| serde_json::from_str::<Value>(&run.stdout).ok())
-            .and_then(|json| json.pointer("/connections/opened").and_then(Value::as_u64));
-        if opened == Some(1) {
-            problems.push("one connection for the whole run: the reloads closed none".into());
-        }
+        problems.extend(reloads_closed_none(&finished));
         rows.push(Row::judge(name, finished, None, proto, problems));
     }
     rows
 }
 
 /// Sends [`CADDY_RELOADS`] reloads at 0.5 s, 1.5 s, ... after `started`, each with a new
-/// response text. The sleeps only place them in time; no result depends on their exact moment.
-/// Returns failures.
+/// response text. Returns failures.
 fn reload_during(
     caddy: &Path,
     dir: &Path,
@@ -98,30 +81,17 @@ fn reload_during(
     generation: &mut u64,
     started: Instant,
 ) -> Vec<String> {
-    let mut problems = Vec::new();
-    for n in 0..CADDY_RELOADS {
-        let at = started + Duration::from_millis(500 + 1000 * n);
-        thread::sleep(at.saturating_duration_since(Instant::now()));
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
+    at_intervals(started, CADDY_RELOADS, times, |_| {
         *generation += 1;
-        let result = write_caddyfile(dir, ports, *generation).and_then(|conf| {
-            let mut cmd = caddy_cmd(caddy, dir);
-            cmd.args(["reload", "--adapter", "caddyfile", "--address"])
-                .arg(format!("127.0.0.1:{}", ports[2]))
-                .arg("--config")
-                .arg(conf);
-            let out = cmd.output().map_err(|e| format!("could not run: {e}"))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                Err(format!("{}: {}", out.status, stderr.trim()))
-            }
-        });
-        if let Err(e) = result {
-            problems.push(format!("reload {} failed: {e}", n + 1));
-        }
-    }
-    problems
+        let conf = write_caddyfile(dir, ports, *generation)?;
+        let mut cmd = caddy_cmd(caddy, dir);
+        cmd.args(["reload", "--adapter", "caddyfile", "--address"])
+            .arg(format!("127.0.0.1:{}", ports[2]))
+            .arg("--config")
+            .arg(conf);
+        succeeds(cmd)
+    })
 }
 
 /// Writes the first Caddyfile, starts Caddy in the foreground and waits until it listens.

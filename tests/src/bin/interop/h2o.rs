@@ -38,15 +38,9 @@ pub(crate) fn h2o_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Row> 
         Ok(started) => started,
         Err(e) => return [limit_name, idle_name].map(|n| Row::broken(n, &e)).into(),
     };
-    let ca = format!("--cacert={}", certs.join("ca.pem").display());
     let load = |flags: &[&str]| {
         let mut args = strings(flags);
-        args.extend([
-            "--http2".into(),
-            ca.clone(),
-            format!("--resolve=localhost:{port}:127.0.0.1"),
-            format!("https://localhost:{port}/"),
-        ]);
+        args.extend(tls_h2_target(port, certs));
         Running::spawn(poolcurl, &args).map(Running::finish)
     };
     // 200 streams in flight all the time: the idle timeout never applies.
@@ -65,12 +59,6 @@ pub(crate) fn h2o_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Row> 
     }
     let idle = Row::judge(idle_name, run, Some(4), "h2", problems);
     vec![limit, idle]
-}
-
-/// The connections a poolcurl run opened, from its JSON summary.
-fn opened(run: &Result<Finished, String>) -> Option<u64> {
-    let json: Value = serde_json::from_str(&run.as_ref().ok()?.stdout).ok()?;
-    json.pointer("/connections/opened")?.as_u64()
 }
 
 /// Writes the config and a document into `dir`, starts h2o in the foreground and waits until

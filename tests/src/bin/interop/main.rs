@@ -63,6 +63,10 @@
 //! * **Caddy, graceful reloads under load** (`caddy.rs`): Go's `net/http` server, HTTP/1.1 and
 //!   TLS ALPN h2, `-z 5s -c 32` through four `caddy reload`s; every request succeeds and the
 //!   reloads closed connections. One "skip" row without caddy.
+//! * **HAProxy, soft reloads under load** (`haproxy.rs`): in front of nginx, HTTP/1.1, TLS ALPN
+//!   h2 and h2c frontends, `-z 5s -c 32` through four `SIGUSR2` reloads of its master; every
+//!   request succeeds, the reloads closed connections, and the master logged each reload. One
+//!   "skip" row without haproxy.
 //! * **h2o** (`h2o.rs`): TLS ALPN h2 at its 100-stream limit (`-c 200`, exactly two
 //!   connections), and its 1 s idle close met by a request every 1.5 s. One "skip" row without
 //!   h2o.
@@ -98,6 +102,7 @@ mod dns;
 mod early;
 mod h2limits;
 mod h2o;
+mod haproxy;
 mod latency;
 mod lifetime;
 mod oha;
@@ -241,6 +246,16 @@ fn main() -> ExitCode {
             &nginx_dir,
             &tmp.path().join("h2o"),
         ));
+        let h1_origin = nginx
+            .as_ref()
+            .map(|(_, _, ports)| ports[0])
+            .map_err(Clone::clone);
+        rows.extend(haproxy::haproxy_reloads(
+            &poolcurl,
+            h1_origin,
+            &nginx_dir,
+            &tmp.path().join("haproxy"),
+        ));
         (rows, comparison)
     };
     print_table(&rows);
@@ -284,6 +299,18 @@ pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 14]), String>;
 /// `args` as owned strings, for command lines built from borrowed pieces.
 pub(crate) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// poolcurl's target arguments for `https://localhost:PORT/` over TLS with ALPN h2, trusting
+/// the `ca.pem` in `certs` (nginx's test CA; the certificate names `localhost`, which
+/// `--resolve` pins to 127.0.0.1).
+pub(crate) fn tls_h2_target(port: u16, certs: &Path) -> Vec<String> {
+    vec![
+        "--http2".into(),
+        format!("--cacert={}", certs.join("ca.pem").display()),
+        format!("--resolve=localhost:{port}:127.0.0.1"),
+        format!("https://localhost:{port}/"),
+    ]
 }
 
 /// Announces `checks` (nginx's, beside curl) and finds what they need: nginx's ports and curl.
@@ -349,28 +376,13 @@ fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec<Row> {
     rows
 }
 
-/// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`. The
-/// sleeps only place them in time; no result depends on their exact moment. Returns failures.
+/// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`.
+/// Returns failures.
 fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
-    let mut problems = Vec::new();
-    for n in 0..RELOADS {
-        let at = started + Duration::from_millis(500 + 750 * n);
-        thread::sleep(at.saturating_duration_since(Instant::now()));
-        match nginx_cmd(nginx, dir, Some("reload")).output() {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                problems.push(format!(
-                    "reload {} failed ({}): {}",
-                    n + 1,
-                    out.status,
-                    stderr.trim()
-                ));
-            }
-            Err(e) => problems.push(format!("reload {} could not run: {e}", n + 1)),
-        }
-    }
-    problems
+    let times = (Duration::from_millis(500), Duration::from_millis(750));
+    at_intervals(started, RELOADS, times, |_| {
+        succeeds(nginx_cmd(nginx, dir, Some("reload")))
+    })
 }
 
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground

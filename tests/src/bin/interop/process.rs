@@ -247,3 +247,36 @@ pub(crate) fn start_in(
     server.wait_ready(&[port])?;
     Ok(server)
 }
+
+/// Runs `action(n)` for `n` in `0..count`, the first `first` after `started` and the others
+/// `spacing` apart: reloads sent to a server while a load runs. The sleeps only place the
+/// actions in time; no result depends on their exact moment. Returns the failures, each named
+/// by its action's number (from 1).
+pub(crate) fn at_intervals(
+    started: Instant,
+    count: u64,
+    (first, spacing): (Duration, Duration),
+    mut action: impl FnMut(u64) -> Result<(), String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for n in 0..count {
+        let at = started + first + spacing * u32::try_from(n).unwrap_or(u32::MAX);
+        thread::sleep(at.saturating_duration_since(Instant::now()));
+        if let Err(e) = action(n) {
+            problems.push(format!("reload {} failed: {e}", n + 1));
+        }
+    }
+    problems
+}
+
+/// Runs `cmd` to its end; `Err` says how it failed (its status and stderr, or why it could
+/// not run).
+pub(crate) fn succeeds(mut cmd: Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("could not run: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Err(format!("{}: {}", out.status, stderr.trim()))
+    }
+}

@@ -194,3 +194,16 @@ pub(crate) fn print_table(rows: &[Row]) {
     }
     print!("{out}");
 }
+
+/// The connections a poolcurl run opened, from its JSON summary.
+pub(crate) fn opened(run: &Result<Finished, String>) -> Option<u64> {
+    let json: Value = serde_json::from_str(&run.as_ref().ok()?.stdout).ok()?;
+    json.pointer("/connections/opened")?.as_u64()
+}
+
+/// A run through a server's reloads that opened one connection proved nothing about them: the
+/// reloads closed none. The problem to report then.
+pub(crate) fn reloads_closed_none(run: &Result<Finished, String>) -> Option<String> {
+    (opened(run) == Some(1))
+        .then(|| "one connection for the whole run: the reloads closed none".to_string())
+}
