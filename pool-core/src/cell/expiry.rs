@@ -59,8 +59,7 @@ struct Renewal {
 impl<T: CellTypes> Cell<T> {
     /// Closes what expired by `now`: idle HTTP/1 connections past their idle deadline or
     /// lifetime, and a generation idle (no dispatch, no stream in use) for the idle timeout;
-    /// starts the renewal
-    /// of a generation past its lifetime. Returns when to run again (`None` also for a stale
+    /// starts the renewal of a generation past its lifetime. Returns when to run again (`None` also for a stale
     /// sweep, see the module docs).
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut expired = Vec::new();

@@ -2,8 +2,9 @@
 //!
 //! An exchange that ends with a proof that the server did not process the request reports
 //! [`Again`]; [`next`] decides. It re-sends only what the [`RetryPolicy`] allows, within its
-//! budget (which HTTP/1's keep-alive race does not spend: see [`Resends::next`]), and only when the request can be sent again: hyper handed it back, or the pool kept
-//! a [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). Everything else
+//! budget (which HTTP/1's keep-alive race does not spend: see [`Resends::next`]), and only
+//! when the request can be sent again: hyper handed it back, or the pool kept a
+//! [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). Everything else
 //! fails with an error that says whether the request is safe to send again
 //! ([`Error::is_retryable`]). The rules and their RFCs are in the [`retry`](crate::retry)
 //! module's docs.
