@@ -1,6 +1,6 @@
 //! Graceful reloads of Caddy under load: Caddy 2 serves with Go's `net/http` (HTTP/2 with Go's
 //! `x/net/http2`), the server behind most Go upstreams, so these checks stand beside nginx's
-//! reloads (`main.rs`) with a second, independent implementation of the same moment.
+//! reloads (`nginx.rs`) with a second, independent implementation of the same moment.
 //!
 //! One Caddy in the foreground (`caddy run`), its Caddyfile and its data and config dirs in the
 //! temp dir, with two sites: HTTP/1.1 on one port, TLS with ALPN h2 on another (nginx's test
