@@ -6,8 +6,9 @@
 //! certificate in the temp dir, in front of nginx's HTTP/1.1 listener, with three frontends:
 //! HTTP/1.1, TLS with ALPN h2, and h2c (`proto h2`). A reload is `SIGUSR2` to the master: it
 //! starts a new worker on the same sockets and soft-stops the old one, which finishes what it
-//! has in flight, answers HTTP/1.1 with `Connection: close`, and sends HTTP/2 connections
-//! `GOAWAY`. Each check runs `poolcurl load -z 5s -c 32` through [`HAPROXY_RELOADS`] reloads and
+//! has in flight, closes its HTTP/1.1 connections (an idle keep-alive connection within a
+//! second, by hand: the keep-alive race is possible) and sends HTTP/2 connections `GOAWAY`.
+//! Each check runs `poolcurl load -z 5s -c 32` through [`HAPROXY_RELOADS`] reloads and
 //! wants every request answered, more than one connection opened (the reloads closed
 //! connections), and the master's log to show every reload.
 //!
