@@ -55,43 +55,31 @@ pub(crate) fn caddy_reloads(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Ro
         ),
         (h2_name, "h2", tls_h2_target(tls, certs)),
     ];
+    // Reloads at 0.5 s, 1.5 s, ..., each a new configuration (`caddy N`).
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
     let mut generation = 0;
     let mut rows = Vec::new();
     for (name, proto, target) in cases {
-        let mut args = strings(&["-z", "5s", "-c", "32"]);
-        args.extend(target);
-        let run = Running::spawn(poolcurl, &args);
-        let mut problems = match &run {
-            Ok(run) => reload_during(&caddy, dir, ports, &mut generation, run.started),
-            Err(_) => Vec::new(),
-        };
-        let finished = run.map(Running::finish);
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, CADDY_RELOADS, times, |_| {
+                generation += 1;
+                reload(&caddy, dir, ports, generation)
+            });
         problems.extend(reloads_closed_none(&finished));
         rows.push(Row::judge(name, finished, None, proto, problems));
     }
     rows
 }
 
-/// Sends [`CADDY_RELOADS`] reloads at 0.5 s, 1.5 s, ... after `started`, each with a new
-/// response text. Returns failures.
-fn reload_during(
-    caddy: &Path,
-    dir: &Path,
-    ports: Ports,
-    generation: &mut u64,
-    started: Instant,
-) -> Vec<String> {
-    let times = (Duration::from_millis(500), Duration::from_secs(1));
-    at_intervals(started, CADDY_RELOADS, times, |_| {
-        *generation += 1;
-        let conf = write_caddyfile(dir, ports, *generation)?;
-        let mut cmd = caddy_cmd(caddy, dir);
-        cmd.args(["reload", "--adapter", "caddyfile", "--address"])
-            .arg(format!("127.0.0.1:{}", ports[2]))
-            .arg("--config")
-            .arg(conf);
-        succeeds(cmd)
-    })
+/// Reloads Caddy with the Caddyfile of `generation`.
+fn reload(caddy: &Path, dir: &Path, ports: Ports, generation: u64) -> Result<(), String> {
+    let conf = write_caddyfile(dir, ports, generation)?;
+    let mut cmd = caddy_cmd(caddy, dir);
+    cmd.args(["reload", "--adapter", "caddyfile", "--address"])
+        .arg(format!("127.0.0.1:{}", ports[2]))
+        .arg("--config")
+        .arg(conf);
+    succeeds(cmd)
 }
 
 /// Writes the first Caddyfile, starts Caddy in the foreground and waits until it listens.

@@ -65,22 +65,16 @@ pub(crate) fn haproxy_reloads(
         ),
     ];
     let master = server.child.id().to_string();
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
     let mut rows = Vec::new();
     for (name, proto, target) in cases {
-        let mut args = strings(&["-z", "5s", "-c", "32"]);
-        args.extend(target);
         let before = count_reloads(&server.log);
-        let run = Running::spawn(poolcurl, &args);
-        let times = (Duration::from_millis(500), Duration::from_secs(1));
-        let mut problems = match &run {
-            Ok(run) => at_intervals(run.started, HAPROXY_RELOADS, times, |_| {
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, HAPROXY_RELOADS, times, |_| {
                 let mut kill = Command::new("kill");
                 kill.args(["-USR2", &master]);
                 succeeds(kill)
-            }),
-            Err(_) => Vec::new(),
-        };
-        let finished = run.map(Running::finish);
+            });
         let reloaded = count_reloads(&server.log) - before;
         if reloaded as u64 != HAPROXY_RELOADS {
             problems.push(format!(

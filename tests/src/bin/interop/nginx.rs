@@ -48,27 +48,27 @@ pub(crate) fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
     let mut rows = Vec::new();
     for (i, (case, proto, flag)) in NGINX_CASES.into_iter().enumerate() {
         eprintln!("interop: {} ...", name(case));
-        let mut args = ["-z", "5s", "-c", "32", flag].map(String::from).to_vec();
+        let mut target = vec![flag.to_string()];
         if i < 2 {
-            args.push(format!("http://127.0.0.1:{}/", ports[i]));
+            target.push(format!("http://127.0.0.1:{}/", ports[i]));
         } else {
             // The certificate names `localhost`; `--resolve` pins it to 127.0.0.1, where nginx
             // listens, so no connection tries ::1 first.
             let p = ports[2];
             let resolve = format!("--resolve=localhost:{p}:127.0.0.1");
-            args.extend([
+            target.extend([
                 format!("--cacert={ca}"),
                 resolve,
                 format!("https://localhost:{p}/"),
             ]);
         }
         let reloads_before = count_reloads(&server.log);
-        let run = Running::spawn(poolcurl, &args);
-        let mut problems = match &run {
-            Ok(run) => reload_during(nginx, dir, run.started),
-            Err(_) => Vec::new(),
-        };
-        let finished = run.map(Running::finish);
+        // Reloads at 0.5 s, 1.25 s, ... 4.25 s.
+        let times = (Duration::from_millis(500), Duration::from_millis(750));
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, RELOADS, times, |_| {
+                succeeds(nginx_cmd(nginx, dir, Some("reload")))
+            });
         // The master logs "reconfiguring" when it handles a SIGHUP, within milliseconds of
         // the signal; the run lasts at least 0.75 s past the last one.
         let reloaded = count_reloads(&server.log) - reloads_before;
@@ -78,15 +78,6 @@ pub(crate) fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
         rows.push(Row::judge(name(case), finished, None, proto, problems));
     }
     rows
-}
-
-/// Sends [`RELOADS`] `nginx -s reload`s at 0.5 s, 1.25 s, ... 4.25 s after `started`.
-/// Returns failures.
-pub(crate) fn reload_during(nginx: &Path, dir: &Path, started: Instant) -> Vec<String> {
-    let times = (Duration::from_millis(500), Duration::from_millis(750));
-    at_intervals(started, RELOADS, times, |_| {
-        succeeds(nginx_cmd(nginx, dir, Some("reload")))
-    })
 }
 
 /// Finds nginx, writes certificates and `nginx.conf` into `dir`, starts nginx as a foreground

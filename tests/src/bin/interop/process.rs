@@ -248,6 +248,26 @@ pub(crate) fn start_in(
     Ok(server)
 }
 
+/// `poolcurl load -z 5s -c 32` on `target` (its protocol flags and URL) while `reload` runs
+/// `count` times at `times` after the run started (see [`at_intervals`]): the finished run, and
+/// the reloads' failures.
+pub(crate) fn load_through_reloads(
+    poolcurl: &Path,
+    target: &[String],
+    count: u64,
+    times: (Duration, Duration),
+    reload: impl FnMut(u64) -> Result<(), String>,
+) -> (Result<Finished, String>, Vec<String>) {
+    let mut args = strings(&["-z", "5s", "-c", "32"]);
+    args.extend_from_slice(target);
+    let run = Running::spawn(poolcurl, &args);
+    let problems = match &run {
+        Ok(run) => at_intervals(run.started, count, times, reload),
+        Err(_) => Vec::new(),
+    };
+    (run.map(Running::finish), problems)
+}
+
 /// Runs `action(n)` for `n` in `0..count`, the first `first` after `started` and the others
 /// `spacing` apart: reloads sent to a server while a load runs. The sleeps only place the
 /// actions in time; no result depends on their exact moment. Returns the failures, each named
