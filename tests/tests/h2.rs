@@ -1282,10 +1282,12 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         (0, 1, 0),
         "the stream hyper still sends on is counted, abandoned, and its connection, full, retired"
     );
-    let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
-        .await
-        .expect("the next request is not stuck behind the first stream")
-        .unwrap();
+    let next = request_next(
+        &client,
+        &url,
+        "the next request is not stuck behind the first stream",
+    )
+    .await;
     assert_ne!(
         next.body().connection().id(),
         first.id(),
@@ -1309,6 +1311,19 @@ async fn a_stopped_upload_that_hyper_still_holds_keeps_its_stream_counted() {
         peer.closed_connections()
     );
     settle_streams(&pool, &origin(&url), 0).await;
+}
+
+/// A `GET` of the peer's `/next` beside an upload to `url`, bounded by [`LIMIT`] (`waited`
+/// says what arriving in time shows).
+async fn request_next(
+    client: &pool::Client,
+    url: &str,
+    waited: &str,
+) -> http::Response<pool::Body> {
+    tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
+        .await
+        .expect(waited)
+        .unwrap()
 }
 
 /// Uploads to an early-answering peer a body whose last piece hyper takes but the peer never
@@ -1352,10 +1367,12 @@ async fn a_connection_full_of_abandoned_streams_retires_at_once() {
     let client = pool.client().unwrap();
     let first = abandon_an_upload(&client, &url).await;
 
-    let next = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
-        .await
-        .expect("the permit came back without waiting for the idle timeout")
-        .unwrap();
+    let next = request_next(
+        &client,
+        &url,
+        "the permit came back without waiting for the idle timeout",
+    )
+    .await;
     assert_ne!(next.body().connection().id(), first, "a new connection");
     next.into_body().collect().await.unwrap();
     assert!(
@@ -1419,15 +1436,12 @@ async fn a_peer_reclaims_a_generation_whose_only_stream_is_abandoned() {
         .unwrap();
     let first = abandon_an_upload(&pool.client_for(p0).unwrap(), &url).await;
 
-    let next = tokio::time::timeout(
-        LIMIT,
-        pool.client_for(p1)
-            .unwrap()
-            .request(get(&url.replace("/upload", "/next"))),
+    let next = request_next(
+        &pool.client_for(p1).unwrap(),
+        &url,
+        "the peer reclaimed the permit",
     )
-    .await
-    .expect("the peer reclaimed the permit")
-    .unwrap();
+    .await;
     assert_eq!(next.body().connection().info().partition(), p1);
     next.into_body().collect().await.unwrap();
     assert_eq!(events.closed(), vec![(first, CloseReason::Reclaimed)]);
@@ -1448,10 +1462,7 @@ async fn a_closed_connection_ends_when_only_abandoned_streams_are_left() {
     let client = pool.client().unwrap();
     let first = abandon_an_upload(&client, &url).await;
     // Its response read, its body is held, unread, so its stream stays in use.
-    let held = tokio::time::timeout(LIMIT, client.request(get(&url.replace("/upload", "/next"))))
-        .await
-        .expect("the second stream is free")
-        .unwrap();
+    let held = request_next(&client, &url, "the second stream is free").await;
     assert_eq!(held.body().connection().id(), first, "the same connection");
     let key = origin(&url);
     let stats = pool.stats(&key).total();
