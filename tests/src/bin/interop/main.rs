@@ -67,6 +67,10 @@
 //!   h2 and h2c frontends, `-z 5s -c 32` through four `SIGUSR2` reloads of its master; every
 //!   request succeeds, the reloads closed connections, and the master logged each reload. One
 //!   "skip" row without haproxy.
+//! * **lighttpd** (`lighttpd.rs`): HTTP/1.1, TLS ALPN h2 and h2c, `-z 5s -c 32` through four
+//!   graceful restarts (`SIGUSR1`); every request succeeds, the restarts closed connections,
+//!   and its log shows each restart. And its 8-stream limit: `-c 32 --partitions 1` over h2c
+//!   opens exactly four connections. One "skip" row without lighttpd.
 //! * **h2o** (`h2o.rs`): TLS ALPN h2 at its 100-stream limit (`-c 200`, exactly two
 //!   connections), and its 1 s idle close met by a request every 1.5 s. One "skip" row without
 //!   h2o.
@@ -105,6 +109,7 @@ mod h2o;
 mod haproxy;
 mod latency;
 mod lifetime;
+mod lighttpd;
 mod nginx;
 mod oha;
 mod process;
@@ -228,7 +233,7 @@ fn main() -> ExitCode {
         rows.extend(nginx_alt_svc(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_early_answer(&poolcurl, &nginx, &nginx_dir));
         rows.extend(apache_digest(&poolcurl, &tmp.path().join("httpd")));
-        // Two more servers of their own, with nginx's certificate.
+        // More servers of their own, with nginx's certificate.
         rows.extend(caddy::caddy_reloads(
             &poolcurl,
             &nginx_dir,
@@ -248,6 +253,11 @@ fn main() -> ExitCode {
             h1_origin,
             &nginx_dir,
             &tmp.path().join("haproxy"),
+        ));
+        rows.extend(lighttpd::lighttpd_checks(
+            &poolcurl,
+            &nginx_dir,
+            &tmp.path().join("lighttpd"),
         ));
         (rows, comparison)
     };

@@ -1,0 +1,161 @@
+//! lighttpd, a fifth server with HTTP/1 and HTTP/2 of its own (beside nginx, Caddy's Go, h2o and
+//! HAProxy), in two situations:
+//!
+//! * **Graceful restarts under load.** `SIGUSR1` to a lighttpd in the foreground (`-D`) is a
+//!   graceful restart in the same process: it stops accepting, ends its HTTP/1.1 connections
+//!   (idle ones closed, busy ones answered with `Connection: close`), sends each HTTP/2
+//!   connection `GOAWAY` and waits for their streams (at most `graceful-shutdown-timeout`),
+//!   then reads its config again and listens anew. Its `GOAWAY` names a last stream below
+//!   streams already in flight, so the pool re-sends those. HTTP/1.1, TLS with ALPN h2 and h2c,
+//!   each `poolcurl load -z 5s -c 32` through [`RESTARTS`] restarts, each sent once lighttpd
+//!   has logged the last one's start: every request answered, more than one connection
+//!   opened (the restarts closed connections), and every restart logged in time.
+//! * **Its stream limit of 8.** lighttpd allows 8 concurrent streams per HTTP/2 connection
+//!   (not configurable). `-z 4s -c 32 --partitions 1` over h2c must open exactly four
+//!   connections and fail nothing: 32 streams need four, and the pool opens no fifth.
+//!
+//! One lighttpd serves all, with nginx's test certificate on its TLS port. Without lighttpd
+//! (or its `mod_openssl`) the checks are one "skip" row. `.ci/run` installs Debian's
+//! `lighttpd` and `lighttpd-mod-openssl` (its service is held back by the same `policy-rc.d` as
+//! nginx's).
+
+use super::*;
+
+/// Graceful restarts sent during each load.
+const RESTARTS: u64 = 4;
+
+/// The checks, in table order.
+const CHECKS: [&str; 4] = [
+    "lighttpd http1.1, -z 5s -c 32, 4 graceful restarts",
+    "lighttpd TLS ALPN h2, -z 5s -c 32, 4 graceful restarts",
+    "lighttpd h2c, -z 5s -c 32, 4 graceful restarts",
+    "lighttpd h2c, 8 streams, -z 4s -c 32 --partitions 1: four connections",
+];
+
+/// Where Debian keeps lighttpd's modules; its TLS is a module of its own package.
+const MODULES: &str = "/usr/lib/lighttpd";
+
+/// The checks; `certs` is the directory holding nginx's `ca.pem`, `server.pem` and
+/// `server.key`.
+pub(crate) fn lighttpd_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Row> {
+    let lighttpd = find_binary("lighttpd");
+    let tls_module = Path::new(MODULES).join("mod_openssl.so");
+    let Some(lighttpd) = lighttpd.filter(|_| tls_module.is_file()) else {
+        return vec![Row::skipped(
+            "skipped: lighttpd".into(),
+            Some("the lighttpd checks need lighttpd and lighttpd-mod-openssl"),
+        )];
+    };
+    let names = announce(CHECKS);
+    let (server, [http, tls]) = match start_lighttpd(&lighttpd, certs, dir) {
+        Ok(started) => started,
+        Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
+    };
+    let [h1_name, tls_name, h2c_name, limit_name] = names;
+    let h2c = |port: u16| {
+        vec![
+            "--http2-prior-knowledge".into(),
+            format!("http://127.0.0.1:{port}/"),
+        ]
+    };
+    let cases = [
+        (
+            h1_name,
+            "h1",
+            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
+        ),
+        (tls_name, "h2", tls_h2_target(tls, certs)),
+        (h2c_name, "h2", h2c(http)),
+    ];
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
+    let mut rows = Vec::new();
+    for (name, proto, target) in cases {
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, RESTARTS, times, |_| restart(&server));
+        problems.extend(reloads_closed_none(&finished));
+        rows.push(Row::judge(name, finished, None, proto, problems));
+    }
+
+    let mut args = strings(&["-z", "4s", "-c", "32", "--partitions", "1"]);
+    args.extend(h2c(http));
+    let run = Running::spawn(poolcurl, &args).map(Running::finish);
+    let mut problems = Vec::new();
+    match opened(&run) {
+        Some(4) | None => {}
+        Some(n) => problems.push(format!("expected 4 connections, opened {n}")),
+    }
+    rows.push(Row::judge(limit_name, run, None, "h2", problems));
+    rows
+}
+
+/// Sends a graceful restart and waits until lighttpd has logged its start again (at most
+/// [`RESTART_DEADLINE`]). lighttpd ignores a `SIGUSR1` that comes while it is still shutting
+/// down from the last one (a restart waits for its busy connections, which took up to 2 s by
+/// hand), so each restart is complete before the next is sent.
+fn restart(server: &Server) -> Result<(), String> {
+    let before = starts(&server.log);
+    let mut kill = Command::new("kill");
+    kill.args(["-USR1", &server.child.id().to_string()]);
+    succeeds(kill)?;
+    let deadline = Instant::now() + RESTART_DEADLINE;
+    while starts(&server.log) == before {
+        if Instant::now() > deadline {
+            return Err(format!("not restarted {RESTART_DEADLINE:?} after SIGUSR1"));
+        }
+        thread::sleep(Duration::from_millis(20)); // poll interval
+    }
+    Ok(())
+}
+
+/// How long a graceful restart may take: twice the 5 s shutdown bound of the config.
+const RESTART_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The times lighttpd has logged its start (once, then once per graceful restart).
+fn starts(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains("server started"))
+        .count()
+}
+
+/// Writes the config, a document and the TLS port's certificate (lighttpd takes the chain and
+/// key in one file), starts lighttpd in the foreground and waits until it listens. Its stop
+/// command is `SIGTERM`. Its log goes to stderr, into the server's log file.
+fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, [u16; 2]), String> {
+    let docs = dir.join("www");
+    std::fs::create_dir_all(&docs).map_err(|e| format!("create {}: {e}", docs.display()))?;
+    std::fs::write(docs.join("index.html"), "lighttpd\n")
+        .map_err(|e| format!("write index: {e}"))?;
+    let read = |file: &str| {
+        std::fs::read_to_string(certs.join(file)).map_err(|e| format!("read {file}: {e}"))
+    };
+    let pem = dir.join("server-and-key.pem");
+    std::fs::write(&pem, read("server.pem")? + &read("server.key")?)
+        .map_err(|e| format!("write {}: {e}", pem.display()))?;
+    let [http, tls] = free_ports::<2>()?;
+    // h2c (prior knowledge) is on by default in lighttpd 1.4.69; the flags say so anyway, so
+    // the checks do not lean on defaults. The 5 s shutdown bound only matters if a restart
+    // would otherwise wait on a connection that never ends.
+    let conf = format!(
+        "server.modules = (\"mod_openssl\")\nserver.modules-directory = \"{MODULES}\"\n\
+         server.document-root = \"{}\"\nindex-file.names = (\"index.html\")\n\
+         server.bind = \"127.0.0.1\"\nserver.port = {http}\n\
+         server.feature-flags += (\"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\", \
+         \"server.graceful-shutdown-timeout\" => 5)\n\
+         $SERVER[\"socket\"] == \"127.0.0.1:{tls}\" {{\n  ssl.engine = \"enable\"\n  \
+         ssl.pemfile = \"{}\"\n}}\n",
+        docs.display(),
+        pem.display(),
+    );
+    let path = dir.join("lighttpd.conf");
+    std::fs::write(&path, conf).map_err(|e| format!("write {}: {e}", path.display()))?;
+    let mut cmd = Command::new(lighttpd);
+    cmd.arg("-D").arg("-f").arg(&path);
+    let log = dir.join("lighttpd.log");
+    let mut server = Server::start("lighttpd", cmd, log.clone(), &log)?;
+    let mut stop = Command::new("kill");
+    stop.args(["-TERM", &server.child.id().to_string()]);
+    server.stop = Some(stop);
+    server.wait_ready(&[http, tls])?;
+    Ok((server, [http, tls]))
+}
