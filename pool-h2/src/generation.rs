@@ -14,6 +14,7 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 
 use crate::handshake::H2Home;
+use crate::heard::PeerHeard;
 use crate::kill::KillSwitch;
 use crate::sending::Sending;
 use crate::streams::Streams;
@@ -55,6 +56,7 @@ impl<B> H2Generation<B> {
         streams: Arc<Streams>,
         home: Arc<dyn H2Home>,
         kill: std::sync::Arc<KillSwitch>,
+        heard: std::sync::Arc<PeerHeard>,
     ) -> Self {
         H2Generation {
             inner: Arc::new(Inner {
@@ -64,6 +66,7 @@ impl<B> H2Generation<B> {
                     streams,
                     home,
                     kill,
+                    heard,
                 }),
             }),
         }
@@ -160,6 +163,8 @@ struct GenerationHandle {
     home: Arc<dyn H2Home>,
     /// Ends the connection's transport (see `kill.rs`).
     kill: std::sync::Arc<KillSwitch>,
+    /// Whether the peer has sent anything on the connection (see `heard.rs`).
+    heard: std::sync::Arc<PeerHeard>,
 }
 
 impl GenerationHandle {
@@ -226,10 +231,13 @@ pub enum H2SendOutcome<B> {
         /// [`not_processed`]).
         not_processed: Option<ResendReason>,
         /// The connection closed or was reset under the stream before its response began,
-        /// with no proof either way (see [`is_connection_lost`]). On a connection that served
-        /// before, this is HTTP/2's keep-alive race: safe to repeat only for an idempotent
-        /// request (RFC 9110 §9.2.2).
+        /// with no proof either way (see [`is_connection_lost`]). On a connection the server
+        /// had begun to serve (`heard`), this is HTTP/2's keep-alive race: safe to repeat only
+        /// for an idempotent request (RFC 9110 §9.2.2).
         connection_lost: bool,
+        /// The peer had sent something on the connection (its SETTINGS at least) before the
+        /// failure: the server took the connection and began HTTP/2 on it (see `heard.rs`).
+        heard: bool,
     },
 }
 
@@ -249,12 +257,14 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 connection_level,
                 not_processed,
                 connection_lost,
+                heard,
             } => f
                 .debug_struct("Failed")
                 .field("error", error)
                 .field("connection_level", connection_level)
                 .field("not_processed", not_processed)
                 .field("connection_lost", connection_lost)
+                .field("heard", heard)
                 .finish(),
         }
     }
@@ -329,11 +339,16 @@ impl StreamGuard {
                                 .then_some(ResendReason::Unsent)
                         });
                         let connection_lost = is_connection_lost(&error);
+                        let heard = self
+                            .generation
+                            .as_deref()
+                            .is_some_and(|generation| generation.heard.heard());
                         H2SendOutcome::Failed {
                             error,
                             connection_level,
                             not_processed,
                             connection_lost,
+                            heard,
                         }
                     }
                 }

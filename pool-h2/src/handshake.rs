@@ -18,6 +18,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::generation::H2Generation;
+use crate::heard::{Heard, PeerHeard};
 use crate::kill::{KillSwitch, Killable};
 use crate::reset::ReadPastReset;
 use crate::runtime::{PartitionExecutor, PoolTimer, Turn};
@@ -68,7 +69,7 @@ where
 /// Runs hyper's HTTP/2 handshake on `io` with the partition's executor, the pool's timer and
 /// `settings`. The caller then installs the connection's record and finishes with
 /// [`Handshaken::install`]. The connection reads on after the peer reset it, to what the peer
-/// sent first (`reset.rs`).
+/// sent first (`reset.rs`), and notes whether the peer sent anything at all (`heard.rs`).
 ///
 /// # Errors
 ///
@@ -92,7 +93,11 @@ where
     builder.timer(timer);
     settings.apply(&mut builder);
     let kill = std::sync::Arc::new(KillSwitch::default());
-    let io = Killable::new(ReadPastReset::new(io), kill.clone());
+    let heard = std::sync::Arc::new(PeerHeard::default());
+    let io = Killable::new(
+        ReadPastReset::new(Heard::new(io, heard.clone())),
+        kill.clone(),
+    );
     let (sender, conn) = builder.handshake::<_, B>(io).await?;
     Ok(Handshaken {
         sender,
@@ -100,6 +105,7 @@ where
         initial_max_send_streams: settings.initial_max_send_streams(),
         turn,
         kill,
+        heard,
     })
 }
 
@@ -114,6 +120,8 @@ pub struct Handshaken<B, F> {
     turn: Turn,
     /// Ends the connection's transport (see `kill.rs`).
     kill: std::sync::Arc<KillSwitch>,
+    /// Whether the peer has sent anything on the connection (see `heard.rs`).
+    heard: std::sync::Arc<PeerHeard>,
 }
 
 impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
@@ -139,7 +147,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
             streams: streams.clone(),
         };
         (
-            H2Generation::new(self.sender, record, streams, home, self.kill),
+            H2Generation::new(self.sender, record, streams, home, self.kill, self.heard),
             driver,
         )
     }

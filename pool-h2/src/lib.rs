@@ -11,7 +11,8 @@
 //!   timer and [`H2Settings`], and builds the [`H2Driver`], which reports the connection's end
 //!   to its record and retires the generation through [`H2Home`] (GOAWAY, I/O error, or a
 //!   graceful shutdown all end the driver). A connection the peer reset still reads what
-//!   the peer sent before the reset, its GOAWAY and last responses (`reset.rs`).
+//!   the peer sent before the reset, its GOAWAY and last responses (`reset.rs`), and each
+//!   connection notes whether the peer has sent anything on it (`heard.rs`).
 //! * Each generation counts the streams taken against the peer's
 //!   `SETTINGS_MAX_CONCURRENT_STREAMS` (`streams.rs`): the driver copies h2's current limit
 //!   after every poll (so a SETTINGS change mid-connection is followed), the cell reserves a
@@ -33,7 +34,8 @@
 //!   proved it did not process a stream (its GOAWAY covered it, or it refused it), so the pool
 //!   may send the request again; [`is_connection_lost`] tells when the connection was reset or
 //!   closed under a stream with no such proof, which the pool repeats only for idempotent
-//!   requests.
+//!   requests, and only if the peer had sent something on the connection (the failure's
+//!   `heard`).
 //! * A stream the pool gave up on while hyper still holds it open ([`StreamGuard::abandon`]:
 //!   a refused upload the server grants no window for) stays counted against the limit but
 //!   does not keep the generation in use; once no stream can be taken on the generation and
@@ -65,6 +67,7 @@
 
 mod generation;
 mod handshake;
+mod heard;
 mod kill;
 mod request;
 mod reset;

@@ -114,6 +114,7 @@ async fn a_goaway_is_io() {
         last_stream_id: 1,
         goaway: true,
         reset: false,
+        silent: false,
     })
     .await;
     let client = PoolHttpClient::builder()

@@ -14,16 +14,19 @@
 //! | `unsent` | hyper handed the request back unsent from a reused connection | any |
 //! | `go_away` | HTTP/2 `GOAWAY` covered the stream (RFC 9113 §6.8) | any |
 //! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7) | any |
-//! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; a reused HTTP/2 connection closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
+//! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; an HTTP/2 connection the server had begun to serve (it had sent something, its SETTINGS at least) closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
 //!
 //! The last one follows Go's `Transport`: the server closing an idle keep-alive connection
 //! while the request was on the wire looks exactly like the server crashing mid-request, so
 //! only requests that are safe to repeat are repeated. HTTP/2 has the same race when a server
 //! closes abruptly: nginx, shutting a worker down on reload, closes with the client's newest
 //! frames unread, and its kernel's reset can discard the `GOAWAY` and responses it had not
-//! sent yet, so streams it may or may not have processed see only the reset. A fresh
-//! connection that fails is never re-sent: that says something about the origin, not about a
-//! stale connection.
+//! sent yet, so streams it may or may not have processed see only the reset; Apache httpd's
+//! graceful restart closes new connections so too, after its SETTINGS, under every stream the
+//! pool had sent on them. A fresh connection that fails before it served anything is never
+//! re-sent: that says something about the origin, not about a stale connection. Over HTTP/1
+//! that is a connection that had not delivered a response; over HTTP/2, one on which the server
+//! had not sent a byte, the same answer for all the streams sent on it at once.
 //!
 //! The budget, and the re-sends it does not count, are in [`RetryPolicy`]'s docs.
 //!

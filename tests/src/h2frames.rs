@@ -2,7 +2,7 @@
 //! a `GOAWAY` whose last stream id is below streams the client has already opened, optionally
 //! followed by a reset of the connection (nginx closing a connection on reload while the
 //! client is still sending), or such a reset with no `GOAWAY` at all (a connection lost under
-//! streams the peer had read).
+//! streams the peer had read), with or without the peer's SETTINGS before it.
 //!
 //! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
 //! it can never leave a received stream above the line. This peer reads frames itself and
@@ -40,6 +40,9 @@ pub struct GoAwayScript {
     /// linger): the client's next write fails, while what the peer sent waits unread in the
     /// client's receive buffer. [`FramePeer::wait_reset`] resolves once it is done.
     pub reset: bool,
+    /// Send nothing at all on the first connection, not even SETTINGS: a server that accepted
+    /// the connection and never began HTTP/2 on it.
+    pub silent: bool,
 }
 
 /// What the peer saw, for assertions.
@@ -147,7 +150,8 @@ async fn serve(
     if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
         return;
     }
-    if io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {
+    let silent = script.is_some_and(|script| script.silent);
+    if !silent && io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {
         return;
     }
     // Requests whose HEADERS arrived, in order, and whether each has ended.
@@ -156,7 +160,7 @@ async fn serve(
     while let Some(f) = read_frame(&mut io).await {
         let mut out = Vec::new();
         match f.kind {
-            SETTINGS if f.flags & ACK == 0 => out.extend(frame(SETTINGS, ACK, 0, &[])),
+            SETTINGS if f.flags & ACK == 0 && !silent => out.extend(frame(SETTINGS, ACK, 0, &[])),
             HEADERS => {
                 seen.lock().unwrap().connections[index].insert(f.stream, 0);
                 opened.push((f.stream, f.flags & END_STREAM != 0));

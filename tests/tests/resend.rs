@@ -568,6 +568,7 @@ async fn goaway_rig() -> (FramePeer, ConnectionPool, EventLog) {
         last_stream_id: 1,
         goaway: true,
         reset: false,
+        silent: false,
     })
     .await;
     let events = EventLog::new();
@@ -670,6 +671,7 @@ async fn a_goaway_sent_before_a_reset_is_still_read() {
         last_stream_id: 1,
         goaway: true,
         reset: true,
+        silent: false,
     })
     .await;
     // The first connection reads nothing until the reset is in place and a write met it, so
@@ -741,6 +743,7 @@ async fn lost_under_second_stream(
         last_stream_id: 1,
         goaway: false,
         reset: true,
+        silent: false,
     })
     .await;
     let events = EventLog::new();
@@ -812,6 +815,96 @@ async fn a_post_whose_http2_connection_is_lost_before_its_response_is_not_sent_a
     assert!(!error.is_retryable(), "{error}");
     assert!(!error.is_go_away(), "{error}");
     assert_eq!(peer.connections(), 1, "nothing was sent again");
+    assert_eq!(pool.counters().transparent_retries, 0);
+    assert!(events.resent().is_empty());
+}
+
+/// Two GETs sent at once on a new connection, which the peer resets once it has read both,
+/// after its SETTINGS or (`silent`) without a byte; returns the peer, the pool's counters and
+/// events, and both outcomes.
+async fn new_connection_lost_under_two_gets(
+    silent: bool,
+) -> (
+    FramePeer,
+    ConnectionPool,
+    EventLog,
+    Vec<Result<ConnectionHandle, pool::Error>>,
+) {
+    let peer = FramePeer::start(GoAwayScript {
+        streams: 2,
+        last_stream_id: 0,
+        goaway: false,
+        reset: true,
+        silent,
+    })
+    .await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    let mut tasks = tokio::task::JoinSet::new();
+    spawn_exchange(&mut tasks, &client, &url, Method::GET);
+    spawn_exchange(&mut tasks, &client, &url, Method::GET);
+    let outcomes = join_all(tasks).await;
+    (peer, pool, events, outcomes)
+}
+
+/// Apache httpd's graceful restart: a new connection the server had begun to serve (its
+/// SETTINGS arrived) is lost under both its streams with no GOAWAY. Nothing says whether they
+/// were processed, but the server had taken the connection, so its loss is the connection's
+/// end: both GETs go again on a new connection, the first one dispatched as well as the
+/// second (which of two streams sent at once was dispatched first decides nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_get_on_a_new_http2_connection_lost_after_its_settings_is_sent_again() {
+    let (peer, pool, events, outcomes) = new_connection_lost_under_two_gets(false).await;
+    let handles: Vec<ConnectionHandle> = outcomes
+        .into_iter()
+        .map(|outcome| outcome.expect("both requests succeed"))
+        .collect();
+    assert_eq!(peer.connections(), 2);
+    let streams = peer.streams();
+    assert_eq!(
+        streams[0].len(),
+        2,
+        "both streams reached the first connection"
+    );
+    assert_eq!(streams[1].len(), 2, "both went again");
+    assert_eq!(
+        handles[0].id(),
+        handles[1].id(),
+        "both on the new connection"
+    );
+    assert_eq!(
+        pool.counters()
+            .resends
+            .get(ResendReason::ClosedBeforeResponse),
+        2
+    );
+    let resent = events.resent();
+    assert_eq!(resent.len(), 2, "{resent:?}");
+    assert!(
+        resent
+            .iter()
+            .all(|(id, reason, attempt)| *id != handles[0].id()
+                && *reason == ResendReason::ClosedBeforeResponse
+                && *attempt == 1)
+    );
+}
+
+/// A new connection lost before the server sent a byte on it, not even its SETTINGS: the
+/// server accepted it and never began HTTP/2 on it, which says something about the origin, not
+/// about a stale connection. Neither GET goes again (as on HTTP/1 for a new connection that
+/// closes before its response), the second one dispatched no more than the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_get_on_a_new_http2_connection_lost_before_the_server_spoke_is_sent_again() {
+    let (peer, pool, events, outcomes) = new_connection_lost_under_two_gets(true).await;
+    for outcome in outcomes {
+        let error = outcome.expect_err("the request fails");
+        assert!(!error.is_go_away(), "{error}");
+        assert!(!error.is_refused_stream(), "{error}");
+    }
+    assert_eq!(peer.connections(), 1, "nothing was sent again");
+    assert_eq!(peer.streams()[0].len(), 2, "both streams reached the peer");
     assert_eq!(pool.counters().transparent_retries, 0);
     assert!(events.resent().is_empty());
 }

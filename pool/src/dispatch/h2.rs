@@ -69,6 +69,7 @@ pub(super) fn finish(
             connection_level,
             not_processed,
             connection_lost,
+            heard,
         } => {
             if connection_level {
                 // Its re-sends must not come back here: after GOAWAY the generation still
@@ -78,8 +79,8 @@ pub(super) fn finish(
             match (not_processed, connection_lost) {
                 (Some(reason), _) => Ok(served.again(reason, error, None)),
                 // No proof either way: `resend` repeats it only if it is idempotent and the
-                // connection had served before, as for HTTP/1's keep-alive race.
-                (None, true) => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
+                // server had begun to serve the connection, as for HTTP/1's keep-alive race.
+                (None, true) => Ok(served.again_h2_lost(error, heard)),
                 (None, false) => Err(served.fail(Error::request(error))),
             }
         }

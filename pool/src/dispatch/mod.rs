@@ -215,11 +215,28 @@ impl Served {
         error: hyper::Error,
         request: Option<Request<RequestBody>>,
     ) -> Exchange {
+        let served_before = self.reused;
         Exchange::Again(Box::new(Again {
             reason,
             error,
             served: self,
             request,
+            served_before,
+        }))
+    }
+
+    /// As [`again`](Self::again), for an HTTP/2 connection lost under the request before its
+    /// response began (`closed_before_response`); `heard`: the server had sent something on
+    /// the connection, so it had begun to serve it (see [`Again::served_before`]).
+    #[cold]
+    #[inline(never)]
+    fn again_h2_lost(self, error: hyper::Error, heard: bool) -> Exchange {
+        Exchange::Again(Box::new(Again {
+            reason: pool_core::ResendReason::ClosedBeforeResponse,
+            error,
+            served: self,
+            request: None,
+            served_before: heard,
         }))
     }
 

@@ -24,11 +24,20 @@ use super::Served;
 pub(super) struct Again {
     pub(super) reason: ResendReason,
     pub(super) error: hyper::Error,
-    /// The connection that failed the request, and whether it had served a request before
-    /// (the `unsent` and `closed_before_response` proofs only hold for reused connections).
+    /// The connection that failed the request, and whether it had served a request before.
     pub(super) served: Served,
     /// The request, if hyper handed it back.
     pub(super) request: Option<Request<RequestBody>>,
+    /// Whether the connection had shown it was being served before it failed: the `unsent`
+    /// and `closed_before_response` proofs only hold for such a connection. Mostly that it had
+    /// taken a request before (`served.reused`). For `closed_before_response` on HTTP/2 it is
+    /// that the server had sent something on the connection (its SETTINGS at least), the same
+    /// for every stream of it: the server took the connection and began HTTP/2 on it, so its
+    /// loss is the connection's end (a restart closing it, say), not the origin refusing it.
+    /// Taking `reused` there would decide by the order in which streams sent at once were
+    /// dispatched: on a new connection lost under sixteen, fifteen would go again and the
+    /// first would fail.
+    pub(super) served_before: bool,
 }
 
 /// Everything needed to build the request again after hyper consumed it. Cloning the parts
@@ -137,16 +146,18 @@ impl Resends<'_> {
             error,
             served,
             request,
+            served_before,
         } = again;
         let reused = served.reused;
         // Closing before any byte of the response proves nothing about processing; repeating
         // is safe only for requests that are idempotent.
         let keep_alive_race = reason == ResendReason::ClosedBeforeResponse;
-        let proven = !keep_alive_race || (reused && self.idempotent);
+        let proven = !keep_alive_race || (served_before && self.idempotent);
         // A fresh connection that cannot take its first request says something about the
         // origin, not about a stale connection: fail rather than dial again. GOAWAY and
         // REFUSED_STREAM are proofs whatever the connection's age.
-        let stale = reused || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
+        let stale =
+            served_before || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
         // After HTTP/1's keep-alive race the re-send is free: the race closed a connection
         // that had delivered a whole response, so such re-sends end with the stale
         // connections (`RetryPolicy`'s docs). HTTP/2 re-sends are always counted.
