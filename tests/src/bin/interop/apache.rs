@@ -26,7 +26,7 @@ const REALM: &str = "interop";
 const HTDIGEST: &str = "alice:interop:8dec95327f9b9f2bb41f27f5190f1816\n";
 
 /// Where Debian and Fedora keep httpd's modules.
-const MODULE_DIRS: [&str; 2] = ["/usr/lib/apache2/modules", "/usr/lib64/httpd/modules"];
+pub(crate) const MODULE_DIRS: [&str; 2] = ["/usr/lib/apache2/modules", "/usr/lib64/httpd/modules"];
 
 /// The checks, in table order.
 const CHECKS: [&str; 7] = [

@@ -88,34 +88,13 @@ pub(crate) fn lighttpd_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
     rows
 }
 
-/// Sends a graceful restart and waits until lighttpd has logged its start again (at most
-/// [`RESTART_DEADLINE`]). lighttpd ignores a `SIGUSR1` that comes while it is still shutting
-/// down from the last one (a restart waits for its busy connections, which took up to 2 s by
-/// hand), so each restart is complete before the next is sent.
+/// Sends a graceful restart and waits until lighttpd has logged its start again: lighttpd
+/// ignores a `SIGUSR1` that comes while it is still shutting down from the last one (a restart
+/// waits for its busy connections, which took up to 2 s by hand).
 fn restart(server: &Server) -> Result<(), String> {
-    let before = starts(&server.log);
     let mut kill = Command::new("kill");
     kill.args(["-USR1", &server.child.id().to_string()]);
-    succeeds(kill)?;
-    let deadline = Instant::now() + RESTART_DEADLINE;
-    while starts(&server.log) == before {
-        if Instant::now() > deadline {
-            return Err(format!("not restarted {RESTART_DEADLINE:?} after SIGUSR1"));
-        }
-        thread::sleep(Duration::from_millis(20)); // poll interval
-    }
-    Ok(())
-}
-
-/// How long a graceful restart may take: twice the 5 s shutdown bound of the config.
-const RESTART_DEADLINE: Duration = Duration::from_secs(10);
-
-/// The times lighttpd has logged its start (once, then once per graceful restart).
-fn starts(log: &Path) -> usize {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter(|l| l.contains("server started"))
-        .count()
+    restart_and_wait(kill, &server.log, "server started")
 }
 
 /// Writes the config, a document and the TLS port's certificate (lighttpd takes the chain and

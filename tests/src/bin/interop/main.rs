@@ -67,6 +67,10 @@
 //!   h2 and h2c frontends, `-z 5s -c 32` through four `SIGUSR2` reloads of its master; every
 //!   request succeeds, the reloads closed connections, and the master logged each reload. One
 //!   "skip" row without haproxy.
+//! * **Apache httpd, graceful restarts under load** (`apache_restart.rs`): HTTP/1.1, TLS ALPN
+//!   h2 and h2c (`mod_http2`), `-z 5s -c 32` through four `-k graceful`s; every request
+//!   succeeds and the restarts closed connections. One "skip" row without httpd's `mod_http2`
+//!   and `mod_ssl`.
 //! * **lighttpd** (`lighttpd.rs`): HTTP/1.1, TLS ALPN h2 and h2c, `-z 5s -c 32` through four
 //!   graceful restarts (`SIGUSR1`); every request succeeds, the restarts closed connections,
 //!   and its log shows each restart. And its 8-stream limit: `-c 32 --partitions 1` over h2c
@@ -99,6 +103,7 @@
 
 mod alt_svc;
 mod apache;
+mod apache_restart;
 mod beside;
 mod caddy;
 mod cpu;
@@ -253,6 +258,11 @@ fn main() -> ExitCode {
             h1_origin,
             &nginx_dir,
             &tmp.path().join("haproxy"),
+        ));
+        rows.extend(apache_restart::apache_restarts(
+            &poolcurl,
+            &nginx_dir,
+            &tmp.path().join("httpd-restart"),
         ));
         rows.extend(lighttpd::lighttpd_checks(
             &poolcurl,

@@ -289,6 +289,34 @@ pub(crate) fn at_intervals(
     problems
 }
 
+/// Runs `restart` (a command that asks a server to restart) and waits until the server's
+/// `log` holds one more line with `marker` (what it logs once the restart is done), at most
+/// [`RESTART_DEADLINE`]. For servers that ignore a restart asked for while the last one is
+/// still under way (lighttpd), or whose restart command returns before the restart is done
+/// (Apache httpd's `-k graceful`): each restart is over before the next is sent.
+pub(crate) fn restart_and_wait(restart: Command, log: &Path, marker: &str) -> Result<(), String> {
+    let count = || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        text.lines().filter(|l| l.contains(marker)).count()
+    };
+    let before = count();
+    succeeds(restart)?;
+    let deadline = Instant::now() + RESTART_DEADLINE;
+    while count() == before {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "no \"{marker}\" logged {RESTART_DEADLINE:?} after the restart"
+            ));
+        }
+        thread::sleep(Duration::from_millis(20)); // poll interval
+    }
+    Ok(())
+}
+
+/// How long a graceful restart may take: twice the 5 s bound the servers' configs give
+/// connections to finish.
+const RESTART_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Runs `cmd` to its end; `Err` says how it failed (its status and stderr, or why it could
 /// not run).
 pub(crate) fn succeeds(mut cmd: Command) -> Result<(), String> {

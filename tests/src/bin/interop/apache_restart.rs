@@ -1,0 +1,142 @@
+//! Graceful restarts of Apache httpd under load: the most deployed server after nginx, with
+//! HTTP/1.1 of its own and HTTP/2 from `mod_http2`.
+//!
+//! One httpd in the foreground (`-DFOREGROUND`, the event MPM), its config, documents and log
+//! in the temp dir, on two ports: HTTP/1.1 and h2c (prior knowledge) on one, TLS with ALPN h2
+//! (`mod_ssl`, nginx's test certificate) on the other. A graceful restart (`-k graceful`:
+//! `SIGUSR1` to the parent) starts new workers and lets the old ones finish: they close their
+//! HTTP/1.1 connections, send HTTP/2 ones `GOAWAY`, and close connections they had just taken,
+//! new TLS ones after their SETTINGS under every stream the client had sent, with no `GOAWAY`
+//! about them (the pool repeats those idempotent requests: `pool-h2/src/heard.rs`; before, the
+//! first stream of each such connection failed, in 3 of 4 hand runs). Each check runs
+//! `poolcurl load -z 5s -c 32` through [`RESTARTS`] restarts, each sent once httpd has logged
+//! the last one done: every request answered, and more than one connection opened (the
+//! restarts closed connections).
+//!
+//! Without httpd (`apache2` or `httpd`) with `mod_http2` and `mod_ssl`, the checks are one
+//! "skip" row. `.ci/run` installs Debian's `apache2-bin`, which has both.
+
+use super::*;
+
+/// Graceful restarts sent during each load.
+const RESTARTS: u64 = 4;
+
+/// The checks, in table order.
+const CHECKS: [&str; 3] = [
+    "Apache httpd http1.1, -z 5s -c 32, 4 graceful restarts",
+    "Apache httpd TLS ALPN h2, -z 5s -c 32, 4 graceful restarts",
+    "Apache httpd h2c, -z 5s -c 32, 4 graceful restarts",
+];
+
+/// The modules httpd loads, with their files.
+const MODULES: [(&str, &str); 5] = [
+    ("mpm_event", "mod_mpm_event"),
+    ("authz_core", "mod_authz_core"),
+    ("dir", "mod_dir"),
+    ("http2", "mod_http2"),
+    ("ssl", "mod_ssl"),
+];
+
+/// What httpd logs once it runs again after a restart (and once at its start).
+const RUNNING: &str = "resuming normal operations";
+
+/// The restart checks; `certs` is the directory holding nginx's `ca.pem`, `server.pem` and
+/// `server.key`.
+pub(crate) fn apache_restarts(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<Row> {
+    let httpd = find_binary("apache2").or_else(|| find_binary("httpd"));
+    let modules = apache::MODULE_DIRS.iter().map(PathBuf::from).find(|d| {
+        MODULES
+            .iter()
+            .all(|(_, file)| d.join(format!("{file}.so")).is_file())
+    });
+    let (Some(httpd), Some(modules)) = (httpd, modules) else {
+        return vec![Row::skipped(
+            "skipped: Apache httpd with mod_http2 and mod_ssl".into(),
+            Some("the Apache restart checks need apache2 (or httpd) with mod_http2 and mod_ssl"),
+        )];
+    };
+    let names = announce(CHECKS);
+    let (server, conf, [http, tls]) = match start_httpd(&httpd, &modules, certs, dir) {
+        Ok(started) => started,
+        Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
+    };
+    let [h1_name, tls_name, h2c_name] = names;
+    let cases = [
+        (
+            h1_name,
+            "h1",
+            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
+        ),
+        (tls_name, "h2", tls_h2_target(tls, certs)),
+        (
+            h2c_name,
+            "h2",
+            vec![
+                "--http2-prior-knowledge".into(),
+                format!("http://127.0.0.1:{http}/"),
+            ],
+        ),
+    ];
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
+    let mut rows = Vec::new();
+    for (name, proto, target) in cases {
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, RESTARTS, times, |_| {
+                let mut graceful = Command::new(&httpd);
+                graceful.arg("-f").arg(&conf).args(["-k", "graceful"]);
+                restart_and_wait(graceful, &server.log, RUNNING)
+            });
+        problems.extend(reloads_closed_none(&finished));
+        rows.push(Row::judge(name, finished, None, proto, problems));
+    }
+    rows
+}
+
+/// Writes a document and `httpd.conf` into `dir`, starts httpd in the foreground and waits
+/// until it listens. Returns the server (stopped on drop with `-k stop`, so its workers go
+/// too), its config's path and its two ports.
+fn start_httpd(
+    httpd: &Path,
+    modules: &Path,
+    certs: &Path,
+    dir: &Path,
+) -> Result<(Server, PathBuf, [u16; 2]), String> {
+    let docs = dir.join("htdocs");
+    std::fs::create_dir_all(&docs).map_err(|e| format!("create {}: {e}", docs.display()))?;
+    let write = |path: PathBuf, text: &str| {
+        std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))
+    };
+    write(docs.join("index.html"), "httpd\n")?;
+    let [http, tls] = free_ports::<2>()?;
+    // As root httpd hands its workers to `User`; `nobody` can read the temp dir's files.
+    let user = if running_as_root() {
+        "User nobody\nGroup nogroup\n"
+    } else {
+        ""
+    };
+    let (d, m) = (dir.display(), modules.display());
+    let load: String = MODULES
+        .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
+        .concat();
+    let (cert, key) = (certs.join("server.pem"), certs.join("server.key"));
+    // A restart waits at most 5 s for the old workers' connections.
+    let conf = format!(
+        "ServerRoot {d}\nServerName localhost\nListen 127.0.0.1:{http}\nListen 127.0.0.1:{tls}\n\
+         PidFile {d}/httpd.pid\nErrorLog {d}/error.log\nLogLevel notice\n{user}{load}\
+         GracefulShutdownTimeout 5\nDocumentRoot {d}/htdocs\nDirectoryIndex index.html\n\
+         Protocols h2 h2c http/1.1\n<VirtualHost 127.0.0.1:{tls}>\n  SSLEngine on\n  \
+         SSLCertificateFile {}\n  SSLCertificateKeyFile {}\n</VirtualHost>\n",
+        cert.display(),
+        key.display(),
+    );
+    let conf_path = dir.join("httpd.conf");
+    write(conf_path.clone(), &conf)?;
+    let mut cmd = Command::new(httpd);
+    cmd.arg("-f").arg(&conf_path).arg("-DFOREGROUND");
+    let mut server = Server::start("httpd", cmd, dir.join("error.log"), &dir.join("stderr.log"))?;
+    let mut stop = Command::new(httpd);
+    stop.arg("-f").arg(&conf_path).args(["-k", "stop"]);
+    server.stop = Some(stop);
+    server.wait_ready(&[http, tls])?;
+    Ok((server, conf_path, [http, tls]))
+}
