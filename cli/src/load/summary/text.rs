@@ -280,7 +280,8 @@ impl Summary {
             out,
             "Re-sent by the pool",
             format!(
-                "{} (requests the server provably never processed{by_reason})",
+                "{} (requests the server provably never processed, and idempotent ones whose \
+                 connection closed before their response{by_reason})",
                 facts.counters.transparent_retries
             ),
         );
