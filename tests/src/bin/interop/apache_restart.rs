@@ -60,36 +60,17 @@ pub(crate) fn apache_restarts(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
         Ok(started) => started,
         Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
-    let [h1_name, tls_name, h2c_name] = names;
-    let cases = [
-        (
-            h1_name,
-            "h1",
-            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
-        ),
-        (tls_name, "h2", tls_h2_target(tls, certs)),
-        (
-            h2c_name,
-            "h2",
-            vec![
-                "--http2-prior-knowledge".into(),
-                format!("http://127.0.0.1:{http}/"),
-            ],
-        ),
-    ];
-    let times = (Duration::from_millis(500), Duration::from_secs(1));
-    let mut rows = Vec::new();
-    for (name, proto, target) in cases {
-        let (finished, mut problems) =
-            load_through_reloads(poolcurl, &target, RESTARTS, times, |_| {
-                let mut graceful = Command::new(&httpd);
-                graceful.arg("-f").arg(&conf).args(["-k", "graceful"]);
-                restart_and_wait(graceful, &server.log, RUNNING)
-            });
-        problems.extend(reloads_closed_none(&finished));
-        rows.push(Row::judge(name, finished, None, proto, problems));
-    }
-    rows
+    reload_checks(
+        poolcurl,
+        names.into(),
+        h1_tls_h2c(http, tls, http, certs).into(),
+        RESTARTS,
+        || {
+            let mut graceful = Command::new(&httpd);
+            graceful.arg("-f").arg(&conf).args(["-k", "graceful"]);
+            restart_and_wait(graceful, &server.log, RUNNING)
+        },
+    )
 }
 
 /// Writes a document and `httpd.conf` into `dir`, starts httpd in the foreground and waits

@@ -8,9 +8,9 @@
 //! starts a new worker on the same sockets and soft-stops the old one, which finishes what it
 //! has in flight, closes its HTTP/1.1 connections (an idle keep-alive connection within a
 //! second, by hand: the keep-alive race is possible) and sends HTTP/2 connections `GOAWAY`.
-//! Each check runs `poolcurl load -z 5s -c 32` through [`HAPROXY_RELOADS`] reloads and
-//! wants every request answered, more than one connection opened (the reloads closed
-//! connections), and the master's log to show every reload.
+//! Each check runs `poolcurl load -z 5s -c 32` through [`HAPROXY_RELOADS`] reloads, each sent
+//! once the master has logged the last one ("Reloading HAProxy"), and wants every request
+//! answered and more than one connection opened (the reloads closed connections).
 //!
 //! Without haproxy the checks are one "skip" row. `.ci/run` installs Debian's `haproxy` (its
 //! service is held back by the same `policy-rc.d` as nginx's).
@@ -47,52 +47,18 @@ pub(crate) fn haproxy_reloads(
         Ok(started) => started,
         Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
-    let [h1_name, tls_name, h2c_name] = names;
-    let cases = [
-        (
-            h1_name,
-            "h1",
-            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
-        ),
-        (tls_name, "h2", tls_h2_target(tls, certs)),
-        (
-            h2c_name,
-            "h2",
-            vec![
-                "--http2-prior-knowledge".into(),
-                format!("http://127.0.0.1:{h2c}/"),
-            ],
-        ),
-    ];
     let master = server.child.id().to_string();
-    let times = (Duration::from_millis(500), Duration::from_secs(1));
-    let mut rows = Vec::new();
-    for (name, proto, target) in cases {
-        let before = count_reloads(&server.log);
-        let (finished, mut problems) =
-            load_through_reloads(poolcurl, &target, HAPROXY_RELOADS, times, |_| {
-                let mut kill = Command::new("kill");
-                kill.args(["-USR2", &master]);
-                succeeds(kill)
-            });
-        let reloaded = count_reloads(&server.log) - before;
-        if reloaded as u64 != HAPROXY_RELOADS {
-            problems.push(format!(
-                "haproxy logged {reloaded} of {HAPROXY_RELOADS} reloads"
-            ));
-        }
-        problems.extend(reloads_closed_none(&finished));
-        rows.push(Row::judge(name, finished, None, proto, problems));
-    }
-    rows
-}
-
-/// The reloads the master has logged ("Reloading HAProxy", one per `SIGUSR2` it handled).
-fn count_reloads(log: &Path) -> usize {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter(|l| l.contains("Reloading HAProxy"))
-        .count()
+    reload_checks(
+        poolcurl,
+        names.into(),
+        h1_tls_h2c(http, tls, h2c, certs).into(),
+        HAPROXY_RELOADS,
+        || {
+            let mut kill = Command::new("kill");
+            kill.args(["-USR2", &master]);
+            restart_and_wait(kill, &server.log, "Reloading HAProxy")
+        },
+    )
 }
 
 /// Writes the config and the frontend's certificate (HAProxy takes the chain and key in one

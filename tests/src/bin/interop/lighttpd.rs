@@ -52,32 +52,18 @@ pub(crate) fn lighttpd_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
         Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
     let [h1_name, tls_name, h2c_name, limit_name] = names;
-    let h2c = |port: u16| {
-        vec![
-            "--http2-prior-knowledge".into(),
-            format!("http://127.0.0.1:{port}/"),
-        ]
-    };
-    let cases = [
-        (
-            h1_name,
-            "h1",
-            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
-        ),
-        (tls_name, "h2", tls_h2_target(tls, certs)),
-        (h2c_name, "h2", h2c(http)),
-    ];
-    let times = (Duration::from_millis(500), Duration::from_secs(1));
-    let mut rows = Vec::new();
-    for (name, proto, target) in cases {
-        let (finished, mut problems) =
-            load_through_reloads(poolcurl, &target, RESTARTS, times, |_| restart(&server));
-        problems.extend(reloads_closed_none(&finished));
-        rows.push(Row::judge(name, finished, None, proto, problems));
-    }
+    let targets = h1_tls_h2c(http, tls, http, certs);
+    let h2c_target = targets[2].1.clone();
+    let mut rows = reload_checks(
+        poolcurl,
+        vec![h1_name, tls_name, h2c_name],
+        targets.into(),
+        RESTARTS,
+        || restart(&server),
+    );
 
     let mut args = strings(&["-z", "4s", "-c", "32", "--partitions", "1"]);
-    args.extend(h2c(http));
+    args.extend(h2c_target);
     let run = Running::spawn(poolcurl, &args).map(Running::finish);
     let mut problems = Vec::new();
     match opened(&run) {

@@ -323,6 +323,30 @@ pub(crate) fn tls_h2_target(port: u16, certs: &Path) -> Vec<String> {
     ]
 }
 
+/// The targets of a server's HTTP/1.1 (at `http`), TLS with ALPN h2 (at `tls`) and h2c (at
+/// `h2c`) listeners, in that order, each with the protocol its row checks.
+pub(crate) fn h1_tls_h2c(
+    http: u16,
+    tls: u16,
+    h2c: u16,
+    certs: &Path,
+) -> [(&'static str, Vec<String>); 3] {
+    [
+        (
+            "h1",
+            vec!["--http1.1".into(), format!("http://127.0.0.1:{http}/")],
+        ),
+        ("h2", tls_h2_target(tls, certs)),
+        (
+            "h2",
+            vec![
+                "--http2-prior-knowledge".into(),
+                format!("http://127.0.0.1:{h2c}/"),
+            ],
+        ),
+    ]
+}
+
 fn running_as_root() -> bool {
     // The effective uid is the second field of `Uid:` in /proc/self/status (Linux).
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -268,6 +268,28 @@ pub(crate) fn load_through_reloads(
     (run.map(Running::finish), problems)
 }
 
+/// One server's reload checks: for each of `names` with its `(protocol, target)`,
+/// `poolcurl load -z 5s -c 32` while `reload` runs `count` times, at 0.5 s, 1.5 s, ... into
+/// the run. A row passes when every request was answered over `protocol`, every reload
+/// succeeded, and the run opened more than one connection (the reloads closed some).
+pub(crate) fn reload_checks(
+    poolcurl: &Path,
+    names: Vec<String>,
+    targets: Vec<(&'static str, Vec<String>)>,
+    count: u64,
+    mut reload: impl FnMut() -> Result<(), String>,
+) -> Vec<Row> {
+    let times = (Duration::from_millis(500), Duration::from_secs(1));
+    let mut rows = Vec::new();
+    for (name, (proto, target)) in names.into_iter().zip(targets) {
+        let (finished, mut problems) =
+            load_through_reloads(poolcurl, &target, count, times, |_| reload());
+        problems.extend(reloads_closed_none(&finished));
+        rows.push(Row::judge(name, finished, None, proto, problems));
+    }
+    rows
+}
+
 /// Runs `action(n)` for `n` in `0..count`, the first `first` after `started` and the others
 /// `spacing` apart: reloads sent to a server while a load runs. The sleeps only place the
 /// actions in time; no result depends on their exact moment. Returns the failures, each named
@@ -293,7 +315,8 @@ pub(crate) fn at_intervals(
 /// `log` holds one more line with `marker` (what it logs once the restart is done), at most
 /// [`RESTART_DEADLINE`]. For servers that ignore a restart asked for while the last one is
 /// still under way (lighttpd), or whose restart command returns before the restart is done
-/// (Apache httpd's `-k graceful`): each restart is over before the next is sent.
+/// (Apache httpd's `-k graceful`, a signal to HAProxy's master): each restart is over before
+/// the next is sent, and a restart the server never made fails its check.
 pub(crate) fn restart_and_wait(restart: Command, log: &Path, marker: &str) -> Result<(), String> {
     let count = || {
         let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -313,8 +336,8 @@ pub(crate) fn restart_and_wait(restart: Command, log: &Path, marker: &str) -> Re
     Ok(())
 }
 
-/// How long a graceful restart may take: twice the 5 s bound the servers' configs give
-/// connections to finish.
+/// How long a restart may take before it counts as failed: twice the 5 s that lighttpd's and
+/// httpd's configs here let old connections finish in (by hand, each took 2 s at most).
 const RESTART_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Runs `cmd` to its end; `Err` says how it failed (its status and stderr, or why it could
