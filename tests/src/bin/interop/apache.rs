@@ -199,6 +199,23 @@ fn load_through_digest_tunnels(
     row
 }
 
+/// The lines every httpd config here starts with: `User` and `Group` when running as root
+/// (httpd hands its workers to them; `nobody` can read the temp dir's files), and a
+/// `LoadModule` line for each of `modules` (name, file) in the directory `dir`.
+pub(crate) fn httpd_preamble(dir: &Path, modules: &[(&str, &str)]) -> String {
+    let user = if running_as_root() {
+        "User nobody\nGroup nogroup\n"
+    } else {
+        ""
+    };
+    let m = dir.display();
+    let load: String = modules
+        .iter()
+        .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
+        .collect();
+    format!("{user}{load}")
+}
+
 /// Writes the documents, the password file and `httpd.conf` into `dir`, starts httpd in the
 /// foreground and waits until it listens. Returns the server (stopped on drop with `-k stop`,
 /// so its workers go too), its port and its proxy's port.
@@ -212,16 +229,8 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16,
     write(dir.join("htdocs/open.txt"), "open ok\n")?;
     write(dir.join("htdigest"), HTDIGEST)?;
     let [port, proxy_port] = free_ports::<2>()?;
-    // As root httpd hands its workers to `User`; `nobody` can read the temp dir's files.
-    let user = if running_as_root() {
-        "User nobody\nGroup nogroup\n"
-    } else {
-        ""
-    };
+    let preamble = httpd_preamble(modules, &MODULES);
     let (d, m) = (dir.display(), modules.display());
-    let load: String = MODULES
-        .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
-        .concat();
     // The proxy asks for the same user with Digest, and may open tunnels to the first port only.
     let guard = format!(
         "AuthType Digest\n    AuthName \"{REALM}\"\n    AuthDigestProvider file\n    \
@@ -238,7 +247,7 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16,
     let conf = format!(
         "ServerRoot {d}\nServerName localhost\nListen 127.0.0.1:{port}\n\
          Listen 127.0.0.1:{proxy_port}\nPidFile {d}/httpd.pid\n\
-         ErrorLog {d}/error.log\n{user}{load}DocumentRoot {d}/htdocs\n\
+         ErrorLog {d}/error.log\n{preamble}DocumentRoot {d}/htdocs\n\
          <Location /secret>\n  AuthType Digest\n  AuthName \"{REALM}\"\n\
          AuthDigestProvider file\n  AuthUserFile {d}/htdigest\n  Require valid-user\n\
          </Location>\n{proxy}"

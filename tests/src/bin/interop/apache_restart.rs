@@ -89,21 +89,13 @@ fn start_httpd(
     };
     write(docs.join("index.html"), "httpd\n")?;
     let [http, tls] = free_ports::<2>()?;
-    // As root httpd hands its workers to `User`; `nobody` can read the temp dir's files.
-    let user = if running_as_root() {
-        "User nobody\nGroup nogroup\n"
-    } else {
-        ""
-    };
-    let (d, m) = (dir.display(), modules.display());
-    let load: String = MODULES
-        .map(|(module, file)| format!("LoadModule {module}_module {m}/{file}.so\n"))
-        .concat();
+    let preamble = apache::httpd_preamble(modules, &MODULES);
+    let d = dir.display();
     let (cert, key) = (certs.join("server.pem"), certs.join("server.key"));
     // A restart waits at most 5 s for the old workers' connections.
     let conf = format!(
         "ServerRoot {d}\nServerName localhost\nListen 127.0.0.1:{http}\nListen 127.0.0.1:{tls}\n\
-         PidFile {d}/httpd.pid\nErrorLog {d}/error.log\nLogLevel notice\n{user}{load}\
+         PidFile {d}/httpd.pid\nErrorLog {d}/error.log\nLogLevel notice\n{preamble}\
          GracefulShutdownTimeout 5\nDocumentRoot {d}/htdocs\nDirectoryIndex index.html\n\
          Protocols h2 h2c http/1.1\n<VirtualHost 127.0.0.1:{tls}>\n  SSLEngine on\n  \
          SSLCertificateFile {}\n  SSLCertificateKeyFile {}\n</VirtualHost>\n",
