@@ -252,14 +252,27 @@ fn start_httpd(httpd: &Path, modules: &Path, dir: &Path) -> Result<(Server, u16,
          AuthDigestProvider file\n  AuthUserFile {d}/htdigest\n  Require valid-user\n\
          </Location>\n{proxy}"
     );
+    let (server, _) = run_httpd(httpd, dir, &conf, &[port, proxy_port])?;
+    Ok((server, port, proxy_port))
+}
+
+/// Writes `conf` to `dir/httpd.conf`, starts httpd on it in the foreground (its error log
+/// `dir/error.log`, as every config here says) and waits until it listens on `ports`. Returns
+/// the server, stopped on drop with `-k stop` so its workers go too, and the config's path.
+pub(crate) fn run_httpd(
+    httpd: &Path,
+    dir: &Path,
+    conf: &str,
+    ports: &[u16],
+) -> Result<(Server, PathBuf), String> {
     let conf_path = dir.join("httpd.conf");
-    write(conf_path.clone(), &conf)?;
+    std::fs::write(&conf_path, conf).map_err(|e| format!("write {}: {e}", conf_path.display()))?;
     let mut cmd = Command::new(httpd);
     cmd.arg("-f").arg(&conf_path).arg("-DFOREGROUND");
     let mut server = Server::start("httpd", cmd, dir.join("error.log"), &dir.join("stderr.log"))?;
     let mut stop = Command::new(httpd);
     stop.arg("-f").arg(&conf_path).args(["-k", "stop"]);
     server.stop = Some(stop);
-    server.wait_ready(&[port, proxy_port])?;
-    Ok((server, port, proxy_port))
+    server.wait_ready(ports)?;
+    Ok((server, conf_path))
 }

@@ -74,8 +74,8 @@ pub(crate) fn apache_restarts(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
 }
 
 /// Writes a document and `httpd.conf` into `dir`, starts httpd in the foreground and waits
-/// until it listens. Returns the server (stopped on drop with `-k stop`, so its workers go
-/// too), its config's path and its two ports.
+/// until it listens ([`apache::run_httpd`]). Returns the server, its config's path and its
+/// two ports.
 fn start_httpd(
     httpd: &Path,
     modules: &Path,
@@ -84,10 +84,7 @@ fn start_httpd(
 ) -> Result<(Server, PathBuf, [u16; 2]), String> {
     let docs = dir.join("htdocs");
     std::fs::create_dir_all(&docs).map_err(|e| format!("create {}: {e}", docs.display()))?;
-    let write = |path: PathBuf, text: &str| {
-        std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))
-    };
-    write(docs.join("index.html"), "httpd\n")?;
+    std::fs::write(docs.join("index.html"), "httpd\n").map_err(|e| format!("write index: {e}"))?;
     let [http, tls] = free_ports::<2>()?;
     let preamble = apache::httpd_preamble(modules, &MODULES);
     let d = dir.display();
@@ -102,14 +99,6 @@ fn start_httpd(
         cert.display(),
         key.display(),
     );
-    let conf_path = dir.join("httpd.conf");
-    write(conf_path.clone(), &conf)?;
-    let mut cmd = Command::new(httpd);
-    cmd.arg("-f").arg(&conf_path).arg("-DFOREGROUND");
-    let mut server = Server::start("httpd", cmd, dir.join("error.log"), &dir.join("stderr.log"))?;
-    let mut stop = Command::new(httpd);
-    stop.arg("-f").arg(&conf_path).args(["-k", "stop"]);
-    server.stop = Some(stop);
-    server.wait_ready(&[http, tls])?;
+    let (server, conf_path) = apache::run_httpd(httpd, dir, &conf, &[http, tls])?;
     Ok((server, conf_path, [http, tls]))
 }
