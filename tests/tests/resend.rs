@@ -725,19 +725,21 @@ async fn a_goaway_sent_before_a_reset_is_still_read() {
     );
 }
 
+/// A frame peer's run: the peer, the pool (its counters), its events, and the requests'
+/// outcomes in order.
+type Lost = (
+    FramePeer,
+    ConnectionPool,
+    EventLog,
+    Vec<Result<ConnectionHandle, pool::Error>>,
+);
+
 /// A peer that, once it has read two streams, answers the first and resets the connection
 /// without a GOAWAY: what a reloading nginx's abortive close looks like when its kernel drops
 /// the GOAWAY it had not sent yet. The second request is `second`, sent once the peer read the
 /// first, so its stream goes out on a connection that had served a request. Returns the peer,
 /// the pool's counters and events, and both requests' outcomes in order.
-async fn lost_under_second_stream(
-    second: Method,
-) -> (
-    FramePeer,
-    ConnectionPool,
-    EventLog,
-    Vec<Result<ConnectionHandle, pool::Error>>,
-) {
+async fn lost_under_second_stream(second: Method) -> Lost {
     let peer = FramePeer::start(GoAwayScript {
         streams: 2,
         last_stream_id: 1,
@@ -822,14 +824,7 @@ async fn a_post_whose_http2_connection_is_lost_before_its_response_is_not_sent_a
 /// Two GETs sent at once on a new connection, which the peer resets once it has read both,
 /// after its SETTINGS or (`silent`) without a byte; returns the peer, the pool's counters and
 /// events, and both outcomes.
-async fn new_connection_lost_under_two_gets(
-    silent: bool,
-) -> (
-    FramePeer,
-    ConnectionPool,
-    EventLog,
-    Vec<Result<ConnectionHandle, pool::Error>>,
-) {
+async fn new_connection_lost_under_two_gets(silent: bool) -> Lost {
     let peer = FramePeer::start(GoAwayScript {
         streams: 2,
         last_stream_id: 0,

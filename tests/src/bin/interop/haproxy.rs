@@ -93,9 +93,7 @@ fn start_haproxy(
     cmd.arg("-W").arg("-f").arg(&path);
     let log = dir.join("haproxy.log");
     let mut server = Server::start("haproxy", cmd, log.clone(), &log)?;
-    let mut stop = Command::new("kill");
-    stop.args(["-TERM", &server.child.id().to_string()]);
-    server.stop = Some(stop);
+    server.stop_with_sigterm();
     server.wait_ready(&[http, tls, h2c])?;
     Ok((server, [http, tls, h2c]))
 }

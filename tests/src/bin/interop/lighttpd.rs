@@ -118,9 +118,7 @@ fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, 
     cmd.arg("-D").arg("-f").arg(&path);
     let log = dir.join("lighttpd.log");
     let mut server = Server::start("lighttpd", cmd, log.clone(), &log)?;
-    let mut stop = Command::new("kill");
-    stop.args(["-TERM", &server.child.id().to_string()]);
-    server.stop = Some(stop);
+    server.stop_with_sigterm();
     server.wait_ready(&[http, tls])?;
     Ok((server, [http, tls]))
 }

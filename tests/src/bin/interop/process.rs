@@ -66,6 +66,15 @@ impl Server {
         })
     }
 
+    /// Stops the server with `SIGTERM` to its process rather than killing it: a master
+    /// (HAProxy's, a prefork tinyproxy's) then stops its workers too, where `SIGKILL` would
+    /// leave them holding the ports.
+    pub(crate) fn stop_with_sigterm(&mut self) {
+        let mut stop = Command::new("kill");
+        stop.args(["-TERM", &self.child.id().to_string()]);
+        self.stop = Some(stop);
+    }
+
     /// Polls until every port accepts a TCP connection, or the server exits, or
     /// [`READY_DEADLINE`] passes. A connect that succeeds means the listening socket exists
     /// (nginx's master binds before it forks workers; a connection accepted early waits in the

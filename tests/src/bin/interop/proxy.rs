@@ -261,11 +261,8 @@ impl Tinyproxy {
         let mut cmd = Command::new(binary);
         cmd.arg("-d").arg("-c").arg(&conf_path);
         let mut server = Server::start(name, cmd, log, &dir.join("stderr.log"))?;
-        // SIGTERM: a prefork tinyproxy (before 1.11) stops its children too; SIGKILL would
-        // leave them holding the port.
-        let mut stop = Command::new("kill");
-        stop.args(["-TERM", &server.child.id().to_string()]);
-        server.stop = Some(stop);
+        // A prefork tinyproxy (before 1.11) stops its children on SIGTERM.
+        server.stop_with_sigterm();
         server.wait_ready(&[port])?;
         Ok(Tinyproxy { server, port })
     }
