@@ -100,7 +100,7 @@ pub use partition::{Partition, TokioDriverSpawner};
 pub use pool::{ClientBuildError, ConnectionPool, ToOrigin};
 pub use preconnect::Preconnected;
 pub use protocol::ProtocolPolicy;
-pub use retry::{DEFAULT_MAX_RESENDS, RetryPolicy};
+pub use retry::{DEFAULT_BACKOFF, DEFAULT_MAX_RESENDS, RetryPolicy};
 pub use service::{ClientService, ResponseFuture};
 pub use shared::{PoolCounters, ResendCounts};
 pub use time::{TokioSleep, TokioTime};

@@ -32,7 +32,10 @@
 //!
 //! A re-send never goes back to the connection that failed it (that HTTP/1 connection is
 //! closed, that HTTP/2 generation retired), except after `REFUSED_STREAM` on a generation that
-//! still accepts streams. Re-sends share the first attempt's read timeout.
+//! still accepts streams. Re-sends share the first attempt's read timeout, and the waits
+//! between them (the pace, in [`RetryPolicy`]'s docs) count against it.
+
+use std::time::Duration;
 
 use pool_core::ResendReason;
 
@@ -51,6 +54,20 @@ use pool_core::ResendReason;
 /// always counted: a stream on a reused connection need not follow a response, and one lost
 /// connection re-sends all its streams at once. With `max_resends(0)` nothing is re-sent.
 ///
+/// **The pace.** A request's first counted re-send goes at once: one lost connection or one
+/// `GOAWAY` is the common case, and the next connection almost always serves. Each later
+/// counted re-send of the same request first waits: [`backoff`](Self::backoff) before the
+/// second, twice that before the third, and so on, doubling at most six times. A request that
+/// lost a second connection is meeting a server in the middle of a change, and sending again
+/// at once spends the budget inside it: Apache httpd's graceful restart closes the connections
+/// it takes during the first few milliseconds of the restart, under every stream sent on
+/// them; with immediate re-sends, the streams of one connection could lose four connections in
+/// a row and fail (18 requests in one run of the interop suite). A server refusing streams
+/// (`REFUSED_STREAM`) again is overloaded, and the same wait lets it recover. The waits have no
+/// jitter: what waits together is the streams of one lost HTTP/2 connection, which should go
+/// together on the next one. A wait counts against the request's read timeout. Re-sends that
+/// the budget does not count (HTTP/1's keep-alive race) never wait.
+///
 /// ```
 /// use pool::{ConnectionPool, RetryPolicy};
 ///
@@ -64,6 +81,7 @@ use pool_core::ResendReason;
 pub struct RetryPolicy {
     scope: Scope,
     max_resends: u32,
+    backoff: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +94,13 @@ enum Scope {
 /// How many times one request is sent again by default.
 pub const DEFAULT_MAX_RESENDS: u32 = 3;
 
+/// How long a request waits before its second counted re-send, by default (see the pace in
+/// [`RetryPolicy`]'s docs).
+pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How many times the wait between a request's counted re-sends doubles at most.
+const MAX_DOUBLINGS: u32 = 6;
+
 impl RetryPolicy {
     /// The default: re-send on every proof that the server did not process the request
     /// (`unsent`, `go_away`, `refused_stream`, and `closed_before_response` for idempotent
@@ -85,6 +110,7 @@ impl RetryPolicy {
         RetryPolicy {
             scope: Scope::Unprocessed,
             max_resends: DEFAULT_MAX_RESENDS,
+            backoff: DEFAULT_BACKOFF,
         }
     }
 
@@ -96,6 +122,7 @@ impl RetryPolicy {
         RetryPolicy {
             scope: Scope::UnsentOnly,
             max_resends: DEFAULT_MAX_RESENDS,
+            backoff: DEFAULT_BACKOFF,
         }
     }
 
@@ -106,6 +133,7 @@ impl RetryPolicy {
         RetryPolicy {
             scope: Scope::Never,
             max_resends: 0,
+            backoff: DEFAULT_BACKOFF,
         }
     }
 
@@ -117,6 +145,21 @@ impl RetryPolicy {
     }
 
     /// Whether this policy re-sends for `reason` at all.
+    /// Sets the wait before a request's second counted re-send (each later one waits twice as
+    /// long as the one before; see the pace in the type's docs). [`Duration::ZERO`] sends every
+    /// re-send at once. Default: [`DEFAULT_BACKOFF`].
+    pub const fn backoff(mut self, first: Duration) -> RetryPolicy {
+        self.backoff = first;
+        self
+    }
+
+    /// The wait before a request's `nth` counted re-send (from 1): none before the first.
+    pub(crate) fn wait_before(&self, nth: u32) -> Option<Duration> {
+        let doublings = nth.checked_sub(2)?.min(MAX_DOUBLINGS);
+        let wait = self.backoff.saturating_mul(1 << doublings);
+        (!wait.is_zero()).then_some(wait)
+    }
+
     pub(crate) fn allows(&self, reason: ResendReason) -> bool {
         match self.scope {
             Scope::Never => false,
@@ -168,8 +211,42 @@ mod tests {
         assert!(ResendReason::ALL.iter().all(|r| !never.allows(*r)));
         assert!(!never.has_budget(0));
 
+        assert_eq!(
+            default.wait_before(1),
+            None,
+            "the first re-send goes at once"
+        );
+        assert_eq!(default.wait_before(2), Some(DEFAULT_BACKOFF));
+        assert_eq!(default.wait_before(3), Some(DEFAULT_BACKOFF * 2));
+
         let once = RetryPolicy::unprocessed().max_resends(1);
         assert!(once.has_budget(0) && !once.has_budget(1));
         assert!(!RetryPolicy::unprocessed().max_resends(0).keeps_copies());
+    }
+
+    #[test]
+    fn the_wait_doubles_for_each_later_re_send_up_to_its_cap() {
+        let policy = RetryPolicy::unprocessed()
+            .max_resends(20)
+            .backoff(Duration::from_millis(10));
+        let waits: Vec<_> = (1..=10).map(|n| policy.wait_before(n)).collect();
+        let ms = |n| Some(Duration::from_millis(n));
+        assert_eq!(
+            waits,
+            [
+                None,
+                ms(10),
+                ms(20),
+                ms(40),
+                ms(80),
+                ms(160),
+                ms(320),
+                ms(640),
+                ms(640),
+                ms(640)
+            ]
+        );
+        let at_once = policy.backoff(Duration::ZERO);
+        assert!((1..=10).all(|n| at_once.wait_before(n).is_none()));
     }
 }

@@ -25,7 +25,8 @@ use crate::h2wire::{
 };
 use tokio::net::{TcpListener, TcpStream};
 
-/// What the first connection does once it has read the HEADERS of `streams` requests.
+/// What a scripted connection (the first, or the first few: [`FramePeer::start_scripted`])
+/// does once it has read the HEADERS of `streams` requests.
 #[derive(Clone, Copy, Debug)]
 pub struct GoAwayScript {
     /// How many requests to read on the first connection before acting.
@@ -50,10 +51,13 @@ pub struct GoAwayScript {
 struct Seen {
     /// Per accepted connection (in order): stream id → request body bytes received.
     connections: Vec<BTreeMap<u32, usize>>,
+    /// Per accepted connection: when it was accepted, on tokio's clock (paused in a test
+    /// with `start_paused`, so that gaps are exact).
+    accepted: Vec<tokio::time::Instant>,
 }
 
-/// A listening frame-level peer. Every connection after the first answers each request with
-/// `200` as soon as its HEADERS (and, for a request with a body, its last DATA) arrive.
+/// A listening frame-level peer. Every connection after the scripted ones answers each request
+/// with `200` as soon as its HEADERS (and, for a request with a body, its last DATA) arrive.
 #[derive(Debug)]
 pub struct FramePeer {
     addr: SocketAddr,
@@ -66,6 +70,12 @@ pub struct FramePeer {
 impl FramePeer {
     /// Starts the peer on loopback; its first connection follows `script`.
     pub async fn start(script: GoAwayScript) -> FramePeer {
+        FramePeer::start_scripted(script, 1).await
+    }
+
+    /// Starts the peer on loopback; its first `scripted` connections each follow `script` (a
+    /// server whose connections keep failing, one after another).
+    pub async fn start_scripted(script: GoAwayScript, scripted: usize) -> FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -73,7 +83,6 @@ impl FramePeer {
         let task = tokio::spawn({
             let (seen, reset, headers) = (seen.clone(), reset.clone(), headers.clone());
             async move {
-                let mut first = true;
                 while let Ok((io, _)) = listener.accept().await {
                     // As HTTP/2 servers do. Without it a reset script's last frames could
                     // wait (Nagle) for an acknowledgement that the reset then never allows.
@@ -81,10 +90,10 @@ impl FramePeer {
                     let index = {
                         let mut seen = seen.lock().unwrap();
                         seen.connections.push(BTreeMap::new());
+                        seen.accepted.push(tokio::time::Instant::now());
                         seen.connections.len() - 1
                     };
-                    let script = first.then_some(script);
-                    first = false;
+                    let script = (index < scripted).then_some(script);
                     let signals = (reset.clone(), headers.clone());
                     tokio::spawn(serve(io, script, seen.clone(), index, signals));
                 }
@@ -99,7 +108,8 @@ impl FramePeer {
         }
     }
 
-    /// Resolves once the first connection was reset (a script with `reset`).
+    /// Resolves once the first connection was reset (a script with `reset`); with several
+    /// scripted connections, once one was.
     ///
     /// # Cancel safety
     ///
@@ -125,6 +135,11 @@ impl FramePeer {
     /// Connections accepted so far.
     pub fn connections(&self) -> usize {
         self.seen.lock().unwrap().connections.len()
+    }
+
+    /// When each connection was accepted, in order, on tokio's clock.
+    pub fn accepted(&self) -> Vec<tokio::time::Instant> {
+        self.seen.lock().unwrap().accepted.clone()
     }
 
     /// Per connection: stream id → request body bytes the peer received on it.

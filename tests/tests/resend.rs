@@ -312,7 +312,9 @@ async fn a_fresh_connection_that_closes_before_the_response_is_not_sent_again() 
 /// connection that had delivered a response, so they end when the stale connections do. With
 /// `max_resends(1)`, a request that meets three stale connections in a row (a server that
 /// closes after every response) still succeeds, on the fourth connection, a new one.
-#[tokio::test(flavor = "current_thread")]
+/// Nor do they wait: the budget's pace (see the next tests) is for counted re-sends only, and
+/// on the paused clock the request with three re-sends takes no time at all.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn http1_keep_alive_races_do_not_spend_the_budget() {
     let (pool, mut ends, events) = duplex_pool(RetryPolicy::unprocessed().max_resends(1));
     let client = pool.client().unwrap();
@@ -339,6 +341,7 @@ async fn http1_keep_alive_races_do_not_spend_the_budget() {
         read_request(&mut end).await;
         drop(end);
     };
+    let started = tokio::time::Instant::now();
     let ((handle, body), (), (), (), ()) =
         tokio::join!(fetch(&client, url), stale(a), stale(b), stale(c), async {
             let mut fresh = ends.recv().await.unwrap();
@@ -347,6 +350,7 @@ async fn http1_keep_alive_races_do_not_spend_the_budget() {
             drop(fresh);
         });
     assert_eq!(body, "fresh");
+    assert_eq!(started.elapsed(), Duration::ZERO, "no re-send waited");
     assert!(
         !handle.is_reused(),
         "the last attempt ran on a new connection"
@@ -401,6 +405,90 @@ async fn re_sends_stop_at_the_policy_bound() {
     assert_eq!(server.requests().len(), 2, "the first send and one re-send");
     assert_eq!(pool.counters().transparent_retries, 1);
     assert_eq!(events.resent().len(), 1);
+}
+
+/// A peer whose first `failing` connections each send their SETTINGS, read one request and
+/// are reset under it, with no GOAWAY (Apache httpd in the first milliseconds of a graceful
+/// restart); later connections serve. Returns it with an h2c pool re-sending at `policy`'s
+/// pace under `read_timeout`, and the pool's event log.
+async fn connections_lost_one_after_another(
+    failing: usize,
+    policy: RetryPolicy,
+    read_timeout: Option<Duration>,
+) -> (FramePeer, ConnectionPool, EventLog) {
+    let script = GoAwayScript {
+        streams: 1,
+        last_stream_id: 0,
+        goaway: false,
+        reset: true,
+        silent: false,
+    };
+    let peer = FramePeer::start_scripted(script, failing).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .event_listener(events.clone())
+        .retry_policy(policy)
+        .read_timeout(read_timeout)
+        .build()
+        .unwrap();
+    (peer, pool, events)
+}
+
+/// The pace of counted re-sends: a GET whose connections are lost one after another goes again
+/// at once the first time, then waits the policy's backoff before its second re-send and twice
+/// that before its third, and is served on the fourth connection. Sent at once, the re-sends
+/// spent the budget inside a restart's first milliseconds.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn each_later_re_send_of_a_request_waits_twice_as_long_as_the_one_before() {
+    let backoff = Duration::from_secs(1);
+    let policy = RetryPolicy::unprocessed().backoff(backoff);
+    let (peer, pool, events) = connections_lost_one_after_another(3, policy, None).await;
+    let client = pool.client().unwrap();
+    let (handle, body) = fetch(&client, &peer.url("/")).await;
+    assert!(body.is_empty(), "{body:?}");
+    let accepted = peer.accepted();
+    assert_eq!(
+        accepted.len(),
+        4,
+        "three lost connections and the one that served"
+    );
+    assert_eq!(
+        accepted[3] - accepted[2],
+        backoff * 2,
+        "before the third re-send"
+    );
+    assert_eq!(accepted[2] - accepted[1], backoff, "before the second");
+    assert_eq!(accepted[1], accepted[0], "the first re-send went at once");
+    let resent = events.resent();
+    let attempts: Vec<_> = resent.iter().map(|(_, reason, n)| (*reason, *n)).collect();
+    assert_eq!(
+        attempts,
+        (1..=3)
+            .map(|n| (ResendReason::ClosedBeforeResponse, n))
+            .collect::<Vec<_>>()
+    );
+    assert!(resent.iter().all(|(id, ..)| *id != handle.id()));
+}
+
+/// The waits count against the read timeout, as the attempts do: with a 1 s backoff and a
+/// 1.5 s read timeout, the GET times out in the wait before its third re-send, 1.5 s after it
+/// was first sent, without opening a fourth connection.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn waiting_to_re_send_counts_against_the_read_timeout() {
+    let policy = RetryPolicy::unprocessed().backoff(Duration::from_secs(1));
+    let timeout = Duration::from_millis(1_500);
+    let (peer, pool, events) = connections_lost_one_after_another(3, policy, Some(timeout)).await;
+    let client = pool.client().unwrap();
+    let started = tokio::time::Instant::now();
+    let error = client
+        .request(get(&peer.url("/")))
+        .await
+        .expect_err("the read timeout ends the waits");
+    assert!(error.is_read_timeout(), "{error}");
+    assert_eq!(started.elapsed(), timeout);
+    assert_eq!(peer.connections(), 3);
+    assert_eq!(events.resent().len(), 3, "the third re-send was decided");
 }
 
 /// A re-send does not get a fresh read timeout: the first attempt waited 6 s before its

@@ -270,7 +270,8 @@ impl Builder {
     /// HTTP/2 `GOAWAY` and `REFUSED_STREAM`, on hyper's unsent hand-back, and (for idempotent
     /// requests) when a reused connection closed or was reset before the response began
     /// (HTTP/1: before any byte of it; HTTP/2: under the stream, with no `GOAWAY` or reset of
-    /// the stream to say more), at most three times per request.
+    /// the stream to say more), at most three times per request, the second and third time
+    /// after a wait (50 ms, then 100 ms: the pace in [`RetryPolicy`]'s docs).
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self

@@ -11,7 +11,7 @@
 //! Each protocol's exchange lives in its own file (`h1`, `h2`), as a `start` that hands the
 //! request over and a `finish` that reads the outcome, so the loop is the request's only state
 //! machine; `resend` decides whether a
-//! request the server did not process goes round the loop again; `deadline` is the read
+//! request the server did not process goes round the loop again, and how long it waits first; `deadline` is the read
 //! timeout all attempts of one request share; `expect` holds an HTTP/1 request body back for
 //! `100 Continue`, and `gated` stops one the server refused before it was all sent. This module holds the loop and what both
 //! protocols share: reuse events and attaching the connection handle to the response.
@@ -118,7 +118,15 @@ impl Client {
                 }?;
                 match exchange {
                     Exchange::Response(response) => return Ok(response),
-                    Exchange::Again(again) => request = resends.next(*again)?,
+                    Exchange::Again(again) => {
+                        let (next, wait) = resends.next(*again)?;
+                        request = next;
+                        if let Some(wait) = wait {
+                            // The request lost a connection before: the server may be in the
+                            // middle of a restart, which a re-send at once would meet again.
+                            deadline.bound(sleep, sleep.sleep(wait)).await?;
+                        }
+                    }
                 }
             }
         }

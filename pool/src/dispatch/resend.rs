@@ -4,10 +4,13 @@
 //! [`Again`]; [`next`] decides. It re-sends only what the [`RetryPolicy`] allows, within its
 //! budget (which HTTP/1's keep-alive race does not spend: see [`Resends::next`]), and only
 //! when the request can be sent again: hyper handed it back, or the pool kept a
-//! [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). Everything else
+//! [`ReplayCopy`] (an empty or single-chunk body; never a streaming one). From a request's
+//! second counted re-send on, the loop first waits as the policy paces it. Everything else
 //! fails with an error that says whether the request is safe to send again
 //! ([`Error::is_retryable`]). The rules and their RFCs are in the [`retry`](crate::retry)
 //! module's docs.
+
+use std::time::Duration;
 
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Method, Request, Uri, Version};
 use pool_core::{Protocol, ResendReason};
@@ -136,11 +139,15 @@ pub(super) struct Resends<'a> {
 }
 
 impl Resends<'_> {
-    /// Decides what comes of `again`: the request to send next, or the error to fail with.
-    /// Cold: kept out of the request's own code so the path every request runs stays short.
+    /// Decides what comes of `again`: the request to send next, with how long to wait before
+    /// sending it (the policy's pace), or the error to fail with. Cold: kept out of the
+    /// request's own code so the path every request runs stays short.
     #[cold]
     #[inline(never)]
-    pub(super) fn next(&mut self, again: Again) -> Result<Request<RequestBody>, Error> {
+    pub(super) fn next(
+        &mut self,
+        again: Again,
+    ) -> Result<(Request<RequestBody>, Option<Duration>), Error> {
         let Again {
             reason,
             error,
@@ -180,14 +187,19 @@ impl Resends<'_> {
         let record = served.record;
         self.done += 1;
         self.counted += u32::from(!free);
+        let wait = if free {
+            None
+        } else {
+            self.policy.wait_before(self.counted)
+        };
         let shared = &self.client.pool.shared;
         shared.count_resend(reason);
-        tracing::debug!(connection = %record.info().id(), %reason, attempt = self.done, "re-sending a request the server did not process");
+        tracing::debug!(connection = %record.info().id(), %reason, attempt = self.done, ?wait, "re-sending a request the server did not process");
         if let Some(listener) = &shared.listener {
             pool_core::events::notify("request_resent", || {
                 listener.request_resent(record.info(), reason, self.done)
             });
         }
-        Ok(next)
+        Ok((next, wait))
     }
 }
