@@ -144,7 +144,6 @@ impl RetryPolicy {
         self
     }
 
-    /// Whether this policy re-sends for `reason` at all.
     /// Sets the wait before a request's second counted re-send (each later one waits twice as
     /// long as the one before; see the pace in the type's docs). [`Duration::ZERO`] sends every
     /// re-send at once. Default: [`DEFAULT_BACKOFF`].
@@ -160,6 +159,7 @@ impl RetryPolicy {
         (!wait.is_zero()).then_some(wait)
     }
 
+    /// Whether this policy re-sends for `reason` at all.
     pub(crate) fn allows(&self, reason: ResendReason) -> bool {
         match self.scope {
             Scope::Never => false,
