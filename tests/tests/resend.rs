@@ -14,7 +14,8 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
 use pool::{
-    CloseReason, ConnectionHandle, ConnectionPool, ProtocolPolicy, ResendReason, RetryPolicy,
+    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, ProtocolPolicy, ResendReason,
+    RetryPolicy,
 };
 use pool_tests::client::{Chunks, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
@@ -356,14 +357,7 @@ async fn http1_keep_alive_races_do_not_spend_the_budget() {
         "the last attempt ran on a new connection"
     );
     assert_eq!(pool.counters().transparent_retries, 3);
-    let resent = events.resent();
-    let attempts: Vec<_> = resent.iter().map(|(_, reason, n)| (*reason, *n)).collect();
-    assert_eq!(
-        attempts,
-        (1..=3)
-            .map(|n| (ResendReason::ClosedBeforeResponse, n))
-            .collect::<Vec<_>>()
-    );
+    let resent = three_resends_after_closes(&events);
     let failed: std::collections::HashSet<_> = resent.iter().map(|(id, _, _)| *id).collect();
     assert_eq!(failed.len(), 3, "each stale connection failed it once");
     assert!(ends.try_recv().is_err(), "one new connection, no more");
@@ -405,6 +399,20 @@ async fn re_sends_stop_at_the_policy_bound() {
     assert_eq!(server.requests().len(), 2, "the first send and one re-send");
     assert_eq!(pool.counters().transparent_retries, 1);
     assert_eq!(events.resent().len(), 1);
+}
+
+/// Asserts that the request was re-sent three times, each after its connection closed before
+/// the response; returns the re-send events.
+fn three_resends_after_closes(events: &EventLog) -> Vec<(ConnectionId, ResendReason, u32)> {
+    let resent = events.resent();
+    let attempts: Vec<_> = resent.iter().map(|(_, reason, n)| (*reason, *n)).collect();
+    assert_eq!(
+        attempts,
+        (1..=3)
+            .map(|n| (ResendReason::ClosedBeforeResponse, n))
+            .collect::<Vec<_>>()
+    );
+    resent
 }
 
 /// A peer whose first `failing` connections each send their SETTINGS, read one request and
@@ -460,14 +468,7 @@ async fn each_later_re_send_of_a_request_waits_twice_as_long_as_the_one_before()
     );
     assert_eq!(accepted[2] - accepted[1], backoff, "before the second");
     assert_eq!(accepted[1], accepted[0], "the first re-send went at once");
-    let resent = events.resent();
-    let attempts: Vec<_> = resent.iter().map(|(_, reason, n)| (*reason, *n)).collect();
-    assert_eq!(
-        attempts,
-        (1..=3)
-            .map(|n| (ResendReason::ClosedBeforeResponse, n))
-            .collect::<Vec<_>>()
-    );
+    let resent = three_resends_after_closes(&events);
     assert!(resent.iter().all(|(id, ..)| *id != handle.id()));
 }
 
