@@ -438,6 +438,9 @@ async fn connections_lost_one_after_another(
         .event_listener(events.clone())
         .retry_policy(policy)
         .read_timeout(read_timeout)
+        // No idle expiry: on the paused clock the only timers are then the test's own (the
+        // waits and the read deadline), so time moves only to them.
+        .idle_timeout(None)
         .build()
         .unwrap();
     (peer, pool, events)
@@ -488,7 +491,7 @@ async fn waiting_to_re_send_counts_against_the_read_timeout() {
         .expect_err("the read timeout ends the waits");
     assert!(error.is_read_timeout(), "{error}");
     assert_eq!(started.elapsed(), timeout);
-    assert_eq!(peer.connections(), 3);
+    assert_eq!(peer.connections(), 3, "no fourth connection");
     assert_eq!(events.resent().len(), 3, "the third re-send was decided");
 }
 
