@@ -146,6 +146,10 @@ impl CellEntry {
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
     /// had been dropped.
     ///
+    /// `arrival` is the place in line of a request being sent again, taken when it first came
+    /// ([`Shared::place_in_line`]). It waits with that number, ahead of the requests that came
+    /// after it; a first attempt (`None`) takes a new one.
+    ///
     /// `entry` is the cell the caller looked up. If that cell was retired meanwhile (it had
     /// nothing in it, and its partition dropped it, see `PartitionState::sweep_if_grown`), the
     /// origin of `uri` is looked up again ([`Client::fresh_cell_for`]) and `entry` is the new
@@ -153,11 +157,11 @@ impl CellEntry {
     pub(crate) async fn acquire(
         entry: &mut Arc<CellEntry>,
         uri: &http::Uri,
-        reason: OpenReason,
-        requirement: Requirement,
+        (reason, requirement): (OpenReason, Requirement),
         client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
+        arrival: Option<u64>,
     ) -> Result<Selected, Error> {
         loop {
             let this = &*entry;
@@ -166,7 +170,7 @@ impl CellEntry {
                 reason,
                 requirement,
                 client.connect_timeout.as_ref(),
-                || shared.next_seq(),
+                || arrival.unwrap_or_else(|| shared.next_seq()),
                 || shared.time.now(),
             );
             let grant = match acquired {

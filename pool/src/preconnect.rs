@@ -114,11 +114,11 @@ async fn warm(client: &Client, uri: &http::Uri, entry: &Arc<CellEntry>) -> Resul
     let selected = CellEntry::acquire(
         &mut entry,
         uri,
-        OpenReason::Preconnect,
-        Requirement::Any,
+        (OpenReason::Preconnect, Requirement::Any),
         client,
         &mut queue,
         &mut waited,
+        None,
     )
     .await?;
     Ok(match selected {

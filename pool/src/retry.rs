@@ -68,6 +68,11 @@ use pool_core::ResendReason;
 /// together on the next one. A wait counts against the request's read timeout. Re-sends that
 /// the budget does not count (HTTP/1's keep-alive race) never wait.
 ///
+/// **The place in line.** A re-sent request that has to wait for a connection keeps the place
+/// it took when it first came: it is served before every request that came after it. Sent to
+/// the back, the streams a server refuses once it has served N requests on a connection
+/// (`GOAWAY`) met the same fate on the next one, whose first N went to newer requests.
+///
 /// ```
 /// use pool::{ConnectionPool, RetryPolicy};
 ///

@@ -300,6 +300,14 @@ impl Shared {
         all
     }
 
+    /// A request's place in line, kept for its re-sends (see `CellEntry::acquire`): the
+    /// number of the last waiter before it came, without taking a number. Every waiter that
+    /// comes later gets a higher one, and a waiter with the same number (the one before) stays
+    /// ahead of it.
+    pub(crate) fn place_in_line(&self) -> u64 {
+        self.seq.0.load(Ordering::Relaxed).saturating_sub(1)
+    }
+
     pub(crate) fn next_seq(&self) -> u64 {
         self.seq.0.fetch_add(1, Ordering::Relaxed)
     }

@@ -6,10 +6,14 @@
 //! deterministic on a current-thread runtime.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pool::{ConnectError, ConnectFuture, ConnectTarget, Connected, Io};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
+
+use crate::gate::Gate;
 
 /// A connector producing in-memory connections; the server end of each arrives on the receiver
 /// returned by [`DuplexConnector::new`].
@@ -18,6 +22,10 @@ pub struct DuplexConnector {
     ends: mpsc::UnboundedSender<DuplexStream>,
     /// What each server end has written before the connection is handed to the pool.
     greeting: &'static [u8],
+    /// Connections dialled so far, and the one (by that count, from 0) that first waits at
+    /// the gate.
+    dialled: Arc<AtomicUsize>,
+    gated: Option<(usize, Gate)>,
 }
 
 impl DuplexConnector {
@@ -32,7 +40,20 @@ impl DuplexConnector {
         greeting: &'static [u8],
     ) -> (DuplexConnector, mpsc::UnboundedReceiver<DuplexStream>) {
         let (ends, rx) = mpsc::unbounded_channel();
-        (DuplexConnector { ends, greeting }, rx)
+        let connector = DuplexConnector {
+            ends,
+            greeting,
+            dialled: Arc::default(),
+            gated: None,
+        };
+        (connector, rx)
+    }
+
+    /// Connection `n` (counted from 0 in the order the pool dials) waits at `gate` before it
+    /// connects, so a test can hold one establishment while it arranges the requests.
+    pub fn gate_dial(mut self, n: usize, gate: Gate) -> DuplexConnector {
+        self.gated = Some((n, gate));
+        self
     }
 }
 
@@ -40,7 +61,16 @@ impl pool::Connect for DuplexConnector {
     fn connect(&self, _target: ConnectTarget) -> ConnectFuture {
         let ends = self.ends.clone();
         let greeting = self.greeting;
+        let n = self.dialled.fetch_add(1, Ordering::Relaxed);
+        let gate = self
+            .gated
+            .as_ref()
+            .filter(|(at, _)| *at == n)
+            .map(|(_, gate)| gate.clone());
         Box::pin(async move {
+            if let Some(gate) = gate {
+                gate.wait().await;
+            }
             let (client, mut server) = tokio::io::duplex(64 * 1024);
             if !greeting.is_empty() {
                 server

@@ -495,6 +495,62 @@ async fn waiting_to_re_send_counts_against_the_read_timeout() {
     assert_eq!(events.resent().len(), 3, "the third re-send was decided");
 }
 
+/// A request sent again keeps its place in line. Under a bound of one connection, GET /a
+/// holds the connection while /b and then /c wait behind it; the connection closes under /a
+/// (the keep-alive race), so /a goes again and waits with them. The next connection serves /a
+/// before /c, as it would have had /a never failed (it may serve /b first: a new HTTP/1
+/// connection goes to the request that asked for it). A re-sent request that went to the back
+/// of the line could be refused again and again by a server that stops each connection after
+/// N requests.
+#[tokio::test(flavor = "current_thread")]
+async fn a_re_sent_request_goes_ahead_of_requests_that_came_after_it() {
+    let dial = Gate::new();
+    let (connector, mut ends) = DuplexConnector::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector.gate_dial(1, dial.clone()))
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://line.test/";
+    let key = origin(url);
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+
+    let (a, b, c, order) = tokio::join!(
+        fetch(&client, "http://line.test/a"),
+        fetch(&client, "http://line.test/b"),
+        fetch(&client, "http://line.test/c"),
+        async {
+            let (head, _) = read_request(&mut stale).await;
+            assert!(head.starts_with("GET /a "), "{head}");
+            settle(&pool, &key, |s| s.waiting_requests == 2).await;
+            // /a's connection closes before its response: /a goes again. The next connection
+            // waits at the gate until /a waits with the others.
+            drop(stale);
+            dial.wait_arrived(1).await;
+            settle(&pool, &key, |s| s.waiting_requests == 3).await;
+            dial.open();
+            let mut fresh = ends.recv().await.unwrap();
+            let mut order = Vec::new();
+            for _ in 0..3 {
+                let (head, _) = read_request(&mut fresh).await;
+                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let response = format!("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{path}");
+                fresh.write_all(response.as_bytes()).await.unwrap();
+                order.push(path);
+            }
+            order
+        }
+    );
+    let position = |path: &str| order.iter().position(|p| p == path).unwrap();
+    assert!(position("/a") < position("/c"), "{order:?}");
+    assert_eq!(
+        [a.1, b.1, c.1],
+        [Bytes::from("/a"), Bytes::from("/b"), Bytes::from("/c")]
+    );
+    assert_eq!(pool.counters().transparent_retries, 1);
+}
+
 /// A re-send does not get a fresh read timeout: the first attempt waited 6 s before its
 /// connection closed, so the re-sent request times out 10 s after the first dispatch, not 16.
 #[tokio::test(flavor = "current_thread", start_paused = true)]

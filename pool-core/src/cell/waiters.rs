@@ -1,6 +1,11 @@
 //! The waiter queues of a cell: requests any connection can serve, and requests that require
-//! HTTP/2, each oldest first. Requests that left stay queued until reached (leaving must not
-//! take the cell lock); the queues skip them, and compact when they dominate.
+//! HTTP/2, each oldest first by arrival order (`seq`). A request sent again after its
+//! connection failed waits with the number it arrived with, so it goes ahead of every request
+//! that came after it: an HTTP/2 server that stops each connection after N requests (a
+//! `GOAWAY`) otherwise refuses the same re-sent streams again and again, since the requests
+//! that completions started in the meantime take the next connection's first N. Requests
+//! that left stay queued until reached (leaving must not take the cell lock); the queues skip
+//! them, and compact when they dominate.
 
 use std::collections::VecDeque;
 
@@ -28,9 +33,10 @@ impl<T: CellTypes> WaitQueues<T> {
         }
     }
 
-    /// Appends `waiter` to its queue; `waiting` is how many requests of the cell still wait.
-    /// Waiters that left are dropped first when they dominate, so a storm of cancellations
-    /// cannot grow the queue without bound.
+    /// Places `waiter` in its queue by arrival: after every waiter with the same or an earlier
+    /// number, which for a new request is the back (found at the first look). `waiting` is how
+    /// many requests of the cell still wait. Waiters that left are dropped first when they
+    /// dominate, so a storm of cancellations cannot grow the queue without bound.
     pub(super) fn push(&mut self, waiter: Arc<CellWaiter<T>>, waiting: usize) {
         let queue = match waiter.requirement() {
             Requirement::Any => &mut self.any,
@@ -39,7 +45,11 @@ impl<T: CellTypes> WaitQueues<T> {
         if queue.len() >= COMPACT_MIN && queue.len() > 2 * waiting {
             queue.retain(|w| w.is_waiting());
         }
-        queue.push_back(waiter);
+        let at = queue
+            .iter()
+            .rposition(|w| w.seq() <= waiter.seq())
+            .map_or(0, |i| i + 1);
+        queue.insert(at, waiter);
     }
 
     /// Drops entries that left from the front of both queues.

@@ -83,15 +83,18 @@ impl Client {
             let mut deadline = RequestDeadline::read(self.read_timeout);
             let mut queue = RequestDeadline::pool(self.pool_timeout);
             let mut waited = None;
+            // The request's place in line, for its re-sends (one relaxed load of a counter that
+            // only misses write).
+            let arrival = self.pool.shared.place_in_line();
             loop {
                 let selected = CellEntry::acquire(
                     &mut entry,
                     request.uri(),
-                    OpenReason::Request,
-                    requirement,
+                    (OpenReason::Request, requirement),
                     self,
                     &mut queue,
                     &mut waited,
+                    (resends.done > 0).then_some(arrival),
                 )
                 .await?;
                 let sleep = &**self.timer();

@@ -181,6 +181,28 @@ fn released_connection_goes_to_the_oldest_waiter() {
     assert!(matches!(take(&w2), Some(Grant::H1(_))));
 }
 
+/// A request sent again waits with the number it first arrived with: queued after newer
+/// requests, it still gets the next connection before them, and the newer ones keep their
+/// order among themselves.
+#[test]
+fn a_waiter_with_an_earlier_arrival_goes_ahead_of_newer_ones() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let newer = rig.wait(Requirement::Any, 5, t0);
+    let newest = rig.wait(Requirement::Any, 6, t0);
+    let resent = rig.wait(Requirement::Any, 3, t0);
+    // Each connection released goes to the waiter named, in turn.
+    let served: Vec<_> = [&resent, &newer, &newest]
+        .into_iter()
+        .map(|w| {
+            assert_eq!(c.release_h1(h1(c), t0), Released::Delivered);
+            matches!(take(w), Some(Grant::H1(_)))
+        })
+        .collect();
+    assert_eq!(served, [true; 3], "served by arrival, not by queueing");
+}
+
 #[test]
 fn cancelled_waiter_gives_its_connection_to_the_next() {
     let t0 = Instant::now();
