@@ -10,11 +10,13 @@
 //!
 //! Each protocol's exchange lives in its own file (`h1`, `h2`), as a `start` that hands the
 //! request over and a `finish` that reads the outcome, so the loop is the request's only state
-//! machine; `resend` decides whether a
-//! request the server did not process goes round the loop again, and how long it waits first; `deadline` is the read
-//! timeout all attempts of one request share; `expect` holds an HTTP/1 request body back for
-//! `100 Continue`, and `gated` stops one the server refused before it was all sent. This module holds the loop and what both
-//! protocols share: reuse events and attaching the connection handle to the response.
+//! machine; `resend` decides whether a request the server did not process goes round the loop
+//! again, and how long it waits first (a request going round again keeps the place in line it
+//! took when it came: `CellEntry::acquire`'s `arrival`); `deadline` is the read timeout all
+//! attempts of one request share; `expect` holds an HTTP/1 request body back for `100
+//! Continue`, and `gated` stops one the server refused before it was all sent. This module
+//! holds the loop and what both protocols share: reuse events and attaching the connection
+//! handle to the response.
 
 pub(crate) mod deadline;
 pub(crate) mod expect;
