@@ -22,8 +22,8 @@ pub struct DuplexConnector {
     ends: mpsc::UnboundedSender<DuplexStream>,
     /// What each server end has written before the connection is handed to the pool.
     greeting: &'static [u8],
-    /// Connections dialled so far, and the one (by that count, from 0) that first waits at
-    /// the gate.
+    /// Connections dialled so far, and the one (by that count, from 0) that waits at the
+    /// gate before it connects.
     dialled: Arc<AtomicUsize>,
     gated: Option<(usize, Gate)>,
 }

@@ -29,7 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 /// does once it has read the HEADERS of `streams` requests.
 #[derive(Clone, Copy, Debug)]
 pub struct GoAwayScript {
-    /// How many requests to read on the first connection before acting.
+    /// How many requests to read on a scripted connection before acting.
     pub streams: usize,
     /// The last stream id the peer processes (and the GOAWAY names); streams above it are left
     /// unanswered.
