@@ -41,7 +41,7 @@ pub struct GoAwayScript {
     /// linger): the client's next write fails, while what the peer sent waits unread in the
     /// client's receive buffer. [`FramePeer::wait_reset`] resolves once it is done.
     pub reset: bool,
-    /// Send nothing at all on the first connection, not even SETTINGS: a server that accepted
+    /// Send nothing at all on a scripted connection, not even SETTINGS: a server that accepted
     /// the connection and never began HTTP/2 on it.
     pub silent: bool,
 }
