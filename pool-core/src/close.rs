@@ -52,11 +52,17 @@ pub enum CloseReason {
     /// whose body the protocol still held, waiting for flow-control window the server never
     /// granted), and the connection had no room for another: it could serve nothing more.
     StreamsAbandoned,
+    /// The HTTP/2 peer allows no stream at all (its `SETTINGS_MAX_CONCURRENT_STREAMS` is 0), so
+    /// the connection can serve nothing until the peer says otherwise: its requests that never
+    /// became streams go elsewhere, as refused. On a connection that had served no response
+    /// the transport ends too, since a request h2 queued for a stream would otherwise wait on
+    /// it for ever; streams already open on one that had served go on to their end.
+    NoStreamsAllowed,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 14] = [
+    pub const ALL: [CloseReason; 15] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -71,6 +77,7 @@ impl CloseReason {
         CloseReason::IdleLimit,
         CloseReason::CallerClosedIdle,
         CloseReason::StreamsAbandoned,
+        CloseReason::NoStreamsAllowed,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -90,6 +97,7 @@ impl CloseReason {
             CloseReason::IdleLimit => "idle_limit",
             CloseReason::CallerClosedIdle => "caller_closed_idle",
             CloseReason::StreamsAbandoned => "streams_abandoned",
+            CloseReason::NoStreamsAllowed => "no_streams_allowed",
         }
     }
 }

@@ -114,10 +114,14 @@ impl<G: PooledH2> H2Slot<G> {
     }
 
     /// Adds a published generation (the newest); until it knows its peer's limit, it assumes
-    /// the one its siblings know.
+    /// the one its siblings know, unless that is zero: a generation assuming no streams would
+    /// take no request, and so never hear the response that makes its own limit known (a
+    /// server may allow streams on a new connection while an old one allows none).
     fn push(&mut self, generation: G, now: Instant) {
         if let Some(limit) = self.held.iter().find_map(|h| h.generation.stream_limit()) {
-            generation.assume_stream_limit(limit);
+            if limit > 0 {
+                generation.assume_stream_limit(limit);
+            }
         }
         self.held.push(Held {
             generation,

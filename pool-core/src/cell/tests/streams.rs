@@ -226,3 +226,30 @@ fn retiring_one_of_two_generations_sends_waiters_to_the_other() {
         "at most one flight for everything that waited"
     );
 }
+
+/// A generation opened beside one whose peer now allows no stream at all does not assume that
+/// limit: assuming 0 it would take no request, and so never hear the response that makes its
+/// own limit known. It takes the waiting request instead.
+#[test]
+fn a_generation_opened_beside_one_allowing_no_streams_does_not_assume_none() {
+    let rig = Rig::new(EstablishMode::Http2);
+    let c = &rig.cell;
+    let t0 = rig.now();
+    let old = published(&rig, 1);
+    // The peer lowers its limit to 0 while the first request is in flight.
+    old.set_limit(0);
+    let Acquire::Wait(w) = hit(c, 2, t0) else {
+        panic!("at the limit the request waits")
+    };
+    let (_, launch) = rig.launches().remove(0);
+    let Launch::Flight(f) = launch else {
+        panic!("a scale-out is a flight")
+    };
+    let new = h2(c);
+    c.publish_h2(new.clone(), f, t0);
+    assert_eq!(new.stream_limit(), None, "nothing assumed");
+    let Some(Grant::H2(granted)) = take(&w) else {
+        panic!("the new generation takes the waiting request")
+    };
+    assert!(Arc::ptr_eq(&granted.record, &new.record));
+}
