@@ -101,7 +101,8 @@ impl ErrorClass {
             ErrorClass::Timeout
         } else if error.is_connect() {
             ErrorClass::Connect
-        } else if error.is_go_away() {
+        } else if error.is_go_away() || error.is_refused_stream() {
+            // A refused stream is a reset too: the more specific class wins.
             ErrorClass::GoAway
         } else if error.is_reset() {
             ErrorClass::Reset
