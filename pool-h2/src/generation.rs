@@ -15,7 +15,7 @@ use pool_core::{CloseReason, ResendReason};
 
 use crate::handshake::H2Home;
 use crate::heard::PeerHeard;
-use crate::kill::KillSwitch;
+use crate::kill::{KillSwitch, Why};
 use crate::sending::Sending;
 use crate::streams::Streams;
 
@@ -96,8 +96,13 @@ impl<B> H2Generation<B> {
     /// A lease taken just before the generation closes is still honoured by hyper if the
     /// dispatcher accepts the request, or handed back unsent if it does not; either way the
     /// lease's stream is released exactly once.
+    ///
+    /// A generation that stopped accepting because its peer allows no stream, on a connection
+    /// that never served, still gives the lease: the request comes back refused (hyper hands it
+    /// back unsent, `ResendReason::RefusedStream`), a re-send counted against its budget. Looking
+    /// again instead would open connection after connection to such a server without a bound.
     pub fn lease(&self) -> Option<StreamLease<B>> {
-        if !self.is_accepting() {
+        if !self.is_accepting() && !self.inner.shared.streams.hands_back_refused() {
             self.release_stream();
             return None;
         }
@@ -179,6 +184,20 @@ impl GenerationHandle {
         self.end_if_abandoned();
     }
 
+    /// The peer refused one of this generation's streams: learn its limit from the connection
+    /// (waking waiting requests if it grew). Returns whether the peer allows no stream at all:
+    /// then the generation can serve nothing until the peer says otherwise, and the failure is
+    /// the connection's, so the refused request goes elsewhere (see `H2SendOutcome::Failed`).
+    fn refused(&self) -> bool {
+        let (grew, allows_none) = self.streams.saw_refusal();
+        if allows_none {
+            no_streams_allowed(&self.streams, &self.record, &*self.home, &self.kill);
+        } else if grew {
+            self.home.stream_freed(&self.record);
+        }
+        allows_none
+    }
+
     /// Kills the connection if no stream can be taken on it any more and every stream left
     /// is abandoned. Checked by each change that can make it so: the generation's last handle
     /// going, a stream ending, a stream being abandoned.
@@ -188,8 +207,36 @@ impl GenerationHandle {
                 connection = self.record.info().id().as_u64(),
                 "every stream left is abandoned: ending the connection"
             );
-            self.kill.kill();
+            self.kill.kill(Why::Abandoned);
         }
+    }
+}
+
+/// The peer allows no stream at all (seen by a refusal, or by the driver): the connection can
+/// serve nothing until the peer says otherwise. Its record closes (`NoStreamsAllowed`) and its
+/// generation retires, so waiting requests get another connection; requests hyper had not
+/// made streams of yet come back as refused ([`Streams::refuse_all`]). On a connection that
+/// never served a response the transport ends too: a request h2 had queued for a stream would
+/// otherwise wait on it for ever, and whatever was sent went to a server that allowed no
+/// stream from its first SETTINGS on (or lowered its limit to 0 before answering anything).
+/// On one that had served, the streams already open go on to their end.
+pub(crate) fn no_streams_allowed(
+    streams: &Streams,
+    record: &Arc<ConnectionRecord>,
+    home: &dyn H2Home,
+    kill: &KillSwitch,
+) {
+    // Before the close: a request failing on the closed record reads it.
+    streams.refuse_all();
+    if record.close(CloseReason::NoStreamsAllowed, None) {
+        tracing::debug!(
+            connection = record.info().id().as_u64(),
+            "the peer allows no HTTP/2 stream: retiring the connection"
+        );
+    }
+    home.retire(record);
+    if !streams.responded() {
+        kill.kill(Why::NoStreams);
     }
 }
 
@@ -216,6 +263,9 @@ pub enum H2SendOutcome<B> {
     Unsent {
         /// The original request.
         request: Request<B>,
+        /// [`ResendReason::Unsent`], or [`ResendReason::RefusedStream`] when the dispatcher
+        /// was ended because the peer allows no stream (see `H2Driver`).
+        reason: ResendReason,
         /// Why it could not be sent.
         error: hyper::Error,
         /// Whether the generation had served a request before this one.
@@ -225,7 +275,10 @@ pub enum H2SendOutcome<B> {
     Failed {
         /// The failure.
         error: hyper::Error,
-        /// Whether the failure concerns the whole connection (see [`is_connection_error`]).
+        /// Whether the failure concerns the whole connection (see [`is_connection_error`]), or
+        /// the peer refused the stream and allows no stream at all (its
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS` is 0): either way the request must not come back
+        /// to this connection.
         connection_level: bool,
         /// Set when the protocol proves the server did not process the request (see
         /// [`not_processed`]).
@@ -326,18 +379,27 @@ impl StreamGuard {
                 match unsent {
                     Some(request) => H2SendOutcome::Unsent {
                         request,
+                        reason: self
+                            .generation
+                            .as_deref()
+                            .map_or(ResendReason::Unsent, |g| g.streams.unsent_reason()),
                         error,
                         reused,
                     },
                     None => {
                         // A closed record covers a dispatcher that is gone: the driver closes
                         // the record before it drops hyper's dispatch task.
-                        let connection_level = is_connection_error(&error)
-                            || self.record().is_some_and(|record| record.is_closed());
                         let not_processed = not_processed(&error).or_else(|| {
-                            held_back(&error, self.generation.as_deref())
-                                .then_some(ResendReason::Unsent)
+                            let generation = self.generation.as_deref();
+                            held_back(&error, generation)
+                                .then(|| generation.map(|g| g.streams.unsent_reason()))
+                                .flatten()
                         });
+                        let allows_none = not_processed == Some(ResendReason::RefusedStream)
+                            && self.generation.as_deref().is_some_and(|g| g.refused());
+                        let connection_level = is_connection_error(&error)
+                            || self.record().is_some_and(|record| record.is_closed())
+                            || allows_none;
                         let connection_lost = is_connection_lost(&error);
                         let heard = self
                             .generation

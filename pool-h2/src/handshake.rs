@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use hyper::body::Body;
 use hyper::client::conn::http2::{Builder, SendRequest};
@@ -17,7 +17,7 @@ use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
-use crate::generation::H2Generation;
+use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
 use crate::kill::{KillSwitch, Killable};
 use crate::reset::ReadPastReset;
@@ -145,6 +145,9 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
             record: Some(record.clone()),
             home: Some(home.clone()),
             streams: streams.clone(),
+            kill: self.kill.clone(),
+            heard: self.heard.clone(),
+            watching: true,
         };
         (
             H2Generation::new(self.sender, record, streams, home, self.kill, self.heard),
@@ -170,6 +173,13 @@ pin_project! {
         streams: Arc<Streams>,
         // Held while hyper's dispatch task is polled (see `PartitionExecutor`).
         turn: Turn,
+        // Ends the connection's transport (see `kill.rs`).
+        kill: std::sync::Arc<KillSwitch>,
+        // Wakes this driver when the peer's SETTINGS may have changed its limit, until the
+        // limit is known (see `heard.rs`).
+        heard: std::sync::Arc<PeerHeard>,
+        // The limit was not known at the last poll.
+        watching: bool,
     }
 
     impl<F> PinnedDrop for H2Driver<F> {
@@ -211,6 +221,14 @@ where
         let Some(shared) = this.conn.as_ref() else {
             return Poll::Ready(());
         };
+        if *this.watching {
+            if this.streams.is_known() {
+                *this.watching = false;
+                this.heard.settings_known();
+            } else {
+                this.heard.watch_settings(cx.waker());
+            }
+        }
         let (polled, grew) = {
             // The connection's turn first, then the connection: nothing takes them the other
             // way round (the first response's probe takes only the connection).
@@ -231,7 +249,22 @@ where
                 home.stream_freed(record);
             }
         }
-        let result = ready!(polled);
+        let result = match polled {
+            Poll::Ready(result) => result,
+            // The peer allows no stream (its SETTINGS_MAX_CONCURRENT_STREAMS is 0): hyper's
+            // dispatch task would hold a request that reached it, waiting for a stream, for as
+            // long as the peer keeps that limit, and nothing would ever bring it back. End the
+            // task as if the connection had ended (see `no_streams_allowed`): a request it held
+            // or still had queued comes back as refused, to be re-sent under the budget or to
+            // fail once that is spent (curl and Go's Transport give up the same way).
+            Poll::Pending if this.streams.allows_none() => {
+                if let (Some(record), Some(home)) = (this.record.as_ref(), this.home.as_ref()) {
+                    no_streams_allowed(this.streams, record, &**home, this.kill);
+                }
+                Ok(())
+            }
+            Poll::Pending => return Poll::Pending,
+        };
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };

@@ -16,32 +16,61 @@
 //! it without `unsafe`, which this crate forbids); every read after it passes straight
 //! through. The copy is of the connection's first bytes only, once per connection.
 //!
-//! What it does not do: look at what the bytes say (h2 does), or watch writes.
+//! It also wakes the connection's driver when the peer's SETTINGS may have changed what it
+//! allows, while the driver does not know the peer's stream limit yet: h2 applies a peer's
+//! SETTINGS and only then writes their acknowledgement, so a write after the peer's first byte
+//! may follow a new limit, and the driver reads the limit again when it is woken. Without that,
+//! a request handed to h2 just before SETTINGS that allow no stream at all arrived would wait
+//! in h2's queue for ever, with nothing to poll the driver that notices (`no_streams_allowed`).
+//! Once the limit is known the transport stops looking: a flag of its own, on every write.
+//!
+//! What it does not do: look at what the bytes say (h2 does).
 
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
+
+use atomic_waker::AtomicWaker;
 
 /// The first read's buffer: a server's SETTINGS, with its `WINDOW_UPDATE` and the first
 /// responses if they came with it, fits; anything more is read by the next read.
 const FIRST_READ: usize = 1024;
 
-/// Set once the peer sent a byte on the connection; shared by the transport and the
-/// connection's streams.
+/// Set once the peer sent a byte on the connection; shared by the transport, the connection's
+/// streams and its driver.
 #[derive(Debug, Default)]
-pub(crate) struct PeerHeard(AtomicBool);
+pub(crate) struct PeerHeard {
+    heard: AtomicBool,
+    /// The driver knows the peer's stream limit: writes no longer wake it.
+    limit_known: AtomicBool,
+    /// The driver's, while it does not know the limit.
+    driver: AtomicWaker,
+}
 
 impl PeerHeard {
     /// Whether the peer has sent anything yet.
     pub(crate) fn heard(&self) -> bool {
         // Acquire: pairs with the store, which precedes h2's reading of those bytes and so
         // any failure a stream observes after them.
-        self.0.load(Ordering::Acquire)
+        self.heard.load(Ordering::Acquire)
     }
 
     fn set(&self) {
-        self.0.store(true, Ordering::Release);
+        self.heard.store(true, Ordering::Release);
+    }
+
+    /// The driver does not know the peer's limit yet: wake `waker` after the next write that
+    /// follows the peer's first byte. Registered before the driver reads the limit, so a write
+    /// between that reading and the registration cannot go unnoticed.
+    pub(crate) fn watch_settings(&self, waker: &Waker) {
+        self.driver.register(waker);
+    }
+
+    /// The driver knows the peer's limit: writes stop waking it.
+    pub(crate) fn settings_known(&self) {
+        self.limit_known.store(true, Ordering::Release);
+        drop(self.driver.take());
     }
 }
 
@@ -52,6 +81,8 @@ pub(crate) struct Heard<I> {
     io: I,
     /// This connection's copy of `shared`'s flag, read on every read without an atomic.
     heard: bool,
+    /// Writes may wake the driver (see the module docs): until `shared` says the limit is known.
+    watching: bool,
     shared: std::sync::Arc<PeerHeard>,
 }
 
@@ -60,8 +91,21 @@ impl<I> Heard<I> {
         Heard {
             io,
             heard: false,
+            watching: true,
             shared,
         }
+    }
+
+    /// After a write: wakes the driver if it watches for the peer's SETTINGS.
+    fn wrote<T>(&mut self, written: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if self.watching && self.heard && matches!(written, Poll::Ready(Ok(_))) {
+            if self.shared.limit_known.load(Ordering::Acquire) {
+                self.watching = false;
+            } else {
+                self.shared.driver.wake();
+            }
+        }
+        written
     }
 }
 
@@ -98,7 +142,8 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Heard<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(written)
     }
 
     fn poll_write_vectored(
@@ -106,7 +151,8 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Heard<I> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(written)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -149,6 +195,63 @@ mod tests {
             }
             Poll::Ready(Ok(()))
         }
+    }
+
+    impl hyper::rt::Write for Script {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[derive(Default)]
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn write(io: &mut Heard<Script>) {
+        let mut cx = Context::from_waker(Waker::noop());
+        let written = hyper::rt::Write::poll_write(Pin::new(io), &mut cx, b"frame");
+        assert!(matches!(written, Poll::Ready(Ok(5))));
+    }
+
+    #[test]
+    fn writes_after_the_peers_first_byte_wake_the_driver_until_the_limit_is_known() {
+        let (mut io, shared) = heard(vec![b"settings".to_vec()]);
+        let wakes = Arc::new(Wakes::default());
+        let driver = Waker::from(wakes.clone());
+        shared.watch_settings(&driver);
+        write(&mut io);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            0,
+            "the peer said nothing yet"
+        );
+        read(&mut io, 64);
+        write(&mut io);
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            1,
+            "the ACK may follow new SETTINGS"
+        );
+        shared.watch_settings(&driver);
+        shared.settings_known();
+        write(&mut io);
+        assert!(!io.watching, "a known limit ends the watch");
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
     }
 
     fn read(io: &mut Heard<Script>, capacity: usize) -> Vec<u8> {

@@ -21,36 +21,66 @@
 //! traffic. That costs one waker registration per read that returns `Pending` (an atomic
 //! compare-and-swap when the waker is the same as last time), on HTTP/2 connections only.
 //!
+//! The switch also ends a connection whose peer allows no stream at all and that never served
+//! a response (`H2Driver`, `GenerationHandle::refused`): a request h2 queued for a stream there
+//! would wait for ever, and nothing else would end it.
+//!
 //! What this module does not do: decide when to kill (the generation does, see
-//! `GenerationHandle::end_if_abandoned`), or end a connection that still has a stream the pool
-//! has not given up on.
+//! `GenerationHandle::end_if_abandoned`, and the driver), or end a connection that still has a
+//! stream the pool has not given up on.
 
 use std::fmt;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
 
+/// Why a connection was ended (what the transport's error says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Why {
+    /// Every stream left on it was abandoned.
+    Abandoned = 1,
+    /// The peer allows no stream and the connection never served a response.
+    NoStreams = 2,
+}
+
 /// Ends one connection's transport (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct KillSwitch {
-    killed: AtomicBool,
+    /// 0 while alive, then the [`Why`] of the first kill.
+    killed: AtomicU8,
     /// The connection task's, from its last read or write that returned `Pending`.
     waker: AtomicWaker,
 }
 
 impl KillSwitch {
-    /// Fails the transport's next read and write, and wakes the task parked on it.
-    pub(crate) fn kill(&self) {
-        if !self.killed.swap(true, Ordering::AcqRel) {
+    /// Fails the transport's next read and write, and wakes the task parked on it. The first
+    /// kill's reason stays.
+    pub(crate) fn kill(&self, why: Why) {
+        let first = self
+            .killed
+            .compare_exchange(0, why as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if first {
             self.waker.wake();
         }
     }
 
     fn is_killed(&self) -> bool {
-        self.killed.load(Ordering::Acquire)
+        self.killed.load(Ordering::Acquire) != 0
+    }
+
+    /// The error h2 sees once the switch is killed.
+    fn error(&self) -> io::Error {
+        let why = if self.killed.load(Ordering::Acquire) == Why::NoStreams as u8 {
+            Why::NoStreams
+        } else {
+            Why::Abandoned
+        };
+        io::Error::new(io::ErrorKind::ConnectionAborted, Killed(why))
     }
 
     /// `polled`, unless the switch is (or, once the waker is registered, turns out to be)
@@ -60,25 +90,26 @@ impl KillSwitch {
         if polled.is_pending() {
             self.waker.register(cx.waker());
             if self.is_killed() {
-                return Poll::Ready(Err(killed()));
+                return Poll::Ready(Err(self.error()));
             }
         }
         polled
     }
 }
 
-/// The error h2 sees once the switch is killed.
-fn killed() -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionAborted, Killed)
-}
-
 /// The source of the transport error after a kill.
 #[derive(Debug)]
-struct Killed;
+struct Killed(Why);
 
 impl fmt::Display for Killed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("connection ended by the pool: every stream left on it was abandoned")
+        f.write_str(match self.0 {
+            Why::Abandoned => "connection ended by the pool: every stream left on it was abandoned",
+            Why::NoStreams => {
+                "connection ended by the pool: the server allows no HTTP/2 stream \
+                 (SETTINGS_MAX_CONCURRENT_STREAMS 0)"
+            }
+        })
     }
 }
 
@@ -103,7 +134,7 @@ impl<I: Unpin> Killable<I> {
         op: impl FnOnce(Pin<&mut I>, &mut Context<'_>) -> Poll<io::Result<T>>,
     ) -> Poll<io::Result<T>> {
         if self.switch.is_killed() {
-            return Poll::Ready(Err(killed()));
+            return Poll::Ready(Err(self.switch.error()));
         }
         let polled = op(Pin::new(&mut self.io), cx);
         self.switch.guard(cx, polled)
@@ -211,7 +242,7 @@ mod tests {
         assert!(read(&mut io, &mut cx).is_pending());
         assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
 
-        switch.kill();
+        switch.kill(Why::Abandoned);
         assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the parked read's task");
         let Poll::Ready(Err(error)) = read(&mut io, &mut cx) else {
             panic!("a read after the kill fails");
@@ -220,15 +251,31 @@ mod tests {
         assert!(error.to_string().contains("abandoned"), "{error}");
         let written = hyper::rt::Write::poll_write(Pin::new(&mut io), &mut cx, b"x");
         assert!(matches!(written, Poll::Ready(Err(_))));
-        switch.kill();
+        switch.kill(Why::Abandoned);
         assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "killed once");
+    }
+
+    #[test]
+    fn the_first_kill_says_why() {
+        let switch = Arc::new(KillSwitch::default());
+        let mut io = Killable::new(Parked, switch.clone());
+        switch.kill(Why::NoStreams);
+        switch.kill(Why::Abandoned);
+        let waker = Waker::from(Arc::new(Wakes::default()));
+        let Poll::Ready(Err(error)) = read(&mut io, &mut Context::from_waker(&waker)) else {
+            panic!("a read after the kill fails");
+        };
+        assert!(
+            error.to_string().contains("allows no HTTP/2 stream"),
+            "{error}"
+        );
     }
 
     #[test]
     fn a_kill_before_the_first_park_fails_the_next_poll() {
         let switch = Arc::new(KillSwitch::default());
         let mut io = Killable::new(Parked, switch.clone());
-        switch.kill();
+        switch.kill(Why::Abandoned);
         let waker = Waker::from(Arc::new(Wakes::default()));
         let mut cx = Context::from_waker(&waker);
         assert!(matches!(read(&mut io, &mut cx), Poll::Ready(Err(_))));

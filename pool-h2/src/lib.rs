@@ -55,6 +55,21 @@
 //! (nginx allows 128) for one round trip, to save a few refused streams on servers that allow
 //! fewer.
 //!
+//! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
+//! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for
+//! a stream the peer never allows would wait for ever, and nothing would wake it. When a
+//! refusal or the driver (woken by the transport's first writes after the peer's SETTINGS, see
+//! `heard.rs`) finds the limit at 0, the connection closes as `NoStreamsAllowed` and retires
+//! (`no_streams_allowed`), its requests that never became streams come back as refused, and the
+//! pool re-sends them, on new connections, within their budget: against such a server they
+//! fail, safe to send again, as curl's and Go's do; against one that said 0 on one connection
+//! only, they are served on the next. A generation opened next to one at 0 assumes nothing. On
+//! a connection that never served, the transport ends too, so a request h2 had queued for a
+//! stream comes back, as lost (repeated if idempotent); on one that had served, the streams in
+//! flight finish first, as after GOAWAY, and a request h2 had queued there in the moment the
+//! peer lowered its limit to 0 waits until the peer raises it or ends the connection (the read
+//! timeout bounds it).
+//!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
 

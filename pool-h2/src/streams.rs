@@ -39,6 +39,10 @@ pub(crate) struct Streams {
     /// Set by the driver when hyper's dispatch task ended on its own (see
     /// [`Streams::dispatcher_ended`]).
     dispatcher_ended: AtomicBool,
+    /// Set when the peer allows no stream (see [`Streams::refuse_all`]).
+    refusing_all: AtomicBool,
+    /// A response arrived on the connection.
+    responded: AtomicBool,
     /// Taken streams the pool gave up on (see `kill.rs`): still counted in `taken`, as h2
     /// still counts them against the peer's limit, but not keeping the connection in use.
     /// Never more than `taken`: a stream leaves this count before it leaves `taken`.
@@ -69,6 +73,8 @@ impl Streams {
             assumed: AtomicUsize::new(usize::MAX),
             initial,
             dispatcher_ended: AtomicBool::new(false),
+            refusing_all: AtomicBool::new(false),
+            responded: AtomicBool::new(false),
             abandoned: AtomicUsize::new(0),
             sealed: AtomicBool::new(false),
             probe,
@@ -121,6 +127,46 @@ impl Streams {
     /// Whether [`end_dispatcher`](Self::end_dispatcher) was called.
     pub(crate) fn dispatcher_ended(&self) -> bool {
         self.dispatcher_ended.load(Ordering::Acquire)
+    }
+
+    /// Whether the peer's limit is known (not only assumed).
+    pub(crate) fn is_known(&self) -> bool {
+        self.known.load(Ordering::Acquire)
+    }
+
+    /// Whether the peer's known limit is 0: it allows no stream at all until it says otherwise.
+    pub(crate) fn allows_none(&self) -> bool {
+        self.known.load(Ordering::Acquire) && self.limit.load(Ordering::Acquire) == 0
+    }
+
+    /// The peer allows no stream, so hyper's dispatch task ends (the driver ends it, or the
+    /// connection with it): a request the task held back, or still had queued, was refused as
+    /// surely as one the peer reset with `REFUSED_STREAM`. Called before the task ends.
+    pub(crate) fn refuse_all(&self) {
+        self.refusing_all.store(true, Ordering::Release);
+    }
+
+    /// Why a request that never became a stream on this connection was not sent:
+    /// [`ResendReason::RefusedStream`] after [`refuse_all`](Self::refuse_all), otherwise
+    /// [`ResendReason::Unsent`].
+    pub(crate) fn unsent_reason(&self) -> pool_core::ResendReason {
+        if self.refusing_all.load(Ordering::Acquire) {
+            pool_core::ResendReason::RefusedStream
+        } else {
+            pool_core::ResendReason::Unsent
+        }
+    }
+
+    /// Whether a request granted a stream on this generation after it stopped accepting is
+    /// still handed over, to come back refused: the peer allows no stream and the connection
+    /// never served (see `H2Generation::lease`).
+    pub(crate) fn hands_back_refused(&self) -> bool {
+        self.refusing_all.load(Ordering::Acquire) && !self.responded()
+    }
+
+    /// Whether a response ever arrived on the connection.
+    pub(crate) fn responded(&self) -> bool {
+        self.responded.load(Ordering::Relaxed)
     }
 
     /// Streams reserved or in use.
@@ -187,9 +233,27 @@ impl Streams {
         grew(before, self.limit())
     }
 
+    /// The peer refused a stream (`REFUSED_STREAM`): like a response, the reset came after the
+    /// peer's SETTINGS (h2 applies those before it reads the next frame), so the limit is read
+    /// from the connection and trusted, as after [`saw_response`](Self::saw_response), but read
+    /// again even if it was known: a refusal says the copy the pool went by was over the limit,
+    /// which the peer may have lowered since the driver last copied it. Returns whether the
+    /// limit in force grew, and whether the peer allows no stream at all.
+    pub(crate) fn saw_refusal(&self) -> (bool, bool) {
+        let before = self.limit();
+        self.probe
+            .record_limit(&mut |limit| self.limit.store(limit, Ordering::Release));
+        self.known.store(true, Ordering::Release);
+        let after = self.limit();
+        (grew(before, after), after == Some(0))
+    }
+
     /// A response arrived, so the peer's SETTINGS did before it: read the limit from the
     /// connection and trust it. Returns whether the limit in force grew.
     pub(crate) fn saw_response(&self) -> bool {
+        if !self.responded.load(Ordering::Relaxed) {
+            self.responded.store(true, Ordering::Relaxed);
+        }
         if self.known.load(Ordering::Acquire) {
             return false;
         }
@@ -242,6 +306,29 @@ mod tests {
         said_100.saw_response();
         assert_eq!(said_100.limit(), Some(100));
         drop(h2);
+    }
+
+    #[test]
+    fn a_refusal_reads_the_limit_again_and_tells_when_the_peer_allows_none() {
+        let (streams, h2) = accounting(100);
+        assert!(!streams.observe(100));
+        // The peer's SETTINGS said 0 and it refused the stream sent before they arrived; the
+        // driver has not polled since.
+        h2.store(0, Ordering::SeqCst);
+        assert_eq!(streams.saw_refusal(), (false, true));
+        assert!(
+            !streams.try_reserve(),
+            "no stream is taken past a limit of 0"
+        );
+        // Known at 10, then lowered to 2 before the driver copied it: the refusal reads 2.
+        let (known, h2) = accounting(100);
+        known.observe(10);
+        h2.store(2, Ordering::SeqCst);
+        assert_eq!(known.saw_refusal(), (false, false));
+        assert_eq!(known.limit(), Some(2));
+        // Raised meanwhile: the limit grew, and waiting requests may take the new streams.
+        h2.store(20, Ordering::SeqCst);
+        assert_eq!(known.saw_refusal(), (true, false));
     }
 
     #[test]

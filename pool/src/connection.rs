@@ -21,6 +21,11 @@ pub struct ConnectionHandle {
 }
 
 impl ConnectionHandle {
+    /// Why the connection closed, once it has.
+    pub(crate) fn close_reason(&self) -> Option<pool_core::CloseReason> {
+        self.record.close_reason()
+    }
+
     pub(crate) fn new(
         record: Arc<ConnectionRecord>,
         reused: bool,

@@ -432,11 +432,26 @@ impl Error {
         self.h2_error().is_some_and(h2_reason::H2Error::is_go_away)
     }
 
-    /// The peer refused the HTTP/2 stream (`REFUSED_STREAM`): it did not process the request.
+    /// The peer refused the HTTP/2 stream: it reset it with `REFUSED_STREAM`, or it allows no
+    /// stream at all (its `SETTINGS_MAX_CONCURRENT_STREAMS` is 0, and the connection closed as
+    /// [`NoStreamsAllowed`](crate::CloseReason::NoStreamsAllowed)) and the request is one it
+    /// did not process. [`http2_error_code`](Self::http2_error_code) tells the two apart.
     pub fn is_refused_stream(&self) -> bool {
         self.h2_error().is_some_and(|h2| {
             !h2.is_go_away() && h2.reason() == Some(h2_reason::Reason::REFUSED_STREAM)
-        })
+        }) || (self.inner.not_processed && self.on_a_connection_allowing_no_streams())
+    }
+
+    /// The failure happened on a connection that closed because its peer allows no HTTP/2
+    /// stream.
+    fn on_a_connection_allowing_no_streams(&self) -> bool {
+        self.inner.kind == Kind::Request
+            && self
+                .inner
+                .connection
+                .as_ref()
+                .and_then(ConnectionHandle::close_reason)
+                == Some(crate::CloseReason::NoStreamsAllowed)
     }
 
     /// The HTTP/2 error code (RFC 9113 §7) of the `RST_STREAM` or `GOAWAY` this failure came
@@ -519,6 +534,13 @@ impl fmt::Debug for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.description())?;
+        if self.on_a_connection_allowing_no_streams() {
+            // What the protocol's own error says varies (a refused stream, a request that never
+            // became one, a connection the pool ended); this is what they have in common.
+            f.write_str(
+                ": the server allows no HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)",
+            )?;
+        }
         // h2 words a NO_ERROR GOAWAY as "not a result of an error", which reads like a
         // contradiction inside an error message: this level says what happened instead, and the
         // alternate form leaves h2's wording out.

@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | `unsent` | hyper handed the request back unsent from a reused connection | any |
 //! | `go_away` | HTTP/2 `GOAWAY` covered the stream (RFC 9113 §6.8) | any |
-//! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7) | any |
+//! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7), or a request that never became a stream on a connection whose peer allows none (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) | any |
 //! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; an HTTP/2 connection the server had begun to serve (it had sent something, its SETTINGS at least) closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
 //!
 //! The last one follows Go's `Transport`: the server closing an idle keep-alive connection

@@ -623,6 +623,67 @@ async fn below_the_stream_limit_one_connection_serves_everything() {
     assert_eq!(server.accepted(), 1);
 }
 
+/// A server that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0): each connection
+/// retires as `no_streams_allowed` (whether the request was refused, held back by hyper, or
+/// queued inside h2), every re-send goes to a new connection, and once they are spent the
+/// request fails, safe to send again and saying why (curl gives up the same way, exit 56),
+/// instead of waiting for ever for a stream the connection will never allow. Nothing stays
+/// counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_allowing_no_streams_fails_the_request_once_its_re_sends_are_spent() {
+    let server = ScriptedH2Server::builder()
+        .max_concurrent_streams(0)
+        .handler(|_| StreamPlan::ok("x"))
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool()
+        .event_listener(events.clone())
+        .retry_policy(pool::RetryPolicy::unprocessed().backoff(Duration::ZERO))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
+        .await
+        .expect("the request ends")
+        .expect_err("no stream is allowed");
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(
+        error.to_string().contains("allows no HTTP/2 stream"),
+        "{error}"
+    );
+    let attempts = 1 + pool::DEFAULT_MAX_RESENDS as usize;
+    assert_eq!(
+        server.accepted(),
+        attempts,
+        "each re-send on a new connection"
+    );
+    settle(&pool, &origin(&server.url("/")), |s| {
+        s.h2_accepting == 0 && s.h2_active_streams == 0 && s.waiting_requests == 0
+    })
+    .await;
+    let reasons: Vec<_> = events.closed().into_iter().map(|(_, r)| r).collect();
+    assert_eq!(reasons, vec![CloseReason::NoStreamsAllowed; attempts]);
+
+    // A burst: requests queued behind each other in hyper come back the same way.
+    let mut burst = JoinSet::new();
+    for _ in 0..8 {
+        let (client, url) = (client.clone(), server.url("/"));
+        burst.spawn(async move { client.request(get(&url)).await });
+    }
+    let all = tokio::time::timeout(LIMIT, burst.join_all())
+        .await
+        .expect("the burst ends");
+    for result in all {
+        let error = result.expect_err("no stream is allowed");
+        assert!(error.is_retryable(), "{error:?}");
+    }
+    settle(&pool, &origin(&server.url("/")), |s| {
+        s.h2_accepting == 0 && s.h2_active_streams == 0 && s.waiting_requests == 0
+    })
+    .await;
+}
+
 /// A bounded origin (N = 4) against a limit of 10 streams, 100 requests: never more than 4
 /// connections, 40 streams in flight, and the other 60 requests wait in the pool's gauges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,9 +6,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use http::Request;
+use pool_core::CloseReason;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
-use pool_core::{CloseReason, ResendReason};
 use pool_h1::BodyGate;
 use pool_h2::{H2SendOutcome, StreamLease};
 
@@ -57,12 +57,13 @@ pub(super) fn finish(
         }
         H2SendOutcome::Unsent {
             request: unsent,
+            reason,
             error,
             ..
         } => {
             // hyper's dispatcher for this generation is gone.
             retire(entry, &served.record);
-            Ok(served.again(ResendReason::Unsent, error, Some(unsent)))
+            Ok(served.again(reason, error, Some(unsent)))
         }
         H2SendOutcome::Failed {
             error,
@@ -73,7 +74,8 @@ pub(super) fn finish(
         } => {
             if connection_level {
                 // Its re-sends must not come back here: after GOAWAY the generation still
-                // looks open to hyper until its dispatcher ends.
+                // looks open to hyper until its dispatcher ends, and a peer that refused the
+                // stream with a limit of 0 would keep them waiting for a stream for ever.
                 retire(entry, &served.record);
             }
             match (not_processed, connection_lost) {

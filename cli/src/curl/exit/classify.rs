@@ -114,6 +114,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         && !error.is_body()
         && !error.is_timeout()
         && !error.is_reset()
+        && !error.is_refused_stream()
         && find::<pool::ConnectError>(error).is_none()
     {
         // HTTP/2 failed on an open connection before any response: the server does not speak
@@ -166,7 +167,11 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         // pool re-sent it within its budget before the error came here.
         return CurlError::new(
             56,
-            "Connection died: the server refused the HTTP/2 stream (REFUSED_STREAM)",
+            if error.http2_error_code() == Some(0x7) {
+                "Connection died: the server refused the HTTP/2 stream (REFUSED_STREAM)"
+            } else {
+                "Connection died: the server allows no HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)"
+            },
         );
     }
     if let Some(code) = error.http2_error_code().filter(|_| error.is_reset()) {
