@@ -1,6 +1,6 @@
 //! curl and poolcurl side by side on nginx's listeners: its Unix socket, its PROXY-line
-//! listeners, and a listener with a self-signed certificate made as a CA; and on an h2c-only
-//! nghttpd asked for HTTP/1.1, a server that speaks first.
+//! listeners, and a listener with a self-signed certificate made as a CA; and on h2c-only
+//! nghttpd: asked for HTTP/1.1 (a server that speaks first), and allowing no stream at all.
 
 use std::path::Path;
 
@@ -46,6 +46,33 @@ pub(crate) fn nghttpd_speaking_first(poolcurl: &Path, url: &str) -> Row {
     };
     let args = ["-sS", url, url, url, url, url];
     beside_curl_exiting(check, &curl, poolcurl, &args, 1)
+}
+
+/// The name of [`nghttpd_allowing_no_streams`]'s check.
+pub(crate) const ALLOWING_NO_STREAMS: &str =
+    "curl vs poolcurl, h2c to nghttpd allowing no streams (-m 0), 2 URLs";
+
+/// curl and poolcurl with prior knowledge to an nghttpd that allows no stream at all
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS` 0), two URLs: curl retries the refused stream on new
+/// connections and gives up, exit 56; poolcurl re-sends within its budget, each time on a new
+/// connection, and gives up the same way, where it once waited for ever.
+pub(crate) fn nghttpd_allowing_no_streams(poolcurl: &Path, url: &str) -> Row {
+    let check = ALLOWING_NO_STREAMS.to_string();
+    eprintln!("interop: {check} ...");
+    let Some(curl) = find_binary("curl") else {
+        return Row::skipped(format!("skipped: curl not found ({check})"), None);
+    };
+    let args = [
+        "-s",
+        "--http2-prior-knowledge",
+        "-m",
+        "20",
+        "-w",
+        "%{http_code}\n",
+        url,
+        url,
+    ];
+    beside_curl_exiting(check, &curl, poolcurl, &args, 56)
 }
 
 /// curl and poolcurl with `--haproxy-protocol` to nginx's `proxy_protocol` listeners, over

@@ -23,7 +23,8 @@
 //! * **nghttpd with `--max-concurrent-streams=10`.** Five rounds, each a fresh poolcurl process
 //!   (a fresh pool) sending a cold burst `-n 200 -c 200` over h2c. Check: all 200 requests
 //!   succeeded in every round. `h2load -n 200 -c 1 -m 200` against the same server is printed
-//!   beside it as the reference (not a check; skipped when h2load is absent).
+//!   beside it as the reference (not a check; skipped when h2load is absent). And an nghttpd
+//!   allowing no stream at all (`-m 0`), beside curl: both give up, exit 56 (`beside.rs`).
 //! * **HTTP/2 at the stream limit** (`streams.rs`): nghttpd's limit of 10 streams with
 //!   `-c 100` (10 connections, at least 2x one connection's requests/s), and nginx's 128 with
 //!   `-c 64` and a cold burst of 200 (exactly one connection).
@@ -359,7 +360,7 @@ fn running_as_root() -> bool {
 
 fn nghttpd_stream_limit(poolcurl: &Path, dir: &Path) -> Vec<Row> {
     let name = |round: usize| format!("nghttpd -m 10, -n 200 -c 200 h2c, round {round}");
-    let (_server, port) = match start_nghttpd(dir) {
+    let (_server, port) = match start_nghttpd(dir, 10) {
         Ok(started) => started,
         Err(e) => return (1..=ROUNDS).map(|r| Row::broken(name(r), &e)).collect(),
     };
@@ -382,12 +383,19 @@ fn nghttpd_stream_limit(poolcurl: &Path, dir: &Path) -> Vec<Row> {
     }
     rows.extend(nghttpd_scale_out(poolcurl, &url));
     rows.push(beside::nghttpd_speaking_first(poolcurl, &url));
+    rows.push(match start_nghttpd(dir, 0) {
+        Ok((_none, port)) => {
+            let url = format!("http://127.0.0.1:{port}/file");
+            beside::nghttpd_allowing_no_streams(poolcurl, &url)
+        }
+        Err(e) => Row::broken(beside::ALLOWING_NO_STREAMS.into(), &e),
+    });
     rows
 }
 
-/// Starts nghttpd (h2c, at most 10 concurrent streams per connection) serving `dir/htdocs`,
-/// which holds one small `file`, and waits until it listens.
-fn start_nghttpd(dir: &Path) -> Result<(Server, u16), String> {
+/// Starts nghttpd (h2c, at most `streams` concurrent streams per connection) serving
+/// `dir/htdocs`, which holds one small `file`, and waits until it listens.
+fn start_nghttpd(dir: &Path, streams: u32) -> Result<(Server, u16), String> {
     let nghttpd = find_binary("nghttpd").ok_or("nghttpd not found")?;
     let docroot = dir.join("htdocs");
     std::fs::create_dir_all(&docroot)
@@ -395,14 +403,11 @@ fn start_nghttpd(dir: &Path) -> Result<(Server, u16), String> {
         .map_err(|e| format!("docroot: {e}"))?;
     let [port] = free_ports::<1>()?;
     let mut cmd = Command::new(nghttpd);
-    cmd.args([
-        "--no-tls",
-        "--address=127.0.0.1",
-        "--max-concurrent-streams=10",
-    ]);
-    cmd.arg(format!("--htdocs={}", docroot.display()))
+    cmd.args(["--no-tls", "--address=127.0.0.1"]);
+    cmd.arg(format!("--max-concurrent-streams={streams}"))
+        .arg(format!("--htdocs={}", docroot.display()))
         .arg(port.to_string());
-    let log = dir.join("nghttpd.log");
+    let log = dir.join(format!("nghttpd-{streams}.log"));
     let mut server = Server::start("nghttpd", cmd, log.clone(), &log)?;
     server.wait_ready(&[port])?;
     Ok((server, port))
