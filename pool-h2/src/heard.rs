@@ -171,6 +171,7 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Heard<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wakes::Wakes;
     use hyper::rt::Read;
     use std::collections::VecDeque;
     use std::sync::Arc;
@@ -213,15 +214,6 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
-    struct Wakes(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for Wakes {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
     fn write(io: &mut Heard<Script>) {
         let mut cx = Context::from_waker(Waker::noop());
         let written = hyper::rt::Write::poll_write(Pin::new(io), &mut cx, b"frame");
@@ -235,23 +227,15 @@ mod tests {
         let driver = Waker::from(wakes.clone());
         shared.watch_settings(&driver);
         write(&mut io);
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            0,
-            "the peer said nothing yet"
-        );
+        assert_eq!(wakes.count(), 0, "the peer said nothing yet");
         read(&mut io, 64);
         write(&mut io);
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "the ACK may follow new SETTINGS"
-        );
+        assert_eq!(wakes.count(), 1, "the ACK may follow new SETTINGS");
         shared.watch_settings(&driver);
         shared.settings_known();
         write(&mut io);
         assert!(!io.watching, "a known limit ends the watch");
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert_eq!(wakes.count(), 1);
     }
 
     fn read(io: &mut Heard<Script>, capacity: usize) -> Vec<u8> {

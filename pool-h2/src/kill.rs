@@ -184,9 +184,9 @@ impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Killable<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wakes::Wakes;
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
-    use std::task::{Wake, Waker};
+    use std::task::Waker;
 
     /// A transport with nothing to read and no room to write.
     struct Parked;
@@ -217,15 +217,6 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
-    struct Wakes(AtomicUsize);
-
-    impl Wake for Wakes {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
     fn read(io: &mut Killable<Parked>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut bytes = [0u8; 8];
         let mut buf = hyper::rt::ReadBuf::new(&mut bytes);
@@ -240,10 +231,10 @@ mod tests {
         let waker = Waker::from(wakes.clone());
         let mut cx = Context::from_waker(&waker);
         assert!(read(&mut io, &mut cx).is_pending());
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
+        assert_eq!(wakes.count(), 0);
 
         switch.kill(Why::Abandoned);
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the parked read's task");
+        assert_eq!(wakes.count(), 1, "the parked read's task");
         let Poll::Ready(Err(error)) = read(&mut io, &mut cx) else {
             panic!("a read after the kill fails");
         };
@@ -252,7 +243,7 @@ mod tests {
         let written = hyper::rt::Write::poll_write(Pin::new(&mut io), &mut cx, b"x");
         assert!(matches!(written, Poll::Ready(Err(_))));
         switch.kill(Why::Abandoned);
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "killed once");
+        assert_eq!(wakes.count(), 1, "killed once");
     }
 
     #[test]

@@ -90,6 +90,8 @@ mod runtime;
 mod sending;
 mod settings;
 mod streams;
+#[cfg(test)]
+mod wakes;
 
 pub use generation::{
     H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, is_connection_lost,
