@@ -25,9 +25,9 @@ pub(crate) trait LimitProbe: Send + Sync + 'static {
 /// announced another), or once a response arrived: the peer's SETTINGS precede any response,
 /// and the first response reads the limit from the connection itself (`probe`). Until then
 /// reservations are not capped (h2 applies its initial limit meanwhile), except that a
-/// generation opened next to others *assumes* their known limit: the same server almost
-/// always announces the same one, and a scale-out connection that took every waiting request
-/// before learning it would see the excess refused.
+/// generation opened next to others *assumes* their known limit (unless it is 0): the same
+/// server almost always announces the same one, and a scale-out connection that took every
+/// waiting request before learning it would see the excess refused.
 pub(crate) struct Streams {
     taken: AtomicUsize,
     limit: AtomicUsize,
