@@ -102,7 +102,7 @@ impl<B> H2Generation<B> {
     /// back unsent, `ResendReason::RefusedStream`), a re-send counted against its budget. Looking
     /// again instead would open connection after connection to such a server without a bound.
     pub fn lease(&self) -> Option<StreamLease<B>> {
-        if !self.is_accepting() && !self.inner.shared.streams.hands_back_refused() {
+        if !self.is_accepting() && !self.inner.shared.hands_back_refused() {
             self.release_stream();
             return None;
         }
@@ -198,6 +198,24 @@ impl GenerationHandle {
         allows_none
     }
 
+    /// Why a request that never became a stream on this connection was not sent:
+    /// [`ResendReason::RefusedStream`] once the connection closed because its peer allows no
+    /// stream (see [`no_streams_allowed`]), otherwise [`ResendReason::Unsent`].
+    fn unsent_reason(&self) -> ResendReason {
+        if self.record.close_reason() == Some(CloseReason::NoStreamsAllowed) {
+            ResendReason::RefusedStream
+        } else {
+            ResendReason::Unsent
+        }
+    }
+
+    /// Whether a request granted a stream here after the generation stopped accepting is still
+    /// handed over, to come back refused: the peer allows no stream and the connection never
+    /// served (see `H2Generation::lease`).
+    fn hands_back_refused(&self) -> bool {
+        self.unsent_reason() == ResendReason::RefusedStream && !self.streams.responded()
+    }
+
     /// Kills the connection if no stream can be taken on it any more and every stream left
     /// is abandoned. Checked by each change that can make it so: the generation's last handle
     /// going, a stream ending, a stream being abandoned.
@@ -215,7 +233,8 @@ impl GenerationHandle {
 /// The peer allows no stream at all (seen by a refusal, or by the driver): the connection can
 /// serve nothing until the peer says otherwise. Its record closes (`NoStreamsAllowed`) and its
 /// generation retires, so waiting requests get another connection; requests hyper had not
-/// made streams of yet come back as refused ([`Streams::refuse_all`]). On a connection that
+/// made streams of yet come back as refused (`GenerationHandle::unsent_reason`, which reads the
+/// close reason: it is recorded before hyper's dispatch task ends). On a connection that
 /// never served a response the transport ends too: a request h2 had queued for a stream would
 /// otherwise wait on it for ever, and whatever was sent went to a server that allowed no
 /// stream from its first SETTINGS on (or lowered its limit to 0 before answering anything).
@@ -226,8 +245,6 @@ pub(crate) fn no_streams_allowed(
     home: &dyn H2Home,
     kill: &KillSwitch,
 ) {
-    // Before the close: a request failing on the closed record reads it.
-    streams.refuse_all();
     if record.close(CloseReason::NoStreamsAllowed, None) {
         tracing::debug!(
             connection = record.info().id().as_u64(),
@@ -382,21 +399,23 @@ impl StreamGuard {
                         reason: self
                             .generation
                             .as_deref()
-                            .map_or(ResendReason::Unsent, |g| g.streams.unsent_reason()),
+                            .map_or(ResendReason::Unsent, GenerationHandle::unsent_reason),
                         error,
                         reused,
                     },
                     None => {
                         // A closed record covers a dispatcher that is gone: the driver closes
                         // the record before it drops hyper's dispatch task.
-                        let not_processed = not_processed(&error).or_else(|| {
-                            let generation = self.generation.as_deref();
+                        let generation = self.generation.as_deref();
+                        let proven = not_processed(&error);
+                        // Only a refusal from the peer reads its limit again.
+                        let allows_none = proven == Some(ResendReason::RefusedStream)
+                            && generation.is_some_and(GenerationHandle::refused);
+                        let not_processed = proven.or_else(|| {
                             held_back(&error, generation)
-                                .then(|| generation.map(|g| g.streams.unsent_reason()))
+                                .then(|| generation.map(GenerationHandle::unsent_reason))
                                 .flatten()
                         });
-                        let allows_none = not_processed == Some(ResendReason::RefusedStream)
-                            && self.generation.as_deref().is_some_and(|g| g.refused());
                         let connection_level = is_connection_error(&error)
                             || self.record().is_some_and(|record| record.is_closed())
                             || allows_none;

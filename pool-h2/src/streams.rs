@@ -39,8 +39,6 @@ pub(crate) struct Streams {
     /// Set by the driver when hyper's dispatch task ended on its own (see
     /// [`Streams::dispatcher_ended`]).
     dispatcher_ended: AtomicBool,
-    /// Set when the peer allows no stream (see [`Streams::refuse_all`]).
-    refusing_all: AtomicBool,
     /// A response arrived on the connection.
     responded: AtomicBool,
     /// Taken streams the pool gave up on (see `kill.rs`): still counted in `taken`, as h2
@@ -73,7 +71,6 @@ impl Streams {
             assumed: AtomicUsize::new(usize::MAX),
             initial,
             dispatcher_ended: AtomicBool::new(false),
-            refusing_all: AtomicBool::new(false),
             responded: AtomicBool::new(false),
             abandoned: AtomicUsize::new(0),
             sealed: AtomicBool::new(false),
@@ -137,31 +134,6 @@ impl Streams {
     /// Whether the peer's known limit is 0: it allows no stream at all until it says otherwise.
     pub(crate) fn allows_none(&self) -> bool {
         self.known.load(Ordering::Acquire) && self.limit.load(Ordering::Acquire) == 0
-    }
-
-    /// The peer allows no stream, so hyper's dispatch task ends (the driver ends it, or the
-    /// connection with it): a request the task held back, or still had queued, was refused as
-    /// surely as one the peer reset with `REFUSED_STREAM`. Called before the task ends.
-    pub(crate) fn refuse_all(&self) {
-        self.refusing_all.store(true, Ordering::Release);
-    }
-
-    /// Why a request that never became a stream on this connection was not sent:
-    /// [`ResendReason::RefusedStream`] after [`refuse_all`](Self::refuse_all), otherwise
-    /// [`ResendReason::Unsent`].
-    pub(crate) fn unsent_reason(&self) -> pool_core::ResendReason {
-        if self.refusing_all.load(Ordering::Acquire) {
-            pool_core::ResendReason::RefusedStream
-        } else {
-            pool_core::ResendReason::Unsent
-        }
-    }
-
-    /// Whether a request granted a stream on this generation after it stopped accepting is
-    /// still handed over, to come back refused: the peer allows no stream and the connection
-    /// never served (see `H2Generation::lease`).
-    pub(crate) fn hands_back_refused(&self) -> bool {
-        self.refusing_all.load(Ordering::Acquire) && !self.responded()
     }
 
     /// Whether a response ever arrived on the connection.
@@ -240,12 +212,8 @@ impl Streams {
     /// which the peer may have lowered since the driver last copied it. Returns whether the
     /// limit in force grew, and whether the peer allows no stream at all.
     pub(crate) fn saw_refusal(&self) -> (bool, bool) {
-        let before = self.limit();
-        self.probe
-            .record_limit(&mut |limit| self.limit.store(limit, Ordering::Release));
-        self.known.store(true, Ordering::Release);
-        let after = self.limit();
-        (grew(before, after), after == Some(0))
+        let grew = self.read_limit();
+        (grew, self.limit() == Some(0))
     }
 
     /// A response arrived, so the peer's SETTINGS did before it: read the limit from the
@@ -257,6 +225,12 @@ impl Streams {
         if self.known.load(Ordering::Acquire) {
             return false;
         }
+        self.read_limit()
+    }
+
+    /// Reads the limit from the connection and trusts it; returns whether the limit in force
+    /// grew.
+    fn read_limit(&self) -> bool {
         let before = self.limit();
         self.probe
             .record_limit(&mut |limit| self.limit.store(limit, Ordering::Release));
