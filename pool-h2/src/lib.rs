@@ -80,6 +80,7 @@
 //! with them; depend on `pool` (or, for a transport under hyper's own `client::conn`, on
 //! `pool-tls`).
 
+mod classify;
 mod generation;
 mod handshake;
 mod heard;
@@ -93,10 +94,8 @@ mod streams;
 #[cfg(test)]
 mod wakes;
 
-pub use generation::{
-    H2Generation, H2SendOutcome, StreamGuard, StreamLease, is_connection_error, is_connection_lost,
-    not_processed,
-};
+pub use classify::{is_connection_error, is_connection_lost, not_processed};
+pub use generation::{H2Generation, H2SendOutcome, StreamGuard, StreamLease};
 pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};
 pub use request::prepare_request;
 pub use runtime::{PartitionExecutor, PoolTimer, Turn};

@@ -116,7 +116,7 @@ impl Streams {
 
     /// The driver saw hyper's dispatch task end on its own (it returned; the runtime did not
     /// drop it) and is about to drop it. Called before the drop, so a request whose callback
-    /// that drop fails can tell (see `generation::held_back`).
+    /// that drop fails can tell (see `classify::held_back`).
     pub(crate) fn end_dispatcher(&self) {
         self.dispatcher_ended.store(true, Ordering::Release);
     }
