@@ -58,11 +58,18 @@ pub enum CloseReason {
     /// the transport ends too, since a request h2 queued for a stream would otherwise wait on
     /// it for ever; streams already open on one that had served go on to their end.
     NoStreamsAllowed,
+    /// The HTTP/2 connection carried as many requests as its server serves on one connection
+    /// (nginx's `keepalive_requests`, HAProxy's `max-total-streams`, Envoy's
+    /// `max_requests_per_connection`), a quota its cell learnt from earlier connections that
+    /// the server cut off at that count with `GOAWAY`. The pool sends nothing more on it, so
+    /// no request meets the cut; its streams in flight go on to their end, and a new
+    /// connection takes the next requests.
+    RequestQuota,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 15] = [
+    pub const ALL: [CloseReason; 16] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -78,6 +85,7 @@ impl CloseReason {
         CloseReason::CallerClosedIdle,
         CloseReason::StreamsAbandoned,
         CloseReason::NoStreamsAllowed,
+        CloseReason::RequestQuota,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -98,6 +106,7 @@ impl CloseReason {
             CloseReason::CallerClosedIdle => "caller_closed_idle",
             CloseReason::StreamsAbandoned => "streams_abandoned",
             CloseReason::NoStreamsAllowed => "no_streams_allowed",
+            CloseReason::RequestQuota => "request_quota",
         }
     }
 }

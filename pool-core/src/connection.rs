@@ -210,7 +210,12 @@ impl ConnectionRecord {
 
     /// Counts one dispatch and reports whether the connection had served a request before.
     pub fn record_dispatch(&self) -> bool {
-        self.served.fetch_add(1, Ordering::Relaxed) > 0
+        self.count_dispatch() > 1
+    }
+
+    /// Counts one dispatch and returns how many the connection has carried, this one included.
+    pub fn count_dispatch(&self) -> u64 {
+        self.served.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Requests dispatched on this connection so far.

@@ -104,7 +104,7 @@ impl<B> H2Generation<B> {
     /// again instead would open connection after connection to such a server without a bound.
     pub fn lease(&self) -> Option<StreamLease<B>> {
         if !self.is_accepting() && !self.inner.shared.hands_back_refused() {
-            self.release_stream();
+            self.inner.shared.unreserve();
             return None;
         }
         self.inner
@@ -116,10 +116,6 @@ impl<B> H2Generation<B> {
             sender: self.inner.sender.clone(),
             guard: StreamGuard::new(self.inner.shared.clone()),
         })
-    }
-
-    fn release_stream(&self) {
-        self.inner.shared.release();
     }
 }
 
@@ -137,11 +133,11 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     }
 
     fn unreserve(&self) {
-        self.release_stream();
+        self.inner.shared.unreserve();
     }
 
     fn unreserve_quietly(&self) {
-        self.inner.shared.streams.release();
+        self.inner.shared.streams.unreserve();
     }
 
     fn is_full(&self) -> bool {
@@ -159,6 +155,10 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
     fn assume_stream_limit(&self, limit: usize) {
         self.inner.shared.streams.assume(limit);
     }
+
+    fn limit_requests(&self, quota: u64) {
+        self.inner.shared.streams.quota.set(quota);
+    }
 }
 
 /// A generation's record, stream accounting and home: what a stream holds of it, without the
@@ -173,16 +173,55 @@ struct GenerationHandle {
     heard: std::sync::Arc<PeerHeard>,
 }
 
+impl Drop for GenerationHandle {
+    /// Nothing refers to the connection any more (the cell let it go, and every stream on it
+    /// ended): tell the cell what it learns from the connection about its server's
+    /// per-connection request quota.
+    fn drop(&mut self) {
+        let (served, cut) = self.streams.quota.ended(self.record.requests_served());
+        self.home.connection_ended(&self.record, served, cut);
+    }
+}
+
 impl GenerationHandle {
     /// Releases one stream; a generation that was at its limit tells its cell, whose oldest
     /// waiting request takes the stream, and any other says the stream ended.
     fn release(&self) {
-        if self.streams.release() {
+        let was_full = self.streams.release();
+        self.released(was_full);
+    }
+
+    /// Gives back a reservation that was never leased, as [`release`](Self::release) does a
+    /// stream; it no longer counts against the request quota either.
+    fn unreserve(&self) {
+        let was_full = self.streams.unreserve();
+        self.released(was_full);
+    }
+
+    fn released(&self, was_full: bool) {
+        if was_full {
             self.home.stream_freed(&self.record);
         } else {
             self.home.stream_ended(&self.record);
         }
         self.end_if_abandoned();
+    }
+
+    /// `dispatched` requests, the one just handed to hyper included, went to this connection:
+    /// if that was the last its request quota allows, the generation retires now, so that the
+    /// next request goes to a new connection rather than into the server's cut.
+    fn dispatched(&self, dispatched: u64) {
+        if !self.streams.quota.spent_by(dispatched) {
+            return;
+        }
+        if self.record.close(CloseReason::RequestQuota, None) {
+            tracing::debug!(
+                connection = self.record.info().id().as_u64(),
+                requests = dispatched,
+                "the connection carried its server's per-connection request quota: retiring it"
+            );
+        }
+        self.home.retire(&self.record);
     }
 
     /// The peer refused one of this generation's streams: learn its limit from the connection
@@ -363,10 +402,14 @@ where
     /// handed back, unsent, only when the queue itself goes, with its last sender. A future
     /// holding a sender would wait for ever on a request its own sender keeps queued.
     pub fn send(self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
-        let reused = self.record().record_dispatch();
+        let dispatched = self.record().count_dispatch();
         let StreamLease { mut sender, guard } = self;
         let response = sender.try_send_request(request);
         drop(sender);
+        if let Some(generation) = &guard.generation {
+            generation.dispatched(dispatched);
+        }
+        let reused = dispatched > 1;
         Sending {
             response,
             guard: Some(guard),
@@ -395,15 +438,19 @@ impl StreamGuard {
                 let unsent = err.take_message();
                 let error = err.into_error();
                 match unsent {
-                    Some(request) => H2SendOutcome::Unsent {
-                        request,
-                        reason: self
-                            .generation
-                            .as_deref()
-                            .map_or(ResendReason::Unsent, GenerationHandle::unsent_reason),
-                        error,
-                        reused,
-                    },
+                    Some(request) => {
+                        let generation = self.generation.as_deref();
+                        if let Some(generation) = generation {
+                            generation.streams.quota.not_processed(false);
+                        }
+                        H2SendOutcome::Unsent {
+                            request,
+                            reason: generation
+                                .map_or(ResendReason::Unsent, GenerationHandle::unsent_reason),
+                            error,
+                            reused,
+                        }
+                    }
                     None => {
                         // A closed record covers a dispatcher that is gone: the driver closes
                         // the record before it drops hyper's dispatch task.
@@ -420,6 +467,11 @@ impl StreamGuard {
                             .then(|| generation.map(GenerationHandle::unsent_reason))
                             .flatten()
                         });
+                        if let (Some(generation), Some(reason)) = (generation, not_processed) {
+                            // What the connection's end tells its cell (see `quota.rs`).
+                            let cut = reason == ResendReason::GoAway;
+                            generation.streams.quota.not_processed(cut);
+                        }
                         let connection_level = is_connection_error(&error)
                             || self.record().is_some_and(|record| record.is_closed())
                             || allows_none;

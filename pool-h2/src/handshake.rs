@@ -45,6 +45,14 @@ pub trait H2Home: Send + Sync + 'static {
     fn stream_ended(&self, record: &Arc<ConnectionRecord>) {
         let _ = record;
     }
+
+    /// Nothing refers to the connection of `record` any more: it carried `served` requests that
+    /// its server processed, and `cut` says whether the server's GOAWAY refused at least one
+    /// more. The cell learns its server's per-connection request quota from these reports;
+    /// the default ignores them.
+    fn connection_ended(&self, record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
+        let _ = (record, served, cut);
+    }
 }
 
 /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` as hyper's connection applies it.

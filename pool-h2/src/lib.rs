@@ -85,6 +85,7 @@ mod generation;
 mod handshake;
 mod heard;
 mod kill;
+mod quota;
 mod request;
 mod reset;
 mod runtime;

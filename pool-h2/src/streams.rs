@@ -3,6 +3,8 @@
 
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::quota::RequestQuota;
+
 /// Reads the peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` from the connection, while it
 /// lives.
 pub(crate) trait LimitProbe: Send + Sync + 'static {
@@ -49,6 +51,8 @@ pub(crate) struct Streams {
     sealed: AtomicBool,
     /// Reads h2's current limit from the connection.
     probe: Box<dyn LimitProbe>,
+    /// The generation's requests against its server's per-connection request quota.
+    pub(crate) quota: RequestQuota,
 }
 
 impl std::fmt::Debug for Streams {
@@ -75,6 +79,7 @@ impl Streams {
             abandoned: AtomicUsize::new(0),
             sealed: AtomicBool::new(false),
             probe,
+            quota: RequestQuota::default(),
         }
     }
 
@@ -87,8 +92,12 @@ impl Streams {
         (assumed != usize::MAX).then_some(assumed)
     }
 
+    /// Reserves a stream if the peer's limit and the generation's request quota allow one.
     pub(crate) fn try_reserve(&self) -> bool {
-        match self.limit() {
+        if !self.quota.try_reserve() {
+            return false;
+        }
+        let reserved = match self.limit() {
             None => {
                 self.taken.fetch_add(1, Ordering::AcqRel);
                 true
@@ -99,7 +108,18 @@ impl Streams {
                     (t < limit).then_some(t + 1)
                 })
                 .is_ok(),
+        };
+        if !reserved {
+            self.quota.unreserve();
         }
+        reserved
+    }
+
+    /// Gives back a reservation that was not leased (see [`release`](Self::release) for the
+    /// return value).
+    pub(crate) fn unreserve(&self) -> bool {
+        self.quota.unreserve();
+        self.release()
     }
 
     /// Releases one stream; returns whether the generation was at its limit (a waiting request
@@ -109,9 +129,12 @@ impl Streams {
         self.limit().is_some_and(|limit| before >= limit)
     }
 
+    /// Whether no stream can be reserved: every one the peer's limit allows is taken, or the
+    /// request quota is.
     pub(crate) fn is_full(&self) -> bool {
         self.limit()
             .is_some_and(|limit| self.taken.load(Ordering::Acquire) >= limit)
+            || self.quota.is_reserved_out()
     }
 
     /// The driver saw hyper's dispatch task end on its own (it returned; the runtime did not

@@ -423,8 +423,12 @@ impl ConnectionPool {
                 None => shared.existing_admission(&origin).map(|a| a.available()),
             }
         });
+        let quotas = cells
+            .iter()
+            .filter_map(|(_, entry)| entry.cell.h2_request_quota());
         OriginStats::new(limit, rows)
             .with_peaks(peaks)
+            .with_request_quotas(quotas)
             .with_available_permits(available.or(limit))
     }
 

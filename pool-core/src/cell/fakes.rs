@@ -40,6 +40,8 @@ pub(crate) struct FakeH2 {
 pub(crate) struct FakeStreams {
     pub(crate) taken: AtomicUsize,
     pub(crate) limit: AtomicUsize,
+    /// The request quota its cell gave it (`u64::MAX`: none).
+    pub(crate) quota: AtomicU64,
 }
 
 impl Default for FakeStreams {
@@ -47,6 +49,7 @@ impl Default for FakeStreams {
         FakeStreams {
             taken: AtomicUsize::new(0),
             limit: AtomicUsize::new(usize::MAX),
+            quota: AtomicU64::new(u64::MAX),
         }
     }
 }
@@ -60,6 +63,12 @@ impl FakeH2 {
     /// Streams reserved or in use.
     pub(crate) fn taken(&self) -> usize {
         self.streams.taken.load(Ordering::SeqCst)
+    }
+
+    /// The request quota its cell gave it, if any.
+    pub(crate) fn quota(&self) -> Option<u64> {
+        let quota = self.streams.quota.load(Ordering::SeqCst);
+        (quota != u64::MAX).then_some(quota)
     }
 
     /// A stream ends.
@@ -117,6 +126,9 @@ impl PooledH2 for FakeH2 {
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
+    }
+    fn limit_requests(&self, quota: u64) {
+        self.streams.quota.store(quota, Ordering::SeqCst);
     }
 }
 

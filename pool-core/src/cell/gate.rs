@@ -253,6 +253,11 @@ impl<T: CellTypes> Cell<T> {
                 Vec::new()
             };
             let retires_at = generation.record().info().retires_at();
+            // It carries at most the server's per-connection request quota, once the cell
+            // learnt one.
+            if let Some(quota) = self.request_quota.for_new_generation() {
+                generation.limit_requests(quota);
+            }
             st.h2.push(generation, now);
             self.activate(&mut st, &mut actions.grants);
             let idle_deadline = self.idle_timeout.map(|t| now + t);
@@ -372,6 +377,27 @@ impl<T: CellTypes> Cell<T> {
             }
         }
         self.run(actions);
+    }
+
+    /// A generation of this cell ended, having carried `served` requests its server processed;
+    /// `cut` when the server's GOAWAY refused at least one more. Two connections in a row cut
+    /// off at the same count teach the cell its server's per-connection request quota, which
+    /// the generations it publishes afterwards keep to (see `quota.rs`).
+    ///
+    /// Takes no lock: a generation's last handle may go under the cell's own.
+    pub fn h2_connection_ended(&self, served: u64, cut: bool) {
+        if let Some(quota) = self.request_quota.connection_ended(served, cut) {
+            tracing::debug!(
+                quota,
+                "the server cut two connections off after the same number of requests: \
+                 new connections carry at most that many"
+            );
+        }
+    }
+
+    /// The per-connection request quota this cell learnt of its server, if any.
+    pub fn h2_request_quota(&self) -> Option<u64> {
+        self.request_quota.learned()
     }
 
     /// How many HTTP/2 generations this cell holds (accepting, or not yet noticed to have

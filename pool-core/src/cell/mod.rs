@@ -64,6 +64,7 @@ mod flight;
 mod gate;
 mod idle;
 mod permits;
+mod quota;
 mod reclaim;
 mod retire;
 mod types;
@@ -97,6 +98,7 @@ use bounded::{Bound, DemandState};
 use flight::Flights;
 use gate::H2Slot;
 use idle::IdleSet;
+use quota::QuotaLearner;
 use waiters::WaitQueues;
 
 /// The admission of a bounded origin whose members are cells.
@@ -151,6 +153,9 @@ pub struct Cell<T: CellTypes> {
     /// Set under the lock when the cell is retired (see `retire`); read without it by the
     /// owner's lookups.
     retired: AtomicBool,
+    /// What the cell learnt of its HTTP/2 server's per-connection request quota (see
+    /// `quota.rs`); lock-free, as connections report to it under the cell's lock or not.
+    request_quota: QuotaLearner,
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -197,6 +202,7 @@ impl<T: CellTypes> Cell<T> {
                 demand: DemandState::default(),
             }),
             retired: AtomicBool::new(false),
+            request_quota: QuotaLearner::default(),
         }
     }
 

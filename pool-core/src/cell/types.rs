@@ -68,6 +68,10 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
     /// Until its own limit is known, assume `limit` (that of a sibling generation of the same
     /// origin).
     fn assume_stream_limit(&self, limit: usize);
+    /// Carry at most `quota` requests over its life, then retire: the per-connection request
+    /// quota its cell learnt of the server (see `quota.rs`). Called once, before the
+    /// generation takes its first request.
+    fn limit_requests(&self, quota: u64);
 }
 
 /// What a waiting request receives.

@@ -266,4 +266,8 @@ impl H2Home for CellEntry {
     fn stream_ended(&self, record: &Arc<ConnectionRecord>) {
         self.cell.h2_stream_ended(record);
     }
+
+    fn connection_ended(&self, _record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
+        self.cell.h2_connection_ended(served, cut);
+    }
 }

@@ -177,6 +177,37 @@ fn retired_generation_relaunches_for_queued_waiters() {
     assert!(relaunch[0].0.is_waiting());
 }
 
+#[test]
+fn generations_published_after_two_equal_cuts_carry_the_learnt_request_quota() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http2);
+    let c = &rig.cell;
+    let first = serving_one_stream(&rig, t0);
+    assert_eq!(first.quota(), None);
+    // The server cut two connections off after 100 requests each.
+    c.h2_connection_ended(100, true);
+    assert_eq!(c.h2_request_quota(), None, "one cut is not enough");
+    c.h2_connection_ended(100, true);
+    assert_eq!(c.h2_request_quota(), Some(100));
+    // The next generation published keeps to it; the one already held is left as it was.
+    first.accepting.store(false, Ordering::SeqCst);
+    let w = rig.wait(Requirement::Any, 2, t0);
+    c.retire_h2(&first.record);
+    let flight = rig
+        .launches()
+        .into_iter()
+        .find_map(|(_, launch)| match launch {
+            Launch::Flight(f) => Some(f),
+            _ => None,
+        })
+        .expect("the waiting request needs a new flight");
+    let next = h2(c);
+    c.publish_h2(next.clone(), flight, t0);
+    assert!(matches!(take(&w), Some(Grant::H2(_))));
+    assert_eq!(next.quota(), Some(100));
+    assert_eq!(first.quota(), None);
+}
+
 /// A generation published at `t0` whose first request took a stream, still in use.
 fn serving_one_stream(rig: &Rig, t0: Instant) -> FakeH2 {
     let c = &rig.cell;

@@ -1,0 +1,234 @@
+//! Learning a server's per-connection request quota from the HTTP/2 connections it cut off.
+//!
+//! Many servers serve a fixed number of requests on one connection and then end it with
+//! `GOAWAY`: nginx's `keepalive_requests` (1,000 by default), HAProxy's `max-total-streams`,
+//! Envoy's `max_requests_per_connection`. Streams the client opened after the server's count
+//! ran out are refused (the GOAWAY's last stream id is below them) and the pool sends them
+//! again on a new connection: against stock nginx at 128 streams in flight, one request in
+//! eight was sent twice, and a request re-sent into the middle of the next connection's life
+//! can meet the next cut too, until its re-send budget is spent.
+//!
+//! A cell that sees two connections in a row cut off after the *same* number of requests
+//! takes that number as the server's quota: each generation it publishes afterwards carries at
+//! most that many requests and then retires (`CloseReason::RequestQuota`), so the next
+//! requests go to a new connection before the server would refuse them. A graceful restart
+//! also cuts connections off, but after whatever count each had reached, so two such cuts
+//! rarely agree; one cut that disagrees with the quota changes nothing.
+//!
+//! The quota is checked again from time to time: a generation published with a quota known
+//! goes without it (a probe) once [`FIRST_PROBE_AFTER`] others went with it, and each probe
+//! the server cuts off at the quota again doubles that interval, up to [`LAST_PROBE_AFTER`]
+//! (a probe costs the requests its cut refuses, sent again). If a probe carries more requests
+//! than the quota (the server's quota grew, or it came from a coincidence), the quota is
+//! forgotten, and two agreeing cuts teach the new one.
+//!
+//! What this does not do: learn across partitions (each cell learns for itself, from its own
+//! connections), or apply to HTTP/1, where the server's last response says `Connection: close`
+//! before any further request is sent.
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+
+/// Generations published with a newly learnt quota before the first probe goes without it.
+pub(super) const FIRST_PROBE_AFTER: u64 = 16;
+/// The most generations published with the quota between two probes.
+pub(super) const LAST_PROBE_AFTER: u64 = 1024;
+
+/// What a cell knows of its server's per-connection request quota.
+///
+/// Lock-free: connections report when their last handle goes, which may be under the cell's
+/// lock (a generation pruned from the cell) or not. Reports are rare (one per connection) and
+/// order-insensitive but for "two in a row": two that race each count as the other's
+/// predecessor, which is what they are.
+#[derive(Debug)]
+pub(super) struct QuotaLearner {
+    /// The quota in force (`NONE`: none).
+    learned: AtomicU64,
+    /// How many requests the last connection cut off by its server had carried (`NONE`: none
+    /// since the quota was last forgotten).
+    last_cut: AtomicU64,
+    /// Generations published with the quota since it was learnt, or since the last probe.
+    published: AtomicU64,
+    /// How many go with it before the next probe.
+    probe_after: AtomicU64,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl Default for QuotaLearner {
+    fn default() -> Self {
+        QuotaLearner {
+            learned: AtomicU64::new(NONE),
+            last_cut: AtomicU64::new(NONE),
+            published: AtomicU64::new(0),
+            probe_after: AtomicU64::new(FIRST_PROBE_AFTER),
+        }
+    }
+}
+
+impl QuotaLearner {
+    /// The quota for a generation being published now: `None` without one, or for a probe.
+    pub(super) fn for_new_generation(&self) -> Option<u64> {
+        let quota = self.learned()?;
+        let published = self.published.fetch_add(1, Ordering::AcqRel);
+        if published < self.probe_after.load(Ordering::Acquire) {
+            return Some(quota);
+        }
+        self.published.store(0, Ordering::Release);
+        None
+    }
+
+    /// A generation ended having carried `served` requests that its server processed; `cut`
+    /// when the server's GOAWAY refused at least one more. Returns the quota if this learnt it.
+    pub(super) fn connection_ended(&self, served: u64, cut: bool) -> Option<u64> {
+        if self.learned().is_some_and(|quota| served > quota) {
+            // A probe carried more than the quota: it is not the server's (any more).
+            self.learned.store(NONE, Ordering::Release);
+            self.last_cut.store(NONE, Ordering::Release);
+        }
+        if !cut || served == 0 || served == NONE {
+            return None;
+        }
+        if self.learned() == Some(served) {
+            // Only a probe is cut off: it confirmed the quota, so the next one can wait longer.
+            let after = self.probe_after.load(Ordering::Acquire);
+            self.probe_after
+                .store((after * 2).min(LAST_PROBE_AFTER), Ordering::Release);
+            return None;
+        }
+        let agrees = self.last_cut.swap(served, Ordering::AcqRel) == served;
+        if agrees {
+            self.learned.store(served, Ordering::Release);
+            self.published.store(0, Ordering::Release);
+            self.probe_after.store(FIRST_PROBE_AFTER, Ordering::Release);
+            return Some(served);
+        }
+        None
+    }
+
+    /// The quota in force.
+    pub(super) fn learned(&self) -> Option<u64> {
+        let quota = self.learned.load(Ordering::Acquire);
+        (quota != NONE).then_some(quota)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_connections_cut_at_the_same_count_teach_the_quota() {
+        let q = QuotaLearner::default();
+        assert_eq!(q.connection_ended(100, true), None);
+        assert_eq!(q.for_new_generation(), None);
+        assert_eq!(q.connection_ended(100, true), Some(100));
+        assert_eq!(q.learned(), Some(100));
+        assert_eq!(q.for_new_generation(), Some(100));
+        // Seen again: nothing new to learn.
+        assert_eq!(q.connection_ended(100, true), None);
+        assert_eq!(q.learned(), Some(100));
+    }
+
+    #[test]
+    fn cuts_at_different_counts_teach_nothing() {
+        let q = QuotaLearner::default();
+        for served in [37, 112, 5, 900] {
+            assert_eq!(q.connection_ended(served, true), None);
+        }
+        assert_eq!(q.learned(), None);
+        // Connections that ended without a cut say nothing either.
+        q.connection_ended(37, false);
+        q.connection_ended(37, false);
+        assert_eq!(q.learned(), None);
+    }
+
+    #[test]
+    fn nothing_served_teaches_nothing() {
+        let q = QuotaLearner::default();
+        q.connection_ended(0, true);
+        q.connection_ended(0, true);
+        assert_eq!(q.learned(), None);
+    }
+
+    #[test]
+    fn a_restart_between_two_cuts_of_a_learnt_quota_keeps_it() {
+        let q = QuotaLearner::default();
+        q.connection_ended(100, true);
+        q.connection_ended(100, true);
+        // A graceful restart cuts one connection off at another count.
+        assert_eq!(q.connection_ended(41, true), None);
+        assert_eq!(q.learned(), Some(100));
+        // Two agreeing cuts at a new count replace it (the server's quota was lowered).
+        assert_eq!(q.connection_ended(50, true), None);
+        assert_eq!(q.connection_ended(50, true), Some(50));
+    }
+
+    /// The generations (counted from 1) that went without the quota among the next `n`.
+    fn probes(q: &QuotaLearner, n: u64, confirm: bool) -> Vec<u64> {
+        (1..=n)
+            .filter(|_| {
+                let probe = q.for_new_generation().is_none();
+                if probe && confirm {
+                    // The server cuts the probe off at the quota.
+                    assert_eq!(q.connection_ended(100, true), None);
+                }
+                probe
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_probe_goes_without_the_quota_after_sixteen_generations_went_with_it() {
+        let q = QuotaLearner::default();
+        q.connection_ended(100, true);
+        q.connection_ended(100, true);
+        assert_eq!(probes(&q, 2 * FIRST_PROBE_AFTER + 2, false), vec![17, 34]);
+        assert_eq!(q.learned(), Some(100));
+    }
+
+    #[test]
+    fn each_probe_cut_off_at_the_quota_doubles_the_wait_for_the_next() {
+        let q = QuotaLearner::default();
+        q.connection_ended(100, true);
+        q.connection_ended(100, true);
+        let at = probes(&q, 3000, true);
+        let gaps: Vec<_> = std::iter::once(at[0])
+            .chain(at.windows(2).map(|w| w[1] - w[0]))
+            .collect();
+        assert_eq!(gaps[..7], [17, 33, 65, 129, 257, 513, 1025]);
+        assert!(gaps[7..].iter().all(|&gap| gap == LAST_PROBE_AFTER + 1));
+        assert_eq!(q.learned(), Some(100));
+        // A quota learnt anew starts over.
+        q.connection_ended(50, true);
+        q.connection_ended(50, true);
+        assert_eq!(probes(&q, FIRST_PROBE_AFTER + 1, false), vec![17]);
+    }
+
+    #[test]
+    fn a_probe_that_goes_past_the_quota_uncut_forgets_it() {
+        let q = QuotaLearner::default();
+        q.connection_ended(100, true);
+        q.connection_ended(100, true);
+        // Generations that carried the quota, or fewer, confirm nothing and deny nothing.
+        q.connection_ended(100, false);
+        q.connection_ended(3, false);
+        assert_eq!(q.learned(), Some(100));
+        q.connection_ended(101, false);
+        assert_eq!(q.learned(), None);
+        assert_eq!(q.for_new_generation(), None);
+        // And it takes two agreeing cuts to learn one again.
+        assert_eq!(q.connection_ended(100, true), None);
+        assert_eq!(q.connection_ended(100, true), Some(100));
+    }
+
+    #[test]
+    fn a_probe_cut_off_later_than_the_quota_starts_learning_the_new_one() {
+        let q = QuotaLearner::default();
+        q.connection_ended(100, true);
+        q.connection_ended(100, true);
+        // The server now serves 1,000 per connection: the probe is cut there.
+        assert_eq!(q.connection_ended(1000, true), None);
+        assert_eq!(q.learned(), None);
+        assert_eq!(q.connection_ended(1000, true), Some(1000));
+    }
+}

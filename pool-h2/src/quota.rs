@@ -1,0 +1,149 @@
+//! One generation's requests against its server's per-connection request quota, and what the
+//! end of the connection tells its cell about that quota.
+//!
+//! The cell learns the quota (pool-core's `cell/quota.rs`) from what its connections report
+//! when they end: how many requests the server processed on each, and whether the server's
+//! GOAWAY cut off at least one more. A generation published with a quota takes at most that
+//! many reservations over its life and retires when it hands hyper the last of them
+//! (`CloseReason::RequestQuota`), so no request is sent where the server would refuse it.
+//!
+//! Without a quota the only cost on the request path is one load per reservation; the counts
+//! of unprocessed requests move only when a request was not processed.
+
+use pool_core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+const NONE: u64 = u64::MAX;
+
+/// A generation's count of requests against its quota.
+#[derive(Debug)]
+pub(crate) struct RequestQuota {
+    /// The most requests the generation carries (`NONE`: no quota). Set once, by the cell,
+    /// before the generation takes its first reservation.
+    limit: AtomicU64,
+    /// Reservations not given back, over the generation's life (counted only under a quota).
+    /// Reservations are taken under the cell's lock, so checking and counting do not race.
+    reserved: AtomicU64,
+    /// Requests dispatched here that the server provably did not process: handed back
+    /// unsent, refused, or cut off by its GOAWAY.
+    unprocessed: AtomicU64,
+    /// The server's GOAWAY cut off at least one request.
+    cut: AtomicBool,
+}
+
+impl Default for RequestQuota {
+    fn default() -> Self {
+        RequestQuota {
+            limit: AtomicU64::new(NONE),
+            reserved: AtomicU64::new(0),
+            unprocessed: AtomicU64::new(0),
+            cut: AtomicBool::new(false),
+        }
+    }
+}
+
+impl RequestQuota {
+    /// The generation carries at most `limit` requests.
+    pub(crate) fn set(&self, limit: u64) {
+        self.limit.store(limit, Ordering::Release);
+    }
+
+    fn limit(&self) -> Option<u64> {
+        let limit = self.limit.load(Ordering::Acquire);
+        (limit != NONE).then_some(limit)
+    }
+
+    /// Counts a reservation, unless the quota is spent.
+    pub(crate) fn try_reserve(&self) -> bool {
+        let Some(limit) = self.limit() else {
+            return true;
+        };
+        if self.reserved.load(Ordering::Acquire) >= limit {
+            return false;
+        }
+        self.reserved.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// A reservation given back without being dispatched.
+    pub(crate) fn unreserve(&self) {
+        if self.limit().is_some() {
+            self.reserved.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Every reservation the quota allows was taken.
+    pub(crate) fn is_reserved_out(&self) -> bool {
+        self.limit()
+            .is_some_and(|limit| self.reserved.load(Ordering::Acquire) >= limit)
+    }
+
+    /// Whether `dispatched`, the generation's count of requests handed to hyper including the
+    /// one just handed, is its last: the generation must retire now.
+    pub(crate) fn spent_by(&self, dispatched: u64) -> bool {
+        self.limit() == Some(dispatched)
+    }
+
+    /// A request dispatched here was not processed by the server; `cut` when its GOAWAY said
+    /// so.
+    pub(crate) fn not_processed(&self, cut: bool) {
+        self.unprocessed.fetch_add(1, Ordering::AcqRel);
+        if cut {
+            self.cut.store(true, Ordering::Release);
+        }
+    }
+
+    /// What the generation's end tells its cell, given its `dispatched` requests: how many the
+    /// server processed, and whether its GOAWAY cut off any.
+    pub(crate) fn ended(&self, dispatched: u64) -> (u64, bool) {
+        let unprocessed = self.unprocessed.load(Ordering::Acquire);
+        (
+            dispatched.saturating_sub(unprocessed),
+            self.cut.load(Ordering::Acquire),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_quota_every_reservation_is_allowed() {
+        let q = RequestQuota::default();
+        for _ in 0..1000 {
+            assert!(q.try_reserve());
+        }
+        assert!(!q.is_reserved_out());
+        assert!(!q.spent_by(1000));
+    }
+
+    #[test]
+    fn a_quota_caps_reservations_over_the_generations_life() {
+        let q = RequestQuota::default();
+        q.set(3);
+        assert!(q.try_reserve() && q.try_reserve() && q.try_reserve());
+        assert!(q.is_reserved_out());
+        assert!(!q.try_reserve(), "the fourth request must go elsewhere");
+        // A reservation given back unused frees its place; a dispatched one never does.
+        q.unreserve();
+        assert!(!q.is_reserved_out());
+        assert!(q.try_reserve());
+        assert!(!q.spent_by(2));
+        assert!(q.spent_by(3));
+    }
+
+    #[test]
+    fn the_end_reports_what_the_server_processed_and_whether_it_cut_any_off() {
+        let q = RequestQuota::default();
+        assert_eq!(q.ended(10), (10, false));
+        q.not_processed(false);
+        assert_eq!(
+            q.ended(10),
+            (9, false),
+            "refused or unsent: not processed, no cut"
+        );
+        q.not_processed(true);
+        q.not_processed(true);
+        assert_eq!(q.ended(10), (7, true));
+    }
+}
