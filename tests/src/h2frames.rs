@@ -76,6 +76,25 @@ impl FramePeer {
     /// Starts the peer on loopback; its first `scripted` connections each follow `script` (a
     /// server whose connections keep failing, one after another).
     pub async fn start_scripted(script: GoAwayScript, scripted: usize) -> FramePeer {
+        FramePeer::listen(script, scripted, false).await
+    }
+
+    /// Starts a peer that serves `quota` requests on each connection, as nginx does with
+    /// `keepalive_requests`: when the `quota`-th request's HEADERS arrive it sends `GOAWAY`
+    /// naming that request's stream as the last, answers the requests up to it, leaves those
+    /// above it unanswered, and closes the connection once the answers are written.
+    pub async fn start_with_quota(quota: usize) -> FramePeer {
+        let script = GoAwayScript {
+            streams: quota,
+            last_stream_id: 0,
+            goaway: true,
+            reset: false,
+            silent: false,
+        };
+        FramePeer::listen(script, usize::MAX, true).await
+    }
+
+    async fn listen(script: GoAwayScript, scripted: usize, quota: bool) -> FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -95,7 +114,7 @@ impl FramePeer {
                     };
                     let script = (index < scripted).then_some(script);
                     let signals = (reset.clone(), headers.clone());
-                    tokio::spawn(serve(io, script, seen.clone(), index, signals));
+                    tokio::spawn(serve(io, script, quota, seen.clone(), index, signals));
                 }
             }
         });
@@ -154,9 +173,12 @@ impl Drop for FramePeer {
     }
 }
 
+/// Serves one connection; with `quota`, the script's last stream id is that of its
+/// `streams`-th request, and the connection closes once the requests up to it are answered.
 async fn serve(
     mut io: TcpStream,
-    script: Option<GoAwayScript>,
+    mut script: Option<GoAwayScript>,
+    quota: bool,
     seen: Arc<Mutex<Seen>>,
     index: usize,
     (reset, headers): (Signal, Signal),
@@ -172,6 +194,9 @@ async fn serve(
     // Requests whose HEADERS arrived, in order, and whether each has ended.
     let mut opened: Vec<(u32, bool)> = Vec::new();
     let mut acted = false;
+    // With `quota`: requests received on the connection, and the stream id of the last one
+    // the quota allows.
+    let (mut received, mut last_allowed) = (0, 0);
     while let Some(f) = read_frame(&mut io).await {
         let mut out = Vec::new();
         match f.kind {
@@ -179,6 +204,10 @@ async fn serve(
             HEADERS => {
                 seen.lock().unwrap().connections[index].insert(f.stream, 0);
                 opened.push((f.stream, f.flags & END_STREAM != 0));
+                received += 1;
+                if script.is_some_and(|script| received == script.streams) {
+                    last_allowed = f.stream;
+                }
                 headers.raise();
             }
             DATA => {
@@ -193,14 +222,19 @@ async fn serve(
             }
             _ => {}
         }
-        // The highest stream this peer processes now: none before a script acts.
+        // The highest stream this peer processes now: none before a script acts (every one,
+        // under a quota).
         let mut reset_now = false;
         let processed = match script {
             None => Some(u32::MAX),
-            Some(script) if !acted && opened.len() < script.streams => None,
-            Some(script) => {
+            Some(script) if quota && !acted && received < script.streams => Some(u32::MAX),
+            Some(script) if !quota && !acted && opened.len() < script.streams => None,
+            Some(ref mut script) => {
                 if !acted {
                     acted = true;
+                    if quota {
+                        script.last_stream_id = last_allowed;
+                    }
                     reset_now = script.reset;
                     if script.goaway {
                         let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
@@ -219,6 +253,14 @@ async fn serve(
             opened.retain(|(id, done)| !(*done && *id <= last));
         }
         if !out.is_empty() && io.write_all(&out).await.is_err() {
+            return;
+        }
+        if quota && acted && processed.is_some_and(|last| opened.iter().all(|(id, _)| *id > last)) {
+            // Every request up to the last was answered: close, as nginx does, lingering
+            // (reading on until the client closes too) so that a request the client sends
+            // meanwhile meets no reset that could discard the answers before it reads them.
+            let _ = io.shutdown().await;
+            while read_frame(&mut io).await.is_some() {}
             return;
         }
         if reset_now {

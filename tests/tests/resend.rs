@@ -806,6 +806,84 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
     );
 }
 
+/// A server that serves a fixed number of requests per connection (4 here; nginx's
+/// `keepalive_requests`, 1,000 by default) and cuts off the streams opened after that with
+/// GOAWAY. The first two connections it cuts off at 4 teach the pool the quota; from then on
+/// each new connection carries 4 requests and retires (`request_quota`) before the server
+/// could refuse one, so bursts larger than the quota go through without a re-send.
+///
+/// One thread, so each burst's six requests all queue for the burst's first connection before
+/// its handshake completes (with two, a request that arrives after the cut goes to the next
+/// connection, which then may see no cut).
+#[tokio::test]
+async fn a_servers_per_connection_request_quota_is_learnt_and_kept_to() {
+    const QUOTA: usize = 4;
+    const BURST: usize = 6;
+    let peer = FramePeer::start_with_quota(QUOTA).await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    let cut = |pool: &ConnectionPool| pool.counters().resends.get(ResendReason::GoAway);
+    // One burst, then every connection it left open closed, so the next burst starts on a
+    // new connection and each connection's report to its cell is in.
+    let burst = |pool: ConnectionPool| {
+        let (client, url, events) = (client.clone(), url.clone(), events.clone());
+        async move {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..BURST {
+                spawn_exchange(&mut tasks, &client, &url, Method::GET);
+            }
+            let served = all_served(tasks).await.len();
+            pool.close_idle_connections();
+            let settled = events.wait_until(|events| {
+                let created = events
+                    .iter()
+                    .filter(|e| matches!(e, pool_tests::events::Event::Created(..)))
+                    .count();
+                let closed = events
+                    .iter()
+                    .filter(|e| matches!(e, pool_tests::events::Event::Closed(..)))
+                    .count();
+                created == closed
+            });
+            tokio::time::timeout(LIMIT, settled).await.expect("settled");
+            served
+        }
+    };
+
+    // The first connection takes all six and is cut off after four: two go again.
+    assert_eq!(burst(pool.clone()).await, BURST);
+    assert_eq!(cut(&pool), 2);
+    assert_eq!(
+        pool.stats(&url).h2_request_quota(),
+        None,
+        "one cut is not enough"
+    );
+    // The second cut at the same count teaches the quota.
+    assert_eq!(burst(pool.clone()).await, BURST);
+    assert_eq!(cut(&pool), 4);
+    assert_eq!(pool.stats(&url).h2_request_quota(), Some(QUOTA as u64));
+
+    // From now on no request meets the cut: each connection carries four, then retires.
+    let before = peer.connections();
+    for round in 1..=2 {
+        assert_eq!(burst(pool.clone()).await, BURST);
+        assert_eq!(cut(&pool), 4, "round {round}: nothing was cut off");
+    }
+    let streams = peer.streams();
+    let later = &streams[before..];
+    assert!(
+        later.iter().all(|conn| conn.len() <= QUOTA),
+        "no connection was sent more than the quota: {later:?}"
+    );
+    let full = later.iter().filter(|conn| conn.len() == QUOTA).count();
+    assert_eq!(events.closed_with(CloseReason::RequestQuota), full);
+    assert!(full >= 2, "{later:?}");
+    assert_eq!(pool.counters().resends.total(), 4);
+    assert!(events.failed().is_empty(), "{:?}", events.failed());
+}
+
 /// nginx closing a connection on reload: the peer answers stream 1, sends GOAWAY (last stream
 /// id 1) and resets the connection while the client is about to send again. The client's next
 /// write fails at once, but what the peer sent first is still in its receive buffer: the pool

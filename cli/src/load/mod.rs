@@ -274,6 +274,13 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     for (result, held) in per_partition.iter_mut().zip(sampler.held()) {
         result.held = held;
     }
+    let request_quotas = origins
+        .iter()
+        .filter_map(|origin| {
+            let quota = pool.stats(origin).h2_request_quota()?;
+            Some((origin.to_string(), quota))
+        })
+        .collect();
     let facts = Facts {
         config: run_config(args, &urls, partition_count),
         duration: driven.duration,
@@ -289,6 +296,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             origin: origin.url(flavor, ""),
             accepted: origin.accepted(flavor),
         }),
+        request_quotas,
     };
     drop(pool);
     cores.shutdown();

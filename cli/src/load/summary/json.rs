@@ -142,6 +142,11 @@ impl Summary {
                 "peak_admitted": facts.peak_admitted,
                 "peak_open": events.peak_live,
                 "redundant_handshakes": facts.counters.redundant_handshakes,
+                "request_quotas": facts
+                    .request_quotas
+                    .iter()
+                    .map(|(origin, quota)| (origin.clone(), json!(quota)))
+                    .collect::<serde_json::Map<_, _>>(),
                 "retries": facts.counters.transparent_retries,
                 "resends": facts
                     .counters

@@ -120,6 +120,9 @@ pub(crate) struct Facts {
     pub(crate) slots: Option<u64>,
     /// The local origin, with `--local`.
     pub(crate) local: Option<LocalFacts>,
+    /// Per origin that has one, the per-connection request quota the pool learnt of its
+    /// HTTP/2 server (origin, requests), at the end of the run.
+    pub(crate) request_quotas: Vec<(String, u64)>,
 }
 
 /// What one partition's workers saw.

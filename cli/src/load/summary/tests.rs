@@ -102,6 +102,7 @@ fn facts() -> Facts {
         warmup: None,
         slots: None,
         local: None,
+        request_quotas: vec![("http://127.0.0.1:2".to_owned(), 1000)],
     }
 }
 
@@ -127,6 +128,17 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
     );
     assert_eq!(json["connections"]["requests_per_connection"]["max"], 25);
     assert_eq!(json["connections"]["used"], 4);
+    assert_eq!(
+        json["connections"]["request_quotas"],
+        serde_json::json!({"http://127.0.0.1:2": 1000})
+    );
+    assert!(
+        summary
+            .text()
+            .contains("Request quota         1000 requests per connection to http://127.0.0.1:2:"),
+        "{}",
+        summary.text()
+    );
     assert_eq!(json["permit_wait_ms"]["waited"], 4);
     assert_eq!(json["partitions"].as_array().unwrap().len(), 2);
     assert_eq!(json["partitions"][1]["requests"], 51);
@@ -215,6 +227,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         warmup: None,
         slots: None,
         local: None,
+        request_quotas: Vec::new(),
     };
     let summary = Summary::new(facts);
     let text = summary.text();

@@ -264,6 +264,17 @@ impl Summary {
                 facts.counters.redundant_handshakes
             ),
         );
+        for (origin, quota) in &facts.request_quotas {
+            field(
+                out,
+                "Request quota",
+                format!(
+                    "{quota} requests per connection to {origin}: its server ended HTTP/2 \
+                     connections with GOAWAY after that many, so the pool retires each \
+                     connection there (closed as request_quota)"
+                ),
+            );
+        }
         let by_reason: Vec<String> = facts
             .counters
             .resends

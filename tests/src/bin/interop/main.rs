@@ -12,6 +12,9 @@
 //!   idle connections the pool retires before nginx closes them; and the pool-wide idle cap
 //!   (`--max-idle-connections`) over two names of one listener, with nginx's log of which
 //!   connection served each request.
+//! * **nginx's request quota over h2c** (`quota.rs`): `keepalive_requests 1000` with 128
+//!   streams in flight; the pool must learn the quota from nginx's GOAWAYs, retire most
+//!   connections at it, and re-send under 2% of the requests (one in eight before).
 //! * **nginx's h2c listener with responses left unread** (`h2limits.rs`, the pool as a library):
 //!   three 2.5 MiB responses unread must not stop a small one on the same connection; hyper's
 //!   5 MiB connection window, which stops it, runs beside as a reference row. And a 40 KiB
@@ -120,6 +123,7 @@ mod nginx;
 mod oha;
 mod process;
 mod proxy;
+mod quota;
 mod report;
 mod socks;
 mod squid;
@@ -149,6 +153,7 @@ use nginx::*;
 use oha::*;
 use process::*;
 use proxy::*;
+use quota::nginx_request_quota;
 use report::*;
 use socks::*;
 use squid::*;
@@ -187,6 +192,7 @@ fn main() -> ExitCode {
         rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
         rows.push(nginx_keep_alive_hint(&poolcurl, &nginx));
+        rows.push(nginx_request_quota(&poolcurl, &nginx));
         rows.extend(nginx_idle_cap(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_one_h2_connection(
             &poolcurl,

@@ -140,9 +140,11 @@ http {{
     scgi_temp_path {d}/scgi;
     server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
     # For the HTTP/2 limit checks (`h2limits.rs`): a file larger than a stream's window, and a
-    # response head of 40 KiB; and the download from 100 ms away (`latency.rs`).
+    # response head of 40 KiB; and the download from 100 ms away (`latency.rs`). nginx's
+    # default request quota, named for the check that the pool learns it (`quota.rs`).
     server {{
         listen 127.0.0.1:{p2}{listen_h2}; {h2_on} {ok} {small} {large_head}
+        keepalive_requests 1000;
         location = /big {{ alias {d}/big.bin; }}
         location = /huge {{ alias {d}/huge.bin; }}
     }}
