@@ -70,6 +70,14 @@
 //! peer lowered its limit to 0 waits until the peer raises it or ends the connection (the read
 //! timeout bounds it).
 //!
+//! A server that serves a fixed number of requests per connection (nginx's
+//! `keepalive_requests`) cuts each connection off with GOAWAY at that count. Each generation
+//! counts what it dispatched and what its server did not process (`quota.rs`) and, when
+//! nothing refers to it any more, tells its cell through [`H2Home::connection_ended`]; the
+//! cell learns the quota from two such cuts that agree (pool-core's `cell/quota.rs`) and gives
+//! it to the generations it publishes afterwards, which take at most that many reservations
+//! and retire as `RequestQuota` when they hand hyper the last.
+//!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
 
