@@ -817,11 +817,31 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
 /// connection, which then may see no cut).
 #[tokio::test]
 async fn a_servers_per_connection_request_quota_is_learnt_and_kept_to() {
+    learns_and_keeps_to_the_request_quota(None).await;
+}
+
+/// The same under `max_connections_per_host(1)`: a connection retiring at the quota gives its
+/// permit back at once (its streams in flight finishing on it), so the next connection opens
+/// while they do.
+#[tokio::test]
+async fn a_request_quota_is_kept_to_under_a_bound_of_one_connection() {
+    learns_and_keeps_to_the_request_quota(Some(1)).await;
+}
+
+/// See `a_servers_per_connection_request_quota_is_learnt_and_kept_to`; `bound` is the pool's
+/// `max_connections_per_host`.
+async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     const QUOTA: usize = 4;
     const BURST: usize = 6;
     let peer = FramePeer::start_with_quota(QUOTA).await;
     let events = EventLog::new();
-    let pool = h2c_pool(&events);
+    let mut builder = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .event_listener(events.clone());
+    if let Some(bound) = bound {
+        builder = builder.max_connections_per_host(bound);
+    }
+    let pool = builder.build().unwrap();
     let client = pool.client().unwrap();
     let url = peer.url("/");
     let cut = |pool: &ConnectionPool| pool.counters().resends.get(ResendReason::GoAway);
@@ -882,6 +902,9 @@ async fn a_servers_per_connection_request_quota_is_learnt_and_kept_to() {
     assert!(full >= 2, "{later:?}");
     assert_eq!(pool.counters().resends.total(), 4);
     assert!(events.failed().is_empty(), "{:?}", events.failed());
+    // Every connection closed: the bound's permits are all back.
+    let stats = pool.stats(&url);
+    assert_eq!(stats.available_permits(), bound);
 }
 
 /// nginx closing a connection on reload: the peer answers stream 1, sends GOAWAY (last stream

@@ -13,7 +13,11 @@
 //! most that many requests and then retires (`CloseReason::RequestQuota`), so the next
 //! requests go to a new connection before the server would refuse them. A graceful restart
 //! also cuts connections off, but after whatever count each had reached, so two such cuts
-//! rarely agree; one cut that disagrees with the quota changes nothing.
+//! rarely agree; one cut that disagrees with the quota changes nothing. Rarely is not never:
+//! two connections of one cell that shared its load evenly can be cut by the same restart at
+//! the same count (seen against lighttpd: both at 42,672). The cell then keeps to that count
+//! until the next probe forgets it, at most [`FIRST_PROBE_AFTER`] connections later: the cost
+//! of such a coincidence is bounded by that many handshakes, and no request fails for it.
 //!
 //! The quota is checked again from time to time: a generation published with a quota known
 //! goes without it (a probe) once [`FIRST_PROBE_AFTER`] others went with it, and each probe
