@@ -16,8 +16,10 @@
 //! rarely agree; one cut that disagrees with the quota changes nothing. Rarely is not never:
 //! two connections of one cell that shared its load evenly can be cut by the same restart at
 //! the same count (seen against lighttpd: both at 42,672). The cell then keeps to that count
-//! until the next probe forgets it, at most [`FIRST_PROBE_AFTER`] connections later: the cost
-//! of such a coincidence is bounded by that many handshakes, and no request fails for it.
+//! until a probe carries more: at most [`FIRST_PROBE_AFTER`] connections retire at it first,
+//! each after carrying that many requests, so the coincidence costs at most that many
+//! handshakes (or one per that many requests, for a count the probe does not reach before
+//! its own end), and no request fails for it.
 //!
 //! The quota is checked again from time to time: a generation published with a quota known
 //! goes without it (a probe) once [`FIRST_PROBE_AFTER`] others went with it, and each probe
