@@ -42,6 +42,20 @@ pub(crate) enum Selected {
     H2(StreamLease<RequestBody>),
 }
 
+/// What a request asks of its cell when it looks for a connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wanted {
+    /// Recorded by a connection established for it (a warm-up's are
+    /// [`OpenReason::Preconnect`]).
+    pub(crate) reason: OpenReason,
+    /// The protocol it needs.
+    pub(crate) requirement: Requirement,
+    /// The place in line of a request being sent again, taken when it first came
+    /// ([`Shared::place_in_line`]): it waits with that number, ahead of the requests that came
+    /// after it. A first attempt (`None`) takes a new one.
+    pub(crate) arrival: Option<u64>,
+}
+
 /// The cell of one (partition, origin) with everything its connections need to reach home.
 pub(crate) struct CellEntry {
     pub(crate) cell: Arc<Cell<PoolTypes>>,
@@ -138,17 +152,14 @@ impl CellEntry {
     /// goes back to the cell (a connection to the next waiter or the idle set, a permit to the
     /// origin's next ticket).
     ///
-    /// `reason` is recorded by a connection established for this request (a warm-up's are
-    /// [`OpenReason::Preconnect`]). `client` supplies the connect timeout an establishment
-    /// launched for it uses, and the sleep that measures its timeouts.
+    /// `wanted` says what the request asks for: the open reason a connection established for
+    /// it records, the protocol it needs, and its place in line. `client` supplies the connect
+    /// timeout an establishment launched for it uses, and the sleep that measures its
+    /// timeouts.
     ///
     /// Adds the time spent waiting (if the request had to wait) to `waited`. `queue` bounds the
     /// waiting (the pool timeout); when it elapses the waiter is withdrawn as if the request
     /// had been dropped.
-    ///
-    /// `arrival` is the place in line of a request being sent again, taken when it first came
-    /// ([`Shared::place_in_line`]). It waits with that number, ahead of the requests that came
-    /// after it; a first attempt (`None`) takes a new one.
     ///
     /// `entry` is the cell the caller looked up. If that cell was retired meanwhile (it had
     /// nothing in it, and its partition dropped it, see `PartitionState::sweep_if_grown`), the
@@ -157,12 +168,16 @@ impl CellEntry {
     pub(crate) async fn acquire(
         entry: &mut Arc<CellEntry>,
         uri: &http::Uri,
-        (reason, requirement): (OpenReason, Requirement),
+        wanted: Wanted,
         client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
-        arrival: Option<u64>,
     ) -> Result<Selected, Error> {
+        let Wanted {
+            reason,
+            requirement,
+            arrival,
+        } = wanted;
         loop {
             let this = &*entry;
             let shared = &this.shared;

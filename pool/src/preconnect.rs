@@ -25,7 +25,7 @@ use pool_core::waiter::Requirement;
 use pool_h1::{H1Connection, H1Home};
 
 use crate::body::RequestBody;
-use crate::cell::{CellEntry, Selected};
+use crate::cell::{CellEntry, Selected, Wanted};
 use crate::client::Client;
 use crate::dispatch::deadline::RequestDeadline;
 use crate::error::Error;
@@ -114,11 +114,14 @@ async fn warm(client: &Client, uri: &http::Uri, entry: &Arc<CellEntry>) -> Resul
     let selected = CellEntry::acquire(
         &mut entry,
         uri,
-        (OpenReason::Preconnect, Requirement::Any),
+        Wanted {
+            reason: OpenReason::Preconnect,
+            requirement: Requirement::Any,
+            arrival: None,
+        },
         client,
         &mut queue,
         &mut waited,
-        None,
     )
     .await?;
     Ok(match selected {

@@ -33,7 +33,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::waiter::Requirement;
 
 use crate::body::{Body, RequestBody};
-use crate::cell::{CellEntry, Selected};
+use crate::cell::{CellEntry, Selected, Wanted};
 use crate::client::Client;
 use crate::connection::ConnectionHandle;
 use crate::error::Error;
@@ -92,11 +92,14 @@ impl Client {
                 let selected = CellEntry::acquire(
                     &mut entry,
                     request.uri(),
-                    (OpenReason::Request, requirement),
+                    Wanted {
+                        reason: OpenReason::Request,
+                        requirement,
+                        arrival: (resends.done > 0).then_some(arrival),
+                    },
                     self,
                     &mut queue,
                     &mut waited,
-                    (resends.done > 0).then_some(arrival),
                 )
                 .await?;
                 let sleep = &**self.timer();
