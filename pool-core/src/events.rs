@@ -143,6 +143,10 @@ pub enum OpenReason {
     /// Every HTTP/2 connection to the origin was at the peer's concurrent-stream limit
     /// (`SETTINGS_MAX_CONCURRENT_STREAMS`) while requests waited.
     StreamLimit,
+    /// The accepting HTTP/2 connection was about to carry the last of its server's
+    /// per-connection request quota (as the pool learnt it), and this one was opened to take
+    /// over before it retires.
+    QuotaRenewal,
 }
 
 impl OpenReason {
@@ -153,6 +157,7 @@ impl OpenReason {
             OpenReason::Preconnect => "preconnect",
             OpenReason::LifetimeRenewal => "lifetime_renewal",
             OpenReason::StreamLimit => "stream_limit",
+            OpenReason::QuotaRenewal => "quota_renewal",
         }
     }
 }

@@ -210,7 +210,16 @@ impl GenerationHandle {
     /// `dispatched` requests, the one just handed to hyper included, went to this connection:
     /// if that was the last its request quota allows, the generation retires now, so that the
     /// next request goes to a new connection rather than into the server's cut.
+    ///
+    /// One window of the quota before that, it asks its cell to open its successor.
     fn dispatched(&self, dispatched: u64) {
+        if self
+            .streams
+            .quota
+            .successor_due(dispatched, self.streams.limit())
+        {
+            self.home.successor_wanted(&self.record);
+        }
         if !self.streams.quota.spent_by(dispatched) {
             return;
         }

@@ -46,6 +46,12 @@ pub trait H2Home: Send + Sync + 'static {
         let _ = record;
     }
 
+    /// The generation of `record` is about to carry the last window of its request quota: its
+    /// successor should open now. The default does nothing.
+    fn successor_wanted(&self, record: &Arc<ConnectionRecord>) {
+        let _ = record;
+    }
+
     /// Nothing refers to the connection of `record` any more: it carried `served` requests that
     /// its server processed, and `cut` says whether the server's GOAWAY refused at least one
     /// more. The cell learns its server's per-connection request quota from these reports;

@@ -76,7 +76,8 @@
 //! nothing refers to it any more, tells its cell through [`H2Home::connection_ended`]; the
 //! cell learns the quota from two such cuts that agree (pool-core's `cell/quota.rs`) and gives
 //! it to the generations it publishes afterwards, which take at most that many reservations
-//! and retire as `RequestQuota` when they hand hyper the last.
+//! and retire as `RequestQuota` when they hand hyper the last; one window before that
+//! ([`H2Home::successor_wanted`]) the cell opens their successor.
 //!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).

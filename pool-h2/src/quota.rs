@@ -83,6 +83,20 @@ impl RequestQuota {
         self.limit() == Some(dispatched)
     }
 
+    /// Whether `dispatched` (as for [`spent_by`](Self::spent_by)) leaves one window of the quota:
+    /// as many requests as `streams`, the peer's stream limit if known, can have in flight at
+    /// once, or half the quota if that is less. Then the generation's successor should open
+    /// now, to be ready when the generation retires. True once per generation (counts rise by
+    /// one), and never for a quota of 1.
+    pub(crate) fn successor_due(&self, dispatched: u64, streams: Option<usize>) -> bool {
+        let Some(limit) = self.limit() else {
+            return false;
+        };
+        let streams = streams.map_or(u64::MAX, |s| u64::try_from(s).unwrap_or(u64::MAX));
+        let window = streams.min(limit / 2).max(1);
+        dispatched > 0 && dispatched.checked_add(window) == Some(limit)
+    }
+
     /// A request dispatched here was not processed by the server; `cut` when its GOAWAY said
     /// so.
     pub(crate) fn not_processed(&self, cut: bool) {
@@ -130,6 +144,31 @@ mod tests {
         assert!(q.try_reserve());
         assert!(!q.spent_by(2));
         assert!(q.spent_by(3));
+    }
+
+    #[test]
+    fn the_successor_is_due_one_window_before_the_quota_is_spent() {
+        let q = RequestQuota::default();
+        assert!(!q.successor_due(1, Some(1)), "no quota, no successor");
+        q.set(1000);
+        // nginx: 1,000 requests, 128 streams at once: due at 872.
+        let due: Vec<u64> = (1..=1000)
+            .filter(|&d| q.successor_due(d, Some(128)))
+            .collect();
+        assert_eq!(due, vec![872]);
+        // A peer without a stream limit: half the quota.
+        let due: Vec<u64> = (1..=1000).filter(|&d| q.successor_due(d, None)).collect();
+        assert_eq!(due, vec![500]);
+        // A quota below one round of streams: half of it.
+        let q = RequestQuota::default();
+        q.set(100);
+        let due: Vec<u64> = (1..=100)
+            .filter(|&d| q.successor_due(d, Some(128)))
+            .collect();
+        assert_eq!(due, vec![50]);
+        let q = RequestQuota::default();
+        q.set(1);
+        assert!(!q.successor_due(1, None) && !q.successor_due(0, None));
     }
 
     #[test]

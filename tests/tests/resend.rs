@@ -902,6 +902,19 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     assert!(full >= 2, "{later:?}");
     assert_eq!(pool.counters().resends.total(), 4);
     assert!(events.failed().is_empty(), "{:?}", events.failed());
+    // Each connection that carried its quota had asked for its successor half way (the peer
+    // announces no stream limit), except where a flight was already under way or, bounded,
+    // no permit was free.
+    let ahead = events
+        .created()
+        .iter()
+        .filter(|info| info.open_reason() == pool::OpenReason::QuotaRenewal)
+        .count();
+    if bound.is_none() {
+        assert!(ahead >= 1, "{:?}", events.created());
+    } else {
+        assert_eq!(ahead, 0, "the one permit is held by the connection itself");
+    }
     // Every connection closed: the bound's permits are all back.
     let stats = pool.stats(&url);
     assert_eq!(stats.available_permits(), bound);

@@ -38,6 +38,9 @@ enum FlightKind {
     ScaleOut,
     /// An accepting generation reached its maximum lifetime (see `expiry`).
     Renewal,
+    /// An accepting generation is about to carry the last of its request quota (see
+    /// `Cell::h2_successor_wanted`).
+    QuotaRenewal,
 }
 
 impl Flights {
@@ -76,6 +79,13 @@ impl Flights {
         id
     }
 
+    /// Starts the flight of a generation's successor before it reaches its request quota.
+    pub(super) fn start_quota_renewal(&mut self) -> FlightId {
+        let id = self.start(false);
+        self.kind = FlightKind::QuotaRenewal;
+        id
+    }
+
     /// Whether the flight in progress is a renewal.
     pub(super) fn renewing(&self) -> bool {
         self.current.is_some() && self.kind == FlightKind::Renewal
@@ -96,6 +106,7 @@ impl Flights {
             FlightKind::Demand => None,
             FlightKind::ScaleOut => Some(OpenReason::StreamLimit),
             FlightKind::Renewal => Some(OpenReason::LifetimeRenewal),
+            FlightKind::QuotaRenewal => Some(OpenReason::QuotaRenewal),
         }
     }
 

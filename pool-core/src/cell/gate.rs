@@ -39,13 +39,14 @@ use std::time::{Duration, Instant};
 
 use super::idle::earliest;
 use super::{
-    ACTIVATION_TURN, Actions, Cell, CellTypes, CellWaiter, FlightId, Grant, PooledH2, State,
+    ACTIVATION_TURN, Actions, Cell, CellTypes, CellWaiter, FlightId, Grant, Launch, PooledH2, State,
 };
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
-use crate::events::Protocol;
+use crate::events::{OpenReason, Protocol};
 use crate::stats::Gauge;
 use crate::sync::Arc;
+use crate::waiter::{Requirement, Waiter};
 
 /// The default cap on HTTP/2 connections per (partition, origin) for an unbounded origin.
 pub const DEFAULT_H2_CONNECTIONS: usize = 16;
@@ -179,6 +180,13 @@ impl<G: PooledH2> H2Slot<G> {
     /// Removes the generations past their maximum lifetime at `now`.
     pub(super) fn take_past_lifetime(&mut self, now: Instant) -> Vec<G> {
         self.take_where(|h| h.generation.record().info().is_past_lifetime(now))
+    }
+
+    /// Whether the generation of `record` is held and accepting.
+    fn holds_accepting(&self, record: &Arc<ConnectionRecord>) -> bool {
+        self.held
+            .iter()
+            .any(|h| Arc::ptr_eq(h.generation.record(), record) && h.generation.is_accepting())
     }
 
     /// Removes the generation of `record`.
@@ -393,6 +401,51 @@ impl<T: CellTypes> Cell<T> {
                  new connections carry at most that many"
             );
         }
+    }
+
+    /// The generation of `record` is about to carry the last window of its request quota (the
+    /// streams it may still take fit in one round of its stream limit): its successor opens
+    /// now, so that the requests after the quota find it ready instead of waiting for a
+    /// handshake when the generation retires. Nothing opens if the generation is no longer
+    /// held, a flight is in progress (it brings a generation), an unbounded cell holds its cap
+    /// of generations, or no permit of a bounded origin is free (the generation's own permit
+    /// comes back when it retires, and the next request opens the successor then).
+    pub fn h2_successor_wanted(&self, record: &Arc<ConnectionRecord>) {
+        let flight = {
+            let mut st = self.state.lock();
+            let capped = self.bound.is_none() && st.h2.count() >= self.h2_cap;
+            if !st.h2.holds_accepting(record) || st.flights.in_progress() || capped {
+                return;
+            }
+            let flight = st.flights.start_quota_renewal();
+            self.gauges.inc(Gauge::Establishing);
+            flight
+        };
+        let lease = match self.bounded() {
+            None => None,
+            Some(bounded) => match bounded.admission().take_free_permit(bounded.partition()) {
+                Some(lease) => Some(lease),
+                None => {
+                    self.gauges.dec(Gauge::Establishing);
+                    // Requests that missed meanwhile joined the flight: they get another.
+                    let mut actions = Actions::default();
+                    {
+                        let mut st = self.state.lock();
+                        st.flights.end(flight);
+                        self.serve_waiting(&mut st, &mut actions);
+                    }
+                    self.run(actions);
+                    return;
+                }
+            },
+        };
+        // Nobody waits on it: as a lifetime renewal's, its launcher is a waiter that has already
+        // left (see `expiry.rs`).
+        let launcher: Arc<CellWaiter<T>> = Arc::new(
+            Waiter::new(0, Requirement::Http2, None).with_open_reason(OpenReason::QuotaRenewal),
+        );
+        launcher.cancel();
+        (self.hooks.launch)(launcher, Launch::Flight(flight), lease);
     }
 
     /// The per-connection request quota this cell learnt of its server, if any.

@@ -28,6 +28,10 @@
 //! than the quota (the server's quota grew, or it came from a coincidence), the quota is
 //! forgotten, and two agreeing cuts teach the new one.
 //!
+//! A generation one window short of its quota asks the cell for its successor ahead
+//! ([`Cell::h2_successor_wanted`](super::Cell::h2_successor_wanted)), so requests after the
+//! quota do not wait for a handshake.
+//!
 //! What this does not do: learn across partitions (each cell learns for itself, from its own
 //! connections), or apply to HTTP/1, where the server's last response says `Connection: close`
 //! before any further request is sent.

@@ -267,6 +267,10 @@ impl H2Home for CellEntry {
         self.cell.h2_stream_ended(record);
     }
 
+    fn successor_wanted(&self, record: &Arc<ConnectionRecord>) {
+        self.cell.h2_successor_wanted(record);
+    }
+
     fn connection_ended(&self, _record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
         self.cell.h2_connection_ended(served, cut);
     }

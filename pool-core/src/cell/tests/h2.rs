@@ -208,6 +208,35 @@ fn generations_published_after_two_equal_cuts_carry_the_learnt_request_quota() {
     assert_eq!(first.quota(), None);
 }
 
+#[test]
+fn a_generation_near_its_request_quota_opens_one_successor_ahead() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http2);
+    let c = &rig.cell;
+    let generation = serving_one_stream(&rig, t0);
+    c.h2_successor_wanted(&generation.record);
+    let launches = rig.launches();
+    assert_eq!(launches.len(), 1);
+    let (launcher, Launch::Flight(flight)) = &launches[0] else {
+        panic!("the successor is a flight")
+    };
+    assert_eq!(launcher.open_reason(), OpenReason::QuotaRenewal);
+    assert!(!launcher.is_waiting(), "nobody waits on it");
+    // One flight at a time: asking again while it runs opens nothing more.
+    c.h2_successor_wanted(&generation.record);
+    assert!(rig.launches().is_empty());
+    // The successor joins beside the generation, which keeps serving until it retires.
+    let successor = h2(c);
+    c.publish_h2(successor.clone(), *flight, t0);
+    assert_eq!(c.h2_generations(), 2);
+    assert!(generation.is_accepting() && successor.is_accepting());
+    // A generation the cell no longer holds asks for nothing.
+    generation.accepting.store(false, Ordering::SeqCst);
+    c.retire_h2(&generation.record);
+    c.h2_successor_wanted(&generation.record);
+    assert!(rig.launches().is_empty());
+}
+
 /// A generation published at `t0` whose first request took a stream, still in use.
 fn serving_one_stream(rig: &Rig, t0: Instant) -> FakeH2 {
     let c = &rig.cell;
