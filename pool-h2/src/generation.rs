@@ -14,6 +14,7 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 
 use crate::classify::{held_back, is_connection_error, is_connection_lost, not_processed};
+use crate::guard::StreamGuard;
 use crate::handshake::H2Home;
 use crate::heard::PeerHeard;
 use crate::kill::{KillSwitch, Why};
@@ -163,10 +164,10 @@ impl<B: Send + 'static> PooledH2 for H2Generation<B> {
 
 /// A generation's record, stream accounting and home: what a stream holds of it, without the
 /// body type.
-struct GenerationHandle {
-    record: Arc<ConnectionRecord>,
-    streams: Arc<Streams>,
-    home: Arc<dyn H2Home>,
+pub(crate) struct GenerationHandle {
+    pub(crate) record: Arc<ConnectionRecord>,
+    pub(crate) streams: Arc<Streams>,
+    pub(crate) home: Arc<dyn H2Home>,
     /// Ends the connection's transport (see `kill.rs`).
     kill: std::sync::Arc<KillSwitch>,
     /// Whether the peer has sent anything on the connection (see `heard.rs`).
@@ -186,7 +187,7 @@ impl Drop for GenerationHandle {
 impl GenerationHandle {
     /// Releases one stream; a generation that was at its limit tells its cell, whose oldest
     /// waiting request takes the stream, and any other says the stream ended.
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         let was_full = self.streams.release();
         self.released(was_full);
     }
@@ -268,7 +269,7 @@ impl GenerationHandle {
     /// Kills the connection if no stream can be taken on it any more and every stream left
     /// is abandoned. Checked by each change that can make it so: the generation's last handle
     /// going, a stream ending, a stream being abandoned.
-    fn end_if_abandoned(&self) {
+    pub(crate) fn end_if_abandoned(&self) {
         if self.streams.only_abandoned_left() {
             tracing::debug!(
                 connection = self.record.info().id().as_u64(),
@@ -516,87 +517,6 @@ impl<B> fmt::Debug for StreamLease<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamLease")
             .field("guard", &self.guard)
-            .finish()
-    }
-}
-
-/// Keeps one stream counted (in `h2_active_streams`, or `h2_abandoned_streams` once
-/// [`abandon`](Self::abandon)ed, and against the peer's limit) until it is dropped or
-/// [`release`](Self::release)d.
-pub struct StreamGuard {
-    generation: Option<Arc<GenerationHandle>>,
-    /// [`abandon`](Self::abandon)ed.
-    abandoned: std::sync::atomic::AtomicBool,
-}
-
-impl StreamGuard {
-    fn new(generation: Arc<GenerationHandle>) -> StreamGuard {
-        StreamGuard {
-            generation: Some(generation),
-            abandoned: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// The record of the generation the stream belongs to.
-    pub fn record(&self) -> Option<&Arc<ConnectionRecord>> {
-        self.generation.as_ref().map(|g| &g.record)
-    }
-
-    /// The pool gave up on the stream while hyper still holds it open: its response is over
-    /// and its request body was aborted, but hyper drops the body only once the peer grants
-    /// window. The stream stays counted (h2 counts it against the peer's limit) but no longer
-    /// keeps the connection in use: a connection with nothing else left is closed as unused,
-    /// and ended once no stream can be taken on it (see `kill.rs`).
-    pub fn abandon(&self) {
-        let Some(generation) = &self.generation else {
-            return;
-        };
-        if self
-            .abandoned
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
-            return;
-        }
-        generation
-            .record
-            .gauges()
-            .transfer(Gauge::H2ActiveStreams, Gauge::H2AbandonedStreams);
-        generation.streams.abandon();
-        if !generation.streams.in_use() && generation.streams.is_full() {
-            // Nothing left to serve and no room to serve anything: retire it now, so a request
-            // waiting for a stream (or, bounded, for the permit) gets a new connection rather
-            // than waiting for the idle timeout. A stream that ends meanwhile is reserved again
-            // only by a request the retirement then drains, as after any close.
-            generation.record.close(CloseReason::StreamsAbandoned, None);
-            generation.home.retire(&generation.record);
-        }
-        generation.end_if_abandoned();
-    }
-
-    /// The stream finished: stop counting it.
-    pub fn release(&mut self) {
-        if let Some(generation) = self.generation.take() {
-            if *self.abandoned.get_mut() {
-                generation.record.gauges().dec(Gauge::H2AbandonedStreams);
-                generation.streams.forget_abandoned();
-            } else {
-                generation.record.gauges().dec(Gauge::H2ActiveStreams);
-            }
-            generation.release();
-        }
-    }
-}
-
-impl Drop for StreamGuard {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
-impl fmt::Debug for StreamGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamGuard")
-            .field("active", &self.generation.is_some())
             .finish()
     }
 }

@@ -91,6 +91,7 @@
 
 mod classify;
 mod generation;
+mod guard;
 mod handshake;
 mod heard;
 mod kill;
@@ -105,7 +106,8 @@ mod streams;
 mod wakes;
 
 pub use classify::{is_connection_error, is_connection_lost, not_processed};
-pub use generation::{H2Generation, H2SendOutcome, StreamGuard, StreamLease};
+pub use generation::{H2Generation, H2SendOutcome, StreamLease};
+pub use guard::StreamGuard;
 pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};
 pub use request::prepare_request;
 pub use runtime::{PartitionExecutor, PoolTimer, Turn};

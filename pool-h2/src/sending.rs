@@ -11,7 +11,8 @@ use std::task::{Context, Poll, ready};
 use hyper::body::{Body, Incoming};
 use pin_project_lite::pin_project;
 
-use crate::generation::{H2SendOutcome, StreamGuard};
+use crate::generation::H2SendOutcome;
+use crate::guard::StreamGuard;
 
 pin_project! {
     /// Waits for hyper's answer to a request sent on the stream `guard` counts. Dropping it
