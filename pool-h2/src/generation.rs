@@ -214,14 +214,15 @@ impl GenerationHandle {
     ///
     /// One window of the quota before that, it asks its cell to open its successor.
     fn dispatched(&self, dispatched: u64) {
-        if self
-            .streams
-            .quota
-            .successor_due(dispatched, self.streams.limit())
-        {
+        let quota = &self.streams.quota;
+        // Without a quota (the common case) the peer's limit is not even read.
+        if !quota.is_set() {
+            return;
+        }
+        if quota.successor_due(dispatched, self.streams.limit()) {
             self.home.successor_wanted(&self.record);
         }
-        if !self.streams.quota.spent_by(dispatched) {
+        if !quota.spent_by(dispatched) {
             return;
         }
         if self.record.close(CloseReason::RequestQuota, None) {

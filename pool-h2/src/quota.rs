@@ -47,6 +47,11 @@ impl RequestQuota {
         self.limit.store(limit, Ordering::Release);
     }
 
+    /// Whether the generation carries a quota.
+    pub(crate) fn is_set(&self) -> bool {
+        self.limit().is_some()
+    }
+
     fn limit(&self) -> Option<u64> {
         let limit = self.limit.load(Ordering::Acquire);
         (limit != NONE).then_some(limit)

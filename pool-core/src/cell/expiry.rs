@@ -105,25 +105,35 @@ impl<T: CellTypes> Cell<T> {
     /// Launches a renewal decided under the lock, with a free permit when the origin is
     /// bounded; without one, retires the old generation at once instead.
     fn launch_renewal(&self, renewal: Renewal) {
+        if !self.launch_unawaited(renewal.flight, OpenReason::LifetimeRenewal) {
+            self.abandon_renewal(renewal);
+        }
+    }
+
+    /// Launches `flight`, started under the lock with `Establishing` counted, for a
+    /// connection nobody waits on (a renewal: `reason` says which), with a free permit when
+    /// the origin is bounded. Without one it launches nothing, uncounts `Establishing` and
+    /// returns false: the caller ends the flight.
+    ///
+    /// Its launcher is a waiter that has already left, so the new generation is published for
+    /// the cell and a failure reaches only the requests that joined the flight (none, while
+    /// the generation it renews accepts).
+    pub(super) fn launch_unawaited(&self, flight: FlightId, reason: OpenReason) -> bool {
         let lease = match self.bounded() {
             None => None,
             Some(bounded) => match bounded.admission().take_free_permit(bounded.partition()) {
                 Some(lease) => Some(lease),
                 None => {
                     self.gauges.dec(Gauge::Establishing);
-                    self.abandon_renewal(renewal);
-                    return;
+                    return false;
                 }
             },
         };
-        // Nobody waits on a renewal: its launcher is a waiter that has already left, so the
-        // new generation is published for the cell and a failure reaches only the requests
-        // that joined the flight (none, while the old generation accepts).
-        let launcher: Arc<CellWaiter<T>> = Arc::new(
-            Waiter::new(0, Requirement::Http2, None).with_open_reason(OpenReason::LifetimeRenewal),
-        );
+        let launcher: Arc<CellWaiter<T>> =
+            Arc::new(Waiter::new(0, Requirement::Http2, None).with_open_reason(reason));
         launcher.cancel();
-        (self.hooks.launch)(launcher, Launch::Flight(renewal.flight), lease);
+        (self.hooks.launch)(launcher, Launch::Flight(flight), lease);
+        true
     }
 
     /// A renewal that cannot run (no free permit): the generations past their lifetime retire

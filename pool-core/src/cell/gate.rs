@@ -39,14 +39,13 @@ use std::time::{Duration, Instant};
 
 use super::idle::earliest;
 use super::{
-    ACTIVATION_TURN, Actions, Cell, CellTypes, CellWaiter, FlightId, Grant, Launch, PooledH2, State,
+    ACTIVATION_TURN, Actions, Cell, CellTypes, CellWaiter, FlightId, Grant, PooledH2, State,
 };
 use crate::close::CloseReason;
 use crate::connection::ConnectionRecord;
 use crate::events::{OpenReason, Protocol};
 use crate::stats::Gauge;
 use crate::sync::Arc;
-use crate::waiter::{Requirement, Waiter};
 
 /// The default cap on HTTP/2 connections per (partition, origin) for an unbounded origin.
 pub const DEFAULT_H2_CONNECTIONS: usize = 16;
@@ -421,31 +420,16 @@ impl<T: CellTypes> Cell<T> {
             self.gauges.inc(Gauge::Establishing);
             flight
         };
-        let lease = match self.bounded() {
-            None => None,
-            Some(bounded) => match bounded.admission().take_free_permit(bounded.partition()) {
-                Some(lease) => Some(lease),
-                None => {
-                    self.gauges.dec(Gauge::Establishing);
-                    // Requests that missed meanwhile joined the flight: they get another.
-                    let mut actions = Actions::default();
-                    {
-                        let mut st = self.state.lock();
-                        st.flights.end(flight);
-                        self.serve_waiting(&mut st, &mut actions);
-                    }
-                    self.run(actions);
-                    return;
-                }
-            },
-        };
-        // Nobody waits on it: as a lifetime renewal's, its launcher is a waiter that has already
-        // left (see `expiry.rs`).
-        let launcher: Arc<CellWaiter<T>> = Arc::new(
-            Waiter::new(0, Requirement::Http2, None).with_open_reason(OpenReason::QuotaRenewal),
-        );
-        launcher.cancel();
-        (self.hooks.launch)(launcher, Launch::Flight(flight), lease);
+        if !self.launch_unawaited(flight, OpenReason::QuotaRenewal) {
+            // Requests that missed meanwhile joined the flight: they get another.
+            let mut actions = Actions::default();
+            {
+                let mut st = self.state.lock();
+                st.flights.end(flight);
+                self.serve_waiting(&mut st, &mut actions);
+            }
+            self.run(actions);
+        }
     }
 
     /// The per-connection request quota this cell learnt of its server, if any.
