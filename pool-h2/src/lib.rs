@@ -74,7 +74,8 @@
 //! `keepalive_requests`) cuts each connection off with GOAWAY at that count. Each generation
 //! counts what it dispatched and what its server did not process (`quota.rs`) and, when
 //! nothing refers to it any more, tells its cell through [`H2Home::connection_ended`]; the
-//! cell learns the quota from two such cuts that agree (pool-core's `cell/quota.rs`) and gives
+//! cell learns the quota from two such cuts that agree (pool-core's `cell/quota.rs`, one
+//! learner shared by the origin's cells in every partition) and gives
 //! it to the generations it publishes afterwards, which take at most that many reservations
 //! and retire as `RequestQuota` when they hand hyper the last; one window before that
 //! ([`H2Home::successor_wanted`]) the cell opens their successor.

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use pool_core::cell::CellAdmission;
-use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
+use pool_core::cell::{
+    Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant, QuotaLearner,
+};
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
@@ -70,7 +72,8 @@ pub(crate) struct CellEntry {
 }
 
 impl CellEntry {
-    /// A new cell for `origin` in the partition at `index`; `admission` for a bounded origin.
+    /// A new cell for `origin` in the partition at `index`; `admission` for a bounded origin,
+    /// `quota` the request-quota learner its origin's cells share (see `quota_book`).
     /// The caller registers the cell with the admission once it is published in the partition.
     pub(crate) fn new(
         origin: OriginKey,
@@ -78,6 +81,7 @@ impl CellEntry {
         shared: Arc<Shared>,
         index: usize,
         admission: Option<CellAdmission<PoolTypes>>,
+        quota: Arc<QuotaLearner>,
         shares_route: bool,
     ) -> Arc<CellEntry> {
         let mode = shared.protocol.mode_for(&origin);
@@ -129,7 +133,8 @@ impl CellEntry {
             let cell = Arc::new(
                 Cell::new(mode, shared.idle_timeout, Arc::new(gauges), hooks, bound)
                     .with_h2_connection_cap(shared.h2_connections)
-                    .with_max_idle(shared.max_idle),
+                    .with_max_idle(shared.max_idle)
+                    .with_request_quota_learner(quota),
             );
             CellEntry {
                 cell,

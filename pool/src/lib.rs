@@ -81,6 +81,7 @@ mod partition;
 mod pool;
 mod preconnect;
 mod protocol;
+mod quota_book;
 mod retry;
 pub mod runtime;
 mod service;

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
 use pool::{
-    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, ProtocolPolicy, ResendReason,
-    RetryPolicy,
+    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId,
+    ProtocolPolicy, ResendReason, RetryPolicy, TokioDriverSpawner,
 };
 use pool_tests::client::{Chunks, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
@@ -831,8 +831,6 @@ async fn a_request_quota_is_kept_to_under_a_bound_of_one_connection() {
 /// See `a_servers_per_connection_request_quota_is_learnt_and_kept_to`; `bound` is the pool's
 /// `max_connections_per_host`.
 async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
-    const QUOTA: usize = 4;
-    const BURST: usize = 6;
     let peer = FramePeer::start_with_quota(QUOTA).await;
     let events = EventLog::new();
     let mut builder = ConnectionPool::builder()
@@ -845,32 +843,8 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     let client = pool.client().unwrap();
     let url = peer.url("/");
     let cut = |pool: &ConnectionPool| pool.counters().resends.get(ResendReason::GoAway);
-    // One burst, then every connection it left open closed, so the next burst starts on a
-    // new connection and each connection's report to its cell is in.
-    let burst = |pool: ConnectionPool| {
-        let (client, url, events) = (client.clone(), url.clone(), events.clone());
-        async move {
-            let mut tasks = tokio::task::JoinSet::new();
-            for _ in 0..BURST {
-                spawn_exchange(&mut tasks, &client, &url, Method::GET);
-            }
-            let served = all_served(tasks).await.len();
-            pool.close_idle_connections();
-            let settled = events.wait_until(|events| {
-                let created = events
-                    .iter()
-                    .filter(|e| matches!(e, pool_tests::events::Event::Created(..)))
-                    .count();
-                let closed = events
-                    .iter()
-                    .filter(|e| matches!(e, pool_tests::events::Event::Closed(..)))
-                    .count();
-                created == closed
-            });
-            tokio::time::timeout(LIMIT, settled).await.expect("settled");
-            served
-        }
-    };
+    let burst =
+        |pool: ConnectionPool| quota_burst(pool, client.clone(), url.clone(), events.clone());
 
     // The first connection takes all six and is cut off after four: two go again.
     assert_eq!(burst(pool.clone()).await, BURST);
@@ -918,6 +892,92 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     // Every connection closed: the bound's permits are all back.
     let stats = pool.stats(&url);
     assert_eq!(stats.available_permits(), bound);
+}
+
+/// The quota of the peer in the request-quota tests, and the burst each of their rounds sends.
+const QUOTA: usize = 4;
+const BURST: usize = 6;
+
+/// One burst of [`BURST`] GET requests through `client`, then every connection it left open
+/// closed, so the next burst starts on a new connection and each connection's report to its
+/// cell is in. Returns how many were served.
+async fn quota_burst(
+    pool: ConnectionPool,
+    client: pool::Client,
+    url: String,
+    events: EventLog,
+) -> usize {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..BURST {
+        spawn_exchange(&mut tasks, &client, &url, Method::GET);
+    }
+    let served = all_served(tasks).await.len();
+    pool.close_idle_connections();
+    let settled = events.wait_until(|events| {
+        let created = events
+            .iter()
+            .filter(|e| matches!(e, pool_tests::events::Event::Created(..)))
+            .count();
+        let closed = events
+            .iter()
+            .filter(|e| matches!(e, pool_tests::events::Event::Closed(..)))
+            .count();
+        created == closed
+    });
+    tokio::time::timeout(LIMIT, settled).await.expect("settled");
+    served
+}
+
+/// The quota is a fact about the server, not about a partition: what the first partition's
+/// connections taught, the second keeps to from its first connection, and nothing is cut off
+/// there. With a learner per cell (before), the second partition's first connection took the
+/// whole burst and was cut off after four, two more re-sends.
+#[tokio::test]
+async fn a_request_quota_learnt_in_one_partition_is_kept_in_the_others() {
+    let peer = FramePeer::start_with_quota(QUOTA).await;
+    let events = EventLog::new();
+    let ids = [PartitionId::from_index(0), PartitionId::from_index(1)];
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .partitions(
+            ids.map(|id| Partition::new(id, TokioDriverSpawner::current()))
+                .to_vec(),
+        )
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let [first, second] = ids.map(|id| pool.client_for(id).unwrap());
+    let url = peer.url("/");
+    let cut = |pool: &ConnectionPool| pool.counters().resends.get(ResendReason::GoAway);
+    for round in 1..=2 {
+        let served = quota_burst(pool.clone(), first.clone(), url.clone(), events.clone()).await;
+        assert_eq!(served, BURST);
+        assert_eq!(
+            cut(&pool),
+            2 * round,
+            "the first partition's connections are cut off"
+        );
+    }
+    assert_eq!(pool.stats(&url).h2_request_quota(), Some(QUOTA as u64));
+
+    let before = peer.connections();
+    let served = quota_burst(pool.clone(), second.clone(), url.clone(), events.clone()).await;
+    assert_eq!(served, BURST);
+    assert_eq!(cut(&pool), 4, "nothing was cut off in the second partition");
+    let streams = peer.streams();
+    let later = &streams[before..];
+    assert!(
+        later.len() >= 2 && later.iter().all(|conn| conn.len() <= QUOTA),
+        "the second partition's connections kept to the quota: {later:?}"
+    );
+    let second_partition = events
+        .created()
+        .iter()
+        .filter(|info| info.partition() == ids[1])
+        .count();
+    assert_eq!(second_partition, later.len());
+    assert!(events.closed_with(CloseReason::RequestQuota) >= 1);
+    assert!(events.failed().is_empty(), "{:?}", events.failed());
 }
 
 /// nginx closing a connection on reload: the peer answers stream 1, sends GOAWAY (last stream

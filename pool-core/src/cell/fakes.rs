@@ -251,6 +251,24 @@ impl Rig {
         Rig::with(mode, Some(Duration::from_secs(90)), None)
     }
 
+    /// [`Rig::new`], its cell learning the HTTP/2 request quota with `learner` (as the pool's
+    /// cells of one origin in different partitions share theirs).
+    pub(crate) fn sharing_quota(mode: EstablishMode, learner: Arc<super::QuotaLearner>) -> Rig {
+        let Rig {
+            cell,
+            launched,
+            armed,
+            clock,
+        } = Rig::new(mode);
+        let cell = Arc::into_inner(cell).expect("nothing else holds a new cell yet");
+        Rig {
+            cell: Arc::new(cell.with_request_quota_learner(learner)),
+            launched,
+            armed,
+            clock,
+        }
+    }
+
     /// The cell's clock, read now.
     pub(crate) fn now(&self) -> Instant {
         self.clock.now()

@@ -98,7 +98,7 @@ use bounded::{Bound, DemandState};
 use flight::Flights;
 use gate::H2Slot;
 use idle::IdleSet;
-use quota::QuotaLearner;
+pub use quota::QuotaLearner;
 use waiters::WaitQueues;
 
 /// The admission of a bounded origin whose members are cells.
@@ -153,9 +153,11 @@ pub struct Cell<T: CellTypes> {
     /// Set under the lock when the cell is retired (see `retire`); read without it by the
     /// owner's lookups.
     retired: AtomicBool,
-    /// What the cell learnt of its HTTP/2 server's per-connection request quota (see
-    /// `quota.rs`); lock-free, as connections report to it under the cell's lock or not.
-    request_quota: QuotaLearner,
+    /// What is known of the HTTP/2 server's per-connection request quota (see `quota.rs`),
+    /// shared by the origin's cells in every partition when the owner hands them one learner
+    /// ([`Cell::with_request_quota_learner`]); lock-free, as connections report to it under a
+    /// cell's lock or not.
+    request_quota: Arc<QuotaLearner>,
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -202,7 +204,7 @@ impl<T: CellTypes> Cell<T> {
                 demand: DemandState::default(),
             }),
             retired: AtomicBool::new(false),
-            request_quota: QuotaLearner::default(),
+            request_quota: Arc::new(QuotaLearner::default()),
         }
     }
 
@@ -210,6 +212,15 @@ impl<T: CellTypes> Cell<T> {
     /// [`DEFAULT_H2_CONNECTIONS`]). Beyond it requests wait for a free stream.
     pub fn with_h2_connection_cap(mut self, cap: usize) -> Cell<T> {
         self.h2_cap = cap.max(1);
+        self
+    }
+
+    /// Learns the server's HTTP/2 request quota with `learner` (by default each cell has its
+    /// own). The owner hands every cell of one origin the same learner, so that what one
+    /// partition's connections teach the others keep to from their first connection, and one
+    /// probe checks it for all of them.
+    pub fn with_request_quota_learner(mut self, learner: Arc<QuotaLearner>) -> Cell<T> {
+        self.request_quota = learner;
         self
     }
 

@@ -366,8 +366,8 @@ impl OriginStats {
         }
     }
 
-    /// Adds the per-connection request quotas the partitions' cells learnt (the smallest is
-    /// kept).
+    /// Adds the per-connection request quotas the partitions' cells know (they share one
+    /// learner per origin, so these agree but for a forward route's; the smallest is kept).
     pub fn with_request_quotas(mut self, quotas: impl IntoIterator<Item = u64>) -> OriginStats {
         self.request_quota = quotas.into_iter().min();
         self
@@ -375,7 +375,7 @@ impl OriginStats {
 
     /// How many requests the origin's HTTP/2 server serves on one connection before it ends
     /// the connection with `GOAWAY`, as the pool learnt it from connections the server cut
-    /// off (the smallest any partition learnt): new connections carry at most that many and
+    /// off in any partition: new connections carry at most that many and
     /// then retire as `request_quota`. `None` until two connections in a row were cut off
     /// after the same count.
     pub fn h2_request_quota(&self) -> Option<u64> {

@@ -209,6 +209,35 @@ fn generations_published_after_two_equal_cuts_carry_the_learnt_request_quota() {
 }
 
 #[test]
+fn a_request_quota_one_cell_learnt_is_kept_by_every_cell_sharing_its_learner() {
+    let t0 = Instant::now();
+    let learner = Arc::new(QuotaLearner::default());
+    let (a, b) = (
+        Rig::sharing_quota(EstablishMode::Http2, learner.clone()),
+        Rig::sharing_quota(EstablishMode::Http2, learner),
+    );
+    // One cut in each partition's cell: two in a row at the same count, for the server.
+    a.cell.h2_connection_ended(100, true);
+    assert_eq!(b.cell.h2_request_quota(), None, "one cut is not enough");
+    b.cell.h2_connection_ended(100, true);
+    assert_eq!(a.cell.h2_request_quota(), Some(100));
+    assert_eq!(b.cell.h2_request_quota(), Some(100));
+    // Each cell's first generation keeps to it.
+    for rig in [&a, &b] {
+        let generation = serving_one_stream(rig, t0);
+        assert_eq!(generation.quota(), Some(100));
+    }
+    // A connection of either that carries more than the quota makes both forget it.
+    a.cell.h2_connection_ended(150, false);
+    assert_eq!(b.cell.h2_request_quota(), None);
+    // A cell of its own learns alone.
+    let alone = Rig::new(EstablishMode::Http2);
+    alone.cell.h2_connection_ended(100, true);
+    a.cell.h2_connection_ended(100, true);
+    assert_eq!(alone.cell.h2_request_quota(), None);
+}
+
+#[test]
 fn a_generation_near_its_request_quota_opens_one_successor_ahead() {
     let t0 = Instant::now();
     let rig = Rig::new(EstablishMode::Http2);
