@@ -544,6 +544,14 @@ async fn an_unreachable_url_is_a_summary_of_connect_errors() {
         text.contains("none measured: no request received a complete response"),
         "{text}"
     );
+    // Each request waited for a connection that never came; the wait line does not claim
+    // that none waited, as it did when it counted only the answered requests' waits.
+    assert!(
+        text.contains(
+            "Waited                no request that got a response waited (50 failed before one"
+        ),
+        "{text}"
+    );
 }
 
 /// A server whose replies break HTTP/1 (a header line without a colon): every request fails as

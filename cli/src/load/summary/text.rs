@@ -245,7 +245,16 @@ impl Summary {
         );
         let wait = Percentiles::of(&self.latencies.wait);
         let waited = self.latencies.wait.len();
-        let wait_text = if waited == 0 {
+        // The wait is known of the requests that got a response; one that failed before its
+        // head carries none, so "none waited" is claimed only when each got one.
+        let answered: u64 = total.per_connection.values().sum();
+        let wait_text = if waited == 0 && answered < total.requests {
+            format!(
+                "no request that got a response waited ({} failed before one: their waits \
+                 are not known)",
+                total.requests - answered
+            )
+        } else if waited == 0 {
             "no request waited: each found a connection free".to_owned()
         } else {
             format!(
