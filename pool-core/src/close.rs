@@ -58,12 +58,14 @@ pub enum CloseReason {
     /// the transport ends too, since a request h2 queued for a stream would otherwise wait on
     /// it for ever; streams already open on one that had served go on to their end.
     NoStreamsAllowed,
-    /// The HTTP/2 connection carried as many requests as its server serves on one connection
-    /// (nginx's `keepalive_requests`, HAProxy's `max-total-streams`, Envoy's
-    /// `max_requests_per_connection`), a quota its cell learnt from earlier connections that
-    /// the server cut off at that count with `GOAWAY`. The pool sends nothing more on it, so
-    /// no request meets the cut; its streams in flight go on to their end, and a new
-    /// connection takes the next requests.
+    /// The connection carried as many requests as its server serves on one connection, a
+    /// quota the pool learnt from earlier connections that the server ended at that count:
+    /// over HTTP/2 with `GOAWAY` (nginx's `keepalive_requests`, HAProxy's
+    /// `max-total-streams`, Envoy's `max_requests_per_connection`), over HTTP/1.1 by closing
+    /// it without `Connection: close` while the next request was on its way (tinyproxy, after
+    /// each response). The pool sends nothing more on it, so no request meets the cut; an
+    /// HTTP/2 connection's streams in flight go on to their end, an HTTP/1.1 connection retires
+    /// with the response that spent the quota, and a new connection takes the next requests.
     RequestQuota,
 }
 

@@ -76,10 +76,31 @@ pub struct ConnectionRecord {
     idle_limit_ms: AtomicU64,
     /// The capacity permit this connection holds (bounded origins), released at logical close.
     permit: Mutex<Option<Box<dyn Releasable>>>,
+    /// An HTTP/1 connection's part in its server's request quota (`NO_QUOTA`: none; the
+    /// quota; or `PROBE` plus the quota a probe goes past). See
+    /// [`check_request_quota`](Self::check_request_quota).
+    request_quota: AtomicU64,
+}
+
+/// What an HTTP/1 response means for the server's request quota (see
+/// [`ConnectionRecord::check_request_quota`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaCheck {
+    /// Nothing: the connection goes on as the response says.
+    Within,
+    /// The connection carried its quota: it retires with this response
+    /// ([`CloseReason::RequestQuota`]).
+    Spent,
+    /// The connection is a probe and has now carried this many, more than the quota: the
+    /// server's quota is not (or no longer) what was learnt.
+    PastProbe(u64),
 }
 
 const NO_REASON: u8 = u8::MAX;
 const NO_IDLE_LIMIT: u64 = u64::MAX;
+const NO_QUOTA: u64 = u64::MAX;
+/// Marks a probe's quota in `request_quota`.
+const PROBE: u64 = 1 << 63;
 
 impl ConnectionRecord {
     /// Installs a new connection in the `ACTIVE` phase: moves one unit of `establishing` to the
@@ -100,6 +121,7 @@ impl ConnectionRecord {
             reason: AtomicU8::new(NO_REASON),
             idle_limit_ms: AtomicU64::new(NO_IDLE_LIMIT),
             permit: Mutex::new(permit),
+            request_quota: AtomicU64::new(NO_QUOTA),
         });
         record
             .gauges
@@ -236,6 +258,24 @@ impl ConnectionRecord {
         match self.idle_limit_ms.load(Ordering::Relaxed) {
             NO_IDLE_LIMIT => None,
             ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Keeps this HTTP/1 connection to the server's learnt request quota: the response to
+    /// request number `quota` retires it. With `probe`, it goes past the quota instead, and
+    /// says so when it does (see `cell/quota.rs`). Set before it serves.
+    pub fn keep_to_request_quota(&self, quota: u64, probe: bool) {
+        let word = if probe { PROBE | quota } else { quota };
+        self.request_quota.store(word, Ordering::Relaxed);
+    }
+
+    /// What the response to this connection's request number `served` means for the
+    /// server's request quota. One load when the connection has none.
+    #[inline]
+    pub fn check_request_quota(&self, served: u64) -> QuotaCheck {
+        match self.request_quota.load(Ordering::Relaxed) {
+            NO_QUOTA => QuotaCheck::Within,
+            word => quota_check(word, served),
         }
     }
 
@@ -385,6 +425,17 @@ impl ConnectionRecord {
         }
         let permit = self.permit.lock().take();
         drop(permit);
+    }
+}
+
+/// [`ConnectionRecord::check_request_quota`] for a connection with a quota or a probe.
+#[cold]
+fn quota_check(word: u64, served: u64) -> QuotaCheck {
+    let quota = word & !PROBE;
+    match word & PROBE != 0 {
+        false if served >= quota => QuotaCheck::Spent,
+        true if served == quota + 1 => QuotaCheck::PastProbe(served),
+        _ => QuotaCheck::Within,
     }
 }
 

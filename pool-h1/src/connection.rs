@@ -22,6 +22,11 @@ use crate::sending::Sending;
 pub trait H1Home<B>: Send + Sync + 'static {
     /// The exchange finished and the sender is ready: hand the connection back to its cell.
     fn release(&self, conn: H1Connection<B>);
+
+    /// A connection probing its server's learnt request quota was answered `served` times,
+    /// more than the quota: the server keeps connections longer than that (see pool-core's
+    /// `cell/quota.rs`).
+    fn served_past_request_quota(&self, served: u64);
 }
 
 /// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, and
@@ -128,6 +133,12 @@ impl<B: 'static> H1Connection<B> {
 
     pub(crate) fn spot(&self) -> &Arc<ParkingSpot<B>> {
         &self.fixed.spot
+    }
+
+    /// This connection, probing its server's request quota, went past it after `served`.
+    #[cold]
+    pub(crate) fn served_past_request_quota(&self, served: u64) {
+        self.fixed.home.served_past_request_quota(served);
     }
 
     /// Hands the connection to its home.

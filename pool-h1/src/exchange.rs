@@ -6,7 +6,7 @@ use http::header::{CONNECTION, HeaderMap, HeaderValue};
 use http::{Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pool_core::CloseReason;
-use pool_core::connection::ConnectionRecord;
+use pool_core::connection::{ConnectionRecord, QuotaCheck};
 use pool_core::sync::Arc;
 
 use crate::connection::H1Connection;
@@ -54,15 +54,26 @@ impl<B: Send + 'static> ExchangeGuard<B> {
         } else if request_closes || !keeps_alive(response.version(), response.headers()) {
             Disposition::Retire(CloseReason::ProtocolClosed)
         } else {
+            let served = conn.record().requests_served();
             // Read from the connection's first response only: servers announce one timeout
             // for all their connections, and a header lookup on every response would cost
             // every request (about 150 instructions) for nothing new.
-            if conn.record().requests_served() == 1 {
+            if served == 1 {
                 if let Some(limit) = crate::keep_alive::idle_limit(response.headers()) {
                     conn.record().set_idle_limit(limit);
                 }
             }
-            Disposition::Reuse
+            // A server that closes its connections after so many requests without saying so
+            // (see pool-core's `cell/quota.rs`): the response that spends the quota retires
+            // the connection, as if it had said `Connection: close`.
+            match conn.record().check_request_quota(served) {
+                QuotaCheck::Within => Disposition::Reuse,
+                QuotaCheck::Spent => Disposition::Retire(CloseReason::RequestQuota),
+                QuotaCheck::PastProbe(served) => {
+                    conn.served_past_request_quota(served);
+                    Disposition::Reuse
+                }
+            }
         };
         let mut guard = ExchangeGuard {
             conn: Some(conn),

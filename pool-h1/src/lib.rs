@@ -26,6 +26,7 @@
 //! | body read to its end, sender ready                      | returned to its cell      |
 //! | body read to its end, sender not ready yet              | parked with its driver, which returns it in the poll that makes it ready |
 //! | `Connection: close`, or HTTP/1.0 without `keep-alive`   | retired (`ProtocolClosed`) at the response's end: hyper keeps no such connection |
+//! | the response spends the server's learnt request quota   | retired (`RequestQuota`) at the response's end: the server closes such connections without saying so (pool-core's `cell/quota.rs`) |
 //! | body dropped before its end                             | retired (`IncompleteH1Exchange`) |
 //! | error while sending or receiving                        | retired (`IncompleteH1Exchange`) |
 //! | `101 Switching Protocols`                               | retired (`Upgraded`), I/O handed to `hyper::upgrade::on` |

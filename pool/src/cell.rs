@@ -271,6 +271,10 @@ impl H1Home<RequestBody> for CellEntry {
         }
         self.cell.release_h1(conn, self.shared.time.now());
     }
+
+    fn served_past_request_quota(&self, served: u64) {
+        self.cell.h1_served_past_quota(served);
+    }
 }
 
 impl fmt::Debug for CellEntry {

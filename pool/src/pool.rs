@@ -427,7 +427,7 @@ impl ConnectionPool {
         });
         let quotas = cells
             .iter()
-            .filter_map(|(_, entry)| entry.cell.h2_request_quota());
+            .filter_map(|(_, entry)| entry.cell.request_quota());
         OriginStats::new(limit, rows)
             .with_peaks(peaks)
             .with_request_quotas(quotas)

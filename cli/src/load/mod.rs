@@ -277,7 +277,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     let request_quotas = origins
         .iter()
         .filter_map(|origin| {
-            let quota = pool.stats(origin).h2_request_quota()?;
+            let quota = pool.stats(origin).request_quota()?;
             Some((origin.to_string(), quota))
         })
         .collect();

@@ -19,7 +19,9 @@
 
 use std::time::Instant;
 
-use super::{Actions, Cell, CellTypes, CellWaiter, EstablishMode, Grant, Launch, Released, State};
+use super::{
+    Actions, Cell, CellTypes, CellWaiter, EstablishMode, Grant, Launch, PooledH1, Released, State,
+};
 use crate::stats::Gauge;
 use crate::sync::Arc;
 use crate::waiter::Requirement;
@@ -115,6 +117,7 @@ impl<T: CellTypes> Cell<T> {
     /// waits and accepts HTTP/1, and otherwise is released like a returning connection. A
     /// launcher that requires HTTP/2 receives [`Grant::Unsupported`].
     pub fn install_h1(&self, conn: T::H1, launcher: &Arc<CellWaiter<T>>, now: Instant) -> Released {
+        self.keep_h1_to_quota(conn.record());
         if !self.claim(launcher) {
             // Its request was served or left: the connection goes to the oldest waiter (whose
             // own attempt, if any, becomes spare) before the attempt counts as ended, so the

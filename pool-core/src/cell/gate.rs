@@ -433,7 +433,7 @@ impl<T: CellTypes> Cell<T> {
     }
 
     /// The per-connection request quota this cell learnt of its server, if any.
-    pub fn h2_request_quota(&self) -> Option<u64> {
+    pub fn request_quota(&self) -> Option<u64> {
         self.request_quota.learned()
     }
 

@@ -1,4 +1,4 @@
-//! Learning a server's per-connection request quota from the HTTP/2 connections it cut off.
+//! Learning a server's per-connection request quota from the connections it cut off.
 //!
 //! Many servers serve a fixed number of requests on one connection and then end it with
 //! `GOAWAY`: nginx's `keepalive_requests` (1,000 by default), HAProxy's `max-total-streams`,
@@ -10,8 +10,8 @@
 //!
 //! A learner that hears of two connections in a row cut off after the *same* number of
 //! requests takes that number as the server's quota: each generation a cell publishes
-//! afterwards carries at
-//! most that many requests and then retires (`CloseReason::RequestQuota`), so the next
+//! afterwards carries at most that many requests and then retires
+//! (`CloseReason::RequestQuota`), so the next
 //! requests go to a new connection before the server would refuse them. A graceful restart
 //! also cuts connections off, but after whatever count each had reached, so two such cuts
 //! rarely agree; one cut that disagrees with the quota changes nothing. Rarely is not never:
@@ -38,13 +38,35 @@
 //! quota is a fact about the server, so two cuts that agree teach it to every partition at
 //! once, and one probe checks it for all of them, where a learner per cell made each of N
 //! partitions pay its own two cuts and its own probes (against stock nginx at 128 streams in
-//! flight over 4 partitions, 2.5 times the re-sends). "Two in a row" then counts the origin's connections in the
-//! order they end, whichever partition they belong to. A cell built without one has a learner
-//! of its own.
+//! flight over 4 partitions, 2.5 times the re-sends). "Two in a row" then counts the origin's
+//! connections in the order they end, whichever partition they belong to. A cell built
+//! without one has a learner of its own.
 //!
-//! What this does not do: apply to HTTP/1, where the server's last response says
-//! `Connection: close` before any further request is sent.
+//! # HTTP/1
+//!
+//! An HTTP/1 server with a quota normally says so: its last response carries `Connection:
+//! close`, and the pool retires the connection with it. Some close without saying so after a
+//! fixed count (tinyproxy 1.11 closes every client connection after one response), and the
+//! next request the pool sends on the connection, often before the close arrives, is read
+//! and met with the close: the pool re-sends it if it is safe to repeat and fails it if not
+//! (through tinyproxy, 40% of a run of POSTs sent one at a time failed). Such a close on a
+//! reused connection with nothing of the response read is an HTTP/1 cut
+//! ([`Cell::h1_connection_cut`]), after the requests the connection had answered, and feeds
+//! the same learner: two in a row at the same count teach the quota, each new HTTP/1
+//! connection keeps to it (its record retires it with the response that spends it,
+//! `ConnectionRecord::check_request_quota`), and one in [`FIRST_PROBE_AFTER`] at first, then
+//! fewer, goes without it as a probe. A probe answered past the quota makes the learner
+//! forget it ([`Cell::h1_served_past_quota`]); one cut at the quota again confirms it. A probe
+//! costs what the unannounced close cost every connection before: the request after the
+//! quota, re-sent or (not safe to repeat) failed. A keep-alive timeout that closes a
+//! connection just as a request goes out is a cut too, after whatever count; two in a row
+//! rarely agree, and a probe forgets a quota learnt that way.
+//!
+//! What this does not do: look at HTTP/1 connections the server closed while they were idle
+//! (nothing was lost; a keep-alive timeout does that after any count).
 
+use super::{Cell, CellTypes};
+use crate::connection::ConnectionRecord;
 use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// Generations published with a newly learnt quota before the first probe goes without it.
@@ -75,6 +97,14 @@ pub struct QuotaLearner {
 
 const NONE: u64 = u64::MAX;
 
+/// What a new connection does with a learnt quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Keep {
+    pub(super) quota: u64,
+    /// It goes without the quota, to check it.
+    pub(super) probe: bool,
+}
+
 impl Default for QuotaLearner {
     fn default() -> Self {
         QuotaLearner {
@@ -89,13 +119,23 @@ impl Default for QuotaLearner {
 impl QuotaLearner {
     /// The quota for a generation being published now: `None` without one, or for a probe.
     pub(super) fn for_new_generation(&self) -> Option<u64> {
+        self.for_new_connection()
+            .filter(|k| !k.probe)
+            .map(|k| k.quota)
+    }
+
+    /// What a connection published now keeps to: `None` while no quota is known.
+    pub(super) fn for_new_connection(&self) -> Option<Keep> {
         let quota = self.learned()?;
         let published = self.published.fetch_add(1, Ordering::AcqRel);
         if published < self.probe_after.load(Ordering::Acquire) {
-            return Some(quota);
+            return Some(Keep {
+                quota,
+                probe: false,
+            });
         }
         self.published.store(0, Ordering::Release);
-        None
+        Some(Keep { quota, probe: true })
     }
 
     /// A generation ended having carried `served` requests that its server processed; `cut`
@@ -130,6 +170,40 @@ impl QuotaLearner {
     pub(super) fn learned(&self) -> Option<u64> {
         let quota = self.learned.load(Ordering::Acquire);
         (quota != NONE).then_some(quota)
+    }
+}
+
+impl<T: CellTypes> Cell<T> {
+    /// A new HTTP/1 connection of this cell keeps to the learnt quota, if any (or probes it).
+    pub(super) fn keep_h1_to_quota(&self, record: &ConnectionRecord) {
+        if let Some(keep) = self.request_quota.for_new_connection() {
+            record.keep_to_request_quota(keep.quota, keep.probe);
+        }
+    }
+
+    /// An HTTP/1 connection of this cell that had carried `served` requests, each answered in
+    /// full, lost the next one: its server closed it without saying so (no `Connection:
+    /// close`) while the request was on its way (`ClosedBeforeResponse` on a reused
+    /// connection). A cut, as a GOAWAY's is for HTTP/2: two in a row after the same count
+    /// teach the quota, which the cell's new connections keep to, retiring with the response
+    /// that spends it.
+    ///
+    /// A keep-alive timeout can close a connection just as a request goes out too, after any
+    /// count; two such in a row rarely agree, and a probe forgets a quota learnt that way.
+    pub fn h1_connection_cut(&self, served: u64) {
+        if let Some(quota) = self.request_quota.connection_ended(served, true) {
+            tracing::debug!(
+                quota,
+                "the server closed two HTTP/1 connections after the same number of requests \
+                 without saying so: new connections carry at most that many"
+            );
+        }
+    }
+
+    /// A probe (an HTTP/1 connection published without the learnt quota, to check it) was
+    /// answered `served` times, more than the quota: the cell forgets it.
+    pub fn h1_served_past_quota(&self, served: u64) {
+        self.request_quota.connection_ended(served, false);
     }
 }
 

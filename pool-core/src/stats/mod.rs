@@ -378,7 +378,7 @@ impl OriginStats {
     /// off in any partition: new connections carry at most that many and
     /// then retire as `request_quota`. `None` until two connections in a row were cut off
     /// after the same count.
-    pub fn h2_request_quota(&self) -> Option<u64> {
+    pub fn request_quota(&self) -> Option<u64> {
         self.request_quota
     }
 

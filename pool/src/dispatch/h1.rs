@@ -102,8 +102,16 @@ pub(super) fn finish(
         SendOutcome::Failed {
             error,
             before_response: true,
-            ..
-        } => Ok(served.again(ResendReason::ClosedBeforeResponse, error, None)),
+            reused,
+        } => {
+            if reused {
+                // The server closed the connection after the requests it had answered, without
+                // saying so: what its request quota is made of (see pool-core's `cell/quota.rs`).
+                let answered = served.record.requests_served().saturating_sub(1);
+                entry.cell.h1_connection_cut(answered);
+            }
+            Ok(served.again(ResendReason::ClosedBeforeResponse, error, None))
+        }
         SendOutcome::Failed { error, .. } => Err(served.fail(Error::request(error))),
     }
 }

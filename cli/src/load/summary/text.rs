@@ -278,9 +278,10 @@ impl Summary {
                 out,
                 "Request quota",
                 format!(
-                    "{quota} requests per connection to {origin}: its server ended HTTP/2 \
-                     connections with GOAWAY after that many, so the pool retires each \
-                     connection there (closed as request_quota)"
+                    "{quota} requests per connection to {origin}: its server ended \
+                     connections after that many (HTTP/2 with GOAWAY, HTTP/1.1 by closing \
+                     without Connection: close), so the pool retires each connection there \
+                     (closed as request_quota)"
                 ),
             );
         }

@@ -378,3 +378,48 @@ fn a_cell_reports_connections_going_idle_and_closes_one_by_its_record() {
     assert_eq!(heard.lock().unwrap().len(), 3);
     assert_eq!(total.load(Ordering::Relaxed), 1);
 }
+
+/// Installs a new HTTP/1 connection for a request that waits for it and returns the
+/// connection's record.
+fn install_one(rig: &Rig, seq: u64, t0: Instant) -> Arc<ConnectionRecord> {
+    let c = &rig.cell;
+    let w = rig.wait(Requirement::Any, seq, t0);
+    rig.launches();
+    let conn = h1(c);
+    let record = conn.record.clone();
+    assert_eq!(c.install_h1(conn, &w, t0), Released::Delivered);
+    record
+}
+
+#[test]
+fn http1_connections_keep_to_a_quota_learnt_from_unannounced_closes_and_probe_it() {
+    use crate::connection::QuotaCheck;
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let before = install_one(&rig, 1, t0);
+    assert_eq!(before.check_request_quota(1), QuotaCheck::Within);
+    // Two connections in a row closed by their server after 3 answered requests, each while a
+    // fourth was on its way.
+    c.h1_connection_cut(3);
+    assert_eq!(c.request_quota(), None, "one cut is not enough");
+    c.h1_connection_cut(3);
+    assert_eq!(c.request_quota(), Some(3));
+    // New connections retire with their third response; the probe after 16 goes past it.
+    let mut seq = 2;
+    for _ in 0..16 {
+        let record = install_one(&rig, seq, t0);
+        seq += 1;
+        assert_eq!(record.check_request_quota(2), QuotaCheck::Within);
+        assert_eq!(record.check_request_quota(3), QuotaCheck::Spent);
+    }
+    let probe = install_one(&rig, seq, t0);
+    assert_eq!(probe.check_request_quota(3), QuotaCheck::Within);
+    assert_eq!(probe.check_request_quota(4), QuotaCheck::PastProbe(4));
+    assert_eq!(before.check_request_quota(4), QuotaCheck::Within);
+    // The probe's fourth answer is the server keeping connections longer: the quota goes.
+    c.h1_served_past_quota(4);
+    assert_eq!(c.request_quota(), None);
+    let after = install_one(&rig, seq + 1, t0);
+    assert_eq!(after.check_request_quota(3), QuotaCheck::Within);
+}
