@@ -260,7 +260,9 @@ impl Rig {
             armed,
             clock,
         } = Rig::new(mode);
-        let cell = Arc::into_inner(cell).expect("nothing else holds a new cell yet");
+        let cell = Arc::try_unwrap(cell)
+            .ok()
+            .expect("nothing else holds a new cell yet");
         Rig {
             cell: Arc::new(cell.with_request_quota_learner(learner)),
             launched,
