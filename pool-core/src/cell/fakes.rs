@@ -260,9 +260,9 @@ impl Rig {
             armed,
             clock,
         } = Rig::new(mode);
-        let cell = Arc::try_unwrap(cell)
-            .ok()
-            .expect("nothing else holds a new cell yet");
+        let Ok(cell) = Arc::try_unwrap(cell) else {
+            panic!("nothing else holds a new cell yet")
+        };
         Rig {
             cell: Arc::new(cell.with_request_quota_learner(learner)),
             launched,
