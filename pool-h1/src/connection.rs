@@ -11,6 +11,7 @@ use pool_core::cell::PooledH1;
 use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
+use crate::early::FirstUse;
 use crate::exchange::ExchangeGuard;
 use crate::parking::ParkingSpot;
 use crate::raw_names::NamesSlot;
@@ -47,11 +48,13 @@ pub struct H1Connection<B> {
 /// if any, and where the transport leaves each response head's names, when the pool records
 /// them.
 pub(crate) struct Fixed<B> {
-    home: Arc<dyn H1Home<B>>,
-    spot: Arc<ParkingSpot<B>>,
-    link: Arc<PhysicalLink>,
-    forward: Option<ForwardProxy>,
-    names: Option<std::sync::Arc<NamesSlot>>,
+    pub(crate) home: Arc<dyn H1Home<B>>,
+    pub(crate) spot: Arc<ParkingSpot<B>>,
+    pub(crate) link: Arc<PhysicalLink>,
+    pub(crate) forward: Option<ForwardProxy>,
+    pub(crate) names: Option<std::sync::Arc<NamesSlot>>,
+    /// What the transport and the cell tell each other about the first use (see `early`).
+    pub(crate) first_use: std::sync::Arc<FirstUse>,
 }
 
 /// What came of [`H1Connection::send`].
@@ -91,29 +94,19 @@ impl<B> H1Connection<B> {
 }
 
 impl<B: 'static> H1Connection<B> {
-    /// Wraps a handshaken sender. `spot` must be polled by the connection's driver (see
-    /// [`ParkingSpot::poll_parked`]); `names` is where the transport leaves the header names
-    /// of each response head, when the pool records them (see
+    /// Wraps a handshaken sender. The spot in `fixed` must be polled by the connection's
+    /// driver (see [`ParkingSpot::poll_parked`]); its `names` is where the transport leaves the
+    /// header names of each response head, when the pool records them (see
     /// [`RawHeaderNames`](crate::RawHeaderNames)).
     pub(crate) fn new(
         sender: SendRequest<B>,
         record: Arc<ConnectionRecord>,
-        home: Arc<dyn H1Home<B>>,
-        spot: Arc<ParkingSpot<B>>,
-        link: Arc<PhysicalLink>,
-        forward: Option<ForwardProxy>,
-        names: Option<std::sync::Arc<NamesSlot>>,
+        fixed: Fixed<B>,
     ) -> Self {
         H1Connection {
             sender,
             record,
-            fixed: Arc::new(Fixed {
-                home,
-                spot,
-                link,
-                forward,
-                names,
-            }),
+            fixed: Arc::new(fixed),
         }
     }
 
@@ -324,6 +317,10 @@ impl<B: Send + 'static> PooledH1 for H1Connection<B> {
 
     fn is_open(&self) -> bool {
         !self.sender.is_closed()
+    }
+
+    fn went_idle_unused(&self) {
+        self.fixed.first_use.went_idle_unused();
     }
 }
 

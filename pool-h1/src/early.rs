@@ -13,10 +13,19 @@
 //!
 //! [`EarlyIo`] makes it always the latter. Until the transport's first write, what it reads is
 //! held back from hyper (up to [`HOLD`] bytes); the first write releases it, and hyper's next
-//! reads get the held bytes before the transport's. A close or an error after held bytes, with
-//! no request written yet, releases them at once: an idle new connection that the server gave
-//! up on still ends as it did (hyper sees the bytes and the close), and the pool drops it
-//! rather than hand it out. With nothing held, a close or an error passes straight through.
+//! reads get the held bytes before the transport's. With nothing held, a close or an error
+//! passes straight through.
+//!
+//! A close or an error after held bytes, with no request written yet, is held too, while the
+//! connection is about to serve its first request: a server that answers at once and closes
+//! (nginx's `400` to a PROXY line it did not expect, curl's `--haproxy-protocol` against a
+//! server without it) then gives that request its answer, as curl reads it, where releasing
+//! the close at once made the outcome a race (the request failed as "unexpected message"
+//! about two times in five). Once the connection has gone idle without serving
+//! ([`FirstUse::went_idle_unused`], from its cell), a held close goes to hyper at once, and so
+//! does one that comes later: an idle new connection that the server gave up on (Node.js
+//! sends `408` and closes one left unused past its `headersTimeout`) still ends as it did,
+//! and the pool drops it rather than hand a later request the server's timeout.
 //!
 //! After the first write (and the held bytes, if any, read), reads and writes pass through with
 //! one branch each; the holding itself is out of line.
@@ -26,6 +35,8 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker, ready};
 
 use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
@@ -33,6 +44,48 @@ use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
 /// How much a new connection holds before its first request; more is given to hyper at once
 /// (which then ends the connection, as it would have).
 pub(crate) const HOLD: usize = 16 * 1024;
+
+/// What a new connection's transport ([`EarlyIo`]) and its cell tell each other about its first
+/// use: whether the transport holds the server's close, and whether the connection went idle
+/// before serving. Whichever comes second releases the close to hyper.
+#[derive(Debug, Default)]
+pub(crate) struct FirstUse {
+    state: AtomicU8,
+    /// The transport's reader while it holds a close.
+    reader: Mutex<Option<Waker>>,
+}
+
+/// The transport holds the server's close (or error) after early bytes.
+const HELD_END: u8 = 0b01;
+/// The connection went idle before it served a request.
+const UNUSED_IDLE: u8 = 0b10;
+
+impl FirstUse {
+    /// The transport read the server's close after early bytes: whether to hold it (the
+    /// connection has not gone idle unused). `reader` is woken if it goes idle meanwhile.
+    fn hold_end(&self, reader: &Waker) -> bool {
+        // The waker before the flag: a cell that sees the flag finds the waker.
+        *self.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader.clone());
+        self.state.fetch_or(HELD_END, Ordering::AcqRel) & UNUSED_IDLE == 0
+    }
+
+    /// Whether a held close is hyper's now.
+    fn end_released(&self) -> bool {
+        self.state.load(Ordering::Acquire) & UNUSED_IDLE != 0
+    }
+
+    /// The connection went idle without serving a request: a close its server sends from now
+    /// on (or sent already) ends it, rather than being a later request's answer.
+    #[cold]
+    pub(crate) fn went_idle_unused(&self) {
+        if self.state.fetch_or(UNUSED_IDLE, Ordering::AcqRel) & HELD_END != 0 {
+            let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(reader) = reader {
+                reader.wake();
+            }
+        }
+    }
+}
 
 /// A new HTTP/1 connection's transport; see the [module docs](self).
 #[derive(Debug)]
@@ -43,7 +96,7 @@ pub(crate) struct EarlyIo<I> {
 }
 
 /// The state before the first request is written, and until what was held is read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Early {
     /// What the transport read before the first write.
     held: Vec<u8>,
@@ -55,16 +108,29 @@ struct Early {
     written: bool,
     /// An error the transport returned after held bytes; hyper gets it after them.
     failed: Option<io::Error>,
+    /// The transport's close (or error, in `failed`) came after held bytes and is held.
+    end_held: bool,
+    /// Shared with the connection's cell: see [`FirstUse`].
+    first_use: Arc<FirstUse>,
     /// hyper's read waker while bytes are held: the first write wakes it, since the
     /// transport will not (the bytes it signalled were taken already).
     reader: Option<Waker>,
 }
 
 impl<I> EarlyIo<I> {
-    pub(crate) fn new(inner: I) -> EarlyIo<I> {
+    pub(crate) fn new(inner: I, first_use: Arc<FirstUse>) -> EarlyIo<I> {
         EarlyIo {
             inner,
-            early: Some(Box::default()),
+            early: Some(Box::new(Early {
+                held: Vec::new(),
+                at: 0,
+                released: false,
+                written: false,
+                failed: None,
+                end_held: false,
+                reader: None,
+                first_use,
+            })),
         }
     }
 }
@@ -81,6 +147,20 @@ impl<I: Read + Unpin> EarlyIo<I> {
     ) -> Poll<io::Result<()>> {
         let early = self.early.as_mut().expect("called while early");
         while !early.released {
+            if early.end_held {
+                // The close is read already: it waits for the first write or for the
+                // connection going idle unused.
+                if early.first_use.end_released() {
+                    early.released = true;
+                    break;
+                }
+                early.reader = Some(cx.waker().clone());
+                if early.first_use.hold_end(cx.waker()) {
+                    return Poll::Pending;
+                }
+                early.released = true;
+                break;
+            }
             let mut scratch = [0u8; 2048];
             let mut read = ReadBuf::new(&mut scratch);
             match Pin::new(&mut self.inner).poll_read(cx, read.unfilled()) {
@@ -96,10 +176,11 @@ impl<I: Read + Unpin> EarlyIo<I> {
                 Poll::Ready(Err(error)) if early.held.is_empty() => {
                     return Poll::Ready(Err(error));
                 }
-                Poll::Ready(Ok(())) if read.filled().is_empty() => early.released = true,
+                // A close or an error after held bytes: held (at the loop's top).
+                Poll::Ready(Ok(())) if read.filled().is_empty() => early.end_held = true,
                 Poll::Ready(Err(error)) => {
                     early.failed = Some(error);
-                    early.released = true;
+                    early.end_held = true;
                 }
                 Poll::Ready(Ok(())) => {
                     early.held.extend_from_slice(read.filled());
@@ -112,7 +193,8 @@ impl<I: Read + Unpin> EarlyIo<I> {
             let n = rest.len().min(buf.remaining());
             buf.put_slice(&rest[..n]);
             early.at += n;
-            if early.written && early.at == early.held.len() {
+            // A held error is still to come after the bytes.
+            if early.written && early.at == early.held.len() && early.failed.is_none() {
                 self.early = None;
             }
             return Poll::Ready(Ok(()));
@@ -270,10 +352,18 @@ mod tests {
     }
 
     fn io(reads: Vec<io::Result<&[u8]>>) -> EarlyIo<Script> {
-        EarlyIo::new(Script {
-            reads: reads.into_iter().map(|r| r.map(<[u8]>::to_vec)).collect(),
-            written: Vec::new(),
-        })
+        EarlyIo::new(
+            Script {
+                reads: reads.into_iter().map(|r| r.map(<[u8]>::to_vec)).collect(),
+                written: Vec::new(),
+            },
+            Arc::new(FirstUse::default()),
+        )
+    }
+
+    /// The connection's side of `io`'s [`FirstUse`].
+    fn first_use(io: &EarlyIo<Script>) -> Arc<FirstUse> {
+        io.early.as_ref().unwrap().first_use.clone()
     }
 
     /// One read: `None` while pending, else what it gave (or the error's kind).
@@ -312,22 +402,54 @@ mod tests {
     }
 
     #[test]
-    fn a_close_after_early_bytes_reaches_hyper_with_them() {
-        let waker = Waker::noop();
-        let mut io = io(vec![Ok(b"HTTP/1.1 408 Request Timeout\r\n\r\n"), Ok(b"")]);
-        let first = read(&mut io, waker).expect("released by the close");
-        assert_eq!(first.unwrap(), b"HTTP/1.1 408 Request Timeout\r\n\r\n");
-        assert_eq!(
-            read(&mut io, waker),
-            None,
-            "the transport's own end follows"
+    fn a_close_after_early_bytes_is_the_first_requests_answer_too() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes.clone());
+        let mut io = io(vec![Ok(b"HTTP/1.1 400 Bad Request\r\n\r\n"), Ok(b"")]);
+        assert_eq!(read(&mut io, &waker), None, "bytes and close held back");
+        assert_eq!(read(&mut io, &waker), None, "and still, without a write");
+        write(&mut io, b"GET / HTTP/1.1\r\n\r\n");
+        assert!(
+            wakes.0.load(Ordering::SeqCst) >= 1,
+            "the write wakes the reader"
         );
-        let mut failing = self::io(vec![Ok(b"x"), Err(io::ErrorKind::ConnectionReset.into())]);
-        assert_eq!(read(&mut failing, waker), Some(Ok(b"x".to_vec())));
+        let first = read(&mut io, &waker).expect("released by the write");
+        assert_eq!(first.unwrap(), b"HTTP/1.1 400 Bad Request\r\n\r\n");
         assert_eq!(
-            read(&mut failing, waker),
+            read(&mut io, &waker),
+            None,
+            "the transport's own end follows (the script has no more)"
+        );
+
+        let mut failing = self::io(vec![Ok(b"x"), Err(io::ErrorKind::ConnectionReset.into())]);
+        assert_eq!(read(&mut failing, &waker), None);
+        write(&mut failing, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(read(&mut failing, &waker), Some(Ok(b"x".to_vec())));
+        assert_eq!(
+            read(&mut failing, &waker),
             Some(Err(io::ErrorKind::ConnectionReset))
         );
+    }
+
+    #[test]
+    fn a_close_after_early_bytes_ends_a_connection_that_went_idle_unused() {
+        // The close held first, then the connection goes idle: the cell's call wakes the
+        // reader, and hyper gets the bytes (and then the end) without any write.
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes.clone());
+        let mut io = io(vec![Ok(b"HTTP/1.1 408 Request Timeout\r\n\r\n"), Ok(b"")]);
+        assert_eq!(read(&mut io, &waker), None);
+        first_use(&io).went_idle_unused();
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the reader is woken");
+        let first = read(&mut io, &waker).expect("released by going idle");
+        assert_eq!(first.unwrap(), b"HTTP/1.1 408 Request Timeout\r\n\r\n");
+        assert!(!io.early.as_ref().unwrap().written);
+
+        // Idle first, then the bytes and the close: released as they come.
+        let mut idle = self::io(vec![Ok(b"HTTP/1.1 408 Request Timeout\r\n\r\n"), Ok(b"")]);
+        first_use(&idle).went_idle_unused();
+        let first = read(&mut idle, &waker).expect("released by the close");
+        assert_eq!(first.unwrap(), b"HTTP/1.1 408 Request Timeout\r\n\r\n");
     }
 
     #[test]

@@ -15,8 +15,8 @@ use pin_project_lite::pin_project;
 use pool_core::connection::{ConnectionRecord, PhysicalLink};
 use pool_core::sync::Arc;
 
-use crate::connection::{H1Connection, H1Home};
-use crate::early::EarlyIo;
+use crate::connection::{Fixed, H1Connection, H1Home};
+use crate::early::{EarlyIo, FirstUse};
 use crate::parking::ParkingSpot;
 use crate::raw_names::{NamesIo, NamesSlot};
 use crate::request::ForwardProxy;
@@ -46,7 +46,8 @@ where
     B::Error: Into<BoxError>,
 {
     // What the server sends before the first request is that request's (see `early`).
-    let io = EarlyIo::new(io);
+    let first_use = std::sync::Arc::new(FirstUse::default());
+    let io = EarlyIo::new(io, first_use.clone());
     if !settings.records_raw_header_names() {
         let (sender, conn) = settings.handshake::<EarlyIo<I>, B>(io).await?;
         return Ok(Handshaken {
@@ -55,6 +56,7 @@ where
                 conn: conn.with_upgrades(),
             },
             names: None,
+            first_use,
         });
     }
     let slot = std::sync::Arc::new(NamesSlot::default());
@@ -66,6 +68,7 @@ where
             conn: conn.with_upgrades(),
         },
         names: Some(slot),
+        first_use,
     })
 }
 
@@ -100,6 +103,8 @@ pub struct Handshaken<B, F> {
     conn: F,
     /// Where the transport leaves each response head's names, when they are recorded.
     names: Option<std::sync::Arc<NamesSlot>>,
+    /// What the transport and the cell tell each other about the first use (see `early`).
+    first_use: std::sync::Arc<FirstUse>,
 }
 
 impl<B: Send + 'static, F> Handshaken<B, F> {
@@ -124,7 +129,18 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             registered: None,
         };
         (
-            H1Connection::new(self.sender, record, home, spot, link, forward, self.names),
+            H1Connection::new(
+                self.sender,
+                record,
+                Fixed {
+                    home,
+                    spot,
+                    link,
+                    forward,
+                    names: self.names,
+                    first_use: self.first_use,
+                },
+            ),
             driver,
         )
     }

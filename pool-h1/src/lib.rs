@@ -45,7 +45,11 @@
 //! request and read as its response, as curl reads it, rather than ending the connection
 //! whenever the driver happens to read it first (the `early` module). A server on the wrong
 //! port (an SSH banner) or an h2c-only server's SETTINGS then always gives the request a
-//! malformed-response error, never a race between that and hyper's "connection was not ready".
+//! malformed-response error, never a race between that and hyper's "connection was not ready";
+//! a server that answers at once and closes gives that request its answer. A new connection
+//! that goes idle unused lets such a close end it instead ([`PooledH1::went_idle_unused`]).
+//!
+//! [`PooledH1::went_idle_unused`]: pool_core::cell::PooledH1::went_idle_unused
 //!
 //! # Header names as written
 //!

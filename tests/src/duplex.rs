@@ -26,6 +26,8 @@ pub struct DuplexConnector {
     /// gate before it connects.
     dialled: Arc<AtomicUsize>,
     gated: Option<(usize, Gate)>,
+    /// Each server end shuts its sending side down after its greeting.
+    closing: bool,
 }
 
 impl DuplexConnector {
@@ -45,8 +47,27 @@ impl DuplexConnector {
             greeting,
             dialled: Arc::default(),
             gated: None,
+            closing: false,
         };
         (connector, rx)
+    }
+
+    /// [`speaking_first`](Self::speaking_first), but each server end shuts its sending side
+    /// down after its greeting (an answer and a close before any request, as nginx answers a
+    /// PROXY line it does not expect): the pool's end has the greeting and the close before
+    /// the handshake. As over TCP, what the pool writes after the close still goes (into the
+    /// server end the receiver gets).
+    pub fn answering_and_closing(
+        greeting: &'static [u8],
+    ) -> (DuplexConnector, mpsc::UnboundedReceiver<DuplexStream>) {
+        let (connector, ends) = Self::speaking_first(greeting);
+        (
+            DuplexConnector {
+                closing: true,
+                ..connector
+            },
+            ends,
+        )
     }
 
     /// Connection `n` (counted from 0 in the order the pool dials) waits at `gate` before it
@@ -60,7 +81,7 @@ impl DuplexConnector {
 impl pool::Connect for DuplexConnector {
     fn connect(&self, _target: ConnectTarget) -> ConnectFuture {
         let ends = self.ends.clone();
-        let greeting = self.greeting;
+        let (greeting, closing) = (self.greeting, self.closing);
         let n = self.dialled.fetch_add(1, Ordering::Relaxed);
         let gate = self
             .gated
@@ -77,6 +98,9 @@ impl pool::Connect for DuplexConnector {
                     .write_all(greeting)
                     .await
                     .expect("the duplex has room");
+            }
+            if closing {
+                server.shutdown().await.expect("a duplex shuts down");
             }
             ends.send(server)
                 .map_err(|_| ConnectError::connect("the test stopped accepting connections"))?;

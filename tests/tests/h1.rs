@@ -1352,6 +1352,45 @@ async fn what_a_new_connection_sends_before_the_request_is_its_response() {
     );
 }
 
+/// A server that answers before any request and closes (nginx's `400` to a PROXY line it does
+/// not expect, curl's `--haproxy-protocol` against a server without it): the request the
+/// connection was dialed for gets that answer, every time, as curl reads it. Before, the close
+/// reached hyper with the bytes, and the request failed as an unexpected message (against
+/// nginx, two times in five). A connection opened ahead and left idle ends instead, so that no
+/// later request is handed its server's answer to nothing.
+#[tokio::test]
+async fn an_answer_and_a_close_before_the_first_request_are_its_response() {
+    let (connector, mut ends) = DuplexConnector::answering_and_closing(
+        b"HTTP/1.1 400 Bad Request\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbad\n",
+    );
+    let (pool, client, events) = observed(ConnectionPool::builder().connector(connector));
+    let url = "http://answers-first.test/";
+    let key = origin(url);
+    for round in 0..20 {
+        let response = client
+            .request(get(url))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e:#}"));
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "bad\n");
+    }
+    let mut dialled = Vec::new();
+    while let Ok(end) = ends.try_recv() {
+        dialled.push(end);
+    }
+    assert_eq!(dialled.len(), 20, "one connection each");
+    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+
+    // Opened ahead, nobody to take it: the held close ends it as it goes idle.
+    client.preconnect(&url.parse().unwrap(), 1).await.unwrap();
+    settle(&pool, &key, |s| *s == PartitionStats::default()).await;
+    assert!(ends.try_recv().is_ok(), "the preconnected one");
+    let closed = events.closed();
+    assert_eq!(closed.len(), 21);
+    assert_eq!(closed[20].1, CloseReason::ProtocolClosed, "{closed:?}");
+}
+
 /// A server that answers a request before its body has arrived (`413` and a close, as nginx
 /// does over `client_max_body_size`): the caller gets that response, not an error, though its
 /// body never finished, and the connection is retired.

@@ -261,6 +261,11 @@ impl<T: CellTypes> Cell<T> {
             .went_idle
             .is_some()
             .then(|| conn.record().clone());
+        if conn.record().requests_served() == 0 {
+            // No request is about to take it: its server's close, if one came with early
+            // bytes, ends it now (a leaf lock and a wake, no pool lock).
+            conn.went_idle_unused();
+        }
         st.idle.push(conn, now, deadline);
         Idled::Idle(due.and_then(|at| st.arm(at)), heard)
     }

@@ -34,6 +34,11 @@ pub trait PooledH1: Send + 'static {
     /// is not "ready" but takes its first request (hyper buffers one), so readiness would
     /// wrongly retire it.
     fn is_open(&self) -> bool;
+    /// It enters the idle set without having served a request (the cell calls this under its
+    /// lock). A transport that holds back what the server sent before the first request, and
+    /// the server's close after it, as that request's answer lets the close end the
+    /// connection from now on: no request is about to take it.
+    fn went_idle_unused(&self) {}
 }
 
 /// What the cell needs to know about an HTTP/2 generation: whether it accepts streams, and
