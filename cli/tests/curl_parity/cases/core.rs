@@ -109,5 +109,15 @@ pub(crate) fn cases() -> Vec<Case> {
                 &["--http2-prior-knowledge", "%BASE%/hello"],
             )
         },
+        // A PROXY line to a server that does not expect one: it answers the line with 400 and
+        // closes, before the request (nginx does). The request gets that answer, as curl's
+        // does; poolcurl failed with exit 56 about two times in five.
+        Case {
+            server: Server::Refuses,
+            ..case(
+                "haproxy-protocol to a server answering the line",
+                &["--haproxy-protocol", "-w", " %{http_code}", "%BASE%/hello"],
+            )
+        },
     ]
 }
