@@ -331,16 +331,9 @@ fn load_through(
         ));
     }
     if !tunnel {
-        let quotas: Vec<u64> = json
-            .as_ref()
-            .and_then(|j| j.pointer("/connections/request_quotas"))
-            .and_then(Value::as_object)
-            .map(|quotas| quotas.values().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        if quotas != [1] {
-            problems.push(format!(
-                "the pool learnt {quotas:?} as the request quota, not tinyproxy's one"
-            ));
+        let json = json.as_ref().unwrap_or(&Value::Null);
+        if let Some(problem) = quota::quota_other_than(json, 1, "tinyproxy's") {
+            problems.push(problem);
         }
         if let (Some(requests), Some(retries)) = (count("/requests"), count("/connections/retries"))
         {

@@ -24,15 +24,8 @@ pub(crate) fn nginx_request_quota(poolcurl: &Path, started: &Nginx) -> Row {
     if let Ok(run) = &finished {
         let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
         let count = |path: &str| json.pointer(path).and_then(Value::as_u64);
-        let quotas: Vec<u64> = json
-            .pointer("/connections/request_quotas")
-            .and_then(Value::as_object)
-            .map(|quotas| quotas.values().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        if quotas != [1000] {
-            problems.push(format!(
-                "the pool learnt {quotas:?} as the request quota, not nginx's 1000"
-            ));
+        if let Some(problem) = quota_other_than(&json, 1000, "nginx's") {
+            problems.push(problem);
         }
         let counts = (
             count("/requests"),
@@ -59,4 +52,16 @@ pub(crate) fn nginx_request_quota(poolcurl: &Path, started: &Nginx) -> Row {
         }
     }
     Row::judge(name, finished, None, "h2", problems)
+}
+
+/// What is wrong with a load summary's learnt request quotas (`connections.request_quotas`)
+/// unless they are exactly `expected`, the quota of `whose` server, for its one origin.
+pub(crate) fn quota_other_than(json: &Value, expected: u64, whose: &str) -> Option<String> {
+    let quotas: Vec<u64> = json
+        .pointer("/connections/request_quotas")
+        .and_then(Value::as_object)
+        .map(|quotas| quotas.values().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    (quotas != [expected])
+        .then(|| format!("the pool learnt {quotas:?} as the request quota, not {whose} {expected}"))
 }
