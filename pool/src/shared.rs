@@ -317,6 +317,12 @@ impl Shared {
         self.seq.0.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The largest connection id given out so far (ids grow with the order connections finish
+    /// their handshakes in).
+    pub(crate) fn newest_connection_id(&self) -> u64 {
+        NEXT_CONNECTION_ID.load(Ordering::Relaxed) - 1
+    }
+
     pub(crate) fn next_connection_id(&self) -> ConnectionId {
         ConnectionId::from_u64(NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed))
     }

@@ -386,14 +386,15 @@ impl<T: CellTypes> Cell<T> {
         self.run(actions);
     }
 
-    /// A generation of this cell ended, having carried `served` requests its server processed;
-    /// `cut` when the server's GOAWAY refused at least one more. Two connections in a row cut
-    /// off at the same count teach the cell its server's per-connection request quota, which
-    /// the generations it publishes afterwards keep to (see `quota.rs`).
+    /// A generation of this cell ended, having carried `ended.served` requests its server
+    /// processed; `ended.cut` when the server's GOAWAY refused at least one more. Two
+    /// connections in a row cut off at the same count, the second established after the first
+    /// was cut, teach the cell its server's per-connection request quota, which the
+    /// generations it publishes afterwards keep to (see `quota.rs`).
     ///
     /// Takes no lock: a generation's last handle may go under the cell's own.
-    pub fn h2_connection_ended(&self, served: u64, cut: bool) {
-        if let Some(quota) = self.request_quota.connection_ended(served, cut) {
+    pub fn h2_connection_ended(&self, ended: super::quota::Ended) {
+        if let Some(quota) = self.request_quota.connection_ended(ended) {
             tracing::debug!(
                 quota,
                 "the server cut two connections off after the same number of requests: \

@@ -98,7 +98,7 @@ use bounded::{Bound, DemandState};
 use flight::Flights;
 use gate::H2Slot;
 use idle::IdleSet;
-pub use quota::QuotaLearner;
+pub use quota::{Ended, QuotaLearner};
 use waiters::WaitQueues;
 
 /// The admission of a bounded origin whose members are cells.

@@ -271,7 +271,12 @@ impl H2Home for CellEntry {
         self.cell.h2_successor_wanted(record);
     }
 
-    fn connection_ended(&self, _record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
-        self.cell.h2_connection_ended(served, cut);
+    fn connection_ended(&self, record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
+        self.cell.h2_connection_ended(pool_core::cell::Ended {
+            served,
+            cut,
+            id: record.info().id().as_u64(),
+            newest: self.shared.newest_connection_id(),
+        });
     }
 }

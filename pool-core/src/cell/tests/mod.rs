@@ -31,6 +31,18 @@ fn returning(cell: &Cell<Fake>) -> FakeH1 {
     h1(cell)
 }
 
+/// A connection established after every one before it ended after `served` requests (`cut`
+/// when its server cut it off).
+fn ended(served: u64, cut: bool) -> Ended {
+    let id = IDS.fetch_add(1, Ordering::Relaxed);
+    Ended {
+        served,
+        cut,
+        id,
+        newest: id,
+    }
+}
+
 fn take(w: &Arc<CellWaiter<Fake>>) -> Option<Grant<Fake>> {
     let mut cx = Context::from_waker(Waker::noop());
     match w.poll_take(&mut cx) {
