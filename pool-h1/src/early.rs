@@ -69,11 +69,6 @@ impl FirstUse {
         self.state.fetch_or(HELD_END, Ordering::AcqRel) & UNUSED_IDLE == 0
     }
 
-    /// Whether a held close is hyper's now.
-    fn end_released(&self) -> bool {
-        self.state.load(Ordering::Acquire) & UNUSED_IDLE != 0
-    }
-
     /// The connection went idle without serving a request: a close its server sends from now
     /// on (or sent already) ends it, rather than being a later request's answer.
     #[cold]
@@ -150,10 +145,6 @@ impl<I: Read + Unpin> EarlyIo<I> {
             if early.end_held {
                 // The close is read already: it waits for the first write or for the
                 // connection going idle unused.
-                if early.first_use.end_released() {
-                    early.released = true;
-                    break;
-                }
                 early.reader = Some(cx.waker().clone());
                 if early.first_use.hold_end(cx.waker()) {
                     return Poll::Pending;

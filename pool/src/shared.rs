@@ -4,7 +4,8 @@ use std::fmt;
 use std::time::Duration;
 
 use hashbrown::HashMap;
-use pool_core::cell::{CellAdmission, CellMembership};
+use pool_core::cell::{CellAdmission, CellMembership, Ended};
+use pool_core::connection::ConnectionRecord;
 use pool_core::sync::OwnLine;
 use pool_core::sync::atomic::{AtomicU64, Ordering};
 use pool_core::sync::{Arc, Mutex};
@@ -317,10 +318,17 @@ impl Shared {
         self.seq.0.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The largest connection id given out so far (ids grow with the order connections finish
-    /// their handshakes in).
-    pub(crate) fn newest_connection_id(&self) -> u64 {
-        NEXT_CONNECTION_ID.load(Ordering::Relaxed) - 1
+    /// What a cell's request-quota learner hears of the connection of `record`, which
+    /// carried `served` requests its server processed (`cut`: the server cut it off). The
+    /// newest id is the largest given out so far: ids grow with the order connections finish
+    /// their handshakes in.
+    pub(crate) fn ended(&self, record: &ConnectionRecord, served: u64, cut: bool) -> Ended {
+        Ended {
+            served,
+            cut,
+            id: record.info().id().as_u64(),
+            newest: NEXT_CONNECTION_ID.load(Ordering::Relaxed) - 1,
+        }
     }
 
     pub(crate) fn next_connection_id(&self) -> ConnectionId {

@@ -386,23 +386,6 @@ impl<T: CellTypes> Cell<T> {
         self.run(actions);
     }
 
-    /// A generation of this cell ended, having carried `ended.served` requests its server
-    /// processed; `ended.cut` when the server's GOAWAY refused at least one more. Two
-    /// connections in a row cut off at the same count, the second established after the first
-    /// was cut, teach the cell its server's per-connection request quota, which the
-    /// generations it publishes afterwards keep to (see `quota.rs`).
-    ///
-    /// Takes no lock: a generation's last handle may go under the cell's own.
-    pub fn h2_connection_ended(&self, ended: super::quota::Ended) {
-        if let Some(quota) = self.request_quota.connection_ended(ended) {
-            tracing::debug!(
-                quota,
-                "the server cut two connections off after the same number of requests: \
-                 new connections carry at most that many"
-            );
-        }
-    }
-
     /// The generation of `record` is about to carry the last window of its request quota (the
     /// streams it may still take fit in one round of its stream limit): its successor opens
     /// now, so that the requests after the quota find it ready instead of waiting for a

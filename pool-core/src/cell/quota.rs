@@ -55,7 +55,7 @@
 //! and met with the close: the pool re-sends it if it is safe to repeat and fails it if not
 //! (through tinyproxy, 40% of a run of POSTs sent one at a time failed). Such a close on a
 //! reused connection with nothing of the response read is an HTTP/1 cut
-//! ([`Cell::h1_connection_cut`]), after the requests the connection had answered, and feeds
+//! ([`Cell::connection_ended`]), after the requests the connection had answered, and feeds
 //! the same learner: two in a row at the same count teach the quota, each new HTTP/1
 //! connection keeps to it (its record retires it with the response that spends it,
 //! `ConnectionRecord::check_request_quota`), and one in [`FIRST_PROBE_AFTER`] at first, then
@@ -219,21 +219,22 @@ impl<T: CellTypes> Cell<T> {
         }
     }
 
-    /// An HTTP/1 connection of this cell that had carried `ended.served` requests, each
-    /// answered in full, lost the next one (`ended.cut` is set): its server closed it without saying so (no `Connection:
-    /// close`) while the request was on its way (`ClosedBeforeResponse` on a reused
-    /// connection). A cut, as a GOAWAY's is for HTTP/2: two in a row after the same count
-    /// (the second established after the first was cut) teach the quota, which the cell's new
-    /// connections keep to, retiring with the response that spends it.
+    /// A connection of this cell ended, or was cut off, having carried `ended.served`
+    /// requests its server processed. An HTTP/2 generation reports when nothing refers to it
+    /// any more (`ended.cut` when the server's GOAWAY refused at least one more); an HTTP/1
+    /// connection reports only a cut: its server closed it without saying so (no
+    /// `Connection: close`) while the next request was on its way (`ClosedBeforeResponse` on
+    /// a reused connection). Two cuts in a row at the same count, the second on a connection
+    /// established after the first was heard of, teach the quota, which the cell's new
+    /// connections keep to.
     ///
-    /// A keep-alive timeout can close a connection just as a request goes out too, after any
-    /// count; two such in a row rarely agree, and a probe forgets a quota learnt that way.
-    pub fn h1_connection_cut(&self, ended: Ended) {
+    /// Takes no lock: a generation's last handle may go under the cell's own.
+    pub fn connection_ended(&self, ended: Ended) {
         if let Some(quota) = self.request_quota.connection_ended(ended) {
             tracing::debug!(
                 quota,
-                "the server closed two HTTP/1 connections after the same number of requests \
-                 without saying so: new connections carry at most that many"
+                "the server cut two connections off after the same number of requests: \
+                 new connections carry at most that many"
             );
         }
     }
@@ -241,7 +242,8 @@ impl<T: CellTypes> Cell<T> {
     /// A probe (an HTTP/1 connection published without the learnt quota, to check it) was
     /// answered `served` times, more than the quota: the cell forgets it.
     pub fn h1_served_past_quota(&self, served: u64) {
-        self.request_quota.connection_ended(Ended {
+        // Not a cut: which connection it was does not matter.
+        self.connection_ended(Ended {
             served,
             cut: false,
             id: 0,

@@ -108,12 +108,10 @@ pub(super) fn finish(
                 // The server closed the connection after the requests it had answered, without
                 // saying so: what its request quota is made of (see pool-core's `cell/quota.rs`).
                 let record = &served.record;
-                entry.cell.h1_connection_cut(pool_core::cell::Ended {
-                    served: record.requests_served().saturating_sub(1),
-                    cut: true,
-                    id: record.info().id().as_u64(),
-                    newest: entry.shared.newest_connection_id(),
-                });
+                let answered = record.requests_served().saturating_sub(1);
+                entry
+                    .cell
+                    .connection_ended(entry.shared.ended(record, answered, true));
             }
             Ok(served.again(ResendReason::ClosedBeforeResponse, error, None))
         }

@@ -272,11 +272,7 @@ impl H2Home for CellEntry {
     }
 
     fn connection_ended(&self, record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
-        self.cell.h2_connection_ended(pool_core::cell::Ended {
-            served,
-            cut,
-            id: record.info().id().as_u64(),
-            newest: self.shared.newest_connection_id(),
-        });
+        self.cell
+            .connection_ended(self.shared.ended(record, served, cut));
     }
 }

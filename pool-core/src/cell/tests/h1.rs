@@ -401,9 +401,9 @@ fn http1_connections_keep_to_a_quota_learnt_from_unannounced_closes_and_probe_it
     assert_eq!(before.check_request_quota(1), QuotaCheck::Within);
     // Two connections in a row closed by their server after 3 answered requests, each while a
     // fourth was on its way.
-    c.h1_connection_cut(ended(3, true));
+    c.connection_ended(ended(3, true));
     assert_eq!(c.request_quota(), None, "one cut is not enough");
-    c.h1_connection_cut(ended(3, true));
+    c.connection_ended(ended(3, true));
     assert_eq!(c.request_quota(), Some(3));
     // New connections retire with their third response; the probe after 16 goes past it.
     let mut seq = 2;

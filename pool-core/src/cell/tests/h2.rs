@@ -185,9 +185,9 @@ fn generations_published_after_two_equal_cuts_carry_the_learnt_request_quota() {
     let first = serving_one_stream(&rig, t0);
     assert_eq!(first.quota(), None);
     // The server cut two connections off after 100 requests each.
-    c.h2_connection_ended(ended(100, true));
+    c.connection_ended(ended(100, true));
     assert_eq!(c.request_quota(), None, "one cut is not enough");
-    c.h2_connection_ended(ended(100, true));
+    c.connection_ended(ended(100, true));
     assert_eq!(c.request_quota(), Some(100));
     // The next generation published keeps to it; the one already held is left as it was.
     first.accepting.store(false, Ordering::SeqCst);
@@ -217,9 +217,9 @@ fn a_request_quota_one_cell_learnt_is_kept_by_every_cell_sharing_its_learner() {
         Rig::sharing_quota(EstablishMode::Http2, learner),
     );
     // One cut in each partition's cell: two in a row at the same count, for the server.
-    a.cell.h2_connection_ended(ended(100, true));
+    a.cell.connection_ended(ended(100, true));
     assert_eq!(b.cell.request_quota(), None, "one cut is not enough");
-    b.cell.h2_connection_ended(ended(100, true));
+    b.cell.connection_ended(ended(100, true));
     assert_eq!(a.cell.request_quota(), Some(100));
     assert_eq!(b.cell.request_quota(), Some(100));
     // Each cell's first generation keeps to it.
@@ -228,12 +228,12 @@ fn a_request_quota_one_cell_learnt_is_kept_by_every_cell_sharing_its_learner() {
         assert_eq!(generation.quota(), Some(100));
     }
     // A connection of either that carries more than the quota makes both forget it.
-    a.cell.h2_connection_ended(ended(150, false));
+    a.cell.connection_ended(ended(150, false));
     assert_eq!(b.cell.request_quota(), None);
     // A cell of its own learns alone.
     let alone = Rig::new(EstablishMode::Http2);
-    alone.cell.h2_connection_ended(ended(100, true));
-    a.cell.h2_connection_ended(ended(100, true));
+    alone.cell.connection_ended(ended(100, true));
+    a.cell.connection_ended(ended(100, true));
     assert_eq!(alone.cell.request_quota(), None);
 }
 
