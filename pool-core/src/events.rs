@@ -374,7 +374,8 @@ pub fn notify(event: &'static str, callback: impl FnOnce()) {
 }
 
 /// Why the pool sent a request again: each is a proof that the server did not process it, or
-/// (for [`ClosedBeforeResponse`](ResendReason::ClosedBeforeResponse)) that repeating it is safe.
+/// (for [`ClosedBeforeResponse`](ResendReason::ClosedBeforeResponse) and
+/// [`EnhanceYourCalm`](ResendReason::EnhanceYourCalm)) that repeating it is safe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ResendReason {
@@ -391,15 +392,22 @@ pub enum ResendReason {
     /// of it; HTTP/2: under the stream, with no `GOAWAY` or `RST_STREAM` about it), and the
     /// request is idempotent (RFC 9110 §9.2.2, or it carries `Idempotency-Key`).
     ClosedBeforeResponse,
+    /// The server reset the HTTP/2 stream with `ENHANCE_YOUR_CALM` before its response began:
+    /// it is shedding load it never announced as a limit (Node.js does so while its session's
+    /// memory is over its cap), and the request is idempotent (as for
+    /// [`ClosedBeforeResponse`](ResendReason::ClosedBeforeResponse): the code is no proof).
+    /// The connection opens fewer streams from then on.
+    EnhanceYourCalm,
 }
 
 impl ResendReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [ResendReason; 4] = [
+    pub const ALL: [ResendReason; 5] = [
         ResendReason::Unsent,
         ResendReason::GoAway,
         ResendReason::RefusedStream,
         ResendReason::ClosedBeforeResponse,
+        ResendReason::EnhanceYourCalm,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -409,6 +417,7 @@ impl ResendReason {
             ResendReason::GoAway => "go_away",
             ResendReason::RefusedStream => "refused_stream",
             ResendReason::ClosedBeforeResponse => "closed_before_response",
+            ResendReason::EnhanceYourCalm => "enhance_your_calm",
         }
     }
 }

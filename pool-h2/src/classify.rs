@@ -38,6 +38,22 @@ pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
     None
 }
 
+/// Whether the peer reset the stream with `ENHANCE_YOUR_CALM` (a stream error, not a
+/// `GOAWAY`): it is shedding load (see `calm.rs`). Not a proof that it did not process the
+/// request.
+pub(crate) fn asked_for_calm(error: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn StdError + 'static)> = error.source();
+    while let Some(err) = source {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            return h2.is_remote()
+                && h2.is_reset()
+                && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM);
+        }
+        source = err.source();
+    }
+    false
+}
+
 /// Whether `error` says hyper dropped the request inside its dispatch task before h2 opened its
 /// stream, so that it never left.
 ///

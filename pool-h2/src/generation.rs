@@ -13,7 +13,9 @@ use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 
-use crate::classify::{held_back, is_connection_error, is_connection_lost, not_processed};
+use crate::classify::{
+    asked_for_calm, held_back, is_connection_error, is_connection_lost, not_processed,
+};
 use crate::guard::StreamGuard;
 use crate::handshake::H2Home;
 use crate::heard::PeerHeard;
@@ -356,6 +358,10 @@ pub enum H2SendOutcome<B> {
         /// had begun to serve (`heard`), this is HTTP/2's keep-alive race: safe to repeat only
         /// for an idempotent request (RFC 9110 §9.2.2).
         connection_lost: bool,
+        /// The peer reset the stream with `ENHANCE_YOUR_CALM` before its response (see
+        /// `calm.rs`): it is shedding load, and the generation now opens fewer streams. No
+        /// proof either way: safe to repeat only for an idempotent request.
+        calmed: bool,
         /// The peer had sent something on the connection (its SETTINGS at least) before the
         /// failure: the server took the connection and began HTTP/2 on it (see `heard.rs`).
         heard: bool,
@@ -378,6 +384,7 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 connection_level,
                 not_processed,
                 connection_lost,
+                calmed,
                 heard,
             } => f
                 .debug_struct("Failed")
@@ -385,6 +392,7 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 .field("connection_level", connection_level)
                 .field("not_processed", not_processed)
                 .field("connection_lost", connection_lost)
+                .field("calmed", calmed)
                 .field("heard", heard)
                 .finish(),
         }
@@ -487,6 +495,10 @@ impl StreamGuard {
                             || self.record().is_some_and(|record| record.is_closed())
                             || allows_none;
                         let connection_lost = is_connection_lost(&error);
+                        let calmed = asked_for_calm(&error);
+                        if let (true, Some(generation)) = (calmed, generation) {
+                            generation.streams.saw_calm();
+                        }
                         let heard = self
                             .generation
                             .as_deref()
@@ -496,6 +508,7 @@ impl StreamGuard {
                             connection_level,
                             not_processed,
                             connection_lost,
+                            calmed,
                             heard,
                         }
                     }

@@ -17,6 +17,7 @@ use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
+use crate::calm::CalmHint;
 use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
 use crate::kill::{KillSwitch, Killable};
@@ -58,6 +59,13 @@ pub trait H2Home: Send + Sync + 'static {
     /// the default ignores them.
     fn connection_ended(&self, record: &Arc<ConnectionRecord>, served: u64, cut: bool) {
         let _ = (record, served, cut);
+    }
+
+    /// The stream cap the cell's connections last had after their server asked for calm, which
+    /// a new connection starts from (`calm.rs`). The default gives each connection a hint of
+    /// its own, so each starts without a cap.
+    fn calm(&self) -> Arc<CalmHint> {
+        Arc::new(CalmHint::default())
     }
 }
 
@@ -152,7 +160,11 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
         // handed its request over; the streams in flight finish on the connection).
         let conn = std::sync::Arc::new(std::sync::Mutex::new(self.conn));
         let probe = ConnectionProbe(std::sync::Arc::downgrade(&conn));
-        let streams = Arc::new(Streams::new(self.initial_max_send_streams, Box::new(probe)));
+        let streams = Arc::new(Streams::new(
+            self.initial_max_send_streams,
+            Box::new(probe),
+            home.calm(),
+        ));
         let driver = H2Driver {
             turn: self.turn,
             conn: Some(conn),

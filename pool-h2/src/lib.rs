@@ -55,6 +55,16 @@
 //! (nginx allows 128) for one round trip, to save a few refused streams on servers that allow
 //! fewer.
 //!
+//! A peer that resets a stream with `ENHANCE_YOUR_CALM` before answering it is shedding load it
+//! never announced as a limit (Node.js does so while its session's memory is over its cap):
+//! the generation then caps its streams below the peer's limit: each refusal lowers the cap to
+//! one less than the streams taken, so a burst leaves it at what the peer took, and each cap's
+//! worth of responses raises it by one (`calm.rs`); a new connection of the same cell starts
+//! from the cap its sibling last had. A capped generation counts as full like one at the
+//! peer's limit, so waiting requests take the next stream it frees or a further connection.
+//! The refused request repeats only if idempotent: the code is no proof that the peer did not
+//! process it.
+//!
 //! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
 //! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for
 //! a stream the peer never allows would wait for ever, and nothing would wake it. When a
@@ -90,6 +100,7 @@
 //! with them; depend on `pool` (or, for a transport under hyper's own `client::conn`, on
 //! `pool-tls`).
 
+mod calm;
 mod classify;
 mod generation;
 mod guard;
@@ -106,6 +117,7 @@ mod streams;
 #[cfg(test)]
 mod wakes;
 
+pub use calm::CalmHint;
 pub use classify::{is_connection_error, is_connection_lost, not_processed};
 pub use generation::{H2Generation, H2SendOutcome, StreamLease};
 pub use guard::StreamGuard;

@@ -1,8 +1,10 @@
 //! The stream accounting of one generation: how many of the peer's concurrent streams are
 //! taken, and what the peer's limit is.
 
+use pool_core::sync::Arc;
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::calm::{Calm, CalmHint};
 use crate::quota::RequestQuota;
 
 /// Reads the peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` from the connection, while it
@@ -53,6 +55,8 @@ pub(crate) struct Streams {
     probe: Box<dyn LimitProbe>,
     /// The generation's requests against its server's per-connection request quota.
     pub(crate) quota: RequestQuota,
+    /// The cap on streams after the peer asked for calm (`calm.rs`).
+    calm: Calm,
 }
 
 impl std::fmt::Debug for Streams {
@@ -66,8 +70,8 @@ impl std::fmt::Debug for Streams {
 
 impl Streams {
     /// The accounting of a connection whose h2 starts from `initial` streams; `probe` reads
-    /// the connection's current limit.
-    pub(crate) fn new(initial: usize, probe: Box<dyn LimitProbe>) -> Streams {
+    /// the connection's current limit; its calm cap starts from the cell's `calm` hint.
+    pub(crate) fn new(initial: usize, probe: Box<dyn LimitProbe>, calm: Arc<CalmHint>) -> Streams {
         Streams {
             taken: AtomicUsize::new(0),
             limit: AtomicUsize::new(usize::MAX),
@@ -80,16 +84,30 @@ impl Streams {
             sealed: AtomicBool::new(false),
             probe,
             quota: RequestQuota::default(),
+            calm: Calm::new(calm),
         }
     }
 
-    /// The limit in force: the peer's once known, else the assumed one, if any.
+    /// The limit in force: the peer's once known, else the assumed one, if any; lowered to the
+    /// calm cap once the peer asked for calm (`calm.rs`).
     pub(crate) fn limit(&self) -> Option<usize> {
-        if self.known.load(Ordering::Acquire) {
-            return Some(self.limit.load(Ordering::Acquire));
+        let peer = if self.known.load(Ordering::Acquire) {
+            Some(self.limit.load(Ordering::Acquire))
+        } else {
+            let assumed = self.assumed.load(Ordering::Acquire);
+            (assumed != usize::MAX).then_some(assumed)
+        };
+        match self.calm.cap() {
+            None => peer,
+            Some(cap) => Some(peer.map_or(cap, |peer| peer.min(cap))),
         }
-        let assumed = self.assumed.load(Ordering::Acquire);
-        (assumed != usize::MAX).then_some(assumed)
+    }
+
+    /// The peer reset a stream with `ENHANCE_YOUR_CALM` before answering it: the stream cap
+    /// falls to one less than the streams taken now, that one included (`calm.rs`).
+    pub(crate) fn saw_calm(&self) {
+        let cap = self.calm.refused(self.taken());
+        tracing::debug!(cap, "the HTTP/2 peer asked for calm: fewer streams");
     }
 
     /// Reserves a stream if the peer's limit and the generation's request quota allow one.
@@ -240,15 +258,17 @@ impl Streams {
     }
 
     /// A response arrived, so the peer's SETTINGS did before it: read the limit from the
-    /// connection and trust it. Returns whether the limit in force grew.
+    /// connection and trust it. Returns whether the limit in force grew (that, or the calm cap
+    /// rose).
     pub(crate) fn saw_response(&self) -> bool {
         if !self.responded.load(Ordering::Relaxed) {
             self.responded.store(true, Ordering::Relaxed);
         }
+        let calm_rose = self.calm.responded();
         if self.known.load(Ordering::Acquire) {
-            return false;
+            return calm_rose;
         }
-        self.read_limit()
+        self.read_limit() || calm_rose
     }
 
     /// Reads the limit from the connection and trusts it; returns whether the limit in force
@@ -286,7 +306,14 @@ mod tests {
 
     fn accounting(current: usize) -> (Streams, std::sync::Arc<AtomicUsize>) {
         let h2 = std::sync::Arc::new(AtomicUsize::new(current));
-        (Streams::new(100, Box::new(Fixed(h2.clone()))), h2)
+        (
+            Streams::new(
+                100,
+                Box::new(Fixed(h2.clone())),
+                Arc::new(CalmHint::default()),
+            ),
+            h2,
+        )
     }
 
     #[test]
@@ -388,6 +415,33 @@ mod tests {
         streams.release();
         assert!(!streams.only_abandoned_left(), "nothing is left to end");
         assert!(!streams.in_use());
+    }
+
+    #[test]
+    fn a_peer_asking_for_calm_caps_the_streams_below_its_limit_until_responses_raise_it() {
+        // A peer that announces no limit (h2 runs on its initial 100 until a response).
+        let (streams, _) = accounting(100);
+        for _ in 0..8 {
+            assert!(streams.try_reserve());
+        }
+        // The peer takes four and refuses the other four, each released after its refusal.
+        for _ in 0..4 {
+            streams.saw_calm();
+            streams.release();
+        }
+        assert_eq!(streams.limit(), Some(4));
+        assert!(streams.is_full() && !streams.try_reserve());
+        streams.release();
+        assert!(streams.try_reserve(), "three taken, under the cap of four");
+        assert!(!streams.try_reserve());
+        // Four responses (a cap's worth) raise it by one, and say a stream is free.
+        assert!(!streams.saw_response() && !streams.saw_response() && !streams.saw_response());
+        assert!(streams.saw_response());
+        assert_eq!(streams.limit(), Some(5));
+        assert!(streams.try_reserve());
+        // A known peer limit below the cap still rules.
+        streams.observe(2);
+        assert_eq!(streams.limit(), Some(2));
     }
 
     #[test]

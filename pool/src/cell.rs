@@ -69,6 +69,9 @@ pub(crate) struct CellEntry {
     pub(crate) shares_route: bool,
     pub(crate) runtime: Arc<PartitionRuntime>,
     pub(crate) shared: Arc<Shared>,
+    /// The HTTP/2 stream cap the cell's connections last had after their server asked for
+    /// calm, which a new connection starts from (`pool_h2::CalmHint`).
+    pub(crate) calm: Arc<pool_h2::CalmHint>,
 }
 
 impl CellEntry {
@@ -143,6 +146,7 @@ impl CellEntry {
                 shares_route,
                 runtime,
                 shared,
+                calm: Arc::new(pool_h2::CalmHint::default()),
             }
         })
     }

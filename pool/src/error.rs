@@ -467,7 +467,8 @@ impl Error {
     /// The server provably did not process the request, so sending it again cannot repeat
     /// its effects: hyper handed it back unsent, an HTTP/2 `GOAWAY` covered its stream, the
     /// stream was refused, or (for an idempotent request, which is safe to repeat) a reused
-    /// connection closed or was reset before the response began. The pool re-sends such
+    /// connection closed or was reset before the response began, or the server reset its
+    /// HTTP/2 stream with `ENHANCE_YOUR_CALM` before answering. The pool re-sends such
     /// requests itself when its [`RetryPolicy`](crate::RetryPolicy) and the body allow; this
     /// error reached the caller because they did not (a streaming body, the policy, or the
     /// re-send budget). A non-idempotent request on a connection lost that way is not marked:

@@ -15,8 +15,9 @@
 //! | `go_away` | HTTP/2 `GOAWAY` covered the stream (RFC 9113 §6.8) | any |
 //! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7), or a request that never became a stream on a connection whose peer allows none (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) | any |
 //! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; an HTTP/2 connection the server had begun to serve (it had sent something, its SETTINGS at least) closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
+//! | `enhance_your_calm` | the server reset the HTTP/2 stream with `ENHANCE_YOUR_CALM` before its response began: it is shedding load it never announced as a limit (Node.js refuses new streams so while its session's memory is over `maxSessionMemory`); the connection opens fewer streams from then on (`pool_h2`'s calm cap) | idempotent only, as above: the code is no proof (RFC 9113 §8.7) |
 //!
-//! The last one follows Go's `Transport`: the server closing an idle keep-alive connection
+//! The last two are not proofs. `closed_before_response` follows Go's `Transport`: the server closing an idle keep-alive connection
 //! while the request was on the wire looks exactly like the server crashing mid-request, so
 //! only requests that are safe to repeat are repeated. HTTP/2 has the same race when a server
 //! closes abruptly: nginx, shutting a worker down on reload, closes with the client's newest
@@ -108,8 +109,8 @@ const MAX_DOUBLINGS: u32 = 6;
 
 impl RetryPolicy {
     /// The default: re-send on every proof that the server did not process the request
-    /// (`unsent`, `go_away`, `refused_stream`, and `closed_before_response` for idempotent
-    /// requests), at most [`DEFAULT_MAX_RESENDS`] times per request, not counting re-sends after
+    /// (`unsent`, `go_away`, `refused_stream`, and `closed_before_response` and
+    /// `enhance_your_calm` for idempotent requests), at most [`DEFAULT_MAX_RESENDS`] times per request, not counting re-sends after
     /// HTTP/1's keep-alive race (see [`RetryPolicy`]).
     pub const fn unprocessed() -> RetryPolicy {
         RetryPolicy {

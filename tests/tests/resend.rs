@@ -1320,3 +1320,135 @@ async fn streaming_posts_caught_by_goaway_are_not_sent_twice() {
     assert_eq!(pool.counters().transparent_retries, 0);
     assert!(events.resent().is_empty());
 }
+
+/// An h2c server that sheds load as Node.js does past its session memory, announcing no stream
+/// limit: it holds the first two streams of its connection (nothing is answered until `hold`
+/// opens), resets the next `refused` with `ENHANCE_YOUR_CALM` once `shed` opens, and holds
+/// every later one until `again` opens. Streams are told apart by their place on the
+/// connection, not by the order the handler runs in, which the server's tasks may change.
+async fn shedding_server(
+    hold: &Gate,
+    shed: &Gate,
+    again: &Gate,
+    refused: usize,
+) -> ScriptedH2Server {
+    let (hold, shed, again) = (hold.clone(), shed.clone(), again.clone());
+    ScriptedH2Server::builder()
+        .handler(move |request| {
+            let n = request.index + 1;
+            if n <= 2 {
+                StreamPlan::new().gate(hold.clone()).head(200).data("held")
+            } else if n <= 2 + refused {
+                StreamPlan::new()
+                    .gate(shed.clone())
+                    .rst(Reason::ENHANCE_YOUR_CALM)
+            } else {
+                StreamPlan::new()
+                    .gate(again.clone())
+                    .head(200)
+                    .data("again")
+            }
+        })
+        .start()
+        .await
+}
+
+/// A server asking for calm (`ENHANCE_YOUR_CALM`) sheds load it never announced as a limit:
+/// the pool re-sends the idempotent requests it refused, and from then on opens only as many
+/// streams on the connection as the server took (2 of 16), so the re-sends wait in the pool
+/// for those to finish rather than being refused again; every request gets its response.
+/// (With more than one connection allowed per origin, the capped connection counts as full
+/// and the waiting requests open another, as at a stream limit the server announced.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_asking_for_calm_gets_fewer_streams_and_its_refused_gets_go_again() {
+    let (hold, shed, again) = (Gate::new(), Gate::new(), Gate::new());
+    let server = shedding_server(&hold, &shed, &again, 14).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .http2_max_connections_per_origin(1)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/download");
+    let requests: Vec<_> = (0..16)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { fetch(&client, &url).await.1 })
+        })
+        .collect();
+    // Every request has its stream before the server sheds any.
+    tokio::time::timeout(LIMIT, server.wait_for_streams(16))
+        .await
+        .expect("the burst arrives");
+    shed.open();
+    // The 14 refused wait in the pool while the 2 the server took are open.
+    let origin = origin(&url);
+    settle(&pool, &origin, |s| s.waiting_requests == 14).await;
+    assert_eq!(
+        pool.counters().resends.get(ResendReason::EnhanceYourCalm),
+        14
+    );
+    assert_eq!(server.streams_accepted(), 16, "nothing went past the cap");
+    assert_eq!(server.streams_in_flight(), vec![2]);
+    assert_eq!(pool.stats(&origin).total().h2_active_streams, 2);
+    hold.open();
+    again.open();
+    let mut bodies = Vec::new();
+    for request in requests {
+        bodies.push(
+            tokio::time::timeout(LIMIT, request)
+                .await
+                .expect("in time")
+                .unwrap(),
+        );
+    }
+    assert_eq!(bodies.iter().filter(|b| *b == "held").count(), 2);
+    assert_eq!(bodies.iter().filter(|b| *b == "again").count(), 14);
+    assert_eq!(
+        pool.counters().resends.get(ResendReason::EnhanceYourCalm),
+        14
+    );
+    assert_eq!(server.streams_per_connection(), vec![30], "one connection");
+    let most = server.max_concurrent_streams_seen();
+    assert_eq!(
+        most, 16,
+        "the first burst; the re-sends never had more in flight"
+    );
+    assert_eq!(
+        events.closed_with(CloseReason::ProtocolClosed),
+        0,
+        "{events:?}"
+    );
+}
+
+/// `ENHANCE_YOUR_CALM` is no proof that the server did not process the stream (RFC 9113 §8.7
+/// gives that to `REFUSED_STREAM` and `GOAWAY`): a POST it resets fails, not marked safe to
+/// send again, with the code; the connection stays and serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_refused_asking_for_calm_fails_and_is_not_sent_again() {
+    let (hold, shed, again) = (Gate::opened(), Gate::opened(), Gate::opened());
+    let server = shedding_server(&hold, &shed, &again, 1).await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = server.url("/orders");
+    let (first, _) = fetch(&client, &url).await;
+    let (second, _) = fetch(&client, &url).await;
+    let post = Request::post(&url)
+        .body(Full::new(Bytes::from_static(b"one order")))
+        .unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(post))
+        .await
+        .expect("in time")
+        .expect_err("refused asking for calm");
+    assert_eq!(error.http2_error_code(), Some(0xb), "{error}");
+    assert!(!error.is_retryable(), "{error}");
+    assert!(!error.is_refused_stream(), "{error}");
+    assert_eq!(pool.counters().transparent_retries, 0);
+    let (third, body) = fetch(&client, &url).await;
+    assert_eq!(body, "again");
+    assert_eq!((first.id(), second.id()), (third.id(), third.id()));
+    assert_eq!(server.streams_accepted(), 4, "the POST went once");
+}

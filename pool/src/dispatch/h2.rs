@@ -70,6 +70,7 @@ pub(super) fn finish(
             connection_level,
             not_processed,
             connection_lost,
+            calmed,
             heard,
         } => {
             if connection_level {
@@ -80,6 +81,9 @@ pub(super) fn finish(
             }
             match (not_processed, connection_lost) {
                 (Some(reason), _) => Ok(served.again(reason, error, None)),
+                // Not a proof either: repeated only if idempotent, on a stream under the
+                // generation's lowered cap (`pool_h2`'s `calm.rs`).
+                (None, _) if calmed => Ok(served.again_calmer(error)),
                 // No proof either way: `resend` repeats it only if it is idempotent and the
                 // server had begun to serve the connection, as for HTTP/1's keep-alive race.
                 (None, true) => Ok(served.again_h2_lost(error, heard)),

@@ -256,6 +256,21 @@ impl Served {
         }))
     }
 
+    /// As [`again`](Self::again), for an HTTP/2 stream the server reset with
+    /// `ENHANCE_YOUR_CALM` before its response (`enhance_your_calm`): the reset shows the
+    /// server serving the connection, and the request is repeated only if it is idempotent.
+    #[cold]
+    #[inline(never)]
+    fn again_calmer(self, error: hyper::Error) -> Exchange {
+        Exchange::Again(Box::new(Again {
+            reason: pool_core::ResendReason::EnhanceYourCalm,
+            error,
+            served: self,
+            request: None,
+            served_before: true,
+        }))
+    }
+
     /// The exchange on this connection failed with `error`: the error names the connection.
     #[cold]
     #[inline(never)]

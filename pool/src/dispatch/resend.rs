@@ -156,15 +156,21 @@ impl Resends<'_> {
             served_before,
         } = again;
         let reused = served.reused;
-        // Closing before any byte of the response proves nothing about processing; repeating
-        // is safe only for requests that are idempotent.
-        let keep_alive_race = reason == ResendReason::ClosedBeforeResponse;
-        let proven = !keep_alive_race || (served_before && self.idempotent);
+        // Closing before any byte of the response, or a reset asking for calm, proves nothing
+        // about processing; repeating is safe only for requests that are idempotent.
+        let unproven = matches!(
+            reason,
+            ResendReason::ClosedBeforeResponse | ResendReason::EnhanceYourCalm
+        );
+        let proven = !unproven || (served_before && self.idempotent);
         // A fresh connection that cannot take its first request says something about the
         // origin, not about a stale connection: fail rather than dial again. GOAWAY and
         // REFUSED_STREAM are proofs whatever the connection's age.
-        let stale =
-            served_before || matches!(reason, ResendReason::GoAway | ResendReason::RefusedStream);
+        let stale = served_before
+            || matches!(
+                reason,
+                ResendReason::GoAway | ResendReason::RefusedStream | ResendReason::EnhanceYourCalm
+            );
         // After HTTP/1's keep-alive race the re-send is free: the race closed a connection
         // that had delivered a whole response, so such re-sends end with the stale
         // connections (`RetryPolicy`'s docs). HTTP/2 re-sends are always counted.

@@ -275,4 +275,8 @@ impl H2Home for CellEntry {
         self.cell
             .connection_ended(self.shared.ended(record, served, cut));
     }
+
+    fn calm(&self) -> Arc<pool_h2::CalmHint> {
+        self.calm.clone()
+    }
 }

@@ -302,7 +302,8 @@ impl Summary {
             "Re-sent by the pool",
             format!(
                 "{} (requests the server provably never processed, and idempotent ones whose \
-                 connection closed before their response{by_reason})",
+                 connection closed, or whose stream it reset asking for calm, before their \
+                 response{by_reason})",
                 facts.counters.transparent_retries
             ),
         );

@@ -1,0 +1,203 @@
+//! How many streams a generation keeps open after its peer asked it to calm down.
+//!
+//! A peer that resets a stream with `ENHANCE_YOUR_CALM` before answering it is shedding load
+//! it did not announce as a limit: Node.js's HTTP/2 server (and gRPC servers built on it)
+//! refuses every new stream so while the memory its session holds is over `maxSessionMemory`
+//! (10 MB by default), which the queued bodies of two or three large responses reach, while
+//! it announces no stream limit at all. A client that goes on opening streams as fast as its
+//! requests come sees most of them refused: 90% of 4 MB downloads at 32 streams per
+//! connection, for every client tried (h2load as much as the pool).
+//!
+//! [`Calm`] is a cap on a connection's streams, below the peer's announced limit. Each
+//! refusal lowers it to one less than the streams taken at that moment (or than the cap, if
+//! that is lower), so a burst in which the peer accepted `a` streams and refused the rest
+//! leaves the cap at `a`: what the peer showed it takes. Every cap's worth of responses after
+//! that raises it by one, so a peer that recovers gets its concurrency back, one stream at a
+//! time, and a peer that does not refuses one stream per probe. It never goes below one
+//! stream. Without a refusal there is no cap, and the hot path reads one word to learn that.
+//!
+//! A connection opened beside one the peer calmed starts at the cap its sibling last had (the
+//! cell's [`CalmHint`], `H2Home::calm`), rather than with a burst the peer refuses again: a
+//! scale-out connection, opened because the capped ones were full, took every waiting request
+//! at once and had most of them refused. Each connection then moves its own cap (Node.js's
+//! memory cap is per connection, so each takes as many streams), probing at its own pace.
+//!
+//! (*Decision*: one step down per refusal rather than TCP's halving per round. Halving from
+//! 32 streams needs four rounds to reach what a Node.js session takes for 4 MB responses (two
+//! or three), and the requests of the first burst were refused in each of them: some spent
+//! their whole re-send budget so. The refusals themselves say how many streams were too many.)
+//!
+//! What it does not do: decide whether the refused request goes again. `ENHANCE_YOUR_CALM` is
+//! not a proof that the peer did not process the stream (RFC 9113 §8.7 gives that to
+//! `REFUSED_STREAM` and `GOAWAY` only), so the pool repeats only idempotent requests after it
+//! (see the pool's `retry` module), and they wait for a stream under the cap.
+
+use pool_core::sync::Arc;
+use pool_core::sync::atomic::{AtomicUsize, Ordering};
+
+/// No cap: the peer never asked for calm.
+const NONE: usize = usize::MAX;
+
+/// The stream cap an HTTP/2 connection of a cell last had after its server asked for calm
+/// (`ENHANCE_YOUR_CALM`), which a new connection of the cell starts from; none until a server
+/// asked. Shared by the connections of one cell (see [`H2Home::calm`](crate::H2Home::calm)).
+#[derive(Debug)]
+pub struct CalmHint(AtomicUsize);
+
+impl Default for CalmHint {
+    fn default() -> CalmHint {
+        CalmHint(AtomicUsize::new(NONE))
+    }
+}
+
+/// One connection's cap (see the module docs). A refusal lowers it in one atomic step, so
+/// refusals handled at once on different threads each take their stream off; a rise that races
+/// a refusal is lost (the refusal wins), which errs on the calm side.
+#[derive(Debug)]
+pub(crate) struct Calm {
+    /// The cap on taken streams ([`NONE`]: no cap).
+    cap: AtomicUsize,
+    /// Responses since the cap last changed.
+    responses: AtomicUsize,
+    /// The cell's hint: read once, at the start; written with every change.
+    hint: Arc<CalmHint>,
+}
+
+impl Calm {
+    /// A connection's cap, starting from the cell's `hint`.
+    pub(crate) fn new(hint: Arc<CalmHint>) -> Calm {
+        Calm {
+            cap: AtomicUsize::new(hint.0.load(Ordering::Relaxed)),
+            responses: AtomicUsize::new(0),
+            hint,
+        }
+    }
+
+    /// The cap, if the peer ever asked for calm.
+    pub(crate) fn cap(&self) -> Option<usize> {
+        let cap = self.cap.load(Ordering::Relaxed);
+        (cap != NONE).then_some(cap)
+    }
+
+    /// The peer refused a stream with `ENHANCE_YOUR_CALM` while `taken` streams were taken
+    /// (that one included): the cap becomes one less than that, or than itself if lower.
+    /// Returns the new cap.
+    pub(crate) fn refused(&self, taken: usize) -> usize {
+        self.responses.store(0, Ordering::Relaxed);
+        let lower = |cap: usize| cap.min(taken).saturating_sub(1).max(1);
+        let before = self
+            .cap
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cap| Some(lower(cap)))
+            .unwrap_or_else(|cap| cap);
+        let cap = lower(before);
+        self.hint.0.store(cap, Ordering::Relaxed);
+        cap
+    }
+
+    /// A response arrived. Returns whether the cap rose (a waiting request may take a stream).
+    pub(crate) fn responded(&self) -> bool {
+        let cap = self.cap.load(Ordering::Relaxed);
+        if cap == NONE {
+            return false;
+        }
+        if self.responses.fetch_add(1, Ordering::Relaxed) + 1 < cap {
+            return false;
+        }
+        self.responses.store(0, Ordering::Relaxed);
+        let rose = self
+            .cap
+            .compare_exchange(cap, cap + 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if rose {
+            self.hint.0.store(cap + 1, Ordering::Relaxed);
+        }
+        rose
+    }
+}
+
+#[cfg(all(test, not(pool_loom)))]
+mod tests {
+    use super::*;
+
+    impl Default for Calm {
+        fn default() -> Calm {
+            Calm::new(Arc::new(CalmHint::default()))
+        }
+    }
+
+    #[test]
+    fn a_new_connection_starts_from_the_cap_its_sibling_last_had() {
+        let hint = Arc::new(CalmHint::default());
+        let first = Calm::new(hint.clone());
+        first.refused(8);
+        assert_eq!(first.cap(), Some(7));
+        assert_eq!(Calm::new(hint.clone()).cap(), Some(7));
+        for _ in 0..7 {
+            first.responded();
+        }
+        assert_eq!(first.cap(), Some(8));
+        let third = Calm::new(hint.clone());
+        assert_eq!(third.cap(), Some(8));
+        // Each moves its own cap from there.
+        third.refused(8);
+        assert_eq!((first.cap(), third.cap()), (Some(8), Some(7)));
+    }
+
+    #[test]
+    fn without_a_refusal_there_is_no_cap_and_responses_change_nothing() {
+        let calm = Calm::default();
+        assert_eq!(calm.cap(), None);
+        assert!(!calm.responded());
+        assert_eq!(calm.cap(), None);
+    }
+
+    #[test]
+    fn a_burst_of_refusals_leaves_the_cap_at_the_streams_the_peer_accepted() {
+        let calm = Calm::default();
+        // 32 streams in flight; the peer takes 3 and refuses 29. Each refused stream's guard
+        // goes after its refusal is handled, so `taken` falls with the cap.
+        let mut taken = 32;
+        for _ in 0..29 {
+            calm.refused(taken);
+            taken -= 1;
+        }
+        assert_eq!(calm.cap(), Some(3));
+        // Refusals handled before any guard went (on other threads) count just the same.
+        let at_once = Calm::default();
+        for _ in 0..29 {
+            at_once.refused(32);
+        }
+        assert_eq!(at_once.cap(), Some(3));
+    }
+
+    #[test]
+    fn the_cap_follows_the_streams_taken_and_never_goes_below_one() {
+        let calm = Calm::default();
+        assert_eq!(calm.refused(100), 99);
+        assert_eq!(calm.refused(5), 4, "five taken, under the cap: four");
+        assert_eq!(calm.refused(2), 1);
+        assert_eq!(calm.refused(1), 1);
+        assert_eq!(calm.cap(), Some(1));
+    }
+
+    #[test]
+    fn every_caps_worth_of_responses_raises_the_cap_by_one() {
+        let calm = Calm::default();
+        calm.refused(3);
+        assert_eq!(calm.cap(), Some(2));
+        assert!(!calm.responded());
+        assert!(calm.responded(), "two responses at a cap of two");
+        assert_eq!(calm.cap(), Some(3));
+        assert!(!calm.responded());
+        assert!(!calm.responded());
+        assert!(calm.responded());
+        assert_eq!(calm.cap(), Some(4));
+        // A refusal after the rise lowers it again and starts the count over.
+        assert!(!calm.responded());
+        calm.refused(4);
+        assert_eq!(calm.cap(), Some(3));
+        assert!(!calm.responded() && !calm.responded());
+        assert!(calm.responded());
+        assert_eq!(calm.cap(), Some(4));
+    }
+}
