@@ -82,6 +82,9 @@
 //! * **h2o** (`h2o.rs`): TLS ALPN h2 at its 100-stream limit (`-c 200`, exactly two
 //!   connections), and its 1 s idle close met by a request every 1.5 s. One "skip" row without
 //!   h2o.
+//! * **Node.js's HTTP/2 server** (`node.rs`): 2 MB downloads at `-c 32`, which it sheds with
+//!   `ENHANCE_YOUR_CALM`; every request succeeds and the server did shed. One "skip" row
+//!   without node.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -120,6 +123,7 @@ mod latency;
 mod lifetime;
 mod lighttpd;
 mod nginx;
+mod node;
 mod oha;
 mod process;
 mod proxy;
@@ -275,6 +279,11 @@ fn main() -> ExitCode {
             &poolcurl,
             &nginx_dir,
             &tmp.path().join("lighttpd"),
+        ));
+        rows.extend(node::node_checks(
+            &poolcurl,
+            &nginx_dir,
+            &tmp.path().join("node"),
         ));
         (rows, comparison)
     };
