@@ -50,11 +50,20 @@ pub struct Error {
 struct ErrorImpl {
     kind: Kind,
     source: Option<Source>,
-    /// Set when the server provably did not process the request (see
-    /// [`Error::is_retryable`]).
-    not_processed: bool,
+    /// Whether the request is safe to send again, and why (see [`Error::is_retryable`]).
+    retryable: Retryable,
     /// The connection the failure happened on, if one was involved.
     connection: Option<ConnectionHandle>,
+}
+
+/// Why a failed request is safe to send again, if it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Retryable {
+    No,
+    /// The server provably did not process it.
+    NotProcessed,
+    /// It is idempotent and failed before any response, with no proof either way.
+    Idempotent,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +99,7 @@ impl Error {
             inner: Box::new(ErrorImpl {
                 kind,
                 source,
-                not_processed: false,
+                retryable: Retryable::No,
                 connection: None,
             }),
         }
@@ -152,7 +161,14 @@ impl Error {
 
     /// Marks the error as one the server provably did not process.
     pub(crate) fn not_processed(mut self) -> Error {
-        self.inner.not_processed = true;
+        self.inner.retryable = Retryable::NotProcessed;
+        self
+    }
+
+    /// Marks the error of an idempotent request that failed before any response, with no
+    /// proof whether the server processed it: safe to send again all the same.
+    pub(crate) fn idempotent_unanswered(mut self) -> Error {
+        self.inner.retryable = Retryable::Idempotent;
         self
     }
 
@@ -439,7 +455,8 @@ impl Error {
     pub fn is_refused_stream(&self) -> bool {
         self.h2_error().is_some_and(|h2| {
             !h2.is_go_away() && h2.reason() == Some(h2_reason::Reason::REFUSED_STREAM)
-        }) || (self.inner.not_processed && self.on_a_connection_allowing_no_streams())
+        }) || (self.inner.retryable == Retryable::NotProcessed
+            && self.on_a_connection_allowing_no_streams())
     }
 
     /// The failure happened on a connection that closed because its peer allows no HTTP/2
@@ -472,9 +489,10 @@ impl Error {
     /// requests itself when its [`RetryPolicy`](crate::RetryPolicy) and the body allow; this
     /// error reached the caller because they did not (a streaming body, the policy, or the
     /// re-send budget). A non-idempotent request on a connection lost that way is not marked:
-    /// the server may have processed it.
+    /// the server may have processed it. The message says which of the two holds: "the server
+    /// did not process the request" for a proof, "the request is idempotent" otherwise.
     pub fn is_retryable(&self) -> bool {
-        self.inner.not_processed
+        self.inner.retryable != Retryable::No
     }
 
     /// The first h2 error in the source chain.
@@ -519,8 +537,8 @@ impl fmt::Debug for Error {
         if let Some(source) = &self.inner.source {
             d.field("source", source);
         }
-        if self.inner.not_processed {
-            d.field("not_processed", &true);
+        if self.inner.retryable != Retryable::No {
+            d.field("retryable", &self.inner.retryable);
         }
         if let Some(connection) = &self.inner.connection {
             d.field("connection", &connection.id());
@@ -549,8 +567,14 @@ impl fmt::Display for Error {
         if graceful {
             f.write_str(": the server closed the connection gracefully (GOAWAY)")?;
         }
-        if self.inner.not_processed {
-            f.write_str(" (the server did not process the request; it is safe to send again)")?;
+        match self.inner.retryable {
+            Retryable::No => {}
+            Retryable::NotProcessed => {
+                f.write_str(" (the server did not process the request; it is safe to send again)")?
+            }
+            Retryable::Idempotent => f.write_str(
+                " (no response began and the request is idempotent: it is safe to send again)",
+            )?,
         }
         if !f.alternate() || graceful {
             return Ok(());

@@ -199,7 +199,14 @@ async fn a_streaming_body_is_not_replayed_but_its_error_is_retryable() {
     });
     let error = result.expect_err("not replayed");
     assert!(error.is_retryable(), "{error}");
-    assert!(error.to_string().contains("did not process"), "{error}");
+    // The server read the request before it closed: safe to send again because the request
+    // is idempotent, not because the server provably left it alone.
+    let message = error.to_string();
+    assert!(
+        message.contains("idempotent: it is safe to send again")
+            && !message.contains("did not process"),
+        "{message}"
+    );
     assert!(ends.try_recv().is_err());
     assert_eq!(pool.counters().transparent_retries, 0);
 }
@@ -1451,4 +1458,38 @@ async fn a_post_refused_asking_for_calm_fails_and_is_not_sent_again() {
     assert_eq!(body, "again");
     assert_eq!((first.id(), second.id()), (third.id(), third.id()));
     assert_eq!(server.streams_accepted(), 4, "the POST went once");
+}
+
+/// A GET that the server refuses with `ENHANCE_YOUR_CALM` every time fails once its re-sends
+/// are spent, marked safe to send again because it is idempotent, and its message says that
+/// rather than claiming the server did not process it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_refused_asking_for_calm_every_time_fails_once_its_re_sends_are_spent() {
+    let server = ScriptedH2Server::builder()
+        .default_stream(StreamPlan::reset(Reason::ENHANCE_YOUR_CALM))
+        .start()
+        .await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let error = tokio::time::timeout(LIMIT, client.request(get(&server.url("/"))))
+        .await
+        .expect("in time")
+        .expect_err("every stream is refused");
+    assert_eq!(error.http2_error_code(), Some(0xb), "{error}");
+    assert!(error.is_retryable(), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("the request is idempotent") && !message.contains("did not process"),
+        "{message}"
+    );
+    assert_eq!(
+        pool.counters().resends.get(ResendReason::EnhanceYourCalm),
+        u64::from(pool::DEFAULT_MAX_RESENDS)
+    );
+    assert_eq!(
+        server.streams_accepted(),
+        4,
+        "the first attempt and three re-sends"
+    );
 }

@@ -162,7 +162,7 @@ impl Resends<'_> {
             reason,
             ResendReason::ClosedBeforeResponse | ResendReason::EnhanceYourCalm
         );
-        let proven = !unproven || (served_before && self.idempotent);
+        let repeatable = !unproven || (served_before && self.idempotent);
         // A fresh connection that cannot take its first request says something about the
         // origin, not about a stale connection: fail rather than dial again. GOAWAY and
         // REFUSED_STREAM are proofs whatever the connection's age.
@@ -178,9 +178,13 @@ impl Resends<'_> {
         let spent = if free { 0 } else { self.counted };
         let fail = |served: Served| {
             let error = Error::request(error);
-            served.fail(if proven { error.not_processed() } else { error })
+            served.fail(match (repeatable, unproven) {
+                (false, _) => error,
+                (true, false) => error.not_processed(),
+                (true, true) => error.idempotent_unanswered(),
+            })
         };
-        if !proven || !stale || !self.policy.allows(reason) || !self.policy.has_budget(spent) {
+        if !repeatable || !stale || !self.policy.allows(reason) || !self.policy.has_budget(spent) {
             return Err(fail(served));
         }
         let next = match request {
