@@ -1367,7 +1367,7 @@ async fn shedding_server(
 /// (With more than one connection allowed per origin, the capped connection counts as full
 /// and the waiting requests open another, as at a stream limit the server announced.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_asking_for_calm_gets_fewer_streams_and_its_refused_gets_go_again() {
+async fn a_server_asking_for_calm_gets_fewer_streams_and_the_requests_it_refused_go_again() {
     let (hold, shed, again) = (Gate::new(), Gate::new(), Gate::new());
     let server = shedding_server(&hold, &shed, &again, 14).await;
     let events = EventLog::new();
