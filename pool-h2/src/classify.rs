@@ -19,21 +19,15 @@ use pool_core::ResendReason;
 ///
 /// A GOAWAY or reset that this side raised (a protocol error h2 detected) proves nothing.
 pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
-    let mut source: Option<&(dyn StdError + 'static)> = error.source();
-    while let Some(err) = source {
-        if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            if !h2.is_remote() {
-                return None;
-            }
-            if h2.is_go_away() {
-                return Some(ResendReason::GoAway);
-            }
-            if h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
-                return Some(ResendReason::RefusedStream);
-            }
-            return None;
-        }
-        source = err.source();
+    let h2 = first_h2(error)?;
+    if !h2.is_remote() {
+        return None;
+    }
+    if h2.is_go_away() {
+        return Some(ResendReason::GoAway);
+    }
+    if h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
+        return Some(ResendReason::RefusedStream);
     }
     None
 }
@@ -42,16 +36,21 @@ pub fn not_processed(error: &hyper::Error) -> Option<ResendReason> {
 /// `GOAWAY`): it is shedding load (see `calm.rs`). Not a proof that it did not process the
 /// request.
 pub(crate) fn asked_for_calm(error: &hyper::Error) -> bool {
+    first_h2(error).is_some_and(|h2| {
+        h2.is_remote() && h2.is_reset() && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM)
+    })
+}
+
+/// The first h2 error in `error`'s source chain: the one that says what the peer did.
+fn first_h2(error: &hyper::Error) -> Option<&h2::Error> {
     let mut source: Option<&(dyn StdError + 'static)> = error.source();
     while let Some(err) = source {
         if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            return h2.is_remote()
-                && h2.is_reset()
-                && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM);
+            return Some(h2);
         }
         source = err.source();
     }
-    false
+    None
 }
 
 /// Whether `error` says hyper dropped the request inside its dispatch task before h2 opened its

@@ -359,6 +359,18 @@ pub(crate) fn wait(
 
 pub(crate) static IDS: AtomicU64 = AtomicU64::new(1);
 
+/// The report of a connection established after every one before it, which ended after
+/// `served` requests (`cut` when its server cut it off), as when each replaces the last.
+pub(crate) fn ended(served: u64, cut: bool) -> super::Ended {
+    let id = IDS.fetch_add(1, Ordering::Relaxed);
+    super::Ended {
+        served,
+        cut,
+        id,
+        newest: id,
+    }
+}
+
 /// A record of `cell`, installed with an optional permit. Connections the tests create out of
 /// thin air still pass through `establishing`.
 pub(crate) fn record_with_permit(

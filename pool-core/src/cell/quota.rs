@@ -254,22 +254,13 @@ impl<T: CellTypes> Cell<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fakes::IDS;
     use super::*;
 
-    /// Connection ids for the tests' reports, growing as connections are established.
-    static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
     impl QuotaLearner {
-        /// A report of a connection established after every one reported before it, as when
-        /// each replaces the last.
+        /// A report of a connection established after every one reported before it.
         fn ended(&self, served: u64, cut: bool) -> Option<u64> {
-            let id = IDS.fetch_add(1, Ordering::Relaxed);
-            self.connection_ended(Ended {
-                served,
-                cut,
-                id,
-                newest: id,
-            })
+            self.connection_ended(super::super::fakes::ended(served, cut))
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::fakes::{Fake, FakeH1, FakeH2, IDS, Rig, h1, h2, record_with_permit};
+use super::fakes::{Fake, FakeH1, FakeH2, IDS, Rig, ended, h1, h2, record_with_permit};
 use super::*;
 use crate::admission::Admission;
 use crate::close::CloseReason;
@@ -29,18 +29,6 @@ use crate::waiter::Requirement;
 fn returning(cell: &Cell<Fake>) -> FakeH1 {
     cell.gauges().inc(Gauge::Establishing);
     h1(cell)
-}
-
-/// A connection established after every one before it ended after `served` requests (`cut`
-/// when its server cut it off).
-fn ended(served: u64, cut: bool) -> Ended {
-    let id = IDS.fetch_add(1, Ordering::Relaxed);
-    Ended {
-        served,
-        cut,
-        id,
-        newest: id,
-    }
 }
 
 fn take(w: &Arc<CellWaiter<Fake>>) -> Option<Grant<Fake>> {
