@@ -25,6 +25,7 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 mod alloc;
 mod curl;
 mod load;
+mod log;
 mod origin;
 #[cfg(test)]
 mod scratch;
@@ -45,7 +46,9 @@ static ALLOCATOR: alloc::Mimalloc = alloc::Mimalloc;
         All URLs of one invocation go through one pool, so same-origin URLs reuse the \
         connection; -v and -w show the partition and connection that served each response.\n\n\
         `poolcurl load` drives concurrent load through the pool's partitions and shows what the \
-        pool did (try `poolcurl load --local`); `poolcurl serve` runs the local origin it uses.",
+        pool did (try `poolcurl load --local`); `poolcurl serve` runs the local origin it uses.\n\n\
+        POOLCURL_LOG=FILTER prints the libraries' own log to stderr (h2=debug: every HTTP/2 \
+        frame; pool=debug: the pool's decisions).",
     after_help = curl::args::unsupported::help(),
     args_override_self = true,
     args_conflicts_with_subcommands = true,
@@ -71,6 +74,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    log::init();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let curl_mode = curl::usage::is_curl_mode(&argv);
     let mut groups = if curl_mode {

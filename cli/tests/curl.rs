@@ -584,6 +584,59 @@ async fn trace_shows_an_http2_exchange() {
     );
 }
 
+/// `POOLCURL_LOG` puts the libraries' own log on stderr: with `h2=debug`, the HTTP/2 frames
+/// h2 sends and receives (the SETTINGS exchange and the request's HEADERS), and nothing of
+/// hyper's, which the filter leaves out. Unset, the same run's stderr is empty; a filter that
+/// does not parse is said in one line and the transfer still succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn poolcurl_log_shows_the_libraries_events_when_asked() {
+    let server = ScriptedH2Server::start_with(StreamPlan::status(200)).await;
+    let url = server.url("/");
+    let args = ["-s", "--http2-prior-knowledge", url.as_str()];
+    let with = |filter: &'static str| {
+        let mut command = common::poolcurl_command();
+        command.args(args).env("POOLCURL_LOG", filter);
+        async move {
+            let out = tokio::time::timeout(LIMIT, command.output())
+                .await
+                .expect("poolcurl finished in time")
+                .expect("poolcurl ran");
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            stderr
+        }
+    };
+
+    let log = with("h2=debug").await;
+    let frames: Vec<&str> = log.lines().filter(|l| l.contains(" DEBUG ")).collect();
+    assert!(
+        frames.iter().any(|l| l.contains("send frame=Settings")),
+        "{log}"
+    );
+    assert!(
+        frames.iter().any(|l| l.contains("received frame=Settings")),
+        "{log}"
+    );
+    assert!(
+        frames
+            .iter()
+            .any(|l| l.contains("send frame=Headers { stream_id: StreamId(1)")),
+        "{log}"
+    );
+    assert!(!log.contains("hyper::"), "{log}");
+
+    let quiet = poolcurl(&args).await;
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert_eq!(quiet.stderr, "");
+
+    let bad = with("h2=loud").await;
+    assert!(
+        bad.starts_with("poolcurl: POOLCURL_LOG: ") && bad.ends_with("going on without the log\n"),
+        "{bad}"
+    );
+    assert_eq!(bad.lines().count(), 1, "{bad}");
+}
+
 /// `-v` notes request data and the body's first block (`} [N bytes data]`, `{ [...]`) where
 /// the body does not go to a terminal, and says a `-T` upload is complete.
 #[tokio::test(flavor = "multi_thread")]

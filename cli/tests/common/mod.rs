@@ -2,8 +2,9 @@
 
 /// A `poolcurl` command for a test: stdin closed, killed if the test drops it, without the
 /// proxy variables poolcurl reads (the runs talk to loopback peers; a proxy configured in the
-/// test's environment must not apply), and with a home of its own (empty), so that the
-/// tester's `~/.curlrc` and `~/.netrc` do not apply either.
+/// test's environment must not apply), without a `POOLCURL_LOG` that would add the libraries'
+/// log to stderr, and with a home of its own (empty), so that the tester's `~/.curlrc` and
+/// `~/.netrc` do not apply either.
 pub(crate) fn poolcurl_command() -> tokio::process::Command {
     // One empty directory for every run (nothing writes there), so none is left per process.
     let home = std::env::temp_dir().join("poolcurl-test-home");
@@ -18,6 +19,7 @@ pub(crate) fn poolcurl_command() -> tokio::process::Command {
         "HTTPS_PROXY",
         "all_proxy",
         "ALL_PROXY",
+        "POOLCURL_LOG",
     ] {
         command.env_remove(var);
     }
