@@ -41,6 +41,17 @@ pub(crate) fn asked_for_calm(error: &hyper::Error) -> bool {
     })
 }
 
+/// Whether the peer's `GOAWAY` behind `error` was a graceful one (`NO_ERROR`), as a server
+/// sends when a connection has carried its quota of requests. A `GOAWAY` with an error code
+/// ends the connection for what was sent on it (Tomcat's `ENHANCE_YOUR_CALM` when frames cost
+/// it too much, a `PROTOCOL_ERROR`), so the count it came at says nothing of a quota, however
+/// steady.
+pub(crate) fn graceful_go_away(error: &hyper::Error) -> bool {
+    first_h2(error).is_some_and(|h2| {
+        h2.is_remote() && h2.is_go_away() && h2.reason() == Some(h2::Reason::NO_ERROR)
+    })
+}
+
 /// The first h2 error in `error`'s source chain: the one that says what the peer did.
 fn first_h2(error: &hyper::Error) -> Option<&h2::Error> {
     let mut source: Option<&(dyn StdError + 'static)> = error.source();

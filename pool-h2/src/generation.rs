@@ -14,7 +14,8 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 
 use crate::classify::{
-    asked_for_calm, held_back, is_connection_error, is_connection_lost, not_processed,
+    asked_for_calm, graceful_go_away, held_back, is_connection_error, is_connection_lost,
+    not_processed,
 };
 use crate::guard::StreamGuard;
 use crate::handshake::H2Home;
@@ -487,8 +488,9 @@ impl StreamGuard {
                             .flatten()
                         });
                         if let (Some(generation), Some(reason)) = (generation, not_processed) {
-                            // What the connection's end tells its cell (see `quota.rs`).
-                            let cut = reason == ResendReason::GoAway;
+                            // What the connection's end tells its cell (see `quota.rs`):
+                            // only a graceful GOAWAY is a quota's cut.
+                            let cut = reason == ResendReason::GoAway && graceful_go_away(&error);
                             generation.streams.quota.not_processed(cut);
                         }
                         let connection_level = is_connection_error(&error)

@@ -3,7 +3,9 @@
 //!
 //! The cell learns the quota (pool-core's `cell/quota.rs`) from what its connections report
 //! when they end: how many requests the server processed on each, and whether the server's
-//! GOAWAY cut off at least one more. A generation published with a quota takes at most that
+//! graceful GOAWAY (`NO_ERROR`) cut off at least one more; one with an error code ends a
+//! connection for what was sent on it, not for how many requests it carried, and teaches
+//! nothing (`classify::graceful_go_away`). A generation published with a quota takes at most that
 //! many reservations over its life and retires when it hands hyper the last of them
 //! (`CloseReason::RequestQuota`), so no request is sent where the server would refuse it.
 //!
@@ -26,7 +28,7 @@ pub(crate) struct RequestQuota {
     /// Requests dispatched here that the server provably did not process: handed back
     /// unsent, refused, or cut off by its GOAWAY.
     unprocessed: AtomicU64,
-    /// The server's GOAWAY cut off at least one request.
+    /// The server's graceful GOAWAY cut off at least one request.
     cut: AtomicBool,
 }
 
@@ -102,8 +104,8 @@ impl RequestQuota {
         dispatched > 0 && dispatched.checked_add(window) == Some(limit)
     }
 
-    /// A request dispatched here was not processed by the server; `cut` when its GOAWAY said
-    /// so.
+    /// A request dispatched here was not processed by the server; `cut` when a graceful
+    /// GOAWAY said so.
     pub(crate) fn not_processed(&self, cut: bool) {
         self.unprocessed.fetch_add(1, Ordering::AcqRel);
         if cut {

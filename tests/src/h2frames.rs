@@ -25,6 +25,9 @@ use crate::h2wire::{
 };
 use tokio::net::{TcpListener, TcpStream};
 
+/// The GOAWAY error code of a graceful end.
+const NO_ERROR: u32 = 0;
+
 /// What a scripted connection (the first, or the first few: [`FramePeer::start_scripted`])
 /// does once it has read the HEADERS of `streams` requests.
 #[derive(Clone, Copy, Debug)]
@@ -76,7 +79,7 @@ impl FramePeer {
     /// Starts the peer on loopback; its first `scripted` connections each follow `script` (a
     /// server whose connections keep failing, one after another).
     pub async fn start_scripted(script: GoAwayScript, scripted: usize) -> FramePeer {
-        FramePeer::listen(script, scripted, false).await
+        FramePeer::listen(script, scripted, false, NO_ERROR).await
     }
 
     /// Starts a peer that serves `quota` requests on each connection, as nginx does with
@@ -84,6 +87,13 @@ impl FramePeer {
     /// naming that request's stream as the last, answers the requests up to it, leaves those
     /// above it unanswered, and closes the connection once the answers are written.
     pub async fn start_with_quota(quota: usize) -> FramePeer {
+        FramePeer::start_cutting_with(quota, NO_ERROR).await
+    }
+
+    /// As [`FramePeer::start_with_quota`], but each GOAWAY carries the error `code` instead of
+    /// `NO_ERROR`: a server that ends connections for something the client did, at a steady
+    /// count (Tomcat's overhead protection, `ENHANCE_YOUR_CALM` = 0xb), not for a quota.
+    pub async fn start_cutting_with(quota: usize, code: u32) -> FramePeer {
         let script = GoAwayScript {
             streams: quota,
             last_stream_id: 0,
@@ -91,10 +101,10 @@ impl FramePeer {
             reset: false,
             silent: false,
         };
-        FramePeer::listen(script, usize::MAX, true).await
+        FramePeer::listen(script, usize::MAX, true, code).await
     }
 
-    async fn listen(script: GoAwayScript, scripted: usize, quota: bool) -> FramePeer {
+    async fn listen(script: GoAwayScript, scripted: usize, quota: bool, code: u32) -> FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -114,7 +124,8 @@ impl FramePeer {
                     };
                     let script = (index < scripted).then_some(script);
                     let signals = (reset.clone(), headers.clone());
-                    tokio::spawn(serve(io, script, quota, seen.clone(), index, signals));
+                    let serve = serve(io, script, (quota, code), seen.clone(), index, signals);
+                    tokio::spawn(serve);
                 }
             }
         });
@@ -175,10 +186,11 @@ impl Drop for FramePeer {
 
 /// Serves one connection; with `quota`, the script's last stream id is that of its
 /// `streams`-th request, and the connection closes once the requests up to it are answered.
+/// `code` is the error code of the script's GOAWAY.
 async fn serve(
     mut io: TcpStream,
     mut script: Option<GoAwayScript>,
-    quota: bool,
+    (quota, code): (bool, u32),
     seen: Arc<Mutex<Seen>>,
     index: usize,
     (reset, headers): (Signal, Signal),
@@ -238,7 +250,7 @@ async fn serve(
                     reset_now = script.reset;
                     if script.goaway {
                         let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
-                        goaway.extend_from_slice(&0u32.to_be_bytes()); // NO_ERROR
+                        goaway.extend_from_slice(&code.to_be_bytes());
                         out.extend(frame(GOAWAY, 0, 0, &goaway));
                     }
                 }

@@ -987,6 +987,41 @@ async fn a_request_quota_learnt_in_one_partition_is_kept_in_the_others() {
     assert!(events.failed().is_empty(), "{:?}", events.failed());
 }
 
+/// A server that ends every connection after the same count with a GOAWAY carrying an error
+/// (here `ENHANCE_YOUR_CALM`, as Tomcat's overhead protection sends it) is not enforcing a
+/// request quota: what ended the connection was something sent on it. The streams above the
+/// GOAWAY's last id still go again (not processed, whatever the code), but three such cuts at
+/// the same count teach no quota, and no connection retires as `request_quota`. Before, the
+/// pool learnt Tomcat's steady count as a quota and retired hundreds of connections there.
+#[tokio::test]
+async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
+    const ENHANCE_YOUR_CALM: u32 = 0xb;
+    let peer = FramePeer::start_cutting_with(QUOTA, ENHANCE_YOUR_CALM).await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+    for round in 1..=3 {
+        let served = quota_burst(pool.clone(), client.clone(), url.clone(), events.clone()).await;
+        assert_eq!(served, BURST, "round {round}");
+        assert_eq!(
+            pool.counters().resends.get(ResendReason::GoAway),
+            2 * round,
+            "round {round}: the two above the last id went again"
+        );
+    }
+    assert_eq!(pool.stats(&url).request_quota(), None);
+    assert_eq!(events.closed_with(CloseReason::RequestQuota), 0);
+    // Each round: a connection cut off after four, a second for the two sent again.
+    let per_connection: Vec<usize> = peer.streams().iter().map(|conn| conn.len()).collect();
+    assert_eq!(per_connection, [QUOTA, BURST - QUOTA].repeat(3));
+    assert!(events.failed().is_empty(), "{:?}", events.failed());
+}
+
 /// A server that closes each HTTP/1 connection after one response without saying so (no
 /// `Connection: close`; tinyproxy 1.11 does this): the next request sent on it is read and
 /// met with the close. Two such cuts after one response each teach the pool the quota 1, as
