@@ -389,8 +389,9 @@ pub enum ResendReason {
     /// processed).
     RefusedStream,
     /// A reused connection closed or reset before the response began (HTTP/1: before any byte
-    /// of it; HTTP/2: under the stream, with no `GOAWAY` or `RST_STREAM` about it), and the
-    /// request is idempotent (RFC 9110 §9.2.2, or it carries `Idempotency-Key`).
+    /// of it; HTTP/2: under the stream, with no `GOAWAY` or `RST_STREAM` about it, or ended by
+    /// h2 itself on the server's protocol error), and the request is idempotent (RFC 9110
+    /// §9.2.2, or it carries `Idempotency-Key`).
     ClosedBeforeResponse,
     /// The server reset the HTTP/2 stream with `ENHANCE_YOUR_CALM` before its response began:
     /// it is shedding load it never announced as a limit (Node.js does so while its session's

@@ -14,7 +14,7 @@
 //! | `unsent` | hyper handed the request back unsent from a reused connection | any |
 //! | `go_away` | HTTP/2 `GOAWAY` covered the stream (RFC 9113 §6.8) | any |
 //! | `refused_stream` | HTTP/2 `REFUSED_STREAM` (RFC 9113 §8.7), or a request that never became a stream on a connection whose peer allows none (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) | any |
-//! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; an HTTP/2 connection the server had begun to serve (it had sent something, its SETTINGS at least) closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
+//! | `closed_before_response` | a reused HTTP/1 connection closed or reset before any byte of the response; an HTTP/2 connection the server had begun to serve (it had sent something, its SETTINGS at least) closed or reset under the stream before its response began, with no `GOAWAY` or `RST_STREAM` about it, or ended by h2 itself (its own `GOAWAY`) on the server's protocol error, such as Traffic Server's second `GOAWAY` raising the last stream id | idempotent only (RFC 9110 §9.2.2), or with `Idempotency-Key` |
 //! | `enhance_your_calm` | the server reset the HTTP/2 stream with `ENHANCE_YOUR_CALM` before its response began: it is shedding load it never announced as a limit (Node.js refuses new streams so while its session's memory is over `maxSessionMemory`); the connection opens fewer streams from then on (`pool_h2`'s calm cap) | idempotent only, as above: the code is no proof (RFC 9113 §8.7) |
 //!
 //! The last two are not proofs. `closed_before_response` follows Go's `Transport`: the server closing an idle keep-alive connection

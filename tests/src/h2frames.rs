@@ -2,7 +2,8 @@
 //! a `GOAWAY` whose last stream id is below streams the client has already opened, optionally
 //! followed by a reset of the connection (nginx closing a connection on reload while the
 //! client is still sending), or such a reset with no `GOAWAY` at all (a connection lost under
-//! streams the peer had read), with or without the peer's SETTINGS before it.
+//! streams the peer had read), with or without the peer's SETTINGS before it; a `GOAWAY` with
+//! an error code at a steady count; a second `GOAWAY` that raises the last stream id.
 //!
 //! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
 //! it can never leave a received stream above the line. This peer reads frames itself and
@@ -27,6 +28,20 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// The GOAWAY error code of a graceful end.
 const NO_ERROR: u32 = 0;
+
+/// How the scripted connections' GOAWAY goes, beyond the script itself.
+#[derive(Clone, Copy, Debug)]
+struct Goaways {
+    /// Act on every connection, once it has read the script's count of requests, with the
+    /// last of them as the last stream id (a per-connection request quota), rather than once.
+    quota: bool,
+    /// The GOAWAY's error code.
+    code: u32,
+    /// Follow the GOAWAY at once with a second one (`NO_ERROR`) naming the highest stream id
+    /// there is, before answering anything: a raise RFC 9113 §6.8 forbids, which Apache
+    /// Traffic Server 9.2 sends after an `ENHANCE_YOUR_CALM` one.
+    raise: bool,
+}
 
 /// What a scripted connection (the first, or the first few: [`FramePeer::start_scripted`])
 /// does once it has read the HEADERS of `streams` requests.
@@ -79,7 +94,26 @@ impl FramePeer {
     /// Starts the peer on loopback; its first `scripted` connections each follow `script` (a
     /// server whose connections keep failing, one after another).
     pub async fn start_scripted(script: GoAwayScript, scripted: usize) -> FramePeer {
-        FramePeer::listen(script, scripted, false, NO_ERROR).await
+        let goaways = Goaways {
+            quota: false,
+            code: NO_ERROR,
+            raise: false,
+        };
+        FramePeer::listen(script, scripted, goaways).await
+    }
+
+    /// Starts a peer whose first connection follows `script` with a GOAWAY carrying `code`,
+    /// and then, before it answers anything, a second GOAWAY raising the last stream id to the
+    /// highest there is (as Traffic Server 9.2 does): the client's h2 takes the raise as a
+    /// protocol error and ends the connection under the streams at or below the first GOAWAY's
+    /// last id.
+    pub async fn start_raising(script: GoAwayScript, code: u32) -> FramePeer {
+        let goaways = Goaways {
+            quota: false,
+            code,
+            raise: true,
+        };
+        FramePeer::listen(script, 1, goaways).await
     }
 
     /// Starts a peer that serves `quota` requests on each connection, as nginx does with
@@ -101,10 +135,15 @@ impl FramePeer {
             reset: false,
             silent: false,
         };
-        FramePeer::listen(script, usize::MAX, true, code).await
+        let goaways = Goaways {
+            quota: true,
+            code,
+            raise: false,
+        };
+        FramePeer::listen(script, usize::MAX, goaways).await
     }
 
-    async fn listen(script: GoAwayScript, scripted: usize, quota: bool, code: u32) -> FramePeer {
+    async fn listen(script: GoAwayScript, scripted: usize, goaways: Goaways) -> FramePeer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -124,8 +163,7 @@ impl FramePeer {
                     };
                     let script = (index < scripted).then_some(script);
                     let signals = (reset.clone(), headers.clone());
-                    let serve = serve(io, script, (quota, code), seen.clone(), index, signals);
-                    tokio::spawn(serve);
+                    tokio::spawn(serve(io, script, goaways, seen.clone(), index, signals));
                 }
             }
         });
@@ -184,13 +222,12 @@ impl Drop for FramePeer {
     }
 }
 
-/// Serves one connection; with `quota`, the script's last stream id is that of its
+/// Serves one connection; with a `quota`, the script's last stream id is that of its
 /// `streams`-th request, and the connection closes once the requests up to it are answered.
-/// `code` is the error code of the script's GOAWAY.
 async fn serve(
     mut io: TcpStream,
     mut script: Option<GoAwayScript>,
-    (quota, code): (bool, u32),
+    Goaways { quota, code, raise }: Goaways,
     seen: Arc<Mutex<Seen>>,
     index: usize,
     (reset, headers): (Signal, Signal),
@@ -252,6 +289,11 @@ async fn serve(
                         let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
                         goaway.extend_from_slice(&code.to_be_bytes());
                         out.extend(frame(GOAWAY, 0, 0, &goaway));
+                        if raise {
+                            let mut raised = i32::MAX.to_be_bytes().to_vec();
+                            raised.extend_from_slice(&NO_ERROR.to_be_bytes());
+                            out.extend(frame(GOAWAY, 0, 0, &raised));
+                        }
                     }
                 }
                 Some(script.last_stream_id)

@@ -813,6 +813,54 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
     );
 }
 
+/// Apache Traffic Server 9.2 follows a `GOAWAY(ENHANCE_YOUR_CALM, last = n)` at once with a
+/// `GOAWAY(NO_ERROR)` naming the highest stream id there is. h2 takes the raise as the protocol
+/// error it is and ends the connection under the streams at or below `n`, none answered yet:
+/// for them the connection is gone before their response, as after a reset, so the idempotent
+/// ones go again (`closed_before_response`) and the POST fails, retryable only by its caller's
+/// judgement. The streams above `n` go again as `go_away`, whatever the method. Before, the
+/// GETs at or below `n` failed with h2's "unspecific protocol error".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_h2_ends_on_a_raised_goaway_sends_its_unanswered_gets_again() {
+    const ENHANCE_YOUR_CALM: u32 = 0xb;
+    let script = GoAwayScript {
+        streams: 5,
+        last_stream_id: 5,
+        goaway: true,
+        reset: false,
+        silent: false,
+    };
+    let peer = FramePeer::start_raising(script, ENHANCE_YOUR_CALM).await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/");
+
+    // Stream 1 (the POST, dispatched first) and 3 and 5 are at or below the last id; 7 and 9
+    // are above it.
+    let mut tasks = tokio::task::JoinSet::new();
+    spawn_exchange(&mut tasks, &client, &url, Method::POST);
+    peer.wait_headers(1).await;
+    for _ in 0..4 {
+        spawn_exchange(&mut tasks, &client, &url, Method::GET);
+    }
+    let outcomes = join_all(tasks).await;
+    let failed: Vec<&pool::Error> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(failed.len(), 1, "only the POST fails: {failed:?}");
+    assert_eq!(failed[0].http2_error_code(), Some(0x1), "PROTOCOL_ERROR");
+    assert!(!failed[0].is_retryable(), "{}", failed[0]);
+    let streams = peer.streams();
+    assert_eq!(
+        streams[0].len(),
+        5,
+        "all five opened on the first connection"
+    );
+    assert_eq!(streams[1].len(), 4, "the four GETs went again: {streams:?}");
+    let resends = &pool.counters().resends;
+    assert_eq!(resends.get(ResendReason::GoAway), 2);
+    assert_eq!(resends.get(ResendReason::ClosedBeforeResponse), 2);
+}
+
 /// A server that serves a fixed number of requests per connection (4 here; nginx's
 /// `keepalive_requests`, 1,000 by default) and cuts off the streams opened after that with
 /// GOAWAY. The first two connections it cuts off at 4 teach the pool the quota; from then on
