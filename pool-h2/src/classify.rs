@@ -88,9 +88,9 @@ pub(crate) fn held_back(error: &hyper::Error, dispatcher_ended: bool) -> bool {
 /// Whether the stream failed with `error` because the connection under it was lost: the peer
 /// reset or closed the transport (an I/O error of those kinds, or the end of the stream h2 reports
 /// as a broken pipe) while no `GOAWAY` or `RST_STREAM` said what became of the stream, or h2
-/// ended the connection itself (its own `GOAWAY`) on a protocol error of the peer's, such as
-/// Traffic Server's second `GOAWAY` raising the last stream id (RFC 9113 §6.8 forbids it):
-/// either way the connection is gone before the response began.
+/// ended the connection itself (its own `GOAWAY` with an error code) on a protocol error of the
+/// peer's, such as Traffic Server's second `GOAWAY` raising the last stream id (RFC 9113 §6.8
+/// forbids it): either way the connection is gone before the response began.
 ///
 /// Unlike [`not_processed`] this proves nothing: the server may have processed the request and
 /// lost its response with the connection (nginx, shutting a worker down on reload, closes with
@@ -103,7 +103,7 @@ pub fn is_connection_lost(error: &hyper::Error) -> bool {
     let mut source: Option<&(dyn StdError + 'static)> = error.source();
     while let Some(err) = source {
         if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            return h2.get_io().is_some_and(lost) || (h2.is_go_away() && h2.is_library());
+            return h2.get_io().is_some_and(lost) || ended_on_protocol_error(h2);
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             return lost(io);
@@ -111,6 +111,12 @@ pub fn is_connection_lost(error: &hyper::Error) -> bool {
         source = err.source();
     }
     false
+}
+
+/// Whether h2 itself ended the connection with an error code (a `GOAWAY` of its own, not a
+/// graceful one): the peer broke the protocol, or flooded it.
+fn ended_on_protocol_error(h2: &h2::Error) -> bool {
+    h2.is_go_away() && h2.is_library() && h2.reason() != Some(h2::Reason::NO_ERROR)
 }
 
 /// Whether `error` concerns the whole HTTP/2 connection rather than one stream.

@@ -34,9 +34,9 @@
 //!   proved it did not process a stream (its GOAWAY covered it, or it refused it), so the pool
 //!   may send the request again; [`is_connection_lost`] tells when the connection was reset or
 //!   closed under a stream with no such proof (or h2 ended it on the peer's protocol error,
-//!   such as a second GOAWAY raising the last stream id), which the pool repeats only for idempotent
-//!   requests, and only if the peer had sent something on the connection (the failure's
-//!   `heard`).
+//!   such as a second GOAWAY raising the last stream id), which the pool repeats only for
+//!   idempotent requests, and only if the peer had sent something on the connection (the
+//!   failure's `heard`).
 //! * A stream the pool gave up on while hyper still holds it open ([`StreamGuard::abandon`]:
 //!   a refused upload the server grants no window for) stays counted against the limit but
 //!   does not keep the generation in use; once no stream can be taken on the generation and

@@ -5,8 +5,8 @@
 //! when they end: how many requests the server processed on each, and whether the server's
 //! graceful GOAWAY (`NO_ERROR`) cut off at least one more; one with an error code ends a
 //! connection for what was sent on it, not for how many requests it carried, and teaches
-//! nothing (`classify::graceful_go_away`). A generation published with a quota takes at most that
-//! many reservations over its life and retires when it hands hyper the last of them
+//! nothing (`classify::graceful_go_away`). A generation published with a quota takes at most
+//! that many reservations over its life and retires when it hands hyper the last of them
 //! (`CloseReason::RequestQuota`), so no request is sent where the server would refuse it.
 //!
 //! Without a quota the only cost on the request path is one load per reservation; the counts
