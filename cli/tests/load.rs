@@ -296,6 +296,46 @@ async fn h2c_connections_opened_equal_the_servers_accepts() {
     assert_eq!(json["config"]["protocol"], "http2-prior-knowledge");
 }
 
+/// `--http2-stream-window` is the window each connection announces in its SETTINGS (read
+/// from h2's own log of the frame, `POOLCURL_LOG=h2=debug`); without it, hyper's 2 MiB.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stream_window_flag_goes_into_the_settings() {
+    let server = ScriptedH2Server::start_with(StreamPlan::ok("hello")).await;
+    let url = server.url("/");
+    for (flag, announced) in [
+        (
+            &["--http2-stream-window", "1M"][..],
+            "initial_window_size: 1048576",
+        ),
+        (&[], "initial_window_size: 2097152"),
+    ] {
+        let mut command = common::poolcurl_command();
+        command
+            .args([
+                "load",
+                "--no-progress",
+                "--http2-prior-knowledge",
+                "-n",
+                "4",
+            ])
+            .args(["-c", "2", "--partitions", "1", &url])
+            .args(flag)
+            .env("POOLCURL_LOG", "h2=debug");
+        let out = tokio::time::timeout(LIMIT, command.output())
+            .await
+            .expect("poolcurl finished in time")
+            .expect("poolcurl ran");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let settings: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains("send frame=Settings { flags: (0x0)"))
+            .collect();
+        assert_eq!(settings.len(), 1, "one connection: {stderr}");
+        assert!(settings[0].contains(announced), "{flag:?}: {}", settings[0]);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_alpn_connections_opened_equal_the_servers_accepts() {
     let pki = TestPki::new();
@@ -686,6 +726,7 @@ async fn bad_flags_exit_2_with_clap_messages() {
         &["load", "-n", "5", "-z", "1s", "http://127.0.0.1:1/"],
         &["load", "--max-pending-per-host", "2", "http://127.0.0.1:1/"],
         &["load", "--reuse-scope", "galaxy", "http://127.0.0.1:1/"],
+        &["load", "--http2-stream-window", "2G", "http://127.0.0.1:1/"],
         &["load"],
         &["load", "--local", "http://127.0.0.1:1/"],
         &["load", "/bytes/10"],

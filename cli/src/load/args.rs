@@ -17,7 +17,7 @@ use clap::{ArgAction, ValueEnum};
 use http::Uri;
 
 use super::volume::{Volume, parse_count, parse_duration};
-use crate::curl::args::{ConnectArgs, RequestArgs, parse_seconds};
+use crate::curl::args::{ConnectArgs, RequestArgs, parse_seconds, parse_size};
 use crate::curl::url::parse_url;
 
 /// The volume when neither `-n` nor `-z` is given, for URLs (oha's and hey's default).
@@ -215,6 +215,16 @@ pub(crate) struct LoadArgs {
     )]
     pub(crate) http2_max_connections: Option<u64>,
 
+    /// HTTP/2 receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE; k, M or G suffix)
+    /// [default: 2M]
+    #[arg(
+        long = "http2-stream-window",
+        value_name = "SIZE",
+        value_parser = parse_stream_window,
+        help_heading = "Pool"
+    )]
+    pub(crate) http2_stream_window: Option<u32>,
+
     /// Before the run, open N connections per partition and origin (reported apart; under --max-connections-per-host, at most each partition's equal share of it)
     #[arg(long = "preconnect", value_name = "N", help_heading = "Pool")]
     pub(crate) preconnect: Option<u64>,
@@ -368,6 +378,16 @@ fn parse_idle_timeout(text: &str) -> Result<IdleTimeout, String> {
     }
     let timeout = parse_seconds(text)?;
     Ok(IdleTimeout(Some(timeout).filter(|t| !t.is_zero())))
+}
+
+/// Parses `--http2-stream-window`: a size (`k`, `M` or `G` suffix, powers of 1024) of at most
+/// 2^31-1 bytes, the largest window HTTP/2 allows (RFC 9113 §6.9.1).
+fn parse_stream_window(text: &str) -> Result<u32, String> {
+    let size = parse_size(text)?;
+    u32::try_from(size)
+        .ok()
+        .filter(|size| *size <= i32::MAX as u32)
+        .ok_or_else(|| format!("an HTTP/2 window is at most 2147483647 bytes, got {text:?}"))
 }
 
 #[cfg(test)]

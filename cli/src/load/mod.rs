@@ -400,6 +400,9 @@ fn build_pool(
         builder = builder
             .http2_max_connections_per_origin(usize::try_from(connections).unwrap_or(usize::MAX));
     }
+    if let Some(window) = args.http2_stream_window {
+        builder = builder.http2_initial_stream_window_size(Some(window));
+    }
     threads.build(builder).map_err(|e| match e.build_error() {
         Some(rejected) => setup::build_error(connect, rejected).message().to_owned(),
         None => format!("starting the partition threads: {e:#}"),

@@ -42,7 +42,7 @@ pub(crate) mod unsupported;
 
 pub(crate) use compat::CompatArgs;
 pub(crate) use net::NetArgs;
-pub(crate) use parse::parse_seconds;
+pub(crate) use parse::{parse_seconds, parse_size};
 pub(crate) use proxy_auth::ProxyAuthArgs;
 pub(crate) use proxy_choice::ProxyChoiceArgs;
 pub(crate) use proxy_tls::ProxyTlsArgs;
