@@ -727,6 +727,7 @@ async fn bad_flags_exit_2_with_clap_messages() {
         &["load", "--max-pending-per-host", "2", "http://127.0.0.1:1/"],
         &["load", "--reuse-scope", "galaxy", "http://127.0.0.1:1/"],
         &["load", "--http2-stream-window", "2G", "http://127.0.0.1:1/"],
+        &["load", "--http2-stream-window", "0", "http://127.0.0.1:1/"],
         &["load"],
         &["load", "--local", "http://127.0.0.1:1/"],
         &["load", "/bytes/10"],

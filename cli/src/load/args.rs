@@ -381,9 +381,13 @@ fn parse_idle_timeout(text: &str) -> Result<IdleTimeout, String> {
 }
 
 /// Parses `--http2-stream-window`: a size (`k`, `M` or `G` suffix, powers of 1024) of at most
-/// 2^31-1 bytes, the largest window HTTP/2 allows (RFC 9113 §6.9.1).
+/// 2^31-1 bytes, the largest window HTTP/2 allows (RFC 9113 §6.9.1), and not 0, which would
+/// hold every response body back for good.
 fn parse_stream_window(text: &str) -> Result<u32, String> {
     let size = parse_size(text)?;
+    if size == 0 {
+        return Err("a window of 0 bytes would stall every response body".to_owned());
+    }
     u32::try_from(size)
         .ok()
         .filter(|size| *size <= i32::MAX as u32)
