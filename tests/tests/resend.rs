@@ -822,7 +822,6 @@ async fn streams_above_the_goaway_last_stream_id_are_sent_again_on_a_new_connect
 /// GETs at or below `n` failed with h2's "unspecific protocol error".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_h2_ends_on_a_raised_goaway_sends_its_unanswered_gets_again() {
-    const ENHANCE_YOUR_CALM: u32 = 0xb;
     let script = GoAwayScript {
         streams: 5,
         last_stream_id: 5,
@@ -953,6 +952,9 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
 const QUOTA: usize = 4;
 const BURST: usize = 6;
 
+/// The HTTP/2 error code `ENHANCE_YOUR_CALM`, as the frame peer's GOAWAYs carry it.
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
 /// One burst of [`BURST`] GET requests through `client`, then every connection it left open
 /// closed, so the next burst starts on a new connection and each connection's report to its
 /// cell is in. Returns how many were served.
@@ -1043,14 +1045,9 @@ async fn a_request_quota_learnt_in_one_partition_is_kept_in_the_others() {
 /// pool learnt Tomcat's steady count as a quota and retired hundreds of connections there.
 #[tokio::test]
 async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
-    const ENHANCE_YOUR_CALM: u32 = 0xb;
     let peer = FramePeer::start_cutting_with(QUOTA, ENHANCE_YOUR_CALM).await;
     let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .event_listener(events.clone())
-        .build()
-        .unwrap();
+    let pool = h2c_pool(&events);
     let client = pool.client().unwrap();
     let url = peer.url("/");
     for round in 1..=3 {
