@@ -31,7 +31,13 @@
 //! the quota of one request per connection (`connections.request_quotas`), after which each
 //! connection retires with its response. The HTTP/1.1 loads check that it was learnt and that
 //! under 5% of the requests went twice (about 15% before the pool learnt it, each re-send a
-//! request that would have failed had it been a POST).
+//! request that would have failed had it been a POST). Part of that is a fixed cost, not a
+//! rate: the `c` connections of the cold start are each cut once before any cut can teach
+//! (siblings never agree, see `pool_core`'s quota learner), the re-sent requests' own new
+//! connections can be cut once each before the first of their cuts is heard of, and each probe
+//! costs one. Both loads are therefore 1,000 requests or more: at 200 with `-c 8`, 3 to 7
+//! re-sends were usual and a busy machine once saw 11, over the ceiling of 10 with the pool
+//! behaving as designed; at 1,000 the usual 5 to 8 are far below 50.
 //!
 //! Without tinyproxy (on `PATH`, `/usr/sbin`, `/usr/bin`) these checks are one "skip" row.
 
@@ -50,7 +56,7 @@ const WRONG_BASIC: &str = "dXNlcjp3cm9uZw=="; // base64("user:wrong")
 const CHECKS: [&str; 12] = [
     "tinyproxy http1.1, -n 2000 -c 8",
     "tinyproxy CONNECT TLS ALPN h2, -n 50 -c 50",
-    "tinyproxy BasicAuth http1.1, -n 200 -c 8",
+    "tinyproxy BasicAuth http1.1, -n 1000 -c 8",
     "tinyproxy BasicAuth CONNECT h2, -n 200 -c 8",
     "tinyproxy BasicAuth, no credentials, https: exit 56",
     "tinyproxy BasicAuth, wrong password, https: exit 56",
@@ -112,7 +118,8 @@ pub(crate) fn proxy_checks(
         load_through(poolcurl, c1, &open, &open_url, (2000, 8), &h1, false),
         // A cold burst over HTTP/2: one tunnel, one connection.
         load_through(poolcurl, c2, &open, &open_url, (50, 50), &h2, true),
-        load_through(poolcurl, c3, &auth, &auth_url, (200, 8), &h1, false),
+        // 1,000 requests, not 200: see the module docs on the 5% ceiling.
+        load_through(poolcurl, c3, &auth, &auth_url, (1000, 8), &h1, false),
         load_through(poolcurl, c4, &auth, &auth_url, (200, 8), &h2, false),
     ];
 
