@@ -27,6 +27,17 @@
 //! or three), and the requests of the first burst were refused in each of them: some spent
 //! their whole re-send budget so. The refusals themselves say how many streams were too many.)
 //!
+//! **Whose refusal it is.** [`Calm::refused`] says whether a refusal lowered the cap. One that
+//! did came while the connection had more streams open than the peer then took: the pool's
+//! doing (the first burst, a probe after a rise, or streams opened just before the peer's
+//! memory filled), and the pool learnt from it, so the next attempt goes under a lower cap.
+//! The pool's `retry` module re-sends such a request without counting it against its budget.
+//! A refusal at a cap of one stream taught nothing: the peer refuses even a lone stream, and
+//! that one counts. (Counted alike, every refusal spent budget, and a request waiting for a
+//! stream under the cap, which keeps its place at the head of the line, was the likeliest to
+//! take the next stream and be refused again: against Node.js one GET in a few thousand spent
+//! its whole budget so, with caps of five to eleven streams.)
+//!
 //! What it does not do: decide whether the refused request goes again. `ENHANCE_YOUR_CALM` is
 //! not a proof that the peer did not process the stream (RFC 9113 §8.7 gives that to
 //! `REFUSED_STREAM` and `GOAWAY` only), so the pool repeats only idempotent requests after it
@@ -48,6 +59,16 @@ impl Default for CalmHint {
     fn default() -> CalmHint {
         CalmHint(AtomicUsize::new(NONE))
     }
+}
+
+/// What a refusal did to a connection's cap ([`Calm::refused`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refused {
+    /// The cap from now on.
+    pub(crate) cap: usize,
+    /// The cap is lower than before the refusal: the pool had opened more streams than the
+    /// peer took.
+    pub(crate) lowered: bool,
 }
 
 /// One connection's cap (see the module docs). A refusal lowers it in one atomic step, so
@@ -81,8 +102,8 @@ impl Calm {
 
     /// The peer refused a stream with `ENHANCE_YOUR_CALM` while `taken` streams were taken
     /// (that one included): the cap becomes one less than that, or than itself if lower.
-    /// Returns the new cap.
-    pub(crate) fn refused(&self, taken: usize) -> usize {
+    /// Returns the new cap, and whether the refusal lowered it (see the module docs).
+    pub(crate) fn refused(&self, taken: usize) -> Refused {
         self.responses.store(0, Ordering::Relaxed);
         let lower = |cap: usize| cap.min(taken).saturating_sub(1).max(1);
         let before = self
@@ -91,7 +112,10 @@ impl Calm {
             .unwrap_or_else(|cap| cap);
         let cap = lower(before);
         self.hint.0.store(cap, Ordering::Relaxed);
-        cap
+        Refused {
+            cap,
+            lowered: cap < before,
+        }
     }
 
     /// A response arrived. Returns whether the cap rose (a waiting request may take a stream).
@@ -173,10 +197,10 @@ mod tests {
     #[test]
     fn the_cap_follows_the_streams_taken_and_never_goes_below_one() {
         let calm = Calm::default();
-        assert_eq!(calm.refused(100), 99);
-        assert_eq!(calm.refused(5), 4, "five taken, under the cap: four");
-        assert_eq!(calm.refused(2), 1);
-        assert_eq!(calm.refused(1), 1);
+        assert_eq!(calm.refused(100).cap, 99);
+        assert_eq!(calm.refused(5).cap, 4, "five taken, under the cap: four");
+        assert_eq!(calm.refused(2).cap, 1);
+        assert_eq!(calm.refused(1).cap, 1);
         assert_eq!(calm.cap(), Some(1));
     }
 
@@ -199,5 +223,55 @@ mod tests {
         assert!(!calm.responded() && !calm.responded());
         assert!(calm.responded());
         assert_eq!(calm.cap(), Some(4));
+    }
+
+    #[test]
+    fn a_refusal_lowered_the_cap_unless_it_was_already_one_stream() {
+        let calm = Calm::default();
+        // The first refusal sets a cap where there was none; each of its burst lowers it.
+        assert_eq!(
+            calm.refused(4),
+            Refused {
+                cap: 3,
+                lowered: true
+            }
+        );
+        assert_eq!(
+            calm.refused(3),
+            Refused {
+                cap: 2,
+                lowered: true
+            }
+        );
+        // Refused while fewer streams were open than the cap allowed: lowered all the same.
+        assert_eq!(
+            calm.refused(1),
+            Refused {
+                cap: 1,
+                lowered: true
+            }
+        );
+        // At one stream, a refusal teaches nothing, however many times.
+        assert_eq!(
+            calm.refused(1),
+            Refused {
+                cap: 1,
+                lowered: false
+            }
+        );
+        assert!(!calm.refused(1).lowered);
+        // The probe after a rise lowers it again.
+        assert!(calm.responded());
+        assert_eq!(
+            calm.refused(2),
+            Refused {
+                cap: 1,
+                lowered: true
+            }
+        );
+        // A connection starting from its sibling's cap of one lowers nothing either.
+        let hint = Arc::new(CalmHint::default());
+        Calm::new(hint.clone()).refused(2);
+        assert!(!Calm::new(hint).refused(1).lowered);
     }
 }

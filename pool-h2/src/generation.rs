@@ -363,6 +363,10 @@ pub enum H2SendOutcome<B> {
         /// `calm.rs`): it is shedding load, and the generation now opens fewer streams. No
         /// proof either way: safe to repeat only for an idempotent request.
         calmed: bool,
+        /// With `calmed`: the refusal lowered the generation's calm cap, so the pool had
+        /// opened more streams than the peer took (`calm.rs`): the refusal is the pool's doing,
+        /// not the request's.
+        cap_lowered: bool,
         /// The peer had sent something on the connection (its SETTINGS at least) before the
         /// failure: the server took the connection and began HTTP/2 on it (see `heard.rs`).
         heard: bool,
@@ -386,6 +390,7 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 not_processed,
                 connection_lost,
                 calmed,
+                cap_lowered,
                 heard,
             } => f
                 .debug_struct("Failed")
@@ -394,6 +399,7 @@ impl<B> fmt::Debug for H2SendOutcome<B> {
                 .field("not_processed", not_processed)
                 .field("connection_lost", connection_lost)
                 .field("calmed", calmed)
+                .field("cap_lowered", cap_lowered)
                 .field("heard", heard)
                 .finish(),
         }
@@ -498,9 +504,8 @@ impl StreamGuard {
                             || allows_none;
                         let connection_lost = is_connection_lost(&error);
                         let calmed = asked_for_calm(&error);
-                        if let (true, Some(generation)) = (calmed, generation) {
-                            generation.streams.saw_calm();
-                        }
+                        let cap_lowered =
+                            calmed && generation.is_some_and(|g| g.streams.saw_calm());
                         let heard = self
                             .generation
                             .as_deref()
@@ -511,6 +516,7 @@ impl StreamGuard {
                             not_processed,
                             connection_lost,
                             calmed,
+                            cap_lowered,
                             heard,
                         }
                     }

@@ -64,7 +64,8 @@
 //! from the cap its sibling last had. A capped generation counts as full like one at the
 //! peer's limit, so waiting requests take the next stream it frees or a further connection.
 //! The refused request repeats only if idempotent: the code is no proof that the peer did not
-//! process it.
+//! process it. The outcome says whether the refusal lowered the cap (the pool had opened more
+//! streams than the peer took), which the pool does not count against the request's budget.
 //!
 //! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
 //! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for

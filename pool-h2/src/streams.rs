@@ -104,10 +104,16 @@ impl Streams {
     }
 
     /// The peer reset a stream with `ENHANCE_YOUR_CALM` before answering it: the stream cap
-    /// falls to one less than the streams taken now, that one included (`calm.rs`).
-    pub(crate) fn saw_calm(&self) {
-        let cap = self.calm.refused(self.taken());
-        tracing::debug!(cap, "the HTTP/2 peer asked for calm: fewer streams");
+    /// falls to one less than the streams taken now, that one included (`calm.rs`). Returns
+    /// whether that lowered the cap.
+    pub(crate) fn saw_calm(&self) -> bool {
+        let refused = self.calm.refused(self.taken());
+        tracing::debug!(
+            cap = refused.cap,
+            lowered = refused.lowered,
+            "the HTTP/2 peer asked for calm: fewer streams"
+        );
+        refused.lowered
     }
 
     /// Reserves a stream if the peer's limit and the generation's request quota allow one.

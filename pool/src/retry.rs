@@ -43,7 +43,7 @@ use pool_core::ResendReason;
 /// Which requests the pool sends again on its own, and how many times each.
 ///
 /// **The budget.** [`max_resends`](Self::max_resends) bounds the re-sends of one request,
-/// with one exception: a re-send after an HTTP/1 connection that had served a response before
+/// with two exceptions. A re-send after an HTTP/1 connection that had served a response before
 /// was found closed (`unsent`, or `closed_before_response`) is not counted. That race closes
 /// the connection for good, so each such re-send spends one stale connection that earlier
 /// delivered a whole response: the pool can never make more of them than it had responses,
@@ -51,9 +51,17 @@ use pool_core::ResendReason;
 /// stale connections in a row: about 1 request in 40,000 behind a proxy that closes every
 /// connection after one response without saying so (tinyproxy does), and any request of a busy
 /// origin that met four of the idle connections an upstream's restart closed at once. Go's
-/// `Transport` and hyper-util's legacy client do not count them either. HTTP/2 re-sends are
-/// always counted: a stream on a reused connection need not follow a response, and one lost
-/// connection re-sends all its streams at once. With `max_resends(0)` nothing is re-sent.
+/// `Transport` and hyper-util's legacy client do not count them either. Nor is a re-send after
+/// an HTTP/2 `ENHANCE_YOUR_CALM` refusal that lowered its connection's stream cap
+/// (`pool_h2`'s calm cap): the pool had opened more streams than the server then took (its
+/// first burst, a probe after the cap rose, streams opened just before the server's memory
+/// filled) and backs off, so the refusal is the pool's doing, not the request's. Counted, the
+/// request waiting at the head of the line, often one refused before, took the next stream
+/// and met the next refusal: one GET in a few thousand against Node.js spent its budget so.
+/// A refusal at a cap of one stream, which teaches nothing, is counted; the uncounted ones are
+/// bounded per request by `max_resends` again. Other HTTP/2 re-sends are always counted: a
+/// stream on a reused connection need not follow a response, and one lost connection re-sends
+/// all its streams at once. With `max_resends(0)` nothing is re-sent.
 ///
 /// **The pace.** A request's first counted re-send goes at once: one lost connection or one
 /// `GOAWAY` is the common case, and the next connection almost always serves. Each later
@@ -67,7 +75,8 @@ use pool_core::ResendReason;
 /// (`REFUSED_STREAM`) again is overloaded, and the same wait lets it recover. The waits have no
 /// jitter: what waits together is the streams of one lost HTTP/2 connection, which should go
 /// together on the next one. A wait counts against the request's read timeout. Re-sends that
-/// the budget does not count (HTTP/1's keep-alive race) never wait.
+/// the budget does not count (HTTP/1's keep-alive race, a refusal that lowered a calm cap)
+/// never wait.
 ///
 /// **The place in line.** A re-sent request that has to wait for a connection keeps the place
 /// it took when it first came: it is served before every request that came after it. Sent to

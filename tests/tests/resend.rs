@@ -1542,7 +1542,8 @@ async fn a_post_refused_asking_for_calm_fails_and_is_not_sent_again() {
 
 /// A GET that the server refuses with `ENHANCE_YOUR_CALM` every time fails once its re-sends
 /// are spent, marked safe to send again because it is idempotent, and its message says that
-/// rather than claiming the server did not process it.
+/// rather than claiming the server did not process it. Every refusal after the first comes at
+/// a cap of one stream, which teaches the pool nothing, so each is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_refused_asking_for_calm_every_time_fails_once_its_re_sends_are_spent() {
     let server = ScriptedH2Server::builder()
@@ -1565,11 +1566,84 @@ async fn a_get_refused_asking_for_calm_every_time_fails_once_its_re_sends_are_sp
     );
     assert_eq!(
         pool.counters().resends.get(ResendReason::EnhanceYourCalm),
-        u64::from(pool::DEFAULT_MAX_RESENDS)
+        u64::from(pool::DEFAULT_MAX_RESENDS) + 1
     );
     assert_eq!(
         server.streams_accepted(),
-        4,
-        "the first attempt and three re-sends"
+        5,
+        "the first attempt, its re-send after the refusal that set the cap at one stream \
+         (not counted), and three counted re-sends"
+    );
+}
+
+/// A refusal that lowered the connection's stream cap is the pool's doing (it had opened more
+/// streams than the server took), and the request it cost goes again without spending its
+/// budget. With a budget of one re-send, a GET refused twice so (as the risen cap's probe, then
+/// again after the next rise) still gets its response; counted, its second refusal failed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_refused_where_the_pool_overreached_goes_again_without_spending_its_budget() {
+    let (first, third) = (Gate::new(), Gate::new());
+    // By the stream's place on the connection: the first held until `first`, the second
+    // refused, the third held until `third`, the fourth and fifth refused, the rest answered.
+    let plans = {
+        let (first, third) = (first.clone(), third.clone());
+        move |request: &pool_tests::h2::H2Request| match request.index {
+            0 => StreamPlan::new().gate(first.clone()).head(200).data("one"),
+            2 => StreamPlan::new().gate(third.clone()).head(200).data("two"),
+            1 | 3 | 4 => StreamPlan::reset(Reason::ENHANCE_YOUR_CALM),
+            _ => StreamPlan::ok("victim"),
+        }
+    };
+    let server = ScriptedH2Server::builder().handler(plans).start().await;
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .http2_max_connections_per_origin(1)
+        .retry_policy(RetryPolicy::unprocessed().max_resends(1))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = server.url("/");
+    let spawn_fetch = |client: &pool::Client| {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move { fetch(&client, &url).await.1 })
+    };
+    let wait_for = |n| tokio::time::timeout(LIMIT, server.wait_for_streams(n));
+    let origin = origin(&url);
+    // Stream 1 is held; stream 2 is refused before any cap: the cap falls to one.
+    // (Each refusal is handled by its request's task, so the test waits for the refused
+    // request to be back in the pool before the next response can raise the cap.)
+    let one = spawn_fetch(&client);
+    wait_for(1).await.expect("stream 1");
+    let two = spawn_fetch(&client);
+    settle(&pool, &origin, |s| s.waiting_requests == 1).await;
+    // Stream 1's response raises the cap to two; the refused request takes stream 3, held.
+    first.open();
+    assert_eq!(
+        tokio::time::timeout(LIMIT, one).await.unwrap().unwrap(),
+        "one"
+    );
+    wait_for(3).await.expect("stream 3, the re-send");
+    // The new request takes the risen cap's second place, stream 4, and is refused there
+    // (not counted: the cap falls back to one).
+    let victim = spawn_fetch(&client);
+    wait_for(4).await.expect("stream 4, the probe");
+    settle(&pool, &origin, |s| s.waiting_requests == 1).await;
+    third.open();
+    assert_eq!(
+        tokio::time::timeout(LIMIT, two).await.unwrap().unwrap(),
+        "two"
+    );
+    // Stream 3's response raises the cap again; refused once more on stream 5 (counted: one
+    // request's uncounted re-sends are bounded by its budget too), it is answered on stream 6.
+    let body = tokio::time::timeout(LIMIT, victim)
+        .await
+        .expect("in time")
+        .expect("the request got its response");
+    assert_eq!(body, "victim");
+    assert_eq!(server.streams_per_connection(), vec![6], "one connection");
+    assert_eq!(
+        pool.counters().resends.get(ResendReason::EnhanceYourCalm),
+        3,
+        "stream 2's request once, the probe's twice"
     );
 }

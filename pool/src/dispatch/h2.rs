@@ -71,6 +71,7 @@ pub(super) fn finish(
             not_processed,
             connection_lost,
             calmed,
+            cap_lowered,
             heard,
         } => {
             if connection_level {
@@ -83,7 +84,7 @@ pub(super) fn finish(
                 (Some(reason), _) => Ok(served.again(reason, error, None)),
                 // Not a proof either: repeated only if idempotent, on a stream under the
                 // generation's lowered cap (`pool_h2`'s `calm.rs`).
-                (None, _) if calmed => Ok(served.again_calmer(error)),
+                (None, _) if calmed => Ok(served.again_calmer(error, cap_lowered)),
                 // No proof either way: `resend` repeats it only if it is idempotent and the
                 // server had begun to serve the connection, as for HTTP/1's keep-alive race.
                 (None, true) => Ok(served.again_h2_lost(error, heard)),

@@ -80,6 +80,7 @@ impl Client {
                 idempotent: resend::is_idempotent(&request),
                 done: 0,
                 counted: 0,
+                uncounted_calm: 0,
                 client: self,
             };
             let mut deadline = RequestDeadline::read(self.read_timeout);
@@ -238,6 +239,7 @@ impl Served {
             served: self,
             request,
             served_before,
+            cap_lowered: false,
         }))
     }
 
@@ -253,21 +255,25 @@ impl Served {
             served: self,
             request: None,
             served_before: heard,
+            cap_lowered: false,
         }))
     }
 
     /// As [`again`](Self::again), for an HTTP/2 stream the server reset with
     /// `ENHANCE_YOUR_CALM` before its response (`enhance_your_calm`): the reset shows the
     /// server serving the connection, and the request is repeated only if it is idempotent.
+    /// `cap_lowered`: the refusal lowered the connection's stream cap (see
+    /// [`Again::cap_lowered`]).
     #[cold]
     #[inline(never)]
-    fn again_calmer(self, error: hyper::Error) -> Exchange {
+    fn again_calmer(self, error: hyper::Error, cap_lowered: bool) -> Exchange {
         Exchange::Again(Box::new(Again {
             reason: pool_core::ResendReason::EnhanceYourCalm,
             error,
             served: self,
             request: None,
             served_before: true,
+            cap_lowered,
         }))
     }
 

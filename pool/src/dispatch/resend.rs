@@ -41,6 +41,10 @@ pub(super) struct Again {
     /// dispatched: on a new connection lost under sixteen, fifteen would go again and the
     /// first would fail.
     pub(super) served_before: bool,
+    /// An `enhance_your_calm` refusal that lowered the connection's stream cap: the pool had
+    /// opened more streams than the server took (`pool_h2`'s `calm.rs`), so the re-send is not
+    /// counted (see [`Resends::next`]).
+    pub(super) cap_lowered: bool,
 }
 
 /// Everything needed to build the request again after hyper consumed it. Cloning the parts
@@ -135,6 +139,9 @@ pub(super) struct Resends<'a> {
     pub(super) done: u32,
     /// Re-sends counted against the policy's budget (see `next`).
     pub(super) counted: u32,
+    /// Re-sends after a refusal that lowered a calm cap, not counted against the budget but
+    /// bounded by the same number (see `next`).
+    pub(super) uncounted_calm: u32,
     pub(super) client: &'a Client,
 }
 
@@ -154,6 +161,7 @@ impl Resends<'_> {
             served,
             request,
             served_before,
+            cap_lowered,
         } = again;
         let reused = served.reused;
         // Closing before any byte of the response, or a reset asking for calm, proves nothing
@@ -173,8 +181,12 @@ impl Resends<'_> {
             );
         // After HTTP/1's keep-alive race the re-send is free: the race closed a connection
         // that had delivered a whole response, so such re-sends end with the stale
-        // connections (`RetryPolicy`'s docs). HTTP/2 re-sends are always counted.
-        let free = reused && served.record.info().protocol() == Protocol::Http1;
+        // connections (`RetryPolicy`'s docs). So is one after an `ENHANCE_YOUR_CALM` that
+        // lowered the connection's cap: the pool had opened too many streams, and backs off.
+        // One request has at most as many such as its budget. Other HTTP/2 re-sends are
+        // always counted.
+        let free = (reused && served.record.info().protocol() == Protocol::Http1)
+            || (cap_lowered && self.policy.has_budget(self.uncounted_calm));
         let spent = if free { 0 } else { self.counted };
         let fail = |served: Served| {
             let error = Error::request(error);
@@ -197,6 +209,7 @@ impl Resends<'_> {
         let record = served.record;
         self.done += 1;
         self.counted += u32::from(!free);
+        self.uncounted_calm += u32::from(cap_lowered && free);
         let wait = if free {
             None
         } else {
