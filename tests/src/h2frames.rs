@@ -222,6 +222,13 @@ impl Drop for FramePeer {
     }
 }
 
+/// A GOAWAY frame naming `last_stream_id`, with the error `code`.
+fn goaway(last_stream_id: u32, code: u32) -> Vec<u8> {
+    let mut payload = last_stream_id.to_be_bytes().to_vec();
+    payload.extend_from_slice(&code.to_be_bytes());
+    frame(GOAWAY, 0, 0, &payload)
+}
+
 /// Serves one connection; with a `quota`, the script's last stream id is that of its
 /// `streams`-th request, and the connection closes once the requests up to it are answered.
 async fn serve(
@@ -286,13 +293,9 @@ async fn serve(
                     }
                     reset_now = script.reset;
                     if script.goaway {
-                        let mut goaway = script.last_stream_id.to_be_bytes().to_vec();
-                        goaway.extend_from_slice(&code.to_be_bytes());
-                        out.extend(frame(GOAWAY, 0, 0, &goaway));
+                        out.extend(goaway(script.last_stream_id, code));
                         if raise {
-                            let mut raised = i32::MAX.to_be_bytes().to_vec();
-                            raised.extend_from_slice(&NO_ERROR.to_be_bytes());
-                            out.extend(frame(GOAWAY, 0, 0, &raised));
+                            out.extend(goaway(i32::MAX as u32, NO_ERROR));
                         }
                     }
                 }
