@@ -45,7 +45,9 @@
 //!   `--max-connections-per-host` the bound applies on top. `connections.opened` minus
 //!   `connections.used` shows connections that never carried a request.
 //! * The summary is taken when the last worker ends, before the pool is dropped: connections
-//!   still open then are reported as `open_at_end`, not as closed by `pool_dropped`.
+//!   still open then are reported as `open_at_end`, not as closed by `pool_dropped`. With
+//!   `--local` it first waits for dials still in flight and for the origin's accept loop to
+//!   catch up, so `connections.opened` and the origin's `accepted` count the same connections.
 //! * At the `-z` deadline no request is started; those in flight finish and count. One still
 //!   running [`DRAIN_LIMIT`] after the deadline (or one second after `-m`, with `-m`) is
 //!   aborted and reported as `aborted`. The first Ctrl-C acts like the deadline (no new
@@ -77,7 +79,7 @@ use clap::ArgMatches;
 use clap::error::ErrorKind;
 use http::Uri;
 use pool::runtime::ThreadPerCore;
-use pool::{ConnectionPool, PartitionId};
+use pool::{ConnectionPool, OriginKey, PartitionId};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -281,6 +283,17 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             Some((origin.to_string(), quota))
         })
         .collect();
+    // Against the local origin the summary sets what the pool opened beside what the origin
+    // accepted, so both are read at a point where they can agree: no dial in flight (one
+    // launched for a request that a returning connection then served can still be connecting
+    // when the last request ends), then the origin's accept loop caught up, then the events.
+    let local = origin.as_ref().map(|origin| {
+        settle_dials(&pool, &origins);
+        LocalFacts {
+            origin: origin.url(flavor, ""),
+            accepted: origin.accepted(flavor),
+        }
+    });
     let facts = Facts {
         config: run_config(args, &urls, partition_count),
         duration: driven.duration,
@@ -292,10 +305,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         second_peaks: sampler.per_second().to_vec(),
         warmup,
         slots: run.schedule.slots(),
-        local: origin.as_ref().map(|origin| LocalFacts {
-            origin: origin.url(flavor, ""),
-            accepted: origin.accepted(flavor),
-        }),
+        local,
         request_quotas,
     };
     drop(pool);
@@ -303,6 +313,20 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     drop(origin);
     Ok(Summary::new(facts))
 }
+
+/// Waits until no origin has a connection being established, at most [`SETTLE_DIALS_LIMIT`]
+/// (a loopback dial takes microseconds; the bound is for a dial that hangs). The pool has no
+/// notification for its `establishing` gauge reaching zero, so this reads it every
+/// millisecond; it does so only when a dial is in flight at the end, which is rare.
+fn settle_dials(pool: &ConnectionPool, origins: &[OriginKey]) {
+    let deadline = Instant::now() + SETTLE_DIALS_LIMIT;
+    while origins.iter().any(|o| pool.stats(o).establishing() > 0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// How long [`settle_dials`] waits at most.
+const SETTLE_DIALS_LIMIT: Duration = Duration::from_secs(1);
 
 /// Which local listener the protocol flags pick.
 fn local_flavor(args: &LoadArgs) -> Flavor {

@@ -25,7 +25,6 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -34,11 +33,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio_rustls::TlsAcceptor;
 
+mod accepts;
 mod handlers;
 pub(crate) mod serve;
 mod server_io;
 mod tls;
 
+use self::accepts::Accepts;
 use self::server_io::SpawnExecutor;
 use self::tls::OriginPki;
 
@@ -83,8 +84,8 @@ pub(crate) struct LocalOrigin {
     runtime: Option<Runtime>,
     /// Each listener's address, by [`Flavor`].
     addrs: [SocketAddr; 3],
-    /// Connections each listener accepted, by [`Flavor`].
-    accepted: Arc<[AtomicU64; 3]>,
+    /// Connections each listener accepted.
+    accepts: Arc<Accepts>,
     /// The CA that signed the TLS listener's certificate, PEM.
     ca_pem: String,
 }
@@ -130,7 +131,7 @@ impl LocalOrigin {
                 Ok::<_, io::Error>(listeners)
             })
             .context("binding the local origin's listeners")?;
-        let accepted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+        let accepts = Arc::new(Accepts::default());
         let acceptor = TlsAcceptor::from(pki.server_config.clone());
         let mut addrs = [SocketAddr::from((Ipv4Addr::LOCALHOST, 0)); 3];
         for (flavor, listener) in Flavor::ALL.into_iter().zip(listeners) {
@@ -138,12 +139,12 @@ impl LocalOrigin {
                 .local_addr()
                 .context("reading a listener's address")?;
             let tls = (flavor == Flavor::Tls).then(|| acceptor.clone());
-            runtime.spawn(accept_loop(listener, flavor, tls, accepted.clone()));
+            runtime.spawn(accept_loop(listener, flavor, tls, accepts.clone()));
         }
         Ok(LocalOrigin {
             runtime: Some(runtime),
             addrs,
-            accepted,
+            accepts,
             ca_pem: pki.ca_pem,
         })
     }
@@ -156,6 +157,12 @@ impl LocalOrigin {
             Flavor::Tls => "https",
             Flavor::Http1 | Flavor::H2c => "http",
         };
+        format!("{scheme}://{}{path}", self.connect_addr(flavor))
+    }
+
+    /// The address a client connects to for the `flavor` listener: its own, or the loopback
+    /// address of its family for a listener on the unspecified address.
+    fn connect_addr(&self, flavor: Flavor) -> SocketAddr {
         let mut addr = self.addrs[flavor.index()];
         if addr.ip().is_unspecified() {
             addr.set_ip(match addr.ip() {
@@ -163,7 +170,7 @@ impl LocalOrigin {
                 IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
             });
         }
-        format!("{scheme}://{addr}{path}")
+        addr
     }
 
     /// The CA certificate to trust for the TLS listener, PEM.
@@ -171,9 +178,16 @@ impl LocalOrigin {
         &self.ca_pem
     }
 
-    /// Connections the `flavor` listener has accepted so far.
+    /// Connections the `flavor` listener has accepted, read once its accept loop has taken
+    /// every connection whose handshake completed before this call (see [`accepts`]): the
+    /// count a client's own tally of opened connections can be compared with. If the loop
+    /// cannot be caught up (it never takes the marker), the count so far.
+    ///
+    /// Call it outside any runtime: it blocks on the origin's.
     pub(crate) fn accepted(&self, flavor: Flavor) -> u64 {
-        self.accepted[flavor.index()].load(Ordering::Relaxed)
+        let runtime = self.runtime.as_ref().expect("running");
+        let _ = runtime.block_on(self.accepts.settle(flavor, self.connect_addr(flavor)));
+        self.accepts.get(flavor)
     }
 
     /// Also serves HTTP/1.1 on a Unix domain socket at `path`, for `--unix-socket` clients.
@@ -221,11 +235,12 @@ async fn accept_loop(
     listener: TcpListener,
     flavor: Flavor,
     tls: Option<TlsAcceptor>,
-    accepted: Arc<[AtomicU64; 3]>,
+    accepts: Arc<Accepts>,
 ) {
     loop {
         let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+            Ok((stream, peer)) if accepts.accepted_from(flavor, peer) => stream,
+            Ok(_marker) => continue,
             Err(_) => {
                 // Out of file descriptors and the like: give the process a moment instead of
                 // spinning (the server's own pacing, not a test's).
@@ -233,7 +248,6 @@ async fn accept_loop(
                 continue;
             }
         };
-        accepted[flavor.index()].fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
         tokio::spawn(serve_connection(stream, flavor, tls.clone()));
     }
