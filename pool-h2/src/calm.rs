@@ -44,20 +44,42 @@
 //! (see the pool's `retry` module), and they wait for a stream under the cap.
 
 use pool_core::sync::Arc;
-use pool_core::sync::atomic::{AtomicUsize, Ordering};
+use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// No cap: the peer never asked for calm.
 const NONE: usize = usize::MAX;
 
-/// The stream cap an HTTP/2 connection of a cell last had after its server asked for calm
-/// (`ENHANCE_YOUR_CALM`), which a new connection of the cell starts from; none until a server
-/// asked. Shared by the connections of one cell (see [`H2Home::calm`](crate::H2Home::calm)).
+/// What a cell's HTTP/2 connections learnt from servers that asked for calm
+/// (`ENHANCE_YOUR_CALM`), shared by the connections of one cell (see
+/// [`H2Home::calm`](crate::H2Home::calm)): the stream cap a connection last had after its
+/// server refused a stream so, which a new connection starts from (none until a server
+/// asked), and whether a server ended a connection so after request bodies overlapped on it,
+/// which sends request bodies one at a time from then on (`uploads.rs`).
 #[derive(Debug)]
-pub struct CalmHint(AtomicUsize);
+pub struct CalmHint {
+    cap: AtomicUsize,
+    one_upload: AtomicBool,
+}
 
 impl Default for CalmHint {
     fn default() -> CalmHint {
-        CalmHint(AtomicUsize::new(NONE))
+        CalmHint {
+            cap: AtomicUsize::new(NONE),
+            one_upload: AtomicBool::new(false),
+        }
+    }
+}
+
+impl CalmHint {
+    /// Whether the cell's connections send one request body at a time (`uploads.rs`).
+    pub(crate) fn one_upload(&self) -> bool {
+        self.one_upload.load(Ordering::Relaxed)
+    }
+
+    /// From now on the cell's connections send one request body at a time. Returns whether
+    /// that is new.
+    pub(crate) fn learn_one_upload(&self) -> bool {
+        !self.one_upload.swap(true, Ordering::Relaxed)
     }
 }
 
@@ -88,7 +110,7 @@ impl Calm {
     /// A connection's cap, starting from the cell's `hint`.
     pub(crate) fn new(hint: Arc<CalmHint>) -> Calm {
         Calm {
-            cap: AtomicUsize::new(hint.0.load(Ordering::Relaxed)),
+            cap: AtomicUsize::new(hint.cap.load(Ordering::Relaxed)),
             responses: AtomicUsize::new(0),
             hint,
         }
@@ -111,7 +133,7 @@ impl Calm {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cap| Some(lower(cap)))
             .unwrap_or_else(|cap| cap);
         let cap = lower(before);
-        self.hint.0.store(cap, Ordering::Relaxed);
+        self.hint.cap.store(cap, Ordering::Relaxed);
         Refused {
             cap,
             lowered: cap < before,
@@ -133,7 +155,7 @@ impl Calm {
             .compare_exchange(cap, cap + 1, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok();
         if rose {
-            self.hint.0.store(cap + 1, Ordering::Relaxed);
+            self.hint.cap.store(cap + 1, Ordering::Relaxed);
         }
         rose
     }

@@ -41,6 +41,14 @@ pub(crate) fn asked_for_calm(error: &hyper::Error) -> bool {
     })
 }
 
+/// Whether the peer ended the connection with `GOAWAY(ENHANCE_YOUR_CALM)`: something sent on it
+/// cost the server too much (Tomcat's overhead protection, see `uploads.rs`).
+pub(crate) fn go_away_asking_for_calm(error: &hyper::Error) -> bool {
+    first_h2(error).is_some_and(|h2| {
+        h2.is_remote() && h2.is_go_away() && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM)
+    })
+}
+
 /// Whether the peer's `GOAWAY` behind `error` was a graceful one (`NO_ERROR`), as a server
 /// sends when a connection has carried its quota of requests. A `GOAWAY` with an error code
 /// ends the connection for what was sent on it (Tomcat's `ENHANCE_YOUR_CALM` when frames cost

@@ -21,7 +21,7 @@ use crate::guard::StreamGuard;
 use crate::handshake::H2Home;
 use crate::heard::PeerHeard;
 use crate::kill::{KillSwitch, Why};
-use crate::sending::Sending;
+use crate::sending::{Dispatch, dispatch};
 use crate::streams::Streams;
 
 /// One HTTP/2 connection as the pool holds it. Cheap to clone: clones share the sender.
@@ -216,7 +216,7 @@ impl GenerationHandle {
     /// next request goes to a new connection rather than into the server's cut.
     ///
     /// One window of the quota before that, it asks its cell to open its successor.
-    fn dispatched(&self, dispatched: u64) {
+    pub(crate) fn dispatched(&self, dispatched: u64) {
         let quota = &self.streams.quota;
         // Without a quota (the common case) the peer's limit is not even read.
         if !quota.is_set() {
@@ -427,19 +427,31 @@ where
     /// receiver drops, and a message pushed in that instant arrives after the drain), and it is
     /// handed back, unsent, only when the queue itself goes, with its last sender. A future
     /// holding a sender would wait for ever on a request its own sender keeps queued.
+    ///
+    /// A request with a body, once its cell sends one body at a time (`uploads.rs`), first
+    /// waits for its connection's upload permit, and is handed to hyper when it has it. It
+    /// waits holding the sender and the request: nothing of it is in hyper's queue yet, and a
+    /// dispatcher that ended meanwhile hands it back unsent once it is handed over.
     pub fn send(self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
-        let dispatched = self.record().count_dispatch();
-        let StreamLease { mut sender, guard } = self;
-        let response = sender.try_send_request(request);
-        drop(sender);
-        if let Some(generation) = &guard.generation {
-            generation.dispatched(dispatched);
+        let StreamLease { sender, guard } = self;
+        let upload = !request.body().is_end_stream();
+        if upload {
+            let permit = guard
+                .generation
+                .as_ref()
+                .and_then(|g| g.streams.uploads.permit());
+            if let Some(permit) = permit {
+                return Dispatch::Queued {
+                    waiting: Box::pin(async move {
+                        // Never closed, so the permit always comes.
+                        let permit = permit.acquire_owned().await.ok();
+                        dispatch(sender, guard, request, true, permit).await
+                    }),
+                };
+            }
         }
-        let reused = dispatched > 1;
-        Sending {
-            response,
-            guard: Some(guard),
-            reused,
+        Dispatch::Sent {
+            sending: dispatch(sender, guard, request, upload, None),
         }
     }
 }

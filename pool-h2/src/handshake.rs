@@ -18,6 +18,7 @@ use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::calm::CalmHint;
+use crate::classify::go_away_asking_for_calm;
 use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
 use crate::kill::{KillSwitch, Killable};
@@ -61,9 +62,10 @@ pub trait H2Home: Send + Sync + 'static {
         let _ = (record, served, cut);
     }
 
-    /// The stream cap the cell's connections last had after their server asked for calm, which
-    /// a new connection starts from (`calm.rs`). The default gives each connection a hint of
-    /// its own, so each starts without a cap.
+    /// What the cell's connections learnt from servers that asked for calm: the stream cap
+    /// they last had, which a new connection starts from (`calm.rs`), and whether request
+    /// bodies go one at a time (`uploads.rs`). The default gives each connection a hint of its
+    /// own, so each starts without a cap and nothing is learnt beyond the connection.
     fn calm(&self) -> Arc<CalmHint> {
         Arc::new(CalmHint::default())
     }
@@ -294,6 +296,19 @@ where
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };
+        if let Err(error) = &result {
+            if this
+                .streams
+                .uploads
+                .connection_ended(go_away_asking_for_calm(error))
+            {
+                tracing::debug!(
+                    connection = record.info().id().as_u64(),
+                    "the server ended the connection asking for calm after request bodies \
+                     overlapped on it: one body at a time per connection from now on"
+                );
+            }
+        }
         let error = result.err().map(|e| Box::new(e) as BoxError);
         let conn = this.conn;
         // Before the dispatch task is dropped: a request it still held fails in that drop.

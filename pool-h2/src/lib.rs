@@ -67,6 +67,12 @@
 //! process it. The outcome says whether the refusal lowered the cap (the pool had opened more
 //! streams than the peer took), which the pool does not count against the request's budget.
 //!
+//! A server that ends a connection with `GOAWAY(ENHANCE_YOUR_CALM)` after request bodies
+//! overlapped on it (Tomcat's overhead protection, met by the small DATA frames hyper's body
+//! pipe sends when several uploads share a scarce window) teaches the cell to send one body at
+//! a time on each connection: a request with a body then waits for its connection's upload
+//! permit before it goes to hyper, and holds it until its response head (`uploads.rs`).
+//!
 //! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
 //! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for
 //! a stream the peer never allows would wait for ever, and nothing would wake it. When a
@@ -116,6 +122,7 @@ mod runtime;
 mod sending;
 mod settings;
 mod streams;
+mod uploads;
 #[cfg(test)]
 mod wakes;
 

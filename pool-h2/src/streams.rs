@@ -6,6 +6,7 @@ use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::calm::{Calm, CalmHint};
 use crate::quota::RequestQuota;
+use crate::uploads::Uploads;
 
 /// Reads the peer's current `SETTINGS_MAX_CONCURRENT_STREAMS` from the connection, while it
 /// lives.
@@ -57,6 +58,8 @@ pub(crate) struct Streams {
     pub(crate) quota: RequestQuota,
     /// The cap on streams after the peer asked for calm (`calm.rs`).
     calm: Calm,
+    /// The connection's requests with a body, and its upload permit (`uploads.rs`).
+    pub(crate) uploads: Uploads,
 }
 
 impl std::fmt::Debug for Streams {
@@ -84,6 +87,7 @@ impl Streams {
             sealed: AtomicBool::new(false),
             probe,
             quota: RequestQuota::default(),
+            uploads: Uploads::new(calm.clone()),
             calm: Calm::new(calm),
         }
     }

@@ -69,8 +69,9 @@ pub(crate) struct CellEntry {
     pub(crate) shares_route: bool,
     pub(crate) runtime: Arc<PartitionRuntime>,
     pub(crate) shared: Arc<Shared>,
-    /// The HTTP/2 stream cap the cell's connections last had after their server asked for
-    /// calm, which a new connection starts from (`pool_h2::CalmHint`).
+    /// What the cell's HTTP/2 connections learnt from servers that asked for calm: the stream
+    /// cap a new connection starts from, and whether request bodies go one at a time
+    /// (`pool_h2::CalmHint`).
     pub(crate) calm: Arc<pool_h2::CalmHint>,
 }
 

@@ -3,7 +3,8 @@
 //! followed by a reset of the connection (nginx closing a connection on reload while the
 //! client is still sending), or such a reset with no `GOAWAY` at all (a connection lost under
 //! streams the peer had read), with or without the peer's SETTINGS before it; a `GOAWAY` with
-//! an error code at a steady count; a second `GOAWAY` that raises the last stream id.
+//! an error code at a steady count; a second `GOAWAY` that raises the last stream id; a
+//! `GOAWAY(ENHANCE_YOUR_CALM)` as soon as two request bodies overlap on a connection.
 //!
 //! The h2 crate's server stamps every GOAWAY with the highest stream whose HEADERS it read, so
 //! it can never leave a received stream above the line. This peer reads frames itself and
@@ -29,6 +30,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// The GOAWAY error code of a graceful end.
 const NO_ERROR: u32 = 0;
 
+/// The error code of a peer that finds the client's frames too costly.
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
 /// How the scripted connections' GOAWAY goes, beyond the script itself.
 #[derive(Clone, Copy, Debug)]
 struct Goaways {
@@ -41,6 +45,10 @@ struct Goaways {
     /// there is, before answering anything: a raise RFC 9113 §6.8 forbids, which Apache
     /// Traffic Server 9.2 sends after an `ENHANCE_YOUR_CALM` one.
     raise: bool,
+    /// On every connection: when a request with a body opens while another request's body
+    /// has not ended, send `GOAWAY(ENHANCE_YOUR_CALM)` naming the new stream and close, as
+    /// Tomcat's overhead protection ends a connection on which uploads overlap.
+    overlap: bool,
 }
 
 /// What a scripted connection (the first, or the first few: [`FramePeer::start_scripted`])
@@ -98,6 +106,7 @@ impl FramePeer {
             quota: false,
             code: NO_ERROR,
             raise: false,
+            overlap: false,
         };
         FramePeer::listen(script, scripted, goaways).await
     }
@@ -112,6 +121,7 @@ impl FramePeer {
             quota: false,
             code,
             raise: true,
+            overlap: false,
         };
         FramePeer::listen(script, 1, goaways).await
     }
@@ -139,8 +149,30 @@ impl FramePeer {
             quota: true,
             code,
             raise: false,
+            overlap: false,
         };
         FramePeer::listen(script, usize::MAX, goaways).await
+    }
+
+    /// Starts a peer that answers every request once its body ended, but ends a connection
+    /// with `GOAWAY(ENHANCE_YOUR_CALM)` (naming the newest stream) and closes it as soon as a
+    /// request with a body opens while another request's body is unfinished: what Tomcat's
+    /// overhead protection does to overlapping uploads, whatever the frames' sizes.
+    pub async fn start_refusing_overlapping_bodies() -> FramePeer {
+        let script = GoAwayScript {
+            streams: usize::MAX,
+            last_stream_id: 0,
+            goaway: false,
+            reset: false,
+            silent: false,
+        };
+        let goaways = Goaways {
+            quota: false,
+            code: ENHANCE_YOUR_CALM,
+            raise: false,
+            overlap: true,
+        };
+        FramePeer::listen(script, 0, goaways).await
     }
 
     async fn listen(script: GoAwayScript, scripted: usize, goaways: Goaways) -> FramePeer {
@@ -234,7 +266,12 @@ fn goaway(last_stream_id: u32, code: u32) -> Vec<u8> {
 async fn serve(
     mut io: TcpStream,
     mut script: Option<GoAwayScript>,
-    Goaways { quota, code, raise }: Goaways,
+    Goaways {
+        quota,
+        code,
+        raise,
+        overlap,
+    }: Goaways,
     seen: Arc<Mutex<Seen>>,
     index: usize,
     (reset, headers): (Signal, Signal),
@@ -259,6 +296,13 @@ async fn serve(
             SETTINGS if f.flags & ACK == 0 && !silent => out.extend(frame(SETTINGS, ACK, 0, &[])),
             HEADERS => {
                 seen.lock().unwrap().connections[index].insert(f.stream, 0);
+                let body = f.flags & END_STREAM == 0;
+                if overlap && body && opened.iter().any(|(_, done)| !done) {
+                    headers.raise();
+                    let _ = io.write_all(&goaway(f.stream, code)).await;
+                    linger_closed(io).await;
+                    return;
+                }
                 opened.push((f.stream, f.flags & END_STREAM != 0));
                 received += 1;
                 if script.is_some_and(|script| received == script.streams) {
@@ -313,11 +357,8 @@ async fn serve(
             return;
         }
         if quota && acted && processed.is_some_and(|last| opened.iter().all(|(id, _)| *id > last)) {
-            // Every request up to the last was answered: close, as nginx does, lingering
-            // (reading on until the client closes too) so that a request the client sends
-            // meanwhile meets no reset that could discard the answers before it reads them.
-            let _ = io.shutdown().await;
-            while read_frame(&mut io).await.is_some() {}
+            // Every request up to the last was answered: close, as nginx does.
+            linger_closed(io).await;
             return;
         }
         if reset_now {
@@ -328,4 +369,12 @@ async fn serve(
             return;
         }
     }
+}
+
+/// Closes `io`'s sending side and reads on until the client closes too (lingering), so that a
+/// frame the client sends meanwhile meets no reset that could discard what was sent before it
+/// reads it.
+async fn linger_closed(mut io: TcpStream) {
+    let _ = io.shutdown().await;
+    while read_frame(&mut io).await.is_some() {}
 }

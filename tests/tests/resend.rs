@@ -17,7 +17,7 @@ use pool::{
     CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId,
     ProtocolPolicy, ResendReason, RetryPolicy, TokioDriverSpawner,
 };
-use pool_tests::client::{Chunks, fetch, get, origin, settle};
+use pool_tests::client::{Chunks, Stalled, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
 use pool_tests::events::EventLog;
 use pool_tests::gate::{Gate, Signal};
@@ -1065,6 +1065,69 @@ async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
     let per_connection: Vec<usize> = peer.streams().iter().map(|conn| conn.len()).collect();
     assert_eq!(per_connection, [QUOTA, BURST - QUOTA].repeat(3));
     assert!(events.failed().is_empty(), "{:?}", events.failed());
+}
+
+/// Tomcat ends an HTTP/2 connection with `GOAWAY(ENHANCE_YOUR_CALM)` when uploads overlap on
+/// it (its overhead protection meeting the one-byte DATA frames hyper's body pipe sends when
+/// uploads share a scarce window; see pool-h2's `uploads.rs`). The first connection's two
+/// overlapping uploads fail (POSTs, not sent again) and teach the cell to send one body at a
+/// time: on the next connection an upload that comes while another is unfinished waits for
+/// that one's response head, so both are served, while a GET beside them does not wait.
+/// Without the lesson the second upload goes at once, and the peer ends that connection too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time() {
+    let peer = FramePeer::start_refusing_overlapping_bodies().await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/upload");
+    let key = origin(&url);
+    let upload = |body: Stalled| {
+        let (client, url) = (client.clone(), url.clone());
+        tokio::spawn(async move {
+            let request = Request::post(url).body(body).unwrap();
+            let response = client.request(request).await?;
+            let status = response.status();
+            response.into_body().collect().await?;
+            Ok::<_, pool::Error>(status)
+        })
+    };
+
+    // Two uploads whose bodies never end overlap on the first connection.
+    let never = Gate::new();
+    let first = upload(Stalled::new("a", never.clone()));
+    let second = upload(Stalled::new("b", never.clone()));
+    for task in [first, second] {
+        let outcome = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
+        assert!(outcome.is_err(), "{outcome:?}");
+    }
+    assert_eq!(peer.connections(), 1);
+    // The lesson is taken when the connection's driver ends, before its transport goes.
+    settle(&pool, &key, |s| s.physically_live == 0).await;
+
+    // On the second connection: an upload whose body waits for `held`...
+    let held = Gate::new();
+    let unfinished = upload(Stalled::new("c", held.clone()));
+    tokio::time::timeout(LIMIT, peer.wait_headers(3))
+        .await
+        .expect("the upload reached the peer");
+    // ...does not hold up a GET...
+    let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
+        .await
+        .expect("the GET does not wait for the upload");
+    assert_eq!(body, "");
+    // ...and a second upload takes a stream there, then waits for the first one's response.
+    let waiting = upload(Stalled::new("d", Gate::opened()));
+    settle(&pool, &key, |s| s.h2_active_streams == 2).await;
+    held.open();
+    for task in [unfinished, waiting] {
+        let status = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert_eq!(peer.connections(), 2);
+    let second: Vec<usize> = peer.streams()[1].values().copied().collect();
+    assert_eq!(second, [1, 0, 1], "the upload, the GET, the upload");
+    assert_eq!(pool.counters().transparent_retries, 0);
 }
 
 /// A server that closes each HTTP/1 connection after one response without saying so (no
