@@ -85,6 +85,10 @@
 //! * **Node.js's HTTP/2 server** (`node.rs`): 2 MB downloads at `-c 32`, which it sheds with
 //!   `ENHANCE_YOUR_CALM`; every request succeeds and the server did shed. One "skip" row
 //!   without node.
+//! * **Apache Tomcat's HTTP/2 uploads** (`tomcat.rs`): 200 KB POSTs at `-c 16` over h2c, which
+//!   Tomcat's overhead protection ends connections for while they overlap; the pool learns to
+//!   send one body at a time, so only the first connection's uploads may fail. One "skip" row
+//!   without Tomcat.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -133,6 +137,7 @@ mod socks;
 mod squid;
 mod stapling;
 mod streams;
+mod tomcat;
 mod workers;
 
 use std::fmt::Write as _;
@@ -285,6 +290,7 @@ fn main() -> ExitCode {
             &nginx_dir,
             &tmp.path().join("node"),
         ));
+        rows.extend(tomcat::tomcat_checks(&poolcurl, &tmp.path().join("tomcat")));
         (rows, comparison)
     };
     print_table(&rows);
