@@ -3,8 +3,8 @@
 //!
 //! A client's `connect` returns when the kernel has completed the handshake and queued the
 //! connection for `accept`, not when the server's accept loop has taken it. So a count read
-//! right after a run can miss connections the pool already counts as opened (seen once in CI:
-//! 150 accepted, 151 opened, with the last connection still in the listener's queue).
+//! right after a run can miss connections the pool already counts as opened (CI once saw 150
+//! accepted beside 151 opened, on a run whose last connections close unused).
 //! [`Accepts::settle`] closes that gap without waiting for time to pass: it connects a marker
 //! of its own and waits until the accept loop takes it. The kernel queues completed handshakes
 //! in order and the accept loop takes them in order, so once the marker is taken every
