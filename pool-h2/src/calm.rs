@@ -72,7 +72,7 @@ impl Default for CalmHint {
 
 impl CalmHint {
     /// Whether the cell's connections send one request body at a time (`uploads.rs`).
-    pub(crate) fn one_upload(&self) -> bool {
+    pub fn uploads_one_at_a_time(&self) -> bool {
         self.one_upload.load(Ordering::Relaxed)
     }
 

@@ -67,7 +67,9 @@ impl Uploads {
 
     /// The connection's upload permit, if its cell sends one body at a time.
     pub(crate) fn permit(&self) -> Option<std::sync::Arc<Semaphore>> {
-        self.hint.one_upload().then(|| self.permit.clone())
+        self.hint
+            .uploads_one_at_a_time()
+            .then(|| self.permit.clone())
     }
 
     /// A request with a body was dispatched here: count it until [`ended`](Self::ended).

@@ -428,9 +428,13 @@ impl ConnectionPool {
         let quotas = cells
             .iter()
             .filter_map(|(_, entry)| entry.cell.request_quota());
+        let one_upload = cells
+            .iter()
+            .any(|(_, entry)| entry.calm.uploads_one_at_a_time());
         OriginStats::new(limit, rows)
             .with_peaks(peaks)
             .with_request_quotas(quotas)
+            .with_uploads_one_at_a_time(one_upload)
             .with_available_permits(available.or(limit))
     }
 

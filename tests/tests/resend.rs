@@ -1093,6 +1093,7 @@ async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time() {
         })
     };
 
+    assert!(!pool.stats(&url).uploads_one_at_a_time());
     // Two uploads whose bodies never end overlap on the first connection.
     let never = Gate::new();
     let first = upload(Stalled::new("a", never.clone()));
@@ -1104,6 +1105,7 @@ async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time() {
     assert_eq!(peer.connections(), 1);
     // The lesson is taken when the connection's driver ends, before its transport goes.
     settle(&pool, &key, |s| s.physically_live == 0).await;
+    assert!(pool.stats(&url).uploads_one_at_a_time());
 
     // On the second connection: an upload whose body waits for `held`...
     let held = Gate::new();

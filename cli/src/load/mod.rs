@@ -283,6 +283,11 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
             Some((origin.to_string(), quota))
         })
         .collect();
+    let uploads_one_at_a_time = origins
+        .iter()
+        .filter(|origin| pool.stats(*origin).uploads_one_at_a_time())
+        .map(ToString::to_string)
+        .collect();
     // Against the local origin the summary sets what the pool opened beside what the origin
     // accepted, so both are read at a point where they can agree: no dial in flight (one
     // launched for a request that a returning connection then served can still be connecting
@@ -307,6 +312,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         slots: run.schedule.slots(),
         local,
         request_quotas,
+        uploads_one_at_a_time,
     };
     drop(pool);
     cores.shutdown();

@@ -352,6 +352,7 @@ pub struct OriginStats {
     rows: Vec<(PartitionId, PartitionStats)>,
     peaks: Peaks,
     request_quota: Option<u64>,
+    uploads_one_at_a_time: bool,
 }
 
 impl OriginStats {
@@ -363,6 +364,7 @@ impl OriginStats {
             rows,
             peaks: Peaks::default(),
             request_quota: None,
+            uploads_one_at_a_time: false,
         }
     }
 
@@ -371,6 +373,22 @@ impl OriginStats {
     pub fn with_request_quotas(mut self, quotas: impl IntoIterator<Item = u64>) -> OriginStats {
         self.request_quota = quotas.into_iter().min();
         self
+    }
+
+    /// Sets whether a partition's HTTP/2 connections to the origin send one request body at a
+    /// time (see [`uploads_one_at_a_time`](Self::uploads_one_at_a_time)).
+    pub fn with_uploads_one_at_a_time(mut self, one_at_a_time: bool) -> OriginStats {
+        self.uploads_one_at_a_time = one_at_a_time;
+        self
+    }
+
+    /// Whether HTTP/2 connections to the origin (in at least one partition) send one request
+    /// body at a time: the origin's server ended a connection with
+    /// `GOAWAY(ENHANCE_YOUR_CALM)` after uploads overlapped on it (Tomcat's overhead
+    /// protection), so each upload there waits for the one before it to get its response
+    /// head. Learnt per partition, and kept.
+    pub fn uploads_one_at_a_time(&self) -> bool {
+        self.uploads_one_at_a_time
     }
 
     /// How many requests the origin's HTTP/2 server serves on one connection before it ends

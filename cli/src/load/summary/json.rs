@@ -147,6 +147,7 @@ impl Summary {
                     .iter()
                     .map(|(origin, quota)| (origin.clone(), json!(quota)))
                     .collect::<serde_json::Map<_, _>>(),
+                "uploads_one_at_a_time": facts.uploads_one_at_a_time,
                 "retries": facts.counters.transparent_retries,
                 "resends": facts
                     .counters

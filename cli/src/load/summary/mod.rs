@@ -123,6 +123,9 @@ pub(crate) struct Facts {
     /// Per origin that has one, the per-connection request quota the pool learnt of its
     /// HTTP/2 server (origin, requests), at the end of the run.
     pub(crate) request_quotas: Vec<(String, u64)>,
+    /// The origins whose HTTP/2 connections send one request body at a time (their server
+    /// ended a connection asking for calm while uploads overlapped on it).
+    pub(crate) uploads_one_at_a_time: Vec<String>,
 }
 
 /// What one partition's workers saw.

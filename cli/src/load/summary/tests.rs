@@ -103,6 +103,7 @@ fn facts() -> Facts {
         slots: None,
         local: None,
         request_quotas: vec![("http://127.0.0.1:2".to_owned(), 1000)],
+        uploads_one_at_a_time: vec!["http://127.0.0.1:1".to_owned()],
     }
 }
 
@@ -136,6 +137,18 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
         summary
             .text()
             .contains("Request quota         1000 requests per connection to http://127.0.0.1:2:"),
+        "{}",
+        summary.text()
+    );
+    assert_eq!(
+        json["connections"]["uploads_one_at_a_time"],
+        serde_json::json!(["http://127.0.0.1:1"])
+    );
+    assert!(
+        summary.text().contains(
+            "Uploads               one request body at a time per HTTP/2 connection to \
+             http://127.0.0.1:1:"
+        ),
         "{}",
         summary.text()
     );
@@ -228,6 +241,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         slots: None,
         local: None,
         request_quotas: Vec::new(),
+        uploads_one_at_a_time: Vec::new(),
     };
     let summary = Summary::new(facts);
     let text = summary.text();

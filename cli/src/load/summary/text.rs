@@ -285,6 +285,17 @@ impl Summary {
                 ),
             );
         }
+        for origin in &facts.uploads_one_at_a_time {
+            field(
+                out,
+                "Uploads",
+                format!(
+                    "one request body at a time per HTTP/2 connection to {origin}: its server \
+                     ended a connection with GOAWAY(ENHANCE_YOUR_CALM) while uploads overlapped \
+                     on it"
+                ),
+            );
+        }
         let by_reason: Vec<String> = facts
             .counters
             .resends

@@ -65,14 +65,15 @@ impl Row {
     /// Judges a run against a server that teaches the pool something by failing requests
     /// first: as [`judge`](Self::judge), except that failures are tolerated (and poolcurl's
     /// exit status 1 with them) if they all ended in or before the first second in which a
-    /// request succeeded, and there are at most `lesson` of them.
+    /// request succeeded, and there are at most `lesson` of them. `problems` are failures
+    /// found before.
     pub(crate) fn judge_lesson(
         check: String,
         run: Result<Finished, String>,
         proto: &str,
         lesson: u64,
+        mut problems: Vec<String>,
     ) -> Row {
-        let mut problems = Vec::new();
         let tolerated = match &run {
             Ok(done) => lesson_failures(&done.stdout, lesson, &mut problems),
             Err(_) => 0,

@@ -8,7 +8,8 @@
 //!   proved it did not process them), and teach the pool to send one body at a time per
 //!   connection (`pool-h2/src/uploads.rs`). Check: failures only up to the first second in
 //!   which a request succeeded, at most `-c` of them (one connection's worth, the lesson), none
-//!   after; every connection h2. Before the pool learnt this, every upload of such a run
+//!   after; every connection h2; and the summary lists the origin under
+//!   `uploads_one_at_a_time` (the pool did learn it). Before the pool learnt this, every upload of such a run
 //!   failed (14 of 18,177 succeeded in 3 s at `-c 16`), as for h2load and curl.
 //!
 //! Tomcat runs from Debian's `tomcat10` (`CATALINA_HOME` `/usr/share/tomcat10`) with a
@@ -97,7 +98,26 @@ pub(crate) fn tomcat_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         &url,
     ]);
     let run = Running::spawn(poolcurl, &args).map(Running::finish);
-    vec![Row::judge_lesson(name, run, "h2", CONCURRENCY)]
+    let mut problems = Vec::new();
+    if !learnt(&run, port) {
+        problems.push("the summary does not list the origin under uploads_one_at_a_time".into());
+    }
+    vec![Row::judge_lesson(name, run, "h2", CONCURRENCY, problems)]
+}
+
+/// Whether the run's summary says the pool sends one body at a time to the Tomcat on `port`.
+fn learnt(run: &Result<Finished, String>, port: u16) -> bool {
+    let Some(json) = run
+        .as_ref()
+        .ok()
+        .and_then(|done| serde_json::from_str::<Value>(&done.stdout).ok())
+    else {
+        return false;
+    };
+    let origin = format!("http://127.0.0.1:{port}");
+    json.pointer("/connections/uploads_one_at_a_time")
+        .and_then(Value::as_array)
+        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)))
 }
 
 /// Writes the `CATALINA_BASE` into `dir`, starts Tomcat on a free port and waits until it
