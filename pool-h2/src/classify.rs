@@ -44,9 +44,7 @@ pub(crate) fn asked_for_calm(error: &hyper::Error) -> bool {
 /// Whether the peer ended the connection with `GOAWAY(ENHANCE_YOUR_CALM)`: something sent on it
 /// cost the server too much (Tomcat's overhead protection, see `uploads.rs`).
 pub(crate) fn go_away_asking_for_calm(error: &hyper::Error) -> bool {
-    first_h2(error).is_some_and(|h2| {
-        h2.is_remote() && h2.is_go_away() && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM)
-    })
+    peer_go_away_with(error, h2::Reason::ENHANCE_YOUR_CALM)
 }
 
 /// Whether the peer's `GOAWAY` behind `error` was a graceful one (`NO_ERROR`), as a server
@@ -55,9 +53,12 @@ pub(crate) fn go_away_asking_for_calm(error: &hyper::Error) -> bool {
 /// it too much, a `PROTOCOL_ERROR`), so the count it came at says nothing of a quota, however
 /// steady.
 pub(crate) fn graceful_go_away(error: &hyper::Error) -> bool {
-    first_h2(error).is_some_and(|h2| {
-        h2.is_remote() && h2.is_go_away() && h2.reason() == Some(h2::Reason::NO_ERROR)
-    })
+    peer_go_away_with(error, h2::Reason::NO_ERROR)
+}
+
+/// Whether the peer's `GOAWAY` behind `error` carried `code`.
+fn peer_go_away_with(error: &hyper::Error, code: h2::Reason) -> bool {
+    first_h2(error).is_some_and(|h2| h2.is_remote() && h2.is_go_away() && h2.reason() == Some(code))
 }
 
 /// The first h2 error in `error`'s source chain: the one that says what the peer did.

@@ -276,18 +276,17 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     for (result, held) in per_partition.iter_mut().zip(sampler.held()) {
         result.held = held;
     }
-    let request_quotas = origins
-        .iter()
-        .filter_map(|origin| {
-            let quota = pool.stats(origin).request_quota()?;
-            Some((origin.to_string(), quota))
-        })
-        .collect();
-    let uploads_one_at_a_time = origins
-        .iter()
-        .filter(|origin| pool.stats(*origin).uploads_one_at_a_time())
-        .map(ToString::to_string)
-        .collect();
+    // What the pool learnt of each origin's server, from one read of its stats.
+    let (mut request_quotas, mut uploads_one_at_a_time) = (Vec::new(), Vec::new());
+    for origin in &origins {
+        let stats = pool.stats(origin);
+        if let Some(quota) = stats.request_quota() {
+            request_quotas.push((origin.to_string(), quota));
+        }
+        if stats.uploads_one_at_a_time() {
+            uploads_one_at_a_time.push(origin.to_string());
+        }
+    }
     // Against the local origin the summary sets what the pool opened beside what the origin
     // accepted, so both are read at a point where they can agree: no dial in flight (one
     // launched for a request that a returning connection then served can still be connecting
