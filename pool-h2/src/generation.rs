@@ -23,6 +23,7 @@ use crate::heard::PeerHeard;
 use crate::kill::{KillSwitch, Why};
 use crate::sending::{Dispatch, dispatch};
 use crate::streams::Streams;
+use crate::uploads::UploadWaiting;
 
 /// One HTTP/2 connection as the pool holds it. Cheap to clone: clones share the sender.
 pub struct H2Generation<B> {
@@ -429,29 +430,37 @@ where
     /// holding a sender would wait for ever on a request its own sender keeps queued.
     ///
     /// A request with a body, once its cell sends one body at a time (`uploads.rs`), first
-    /// waits for its connection's upload permit, and is handed to hyper when it has it. It
+    /// takes its connection's upload permit; if another upload holds it, it waits for it (the
+    /// connection taking no new stream meanwhile), and is handed to hyper when it has it. It
     /// waits holding the sender and the request: nothing of it is in hyper's queue yet, and a
     /// dispatcher that ended meanwhile hands it back unsent once it is handed over.
     pub fn send(self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
         let StreamLease { sender, guard } = self;
         let upload = !request.body().is_end_stream();
-        if upload {
-            let permit = guard
-                .generation
-                .as_ref()
-                .and_then(|g| g.streams.uploads.permit());
-            if let Some(permit) = permit {
-                return Dispatch::Queued {
-                    waiting: Box::pin(async move {
-                        // Never closed, so the permit always comes.
-                        let permit = permit.acquire_owned().await.ok();
-                        dispatch(sender, guard, request, true, permit).await
-                    }),
-                };
-            }
-        }
+        let permit = match guard.generation.as_ref().filter(|_| upload) {
+            Some(generation) => match generation.streams.uploads.permit() {
+                None => None,
+                Some(permit) => match permit.clone().try_acquire_owned() {
+                    Ok(taken) => Some(taken),
+                    Err(_) => {
+                        // Counted before this returns, so the cell sends the next request
+                        // elsewhere (the connection counts as full while an upload waits).
+                        let waiting = UploadWaiting::new(generation.clone());
+                        return Dispatch::Queued {
+                            waiting: Box::pin(async move {
+                                // Never closed, so the permit always comes.
+                                let permit = permit.acquire_owned().await.ok();
+                                drop(waiting);
+                                dispatch(sender, guard, request, true, permit).await
+                            }),
+                        };
+                    }
+                },
+            },
+            None => None,
+        };
         Dispatch::Sent {
-            sending: dispatch(sender, guard, request, upload, None),
+            sending: dispatch(sender, guard, request, upload, permit),
         }
     }
 }

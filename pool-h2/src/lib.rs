@@ -70,8 +70,10 @@
 //! A server that ends a connection with `GOAWAY(ENHANCE_YOUR_CALM)` after request bodies
 //! overlapped on it (Tomcat's overhead protection, met by the small DATA frames hyper's body
 //! pipe sends when several uploads share a scarce window) teaches the cell to send one body at
-//! a time on each connection: a request with a body then waits for its connection's upload
-//! permit before it goes to hyper, and holds it until its response head (`uploads.rs`).
+//! a time on each connection: a request with a body then takes its connection's upload permit
+//! before it goes to hyper, and holds it until its response head; while an upload waits for
+//! the permit its connection counts as full, so the next requests go to other connections or
+//! to a further one (`uploads.rs`).
 //!
 //! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
 //! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for

@@ -120,9 +120,10 @@ impl Streams {
         refused.lowered
     }
 
-    /// Reserves a stream if the peer's limit and the generation's request quota allow one.
+    /// Reserves a stream if the peer's limit and the generation's request quota allow one, and
+    /// no upload waits here for the connection's upload permit (`uploads.rs`).
     pub(crate) fn try_reserve(&self) -> bool {
-        if !self.quota.try_reserve() {
+        if self.uploads.any_waiting() || !self.quota.try_reserve() {
             return false;
         }
         let reserved = match self.limit() {
@@ -158,11 +159,12 @@ impl Streams {
     }
 
     /// Whether no stream can be reserved: every one the peer's limit allows is taken, or the
-    /// request quota is.
+    /// request quota is, or an upload waits here for the connection's upload permit.
     pub(crate) fn is_full(&self) -> bool {
         self.limit()
             .is_some_and(|limit| self.taken.load(Ordering::Acquire) >= limit)
             || self.quota.is_reserved_out()
+            || self.uploads.any_waiting()
     }
 
     /// The driver saw hyper's dispatch task end on its own (it returned; the runtime did not
@@ -302,7 +304,7 @@ fn grew(before: Option<usize>, after: Option<usize>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A connection whose h2 currently applies the shared number of streams.
@@ -314,7 +316,9 @@ mod tests {
         }
     }
 
-    fn accounting(current: usize) -> (Streams, std::sync::Arc<AtomicUsize>) {
+    /// The accounting of a connection whose h2 applies `current` streams (and a handle to
+    /// change that).
+    pub(crate) fn accounting(current: usize) -> (Streams, std::sync::Arc<AtomicUsize>) {
         let h2 = std::sync::Arc::new(AtomicUsize::new(current));
         (
             Streams::new(

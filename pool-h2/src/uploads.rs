@@ -20,16 +20,24 @@
 //! until its response head arrives. Requests without a body (GETs) never wait for it, and go
 //! on sharing the connection as before.
 //!
+//! Uploads spread over connections. An upload that finds its connection's permit taken waits
+//! for it (it already holds a stream the cell reserved there: the cell does not know a
+//! request's kind when it reserves), and while one waits the connection takes no new stream:
+//! it counts as full, as at the peer's stream limit, so the next request goes to another of
+//! the cell's connections with a stream free, or waits in the cell while a further connection
+//! opens (within the cell's HTTP/2 connection cap or its bound, as for any scale-out). Each
+//! connection so carries one upload and at most one waiting behind it. When the waiting
+//! upload takes the permit (or leaves), the connection takes streams again and tells its cell,
+//! as a freed stream does, so a request waiting there takes it. The cost falls on requests
+//! without a body only while uploads wait: they go to the other connections, or wait with
+//! everyone else when each connection has an upload waiting.
+//!
 //! The costs, stated: learning costs the uploads that overlapped on one connection of each
-//! cell (they fail; a POST is not sent again). Uploads waiting for the permit hold a stream
-//! the cell reserved on that connection, so they queue behind each other there rather than
-//! spread over more connections (against Tomcat, 200 KB each: about 1,000 a second per
-//! connection, against none before; HTTP/1.1 over 64 connections ran 4,500), and their wait
-//! counts against their read timeout (it is part of the exchange that timeout bounds), not
-//! the pool timeout. Another server's `GOAWAY(ENHANCE_YOUR_CALM)` after overlapping uploads
-//! sets it too, for a reason that is not the uploads (Jetty's limit on the rate of
-//! `WINDOW_UPDATE` frames), which errs on the calm side. The lesson is kept for the cell's
-//! life.
+//! cell (they fail; a POST is not sent again). An upload's wait for its permit counts against
+//! its read timeout (it is part of the exchange that timeout bounds), not the pool timeout.
+//! Another server's `GOAWAY(ENHANCE_YOUR_CALM)` after overlapping uploads sets the lesson too,
+//! for a reason that is not the uploads (Jetty's limit on the rate of `WINDOW_UPDATE` frames),
+//! which errs on the calm side. The lesson is kept for the cell's life.
 //!
 //! What it does not do: count bodies a server answered early and that are still sending (the
 //! permit goes with the response head), or change how a body is framed.
@@ -39,6 +47,7 @@ use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::calm::CalmHint;
+use crate::generation::GenerationHandle;
 
 /// One connection's requests with a body, and its upload permit.
 #[derive(Debug)]
@@ -47,6 +56,9 @@ pub(crate) struct Uploads {
     in_flight: AtomicUsize,
     /// Two were in flight at once.
     overlapped: AtomicBool,
+    /// Uploads that hold a stream here and wait for the permit: while any does, the connection
+    /// takes no new stream (see the module docs).
+    waiting: AtomicUsize,
     /// The single permit an upload takes once the cell sends one body at a time (a `std` Arc:
     /// tokio's owned permits need one).
     permit: std::sync::Arc<Semaphore>,
@@ -60,6 +72,7 @@ impl Uploads {
         Uploads {
             in_flight: AtomicUsize::new(0),
             overlapped: AtomicBool::new(false),
+            waiting: AtomicUsize::new(0),
             permit: std::sync::Arc::new(Semaphore::new(1)),
             hint,
         }
@@ -70,6 +83,23 @@ impl Uploads {
         self.hint
             .uploads_one_at_a_time()
             .then(|| self.permit.clone())
+    }
+
+    /// Whether an upload waits here for the permit: the connection then takes no new stream.
+    #[inline]
+    pub(crate) fn any_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) != 0
+    }
+
+    /// An upload holding a stream here found the permit taken and waits for it.
+    fn wait(&self) {
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An upload stopped waiting (it holds the permit, or left). Returns whether it was the
+    /// last: the connection may take streams again.
+    fn stop_waiting(&self) -> bool {
+        self.waiting.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
     /// A request with a body was dispatched here: count it until [`ended`](Self::ended).
@@ -120,6 +150,35 @@ impl Drop for UploadInFlight {
     }
 }
 
+/// Counts an upload waiting for its connection's permit, from when it found the permit taken
+/// until it holds it or leaves. The connection counts as full meanwhile; the last waiter to go
+/// tells the cell, as a freed stream does, so that a request waiting there can take a stream.
+pub(crate) struct UploadWaiting {
+    generation: Arc<GenerationHandle>,
+}
+
+impl UploadWaiting {
+    /// An upload on the connection of `generation` waits for the permit.
+    pub(crate) fn new(generation: Arc<GenerationHandle>) -> UploadWaiting {
+        generation.streams.uploads.wait();
+        UploadWaiting { generation }
+    }
+}
+
+impl Drop for UploadWaiting {
+    fn drop(&mut self) {
+        let generation = &self.generation;
+        let last = generation.streams.uploads.stop_waiting();
+        // The store above comes before the cell's lock in `stream_freed`, and a request that
+        // found the connection full read the count under that lock and queued there: either it
+        // saw the connection free, or the cell sees it waiting now. Never called under a cell
+        // lock (a request future's own step, or its drop).
+        if last && !generation.streams.is_full() {
+            generation.home.stream_freed(&generation.record);
+        }
+    }
+}
+
 #[cfg(all(test, not(pool_loom)))]
 mod tests {
     use super::*;
@@ -143,5 +202,21 @@ mod tests {
         let next = Uploads::new(hint);
         assert!(next.permit().is_some());
         assert_eq!(next.permit().unwrap().available_permits(), 1);
+    }
+
+    #[test]
+    fn a_connection_where_an_upload_waits_for_the_permit_takes_no_new_stream() {
+        let streams = crate::streams::tests::accounting(100).0;
+        assert!(streams.try_reserve() && streams.try_reserve());
+        streams.uploads.wait();
+        streams.uploads.wait();
+        assert!(streams.is_full(), "full while an upload waits");
+        assert!(!streams.try_reserve());
+        assert!(!streams.uploads.stop_waiting(), "one still waits");
+        assert!(streams.is_full() && !streams.try_reserve());
+        assert!(streams.uploads.stop_waiting(), "the last one");
+        assert!(!streams.is_full());
+        assert!(streams.try_reserve());
+        assert_eq!(streams.taken(), 3);
     }
 }

@@ -1067,49 +1067,64 @@ async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
     assert!(events.failed().is_empty(), "{:?}", events.failed());
 }
 
-/// Tomcat ends an HTTP/2 connection with `GOAWAY(ENHANCE_YOUR_CALM)` when uploads overlap on
-/// it (its overhead protection meeting the one-byte DATA frames hyper's body pipe sends when
-/// uploads share a scarce window; see pool-h2's `uploads.rs`). The first connection's two
-/// overlapping uploads fail (POSTs, not sent again) and teach the cell to send one body at a
-/// time: on the next connection an upload that comes while another is unfinished waits for
-/// that one's response head, so both are served, while a GET beside them does not wait.
-/// Without the lesson the second upload goes at once, and the peer ends that connection too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time() {
-    let peer = FramePeer::start_refusing_overlapping_bodies().await;
-    let events = EventLog::new();
-    let pool = h2c_pool(&events);
-    let client = pool.client().unwrap();
-    let url = peer.url("/upload");
-    let key = origin(&url);
-    let upload = |body: Stalled| {
-        let (client, url) = (client.clone(), url.clone());
-        tokio::spawn(async move {
-            let request = Request::post(url).body(body).unwrap();
-            let response = client.request(request).await?;
-            let status = response.status();
-            response.into_body().collect().await?;
-            Ok::<_, pool::Error>(status)
-        })
-    };
+/// Spawns an upload of `body` to `url`; its task gives the status once the response body ended.
+fn spawn_upload(
+    client: &pool::Client,
+    url: &str,
+    body: Stalled,
+) -> tokio::task::JoinHandle<Result<http::StatusCode, pool::Error>> {
+    let (client, url) = (client.clone(), url.to_owned());
+    tokio::spawn(async move {
+        let request = Request::post(url).body(body).unwrap();
+        let response = client.request(request).await?;
+        let status = response.status();
+        response.into_body().collect().await?;
+        Ok(status)
+    })
+}
 
-    assert!(!pool.stats(&url).uploads_one_at_a_time());
-    // Two uploads whose bodies never end overlap on the first connection.
+/// Teaches `pool` that the overlapping-bodies peer behind `url` takes one upload at a time:
+/// two uploads whose bodies never end overlap on its first connection, which the peer ends
+/// with `GOAWAY(ENHANCE_YOUR_CALM)`; both fail (POSTs, not sent again).
+async fn learn_one_upload_at_a_time(pool: &ConnectionPool, peer: &FramePeer, url: &str) {
+    let client = pool.client().unwrap();
+    assert!(!pool.stats(url).uploads_one_at_a_time());
     let never = Gate::new();
-    let first = upload(Stalled::new("a", never.clone()));
-    let second = upload(Stalled::new("b", never.clone()));
+    let first = spawn_upload(&client, url, Stalled::new("a", never.clone()));
+    let second = spawn_upload(&client, url, Stalled::new("b", never.clone()));
     for task in [first, second] {
         let outcome = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
         assert!(outcome.is_err(), "{outcome:?}");
     }
     assert_eq!(peer.connections(), 1);
     // The lesson is taken when the connection's driver ends, before its transport goes.
-    settle(&pool, &key, |s| s.physically_live == 0).await;
-    assert!(pool.stats(&url).uploads_one_at_a_time());
+    settle(pool, &origin(url), |s| s.physically_live == 0).await;
+    assert!(pool.stats(url).uploads_one_at_a_time());
+}
+
+/// Tomcat ends an HTTP/2 connection with `GOAWAY(ENHANCE_YOUR_CALM)` when uploads overlap on
+/// it (its overhead protection meeting the one-byte DATA frames hyper's body pipe sends when
+/// uploads share a scarce window; see pool-h2's `uploads.rs`). The first connection's two
+/// overlapping uploads fail (POSTs, not sent again) and teach the cell to send one body at a
+/// time per connection: on the next connection an upload that comes while another is
+/// unfinished waits for that one's response head, so both are served, while a GET beside them
+/// does not wait; and while it waits the connection counts as full, so a third upload goes at
+/// once on a connection of its own. Without the lesson the second upload goes at once, and the
+/// peer ends that connection too; without the connection counting as full, the third would
+/// wait behind the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time_per_connection() {
+    let peer = FramePeer::start_refusing_overlapping_bodies().await;
+    let events = EventLog::new();
+    let pool = h2c_pool(&events);
+    let client = pool.client().unwrap();
+    let url = peer.url("/upload");
+    let key = origin(&url);
+    learn_one_upload_at_a_time(&pool, &peer, &url).await;
 
     // On the second connection: an upload whose body waits for `held`...
     let held = Gate::new();
-    let unfinished = upload(Stalled::new("c", held.clone()));
+    let unfinished = spawn_upload(&client, &url, Stalled::new("c", held.clone()));
     tokio::time::timeout(LIMIT, peer.wait_headers(3))
         .await
         .expect("the upload reached the peer");
@@ -1119,16 +1134,68 @@ async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time() {
         .expect("the GET does not wait for the upload");
     assert_eq!(body, "");
     // ...and a second upload takes a stream there, then waits for the first one's response.
-    let waiting = upload(Stalled::new("d", Gate::opened()));
+    let waiting = spawn_upload(&client, &url, Stalled::new("d", Gate::opened()));
     settle(&pool, &key, |s| s.h2_active_streams == 2).await;
+    // A third goes on a third connection, and is answered while the first is unfinished.
+    let third = spawn_upload(&client, &url, Stalled::new("e", Gate::opened()));
+    let status = tokio::time::timeout(LIMIT, third).await.unwrap().unwrap();
+    assert_eq!(status.unwrap(), 200);
+    assert_eq!(peer.connections(), 3);
     held.open();
     for task in [unfinished, waiting] {
         let status = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
         assert_eq!(status.unwrap(), 200);
     }
-    assert_eq!(peer.connections(), 2);
+    assert_eq!(peer.connections(), 3);
     let second: Vec<usize> = peer.streams()[1].values().copied().collect();
     assert_eq!(second, [1, 0, 1], "the upload, the GET, the upload");
+    let third: Vec<usize> = peer.streams()[2].values().copied().collect();
+    assert_eq!(third, [1], "the third upload");
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
+/// With one HTTP/2 connection allowed per origin, the connection where an upload waits for
+/// the permit counts as full, so a third upload waits in the pool; when the waiting upload
+/// takes the permit, the connection tells its cell, and the third takes a stream there (then
+/// waits for the permit in turn). Without that word from the connection, nothing would wake
+/// the third: no stream at the peer's limit ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_that_waited_in_the_pool_takes_the_stream_when_the_permit_moves_on() {
+    let peer = FramePeer::start_refusing_overlapping_bodies().await;
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+        .http2_max_connections_per_origin(1)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = peer.url("/upload");
+    let key = origin(&url);
+    learn_one_upload_at_a_time(&pool, &peer, &url).await;
+
+    let held = Gate::new();
+    let unfinished = spawn_upload(&client, &url, Stalled::new("c", held.clone()));
+    tokio::time::timeout(LIMIT, peer.wait_headers(3))
+        .await
+        .expect("the upload reached the peer");
+    let waiting = spawn_upload(&client, &url, Stalled::new("d", Gate::opened()));
+    settle(&pool, &key, |s| s.h2_active_streams == 2).await;
+    let third = spawn_upload(&client, &url, Stalled::new("e", Gate::opened()));
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+    assert_eq!(
+        pool.stats(&url).total().h2_active_streams,
+        2,
+        "the third waits in the pool"
+    );
+    held.open();
+    for task in [unfinished, waiting, third] {
+        let status = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert_eq!(peer.connections(), 2);
+    let second: Vec<usize> = peer.streams()[1].values().copied().collect();
+    assert_eq!(second, [1, 1, 1], "the three uploads, one after the other");
     assert_eq!(pool.counters().transparent_retries, 0);
 }
 

@@ -53,7 +53,8 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
     fn record(&self) -> &Arc<ConnectionRecord>;
     /// Whether it still accepts new streams.
     fn is_accepting(&self) -> bool;
-    /// Reserves one stream if the peer's limit allows another (or is not known yet).
+    /// Reserves one stream if the peer's limit allows another (or is not known yet) and the
+    /// generation takes streams now (see [`is_full`](Self::is_full)).
     fn try_reserve(&self) -> bool;
     /// Gives back a reservation that will not be leased. A generation that was at its limit
     /// then tells its cell a stream is free, so this is never called under a cell lock.
@@ -61,7 +62,10 @@ pub trait PooledH2: Clone + Send + Sync + 'static {
     /// Gives back a reservation without telling anyone: for the cell, under its lock, when no
     /// request waits for the stream.
     fn unreserve_quietly(&self);
-    /// Whether the peer's limit is known (or assumed) and every stream it allows is taken.
+    /// Whether the peer's limit is known (or assumed) and every stream it allows is taken, or
+    /// the generation takes no stream for now (`pool-h2`: its request quota is reserved out,
+    /// or an upload waits for the connection's upload permit). A generation that takes streams
+    /// again tells its cell through [`Cell::h2_stream_freed`](super::Cell::h2_stream_freed).
     fn is_full(&self) -> bool;
     /// Whether any stream is in use: reserved for a request, or in flight and not abandoned
     /// (a stream the pool gave up on but the protocol still holds open does not keep the
