@@ -8,8 +8,9 @@
 //!   proved it did not process them), and teach the pool to send one body at a time per
 //!   connection (`pool-h2/src/uploads.rs`). Check: failures only up to the first second in
 //!   which a request succeeded, at most `-c` of them (one connection's worth, the lesson), none
-//!   after; every connection h2; and the summary lists the origin under
-//!   `uploads_one_at_a_time` (the pool did learn it). Before the pool learnt this, every upload of such a run
+//!   after; every connection h2; the summary lists the origin under
+//!   `uploads_one_at_a_time` (the pool did learn it); and every partition opened at least
+//!   three connections (uploads spread, one per connection and at most one waiting). Before the pool learnt this, every upload of such a run
 //!   failed (14 of 18,177 succeeded in 3 s at `-c 16`), as for h2load and curl.
 //!
 //! Tomcat runs from Debian's `tomcat10` (`CATALINA_HOME` `/usr/share/tomcat10`) with a
@@ -98,27 +99,55 @@ pub(crate) fn tomcat_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         &url,
     ]);
     let run = Running::spawn(poolcurl, &args).map(Running::finish);
-    let mut problems = Vec::new();
-    if !learnt(&run, port) {
-        problems.push("the summary does not list the origin under uploads_one_at_a_time".into());
-    }
+    let problems = match run
+        .as_ref()
+        .map(|done| serde_json::from_str::<Value>(&done.stdout))
+    {
+        Ok(Ok(json)) => lesson_problems(&json, port),
+        // `judge_lesson` says what is wrong with the run.
+        _ => Vec::new(),
+    };
     vec![Row::judge_lesson(name, run, "h2", CONCURRENCY, problems)]
 }
 
-/// Whether the run's summary says the pool sends one body at a time to the Tomcat on `port`.
-fn learnt(run: &Result<Finished, String>, port: u16) -> bool {
-    let Some(json) = run
-        .as_ref()
-        .ok()
-        .and_then(|done| serde_json::from_str::<Value>(&done.stdout).ok())
-    else {
-        return false;
-    };
+/// What the run's summary says against the lesson: it must list the Tomcat on `port` under
+/// `uploads_one_at_a_time`, and every partition must have spread its uploads over at least
+/// [`SPREAD`] connections (the lesson's own, then one upload and at most one waiting per
+/// connection: with the uploads queued on one connection, as before, a partition opened two).
+fn lesson_problems(json: &Value, port: u16) -> Vec<String> {
+    let mut problems = Vec::new();
     let origin = format!("http://127.0.0.1:{port}");
-    json.pointer("/connections/uploads_one_at_a_time")
+    let learnt = json
+        .pointer("/connections/uploads_one_at_a_time")
         .and_then(Value::as_array)
-        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)))
+        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)));
+    if !learnt {
+        problems.push("the summary does not list the origin under uploads_one_at_a_time".into());
+    }
+    let opened: Vec<u64> = json
+        .get("partitions")
+        .and_then(Value::as_array)
+        .map(|partitions| {
+            partitions
+                .iter()
+                .map(|p| {
+                    p.get("connections_opened")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if opened.is_empty() || opened.iter().any(|&n| n < SPREAD) {
+        problems.push(format!(
+            "uploads not spread over connections: opened per partition {opened:?}, want >= {SPREAD}"
+        ));
+    }
+    problems
 }
+
+/// Connections each partition must open at least: the lesson's, and two to spread its uploads.
+const SPREAD: u64 = 3;
 
 /// Writes the `CATALINA_BASE` into `dir`, starts Tomcat on a free port and waits until it
 /// listens.
