@@ -26,7 +26,8 @@
 //! it counts as full, as at the peer's stream limit, so the next request goes to another of
 //! the cell's connections with a stream free, or waits in the cell while a further connection
 //! opens (within the cell's HTTP/2 connection cap or its bound, as for any scale-out). Each
-//! connection so carries one upload and at most one waiting behind it. When the waiting
+//! connection so carries one upload and at most one waiting behind it (counted in the
+//! `H2UploadsWaiting` gauge). When the waiting
 //! upload takes the permit (or leaves), the connection takes streams again and tells its cell,
 //! as a freed stream does, so a request waiting there takes it. The cost falls on requests
 //! without a body only while uploads wait: they go to the other connections, or wait with
@@ -42,6 +43,7 @@
 //! What it does not do: count bodies a server answered early and that are still sending (the
 //! permit goes with the response head), or change how a body is framed.
 
+use pool_core::stats::Gauge;
 use pool_core::sync::Arc;
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -161,6 +163,7 @@ impl UploadWaiting {
     /// An upload on the connection of `generation` waits for the permit.
     pub(crate) fn new(generation: Arc<GenerationHandle>) -> UploadWaiting {
         generation.streams.uploads.wait();
+        generation.record.gauges().inc(Gauge::H2UploadsWaiting);
         UploadWaiting { generation }
     }
 }
@@ -168,6 +171,7 @@ impl UploadWaiting {
 impl Drop for UploadWaiting {
     fn drop(&mut self) {
         let generation = &self.generation;
+        generation.record.gauges().dec(Gauge::H2UploadsWaiting);
         let last = generation.streams.uploads.stop_waiting();
         // The store above comes before the cell's lock in `stream_freed`, and a request that
         // found the connection full read the count under that lock and queued there: either it

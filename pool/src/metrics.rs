@@ -34,6 +34,7 @@
 //! | `pool_requests_waiting_peak` | gauge | origin, partition | the most waiting at once, over the same span |
 //! | `pool_http2_streams_active` | gauge | origin, partition | streams in flight on HTTP/2 connections (abandoned ones apart) |
 //! | `pool_http2_streams_abandoned` | gauge | origin, partition | streams the pool gave up on that the server holds open (a refused upload waiting for window) |
+//! | `pool_http2_uploads_waiting` | gauge | origin, partition | requests with a body waiting for their HTTP/2 connection's upload permit (one body at a time per connection, learnt from a server that ended a connection when uploads overlapped) |
 //! | `pool_permits_available` | gauge | origin | permits nobody holds (bounded origins only) |
 //! | `pool_redundant_handshakes_total` | counter | | TLS handshakes that lost the HTTP/2 convergence |
 //!
@@ -140,6 +141,7 @@ fn publish(origin: &OriginKey, partition: PartitionId, row: &PartitionStats, pea
     set("pool_requests_waiting_peak", peaks.waiting);
     set("pool_http2_streams_active", row.h2_active_streams);
     set("pool_http2_streams_abandoned", row.h2_abandoned_streams);
+    set("pool_http2_uploads_waiting", row.h2_uploads_waiting);
     for (proto, active, draining) in [
         (Protocol::Http1, row.h1_active, row.h1_draining),
         (Protocol::Http2, row.h2_accepting, row.h2_draining),

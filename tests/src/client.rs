@@ -36,13 +36,21 @@ pub async fn settle(
     origin: &OriginKey,
     condition: impl Fn(&PartitionStats) -> bool,
 ) {
+    let stats = || pool.stats(origin).total();
+    eventually(
+        || condition(&stats()),
+        || format!("gauges never settled: {:?}", stats()),
+    )
+    .await;
+}
+
+/// Lets other tasks run until `condition` holds, as [`settle`] does for gauges: for what the
+/// pool shows only through its stats (a lesson it learnt of a server). Panics with `why` if it
+/// never holds.
+pub async fn eventually(condition: impl Fn() -> bool, why: impl Fn() -> String) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !condition(&pool.stats(origin).total()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gauges never settled: {:?}",
-            pool.stats(origin).total()
-        );
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "{}", why());
         tokio::task::yield_now().await;
     }
 }

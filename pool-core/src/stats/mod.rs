@@ -37,6 +37,9 @@ pub enum Gauge {
     /// body hyper keeps, waiting for flow-control window the server does not grant. They count
     /// against the server's stream limit but keep no connection in use.
     H2AbandonedStreams,
+    /// Requests with a body that hold a stream and wait for their connection's upload permit
+    /// (once the cell sends one request body at a time per connection: `pool-h2`'s `uploads`).
+    H2UploadsWaiting,
     /// Transports from the connector's return until their I/O is dropped.
     PhysicallyLive,
     /// Requests registered in the cell's waiter queues. Stays last: the gauges before it
@@ -243,6 +246,7 @@ impl Gauges {
             h2_draining: self.get(Gauge::H2Draining),
             h2_active_streams: self.get(Gauge::H2ActiveStreams),
             h2_abandoned_streams: self.get(Gauge::H2AbandonedStreams),
+            h2_uploads_waiting: self.get(Gauge::H2UploadsWaiting),
             physically_live: self.get(Gauge::PhysicallyLive),
             waiting_requests: self.get(Gauge::WaitingRequests),
         }
@@ -299,6 +303,10 @@ pub struct PartitionStats {
     /// Streams the pool gave up on while the server holds them open (a refused upload waiting
     /// for flow-control window); they count against the server's stream limit only.
     pub h2_abandoned_streams: usize,
+    /// Of `h2_active_streams`, requests with a body waiting for their connection's upload
+    /// permit: a server that ended a connection when uploads overlapped on it gets one request
+    /// body at a time per connection, and a connection where one waits takes no new stream.
+    pub h2_uploads_waiting: usize,
     /// Transports whose I/O has not been dropped yet, in any state.
     pub physically_live: usize,
     /// Requests of this partition waiting for a connection.
@@ -323,6 +331,7 @@ impl PartitionStats {
         self.h2_draining += other.h2_draining;
         self.h2_active_streams += other.h2_active_streams;
         self.h2_abandoned_streams += other.h2_abandoned_streams;
+        self.h2_uploads_waiting += other.h2_uploads_waiting;
         self.physically_live += other.physically_live;
         self.waiting_requests += other.waiting_requests;
     }
@@ -487,6 +496,8 @@ impl OriginStats {
         h2_active_streams;
         /// Abandoned HTTP/2 streams the servers still hold open, all partitions.
         h2_abandoned_streams;
+        /// Requests with a body waiting for their connection's upload permit, all partitions.
+        h2_uploads_waiting;
         /// Transports whose I/O has not been dropped yet, all partitions.
         physically_live;
         /// Requests waiting for a connection, all partitions.
