@@ -27,11 +27,11 @@
 //! the cell's connections with a stream free, or waits in the cell while a further connection
 //! opens (within the cell's HTTP/2 connection cap or its bound, as for any scale-out). Each
 //! connection so carries one upload and at most one waiting behind it (counted in the
-//! `H2UploadsWaiting` gauge). When the waiting
-//! upload takes the permit (or leaves), the connection takes streams again and tells its cell,
-//! as a freed stream does, so a request waiting there takes it. The cost falls on requests
-//! without a body only while uploads wait: they go to the other connections, or wait with
-//! everyone else when each connection has an upload waiting.
+//! `H2UploadsWaiting` gauge). When the waiting upload takes the permit (or leaves), the
+//! connection takes streams again and tells its cell, as a freed stream does, so a request
+//! waiting there takes it. The cost falls on requests without a body only while uploads wait:
+//! they go to the other connections, or wait with everyone else when each connection has an
+//! upload waiting.
 //!
 //! The costs, stated: learning costs the uploads that overlapped on one connection of each
 //! cell (they fail; a POST is not sent again). An upload's wait for its permit counts against
@@ -171,9 +171,9 @@ impl UploadWaiting {
 impl Drop for UploadWaiting {
     fn drop(&mut self) {
         let generation = &self.generation;
-        generation.record.gauges().dec(Gauge::H2UploadsWaiting);
         let last = generation.streams.uploads.stop_waiting();
-        // The store above comes before the cell's lock in `stream_freed`, and a request that
+        generation.record.gauges().dec(Gauge::H2UploadsWaiting);
+        // The count's store comes before the cell's lock in `stream_freed`, and a request that
         // found the connection full read the count under that lock and queued there: either it
         // saw the connection free, or the cell sees it waiting now. Never called under a cell
         // lock (a request future's own step, or its drop).
