@@ -1109,6 +1109,24 @@ async fn learn_one_upload_at_a_time(pool: &ConnectionPool, peer: &FramePeer, url
     settle(pool, &origin(url), |s| s.physically_live == 0).await;
 }
 
+/// After the lesson's two uploads: starts a third upload, whose body waits for the returned
+/// gate, and returns once its HEADERS reached the peer.
+async fn unfinished_upload(
+    client: &pool::Client,
+    peer: &FramePeer,
+    url: &str,
+) -> (
+    Gate,
+    tokio::task::JoinHandle<Result<http::StatusCode, pool::Error>>,
+) {
+    let held = Gate::new();
+    let unfinished = spawn_upload(client, url, Stalled::new("c", held.clone()));
+    tokio::time::timeout(LIMIT, peer.wait_headers(3))
+        .await
+        .expect("the upload reached the peer");
+    (held, unfinished)
+}
+
 /// Tomcat ends an HTTP/2 connection with `GOAWAY(ENHANCE_YOUR_CALM)` when uploads overlap on
 /// it (its overhead protection meeting the one-byte DATA frames hyper's body pipe sends when
 /// uploads share a scarce window; see pool-h2's `uploads.rs`). The first connection's two
@@ -1130,11 +1148,7 @@ async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time_per_connecti
     learn_one_upload_at_a_time(&pool, &peer, &url).await;
 
     // On the second connection: an upload whose body waits for `held`...
-    let held = Gate::new();
-    let unfinished = spawn_upload(&client, &url, Stalled::new("c", held.clone()));
-    tokio::time::timeout(LIMIT, peer.wait_headers(3))
-        .await
-        .expect("the upload reached the peer");
+    let (held, unfinished) = unfinished_upload(&client, &peer, &url).await;
     // ...does not hold up a GET...
     let (_, body) = tokio::time::timeout(LIMIT, fetch(&client, &url))
         .await
@@ -1185,11 +1199,7 @@ async fn an_upload_that_waited_in_the_pool_takes_the_stream_when_the_permit_move
     let key = origin(&url);
     learn_one_upload_at_a_time(&pool, &peer, &url).await;
 
-    let held = Gate::new();
-    let unfinished = spawn_upload(&client, &url, Stalled::new("c", held.clone()));
-    tokio::time::timeout(LIMIT, peer.wait_headers(3))
-        .await
-        .expect("the upload reached the peer");
+    let (held, unfinished) = unfinished_upload(&client, &peer, &url).await;
     let waiting = spawn_upload(&client, &url, Stalled::new("d", Gate::opened()));
     settle(&pool, &key, |s| {
         s.h2_active_streams == 2 && s.h2_uploads_waiting == 1
