@@ -437,28 +437,31 @@ where
     pub fn send(self, request: Request<B>) -> impl Future<Output = H2SendOutcome<B>> + Send {
         let StreamLease { sender, guard } = self;
         let upload = !request.body().is_end_stream();
-        let permit = match guard.generation.as_ref().filter(|_| upload) {
-            Some(generation) => match generation.streams.uploads.permit() {
-                None => None,
-                Some(permit) => match permit.clone().try_acquire_owned() {
-                    Ok(taken) => Some(taken),
-                    Err(_) => {
-                        // Counted before this returns, so the cell sends the next request
-                        // elsewhere (the connection counts as full while an upload waits).
-                        let waiting = UploadWaiting::new(generation.clone());
-                        return Dispatch::Queued {
-                            waiting: Box::pin(async move {
-                                // Never closed, so the permit always comes.
-                                let permit = permit.acquire_owned().await.ok();
-                                drop(waiting);
-                                dispatch(sender, guard, request, true, permit).await
-                            }),
-                        };
-                    }
-                },
-            },
-            None => None,
-        };
+        // Only once the cell sends one body at a time, and only for an upload.
+        let semaphore = guard
+            .generation
+            .as_ref()
+            .filter(|_| upload)
+            .and_then(|g| Some((g, g.streams.uploads.permit()?)));
+        let mut permit = None;
+        if let Some((generation, semaphore)) = semaphore {
+            match semaphore.clone().try_acquire_owned() {
+                Ok(taken) => permit = Some(taken),
+                Err(_) => {
+                    // Counted before this returns, so the cell sends the next request
+                    // elsewhere (the connection counts as full while an upload waits).
+                    let waiting = UploadWaiting::new(generation.clone());
+                    return Dispatch::Queued {
+                        waiting: Box::pin(async move {
+                            // Never closed, so the permit always comes.
+                            let permit = semaphore.acquire_owned().await.ok();
+                            drop(waiting);
+                            dispatch(sender, guard, request, true, permit).await
+                        }),
+                    };
+                }
+            }
+        }
         Dispatch::Sent {
             sending: dispatch(sender, guard, request, upload, permit),
         }

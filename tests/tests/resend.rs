@@ -655,11 +655,14 @@ async fn a_request_cancelled_mid_exchange_closes_its_connection_as_canceled() {
 }
 
 fn h2c_pool(events: &EventLog) -> ConnectionPool {
+    h2c_builder(events).build().unwrap()
+}
+
+/// A prior-knowledge HTTP/2 pool's builder, reporting to `events`.
+fn h2c_builder(events: &EventLog) -> pool::Builder {
     ConnectionPool::builder()
         .protocol(ProtocolPolicy::Http2PriorKnowledge)
         .event_listener(events.clone())
-        .build()
-        .unwrap()
 }
 
 /// `REFUSED_STREAM` proves the stream was not processed (RFC 9113 §8.7), whatever the method:
@@ -1188,10 +1191,8 @@ async fn uploads_that_made_the_server_ask_for_calm_go_one_at_a_time_per_connecti
 async fn an_upload_that_waited_in_the_pool_takes_the_stream_when_the_permit_moves_on() {
     let peer = FramePeer::start_refusing_overlapping_bodies().await;
     let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+    let pool = h2c_builder(&events)
         .http2_max_connections_per_origin(1)
-        .event_listener(events.clone())
         .build()
         .unwrap();
     let client = pool.client().unwrap();
@@ -1608,10 +1609,8 @@ async fn a_server_asking_for_calm_gets_fewer_streams_and_the_requests_it_refused
     let (hold, shed, again) = (Gate::new(), Gate::new(), Gate::new());
     let server = shedding_server(&hold, &shed, &again, 14).await;
     let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
+    let pool = h2c_builder(&events)
         .http2_max_connections_per_origin(1)
-        .event_listener(events.clone())
         .build()
         .unwrap();
     let client = pool.client().unwrap();

@@ -59,43 +59,44 @@ impl Row {
         proto: &str,
         problems: Vec<String>,
     ) -> Row {
-        Row::judge_tolerating(check, run, expect, proto, problems, 0)
+        Row::judge_summary(check, run, expect, proto, problems, None)
     }
 
     /// Judges a run against a server that teaches the pool something by failing requests
     /// first: as [`judge`](Self::judge), except that failures are tolerated (and poolcurl's
     /// exit status 1 with them) if they all ended in or before the first second in which a
-    /// request succeeded, and there are at most `lesson` of them. `problems` are failures
-    /// found before.
+    /// request succeeded, and there are at most `lesson` of them; `learnt` reads from the same
+    /// summary what else the check requires (the problems it returns fail the check).
     pub(crate) fn judge_lesson(
         check: String,
         run: Result<Finished, String>,
         proto: &str,
         lesson: u64,
-        mut problems: Vec<String>,
+        learnt: &Learnt,
     ) -> Row {
-        let tolerated = match &run {
-            Ok(done) => lesson_failures(&done.stdout, lesson, &mut problems),
-            Err(_) => 0,
-        };
-        Row::judge_tolerating(check, run, None, proto, problems, tolerated)
+        Row::judge_summary(check, run, None, proto, Vec::new(), Some((lesson, learnt)))
     }
 
-    fn judge_tolerating(
+    /// Parses the run's summary once, for the lesson (if any) and the table's cells.
+    fn judge_summary(
         check: String,
         run: Result<Finished, String>,
         expect: Option<u64>,
         proto: &str,
         mut problems: Vec<String>,
-        tolerated: u64,
+        lesson: Option<(u64, &Learnt)>,
     ) -> Row {
-        let (mut cells, mut info) = (Vec::new(), Vec::new());
+        let (mut cells, mut info, mut tolerated) = (Vec::new(), Vec::new(), 0);
         let run = match run {
             Ok(run) => run,
             Err(e) => return Row::broken(check, &e),
         };
         match serde_json::from_str::<Value>(&run.stdout) {
             Ok(json) => {
+                if let Some((lesson, learnt)) = lesson {
+                    tolerated = lesson_failures(&json, lesson, &mut problems);
+                    problems.extend(learnt(&json));
+                }
                 cells = summarize(&json, expect, proto, tolerated, &mut problems, &mut info);
             }
             Err(_) => {
@@ -117,13 +118,13 @@ impl Row {
     }
 }
 
-/// The failures of a run's JSON summary (`stdout`) that ended in or before the first second in
-/// which a request succeeded, if there are at most `lesson` of them and none ended later;
-/// otherwise 0, with the reason in `problems`.
-fn lesson_failures(stdout: &str, lesson: u64, problems: &mut Vec<String>) -> u64 {
-    let Ok(json) = serde_json::from_str::<Value>(stdout) else {
-        return 0;
-    };
+/// What a lesson check requires of a run's summary beyond its failures: the problems found.
+pub(crate) type Learnt = dyn Fn(&Value) -> Vec<String>;
+
+/// The failures of a run's JSON summary that ended in or before the first second in which a
+/// request succeeded, if there are at most `lesson` of them and none ended later; otherwise 0,
+/// with the reason in `problems`.
+fn lesson_failures(json: &Value, lesson: u64, problems: &mut Vec<String>) -> u64 {
     let seconds = json["timeline"].as_array().cloned().unwrap_or_default();
     let count = |second: &Value, key: &str| second[key].as_u64().unwrap_or(0);
     let Some(first) = seconds.iter().position(|s| count(s, "successes") > 0) else {

@@ -99,15 +99,8 @@ pub(crate) fn tomcat_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
         &url,
     ]);
     let run = Running::spawn(poolcurl, &args).map(Running::finish);
-    let problems = match run
-        .as_ref()
-        .map(|done| serde_json::from_str::<Value>(&done.stdout))
-    {
-        Ok(Ok(json)) => lesson_problems(&json, port),
-        // `judge_lesson` says what is wrong with the run.
-        _ => Vec::new(),
-    };
-    vec![Row::judge_lesson(name, run, "h2", CONCURRENCY, problems)]
+    let learnt = move |json: &Value| lesson_problems(json, port);
+    vec![Row::judge_lesson(name, run, "h2", CONCURRENCY, &learnt)]
 }
 
 /// What the run's summary says against the lesson: it must list the Tomcat on `port` under
