@@ -53,12 +53,15 @@ const NONE: usize = usize::MAX;
 /// (`ENHANCE_YOUR_CALM`), shared by the connections of one cell (see
 /// [`H2Home::calm`](crate::H2Home::calm)): the stream cap a connection last had after its
 /// server refused a stream so, which a new connection starts from (none until a server
-/// asked), and whether a server ended a connection so after request bodies overlapped on it,
-/// which sends request bodies one at a time from then on (`uploads.rs`).
+/// asked); and, from a server that ended a connection so, either that request bodies overlapped
+/// on it, which sends them one at a time from then on (`uploads.rs`), or, where none did, that
+/// the connection's `WINDOW_UPDATE`s were too many, which opens further connections with a
+/// larger stream window (`window.rs`).
 #[derive(Debug)]
 pub struct CalmHint {
     cap: AtomicUsize,
     one_upload: AtomicBool,
+    larger_window: AtomicBool,
 }
 
 impl Default for CalmHint {
@@ -66,8 +69,19 @@ impl Default for CalmHint {
         CalmHint {
             cap: AtomicUsize::new(NONE),
             one_upload: AtomicBool::new(false),
+            larger_window: AtomicBool::new(false),
         }
     }
+}
+
+/// What a connection's end on its server's `GOAWAY(ENHANCE_YOUR_CALM)` taught its cell
+/// ([`CalmHint::ended_asking_for_calm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lesson {
+    /// Request bodies overlapped on the connection: one at a time from now on (`uploads.rs`).
+    OneUpload,
+    /// None did: further connections open with a larger stream window (`window.rs`).
+    LargerWindow,
 }
 
 impl CalmHint {
@@ -76,10 +90,23 @@ impl CalmHint {
         self.one_upload.load(Ordering::Relaxed)
     }
 
-    /// From now on the cell's connections send one request body at a time. Returns whether
-    /// that is new.
-    pub(crate) fn learn_one_upload(&self) -> bool {
-        !self.one_upload.swap(true, Ordering::Relaxed)
+    /// Whether the cell's further connections open with a larger stream window, so that they
+    /// send fewer stream `WINDOW_UPDATE`s (`window.rs`).
+    pub fn larger_stream_window(&self) -> bool {
+        self.larger_window.load(Ordering::Relaxed)
+    }
+
+    /// A connection of the cell ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)`;
+    /// `uploads_overlapped`: two request bodies were in flight on it at once. Overlapping
+    /// bodies explain it (Tomcat's overhead protection); without them the suspect is the rate
+    /// of the connection's `WINDOW_UPDATE`s (Jetty's rate control). Returns the lesson if it is
+    /// new.
+    pub(crate) fn ended_asking_for_calm(&self, uploads_overlapped: bool) -> Option<Lesson> {
+        let (flag, lesson) = match uploads_overlapped {
+            true => (&self.one_upload, Lesson::OneUpload),
+            false => (&self.larger_window, Lesson::LargerWindow),
+        };
+        (!flag.swap(true, Ordering::Relaxed)).then_some(lesson)
     }
 }
 
@@ -169,6 +196,21 @@ mod tests {
         fn default() -> Calm {
             Calm::new(Arc::new(CalmHint::default()))
         }
+    }
+
+    #[test]
+    fn a_calm_goaway_teaches_one_upload_after_overlapping_bodies_and_a_larger_window_otherwise() {
+        let hint = CalmHint::default();
+        assert!(!hint.uploads_one_at_a_time() && !hint.larger_stream_window());
+        assert_eq!(
+            hint.ended_asking_for_calm(false),
+            Some(Lesson::LargerWindow)
+        );
+        assert!(hint.larger_stream_window() && !hint.uploads_one_at_a_time());
+        assert_eq!(hint.ended_asking_for_calm(false), None, "learnt once");
+        assert_eq!(hint.ended_asking_for_calm(true), Some(Lesson::OneUpload));
+        assert!(hint.uploads_one_at_a_time());
+        assert_eq!(hint.ended_asking_for_calm(true), None, "learnt once");
     }
 
     #[test]

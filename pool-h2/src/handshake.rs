@@ -17,7 +17,7 @@ use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
-use crate::calm::CalmHint;
+use crate::calm::{CalmHint, Lesson};
 use crate::classify::go_away_asking_for_calm;
 use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
@@ -63,9 +63,11 @@ pub trait H2Home: Send + Sync + 'static {
     }
 
     /// What the cell's connections learnt from servers that asked for calm: the stream cap
-    /// they last had, which a new connection starts from (`calm.rs`), and whether request
-    /// bodies go one at a time (`uploads.rs`). The default gives each connection a hint of its
-    /// own, so each starts without a cap and nothing is learnt beyond the connection.
+    /// they last had, which a new connection starts from (`calm.rs`), whether request bodies
+    /// go one at a time (`uploads.rs`), and whether connections open with a larger stream
+    /// window (`window.rs`, read by [`handshake`], which takes the hint itself). The default
+    /// gives each connection a hint of its own, so each starts without a cap and nothing is
+    /// learnt beyond the connection.
     fn calm(&self) -> Arc<CalmHint> {
         Arc::new(CalmHint::default())
     }
@@ -91,7 +93,8 @@ where
 }
 
 /// Runs hyper's HTTP/2 handshake on `io` with the partition's executor, the pool's timer and
-/// `settings`. The caller then installs the connection's record and finishes with
+/// `settings`, and with what the cell's connections learnt (`hint`: a larger stream window,
+/// `window.rs`). The caller then installs the connection's record and finishes with
 /// [`Handshaken::install`]. The connection reads on after the peer reset it, to what the peer
 /// sent first (`reset.rs`), and notes whether the peer sent anything at all (`heard.rs`).
 ///
@@ -102,6 +105,7 @@ pub async fn handshake<I, B>(
     spawner: Arc<dyn DriverSpawner>,
     timer: PoolTimer,
     settings: &H2Settings,
+    hint: &CalmHint,
     io: I,
 ) -> hyper::Result<
     Handshaken<B, impl Future<Output = hyper::Result<()>> + PeerStreamLimit + Send + use<I, B>>,
@@ -116,6 +120,9 @@ where
     let mut builder = Builder::new(PartitionExecutor::new(spawner, turn.clone()));
     builder.timer(timer);
     settings.apply(&mut builder);
+    if let Some(window) = crate::window::learnt_stream_window(settings, hint) {
+        builder.initial_stream_window_size(Some(window));
+    }
     let kill = std::sync::Arc::new(KillSwitch::default());
     let heard = std::sync::Arc::new(PeerHeard::default());
     let io = Killable::new(
@@ -297,16 +304,8 @@ where
             return Poll::Ready(());
         };
         if let Err(error) = &result {
-            if this
-                .streams
-                .uploads
-                .connection_ended(go_away_asking_for_calm(error))
-            {
-                tracing::debug!(
-                    connection = record.info().id().as_u64(),
-                    "the server ended the connection asking for calm after request bodies \
-                     overlapped on it: one body at a time per connection from now on"
-                );
+            if go_away_asking_for_calm(error) {
+                learn_from_calm_goaway(&this.streams.uploads, &record);
             }
         }
         let error = result.err().map(|e| Box::new(e) as BoxError);
@@ -318,6 +317,30 @@ where
             home.retire(&record);
         }
         Poll::Ready(())
+    }
+}
+
+/// The connection of `record` ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)`: its cell
+/// learns what it can from that (see [`CalmHint::ended_asking_for_calm`]). Out of line: a
+/// connection ends so once per lesson.
+#[cold]
+#[inline(never)]
+fn learn_from_calm_goaway(uploads: &crate::uploads::Uploads, record: &ConnectionRecord) {
+    let connection = record.info().id().as_u64();
+    match uploads.ended_asking_for_calm() {
+        Some(Lesson::OneUpload) => tracing::debug!(
+            connection,
+            "the server ended the connection asking for calm after request bodies overlapped \
+             on it: one body at a time per connection from now on"
+        ),
+        Some(Lesson::LargerWindow) => tracing::debug!(
+            connection,
+            window = crate::window::LEARNT_STREAM_WINDOW,
+            "the server ended the connection asking for calm with no request bodies \
+             overlapping: further connections open with a larger stream window, for fewer \
+             WINDOW_UPDATEs"
+        ),
+        None => {}
     }
 }
 

@@ -73,7 +73,11 @@
 //! a time on each connection: a request with a body then takes its connection's upload permit
 //! before it goes to hyper, and holds it until its response head; while an upload waits for
 //! the permit its connection counts as full, so the next requests go to other connections or
-//! to a further one (`uploads.rs`).
+//! to a further one (`uploads.rs`). A connection that ends so with no request bodies
+//! overlapping on it (Jetty's limit on the rate of `WINDOW_UPDATE`s, which h2 sends near the
+//! end of every response of half a stream window or more) teaches the cell to open further
+//! connections with a 32 MiB stream window instead of hyper's 2 MiB, unless the caller chose
+//! one (`window.rs`).
 //!
 //! A peer that allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0) gets no request to
 //! wait on it: RFC 9113 §6.5.2 says a zero is not special, but a request h2 or hyper holds for
@@ -127,6 +131,7 @@ mod streams;
 mod uploads;
 #[cfg(test)]
 mod wakes;
+mod window;
 
 pub use calm::CalmHint;
 pub use classify::{is_connection_error, is_connection_lost, not_processed};
@@ -136,3 +141,4 @@ pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};
 pub use request::prepare_request;
 pub use runtime::{PartitionExecutor, PoolTimer, Turn};
 pub use settings::H2Settings;
+pub use window::LEARNT_STREAM_WINDOW;

@@ -38,7 +38,8 @@
 //! its read timeout (it is part of the exchange that timeout bounds), not the pool timeout.
 //! Another server's `GOAWAY(ENHANCE_YOUR_CALM)` after overlapping uploads sets the lesson too,
 //! for a reason that is not the uploads (Jetty's limit on the rate of `WINDOW_UPDATE` frames),
-//! which errs on the calm side. The lesson is kept for the cell's life.
+//! which errs on the calm side; with no uploads overlapping, such a `GOAWAY` teaches the
+//! larger stream window instead (`window.rs`). The lesson is kept for the cell's life.
 //!
 //! What it does not do: count bodies a server answered early and that are still sending (the
 //! permit goes with the response head), or change how a body is framed.
@@ -48,7 +49,7 @@ use pool_core::sync::Arc;
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::calm::CalmHint;
+use crate::calm::{CalmHint, Lesson};
 use crate::generation::GenerationHandle;
 
 /// One connection's requests with a body, and its upload permit.
@@ -116,11 +117,12 @@ impl Uploads {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// The connection ended; `asked_for_calm` when on its server's
-    /// `GOAWAY(ENHANCE_YOUR_CALM)`. Returns whether that taught the cell to send one body at
-    /// a time (it had not learnt it yet, and bodies had overlapped here).
-    pub(crate) fn connection_ended(&self, asked_for_calm: bool) -> bool {
-        asked_for_calm && self.overlapped.load(Ordering::Relaxed) && self.hint.learn_one_upload()
+    /// The connection ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)`: what that taught the
+    /// cell, if it is new (one body at a time if bodies overlapped here, see
+    /// [`CalmHint::ended_asking_for_calm`]).
+    pub(crate) fn ended_asking_for_calm(&self) -> Option<Lesson> {
+        self.hint
+            .ended_asking_for_calm(self.overlapped.load(Ordering::Relaxed))
     }
 }
 
@@ -195,13 +197,15 @@ mod tests {
         uploads.began();
         uploads.ended();
         uploads.began();
-        // One at a time so far: a calm GOAWAY now teaches nothing.
-        assert!(!uploads.connection_ended(true));
+        // One at a time so far: a calm GOAWAY now would not blame the uploads (shown on a
+        // connection of another cell, as it would teach this one's the other lesson).
+        let alone = Uploads::new(Arc::new(CalmHint::default()));
+        alone.began();
+        assert_eq!(alone.ended_asking_for_calm(), Some(Lesson::LargerWindow));
         uploads.began();
-        // Two in flight, but the connection ended for another reason.
-        assert!(!uploads.connection_ended(false));
-        assert!(uploads.connection_ended(true));
-        assert!(!uploads.connection_ended(true), "learnt once");
+        assert_eq!(uploads.ended_asking_for_calm(), Some(Lesson::OneUpload));
+        assert_eq!(uploads.ended_asking_for_calm(), None, "learnt once");
+        assert!(!hint.larger_stream_window());
         // The cell's next connection starts with the lesson.
         let next = Uploads::new(hint);
         assert!(next.permit().is_some());

@@ -114,6 +114,10 @@ pub use pool_core::{
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
 pub use pool_h1::{RawHeaderNames, RequestHeaderNames};
+/// The HTTP/2 stream window an origin's new connections open with once its server ended one
+/// with `GOAWAY(ENHANCE_YOUR_CALM)` while no uploads overlapped on it (see
+/// [`OriginStats::larger_stream_window`]).
+pub use pool_h2::LEARNT_STREAM_WINDOW;
 pub use pool_tls::{
     AlpnOffer, AuthAnswer, AuthScheme, CertificateStatusError, Challenged, CipherSuite, Connect,
     ConnectError, ConnectFuture, ConnectTarget, ConnectTo, Connected, DialTarget, IdentityPart, Io,

@@ -428,13 +428,14 @@ impl ConnectionPool {
         let quotas = cells
             .iter()
             .filter_map(|(_, entry)| entry.cell.request_quota());
-        let one_upload = cells
-            .iter()
-            .any(|(_, entry)| entry.calm.uploads_one_at_a_time());
+        let learnt = |lesson: fn(&pool_h2::CalmHint) -> bool| {
+            cells.iter().any(|(_, entry)| lesson(&entry.calm))
+        };
         OriginStats::new(limit, rows)
             .with_peaks(peaks)
             .with_request_quotas(quotas)
-            .with_uploads_one_at_a_time(one_upload)
+            .with_uploads_one_at_a_time(learnt(pool_h2::CalmHint::uploads_one_at_a_time))
+            .with_larger_stream_window(learnt(pool_h2::CalmHint::larger_stream_window))
             .with_available_permits(available.or(limit))
     }
 

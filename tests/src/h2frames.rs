@@ -80,6 +80,9 @@ struct Seen {
     /// Per accepted connection: when it was accepted, on tokio's clock (paused in a test
     /// with `start_paused`, so that gaps are exact).
     accepted: Vec<tokio::time::Instant>,
+    /// Per accepted connection: the parameters (identifier, value) of the client's first
+    /// SETTINGS frame, empty until it arrived.
+    settings: Vec<Vec<(u16, u32)>>,
 }
 
 /// A listening frame-level peer. Every connection after the scripted ones answers each request
@@ -191,6 +194,7 @@ impl FramePeer {
                         let mut seen = seen.lock().unwrap();
                         seen.connections.push(BTreeMap::new());
                         seen.accepted.push(tokio::time::Instant::now());
+                        seen.settings.push(Vec::new());
                         seen.connections.len() - 1
                     };
                     let script = (index < scripted).then_some(script);
@@ -240,6 +244,12 @@ impl FramePeer {
     /// When each connection was accepted, in order, on tokio's clock.
     pub fn accepted(&self) -> Vec<tokio::time::Instant> {
         self.seen.lock().unwrap().accepted.clone()
+    }
+
+    /// Per connection, in order: the parameters (identifier, value) of the client's first
+    /// SETTINGS frame on it (read before the peer reads any request there).
+    pub fn client_settings(&self) -> Vec<Vec<(u16, u32)>> {
+        self.seen.lock().unwrap().settings.clone()
     }
 
     /// Per connection: stream id → request body bytes the peer received on it.
@@ -293,7 +303,15 @@ async fn serve(
     while let Some(f) = read_frame(&mut io).await {
         let mut out = Vec::new();
         match f.kind {
-            SETTINGS if f.flags & ACK == 0 && !silent => out.extend(frame(SETTINGS, ACK, 0, &[])),
+            SETTINGS if f.flags & ACK == 0 => {
+                let settings = &mut seen.lock().unwrap().settings[index];
+                if settings.is_empty() {
+                    *settings = crate::h2wire::parameters(&f.payload);
+                }
+                if !silent {
+                    out.extend(frame(SETTINGS, ACK, 0, &[]));
+                }
+            }
             HEADERS => {
                 seen.lock().unwrap().connections[index].insert(f.stream, 0);
                 let body = f.flags & END_STREAM == 0;

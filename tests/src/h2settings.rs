@@ -234,14 +234,7 @@ impl Conn {
                     changed.notify_waiters();
                 }
                 if f.kind == SETTINGS && f.flags & ACK == 0 {
-                    let parameters = f
-                        .payload
-                        .chunks_exact(6)
-                        .map(|p| {
-                            let id = u16::from_be_bytes([p[0], p[1]]);
-                            (id, u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
-                        })
-                        .collect();
+                    let parameters = crate::h2wire::parameters(&f.payload);
                     counts
                         .lock()
                         .unwrap()

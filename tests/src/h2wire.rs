@@ -46,6 +46,17 @@ pub(crate) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8>
     out
 }
 
+/// The parameters (identifier, value) of a SETTINGS frame's payload, in its order.
+pub(crate) fn parameters(payload: &[u8]) -> Vec<(u16, u32)> {
+    payload
+        .chunks_exact(6)
+        .map(|p| {
+            let id = u16::from_be_bytes([p[0], p[1]]);
+            (id, u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
+        })
+        .collect()
+}
+
 /// An empty `200` response that ends the stream.
 pub(crate) fn ok_response(stream: u32) -> Vec<u8> {
     frame(HEADERS, END_HEADERS | END_STREAM, stream, STATUS_200)

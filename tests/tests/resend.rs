@@ -1070,6 +1070,58 @@ async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
     assert!(events.failed().is_empty(), "{:?}", events.failed());
 }
 
+/// Jetty ends a connection with `GOAWAY(ENHANCE_YOUR_CALM)` when stream `WINDOW_UPDATE`s
+/// reach it faster than it allows (those that cross its `END_STREAM` count against a rate),
+/// and h2 sends one near the end of every response of half a stream window or more. Such a
+/// GOAWAY with no uploads overlapping on the connection teaches the cell to open its further
+/// connections with a 32 MiB stream window, which sends far fewer (pool-h2's `window.rs`): the
+/// first connection announces hyper's 2 MiB, the next the larger window. A window the caller
+/// chose stays as chosen, though the lesson is learnt all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calm_goaway_without_overlapping_uploads_opens_further_connections_with_a_larger_window()
+{
+    /// `SETTINGS_INITIAL_WINDOW_SIZE`.
+    const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    let window = |parameters: &Vec<(u16, u32)>| {
+        let found = parameters.iter().find(|(id, _)| *id == INITIAL_WINDOW_SIZE);
+        found.map(|(_, value)| *value)
+    };
+    for chosen in [None, Some(1 << 20)] {
+        // Every connection serves one request, then ends with GOAWAY(ENHANCE_YOUR_CALM).
+        let peer = FramePeer::start_cutting_with(1, ENHANCE_YOUR_CALM).await;
+        let events = EventLog::new();
+        let pool = h2c_builder(&events)
+            .http2_initial_stream_window_size(chosen)
+            .build()
+            .unwrap();
+        let client = pool.client().unwrap();
+        let url = peer.url("/");
+        tokio::time::timeout(LIMIT, fetch(&client, &url))
+            .await
+            .unwrap();
+        assert!(!pool.stats(&url).uploads_one_at_a_time());
+        eventually(
+            || pool.stats(&url).larger_stream_window(),
+            || format!("{chosen:?}: the lesson was never learnt"),
+        )
+        .await;
+        tokio::time::timeout(LIMIT, fetch(&client, &url))
+            .await
+            .unwrap();
+        let announced: Vec<Option<u32>> = peer.client_settings().iter().map(window).collect();
+        let wanted = match chosen {
+            None => [Some(2 << 20), Some(pool::LEARNT_STREAM_WINDOW)],
+            Some(chosen) => [Some(chosen); 2],
+        };
+        assert_eq!(
+            announced, wanted,
+            "the stream windows of the two connections"
+        );
+        assert!(!pool.stats(&url).uploads_one_at_a_time());
+        assert!(events.failed().is_empty(), "{:?}", events.failed());
+    }
+}
+
 /// Spawns an upload of `body` to `url`; its task gives the status once the response body ended.
 fn spawn_upload(
     client: &pool::Client,
@@ -1109,6 +1161,10 @@ async fn learn_one_upload_at_a_time(pool: &ConnectionPool, peer: &FramePeer, url
         || "the lesson was never learnt".into(),
     )
     .await;
+    assert!(
+        !pool.stats(url).larger_stream_window(),
+        "the overlapping uploads explain the GOAWAY: the window is not suspected"
+    );
     settle(pool, &origin(url), |s| s.physically_live == 0).await;
 }
 

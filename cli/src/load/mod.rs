@@ -277,7 +277,8 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         result.held = held;
     }
     // What the pool learnt of each origin's server, from one read of its stats.
-    let (mut request_quotas, mut uploads_one_at_a_time) = (Vec::new(), Vec::new());
+    let mut request_quotas = Vec::new();
+    let (mut uploads_one_at_a_time, mut larger_stream_window) = (Vec::new(), Vec::new());
     for origin in &origins {
         let stats = pool.stats(origin);
         if let Some(quota) = stats.request_quota() {
@@ -285,6 +286,9 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         }
         if stats.uploads_one_at_a_time() {
             uploads_one_at_a_time.push(origin.to_string());
+        }
+        if stats.larger_stream_window() {
+            larger_stream_window.push(origin.to_string());
         }
     }
     // Against the local origin the summary sets what the pool opened beside what the origin
@@ -312,6 +316,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         local,
         request_quotas,
         uploads_one_at_a_time,
+        larger_stream_window,
     };
     drop(pool);
     cores.shutdown();

@@ -362,6 +362,7 @@ pub struct OriginStats {
     peaks: Peaks,
     request_quota: Option<u64>,
     uploads_one_at_a_time: bool,
+    larger_stream_window: bool,
 }
 
 impl OriginStats {
@@ -374,6 +375,7 @@ impl OriginStats {
             peaks: Peaks::default(),
             request_quota: None,
             uploads_one_at_a_time: false,
+            larger_stream_window: false,
         }
     }
 
@@ -398,6 +400,23 @@ impl OriginStats {
     /// head. Learnt per partition, and kept.
     pub fn uploads_one_at_a_time(&self) -> bool {
         self.uploads_one_at_a_time
+    }
+
+    /// Sets whether a partition's HTTP/2 connections to the origin open with a larger stream
+    /// window (see [`larger_stream_window`](Self::larger_stream_window)).
+    pub fn with_larger_stream_window(mut self, larger: bool) -> OriginStats {
+        self.larger_stream_window = larger;
+        self
+    }
+
+    /// Whether new HTTP/2 connections to the origin (in at least one partition) open with a
+    /// 32 MiB stream window instead of hyper's 2 MiB: the origin's server ended a connection
+    /// with `GOAWAY(ENHANCE_YOUR_CALM)` while no uploads overlapped on it, for which the
+    /// suspect is the rate of the connection's `WINDOW_UPDATE`s (Jetty's rate control), and a
+    /// larger window sends fewer. Learnt per partition, and kept; a stream window the caller
+    /// set stays as set.
+    pub fn larger_stream_window(&self) -> bool {
+        self.larger_stream_window
     }
 
     /// How many requests the origin's HTTP/2 server serves on one connection before it ends

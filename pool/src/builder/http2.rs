@@ -38,6 +38,13 @@ impl Builder {
     /// Raise it for large downloads from far away, as poolcurl's curl mode does (curl's
     /// 32 MiB); or let hyper size it from the measured bandwidth-delay product with
     /// [`http2_adaptive_window`](Self::http2_adaptive_window).
+    ///
+    /// Left at `None`, an origin whose server ends a connection with
+    /// `GOAWAY(ENHANCE_YOUR_CALM)` while no uploads overlapped on it (Jetty's limit on the rate
+    /// of `WINDOW_UPDATE`s, which h2 sends near the end of every response of half a window or
+    /// more) gets [`LEARNT_STREAM_WINDOW`](crate::LEARNT_STREAM_WINDOW) on its further
+    /// connections ([`OriginStats::larger_stream_window`](crate::OriginStats::larger_stream_window));
+    /// a window set here stays as set.
     pub fn http2_initial_stream_window_size(mut self, size: Option<u32>) -> Self {
         self.h2.initial_stream_window_size = size;
         self

@@ -213,6 +213,7 @@ async fn establish_h2(guard: &mut LaunchGuard, established: Established) -> Resu
         entry.runtime.spawner.clone(),
         PoolTimer::new(shared.time.clone(), shared.sleep.clone()),
         &shared.h2,
+        &entry.calm,
         TokioIo::new(io),
     )
     .await

@@ -148,6 +148,7 @@ impl Summary {
                     .map(|(origin, quota)| (origin.clone(), json!(quota)))
                     .collect::<serde_json::Map<_, _>>(),
                 "uploads_one_at_a_time": facts.uploads_one_at_a_time,
+                "larger_stream_window": facts.larger_stream_window,
                 "retries": facts.counters.transparent_retries,
                 "resends": facts
                     .counters

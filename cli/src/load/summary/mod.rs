@@ -126,6 +126,9 @@ pub(crate) struct Facts {
     /// The origins whose HTTP/2 connections send one request body at a time (their server
     /// ended a connection asking for calm while uploads overlapped on it).
     pub(crate) uploads_one_at_a_time: Vec<String>,
+    /// The origins whose new HTTP/2 connections open with a larger stream window (their
+    /// server ended a connection asking for calm while no uploads overlapped on it).
+    pub(crate) larger_stream_window: Vec<String>,
 }
 
 /// What one partition's workers saw.

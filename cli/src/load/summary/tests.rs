@@ -104,6 +104,7 @@ fn facts() -> Facts {
         local: None,
         request_quotas: vec![("http://127.0.0.1:2".to_owned(), 1000)],
         uploads_one_at_a_time: vec!["http://127.0.0.1:1".to_owned()],
+        larger_stream_window: vec!["http://127.0.0.1:3".to_owned()],
     }
 }
 
@@ -148,6 +149,18 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
         summary.text().contains(
             "Uploads               one request body at a time per HTTP/2 connection to \
              http://127.0.0.1:1:"
+        ),
+        "{}",
+        summary.text()
+    );
+    assert_eq!(
+        json["connections"]["larger_stream_window"],
+        serde_json::json!(["http://127.0.0.1:3"])
+    );
+    assert!(
+        summary.text().contains(
+            "Stream window         32 MiB for new HTTP/2 connections to http://127.0.0.1:3 \
+             (fewer WINDOW_UPDATEs):"
         ),
         "{}",
         summary.text()
@@ -242,6 +255,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         local: None,
         request_quotas: Vec::new(),
         uploads_one_at_a_time: Vec::new(),
+        larger_stream_window: Vec::new(),
     };
     let summary = Summary::new(facts);
     let text = summary.text();

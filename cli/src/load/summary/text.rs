@@ -296,6 +296,17 @@ impl Summary {
                 ),
             );
         }
+        for origin in &facts.larger_stream_window {
+            field(
+                out,
+                "Stream window",
+                format!(
+                    "32 MiB for new HTTP/2 connections to {origin} (fewer WINDOW_UPDATEs): its \
+                     server ended a connection with GOAWAY(ENHANCE_YOUR_CALM) while no uploads \
+                     overlapped on it"
+                ),
+            );
+        }
         let by_reason: Vec<String> = facts
             .counters
             .resends
