@@ -89,6 +89,10 @@
 //!   Tomcat's overhead protection ends connections for while they overlap; the pool learns to
 //!   send one body at a time, so only the first connection's uploads may fail. One "skip" row
 //!   without Tomcat.
+//! * **Eclipse Jetty's HTTP/2 downloads** (`jetty.rs`): 1 MiB GETs at `-c 32` over h2c, which
+//!   Jetty's rate control ends connections for (the stream `WINDOW_UPDATE`s h2 sends near the
+//!   end of each response); the pool learns a larger stream window, so only the first
+//!   connections' downloads may fail. One "skip" row without Jetty.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -123,6 +127,7 @@ mod early;
 mod h2limits;
 mod h2o;
 mod haproxy;
+mod jetty;
 mod latency;
 mod lifetime;
 mod lighttpd;
@@ -291,6 +296,7 @@ fn main() -> ExitCode {
             &tmp.path().join("node"),
         ));
         rows.extend(tomcat::tomcat_checks(&poolcurl, &tmp.path().join("tomcat")));
+        rows.extend(jetty::jetty_checks(&poolcurl, &tmp.path().join("jetty")));
         (rows, comparison)
     };
     print_table(&rows);
