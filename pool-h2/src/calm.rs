@@ -110,6 +110,37 @@ impl CalmHint {
     }
 }
 
+/// A connection of the cell ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)` (`uploads`: its
+/// requests with a body, `record`: its record): the cell learns what it can from that (see
+/// [`CalmHint::ended_asking_for_calm`]). Called where the first request the `GOAWAY` failed
+/// reads its outcome, and again where the connection's driver ends: a request refused by the
+/// `GOAWAY` goes again at once, and the connection it opens must start with the lesson, which a
+/// lesson taken only at the driver's end could miss. Out of line: a connection ends so once per
+/// lesson.
+#[cold]
+#[inline(never)]
+pub(crate) fn learn_from_calm_goaway(
+    uploads: &crate::uploads::Uploads,
+    record: &pool_core::connection::ConnectionRecord,
+) {
+    let connection = record.info().id().as_u64();
+    match uploads.ended_asking_for_calm() {
+        Some(Lesson::OneUpload) => tracing::debug!(
+            connection,
+            "the server ended the connection asking for calm after request bodies overlapped \
+             on it: one body at a time per connection from now on"
+        ),
+        Some(Lesson::LargerWindow) => tracing::debug!(
+            connection,
+            window = crate::window::LEARNT_STREAM_WINDOW,
+            "the server ended the connection asking for calm with no request bodies \
+             overlapping: further connections open with a larger stream window, for fewer \
+             WINDOW_UPDATEs"
+        ),
+        None => {}
+    }
+}
+
 /// What a refusal did to a connection's cap ([`Calm::refused`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Refused {

@@ -14,8 +14,8 @@ use pool_core::sync::Arc;
 use pool_core::{CloseReason, ResendReason};
 
 use crate::classify::{
-    asked_for_calm, graceful_go_away, held_back, is_connection_error, is_connection_lost,
-    not_processed,
+    asked_for_calm, go_away_asking_for_calm, graceful_go_away, held_back, is_connection_error,
+    is_connection_lost, not_processed,
 };
 use crate::guard::StreamGuard;
 use crate::handshake::H2Home;
@@ -517,6 +517,9 @@ impl StreamGuard {
                             .then(|| generation.map(GenerationHandle::unsent_reason))
                             .flatten()
                         });
+                        if let Some(g) = generation.filter(|_| go_away_asking_for_calm(&error)) {
+                            crate::calm::learn_from_calm_goaway(&g.streams.uploads, &g.record);
+                        }
                         if let (Some(generation), Some(reason)) = (generation, not_processed) {
                             // What the connection's end tells its cell (see `quota.rs`):
                             // only a graceful GOAWAY is a quota's cut.

@@ -17,7 +17,7 @@ use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
-use crate::calm::{CalmHint, Lesson};
+use crate::calm::CalmHint;
 use crate::classify::go_away_asking_for_calm;
 use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
@@ -305,7 +305,7 @@ where
         };
         if let Err(error) = &result {
             if go_away_asking_for_calm(error) {
-                learn_from_calm_goaway(&this.streams.uploads, &record);
+                crate::calm::learn_from_calm_goaway(&this.streams.uploads, &record);
             }
         }
         let error = result.err().map(|e| Box::new(e) as BoxError);
@@ -317,30 +317,6 @@ where
             home.retire(&record);
         }
         Poll::Ready(())
-    }
-}
-
-/// The connection of `record` ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)`: its cell
-/// learns what it can from that (see [`CalmHint::ended_asking_for_calm`]). Out of line: a
-/// connection ends so once per lesson.
-#[cold]
-#[inline(never)]
-fn learn_from_calm_goaway(uploads: &crate::uploads::Uploads, record: &ConnectionRecord) {
-    let connection = record.info().id().as_u64();
-    match uploads.ended_asking_for_calm() {
-        Some(Lesson::OneUpload) => tracing::debug!(
-            connection,
-            "the server ended the connection asking for calm after request bodies overlapped \
-             on it: one body at a time per connection from now on"
-        ),
-        Some(Lesson::LargerWindow) => tracing::debug!(
-            connection,
-            window = crate::window::LEARNT_STREAM_WINDOW,
-            "the server ended the connection asking for calm with no request bodies \
-             overlapping: further connections open with a larger stream window, for fewer \
-             WINDOW_UPDATEs"
-        ),
-        None => {}
     }
 }
 

@@ -27,7 +27,9 @@
 //! (the requests its server's `GOAWAY` shows unprocessed go again). A `GOAWAY(ENHANCE_YOUR_CALM)`
 //! for another reason (Jetty's rate of `RST_STREAM`s, sent when callers give up on requests)
 //! teaches it too, and then changes nothing but what unread responses may hold. Connections
-//! already open keep their window.
+//! already open keep their window. The lesson is taken where the first request the `GOAWAY`
+//! refused reads its outcome (before it goes again on a new connection) and where the
+//! connection's driver ends, whichever comes first (`calm::learn_from_calm_goaway`).
 //!
 //! What it does not do: override the caller. A stream window set on the builder
 //! (`http2_initial_stream_window_size`) stays as set, and with `http2_adaptive_window` hyper

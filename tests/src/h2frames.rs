@@ -114,6 +114,19 @@ impl FramePeer {
         FramePeer::listen(script, scripted, goaways).await
     }
 
+    /// Starts a peer whose first connection follows `script` with a GOAWAY carrying the error
+    /// `code` (`ENHANCE_YOUR_CALM` = 0xb: a server that ends the connection for something the
+    /// client sent on it), and keeps serving the streams at or below its last id.
+    pub async fn start_scripted_with(script: GoAwayScript, code: u32) -> FramePeer {
+        let goaways = Goaways {
+            quota: false,
+            code,
+            raise: false,
+            overlap: false,
+        };
+        FramePeer::listen(script, 1, goaways).await
+    }
+
     /// Starts a peer whose first connection follows `script` with a GOAWAY carrying `code`,
     /// and then, before it answers anything, a second GOAWAY raising the last stream id to the
     /// highest there is (as Traffic Server 9.2 does): the client's h2 takes the raise as a
