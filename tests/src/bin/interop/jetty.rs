@@ -63,15 +63,9 @@ pub(crate) fn jetty_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
 /// `larger_stream_window`, and Jetty must have ended at most [`ENDED_PER_PARTITION`]
 /// connections per partition (`protocol_closed`: it ends them with GOAWAY and closes).
 fn lesson_problems(json: &Value, port: u16) -> Vec<String> {
-    let mut problems = Vec::new();
-    let origin = format!("http://127.0.0.1:{port}");
-    let learnt = json
-        .pointer("/connections/larger_stream_window")
-        .and_then(Value::as_array)
-        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)));
-    if !learnt {
-        problems.push("the summary does not list the origin under larger_stream_window".into());
-    }
+    let mut problems: Vec<String> = unlisted_lesson(json, "larger_stream_window", port)
+        .into_iter()
+        .collect();
     let partitions = json
         .get("partitions")
         .and_then(Value::as_array)

@@ -121,6 +121,17 @@ impl Row {
 /// What a lesson check requires of a run's summary beyond its failures: the problems found.
 pub(crate) type Learnt = dyn Fn(&Value) -> Vec<String>;
 
+/// The problem, if any, with a run's summary that should list the loopback origin on `port`
+/// under the lesson `key` of its `connections` (such as `uploads_one_at_a_time`).
+pub(crate) fn unlisted_lesson(json: &Value, key: &str, port: u16) -> Option<String> {
+    let origin = format!("http://127.0.0.1:{port}");
+    let listed = json
+        .pointer(&format!("/connections/{key}"))
+        .and_then(Value::as_array)
+        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)));
+    (!listed).then(|| format!("the summary does not list the origin under {key}"))
+}
+
 /// The failures of a run's JSON summary that ended in or before the first second in which a
 /// request succeeded, if there are at most `lesson` of them and none ended later; otherwise 0,
 /// with the reason in `problems`.

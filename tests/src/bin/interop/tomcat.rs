@@ -108,15 +108,9 @@ pub(crate) fn tomcat_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
 /// [`SPREAD`] connections (the lesson's own, then one upload and at most one waiting per
 /// connection: with the uploads queued on one connection, as before, a partition opened two).
 fn lesson_problems(json: &Value, port: u16) -> Vec<String> {
-    let mut problems = Vec::new();
-    let origin = format!("http://127.0.0.1:{port}");
-    let learnt = json
-        .pointer("/connections/uploads_one_at_a_time")
-        .and_then(Value::as_array)
-        .is_some_and(|origins| origins.iter().any(|o| o.as_str() == Some(&origin)));
-    if !learnt {
-        problems.push("the summary does not list the origin under uploads_one_at_a_time".into());
-    }
+    let mut problems: Vec<String> = unlisted_lesson(json, "uploads_one_at_a_time", port)
+        .into_iter()
+        .collect();
     let opened: Vec<u64> = json
         .get("partitions")
         .and_then(Value::as_array)
