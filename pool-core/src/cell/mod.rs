@@ -71,6 +71,8 @@ mod types;
 mod waiters;
 
 #[cfg(test)]
+// The loom models use a few of the fakes; the cell's unit tests, the rest, are not built there.
+#[cfg_attr(pool_loom, allow(dead_code))]
 pub(crate) mod fakes;
 #[cfg(all(test, not(pool_loom)))]
 mod tests;
