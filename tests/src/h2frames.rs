@@ -51,6 +51,18 @@ struct Goaways {
     overlap: bool,
 }
 
+impl Goaways {
+    /// A GOAWAY carrying `code`, once, with nothing beyond the script.
+    fn with_code(code: u32) -> Goaways {
+        Goaways {
+            quota: false,
+            code,
+            raise: false,
+            overlap: false,
+        }
+    }
+}
+
 /// What a scripted connection (the first, or the first few: [`FramePeer::start_scripted`])
 /// does once it has read the HEADERS of `streams` requests.
 #[derive(Clone, Copy, Debug)]
@@ -105,26 +117,14 @@ impl FramePeer {
     /// Starts the peer on loopback; its first `scripted` connections each follow `script` (a
     /// server whose connections keep failing, one after another).
     pub async fn start_scripted(script: GoAwayScript, scripted: usize) -> FramePeer {
-        let goaways = Goaways {
-            quota: false,
-            code: NO_ERROR,
-            raise: false,
-            overlap: false,
-        };
-        FramePeer::listen(script, scripted, goaways).await
+        FramePeer::listen(script, scripted, Goaways::with_code(NO_ERROR)).await
     }
 
     /// Starts a peer whose first connection follows `script` with a GOAWAY carrying the error
     /// `code` (`ENHANCE_YOUR_CALM` = 0xb: a server that ends the connection for something the
     /// client sent on it), and keeps serving the streams at or below its last id.
     pub async fn start_scripted_with(script: GoAwayScript, code: u32) -> FramePeer {
-        let goaways = Goaways {
-            quota: false,
-            code,
-            raise: false,
-            overlap: false,
-        };
-        FramePeer::listen(script, 1, goaways).await
+        FramePeer::listen(script, 1, Goaways::with_code(code)).await
     }
 
     /// Starts a peer whose first connection follows `script` with a GOAWAY carrying `code`,
@@ -134,10 +134,8 @@ impl FramePeer {
     /// last id.
     pub async fn start_raising(script: GoAwayScript, code: u32) -> FramePeer {
         let goaways = Goaways {
-            quota: false,
-            code,
             raise: true,
-            overlap: false,
+            ..Goaways::with_code(code)
         };
         FramePeer::listen(script, 1, goaways).await
     }
@@ -163,9 +161,7 @@ impl FramePeer {
         };
         let goaways = Goaways {
             quota: true,
-            code,
-            raise: false,
-            overlap: false,
+            ..Goaways::with_code(code)
         };
         FramePeer::listen(script, usize::MAX, goaways).await
     }
@@ -183,10 +179,8 @@ impl FramePeer {
             silent: false,
         };
         let goaways = Goaways {
-            quota: false,
-            code: ENHANCE_YOUR_CALM,
-            raise: false,
             overlap: true,
+            ..Goaways::with_code(ENHANCE_YOUR_CALM)
         };
         FramePeer::listen(script, 0, goaways).await
     }

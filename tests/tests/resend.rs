@@ -440,9 +440,7 @@ async fn connections_lost_one_after_another(
     };
     let peer = FramePeer::start_scripted(script, failing).await;
     let events = EventLog::new();
-    let pool = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .event_listener(events.clone())
+    let pool = h2c_builder(&events)
         .retry_policy(policy)
         .read_timeout(read_timeout)
         // No idle expiry: on the paused clock the only timers are then the test's own (the
@@ -890,9 +888,7 @@ async fn a_request_quota_is_kept_to_under_a_bound_of_one_connection() {
 async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     let peer = FramePeer::start_with_quota(QUOTA).await;
     let events = EventLog::new();
-    let mut builder = ConnectionPool::builder()
-        .protocol(ProtocolPolicy::Http2PriorKnowledge)
-        .event_listener(events.clone());
+    let mut builder = h2c_builder(&events);
     if let Some(bound) = bound {
         builder = builder.max_connections_per_host(bound);
     }
