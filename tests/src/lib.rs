@@ -27,7 +27,8 @@
 //!   connections and that no parallel test can be given.
 //! * [`unix`]: [`UnixBridge`](unix::UnixBridge), a Unix socket path piped to a loopback server.
 //! * [`h2frames`] and [`h2settings`]: frame-level HTTP/2 peers for what no server library does
-//!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection).
+//!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection);
+//!   [`h2stray`], one that sends a late DATA frame on every stream the client resets.
 //!
 //! What this crate does not do: implement HTTP correctly for arbitrary clients, pick ports other
 //! than ephemeral loopback ones, or retry anything. A script that does not match what the client
@@ -48,6 +49,7 @@ pub mod h2;
 pub mod h2early;
 pub mod h2frames;
 pub mod h2settings;
+pub mod h2stray;
 mod h2wire;
 pub mod io;
 pub mod ntlm;

@@ -16,6 +16,7 @@ use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2ConnPlan, Reason, ScriptedH2Server, StreamPlan};
+use pool_tests::h2stray::StrayDataPeer;
 use pool_tests::tls::TestPki;
 use tokio::task::JoinSet;
 
@@ -1633,4 +1634,104 @@ async fn a_large_response_head_is_read_over_http2_as_over_http1() {
         "ab",
         "the response beside it goes on"
     );
+}
+
+/// Requests cancelled after their head, in a row, each answered by the server with one late
+/// DATA frame after the client's reset (`h2stray`).
+const CANCELLED: usize = 1100;
+
+/// What [`cancel_downloads`] leaves: the peer, the pool and its client, its events, and how
+/// many of the requests failed.
+struct Cancelled {
+    peer: StrayDataPeer,
+    _pool: ConnectionPool,
+    client: pool::Client,
+    events: EventLog,
+    failed: usize,
+}
+
+/// Sends [`CANCELLED`] GETs one after another through `builder` to a [`StrayDataPeer`],
+/// dropping each response once its head arrived (a `CANCEL` reset). h2 is asked to remember no
+/// reset stream, so that every late frame reaches its count of local resets whatever the
+/// machine's speed (h2 remembers 50 for a second, which a slow run could recycle).
+async fn cancel_downloads(builder: pool::Builder) -> Cancelled {
+    let peer = StrayDataPeer::start().await;
+    let events = EventLog::new();
+    let pool = builder
+        .http2_max_concurrent_reset_streams(0)
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let mut failed = 0;
+    for _ in 0..CANCELLED {
+        match tokio::time::timeout(LIMIT, client.request(get(&peer.url("/")))).await {
+            Ok(Ok(response)) => drop(response),
+            Ok(Err(_)) => failed += 1,
+            Err(elapsed) => panic!("a request hung: {elapsed}"),
+        }
+    }
+    Cancelled {
+        peer,
+        _pool: pool,
+        client,
+        events,
+        failed,
+    }
+}
+
+/// A response dropped mid-body resets its stream, and the DATA the server had already sent on
+/// it arrives after the reset. h2 answers such a frame on a stream it no longer remembers with
+/// a reset of its own and counts it; at h2's limit (1024 over the connection's life) it ends
+/// the connection with `GOAWAY(ENHANCE_YOUR_CALM)`. The pool's default sets no limit, so the
+/// connection serves on through more late frames than that; the same run under h2's limit
+/// ends it, which shows the run reaches the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_downloads_whose_data_keeps_arriving_do_not_end_their_connection() {
+    let run = cancel_downloads(h2c_pool()).await;
+    assert_eq!(run.failed, 0, "no cancelled request failed");
+    tokio::time::timeout(LIMIT, run.peer.wait_resets(CANCELLED))
+        .await
+        .expect("every cancellation reset its stream");
+    // Answered after every late frame (see `wait_resets`), so read after them all.
+    let last = tokio::time::timeout(LIMIT, fetch_head(&run.client, &run.peer.url("/")))
+        .await
+        .unwrap();
+    assert_eq!(
+        run.peer.connections(),
+        1,
+        "one connection carried every request"
+    );
+    assert_eq!(
+        run.peer.goaway_codes(),
+        [0u32; 0],
+        "the pool sent no GOAWAY"
+    );
+    assert_eq!(run.events.closed(), [], "no connection closed");
+    let created: Vec<_> = run.events.created().iter().map(|info| info.id()).collect();
+    assert_eq!(
+        created,
+        [last],
+        "the last request went on the first connection"
+    );
+
+    let control =
+        cancel_downloads(h2c_pool().http2_max_local_error_reset_streams(Some(1024))).await;
+    tokio::time::timeout(LIMIT, control.peer.wait_goaway())
+        .await
+        .expect("under h2's limit the connection ends");
+    assert_eq!(control.peer.goaway_codes()[0], 0xb, "ENHANCE_YOUR_CALM");
+    tokio::time::timeout(LIMIT, fetch_head(&control.client, &control.peer.url("/")))
+        .await
+        .unwrap();
+    assert!(
+        control.peer.connections() >= 2,
+        "a new connection replaced it"
+    );
+}
+
+/// The connection that carried a GET of `url`, whose response is dropped after its head.
+async fn fetch_head(client: &pool::Client, url: &str) -> pool::ConnectionId {
+    let response = client.request(get(url)).await.expect("the head arrives");
+    response.body().connection().id()
 }

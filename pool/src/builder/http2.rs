@@ -131,7 +131,10 @@ impl Builder {
     }
 
     /// How many streams this side may reset because of the server's protocol errors before it
-    /// ends the connection with `GOAWAY` (h2's default: 1024; `None` for no limit).
+    /// ends the connection with `GOAWAY(ENHANCE_YOUR_CALM)`, over the connection's life. The
+    /// pool's default is no limit (`None`), where h2's is 1024: almost everything h2 counts
+    /// there on a client is a late DATA frame on a stream the caller cancelled, so under h2's
+    /// limit dropped downloads ended their own connection. `Some(n)` restores a limit.
     pub fn http2_max_local_error_reset_streams(mut self, max: Option<usize>) -> Self {
         self.h2.max_local_error_reset_streams = Some(max);
         self
