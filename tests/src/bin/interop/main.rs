@@ -93,6 +93,10 @@
 //!   Jetty's rate control ends connections for (the stream `WINDOW_UPDATE`s h2 sends near the
 //!   end of each response); the pool learns a larger stream window, so only the first
 //!   connections' downloads may fail. One "skip" row without Jetty.
+//! * **Varnish Cache's HTTP/2** (`varnish.rs`), in front of nginx: GETs over h2c on one
+//!   connection, and 2.5 MiB downloads cut short by `-m 0.01` at `-c 32`, whose late DATA frames
+//!   after the client's resets must not end the connection (h2's own limit on local error
+//!   resets did). One "skip" row without varnishd.
 //! * **`poolcurl load` vs oha** on that nginx (`oha.rs`, with `--oha PATH`): HTTP/1.1 and TLS
 //!   ALPN h2, requests/s and latency side by side. A measurement printed as reference rows and
 //!   a table of its own, never a check.
@@ -143,6 +147,7 @@ mod squid;
 mod stapling;
 mod streams;
 mod tomcat;
+mod varnish;
 mod workers;
 
 use std::fmt::Write as _;
@@ -297,6 +302,15 @@ fn main() -> ExitCode {
         ));
         rows.extend(tomcat::tomcat_checks(&poolcurl, &tmp.path().join("tomcat")));
         rows.extend(jetty::jetty_checks(&poolcurl, &tmp.path().join("jetty")));
+        let backend = nginx
+            .as_ref()
+            .map(|(_, _, ports)| ports[0])
+            .map_err(Clone::clone);
+        rows.extend(varnish::varnish_checks(
+            &poolcurl,
+            backend,
+            &tmp.path().join("varnish"),
+        ));
         (rows, comparison)
     };
     print_table(&rows);

@@ -138,7 +138,8 @@ http {{
     fastcgi_temp_path {d}/fastcgi;
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
-    server {{ listen 127.0.0.1:{p1}; {ok} {small} }}
+    # The origin of the proxy checks; `/big` for Varnish's backend (`varnish.rs`).
+    server {{ listen 127.0.0.1:{p1}; {ok} {small} location = /big {{ alias {d}/big.bin; }} }}
     # For the HTTP/2 limit checks (`h2limits.rs`): a file larger than a stream's window, and a
     # response head of 40 KiB; and the download from 100 ms away (`latency.rs`). nginx's
     # default request quota, named for the check that the pool learns it (`quota.rs`).
