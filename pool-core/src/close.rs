@@ -67,11 +67,17 @@ pub enum CloseReason {
     /// HTTP/2 connection's streams in flight go on to their end, an HTTP/1.1 connection retires
     /// with the response that spent the quota, and a new connection takes the next requests.
     RequestQuota,
+    /// The HTTP/2 server sent so many empty DATA frames that do not end their stream (hyper
+    /// sends one for each empty chunk of a body: a relay, once per response) that h2 would
+    /// soon end the connection itself, failing the responses on it: h2 allows 100 over a
+    /// connection's life, and has no setting for it. The pool sends nothing more on it; its
+    /// streams in flight go on to their end, and a new connection takes the next requests.
+    EmptyDataFrames,
 }
 
 impl CloseReason {
     /// Every reason, in declaration order (for summaries that list all of them).
-    pub const ALL: [CloseReason; 16] = [
+    pub const ALL: [CloseReason; 17] = [
         CloseReason::IdleTimeout,
         CloseReason::Poisoned,
         CloseReason::ProtocolClosed,
@@ -88,6 +94,7 @@ impl CloseReason {
         CloseReason::StreamsAbandoned,
         CloseReason::NoStreamsAllowed,
         CloseReason::RequestQuota,
+        CloseReason::EmptyDataFrames,
     ];
 
     /// A stable snake_case name, suitable for JSON keys and metrics labels.
@@ -109,6 +116,7 @@ impl CloseReason {
             CloseReason::StreamsAbandoned => "streams_abandoned",
             CloseReason::NoStreamsAllowed => "no_streams_allowed",
             CloseReason::RequestQuota => "request_quota",
+            CloseReason::EmptyDataFrames => "empty_data_frames",
         }
     }
 }

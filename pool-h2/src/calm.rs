@@ -56,12 +56,15 @@ const NONE: usize = usize::MAX;
 /// asked); and, from a server that ended a connection so, either that request bodies overlapped
 /// on it, which sends them one at a time from then on (`uploads.rs`), or, where none did, that
 /// the connection's `WINDOW_UPDATE`s were too many, which opens further connections with a
-/// larger stream window (`window.rs`).
+/// larger stream window (`window.rs`). Beside those, one lesson that needs no calm: the
+/// server sends empty DATA frames, which h2 allows only so many of per connection, so every
+/// connection takes fewer streams (`frames.rs`).
 #[derive(Debug)]
 pub struct CalmHint {
     cap: AtomicUsize,
     one_upload: AtomicBool,
     larger_window: AtomicBool,
+    empty_data: AtomicBool,
 }
 
 impl Default for CalmHint {
@@ -70,6 +73,7 @@ impl Default for CalmHint {
             cap: AtomicUsize::new(NONE),
             one_upload: AtomicBool::new(false),
             larger_window: AtomicBool::new(false),
+            empty_data: AtomicBool::new(false),
         }
     }
 }
@@ -94,6 +98,18 @@ impl CalmHint {
     /// send fewer stream `WINDOW_UPDATE`s (`window.rs`).
     pub fn larger_stream_window(&self) -> bool {
         self.larger_window.load(Ordering::Relaxed)
+    }
+
+    /// Whether the cell's server sent empty DATA frames that do not end their stream, so
+    /// that its connections take at most `frames::EMPTY_DATA_CEILING` streams (`frames.rs`).
+    pub fn sends_empty_data(&self) -> bool {
+        self.empty_data.load(Ordering::Relaxed)
+    }
+
+    /// A connection of the cell received an empty DATA frame that did not end its stream.
+    /// Returns whether that is news to the cell.
+    pub(crate) fn saw_empty_data(&self) -> bool {
+        !self.empty_data.swap(true, Ordering::Relaxed)
     }
 
     /// A connection of the cell ended on its server's `GOAWAY(ENHANCE_YOUR_CALM)`;
@@ -172,6 +188,11 @@ impl Calm {
             responses: AtomicUsize::new(0),
             hint,
         }
+    }
+
+    /// The cell's hint.
+    pub(crate) fn hint(&self) -> &CalmHint {
+        &self.hint
     }
 
     /// The cap, if the peer ever asked for calm.

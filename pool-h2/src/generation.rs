@@ -216,8 +216,12 @@ impl GenerationHandle {
     /// if that was the last its request quota allows, the generation retires now, so that the
     /// next request goes to a new connection rather than into the server's cut.
     ///
-    /// One window of the quota before that, it asks its cell to open its successor.
+    /// One window of the quota before that, it asks its cell to open its successor. It also
+    /// retires once the server's empty DATA frames come near h2's limit (`frames.rs`).
     pub(crate) fn dispatched(&self, dispatched: u64) {
+        if self.streams.frames_spent() {
+            crate::handshake::retire_before_the_frame_limit(&self.record, &*self.home);
+        }
         let quota = &self.streams.quota;
         // Without a quota (the common case) the peer's limit is not even read.
         if !quota.is_set() {

@@ -13,12 +13,14 @@ use std::task::{Context, Poll};
 use hyper::body::Body;
 use hyper::client::conn::http2::{Builder, SendRequest};
 use pin_project_lite::pin_project;
+use pool_core::CloseReason;
 use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
 
 use crate::calm::CalmHint;
 use crate::classify::go_away_asking_for_calm;
+use crate::frames::FrameWatch;
 use crate::generation::{H2Generation, no_streams_allowed};
 use crate::heard::{Heard, PeerHeard};
 use crate::kill::{KillSwitch, Killable};
@@ -97,6 +99,11 @@ where
 /// `window.rs`). The caller then installs the connection's record and finishes with
 /// [`Handshaken::install`]. The connection reads on after the peer reset it, to what the peer
 /// sent first (`reset.rs`), and notes whether the peer sent anything at all (`heard.rs`).
+/// `frames` is the count of the empty DATA frames `io`'s transport reads ([`watch_frames`]
+/// under hyper's adapter, see `frames.rs`): the driver retires the generation before h2's limit
+/// on them ends the connection.
+///
+/// [`watch_frames`]: crate::watch_frames
 ///
 /// # Errors
 ///
@@ -107,6 +114,7 @@ pub async fn handshake<I, B>(
     settings: &H2Settings,
     hint: &CalmHint,
     io: I,
+    frames: FrameWatch,
 ) -> hyper::Result<
     Handshaken<B, impl Future<Output = hyper::Result<()>> + PeerStreamLimit + Send + use<I, B>>,
 >
@@ -137,6 +145,7 @@ where
         turn,
         kill,
         heard,
+        frames,
     })
 }
 
@@ -153,6 +162,8 @@ pub struct Handshaken<B, F> {
     kill: std::sync::Arc<KillSwitch>,
     /// Whether the peer has sent anything on the connection (see `heard.rs`).
     heard: std::sync::Arc<PeerHeard>,
+    /// The empty DATA frames the peer sent (see `frames.rs`).
+    frames: FrameWatch,
 }
 
 impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
@@ -173,6 +184,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
             self.initial_max_send_streams,
             Box::new(probe),
             home.calm(),
+            self.frames.clone(),
         ));
         let driver = H2Driver {
             turn: self.turn,
@@ -183,6 +195,7 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
             kill: self.kill.clone(),
             heard: self.heard.clone(),
             watching: true,
+            frames: self.frames,
         };
         (
             H2Generation::new(self.sender, record, streams, home, self.kill, self.heard),
@@ -215,6 +228,8 @@ pin_project! {
         heard: std::sync::Arc<PeerHeard>,
         // The limit was not known at the last poll.
         watching: bool,
+        // The empty DATA frames the peer sent, read after every poll (see `frames.rs`).
+        frames: FrameWatch,
     }
 
     impl<F> PinnedDrop for H2Driver<F> {
@@ -284,6 +299,12 @@ where
                 home.stream_freed(record);
             }
         }
+        let empty = this.frames.empty_data();
+        if empty > 0 {
+            if let (Some(home), Some(record)) = (this.home.as_ref(), this.record.as_ref()) {
+                saw_empty_data(this.streams, record, &**home, empty);
+            }
+        }
         let result = match polled {
             Poll::Ready(result) => result,
             // The peer allows no stream (its SETTINGS_MAX_CONCURRENT_STREAMS is 0): hyper's
@@ -317,6 +338,50 @@ where
             home.retire(&record);
         }
         Poll::Ready(())
+    }
+}
+
+/// The peer sent `empty` empty DATA frames that did not end their stream (see `frames.rs`):
+/// the connection, and the cell's further ones, take fewer streams from now on; and once the
+/// frames and the streams taken come near h2's limit, the generation retires. Called after
+/// every poll once the peer sent one: the generation's dispatches check too, but a connection
+/// may get there between them.
+#[cold]
+#[inline(never)]
+fn saw_empty_data(
+    streams: &Streams,
+    record: &Arc<ConnectionRecord>,
+    home: &dyn H2Home,
+    empty: usize,
+) {
+    if streams.saw_empty_data() {
+        tracing::debug!(
+            connection = record.info().id().as_u64(),
+            empty_data_frames = empty,
+            streams = crate::frames::EMPTY_DATA_CEILING,
+            "the server sends empty DATA frames, which h2 allows a connection only so many of: \
+             fewer streams per connection"
+        );
+    }
+    if streams.frames_spent() {
+        retire_before_the_frame_limit(record, home);
+    }
+}
+
+/// The server's empty DATA frames, with one more for each stream taken, came near h2's limit
+/// (`frames.rs`): the generation takes no more streams, so that h2 does not end the connection
+/// under the next responses; those in flight end on it. Only the first close counts (a record
+/// closes once).
+#[cold]
+#[inline(never)]
+pub(crate) fn retire_before_the_frame_limit(record: &Arc<ConnectionRecord>, home: &dyn H2Home) {
+    if record.close(CloseReason::EmptyDataFrames, None) {
+        tracing::debug!(
+            connection = record.info().id().as_u64(),
+            "the server sent nearly as many empty DATA frames as h2 allows a connection: \
+             retiring it"
+        );
+        home.retire(record);
     }
 }
 

@@ -104,6 +104,12 @@
 //! and retire as `RequestQuota` when they hand hyper the last; one window before that
 //! ([`H2Home::successor_wanted`]) the cell opens their successor.
 //!
+//! A server that sends empty DATA frames without `END_STREAM` (one per response from a relay
+//! on hyper) would have h2 end each connection past 100 of them, under its responses. The
+//! transport under hyper's adapter counts them ([`watch_frames`], `frames.rs`); once a server
+//! sends them its connections take at most 45 streams, and each retires as
+//! `EmptyDataFrames` before h2's limit.
+//!
 //! What it does not do: decide which request uses which generation (the cell), establish
 //! transports (`pool-tls`), or know anything about HTTP/1 (`pool-h1`).
 
@@ -116,6 +122,7 @@
 
 mod calm;
 mod classify;
+mod frames;
 mod generation;
 mod guard;
 mod handshake;
@@ -135,6 +142,7 @@ mod window;
 
 pub use calm::CalmHint;
 pub use classify::{is_connection_error, is_connection_lost, not_processed};
+pub use frames::{FrameWatch, WatchedIo, watch_frames};
 pub use generation::{H2Generation, H2SendOutcome, StreamLease};
 pub use guard::StreamGuard;
 pub use handshake::{H2Driver, H2Home, Handshaken, PeerStreamLimit, handshake};

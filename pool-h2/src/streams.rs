@@ -5,6 +5,7 @@ use pool_core::sync::Arc;
 use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::calm::{Calm, CalmHint};
+use crate::frames::{EMPTY_DATA_CEILING, FrameWatch, near_the_limit};
 use crate::quota::RequestQuota;
 use crate::uploads::Uploads;
 
@@ -60,6 +61,11 @@ pub(crate) struct Streams {
     calm: Calm,
     /// The connection's requests with a body, and its upload permit (`uploads.rs`).
     pub(crate) uploads: Uploads,
+    /// The most streams taken once the server is known to send empty DATA frames
+    /// (`frames.rs`; `usize::MAX`: none).
+    ceiling: AtomicUsize,
+    /// The empty DATA frames the server sent on the connection (`frames.rs`).
+    frames: FrameWatch,
 }
 
 impl std::fmt::Debug for Streams {
@@ -73,8 +79,14 @@ impl std::fmt::Debug for Streams {
 
 impl Streams {
     /// The accounting of a connection whose h2 starts from `initial` streams; `probe` reads
-    /// the connection's current limit; its calm cap starts from the cell's `calm` hint.
-    pub(crate) fn new(initial: usize, probe: Box<dyn LimitProbe>, calm: Arc<CalmHint>) -> Streams {
+    /// the connection's current limit; its calm cap starts from the cell's `calm` hint;
+    /// `frames` counts the empty DATA frames its server sends.
+    pub(crate) fn new(
+        initial: usize,
+        probe: Box<dyn LimitProbe>,
+        calm: Arc<CalmHint>,
+        frames: FrameWatch,
+    ) -> Streams {
         Streams {
             taken: AtomicUsize::new(0),
             limit: AtomicUsize::new(usize::MAX),
@@ -87,13 +99,19 @@ impl Streams {
             sealed: AtomicBool::new(false),
             probe,
             quota: RequestQuota::default(),
+            ceiling: AtomicUsize::new(match calm.sends_empty_data() {
+                true => EMPTY_DATA_CEILING,
+                false => usize::MAX,
+            }),
+            frames,
             uploads: Uploads::new(calm.clone()),
             calm: Calm::new(calm),
         }
     }
 
     /// The limit in force: the peer's once known, else the assumed one, if any; lowered to the
-    /// calm cap once the peer asked for calm (`calm.rs`).
+    /// calm cap once the peer asked for calm (`calm.rs`), and to the ceiling once it sent
+    /// empty DATA frames (`frames.rs`).
     pub(crate) fn limit(&self) -> Option<usize> {
         let peer = if self.known.load(Ordering::Acquire) {
             Some(self.limit.load(Ordering::Acquire))
@@ -101,10 +119,23 @@ impl Streams {
             let assumed = self.assumed.load(Ordering::Acquire);
             (assumed != usize::MAX).then_some(assumed)
         };
-        match self.calm.cap() {
+        let lower = |limit: Option<usize>, cap: usize| Some(limit.map_or(cap, |l| l.min(cap)));
+        let calmed = match self.calm.cap() {
             None => peer,
-            Some(cap) => Some(peer.map_or(cap, |peer| peer.min(cap))),
+            Some(cap) => lower(peer, cap),
+        };
+        match self.ceiling.load(Ordering::Relaxed) {
+            usize::MAX => calmed,
+            ceiling => lower(calmed, ceiling),
         }
+    }
+
+    /// The peer sent an empty DATA frame that did not end its stream: the connection takes at
+    /// most [`EMPTY_DATA_CEILING`] streams from now on, and so do the cell's further
+    /// connections (`frames.rs`). Returns whether that was news to the cell.
+    pub(crate) fn saw_empty_data(&self) -> bool {
+        self.ceiling.store(EMPTY_DATA_CEILING, Ordering::Relaxed);
+        self.calm.hint().saw_empty_data()
     }
 
     /// The peer reset a stream with `ENHANCE_YOUR_CALM` before answering it: the stream cap
@@ -165,6 +196,13 @@ impl Streams {
             .is_some_and(|limit| self.taken.load(Ordering::Acquire) >= limit)
             || self.quota.is_reserved_out()
             || self.uploads.any_waiting()
+    }
+
+    /// Whether the server, known to send empty DATA frames, sent so many on the connection
+    /// that the generation should retire (`frames.rs`). One load while the server sends none.
+    pub(crate) fn frames_spent(&self) -> bool {
+        self.ceiling.load(Ordering::Relaxed) != usize::MAX
+            && near_the_limit(self.frames.empty_data(), self.taken())
     }
 
     /// The driver saw hyper's dispatch task end on its own (it returned; the runtime did not
@@ -325,6 +363,7 @@ pub(crate) mod tests {
                 100,
                 Box::new(Fixed(h2.clone())),
                 Arc::new(CalmHint::default()),
+                FrameWatch::default(),
             ),
             h2,
         )

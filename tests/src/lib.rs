@@ -29,6 +29,7 @@
 //! * [`h2frames`] and [`h2settings`]: frame-level HTTP/2 peers for what no server library does
 //!   on demand (a GOAWAY below opened streams; a stream limit changed mid-connection);
 //!   [`h2stray`], one that sends a late DATA frame on every stream the client resets.
+//! * [`relay`]: an h2c server on hyper whose responses end with an empty chunk, as a relay's.
 //!
 //! What this crate does not do: implement HTTP correctly for arbitrary clients, pick ports other
 //! than ephemeral loopback ones, or retry anything. A script that does not match what the client
@@ -56,6 +57,7 @@ pub mod ntlm;
 pub mod ocsp;
 pub mod proxy;
 pub mod refused;
+pub mod relay;
 pub mod resolve;
 pub mod socks;
 pub mod tls;

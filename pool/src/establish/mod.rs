@@ -209,12 +209,15 @@ async fn establish_h2(guard: &mut LaunchGuard, established: Established) -> Resu
         ));
     };
     let Established { io, link, meta } = established;
+    // Under hyper's adapter, where what the server sent can be read without a copy.
+    let (io, frames) = pool_h2::watch_frames(io);
     let handshaken = pool_h2::handshake::<_, RequestBody>(
         entry.runtime.spawner.clone(),
         PoolTimer::new(shared.time.clone(), shared.sleep.clone()),
         &shared.h2,
         &entry.calm,
         TokioIo::new(io),
+        frames,
     )
     .await
     .map_err(Error::handshake)?;
