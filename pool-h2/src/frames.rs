@@ -7,8 +7,8 @@
 //! But servers built on hyper send one such frame wherever a response body yields an empty
 //! chunk, which a relay does once per response when its upstream's chunked body ends (hyper's
 //! HTTP/1 client yields the terminator as an empty chunk; a gateway forwards it): against
-//! such a server one connection in a hundred responses ended under the streams on it, and the
-//! request in flight failed even when requests went one at a time.
+//! such a server every connection ended under its hundred and first response, which failed
+//! even when requests went one at a time.
 //!
 //! [`watch_frames`] puts a reader under hyper's transport that finds the frame boundaries in
 //! what the server sends (every frame begins with a 9-byte header saying its length, type and

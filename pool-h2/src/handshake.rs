@@ -343,7 +343,7 @@ where
 
 /// The peer sent `empty` empty DATA frames that did not end their stream (see `frames.rs`):
 /// the connection, and the cell's further ones, take fewer streams from now on; and once the
-/// frames and the streams taken come near h2's limit, the generation retires. Called after
+/// frames and the streams taken reach `frames::RETIRE_AT`, the generation retires. Called after
 /// every poll once the peer sent one: the generation's dispatches check too, but a connection
 /// may get there between them.
 #[cold]
@@ -368,10 +368,9 @@ fn saw_empty_data(
     }
 }
 
-/// The server's empty DATA frames, with one more for each stream taken, came near h2's limit
-/// (`frames.rs`): the generation takes no more streams, so that h2 does not end the connection
-/// under the next responses; those in flight end on it. Only the first close counts (a record
-/// closes once).
+/// The server's empty DATA frames plus the streams taken reached `frames::RETIRE_AT`: the
+/// generation takes no more streams, so that h2 does not end the connection under the next
+/// responses; those in flight end on it. Only the first close counts (a record closes once).
 #[cold]
 #[inline(never)]
 pub(crate) fn retire_before_the_frame_limit(record: &Arc<ConnectionRecord>, home: &dyn H2Home) {
