@@ -436,6 +436,7 @@ impl ConnectionPool {
             .with_request_quotas(quotas)
             .with_uploads_one_at_a_time(learnt(pool_h2::CalmHint::uploads_one_at_a_time))
             .with_larger_stream_window(learnt(pool_h2::CalmHint::larger_stream_window))
+            .with_sends_empty_data_frames(learnt(pool_h2::CalmHint::sends_empty_data))
             .with_available_permits(available.or(limit))
     }
 

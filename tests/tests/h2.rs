@@ -1645,7 +1645,7 @@ const CANCELLED: usize = 1100;
 /// many of the requests failed.
 struct Cancelled {
     peer: StrayDataPeer,
-    _pool: ConnectionPool,
+    pool: ConnectionPool,
     client: pool::Client,
     events: EventLog,
     failed: usize,
@@ -1674,7 +1674,7 @@ async fn cancel_downloads(builder: pool::Builder) -> Cancelled {
     }
     Cancelled {
         peer,
-        _pool: pool,
+        pool,
         client,
         events,
         failed,
@@ -1709,6 +1709,11 @@ async fn cancelled_downloads_whose_data_keeps_arriving_do_not_end_their_connecti
         "the pool sent no GOAWAY"
     );
     assert_eq!(run.events.closed(), [], "no connection closed");
+    let stats = run.pool.stats(run.peer.url("/").as_str());
+    assert!(
+        !stats.sends_empty_data_frames(),
+        "every DATA frame here holds data"
+    );
     let created: Vec<_> = run.events.created().iter().map(|info| info.id()).collect();
     assert_eq!(
         created,
@@ -1760,6 +1765,10 @@ async fn a_server_sending_empty_data_frames_never_gets_its_connection_ended_unde
             .unwrap();
         assert_eq!(body, "relayed");
     }
+    assert!(
+        pool.stats(&url).sends_empty_data_frames(),
+        "the lesson shows"
+    );
     let one_at_a_time = server.accepted();
     assert!(
         (6..=10).contains(&one_at_a_time),

@@ -279,6 +279,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     // What the pool learnt of each origin's server, from one read of its stats.
     let mut request_quotas = Vec::new();
     let (mut uploads_one_at_a_time, mut larger_stream_window) = (Vec::new(), Vec::new());
+    let mut sends_empty_data_frames = Vec::new();
     for origin in &origins {
         let stats = pool.stats(origin);
         if let Some(quota) = stats.request_quota() {
@@ -289,6 +290,9 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         }
         if stats.larger_stream_window() {
             larger_stream_window.push(origin.to_string());
+        }
+        if stats.sends_empty_data_frames() {
+            sends_empty_data_frames.push(origin.to_string());
         }
     }
     // Against the local origin the summary sets what the pool opened beside what the origin
@@ -317,6 +321,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         request_quotas,
         uploads_one_at_a_time,
         larger_stream_window,
+        sends_empty_data_frames,
     };
     drop(pool);
     cores.shutdown();

@@ -363,6 +363,7 @@ pub struct OriginStats {
     request_quota: Option<u64>,
     uploads_one_at_a_time: bool,
     larger_stream_window: bool,
+    sends_empty_data_frames: bool,
 }
 
 impl OriginStats {
@@ -376,6 +377,7 @@ impl OriginStats {
             request_quota: None,
             uploads_one_at_a_time: false,
             larger_stream_window: false,
+            sends_empty_data_frames: false,
         }
     }
 
@@ -417,6 +419,22 @@ impl OriginStats {
     /// set stays as set.
     pub fn larger_stream_window(&self) -> bool {
         self.larger_stream_window
+    }
+
+    /// Sets whether a partition's HTTP/2 connections to the origin met empty DATA frames (see
+    /// [`sends_empty_data_frames`](Self::sends_empty_data_frames)).
+    pub fn with_sends_empty_data_frames(mut self, sends: bool) -> OriginStats {
+        self.sends_empty_data_frames = sends;
+        self
+    }
+
+    /// Whether the origin's HTTP/2 server (in at least one partition) sends DATA frames with no
+    /// data that do not end their stream (a relay on hyper sends one per response), of which
+    /// h2 allows 100 per connection before it ends the connection itself: its connections take
+    /// at most 45 streams, and each retires (`empty_data_frames`) before that limit. Learnt per
+    /// partition, and kept.
+    pub fn sends_empty_data_frames(&self) -> bool {
+        self.sends_empty_data_frames
     }
 
     /// How many requests the origin's HTTP/2 server serves on one connection before it ends

@@ -149,6 +149,7 @@ impl Summary {
                     .collect::<serde_json::Map<_, _>>(),
                 "uploads_one_at_a_time": facts.uploads_one_at_a_time,
                 "larger_stream_window": facts.larger_stream_window,
+                "sends_empty_data_frames": facts.sends_empty_data_frames,
                 "retries": facts.counters.transparent_retries,
                 "resends": facts
                     .counters

@@ -129,6 +129,9 @@ pub(crate) struct Facts {
     /// The origins whose new HTTP/2 connections open with a larger stream window (their
     /// server ended a connection asking for calm while no uploads overlapped on it).
     pub(crate) larger_stream_window: Vec<String>,
+    /// The origins whose HTTP/2 server sends empty DATA frames, so that their connections take
+    /// fewer streams and retire before h2's limit on those frames.
+    pub(crate) sends_empty_data_frames: Vec<String>,
 }
 
 /// What one partition's workers saw.

@@ -105,6 +105,7 @@ fn facts() -> Facts {
         request_quotas: vec![("http://127.0.0.1:2".to_owned(), 1000)],
         uploads_one_at_a_time: vec!["http://127.0.0.1:1".to_owned()],
         larger_stream_window: vec!["http://127.0.0.1:3".to_owned()],
+        sends_empty_data_frames: vec!["http://127.0.0.1:4".to_owned()],
     }
 }
 
@@ -161,6 +162,18 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
         summary.text().contains(
             "Stream window         32 MiB for new HTTP/2 connections to http://127.0.0.1:3 \
              (fewer WINDOW_UPDATEs):"
+        ),
+        "{}",
+        summary.text()
+    );
+    assert_eq!(
+        json["connections"]["sends_empty_data_frames"],
+        serde_json::json!(["http://127.0.0.1:4"])
+    );
+    assert!(
+        summary.text().contains(
+            "Empty frames          at most 45 streams per HTTP/2 connection to \
+             http://127.0.0.1:4,"
         ),
         "{}",
         summary.text()
@@ -256,6 +269,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         request_quotas: Vec::new(),
         uploads_one_at_a_time: Vec::new(),
         larger_stream_window: Vec::new(),
+        sends_empty_data_frames: Vec::new(),
     };
     let summary = Summary::new(facts);
     let text = summary.text();

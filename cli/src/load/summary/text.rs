@@ -307,6 +307,17 @@ impl Summary {
                 ),
             );
         }
+        for origin in &facts.sends_empty_data_frames {
+            field(
+                out,
+                "Empty frames",
+                format!(
+                    "at most 45 streams per HTTP/2 connection to {origin}, each retired before \
+                     h2's limit of 100 empty DATA frames (closed as empty_data_frames): its \
+                     server sends them"
+                ),
+            );
+        }
         let by_reason: Vec<String> = facts
             .counters
             .resends
