@@ -86,6 +86,7 @@ use tokio::task::JoinSet;
 
 mod args;
 mod events;
+mod lessons;
 mod progress;
 mod prototype;
 mod record;
@@ -109,6 +110,7 @@ use crate::curl::setup;
 use crate::origin::{Flavor, LocalOrigin};
 use args::{OutputFormat, Target};
 use events::EventCounts;
+use lessons::Lessons;
 use progress::Progress;
 use record::{Latencies, Record};
 use sampler::{Held, SAMPLE_EVERY, Sampler};
@@ -276,25 +278,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
     for (result, held) in per_partition.iter_mut().zip(sampler.held()) {
         result.held = held;
     }
-    // What the pool learnt of each origin's server, from one read of its stats.
-    let mut request_quotas = Vec::new();
-    let (mut uploads_one_at_a_time, mut larger_stream_window) = (Vec::new(), Vec::new());
-    let mut sends_empty_data_frames = Vec::new();
-    for origin in &origins {
-        let stats = pool.stats(origin);
-        if let Some(quota) = stats.request_quota() {
-            request_quotas.push((origin.to_string(), quota));
-        }
-        if stats.uploads_one_at_a_time() {
-            uploads_one_at_a_time.push(origin.to_string());
-        }
-        if stats.larger_stream_window() {
-            larger_stream_window.push(origin.to_string());
-        }
-        if stats.sends_empty_data_frames() {
-            sends_empty_data_frames.push(origin.to_string());
-        }
-    }
+    let lessons = Lessons::read(&pool, &origins);
     // Against the local origin the summary sets what the pool opened beside what the origin
     // accepted, so both are read at a point where they can agree: no dial in flight (one
     // launched for a request that a returning connection then served can still be connecting
@@ -318,10 +302,10 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         warmup,
         slots: run.schedule.slots(),
         local,
-        request_quotas,
-        uploads_one_at_a_time,
-        larger_stream_window,
-        sends_empty_data_frames,
+        request_quotas: lessons.request_quotas,
+        uploads_one_at_a_time: lessons.uploads_one_at_a_time,
+        larger_stream_window: lessons.larger_stream_window,
+        sends_empty_data_frames: lessons.sends_empty_data_frames,
     };
     drop(pool);
     cores.shutdown();
