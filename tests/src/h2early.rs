@@ -19,12 +19,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
 use crate::h2wire::{
-    ACK, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, SETTINGS, STATUS_200, frame, read_frame,
+    ACK, DATA, END_HEADERS, END_STREAM, HEADERS, SETTINGS, STATUS_200, frame, read_frame,
+    read_preface,
 };
 
 /// `RST_STREAM`.
@@ -168,8 +169,7 @@ async fn serve(io: TcpStream, seen: Arc<Seen>) {
 
 /// Reads and answers frames until the client closes the connection (or breaks it).
 async fn converse(mut io: TcpStream, seen: &Seen) {
-    let mut preface = [0u8; 24];
-    if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+    if !read_preface(&mut io).await {
         return;
     }
     // SETTINGS_MAX_CONCURRENT_STREAMS is setting 0x3.

@@ -19,11 +19,11 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::gate::Signal;
 use crate::h2wire::{
-    ACK, DATA, END_STREAM, GOAWAY, HEADERS, PREFACE, SETTINGS, frame, ok_response, read_frame,
+    ACK, DATA, END_STREAM, GOAWAY, HEADERS, SETTINGS, frame, ok_response, read_frame, read_preface,
 };
 use tokio::net::{TcpListener, TcpStream};
 
@@ -293,8 +293,7 @@ async fn serve(
     index: usize,
     (reset, headers): (Signal, Signal),
 ) {
-    let mut preface = [0u8; 24];
-    if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+    if !read_preface(&mut io).await {
         return;
     }
     let silent = script.is_some_and(|script| script.silent);

@@ -17,10 +17,11 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::h2wire::{
-    ACK, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, SETTINGS, STATUS_200, frame, read_frame,
+    ACK, DATA, END_HEADERS, END_STREAM, HEADERS, SETTINGS, STATUS_200, frame, read_frame,
+    read_preface,
 };
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
@@ -217,8 +218,7 @@ impl Conn {
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         let (mut reader, mut writer) = io.into_split();
-        let mut preface = [0u8; 24];
-        if reader.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+        if !read_preface(&mut reader).await {
             return;
         }
         if writer.write_all(&settings(limit)).await.is_err() {

@@ -13,12 +13,12 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::gate::Signal;
-use crate::h2wire::{ACK, DATA, END_HEADERS, GOAWAY, HEADERS, PREFACE, SETTINGS, STATUS_200};
-use crate::h2wire::{frame, read_frame};
+use crate::h2wire::{ACK, DATA, END_HEADERS, GOAWAY, HEADERS, SETTINGS, STATUS_200};
+use crate::h2wire::{frame, read_frame, read_preface};
 
 /// `RST_STREAM`.
 const RST_STREAM: u8 = 0x3;
@@ -116,8 +116,7 @@ impl Drop for StrayDataPeer {
 
 /// Serves one connection until the client closes it.
 async fn serve(mut io: TcpStream, seen: Arc<Mutex<Seen>>, (resets, goaways): (Signal, Signal)) {
-    let mut preface = [0u8; 24];
-    if io.read_exact(&mut preface).await.is_err() || preface != PREFACE {
+    if !read_preface(&mut io).await {
         return;
     }
     if io.write_all(&frame(SETTINGS, 0, 0, &[])).await.is_err() {

@@ -37,6 +37,12 @@ pub(crate) async fn read_frame(io: &mut (impl AsyncRead + Unpin)) -> Option<Fram
     })
 }
 
+/// Reads the client's connection preface; `false` if the stream ended first or it was not one.
+pub(crate) async fn read_preface(io: &mut (impl AsyncRead + Unpin)) -> bool {
+    let mut preface = [0u8; 24];
+    io.read_exact(&mut preface).await.is_ok() && preface == PREFACE
+}
+
 /// One frame's bytes.
 pub(crate) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let len = (payload.len() as u32).to_be_bytes();

@@ -7,18 +7,15 @@
 //!
 //! What it does not do: read request bodies, speak HTTP/1.1 or TLS.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use hyper::body::Frame;
 use tokio::net::TcpListener;
 
+use crate::client::Chunks;
 use crate::io::{TokioExecutor, TokioIo};
 
 /// A listening relay-like server; see the module docs.
@@ -42,10 +39,8 @@ impl EmptyChunkServer {
                     accepted.fetch_add(1, Ordering::Relaxed);
                     tokio::spawn(async move {
                         let service = hyper::service::service_fn(|_request| async {
-                            let body = Chunks(VecDeque::from([
-                                Bytes::from_static(b"relayed"),
-                                Bytes::new(),
-                            ]));
+                            // Each chunk its own frame, the empty one included.
+                            let body = Chunks::new([Bytes::from_static(b"relayed"), Bytes::new()]);
                             Ok::<_, Infallible>(hyper::Response::new(body))
                         });
                         // A client that goes away is not the server's problem.
@@ -77,20 +72,5 @@ impl EmptyChunkServer {
 impl Drop for EmptyChunkServer {
     fn drop(&mut self) {
         self.task.abort();
-    }
-}
-
-/// A body of the given chunks, one frame each, the empty ones included.
-struct Chunks(VecDeque<Bytes>);
-
-impl hyper::body::Body for Chunks {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.0.pop_front().map(|chunk| Ok(Frame::data(chunk))))
     }
 }
