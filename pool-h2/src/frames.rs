@@ -37,7 +37,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
+use pool_core::CloseReason;
+use pool_core::connection::ConnectionRecord;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::handshake::H2Home;
+use crate::streams::Streams;
 
 /// h2's limit on empty DATA frames that do not end their stream, over a connection's life
 /// (`MAX_RECV_EMPTY_DATA_FRAMES` in h2 0.4.20; h2 ends the connection at the next one).
@@ -55,6 +60,52 @@ pub(crate) const EMPTY_DATA_CEILING: usize = 45;
 /// sees at most `RETIRE_AT - 1 + EMPTY_DATA_CEILING` (89); the streams then taken each add one
 /// frame more, which stays within the margin below h2's limit.
 pub(crate) const RETIRE_AT: usize = H2_EMPTY_DATA_LIMIT - RETIRE_MARGIN - EMPTY_DATA_CEILING;
+
+/// The peer sent `empty` empty DATA frames that did not end their stream (the driver asks):
+/// the connection, and the cell's further ones, take fewer streams from now on; and once the
+/// frames and the streams taken reach [`RETIRE_AT`], the generation retires. Called after
+/// every poll once the peer sent one: the generation's dispatches check too, but a connection
+/// may get there between them.
+#[cold]
+#[inline(never)]
+pub(crate) fn saw_empty_data(
+    streams: &Streams,
+    record: &pool_core::sync::Arc<ConnectionRecord>,
+    home: &dyn H2Home,
+    empty: usize,
+) {
+    if streams.saw_empty_data() {
+        tracing::debug!(
+            connection = record.info().id().as_u64(),
+            empty_data_frames = empty,
+            streams = EMPTY_DATA_CEILING,
+            "the server sends empty DATA frames, which h2 allows a connection only so many of: \
+             fewer streams per connection"
+        );
+    }
+    if streams.frames_spent() {
+        retire_before_the_frame_limit(record, home);
+    }
+}
+
+/// The server's empty DATA frames plus the streams taken reached [`RETIRE_AT`]: the
+/// generation takes no more streams, so that h2 does not end the connection under the next
+/// responses; those in flight end on it. Only the first close counts (a record closes once).
+#[cold]
+#[inline(never)]
+pub(crate) fn retire_before_the_frame_limit(
+    record: &pool_core::sync::Arc<ConnectionRecord>,
+    home: &dyn H2Home,
+) {
+    if record.close(CloseReason::EmptyDataFrames, None) {
+        tracing::debug!(
+            connection = record.info().id().as_u64(),
+            "the server sent nearly as many empty DATA frames as h2 allows a connection: \
+             retiring it"
+        );
+        home.retire(record);
+    }
+}
 
 /// The frame type of DATA, and its flags.
 const DATA: u8 = 0x0;

@@ -220,7 +220,7 @@ impl GenerationHandle {
     /// retires once the server's empty DATA frames come near h2's limit (`frames.rs`).
     pub(crate) fn dispatched(&self, dispatched: u64) {
         if self.streams.frames_spent() {
-            crate::handshake::retire_before_the_frame_limit(&self.record, &*self.home);
+            crate::frames::retire_before_the_frame_limit(&self.record, &*self.home);
         }
         let quota = &self.streams.quota;
         // Without a quota (the common case) the peer's limit is not even read.

@@ -13,7 +13,6 @@ use std::task::{Context, Poll};
 use hyper::body::Body;
 use hyper::client::conn::http2::{Builder, SendRequest};
 use pin_project_lite::pin_project;
-use pool_core::CloseReason;
 use pool_core::DriverSpawner;
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::Arc;
@@ -302,7 +301,7 @@ where
         let empty = this.frames.empty_data();
         if empty > 0 {
             if let (Some(home), Some(record)) = (this.home.as_ref(), this.record.as_ref()) {
-                saw_empty_data(this.streams, record, &**home, empty);
+                crate::frames::saw_empty_data(this.streams, record, &**home, empty);
             }
         }
         let result = match polled {
@@ -338,49 +337,6 @@ where
             home.retire(&record);
         }
         Poll::Ready(())
-    }
-}
-
-/// The peer sent `empty` empty DATA frames that did not end their stream (see `frames.rs`):
-/// the connection, and the cell's further ones, take fewer streams from now on; and once the
-/// frames and the streams taken reach `frames::RETIRE_AT`, the generation retires. Called after
-/// every poll once the peer sent one: the generation's dispatches check too, but a connection
-/// may get there between them.
-#[cold]
-#[inline(never)]
-fn saw_empty_data(
-    streams: &Streams,
-    record: &Arc<ConnectionRecord>,
-    home: &dyn H2Home,
-    empty: usize,
-) {
-    if streams.saw_empty_data() {
-        tracing::debug!(
-            connection = record.info().id().as_u64(),
-            empty_data_frames = empty,
-            streams = crate::frames::EMPTY_DATA_CEILING,
-            "the server sends empty DATA frames, which h2 allows a connection only so many of: \
-             fewer streams per connection"
-        );
-    }
-    if streams.frames_spent() {
-        retire_before_the_frame_limit(record, home);
-    }
-}
-
-/// The server's empty DATA frames plus the streams taken reached `frames::RETIRE_AT`: the
-/// generation takes no more streams, so that h2 does not end the connection under the next
-/// responses; those in flight end on it. Only the first close counts (a record closes once).
-#[cold]
-#[inline(never)]
-pub(crate) fn retire_before_the_frame_limit(record: &Arc<ConnectionRecord>, home: &dyn H2Home) {
-    if record.close(CloseReason::EmptyDataFrames, None) {
-        tracing::debug!(
-            connection = record.info().id().as_u64(),
-            "the server sent nearly as many empty DATA frames as h2 allows a connection: \
-             retiring it"
-        );
-        home.retire(record);
     }
 }
 

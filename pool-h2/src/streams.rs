@@ -134,6 +134,11 @@ impl Streams {
     /// most [`EMPTY_DATA_CEILING`] streams from now on, and so do the cell's further
     /// connections (`frames.rs`). Returns whether that was news to the cell.
     pub(crate) fn saw_empty_data(&self) -> bool {
+        // Called after every poll of the driver once the server sent one: a load, not the
+        // cell-wide swap, once this connection knows.
+        if self.ceiling.load(Ordering::Relaxed) == EMPTY_DATA_CEILING {
+            return false;
+        }
         self.ceiling.store(EMPTY_DATA_CEILING, Ordering::Relaxed);
         self.calm.hint().saw_empty_data()
     }
