@@ -33,7 +33,8 @@
 
 use std::error::Error;
 use std::fmt;
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use crate::close::CloseReason;
 use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
@@ -43,6 +44,19 @@ use crate::sync::{Arc, Mutex};
 
 /// A boxed error, as carried by close events.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// The most margin an idle limit keeps before the server's own close.
+const SERVER_CLOSE_MARGIN: Duration = Duration::from_secs(1);
+
+/// How long an HTTP/1 connection may stay idle when its server closes idle connections after
+/// `server`: a margin earlier, a second or half of `server` when that is shorter (a 5 s
+/// server keeps a connection idle for 4 s, a 1 s server for 0.5 s), so that the pool retires
+/// it before a request could meet the server's close. Used for a server's `Keep-Alive:
+/// timeout` and for the idle timeout the pool learns from a server that closes without
+/// saying (see `cell/idle_lesson.rs`).
+pub fn idle_limit_before(server: Duration) -> Duration {
+    server - SERVER_CLOSE_MARGIN.min(server / 2)
+}
 
 /// Something that must be released when the connection closes logically: a capacity permit.
 pub trait Releasable: Send + Sync + 'static {}
@@ -74,6 +88,11 @@ pub struct ConnectionRecord {
     /// How long the connection may stay idle before the server closes it, in milliseconds
     /// (`NO_IDLE_LIMIT`: the server never said; see [`set_idle_limit`](Self::set_idle_limit)).
     idle_limit_ms: AtomicU64,
+    /// When the connection last went idle, in milliseconds after `idle_base` (see
+    /// [`went_idle_at`](Self::went_idle_at)).
+    idle_since_ms: AtomicU64,
+    /// The instant `idle_since_ms` counts from: the first time the connection went idle.
+    idle_base: OnceLock<Instant>,
     /// The capacity permit this connection holds (bounded origins), released at logical close.
     permit: Mutex<Option<Box<dyn Releasable>>>,
     /// An HTTP/1 connection's part in its server's request quota (`NO_QUOTA`: none; the
@@ -120,6 +139,8 @@ impl ConnectionRecord {
             served: AtomicU64::new(0),
             reason: AtomicU8::new(NO_REASON),
             idle_limit_ms: AtomicU64::new(NO_IDLE_LIMIT),
+            idle_since_ms: AtomicU64::new(0),
+            idle_base: OnceLock::new(),
             permit: Mutex::new(permit),
             request_quota: AtomicU64::new(NO_QUOTA),
         });
@@ -259,6 +280,24 @@ impl ConnectionRecord {
             NO_IDLE_LIMIT => None,
             ms => Some(Duration::from_millis(ms)),
         }
+    }
+
+    /// Notes that this HTTP/1 connection went into its cell's idle set at `now` (under the
+    /// cell's lock), so that a close by its server while it is idle says how long the server
+    /// kept it ([`idle_for`](Self::idle_for)).
+    pub fn went_idle_at(&self, now: Instant) {
+        let base = *self.idle_base.get_or_init(|| now);
+        let ms = now.saturating_duration_since(base).as_millis();
+        self.idle_since_ms
+            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// How long the connection has been idle at `now`, counted from the last
+    /// [`went_idle_at`](Self::went_idle_at) (to the millisecond); `None` if it never went idle.
+    pub fn idle_for(&self, now: Instant) -> Option<Duration> {
+        let base = *self.idle_base.get()?;
+        let since = base + Duration::from_millis(self.idle_since_ms.load(Ordering::Relaxed));
+        Some(now.saturating_duration_since(since))
     }
 
     /// Keeps this HTTP/1 connection to the server's learnt request quota: the response to

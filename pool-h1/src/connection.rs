@@ -28,6 +28,12 @@ pub trait H1Home<B>: Send + Sync + 'static {
     /// more than the quota: the server keeps connections longer than that (see pool-core's
     /// `cell/quota.rs`).
     fn served_past_request_quota(&self, served: u64);
+
+    /// The server closed this connection (`record`'s) while it sat idle in its cell, after it
+    /// had served: how long it stayed idle may teach the cell the server's idle timeout (see
+    /// pool-core's `cell/idle_lesson.rs`). Called by the driver as it ends, before the record
+    /// closes.
+    fn closed_while_idle(&self, record: &ConnectionRecord);
 }
 
 /// An HTTP/1 connection as the pool holds it: the exclusive sender, the lifecycle record, and

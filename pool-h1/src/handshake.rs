@@ -127,6 +127,7 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
             record: Some(record.clone()),
             spot: Some(spot.clone()),
             registered: None,
+            home: home.clone(),
         };
         (
             H1Connection::new(
@@ -163,6 +164,8 @@ pin_project! {
         spot: Option<Arc<ParkingSpot<B>>>,
         // The waker this driver last stored in `spot`.
         registered: Option<Waker>,
+        // The connection's cell, told when the server closes the connection while idle.
+        home: Arc<dyn H1Home<B>>,
     }
 
     impl<F, B> PinnedDrop for H1Driver<F, B>
@@ -206,6 +209,11 @@ where
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };
+        if record.is_idle() {
+            // Nothing was sent on it since it went idle (a checkout would have made it
+            // active), so the server closed it on its own: perhaps its idle timeout.
+            this.home.closed_while_idle(&record);
+        }
         let error = result.err().map(|e| Box::new(e) as BoxError);
         record.driver_completed(error, || this.conn.set(None));
         Poll::Ready(())

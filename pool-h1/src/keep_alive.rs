@@ -20,9 +20,6 @@ use http::{HeaderMap, HeaderName};
 /// `Keep-Alive`, which `http` has no constant for.
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 
-/// The most margin kept before the server's own close.
-const MARGIN: Duration = Duration::from_secs(1);
-
 /// How long a connection whose response carried `headers` may stay idle: the server's
 /// `Keep-Alive` timeout less the margin; `None` when no such header says.
 pub(crate) fn idle_limit(headers: &HeaderMap) -> Option<Duration> {
@@ -37,8 +34,9 @@ pub(crate) fn idle_limit(headers: &HeaderMap) -> Option<Duration> {
                 .eq_ignore_ascii_case("timeout")
                 .then(|| value.trim().trim_matches('"').parse::<u64>().ok())?
         })?;
-    let server = Duration::from_secs(seconds);
-    Some(server - MARGIN.min(server / 2))
+    Some(pool_core::connection::idle_limit_before(
+        Duration::from_secs(seconds),
+    ))
 }
 
 #[cfg(test)]

@@ -39,6 +39,13 @@
 //! `Drop` never waits, and returning a connection never spawns a task: when hyper is not ready
 //! yet, the connection's own driver finishes the return ([`ParkingSpot`]).
 //!
+//! An idle connection's server may close it on its own clock. A `Keep-Alive: timeout` in the
+//! first response is recorded (the `keep_alive` module); a server that says nothing is heard
+//! instead: the driver that ends while its connection is still idle, after it had served,
+//! tells [`H1Home::closed_while_idle`], and the cell learns the server's idle timeout from such
+//! closes (pool-core's `cell/idle_lesson.rs`). Either way the cell retires idle connections
+//! before the server's close could meet a request.
+//!
 //! # A server that speaks first
 //!
 //! What a new connection's server sends before the first request is written is held for that

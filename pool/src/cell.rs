@@ -280,6 +280,11 @@ impl H1Home<RequestBody> for CellEntry {
     fn served_past_request_quota(&self, served: u64) {
         self.cell.h1_served_past_quota(served);
     }
+
+    fn closed_while_idle(&self, record: &ConnectionRecord) {
+        self.cell
+            .h1_closed_while_idle(record, self.shared.time.now());
+    }
 }
 
 impl fmt::Debug for CellEntry {

@@ -437,6 +437,11 @@ impl ConnectionPool {
             .with_uploads_one_at_a_time(learnt(pool_h2::CalmHint::uploads_one_at_a_time))
             .with_larger_stream_window(learnt(pool_h2::CalmHint::larger_stream_window))
             .with_sends_empty_data_frames(learnt(pool_h2::CalmHint::sends_empty_data))
+            .with_server_idle_timeouts(
+                cells
+                    .iter()
+                    .filter_map(|(_, entry)| entry.cell.server_idle_timeout()),
+            )
             .with_available_permits(available.or(limit))
     }
 

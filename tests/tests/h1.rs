@@ -275,6 +275,57 @@ async fn idle_connections_expire_at_the_pools_or_the_servers_idle_timeout() {
     }
 }
 
+/// A server that closes idle connections after a second without saying so (no `Keep-Alive`
+/// header, as uvicorn, Tomcat or nginx without its second `keepalive_timeout` parameter): the
+/// first two connections are closed by the server, a second apart, which teaches the pool the
+/// timeout; the third retires half a second after going idle (the timeout less its margin),
+/// before the server's close could meet a request, and the next request opens a connection of
+/// its own. Without the lesson the third would also wait for the server's close.
+#[tokio::test(start_paused = true)]
+async fn idle_connections_retire_before_a_server_idle_timeout_the_pool_learnt() {
+    let second = Duration::from_secs(1);
+    let plan = ConnPlan::new()
+        .respond(Reply::ok("x"))
+        .delay(second)
+        .close();
+    let server = ScriptedH1Server::builder().default_plan(plan).start().await;
+    let (pool, client, events) = observed(ConnectionPool::builder());
+    let url = server.url("/");
+    let key = origin(&url);
+    let mut ids = Vec::new();
+    for closed in 1..=3 {
+        let (conn, _) = fetch(&client, &url).await;
+        let idle_at = tokio::time::Instant::now();
+        ids.push(conn.id());
+        settle(&pool, &key, |s| s.h1_idle == 1).await;
+        events.wait_for_closed(closed).await;
+        let (id, reason) = events.closed()[closed - 1];
+        assert_eq!(id, conn.id());
+        if closed < 3 {
+            assert_eq!(reason, CloseReason::ProtocolClosed, "the server closed it");
+            assert_eq!(idle_at.elapsed(), second);
+        } else {
+            assert_eq!(
+                reason,
+                CloseReason::IdleTimeout,
+                "the pool retired it first"
+            );
+            assert_eq!(idle_at.elapsed(), second / 2);
+        }
+        let learnt = pool.stats(&key).server_idle_timeout();
+        assert_eq!(
+            learnt,
+            (closed >= 2).then_some(second),
+            "after {closed} closes"
+        );
+    }
+    let (fourth, body) = fetch(&client, &url).await;
+    assert_eq!(body, "x");
+    assert!(!ids.contains(&fourth.id()));
+    assert_eq!(server.accepted(), 4);
+    assert_eq!(pool.counters().transparent_retries, 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn disabled_idle_timeout_never_expires() {
     let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;

@@ -1,9 +1,12 @@
 //! What the pool learnt of each origin's server during a run (a request quota, one upload at a
-//! time, a larger stream window, fewer streams for empty DATA frames), read once from its stats
+//! time, a larger stream window, fewer streams for empty DATA frames, an HTTP/1 server's idle
+//! timeout), read once from its stats
 //! for the summary's lines and JSON keys of the same names.
 //!
 //! What it does not do: explain a lesson (the summary's text does) or read it while the run
 //! goes on.
+
+use std::time::Duration;
 
 use pool::{ConnectionPool, OriginKey};
 
@@ -14,6 +17,7 @@ pub(crate) struct Lessons {
     pub(crate) uploads_one_at_a_time: Vec<String>,
     pub(crate) larger_stream_window: Vec<String>,
     pub(crate) sends_empty_data_frames: Vec<String>,
+    pub(crate) server_idle_timeouts: Vec<(String, Duration)>,
 }
 
 impl Lessons {
@@ -34,6 +38,9 @@ impl Lessons {
             }
             if stats.sends_empty_data_frames() {
                 lessons.sends_empty_data_frames.push(name());
+            }
+            if let Some(timeout) = stats.server_idle_timeout() {
+                lessons.server_idle_timeouts.push((name(), timeout));
             }
         }
         lessons

@@ -306,6 +306,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
         uploads_one_at_a_time: lessons.uploads_one_at_a_time,
         larger_stream_window: lessons.larger_stream_window,
         sends_empty_data_frames: lessons.sends_empty_data_frames,
+        server_idle_timeouts: lessons.server_idle_timeouts,
     };
     drop(pool);
     cores.shutdown();

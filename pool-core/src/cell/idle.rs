@@ -234,7 +234,7 @@ impl<T: CellTypes> Cell<T> {
     /// happen outside the lock (closing a connection that could not be checked in, arming the
     /// expiry timer) is left to [`after_idle`](Self::after_idle).
     fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
-        let server = conn.record().idle_limit();
+        let server = Self::server_idle_limit(st, conn.record());
         let refused = if st.idle.holds(self.max_idle) {
             Some(CloseReason::IdleLimit)
         } else if server.is_some_and(|limit| limit.is_zero()) {
@@ -256,6 +256,7 @@ impl<T: CellTypes> Cell<T> {
         }
         let deadline = self.idle_deadline(server, now);
         let due = earliest(deadline, conn.record().info().retires_at());
+        conn.record().went_idle_at(now);
         let heard = self
             .hooks
             .went_idle
@@ -270,9 +271,20 @@ impl<T: CellTypes> Cell<T> {
         Idled::Idle(due.and_then(|at| st.arm(at)), heard)
     }
 
+    /// How long the server lets `record`'s connection stay idle, less a margin: the
+    /// connection's [`idle_limit`](crate::connection::ConnectionRecord::idle_limit) (its
+    /// `Keep-Alive` hint) or the timeout the cell learnt from its server's closes
+    /// (`idle_lesson.rs`), whichever is shorter.
+    pub(super) fn server_idle_limit(st: &State<T>, record: &ConnectionRecord) -> Option<Duration> {
+        match (record.idle_limit(), st.idle_lesson.limit()) {
+            (Some(said), Some(learnt)) => Some(said.min(learnt)),
+            (said, learnt) => said.or(learnt),
+        }
+    }
+
     /// When a connection that becomes idle at `now` expires: at the pool's idle timeout, or
-    /// earlier when the server said it closes idle connections sooner (`server`, the
-    /// connection's [`idle_limit`](crate::connection::ConnectionRecord::idle_limit)).
+    /// earlier when its server closes idle connections sooner (`server`, from
+    /// [`server_idle_limit`](Self::server_idle_limit)).
     pub(super) fn idle_deadline(&self, server: Option<Duration>, now: Instant) -> Option<Instant> {
         let idle = match (self.idle_timeout, server) {
             (Some(pool), Some(server)) => Some(pool.min(server)),

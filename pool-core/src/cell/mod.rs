@@ -26,6 +26,7 @@
 //! | `types` | the API: protocol types, hooks, grants, transition outcomes |
 //! | `waiters` | the two waiter queues, claiming, compaction |
 //! | `idle` | the HTTP/1 idle set and the release of a returning connection |
+//! | `idle_lesson` | the server's idle timeout, learnt from the idle connections it closed |
 //! | `attempts` | HTTP/1 attempts, spare-attempt adoption, install of a new connection |
 //! | `flight` | the HTTP/2 flight, the post-ALPN converge, failed establishments |
 //! | `gate` | the accepting generation and its activation turns (the generation gate) |
@@ -63,6 +64,7 @@ mod expiry;
 mod flight;
 mod gate;
 mod idle;
+mod idle_lesson;
 mod permits;
 mod quota;
 mod reclaim;
@@ -100,6 +102,7 @@ use bounded::{Bound, DemandState};
 use flight::Flights;
 use gate::H2Slot;
 use idle::IdleSet;
+use idle_lesson::IdleLesson;
 pub use quota::{Ended, QuotaLearner};
 use waiters::WaitQueues;
 
@@ -118,6 +121,8 @@ struct State<T: CellTypes> {
     waiters: WaitQueues<T>,
     /// Idle HTTP/1 connections.
     idle: IdleSet<T::H1>,
+    /// The server's idle timeout, as far as its closes taught it.
+    idle_lesson: IdleLesson,
     /// HTTP/1 attempts in flight and the requests counting on them (unbounded HTTP/1 cells).
     attempts: Attempts,
     /// The HTTP/2 flight in progress.
@@ -198,6 +203,7 @@ impl<T: CellTypes> Cell<T> {
             state: Mutex::new(State {
                 waiters: WaitQueues::new(),
                 idle: IdleSet::new(),
+                idle_lesson: IdleLesson::default(),
                 attempts: Attempts::default(),
                 flights: Flights::default(),
                 h2: H2Slot::new(),

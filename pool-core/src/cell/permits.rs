@@ -84,8 +84,9 @@ impl<T: CellTypes> Bounded<'_, T> {
                         // Nobody can use it: it stays idle (its deadline restarts).
                         if conn.record().checkin() {
                             let now = cell.hooks.time.now();
-                            let server = conn.record().idle_limit();
+                            let server = Cell::server_idle_limit(&st, conn.record());
                             let deadline = cell.idle_deadline(server, now);
+                            conn.record().went_idle_at(now);
                             st.idle.push(conn, now, deadline);
                         } else {
                             actions.close.push((conn, CloseReason::ProtocolClosed));

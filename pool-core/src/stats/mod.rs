@@ -11,6 +11,7 @@
 //! one field before another.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::partition::PartitionId;
 use crate::sync::atomic::{AtomicUsize, Ordering};
@@ -364,6 +365,7 @@ pub struct OriginStats {
     uploads_one_at_a_time: bool,
     larger_stream_window: bool,
     sends_empty_data_frames: bool,
+    server_idle_timeout: Option<Duration>,
 }
 
 impl OriginStats {
@@ -378,6 +380,7 @@ impl OriginStats {
             uploads_one_at_a_time: false,
             larger_stream_window: false,
             sends_empty_data_frames: false,
+            server_idle_timeout: None,
         }
     }
 
@@ -435,6 +438,25 @@ impl OriginStats {
     /// partition, and kept.
     pub fn sends_empty_data_frames(&self) -> bool {
         self.sends_empty_data_frames
+    }
+
+    /// Adds the idle timeouts the partitions' cells learnt of the origin's server (each
+    /// learns its own; the shortest is kept).
+    pub fn with_server_idle_timeouts(
+        mut self,
+        timeouts: impl IntoIterator<Item = Duration>,
+    ) -> OriginStats {
+        self.server_idle_timeout = timeouts.into_iter().min();
+        self
+    }
+
+    /// How long the origin's HTTP/1 server keeps an idle connection open, as the pool learnt
+    /// it (in at least one partition) from two idle connections the server closed after the
+    /// same time without having announced it (no `Keep-Alive: timeout`): idle connections
+    /// there retire (`idle_timeout`) a margin before it, so no request meets the server's
+    /// close. `None` until learnt.
+    pub fn server_idle_timeout(&self) -> Option<Duration> {
+        self.server_idle_timeout
     }
 
     /// How many requests the origin's HTTP/2 server serves on one connection before it ends

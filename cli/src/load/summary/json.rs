@@ -150,6 +150,11 @@ impl Summary {
                 "uploads_one_at_a_time": facts.uploads_one_at_a_time,
                 "larger_stream_window": facts.larger_stream_window,
                 "sends_empty_data_frames": facts.sends_empty_data_frames,
+                "server_idle_timeouts_ms": facts
+                    .server_idle_timeouts
+                    .iter()
+                    .map(|(origin, timeout)| (origin.clone(), json!(timeout.as_millis() as u64)))
+                    .collect::<serde_json::Map<_, _>>(),
                 "retries": facts.counters.transparent_retries,
                 "resends": facts
                     .counters

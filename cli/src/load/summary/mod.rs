@@ -132,6 +132,8 @@ pub(crate) struct Facts {
     /// The origins whose HTTP/2 server sends empty DATA frames, so that their connections take
     /// fewer streams and retire before h2's limit on those frames.
     pub(crate) sends_empty_data_frames: Vec<String>,
+    /// The idle timeouts the pool learnt of origins' HTTP/1 servers.
+    pub(crate) server_idle_timeouts: Vec<(String, Duration)>,
 }
 
 /// What one partition's workers saw.

@@ -106,6 +106,10 @@ fn facts() -> Facts {
         uploads_one_at_a_time: vec!["http://127.0.0.1:1".to_owned()],
         larger_stream_window: vec!["http://127.0.0.1:3".to_owned()],
         sends_empty_data_frames: vec!["http://127.0.0.1:4".to_owned()],
+        server_idle_timeouts: vec![(
+            "http://127.0.0.1:5".to_owned(),
+            Duration::from_millis(1_002),
+        )],
     }
 }
 
@@ -174,6 +178,18 @@ fn json_has_the_documented_keys_and_consistent_numbers() {
         summary.text().contains(
             "Empty frames          at most 45 streams per HTTP/2 connection to \
              http://127.0.0.1:4,"
+        ),
+        "{}",
+        summary.text()
+    );
+    assert_eq!(
+        json["connections"]["server_idle_timeouts_ms"],
+        serde_json::json!({"http://127.0.0.1:5": 1002})
+    );
+    assert!(
+        summary.text().contains(
+            "Idle timeout          1002 ms at http://127.0.0.1:5's server, learnt from idle \
+             connections it closed"
         ),
         "{}",
         summary.text()
@@ -270,6 +286,7 @@ fn a_run_where_every_request_failed_shows_no_rate_and_no_latency() {
         uploads_one_at_a_time: Vec::new(),
         larger_stream_window: Vec::new(),
         sends_empty_data_frames: Vec::new(),
+        server_idle_timeouts: Vec::new(),
     };
     let summary = Summary::new(facts);
     let text = summary.text();

@@ -318,6 +318,18 @@ impl Summary {
                 ),
             );
         }
+        for (origin, timeout) in &facts.server_idle_timeouts {
+            field(
+                out,
+                "Idle timeout",
+                format!(
+                    "{} ms at {origin}'s server, learnt from idle connections it closed after \
+                     that long without saying so: idle connections there retire before it \
+                     (closed as idle_timeout)",
+                    timeout.as_millis()
+                ),
+            );
+        }
         let by_reason: Vec<String> = facts
             .counters
             .resends

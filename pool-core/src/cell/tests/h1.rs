@@ -423,3 +423,46 @@ fn http1_connections_keep_to_a_quota_learnt_from_unannounced_closes_and_probe_it
     let after = install_one(&rig, seq + 1, t0);
     assert_eq!(after.check_request_quota(3), QuotaCheck::Within);
 }
+
+/// A server that closes idle connections after a second without saying so: two such closes,
+/// heard two seconds apart, teach the cell the timeout, and a connection going idle after
+/// that expires half a second in (the timeout less its margin) instead of at the pool's 90 s.
+/// Closes of connections that never served, or that came right after the response, teach
+/// nothing.
+#[test]
+fn idle_connections_retire_before_an_idle_timeout_learnt_from_the_servers_closes() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Http1);
+    let c = &rig.cell;
+    let s = Duration::from_secs(1);
+    let closed_after = |went_idle: Instant, idle: Duration, served: bool| {
+        let conn = h1(c);
+        if served {
+            conn.record.count_dispatch();
+        }
+        let record = conn.record.clone();
+        assert_eq!(c.release_h1(conn, went_idle), Released::Idle);
+        c.h1_closed_while_idle(&record, went_idle + idle);
+        record.close(CloseReason::ProtocolClosed, None);
+    };
+    closed_after(t0, s, false);
+    closed_after(t0 + 2 * s, s, false);
+    closed_after(t0 + 4 * s, Duration::from_millis(3), true);
+    closed_after(t0 + 6 * s, Duration::from_millis(3), true);
+    assert_eq!(c.server_idle_timeout(), None);
+    closed_after(t0 + 8 * s, s, true);
+    assert_eq!(c.server_idle_timeout(), None, "one close teaches nothing");
+    closed_after(t0 + 10 * s, s + Duration::from_millis(20), true);
+    assert_eq!(c.server_idle_timeout(), Some(s));
+
+    let conn = h1(c);
+    conn.record.count_dispatch();
+    let record = conn.record.clone();
+    let at = t0 + 20 * s;
+    c.release_h1(conn, at);
+    let half = Duration::from_millis(500);
+    assert_eq!(rig.armed.lock().unwrap().last(), Some(&(at + half)));
+    assert!(!record.is_closed());
+    c.expire(at + half);
+    assert_eq!(record.close_reason(), Some(CloseReason::IdleTimeout));
+}

@@ -121,6 +121,67 @@ pub(crate) fn nginx_keep_alive_hint(poolcurl: &Path, started: &Nginx) -> Row {
     Row::judge(name, finished, None, "h1", problems)
 }
 
+/// nginx closing idle connections after 1 s without saying so (`keepalive_timeout 1s`: no
+/// `Keep-Alive` header), with one request every 1.5 s (`-c 1 --rate 0.667 -z 7.4s`, five
+/// requests). nginx closes the first two connections, 1.5 s apart, which teaches the pool its
+/// timeout; from then on a connection retires half a second after going idle (`idle_timeout`),
+/// before nginx's close could meet a request. Check: every request succeeded on a connection
+/// of its own, nginx closed two, the pool retired the later ones, and the summary names the
+/// timeout it learnt (1 s, to within the 100 ms a close takes to be heard).
+pub(crate) fn nginx_silent_idle_timeout(poolcurl: &Path, started: &Nginx) -> Row {
+    let name =
+        "nginx http1.1 closing idle connections after 1 s unannounced, a request every 1.5 s"
+            .to_string();
+    let ports = match started {
+        Ok((_, _, ports)) => ports,
+        Err(e) => return Row::broken(name, e),
+    };
+    eprintln!("interop: {name} ...");
+    let args = strings(&["-z", "7.4s", "-c", "1", "--rate", "0.667", "--http1.1"]);
+    let args = [args, vec![format!("http://127.0.0.1:{}/", ports[14])]].concat();
+    let finished = Running::spawn(poolcurl, &args).map(Running::finish);
+    let mut problems = Vec::new();
+    if let Ok(run) = &finished {
+        let count = summary_counts(&run.stdout);
+        let counts = (
+            count("/requests"),
+            count("/successes"),
+            count("/connections/opened"),
+            count("/connections/closed/protocol_closed"),
+            count("/connections/closed/idle_timeout"),
+        );
+        match counts {
+            (Some(requests), Some(successes), Some(opened), Some(by_nginx), Some(retired)) => {
+                if requests < 5 || successes != requests || opened != requests {
+                    problems.push(format!(
+                        "{successes} of {requests} requests succeeded on {opened} connections: \
+                         each should succeed on its own"
+                    ));
+                }
+                if by_nginx != 2 || retired + 3 < requests {
+                    problems.push(format!(
+                        "nginx closed {by_nginx} connections and the pool retired {retired} of \
+                         {requests}: nginx should close two, the pool the ones after"
+                    ));
+                }
+            }
+            other => problems.push(format!("no request or connection counts: {other:?}")),
+        }
+        let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+        let learnt: Vec<u64> = json
+            .pointer("/connections/server_idle_timeouts_ms")
+            .and_then(Value::as_object)
+            .map(|map| map.values().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        if !matches!(learnt[..], [ms] if (1_000..1_100).contains(&ms)) {
+            problems.push(format!(
+                "learnt idle timeouts {learnt:?} ms, where one of 1 s"
+            ));
+        }
+    }
+    Row::judge(name, finished, None, "h1", problems)
+}
+
 /// The pool-wide idle cap (`--max-idle-connections`) against nginx: two names of one listener
 /// (`a.test` and `b.test`, two origins) loaded in turn by one request at a time (`-c 1 -n 100
 /// --partitions 1`). With a cap of 1, each connection going idle makes two, so the one idle

@@ -211,6 +211,7 @@ fn main() -> ExitCode {
         rows.extend(nginx_reloads(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_lifetime(&poolcurl, &nginx));
         rows.push(nginx_keep_alive_hint(&poolcurl, &nginx));
+        rows.push(nginx_silent_idle_timeout(&poolcurl, &nginx));
         rows.push(nginx_request_quota(&poolcurl, &nginx));
         rows.extend(nginx_idle_cap(&poolcurl, &nginx, &nginx_dir));
         rows.extend(nginx_one_h2_connection(

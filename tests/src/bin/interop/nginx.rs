@@ -15,7 +15,7 @@ const NGINX_CASES: [(&str, &str, &str); 4] = [
 ];
 
 /// nginx started by [`start_nginx`] (or why it did not start), with its files in `dir`.
-pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 14]), String>;
+pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 15]), String>;
 
 /// Announces `checks` (nginx's, beside curl) and finds what they need: nginx's ports and curl.
 /// `Err` holds the rows to report instead: every check broken when nginx did not start, or one
@@ -23,7 +23,7 @@ pub(crate) type Nginx = Result<(PathBuf, Server, [u16; 14]), String>;
 pub(crate) fn nginx_and_curl<'a, const N: usize>(
     checks: [&str; N],
     started: &'a Nginx,
-) -> Result<(&'a [u16; 14], PathBuf), Vec<Row>> {
+) -> Result<(&'a [u16; 15], PathBuf), Vec<Row>> {
     for check in checks {
         eprintln!("interop: {check} ...");
     }
@@ -84,7 +84,8 @@ pub(crate) fn nginx_reloads(poolcurl: &Path, started: &Nginx, dir: &Path) -> Vec
 /// master and waits until it listens. Returns the binary, the server and its ports: HTTP/1.1,
 /// h2c, TLS, HTTP/1.1 and TLS again without nginx's 1000-requests-per-connection limit (for
 /// the oha comparison), HTTP/1.1 announcing a 2 s keep-alive timeout, HTTP/1.1 and TLS
-/// reading HAProxy's PROXY line first, and TLS stapling a good and a revoked OCSP response.
+/// reading HAProxy's PROXY line first, TLS stapling a good and a revoked OCSP response, and
+/// (last) HTTP/1.1 closing idle connections after 1 s without saying so.
 pub(crate) fn start_nginx(dir: &Path) -> Nginx {
     let nginx = find_binary("nginx").ok_or("nginx not found")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -102,7 +103,7 @@ pub(crate) fn start_nginx(dir: &Path) -> Nginx {
     let (self_signed, self_signed_key) = pki.self_signed_pem(true);
     write("self-signed.pem", self_signed)?;
     write("self-signed.key", self_signed_key)?;
-    let ports = free_ports::<14>()?;
+    let ports = free_ports::<15>()?;
     // nginx 1.25.1 replaced `listen ... http2` by a per-server `http2 on;` (the old form
     // still works there, with a warning).
     let (listen_h2, h2_on) = if nginx_version(&nginx) >= Some((1, 25, 1)) {
@@ -120,7 +121,23 @@ pub(crate) fn start_nginx(dir: &Path) -> Nginx {
     // For `--haproxy-protocol`: the address the PROXY line named.
     let proxied = r#"location / { return 200 "$proxy_protocol_addr\n"; }"#;
     let large_head = large_head_location();
-    let [p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14] = ports;
+    let [
+        p1,
+        p2,
+        p3,
+        p4,
+        p5,
+        p6,
+        p7,
+        p8,
+        p9,
+        p10,
+        p11,
+        p12,
+        p13,
+        p14,
+        p15,
+    ] = ports;
     let stapling = stapling_servers(dir, (p9, p10), ok);
     let alt_svc = alt_svc_server(dir, (p11, p12), (listen_h2, h2_on));
     let conf = format!(
@@ -176,6 +193,8 @@ http {{
     server {{ listen 127.0.0.1:{p14}; access_log {d}/idle-cap.log connection; {ok} }}
     # Closes idle connections after 2 s and says so (`Keep-Alive: timeout=2`).
     server {{ listen 127.0.0.1:{p6}; keepalive_timeout 2s 2s; {ok} }}
+    # Closes idle connections after 1 s without saying so (no second parameter, no header).
+    server {{ listen 127.0.0.1:{p15}; keepalive_timeout 1s; {ok} }}
     # Each connection starts with HAProxy's PROXY line, over cleartext and before TLS.
     server {{ listen 127.0.0.1:{p7} proxy_protocol; {proxied} }}
     server {{
