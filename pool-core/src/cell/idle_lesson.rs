@@ -41,7 +41,8 @@
 //!
 //! The lesson is the cell's, not the origin's: each partition learns from its own connections
 //! (two closes each), where the request quota is shared because learning it costs requests;
-//! learning this one costs nothing, the closes it learns from lose no request. A shorter
+//! learning this one costs nothing, the closes it learns from lose no request (and a cell
+//! retired for holding nothing, `retire.rs`, takes its lesson with it). A shorter
 //! timeout that two later closes agree on replaces it; it is never forgotten otherwise, so a
 //! server whose timeout grows keeps a connection idle for the old one, at the cost of a
 //! connection opened where one could have been reused (as a pool idle timeout set too short).
