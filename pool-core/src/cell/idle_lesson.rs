@@ -1,25 +1,27 @@
 //! Learning how long a server keeps an idle HTTP/1 connection, from the ones it closed.
 //!
-//! A server closes a keep-alive connection that has been idle for its own timeout (uvicorn
-//! and Node.js after 5 s, gunicorn after 2 s, nginx at its `keepalive_timeout`, Tomcat after
-//! 20 s, HAProxy at `timeout http-keep-alive`), usually well before the client's idle timeout
-//! (90 s by default here, as in hyper-util and Go). A request sent on such a connection just as
+//! A server closes a keep-alive connection that has been idle for its own timeout (Node.js
+//! after 5 s, lighttpd after 5 s, nginx at its `keepalive_timeout`, HAProxy at `timeout
+//! http-keep-alive`), usually well before the client's idle timeout (90 s by default here, as
+//! in hyper-util and Go). A request sent on such a connection just as
 //! the server closes it meets the close: the server never reads it, but the client cannot tell
 //! that from a request the server read and then dropped, so only a request safe to repeat is
 //! sent again and a POST fails (hyper's "connection closed before message completed", the
 //! most reported error of hyper's client). The window is the round trip: a request that
 //! leaves up to one round trip before the client hears of the close crosses it. A server that
-//! announces its timeout (`Keep-Alive: timeout=N`, read by pool-h1) is kept to it; most do
-//! not say.
+//! announces its timeout (`Keep-Alive: timeout=N`, read by pool-h1) is kept to it; many do
+//! not say (lighttpd, HAProxy, nginx without the second parameter of `keepalive_timeout`).
 //!
 //! The cell learns the timeout from the closes themselves. A connection that had served and
 //! sat in the idle set when its server closed it tells how long the server kept it idle
 //! ([`ConnectionRecord::idle_for`], from when it went idle to when its driver saw the close).
-//! Two such closes that agree (within an eighth of the shorter) teach the shorter of the two, and
-//! from then on the cell keeps a connection idle for less than that by the same margin as a
-//! `Keep-Alive` hint ([`idle_limit_before`]): a connection retires (`IdleTimeout`) before its
-//! server would close it, and the next request opens a new connection instead of meeting the
-//! close.
+//! A close that agrees with one of the last few (within an eighth of the shorter) teaches the
+//! shorter of the two, and from then on the cell keeps a connection idle for less than that by
+//! the same margin as a `Keep-Alive` hint ([`idle_limit_before`]): a connection retires
+//! (`IdleTimeout`) before its server would close it, and the next request opens a new
+//! connection instead of meeting the close. A server that closes on a coarse tick (lighttpd,
+//! once a second) closes 0-1 s past its timeout; the margin, a second from 2 s up and half the
+//! timeout below, still retires the connection first.
 //!
 //! What does not teach it:
 //!
@@ -57,14 +59,22 @@ use crate::connection::{ConnectionRecord, idle_limit_before};
 pub(super) const SHORTEST: Duration = Duration::from_millis(250);
 /// Two closes agree when they are within this fraction of the shorter (an eighth).
 const AGREE_WITHIN: u32 = 8;
+/// How many of the last closes a new one may agree with. More than one, because a server
+/// that looks at its idle connections once a second (lighttpd) closes each 0-1 s past its
+/// timeout, by the phase of its tick: a request every 3.5 s against lighttpd's
+/// `max-keep-alive-idle = 2` was closed after 2.3, 2.8, 2.3, 2.8 s, and two closes in a row
+/// never agreed.
+const KEPT: usize = 4;
 
 /// What the cell knows of its server's idle timeout (under the cell's lock).
 #[derive(Debug, Default)]
 pub(super) struct IdleLesson {
     /// The server's idle timeout, learnt.
     learnt: Option<Duration>,
-    /// The last close heard: how long its connection had been idle, and when it was heard.
-    last: Option<(Duration, Instant)>,
+    /// The last [`KEPT`] closes heard (a ring, the next to replace at `next`): how long each
+    /// connection had been idle, and when its close was heard.
+    heard: [Option<(Duration, Instant)>; KEPT],
+    next: usize,
 }
 
 impl IdleLesson {
@@ -74,15 +84,24 @@ impl IdleLesson {
         if idle < SHORTEST {
             return None;
         }
-        let last = self.last.replace((idle, now));
-        let (before, heard_at) = last?;
-        let shorter = idle.min(before);
-        let agree = idle.abs_diff(before) <= shorter / AGREE_WITHIN;
-        let apart = now.saturating_duration_since(heard_at) >= shorter / 2;
+        let agreed = self
+            .heard
+            .iter()
+            .flatten()
+            .filter(|(before, heard_at)| {
+                let shorter = idle.min(*before);
+                let agree = idle.abs_diff(*before) <= shorter / AGREE_WITHIN;
+                let apart = now.saturating_duration_since(*heard_at) >= shorter / 2;
+                agree && apart
+            })
+            .map(|(before, _)| idle.min(*before))
+            .min();
+        self.heard[self.next] = Some((idle, now));
+        self.next = (self.next + 1) % KEPT;
+        let shorter = agreed?;
         // Only a timeout shorter by more than the agreement replaces the lesson: closes of
         // connections idle since before it was learnt agree with it, and change nothing.
-        let known = self.learnt.is_some_and(|t| t - t / AGREE_WITHIN <= shorter);
-        if !(agree && apart) || known {
+        if self.learnt.is_some_and(|t| t - t / AGREE_WITHIN <= shorter) {
             return None;
         }
         self.learnt = Some(shorter);
@@ -179,6 +198,11 @@ mod tests {
         quota.heard(ms(2), t0);
         assert_eq!(quota.heard(ms(2), t0 + S), None);
         assert_eq!(quota.learnt(), None);
+        // A server that closes on a one-second tick: not the last close, the one before.
+        let mut ticking = IdleLesson::default();
+        assert_eq!(ticking.heard(ms(2_300), t0), None);
+        assert_eq!(ticking.heard(ms(2_800), t0 + 4 * S), None);
+        assert_eq!(ticking.heard(ms(2_310), t0 + 8 * S), Some(ms(2_300)));
         // Within an eighth of the shorter.
         let mut near = IdleLesson::default();
         near.heard(ms(400), t0);

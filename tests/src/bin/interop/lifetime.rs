@@ -168,12 +168,7 @@ pub(crate) fn nginx_silent_idle_timeout(poolcurl: &Path, started: &Nginx) -> Row
             }
             other => problems.push(format!("no request or connection counts: {other:?}")),
         }
-        let json: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
-        let learnt: Vec<u64> = json
-            .pointer("/connections/server_idle_timeouts_ms")
-            .and_then(Value::as_object)
-            .map(|map| map.values().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
+        let learnt = learnt_idle_timeouts(&run.stdout);
         if !matches!(learnt[..], [ms] if (950..1_100).contains(&ms)) {
             problems.push(format!(
                 "learnt idle timeouts {learnt:?} ms, where one of 1 s"
@@ -235,9 +230,19 @@ pub(crate) fn nginx_idle_cap(poolcurl: &Path, started: &Nginx, dir: &Path) -> Ve
     rows
 }
 
+/// The idle timeouts poolcurl's JSON summary says the pool learnt, in milliseconds, one per
+/// origin that taught one.
+pub(crate) fn learnt_idle_timeouts(stdout: &str) -> Vec<u64> {
+    let json: Value = serde_json::from_str(stdout).unwrap_or(Value::Null);
+    json.pointer("/connections/server_idle_timeouts_ms")
+        .and_then(Value::as_object)
+        .map(|map| map.values().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
 /// Reads a count of poolcurl's JSON summary by its path (`/connections/opened`); `None` when
 /// the summary or the count is missing.
-fn summary_counts(stdout: &str) -> impl Fn(&str) -> Option<u64> {
+pub(crate) fn summary_counts(stdout: &str) -> impl Fn(&str) -> Option<u64> {
     let json: Value = serde_json::from_str(stdout).unwrap_or(Value::Null);
     move |path| json.pointer(path).and_then(Value::as_u64)
 }

@@ -13,6 +13,13 @@
 //! * **Its stream limit of 8.** lighttpd allows 8 concurrent streams per HTTP/2 connection
 //!   (not configurable). `-z 4s -c 32 --partitions 1` over h2c must open exactly four
 //!   connections and fail nothing: 32 streams need four, and the pool opens no fifth.
+//! * **Its idle timeout, on a one-second tick.** lighttpd closes an idle HTTP/1.1 connection
+//!   without saying when (no `Keep-Alive` header), and looks at its idle connections once a
+//!   second, so with `server.max-keep-alive-idle = 1` each close comes 1-2 s after the
+//!   response, by the phase of that tick. One request every 2.5 s (`-z 20s -c 1 --rate 0.4`):
+//!   every request answered, the pool learns the timeout from lighttpd's closes (between 1 s
+//!   and 2 s in the JSON summary), and retires at least two later connections itself
+//!   (`idle_timeout`) before lighttpd would close them.
 //!
 //! One lighttpd serves all, with nginx's test certificate on its TLS port. Without lighttpd
 //! (or its `mod_openssl`) the checks are one "skip" row. `.ci/run` installs Debian's
@@ -25,11 +32,12 @@ use super::*;
 const RESTARTS: u64 = 4;
 
 /// The checks, in table order.
-const CHECKS: [&str; 4] = [
+const CHECKS: [&str; 5] = [
     "lighttpd http1.1, -z 5s -c 32, 4 graceful restarts",
     "lighttpd TLS ALPN h2, -z 5s -c 32, 4 graceful restarts",
     "lighttpd h2c, -z 5s -c 32, 4 graceful restarts",
     "lighttpd h2c, 8 streams, -z 4s -c 32 --partitions 1: four connections",
+    "lighttpd http1.1 closing idle connections after 1-2 s unannounced, a request every 2.5 s",
 ];
 
 /// Where Debian keeps lighttpd's modules; its TLS is a module of its own package.
@@ -47,11 +55,11 @@ pub(crate) fn lighttpd_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
         )];
     };
     let names = announce(CHECKS);
-    let (server, [http, tls]) = match start_lighttpd(&lighttpd, certs, dir) {
+    let (server, [http, tls, idle]) = match start_lighttpd(&lighttpd, certs, dir) {
         Ok(started) => started,
         Err(e) => return names.map(|name| Row::broken(name, &e)).into(),
     };
-    let [h1_name, tls_name, h2c_name, limit_name] = names;
+    let [h1_name, tls_name, h2c_name, limit_name, idle_name] = names;
     let targets = h1_tls_h2c(http, tls, http, certs);
     let h2c_target = targets[2].1.clone();
     let mut rows = reload_checks(
@@ -71,7 +79,43 @@ pub(crate) fn lighttpd_checks(poolcurl: &Path, certs: &Path, dir: &Path) -> Vec<
         Some(n) => problems.push(format!("expected 4 connections, opened {n}")),
     }
     rows.push(Row::judge(limit_name, run, None, "h2", problems));
+    rows.push(idle_timeout_check(poolcurl, idle_name, idle));
     rows
+}
+
+/// The idle timeout check (see the module docs) on lighttpd's listener at `port`.
+fn idle_timeout_check(poolcurl: &Path, name: String, port: u16) -> Row {
+    let mut args = strings(&["-z", "20s", "-c", "1", "--rate", "0.4", "--http1.1"]);
+    args.push(format!("http://127.0.0.1:{port}/"));
+    let run = Running::spawn(poolcurl, &args).map(Running::finish);
+    let mut problems = Vec::new();
+    if let Ok(finished) = &run {
+        let count = summary_counts(&finished.stdout);
+        match (
+            count("/requests"),
+            count("/successes"),
+            count("/connections/closed/idle_timeout"),
+        ) {
+            (Some(requests), Some(successes), Some(retired)) => {
+                if requests < 7 || successes != requests {
+                    problems.push(format!("{successes} of {requests} requests succeeded"));
+                }
+                if retired < 2 {
+                    problems.push(format!(
+                        "the pool retired {retired} idle connections itself, where two or more"
+                    ));
+                }
+            }
+            other => problems.push(format!("no request or connection counts: {other:?}")),
+        }
+        let learnt = learnt_idle_timeouts(&finished.stdout);
+        if !matches!(learnt[..], [ms] if (950..2_100).contains(&ms)) {
+            problems.push(format!(
+                "learnt idle timeouts {learnt:?} ms, where one of 1-2 s"
+            ));
+        }
+    }
+    Row::judge(name, run, None, "h1", problems)
 }
 
 /// Sends a graceful restart and waits until lighttpd has logged its start again: lighttpd
@@ -86,7 +130,7 @@ fn restart(server: &Server) -> Result<(), String> {
 /// Writes the config, a document and the TLS port's certificate (lighttpd takes the chain and
 /// key in one file), starts lighttpd in the foreground and waits until it listens. Its stop
 /// command is `SIGTERM`. Its log goes to stderr, into the server's log file.
-fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, [u16; 2]), String> {
+fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, [u16; 3]), String> {
     let docs = dir.join("www");
     std::fs::create_dir_all(&docs).map_err(|e| format!("create {}: {e}", docs.display()))?;
     std::fs::write(docs.join("index.html"), "lighttpd\n")
@@ -97,10 +141,11 @@ fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, 
     let pem = dir.join("server-and-key.pem");
     std::fs::write(&pem, read("server.pem")? + &read("server.key")?)
         .map_err(|e| format!("write {}: {e}", pem.display()))?;
-    let [http, tls] = free_ports::<2>()?;
+    let [http, tls, idle] = free_ports::<3>()?;
     // h2c (prior knowledge) is on by default in lighttpd 1.4.69; the flags say so anyway, so
     // the checks do not lean on defaults. The 5 s shutdown bound only matters if a restart
-    // would otherwise wait on a connection that never ends.
+    // would otherwise wait on a connection that never ends. The third port keeps idle
+    // connections for 1 s (the idle timeout check).
     let conf = format!(
         "server.modules = (\"mod_openssl\")\nserver.modules-directory = \"{MODULES}\"\n\
          server.document-root = \"{}\"\nindex-file.names = (\"index.html\")\n\
@@ -108,7 +153,8 @@ fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, 
          server.feature-flags += (\"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\", \
          \"server.graceful-shutdown-timeout\" => 5)\n\
          $SERVER[\"socket\"] == \"127.0.0.1:{tls}\" {{\n  ssl.engine = \"enable\"\n  \
-         ssl.pemfile = \"{}\"\n}}\n",
+         ssl.pemfile = \"{}\"\n}}\n\
+         $SERVER[\"socket\"] == \"127.0.0.1:{idle}\" {{\n  server.max-keep-alive-idle = 1\n}}\n",
         docs.display(),
         pem.display(),
     );
@@ -119,6 +165,6 @@ fn start_lighttpd(lighttpd: &Path, certs: &Path, dir: &Path) -> Result<(Server, 
     let log = dir.join("lighttpd.log");
     let mut server = Server::start("lighttpd", cmd, log.clone(), &log)?;
     server.stop_with_sigterm();
-    server.wait_ready(&[http, tls])?;
-    Ok((server, [http, tls]))
+    server.wait_ready(&[http, tls, idle])?;
+    Ok((server, [http, tls, idle]))
 }
