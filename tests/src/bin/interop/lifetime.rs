@@ -168,12 +168,7 @@ pub(crate) fn nginx_silent_idle_timeout(poolcurl: &Path, started: &Nginx) -> Row
             }
             other => problems.push(format!("no request or connection counts: {other:?}")),
         }
-        let learnt = learnt_idle_timeouts(&run.stdout);
-        if !matches!(learnt[..], [ms] if (950..1_100).contains(&ms)) {
-            problems.push(format!(
-                "learnt idle timeouts {learnt:?} ms, where one of 1 s"
-            ));
-        }
+        problems.extend(idle_timeout_problem(&run.stdout, 950..1_100));
     }
     Row::judge(name, finished, None, "h1", problems)
 }
@@ -230,14 +225,21 @@ pub(crate) fn nginx_idle_cap(poolcurl: &Path, started: &Nginx, dir: &Path) -> Ve
     rows
 }
 
-/// The idle timeouts poolcurl's JSON summary says the pool learnt, in milliseconds, one per
-/// origin that taught one.
-pub(crate) fn learnt_idle_timeouts(stdout: &str) -> Vec<u64> {
+/// What is wrong with the idle timeouts poolcurl's JSON summary says the pool learnt (in
+/// milliseconds, one per origin that taught one), where one was due, within `range`.
+pub(crate) fn idle_timeout_problem(stdout: &str, range: std::ops::Range<u64>) -> Option<String> {
     let json: Value = serde_json::from_str(stdout).unwrap_or(Value::Null);
-    json.pointer("/connections/server_idle_timeouts_ms")
+    let learnt: Vec<u64> = json
+        .pointer("/connections/server_idle_timeouts_ms")
         .and_then(Value::as_object)
         .map(|map| map.values().filter_map(Value::as_u64).collect())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match learnt[..] {
+        [ms] if range.contains(&ms) => None,
+        _ => Some(format!(
+            "learnt idle timeouts {learnt:?} ms, where one within {range:?} ms"
+        )),
+    }
 }
 
 /// Reads a count of poolcurl's JSON summary by its path (`/connections/opened`); `None` when

@@ -108,12 +108,7 @@ fn idle_timeout_check(poolcurl: &Path, name: String, port: u16) -> Row {
             }
             other => problems.push(format!("no request or connection counts: {other:?}")),
         }
-        let learnt = learnt_idle_timeouts(&finished.stdout);
-        if !matches!(learnt[..], [ms] if (950..2_100).contains(&ms)) {
-            problems.push(format!(
-                "learnt idle timeouts {learnt:?} ms, where one of 1-2 s"
-            ));
-        }
+        problems.extend(idle_timeout_problem(&finished.stdout, 950..2_100));
     }
     Row::judge(name, run, None, "h1", problems)
 }
