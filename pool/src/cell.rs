@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use http::HeaderValue;
 use pool_core::cell::CellAdmission;
-use pool_core::cell::{
-    Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant, QuotaLearner,
-};
+use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, EstablishMode, Grant};
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
@@ -24,6 +22,7 @@ use crate::client::Client;
 use crate::dispatch::deadline::RequestDeadline;
 use crate::error::Error;
 use crate::idle_cap::IdleHome;
+use crate::lesson_book::Lessons;
 use crate::partition::PartitionRuntime;
 use crate::shared::Shared;
 
@@ -77,7 +76,7 @@ pub(crate) struct CellEntry {
 
 impl CellEntry {
     /// A new cell for `origin` in the partition at `index`; `admission` for a bounded origin,
-    /// `quota` the request-quota learner its origin's cells share (see `quota_book`).
+    /// `lessons` the learners its origin's cells share (see `lesson_book`).
     /// The caller registers the cell with the admission once it is published in the partition.
     pub(crate) fn new(
         origin: OriginKey,
@@ -85,7 +84,7 @@ impl CellEntry {
         shared: Arc<Shared>,
         index: usize,
         admission: Option<CellAdmission<PoolTypes>>,
-        quota: Arc<QuotaLearner>,
+        lessons: Lessons,
         shares_route: bool,
     ) -> Arc<CellEntry> {
         let mode = shared.protocol.mode_for(&origin);
@@ -138,7 +137,8 @@ impl CellEntry {
                 Cell::new(mode, shared.idle_timeout, Arc::new(gauges), hooks, bound)
                     .with_h2_connection_cap(shared.h2_connections)
                     .with_max_idle(shared.max_idle)
-                    .with_request_quota_learner(quota),
+                    .with_request_quota_learner(lessons.quota)
+                    .with_idle_timeout_learner(lessons.idle),
             );
             CellEntry {
                 cell,

@@ -164,14 +164,14 @@ impl PartitionState {
         shared: &Arc<Shared>,
     ) -> Arc<CellEntry> {
         let admission = joined.as_ref().map(|joined| joined.admission().clone());
-        let quota = shared.quotas.learner_for(&key, shares_route);
+        let lessons = shared.lessons.lessons_for(&key, shares_route);
         let created = CellEntry::new(
             origin,
             self.runtime.clone(),
             shared.clone(),
             self.index,
             admission.clone(),
-            quota,
+            lessons,
             shares_route,
         );
         drop(joined);

@@ -18,9 +18,9 @@ use pool_tls::Connect;
 use crate::cell::PoolTypes;
 use crate::forward::ForwardSharing;
 use crate::idle_cap::IdleCap;
+use crate::lesson_book::LessonBook;
 use crate::lifetime::Lifetime;
 use crate::protocol::ProtocolPolicy;
-use crate::quota_book::QuotaBook;
 
 /// A joined admission: see [`Shared::admission_for`].
 pub(crate) type Joined = CellMembership<PoolTypes>;
@@ -68,9 +68,9 @@ pub(crate) struct Shared {
     route_admissions: Mutex<HashMap<OriginKey, CellAdmission<PoolTypes>>>,
     /// Which origins share a forward proxy's cells; `None` unless the pool shares them.
     forward: Option<ForwardSharing>,
-    /// Each origin's (and forward route's) HTTP/2 request-quota learner, shared by its cells
-    /// in every partition (looked up only when a partition makes a cell).
-    pub(crate) quotas: QuotaBook,
+    /// Each origin's (and forward route's) learners (its request quota, its idle timeout),
+    /// shared by its cells in every partition (looked up only when a partition makes a cell).
+    pub(crate) lessons: LessonBook,
     /// Arrival order of waiting requests; touched only on a miss. On a cache line of its own:
     /// on a busy bounded origin nearly every request waits, from every partition's thread, and
     /// the fields read on each request (the time source, the sleep) must not move with it.
@@ -167,7 +167,7 @@ impl Shared {
             admissions: Mutex::new(HashMap::new()),
             route_admissions: Mutex::new(HashMap::new()),
             forward: None,
-            quotas: QuotaBook::default(),
+            lessons: LessonBook::default(),
             seq: OwnLine::default(),
             redundant_handshakes: AtomicU64::new(0),
             resends: Default::default(),

@@ -7,7 +7,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
-use pool::{CloseReason, ConnectionHandle, ConnectionPool, PartitionStats};
+use pool::{
+    CloseReason, ConnectionHandle, ConnectionPool, Partition, PartitionId, PartitionStats,
+    TokioDriverSpawner,
+};
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one};
 use pool_tests::events::{EventLog, observed};
@@ -276,11 +279,12 @@ async fn idle_connections_expire_at_the_pools_or_the_servers_idle_timeout() {
 }
 
 /// A server that closes idle connections after a second without saying so (no `Keep-Alive`
-/// header, as uvicorn, Tomcat or nginx without its second `keepalive_timeout` parameter): the
-/// first two connections are closed by the server, a second apart, which teaches the pool the
-/// timeout; the third retires half a second after going idle (the timeout less its margin),
-/// before the server's close could meet a request, and the next request opens a connection of
-/// its own. Without the lesson the third would also wait for the server's close.
+/// header, as HAProxy, lighttpd or nginx without its second `keepalive_timeout` parameter):
+/// the first two connections, the first partition's, are closed by the server a second apart,
+/// which teaches the pool the timeout; the third, the second partition's, retires half a
+/// second after going idle (the timeout less its margin), before the server's close could meet
+/// a request, and the next request opens a connection of its own. Without the lesson the
+/// third would also wait for the server's close; with a lesson per partition, too.
 #[tokio::test(start_paused = true)]
 async fn idle_connections_retire_before_a_server_idle_timeout_the_pool_learnt() {
     let second = Duration::from_secs(1);
@@ -289,12 +293,24 @@ async fn idle_connections_retire_before_a_server_idle_timeout_the_pool_learnt() 
         .delay(second)
         .close();
     let server = ScriptedH1Server::builder().default_plan(plan).start().await;
-    let (pool, client, events) = observed(ConnectionPool::builder());
+    let partitions = [0, 1].map(PartitionId::from_index);
+    let events = EventLog::new();
+    let pool = ConnectionPool::builder()
+        .partitions(
+            partitions
+                .map(|id| Partition::new(id, TokioDriverSpawner::current()))
+                .to_vec(),
+        )
+        .event_listener(events.clone())
+        .build()
+        .unwrap();
+    let clients = partitions.map(|id| pool.client_for(id).unwrap());
     let url = server.url("/");
     let key = origin(&url);
     let mut ids = Vec::new();
     for closed in 1..=3 {
-        let (conn, _) = fetch(&client, &url).await;
+        let client = &clients[usize::from(closed == 3)];
+        let (conn, _) = fetch(client, &url).await;
         let idle_at = tokio::time::Instant::now();
         ids.push(conn.id());
         settle(&pool, &key, |s| s.h1_idle == 1).await;
@@ -319,7 +335,7 @@ async fn idle_connections_retire_before_a_server_idle_timeout_the_pool_learnt() 
             "after {closed} closes"
         );
     }
-    let (fourth, body) = fetch(&client, &url).await;
+    let (fourth, body) = fetch(&clients[0], &url).await;
     assert_eq!(body, "x");
     assert!(!ids.contains(&fourth.id()));
     assert_eq!(server.accepted(), 4);

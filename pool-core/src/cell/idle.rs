@@ -234,7 +234,7 @@ impl<T: CellTypes> Cell<T> {
     /// happen outside the lock (closing a connection that could not be checked in, arming the
     /// expiry timer) is left to [`after_idle`](Self::after_idle).
     fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
-        let server = Self::server_idle_limit(st, conn.record());
+        let server = self.server_idle_limit(conn.record());
         let refused = if st.idle.holds(self.max_idle) {
             Some(CloseReason::IdleLimit)
         } else if server.is_some_and(|limit| limit.is_zero()) {
@@ -275,8 +275,8 @@ impl<T: CellTypes> Cell<T> {
     /// connection's [`idle_limit`](crate::connection::ConnectionRecord::idle_limit) (its
     /// `Keep-Alive` hint) or the timeout the cell learnt from its server's closes
     /// (`idle_lesson.rs`), whichever is shorter.
-    pub(super) fn server_idle_limit(st: &State<T>, record: &ConnectionRecord) -> Option<Duration> {
-        match (record.idle_limit(), st.idle_lesson.limit()) {
+    pub(super) fn server_idle_limit(&self, record: &ConnectionRecord) -> Option<Duration> {
+        match (record.idle_limit(), self.idle_timeout_learner.limit()) {
             (Some(said), Some(learnt)) => Some(said.min(learnt)),
             (said, learnt) => said.or(learnt),
         }

@@ -41,10 +41,11 @@
 //! * A connection that never served: a server closes those on a timeout of its own for the
 //!   first request (`early`-closed connections, pool-h1's `early.rs`).
 //!
-//! The lesson is the cell's, not the origin's: each partition learns from its own connections
-//! (two closes each), where the request quota is shared because learning it costs requests;
-//! learning this one costs nothing, the closes it learns from lose no request (and a cell
-//! retired for holding nothing, `retire.rs`, takes its lesson with it). A shorter
+//! One learner serves an origin's cells in every partition, as the request quota's does
+//! ([`Cell::with_idle_timeout_learner`]): the timeout is a fact about the server, and until it
+//! is learnt each request that meets the close may fail, so what the closes of one partition's
+//! connections teach, the others keep to at once (when every cell of the origin has retired,
+//! `retire.rs`, the lesson goes with them). A shorter
 //! timeout that two later closes agree on replaces it; it is never forgotten otherwise, so a
 //! server whose timeout grows keeps a connection idle for the old one, at the cost of a
 //! connection opened where one could have been reused (as a pool idle timeout set too short).
@@ -53,6 +54,8 @@ use std::time::{Duration, Instant};
 
 use super::{Cell, CellTypes};
 use crate::connection::{ConnectionRecord, idle_limit_before};
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Arc, Mutex};
 
 /// Closes heard sooner than this after the connection went idle are not an idle timeout (see
 /// the module docs).
@@ -66,9 +69,55 @@ const AGREE_WITHIN: u32 = 8;
 /// never agreed.
 const KEPT: usize = 4;
 
-/// What the cell knows of its server's idle timeout (under the cell's lock).
+/// What is known of one server's idle timeout, shared by the cells of its origin (see the
+/// module docs): the closes heard, under a lock of its own (taken once per close the server
+/// made, never under a cell's lock), and the timeout learnt, read without it by every
+/// check-in.
+#[derive(Debug)]
+pub struct IdleLearner {
+    lesson: Mutex<IdleLesson>,
+    /// The timeout learnt, in milliseconds (`NONE`: none yet).
+    learnt_ms: AtomicU64,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl Default for IdleLearner {
+    fn default() -> IdleLearner {
+        IdleLearner {
+            lesson: Mutex::new(IdleLesson::default()),
+            learnt_ms: AtomicU64::new(NONE),
+        }
+    }
+}
+
+impl IdleLearner {
+    /// An idle connection's server closed it after `idle`, heard at `now`. Returns the
+    /// timeout, if this close taught it (or a shorter one).
+    fn heard(&self, idle: Duration, now: Instant) -> Option<Duration> {
+        let learnt = self.lesson.lock().heard(idle, now)?;
+        let ms = u64::try_from(learnt.as_millis()).unwrap_or(NONE - 1);
+        self.learnt_ms.store(ms, Ordering::Relaxed);
+        Some(learnt)
+    }
+
+    /// The server's idle timeout, learnt (to the millisecond).
+    pub fn learnt(&self) -> Option<Duration> {
+        match self.learnt_ms.load(Ordering::Relaxed) {
+            NONE => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// How long a connection may stay idle by the lesson: the timeout less its margin.
+    pub(super) fn limit(&self) -> Option<Duration> {
+        self.learnt().map(idle_limit_before)
+    }
+}
+
+/// The closes an [`IdleLearner`] heard, and what they taught.
 #[derive(Debug, Default)]
-pub(super) struct IdleLesson {
+struct IdleLesson {
     /// The server's idle timeout, learnt.
     learnt: Option<Duration>,
     /// The last [`KEPT`] closes heard (a ring, the next to replace at `next`): how long each
@@ -78,9 +127,8 @@ pub(super) struct IdleLesson {
 }
 
 impl IdleLesson {
-    /// An idle connection's server closed it after `idle`, heard at `now`. Returns the
-    /// timeout, if this close taught it (or a shorter one).
-    pub(super) fn heard(&mut self, idle: Duration, now: Instant) -> Option<Duration> {
+    /// See [`IdleLearner::heard`].
+    fn heard(&mut self, idle: Duration, now: Instant) -> Option<Duration> {
         if idle < SHORTEST {
             return None;
         }
@@ -107,16 +155,6 @@ impl IdleLesson {
         self.learnt = Some(shorter);
         Some(shorter)
     }
-
-    /// The server's idle timeout, learnt.
-    pub(super) fn learnt(&self) -> Option<Duration> {
-        self.learnt
-    }
-
-    /// How long a connection may stay idle by the lesson: the timeout less its margin.
-    pub(super) fn limit(&self) -> Option<Duration> {
-        self.learnt.map(idle_limit_before)
-    }
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -130,7 +168,7 @@ impl<T: CellTypes> Cell<T> {
         let Some(idle) = record.idle_for(now) else {
             return;
         };
-        let learnt = self.state.lock().idle_lesson.heard(idle, now);
+        let learnt = self.idle_timeout_learner.heard(idle, now);
         if let Some(timeout) = learnt {
             tracing::debug!(
                 origin = %record.info().origin(),
@@ -141,9 +179,18 @@ impl<T: CellTypes> Cell<T> {
         }
     }
 
-    /// The idle timeout this cell learnt its server keeps to, if any.
+    /// The idle timeout this cell's server keeps to, as learnt (by any cell of its origin
+    /// that shares this one's learner), if it has been.
     pub fn server_idle_timeout(&self) -> Option<Duration> {
-        self.state.lock().idle_lesson.learnt()
+        self.idle_timeout_learner.learnt()
+    }
+
+    /// Learns the server's idle timeout with `learner` (by default each cell has its own). The
+    /// owner hands every cell of one origin the same learner, so that the closes one
+    /// partition's connections met teach the others too.
+    pub fn with_idle_timeout_learner(mut self, learner: Arc<IdleLearner>) -> Cell<T> {
+        self.idle_timeout_learner = learner;
+        self
     }
 }
 
@@ -160,7 +207,7 @@ mod tests {
     #[test]
     fn two_closes_after_the_same_idle_time_heard_apart_teach_it() {
         let t0 = Instant::now();
-        let mut lesson = IdleLesson::default();
+        let lesson = IdleLearner::default();
         assert_eq!(
             lesson.heard(ms(1_010), t0),
             None,
@@ -178,7 +225,7 @@ mod tests {
         assert_eq!(lesson.heard(ms(1_001), t0 + 3 * S), None);
         assert_eq!(lesson.heard(ms(600), t0 + 4 * S), None);
         assert_eq!(lesson.heard(ms(610), t0 + 5 * S), Some(ms(600)));
-        let mut five = IdleLesson::default();
+        let five = IdleLearner::default();
         five.heard(5 * S + ms(300), t0);
         assert_eq!(five.heard(5 * S, t0 + 6 * S), Some(5 * S));
         assert_eq!(five.limit(), Some(4 * S), "a second under it");
@@ -187,27 +234,27 @@ mod tests {
     #[test]
     fn closes_that_disagree_come_together_or_follow_a_response_teach_nothing() {
         let t0 = Instant::now();
-        let mut lesson = IdleLesson::default();
+        let lesson = IdleLearner::default();
         lesson.heard(ms(1_000), t0);
         assert_eq!(lesson.heard(ms(1_200), t0 + 2 * S), None, "disagree");
         // A restart: connections idle alike, closed at one instant.
         assert_eq!(lesson.heard(ms(3_000), t0 + 10 * S), None);
         assert_eq!(lesson.heard(ms(3_000), t0 + 10 * S + ms(40)), None);
         // A server closing each connection after its response.
-        let mut quota = IdleLesson::default();
+        let quota = IdleLearner::default();
         quota.heard(ms(2), t0);
         assert_eq!(quota.heard(ms(2), t0 + S), None);
         assert_eq!(quota.learnt(), None);
         // A server that closes on a one-second tick: not the last close, the one before.
-        let mut ticking = IdleLesson::default();
+        let ticking = IdleLearner::default();
         assert_eq!(ticking.heard(ms(2_300), t0), None);
         assert_eq!(ticking.heard(ms(2_800), t0 + 4 * S), None);
         assert_eq!(ticking.heard(ms(2_310), t0 + 8 * S), Some(ms(2_300)));
         // Within an eighth of the shorter.
-        let mut near = IdleLesson::default();
+        let near = IdleLearner::default();
         near.heard(ms(400), t0);
         assert_eq!(near.heard(ms(450), t0 + S), Some(ms(400)));
-        let mut far = IdleLesson::default();
+        let far = IdleLearner::default();
         far.heard(ms(400), t0);
         assert_eq!(far.heard(ms(451), t0 + S), None);
     }

@@ -102,7 +102,7 @@ use bounded::{Bound, DemandState};
 use flight::Flights;
 use gate::H2Slot;
 use idle::IdleSet;
-use idle_lesson::IdleLesson;
+pub use idle_lesson::IdleLearner;
 pub use quota::{Ended, QuotaLearner};
 use waiters::WaitQueues;
 
@@ -121,8 +121,6 @@ struct State<T: CellTypes> {
     waiters: WaitQueues<T>,
     /// Idle HTTP/1 connections.
     idle: IdleSet<T::H1>,
-    /// The server's idle timeout, as far as its closes taught it.
-    idle_lesson: IdleLesson,
     /// HTTP/1 attempts in flight and the requests counting on them (unbounded HTTP/1 cells).
     attempts: Attempts,
     /// The HTTP/2 flight in progress.
@@ -165,6 +163,9 @@ pub struct Cell<T: CellTypes> {
     /// ([`Cell::with_request_quota_learner`]); lock-free, as connections report to it under a
     /// cell's lock or not.
     request_quota: Arc<QuotaLearner>,
+    /// What is known of the server's idle timeout (see `idle_lesson.rs`), shared like the
+    /// request quota's learner ([`Cell::with_idle_timeout_learner`]).
+    idle_timeout_learner: Arc<IdleLearner>,
 }
 
 impl<T: CellTypes> Cell<T> {
@@ -203,7 +204,6 @@ impl<T: CellTypes> Cell<T> {
             state: Mutex::new(State {
                 waiters: WaitQueues::new(),
                 idle: IdleSet::new(),
-                idle_lesson: IdleLesson::default(),
                 attempts: Attempts::default(),
                 flights: Flights::default(),
                 h2: H2Slot::new(),
@@ -213,6 +213,7 @@ impl<T: CellTypes> Cell<T> {
             }),
             retired: AtomicBool::new(false),
             request_quota: Arc::new(QuotaLearner::default()),
+            idle_timeout_learner: Arc::new(IdleLearner::default()),
         }
     }
 

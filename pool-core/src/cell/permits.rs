@@ -84,7 +84,7 @@ impl<T: CellTypes> Bounded<'_, T> {
                         // Nobody can use it: it stays idle (its deadline restarts).
                         if conn.record().checkin() {
                             let now = cell.hooks.time.now();
-                            let server = Cell::server_idle_limit(&st, conn.record());
+                            let server = cell.server_idle_limit(conn.record());
                             let deadline = cell.idle_deadline(server, now);
                             conn.record().went_idle_at(now);
                             st.idle.push(conn, now, deadline);
