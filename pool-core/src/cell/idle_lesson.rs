@@ -3,14 +3,14 @@
 //! A server closes a keep-alive connection that has been idle for its own timeout (Node.js
 //! after 5 s, lighttpd after 5 s, nginx at its `keepalive_timeout`, HAProxy at `timeout
 //! http-keep-alive`), usually well before the client's idle timeout (90 s by default here, as
-//! in hyper-util and Go). A request sent on such a connection just as
-//! the server closes it meets the close: the server never reads it, but the client cannot tell
-//! that from a request the server read and then dropped, so only a request safe to repeat is
-//! sent again and a POST fails (hyper's "connection closed before message completed", the
-//! most reported error of hyper's client). The window is the round trip: a request that
-//! leaves up to one round trip before the client hears of the close crosses it. A server that
-//! announces its timeout (`Keep-Alive: timeout=N`, read by pool-h1) is kept to it; many do
-//! not say (lighttpd, HAProxy, nginx without the second parameter of `keepalive_timeout`).
+//! in hyper-util and Go). A request sent on such a connection just as the server closes it
+//! meets the close: the server never reads it, but the client cannot tell that from a request
+//! the server read and then dropped, so only a request safe to repeat is sent again and a POST
+//! fails (hyper's "connection closed before message completed", the most reported error of
+//! hyper's client). The window is the round trip: a request that leaves up to one round trip
+//! before the client hears of the close crosses it. A server that announces its timeout
+//! (`Keep-Alive: timeout=N`, read by pool-h1) is kept to it; many do not say (lighttpd,
+//! HAProxy, nginx without the second parameter of `keepalive_timeout`).
 //!
 //! The cell learns the timeout from the closes themselves. A connection that had served and
 //! sat in the idle set when its server closed it tells how long the server kept it idle
@@ -45,10 +45,10 @@
 //! ([`Cell::with_idle_timeout_learner`]): the timeout is a fact about the server, and until it
 //! is learnt each request that meets the close may fail, so what the closes of one partition's
 //! connections teach, the others keep to at once (when every cell of the origin has retired,
-//! `retire.rs`, the lesson goes with them). A shorter
-//! timeout that two later closes agree on replaces it; it is never forgotten otherwise, so a
-//! server whose timeout grows keeps a connection idle for the old one, at the cost of a
-//! connection opened where one could have been reused (as a pool idle timeout set too short).
+//! `retire.rs`, the lesson goes with them). A shorter timeout that two later closes agree on
+//! replaces it; it is never forgotten otherwise, so a server whose timeout grows keeps a
+//! connection idle for the old one, at the cost of a connection opened where one could have
+//! been reused (as a pool idle timeout set too short).
 
 use std::time::{Duration, Instant};
 
