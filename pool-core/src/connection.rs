@@ -282,9 +282,10 @@ impl ConnectionRecord {
         }
     }
 
-    /// Notes that this HTTP/1 connection went into its cell's idle set at `now` (under the
-    /// cell's lock), so that a close by its server while it is idle says how long the server
-    /// kept it ([`idle_for`](Self::idle_for)).
+    /// Notes that this HTTP/1 connection goes into its cell's idle set at `now` (under the
+    /// cell's lock, before [`checkin`](Self::checkin), whose compare-and-swap publishes it), so
+    /// that a close by its server while it is idle says how long the server kept it
+    /// ([`idle_for`](Self::idle_for)).
     pub fn went_idle_at(&self, now: Instant) {
         let base = *self.idle_base.get_or_init(|| now);
         let ms = now.saturating_duration_since(base).as_millis();

@@ -235,6 +235,10 @@ impl<T: CellTypes> Cell<T> {
     /// expiry timer) is left to [`after_idle`](Self::after_idle).
     fn idle_locked(&self, st: &mut State<T>, conn: T::H1, now: Instant) -> Idled<T::H1> {
         let server = self.server_idle_limit(conn.record());
+        // Stamped before the check-in's compare-and-swap publishes the idle phase: a driver
+        // on another thread that sees the connection idle then reads this stamp, not the one
+        // of its last idle spell (see `idle_lesson.rs`).
+        conn.record().went_idle_at(now);
         let refused = if st.idle.holds(self.max_idle) {
             Some(CloseReason::IdleLimit)
         } else if server.is_some_and(|limit| limit.is_zero()) {
@@ -256,7 +260,6 @@ impl<T: CellTypes> Cell<T> {
         }
         let deadline = self.idle_deadline(server, now);
         let due = earliest(deadline, conn.record().info().retires_at());
-        conn.record().went_idle_at(now);
         let heard = self
             .hooks
             .went_idle

@@ -82,11 +82,12 @@ impl<T: CellTypes> Bounded<'_, T> {
                     }
                     None => {
                         // Nobody can use it: it stays idle (its deadline restarts).
+                        let now = cell.hooks.time.now();
+                        // Before the check-in publishes the idle phase (see `idle_locked`).
+                        conn.record().went_idle_at(now);
                         if conn.record().checkin() {
-                            let now = cell.hooks.time.now();
                             let server = cell.server_idle_limit(conn.record());
                             let deadline = cell.idle_deadline(server, now);
-                            conn.record().went_idle_at(now);
                             st.idle.push(conn, now, deadline);
                         } else {
                             actions.close.push((conn, CloseReason::ProtocolClosed));
