@@ -75,8 +75,8 @@ const KEPT: usize = 4;
 /// check-in.
 #[derive(Debug)]
 pub struct IdleLearner {
-    lesson: Mutex<IdleLesson>,
-    /// The timeout learnt, in milliseconds (`NONE`: none yet).
+    closes: Mutex<Closes>,
+    /// The timeout learnt, in milliseconds (`NONE`: none yet); written only under `closes`.
     learnt_ms: AtomicU64,
 }
 
@@ -85,7 +85,7 @@ const NONE: u64 = u64::MAX;
 impl Default for IdleLearner {
     fn default() -> IdleLearner {
         IdleLearner {
-            lesson: Mutex::new(IdleLesson::default()),
+            closes: Mutex::new(Closes::default()),
             learnt_ms: AtomicU64::new(NONE),
         }
     }
@@ -95,10 +95,22 @@ impl IdleLearner {
     /// An idle connection's server closed it after `idle`, heard at `now`. Returns the
     /// timeout, if this close taught it (or a shorter one).
     fn heard(&self, idle: Duration, now: Instant) -> Option<Duration> {
-        let learnt = self.lesson.lock().heard(idle, now)?;
-        let ms = u64::try_from(learnt.as_millis()).unwrap_or(NONE - 1);
+        if idle < SHORTEST {
+            return None;
+        }
+        let mut closes = self.closes.lock();
+        let shorter = closes.agreed(idle, now)?;
+        // Only a timeout shorter by more than the agreement replaces the lesson: closes of
+        // connections idle since before it was learnt agree with it, and change nothing.
+        if self
+            .learnt()
+            .is_some_and(|t| t - t / AGREE_WITHIN <= shorter)
+        {
+            return None;
+        }
+        let ms = u64::try_from(shorter.as_millis()).unwrap_or(NONE - 1);
         self.learnt_ms.store(ms, Ordering::Relaxed);
-        Some(learnt)
+        Some(shorter)
     }
 
     /// The server's idle timeout, learnt (to the millisecond).
@@ -115,23 +127,18 @@ impl IdleLearner {
     }
 }
 
-/// The closes an [`IdleLearner`] heard, and what they taught.
+/// The last [`KEPT`] closes an [`IdleLearner`] heard (a ring, the next to replace at `next`):
+/// how long each connection had been idle, and when its close was heard.
 #[derive(Debug, Default)]
-struct IdleLesson {
-    /// The server's idle timeout, learnt.
-    learnt: Option<Duration>,
-    /// The last [`KEPT`] closes heard (a ring, the next to replace at `next`): how long each
-    /// connection had been idle, and when its close was heard.
+struct Closes {
     heard: [Option<(Duration, Instant)>; KEPT],
     next: usize,
 }
 
-impl IdleLesson {
-    /// See [`IdleLearner::heard`].
-    fn heard(&mut self, idle: Duration, now: Instant) -> Option<Duration> {
-        if idle < SHORTEST {
-            return None;
-        }
+impl Closes {
+    /// Keeps a close after `idle`, heard at `now`; returns the shorter idle time of it and a
+    /// kept close it agrees with (the shortest such), if any.
+    fn agreed(&mut self, idle: Duration, now: Instant) -> Option<Duration> {
         let agreed = self
             .heard
             .iter()
@@ -146,14 +153,7 @@ impl IdleLesson {
             .min();
         self.heard[self.next] = Some((idle, now));
         self.next = (self.next + 1) % KEPT;
-        let shorter = agreed?;
-        // Only a timeout shorter by more than the agreement replaces the lesson: closes of
-        // connections idle since before it was learnt agree with it, and change nothing.
-        if self.learnt.is_some_and(|t| t - t / AGREE_WITHIN <= shorter) {
-            return None;
-        }
-        self.learnt = Some(shorter);
-        Some(shorter)
+        agreed
     }
 }
 
