@@ -126,6 +126,16 @@ fn assert_consistent(json: &Value) {
         .map(u)
         .sum();
     assert_eq!(closed, u(&connections["closed_total"]));
+    // The run's connection events are in its seconds; the warm-up's (opened before the
+    // clock started) in none.
+    let warmed = json["warmup"]["connections"].as_u64().unwrap_or(0);
+    let opened_by_second: u64 = timeline.iter().map(|s| u(&s["connections_opened"])).sum();
+    assert_eq!(opened_by_second + warmed, u(&connections["opened"]));
+    let closed_by_second: u64 = timeline.iter().map(|s| u(&s["connections_closed"])).sum();
+    assert_eq!(
+        closed_by_second, closed,
+        "no warm-up connection failed in these runs"
+    );
     assert!(f(&json["permit_wait_ms"]["p50"]) <= f(&json["permit_wait_ms"]["p99"]));
     let partitions = json["partitions"].as_array().unwrap();
     assert_eq!(partitions.len() as u64, u(&json["config"]["partitions"]));
@@ -387,6 +397,16 @@ async fn a_connection_close_header_opens_a_connection_per_request() {
         json["connections"]
     );
     assert_eq!(u(&json["connections"]["reused_requests"]), 0);
+    let opened: u64 = json["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(&s["connections_opened"]))
+        .sum();
+    assert_eq!(
+        opened, 40,
+        "the timeline has every connection the run opened"
+    );
     wait_accepted!(server, 40);
     assert_eq!(server.accepted(), 40);
 }

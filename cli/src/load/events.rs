@@ -1,6 +1,7 @@
 //! The pool's lifecycle events, counted: connections created (by protocol, by owner
-//! partition and by origin), closed (by reason), failed establishments, and the most
-//! connections alive at once.
+//! partition and by origin), closed (by reason), failed establishments, the most
+//! connections alive at once, and the connections created and closed in each second of the
+//! run (the timeline's `connections_opened` and `connections_closed`).
 //!
 //! Events are rare next to requests (one per connection, not per request), so plain atomics
 //! shared by every partition are cheap here. Reuse is *not* counted from events: the
@@ -9,7 +10,8 @@
 
 use std::error::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Instant;
 
 use pool::{
     CloseReason, ConnectionEventListener, ConnectionInfo, OriginKey, PartitionId, Protocol,
@@ -42,6 +44,20 @@ pub(crate) struct EventCounts {
     live: AtomicU64,
     /// The largest `live` value seen.
     peak_live: AtomicU64,
+    /// When the run started ([`EventCounts::start_run`]); events before it (the warm-up's)
+    /// belong to no second.
+    run_start: OnceLock<Instant>,
+    /// Connections created and closed in each second of the run, by the time of the event.
+    per_second: Mutex<Vec<SecondEvents>>,
+}
+
+/// The connections created and closed within one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SecondEvents {
+    /// `connection_created` events in it.
+    pub(crate) opened: u64,
+    /// `connection_closed` events in it.
+    pub(crate) closed: u64,
 }
 
 /// A copy of the counters at one moment.
@@ -68,6 +84,8 @@ pub(crate) struct EventSnapshot {
     pub(crate) failed: u64,
     /// The most connections alive (created, not yet closed) at once.
     pub(crate) peak_live: u64,
+    /// Connections created and closed in each second of the run, indexed by second.
+    pub(crate) per_second: Vec<SecondEvents>,
 }
 
 impl EventSnapshot {
@@ -100,7 +118,45 @@ impl EventCounts {
             failed: AtomicU64::new(0),
             live: AtomicU64::new(0),
             peak_live: AtomicU64::new(0),
+            run_start: OnceLock::new(),
+            per_second: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The run starts now (`start`): from here on, each event also counts in the second of
+    /// the run it happened in. Only the first call counts.
+    pub(crate) fn start_run(&self, start: Instant) {
+        let _ = self.run_start.set(start);
+    }
+
+    /// The per-second counts, locked. Each event holds the lock while it counts (totals and
+    /// second alike) and the snapshot while it reads, so a snapshot's seconds add up to its
+    /// totals. Once per connection event, like `by_origin`'s lock.
+    fn seconds(&self) -> MutexGuard<'_, Vec<SecondEvents>> {
+        self.per_second
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts one event that happened at `now` in its second of the run (`seconds`, locked),
+    /// if the run started.
+    fn count_in_second(
+        &self,
+        seconds: &mut Vec<SecondEvents>,
+        now: Instant,
+        count: impl FnOnce(&mut SecondEvents),
+    ) {
+        let Some(start) = self.run_start.get() else {
+            return;
+        };
+        let elapsed = now.saturating_duration_since(*start);
+        let second = usize::try_from(elapsed.as_secs()).unwrap_or(usize::MAX);
+        if seconds.len() <= second {
+            seconds.resize(second.saturating_add(1), SecondEvents::default());
+        }
+        if let Some(slot) = seconds.get_mut(second) {
+            count(slot);
+        }
     }
 
     /// The listener to install in the pool.
@@ -108,8 +164,11 @@ impl EventCounts {
         Listener(self.clone())
     }
 
-    /// Reads every counter (each relaxed; not an atomic snapshot of all of them).
+    /// Reads every counter: the counts of created and closed connections agree with each
+    /// other and with the seconds (read under the lock every event counts under); the
+    /// establishments that failed may be a little ahead or behind.
     pub(crate) fn snapshot(&self) -> EventSnapshot {
+        let seconds = self.seconds();
         let read = |a: &AtomicU64| a.load(Ordering::Relaxed);
         EventSnapshot {
             created: read(&self.created),
@@ -140,10 +199,12 @@ impl EventCounts {
                 .collect(),
             failed: read(&self.failed),
             peak_live: read(&self.peak_live),
+            per_second: seconds.clone(),
         }
     }
 
     fn created(&self, info: &ConnectionInfo) {
+        let mut seconds = self.seconds();
         self.created.fetch_add(1, Ordering::Relaxed);
         match info.protocol() {
             Protocol::Http1 => &self.h1,
@@ -164,9 +225,12 @@ impl EventCounts {
             Some((_, count)) => *count += 1,
             None => by_origin.push((info.origin().clone(), 1)),
         }
+        drop(by_origin);
+        self.count_in_second(&mut seconds, Instant::now(), |s| s.opened += 1);
     }
 
     fn closed(&self, reason: CloseReason, error: Option<&(dyn Error + Send + Sync + 'static)>) {
+        let mut seconds = self.seconds();
         let index = CloseReason::ALL.iter().position(|r| *r == reason);
         match index {
             Some(i) => &self.closed[i],
@@ -187,6 +251,7 @@ impl EventCounts {
         let _ = self
             .live
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        self.count_in_second(&mut seconds, Instant::now(), |s| s.closed += 1);
     }
 }
 
@@ -243,6 +308,7 @@ impl ConnectionEventListener for Listener {
 mod tests {
     use super::*;
     use pool::ConnectionId;
+    use std::time::Duration;
 
     fn info(id: u64, partition: u32, protocol: Protocol) -> ConnectionInfo {
         let origin = OriginKey::from_uri(&"http://a.test/".parse().unwrap()).unwrap();
@@ -289,5 +355,49 @@ mod tests {
             snapshot.close_examples,
             [("protocol_closed", "peer went away".to_owned())]
         );
+        assert!(
+            snapshot.per_second.is_empty(),
+            "events before the run's start belong to no second"
+        );
+    }
+
+    #[test]
+    fn events_after_the_start_count_in_their_second_of_the_run() {
+        let counts = EventCounts::new(1);
+        let listener = counts.listener();
+        listener.connection_created(&info(1, 0, Protocol::Http2));
+        let start = Instant::now();
+        counts.start_run(start);
+        counts.start_run(start + Duration::from_secs(9));
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut seconds = counts.seconds();
+        counts.count_in_second(&mut seconds, at(2_999), |s| s.closed += 1);
+        counts.count_in_second(&mut seconds, at(2_000), |s| s.opened += 1);
+        counts.count_in_second(&mut seconds, at(400), |s| s.opened += 1);
+        drop(seconds);
+        let per_second = counts.snapshot().per_second;
+        assert_eq!(
+            per_second,
+            [
+                SecondEvents {
+                    opened: 1,
+                    closed: 0
+                },
+                SecondEvents::default(),
+                SecondEvents {
+                    opened: 1,
+                    closed: 1
+                },
+            ],
+            "the warm-up's creation is in no second; the first start stands"
+        );
+        // The listener counts in the second it is called in, whichever that is.
+        listener.connection_closed(
+            &info(1, 0, Protocol::Http2),
+            CloseReason::ProtocolClosed,
+            None,
+        );
+        let closed: u64 = counts.snapshot().per_second.iter().map(|s| s.closed).sum();
+        assert_eq!(closed, 2);
     }
 }

@@ -222,6 +222,7 @@ fn prepare_and_run(args: &LoadArgs, matches: &ArgMatches) -> Result<Summary, Str
 
     let volume = args.volume();
     let start = Instant::now();
+    events.start_run(start);
     let run = Arc::new(RunShared {
         schedule: Schedule::new(start, volume, args.rate, args.ramp),
         requests: per_partition(

@@ -1,11 +1,15 @@
 //! The run second by second: requests that ended in each second (successes, failures, bytes),
-//! the latency of its complete responses, and the peaks of connections and requests in flight
-//! the sampler saw in it. The JSON summary carries it as `timeline`; `--output-format csv`
-//! prints it alone, one row per second.
+//! the latency of its complete responses, the peaks of connections and requests in flight
+//! the sampler saw in it, and the connections created and closed in it (from the pool's
+//! events, exact). The JSON summary carries it as `timeline`; `--output-format csv` prints it
+//! alone, one row per second.
 //!
 //! Second `i` covers `[i, i + 1)` seconds from the run's start; the last one ends with the run
 //! (its `window_s` is shorter than 1 when the run lasted a fraction of a second more), and `rps`
-//! is `requests / window_s`. A request belongs to the second it *ended* in.
+//! is `requests / window_s`. A request belongs to the second it *ended* in, a connection event
+//! to the second it happened in; an event after the run's last second (a connection closing
+//! between the last response and the summary) counts in the last one. The warm-up's
+//! connections (`--preconnect`) were created before the run and are in no second.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -13,6 +17,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
+use super::events::SecondEvents;
 use super::record::Tally;
 use super::sampler::SecondPeak;
 
@@ -31,6 +36,8 @@ pub(crate) struct SecondRow {
     pub(crate) connections: usize,
     /// The most requests in flight sampled in it.
     pub(crate) in_flight: u64,
+    /// Connections created and closed in it.
+    pub(crate) events: SecondEvents,
 }
 
 impl SecondRow {
@@ -60,22 +67,25 @@ impl SecondRow {
             "latency_ms": latency,
             "connections": self.connections,
             "in_flight": self.in_flight,
+            "connections_opened": self.events.opened,
+            "connections_closed": self.events.closed,
         })
     }
 }
 
 /// The rows of a run that lasted `duration`, from the per-second tallies, latency histograms
-/// (microseconds) and sampler peaks, each indexed by second.
+/// (microseconds), sampler peaks and connection events, each indexed by second.
 pub(crate) fn rows(
     duration: Duration,
     tallies: &[Tally],
     latencies: &[Option<Histogram<u32>>],
     peaks: &[SecondPeak],
+    events: &[SecondEvents],
 ) -> Vec<SecondRow> {
     let seconds = duration.as_secs_f64();
     let whole = seconds.ceil() as usize;
     let count = whole.max(tallies.len()).max(latencies.len());
-    (0..count)
+    let mut rows: Vec<SecondRow> = (0..count)
         .map(|i| {
             let start = i as f64;
             let end = ((i + 1) as f64).min(seconds.max(start));
@@ -98,14 +108,23 @@ pub(crate) fn rows(
                 latency,
                 connections: peak.connections,
                 in_flight: peak.in_flight,
+                events: events.get(i).copied().unwrap_or_default(),
             }
         })
-        .collect()
+        .collect();
+    if let Some(last) = rows.last_mut() {
+        for late in events.iter().skip(count) {
+            last.events.opened += late.opened;
+            last.events.closed += late.closed;
+        }
+    }
+    rows
 }
 
 /// The header of [`csv`].
 pub(crate) const CSV_HEADER: &str = "t_s,window_s,requests,successes,failures,rps,bytes,\
-    latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_ms,connections,in_flight";
+    latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_ms,connections,in_flight,\
+    connections_opened,connections_closed";
 
 /// The rows as CSV: [`CSV_HEADER`], then one line per second; latency fields are empty for a
 /// second without a complete response.
@@ -120,7 +139,7 @@ pub(crate) fn csv(rows: &[SecondRow]) -> String {
         // Writing to a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{latency},{},{}",
+            "{},{},{},{},{},{},{},{latency},{},{},{},{}",
             row.t_s,
             row.window_s,
             row.tally.requests,
@@ -129,7 +148,9 @@ pub(crate) fn csv(rows: &[SecondRow]) -> String {
             row.rps(),
             row.tally.bytes,
             row.connections,
-            row.in_flight
+            row.in_flight,
+            row.events.opened,
+            row.events.closed
         );
     }
     out
@@ -161,7 +182,16 @@ mod tests {
             connections: 4,
             in_flight: 8,
         }];
-        let rows = rows(Duration::from_millis(2_500), &tallies, &latencies, &peaks);
+        let second = |opened, closed| SecondEvents { opened, closed };
+        // The last entry is a close after the run's end: it counts in the last second.
+        let events = [second(2, 0), second(0, 0), second(0, 1), second(0, 1)];
+        let rows = rows(
+            Duration::from_millis(2_500),
+            &tallies,
+            &latencies,
+            &peaks,
+            &events,
+        );
         assert_eq!(rows.len(), 3);
         assert_eq!(
             (rows[0].t_s, rows[0].window_s, rows[0].rps()),
@@ -169,6 +199,10 @@ mod tests {
         );
         assert_eq!(rows[0].tally.failures(), 1);
         assert_eq!(rows[0].connections, 4);
+        assert_eq!(
+            rows.iter().map(|r| r.events).collect::<Vec<_>>(),
+            [second(2, 0), second(0, 0), second(0, 2)]
+        );
         assert!(rows[0].latency.is_some() && rows[1].latency.is_none());
         assert_eq!(
             (rows[2].t_s, rows[2].window_s, rows[2].rps()),
@@ -179,10 +213,11 @@ mod tests {
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(lines.len(), 4);
         assert!(
-            lines[2].starts_with("2,1,0,0,0,0,0,,,,,0,0"),
+            lines[2].starts_with("2,1,0,0,0,0,0,,,,,0,0,0,0"),
             "{}",
             lines[2]
         );
+        assert!(lines[3].ends_with(",0,2"), "{}", lines[3]);
         assert_eq!(
             lines[1].split(',').count(),
             CSV_HEADER.split(',').count(),

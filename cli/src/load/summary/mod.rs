@@ -287,6 +287,7 @@ impl Summary {
             &self.total.per_second,
             &self.latencies.per_second,
             &self.facts.second_peaks,
+            &self.facts.events.per_second,
         )
     }
 

@@ -22,6 +22,11 @@ fn events(created: u64, by_origin: Vec<(OriginKey, u64)>) -> EventSnapshot {
         close_examples: Vec::new(),
         failed: 0,
         peak_live: created,
+        // All opened in the first second of the run.
+        per_second: vec![crate::load::events::SecondEvents {
+            opened: created,
+            closed: 0,
+        }],
     }
 }
 
@@ -235,6 +240,14 @@ fn json_breaks_the_run_down_by_origin_and_by_second() {
         .sum();
     assert_eq!(sum, 101, "every request is in one second");
     assert!(timeline[0]["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        (
+            &timeline[0]["connections_opened"],
+            &timeline[1]["connections_opened"]
+        ),
+        (&json!(4), &json!(0))
+    );
+    assert_eq!(timeline[1]["connections_closed"], 0);
 }
 
 #[test]

@@ -4,14 +4,29 @@
 //! response of half a stream window or more.
 //!
 //! * **1 MiB downloads over h2c, `-z 4s -c 32`** of a static file: the first connection of
-//!   each partition may end under its downloads (those fail: Jetty had begun them), and
-//!   teaches the pool to open further connections with a 32 MiB stream window
+//!   each partition ends under its downloads (those fail: Jetty had begun them), and teaches
+//!   the pool to open further connections with a 32 MiB stream window
 //!   (`pool-h2/src/window.rs`), whose responses under 16 MiB send no `WINDOW_UPDATE`. Check:
-//!   failures only up to the first second in which a request succeeded, at most `-c` of them,
-//!   none after; every connection h2; the summary lists the origin under
-//!   `larger_stream_window`; and Jetty ended at most [`ENDED_PER_PARTITION`] connections per
-//!   partition. Before the pool learnt this, the same run failed 42 and 65 requests with 31
-//!   and 40 connections ended, spread over the whole run.
+//!   the run settles (a second with successes, no failure and no connection closed) and
+//!   nothing fails and Jetty ends no connection after that; before it, at most `-c` failures
+//!   per connection Jetty ended; every connection h2; the summary lists the origin under
+//!   `larger_stream_window`. Before the pool learnt this, the same run failed 42 and 65
+//!   requests with 31 and 40 connections ended, spread over the whole run: it never settles.
+//!
+//! Why the check counts seconds, not ended connections: Jetty does not always say why it
+//! ends a connection. Its log (Jetty 9.4.57, `HTTP2Session` at debug) shows the same steps
+//! each time: "Sending GoAwayFrame" with `enhance_your_calm_error`, then at once "Terminating"
+//! and "Disconnecting". When its socket can take the queued frames (the client reads fast),
+//! the `GOAWAY` goes out before the close and the pool learns from it; when the client
+//! reads slowly (a loaded machine) and Jetty's writes are pending, the close drops what was
+//! queued, and the client reads the end of the stream in the middle of a DATA frame, with no
+//! `GOAWAY` at all. Traced with a byte-level frame reader under h2 (scratch build, one core
+//! kept busy): 16 of the 92 connections Jetty ended over 50 runs ended so, and two runs with
+//! one partition had two such ends in a row (three connections ended, which the old bound of
+//! two per partition failed now and then in `cargo xtask ci`).
+//! The pool cannot learn from such an end (a server that vanishes mid-frame gave no reason),
+//! so a run may end two or three connections before the lesson; each fails at most the
+//! `-c` requests it carried, and all of it happens in the first second or so.
 //!
 //! Jetty runs from Debian's `jetty9` (`jetty.home` `/usr/share/jetty9`) with a `jetty.base` of
 //! its own in the temp dir: the `http`, `http2c` and `deploy` modules, and the file in the
@@ -32,19 +47,6 @@ const JETTY_HOME: &str = "/usr/share/jetty9";
 /// The size of the file downloaded: a response this long sends a stream `WINDOW_UPDATE` near
 /// its end under hyper's 2 MiB window, and none under the learnt one.
 const FILE_SIZE: usize = 1 << 20;
-
-/// Connections Jetty may end per partition: the one that teaches the lesson, and one opened in
-/// its place before its driver ended (the lesson is taken when it does).
-///
-/// Known to fail now and then on a loaded machine (one `cargo xtask ci` in four on
-/// 2026-12-07, three ended). Traced with an event listener (26 runs of `-c 32` for 3 s, one
-/// core kept busy): in the three runs where more than one connection ended, the lesson was
-/// still unknown when the next connection opened, and the failed streams' errors were a reset
-/// or an early end of the body ("bytes remaining on stream"), not the `GOAWAY`'s, so those
-/// ends taught nothing and the next connection again opened with hyper's window. The `GOAWAY` is lost with Jetty's close (or
-/// never read: a lesson taken in the driver's poll that reads it, tried, did not change the
-/// rate). Not fixed; a lesson from such ends would need a cause the pool can see.
-const ENDED_PER_PARTITION: u64 = 2;
 
 /// The Jetty check.
 pub(crate) fn jetty_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
@@ -69,25 +71,24 @@ pub(crate) fn jetty_checks(poolcurl: &Path, dir: &Path) -> Vec<Row> {
 }
 
 /// What the run's summary says against the lesson: it must list the Jetty on `port` under
-/// `larger_stream_window`, and Jetty must have ended at most [`ENDED_PER_PARTITION`]
-/// connections per partition (`protocol_closed`: it ends them with GOAWAY and closes).
+/// `larger_stream_window`, and Jetty must have ended no connection after the run settled
+/// ([`settled_second`]; the failures are judged by `judge_lesson`).
 fn lesson_problems(json: &Value, port: u16) -> Vec<String> {
     let mut problems: Vec<String> = unlisted_lesson(json, "larger_stream_window", port)
         .into_iter()
         .collect();
-    let partitions = json
-        .get("partitions")
-        .and_then(Value::as_array)
-        .map_or(0, |p| p.len() as u64);
-    let ended = json
-        .pointer("/connections/closed/protocol_closed")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    if ended > ENDED_PER_PARTITION * partitions.max(1) {
-        problems.push(format!(
-            "Jetty ended {ended} connections over {partitions} partitions, more than \
-             {ENDED_PER_PARTITION} each"
-        ));
+    let seconds = json["timeline"].as_array().cloned().unwrap_or_default();
+    if let Some(settled) = settled_second(&seconds) {
+        let late: u64 = seconds[settled..]
+            .iter()
+            .map(|s| count(s, "connections_closed"))
+            .sum();
+        if late > 0 {
+            problems.push(format!(
+                "Jetty ended {late} connections after the run settled in second {}",
+                settled + 1
+            ));
+        }
     }
     problems
 }
@@ -120,4 +121,34 @@ fn start_jetty(start_jar: &Path, dir: &Path) -> Result<(Server, u16), String> {
     server.stop_with_sigterm();
     server.wait_ready(&[port])?;
     Ok((server, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn jetty_may_end_connections_only_before_the_run_settles() {
+        let port = 8080;
+        let json = |late_close: u64| {
+            json!({
+                "connections": {"larger_stream_window": ["http://127.0.0.1:8080"]},
+                "timeline": [
+                    {"window_s": 1.0, "successes": 900, "failures": 31, "connections_closed": 3},
+                    {"window_s": 1.0, "successes": 2000, "failures": 0, "connections_closed": 0},
+                    {"window_s": 1.0, "successes": 2000, "failures": 0,
+                        "connections_closed": late_close},
+                ],
+            })
+        };
+        assert!(lesson_problems(&json(0), port).is_empty());
+        let problems = lesson_problems(&json(1), port);
+        assert_eq!(
+            problems,
+            ["Jetty ended 1 connections after the run settled in second 2"]
+        );
+        let unlisted = lesson_problems(&json(0), 9090);
+        assert_eq!(unlisted.len(), 1, "{unlisted:?}");
+    }
 }

@@ -72,9 +72,11 @@ impl Row {
 
     /// Judges a run against a server that teaches the pool something by failing requests
     /// first: as [`judge`](Self::judge), except that failures are tolerated (and poolcurl's
-    /// exit status 1 with them) if they all ended in or before the first second in which a
-    /// request succeeded, and there are at most `lesson` of them; `learnt` reads from the same
-    /// summary what else the check requires (the problems it returns fail the check).
+    /// exit status 1 with them) if they all ended before the run settled (the first second
+    /// with successes, no failure and no connection closed: [`settled_second`]), and there
+    /// are at most `lesson` of them for each connection closed before then; `learnt` reads
+    /// from the same summary what else the check requires (the problems it returns fail the
+    /// check).
     pub(crate) fn judge_lesson(
         check: String,
         run: Result<Finished, String>,
@@ -150,7 +152,8 @@ impl Row {
 enum Tolerated {
     /// None.
     None,
-    /// Up to this many, all before the first second with a success (`judge_lesson`).
+    /// Up to this many per connection closed before the run settled, all before it
+    /// (`judge_lesson`).
     Lesson(u64),
     /// Timeouts only, at least this many (`judge_cut_short`).
     Timeouts(u64),
@@ -191,33 +194,70 @@ pub(crate) fn unlisted_lesson(json: &Value, key: &str, port: u16) -> Option<Stri
     (!listed).then(|| format!("the summary does not list the origin under {key}"))
 }
 
-/// The failures of a run's JSON summary that ended in or before the first second in which a
-/// request succeeded, if there are at most `lesson` of them and none ended later; otherwise 0,
-/// with the reason in `problems`.
-fn lesson_failures(json: &Value, lesson: u64, problems: &mut Vec<String>) -> u64 {
+/// The index of the second in which a lesson run settled: the first whole second (of
+/// `seconds`, a summary's `timeline`; not the run's last fraction of one) in which requests
+/// succeeded, none failed and no connection closed. Before it the server may end connections
+/// and fail requests while the pool learns; after it, nothing more should.
+pub(crate) fn settled_second(seconds: &[Value]) -> Option<usize> {
+    seconds.iter().position(|s| {
+        s["window_s"].as_f64().is_some_and(|w| w >= 1.0)
+            && count(s, "successes") > 0
+            && count(s, "failures") == 0
+            && count(s, "connections_closed") == 0
+    })
+}
+
+/// A count of one second of a summary's `timeline` (0 if absent).
+pub(crate) fn count(second: &Value, key: &str) -> u64 {
+    second[key].as_u64().unwrap_or(0)
+}
+
+/// The failures of a run's JSON summary that ended before it settled ([`settled_second`]), if
+/// it settled within the first half of its whole seconds, there are at most `per_connection`
+/// failures for each connection that closed meanwhile (a connection the server ends fails at
+/// most the requests it carried) and none ended later; otherwise 0, with the reason in
+/// `problems`.
+fn lesson_failures(json: &Value, per_connection: u64, problems: &mut Vec<String>) -> u64 {
     let seconds = json["timeline"].as_array().cloned().unwrap_or_default();
-    let count = |second: &Value, key: &str| second[key].as_u64().unwrap_or(0);
-    let Some(first) = seconds.iter().position(|s| count(s, "successes") > 0) else {
+    let sum = |seconds: &[Value], key: &str| seconds.iter().map(|s| count(s, key)).sum::<u64>();
+    let Some(settled) = settled_second(&seconds) else {
+        problems.push(
+            "the run never settled: every whole second had a failure, a closed connection or \
+             no success"
+                .to_owned(),
+        );
         return 0;
     };
-    let early: u64 = seconds[..=first].iter().map(|s| count(s, "failures")).sum();
-    let late: u64 = seconds[first + 1..]
+    let whole = seconds
         .iter()
-        .map(|s| count(s, "failures"))
-        .sum();
-    if late > 0 {
+        .filter(|s| s["window_s"].as_f64().is_some_and(|w| w >= 1.0))
+        .count();
+    if settled > whole / 2 {
         problems.push(format!(
-            "{late} failed after the first second with a success"
+            "the run settled only in second {} of {whole}: the pool learnt too slowly",
+            settled + 1
         ));
         return 0;
     }
-    if early > lesson {
+    let (early, late) = seconds.split_at(settled);
+    let failed_late = sum(late, "failures");
+    if failed_late > 0 {
         problems.push(format!(
-            "{early} failed while the pool learnt, more than {lesson}"
+            "{failed_late} failed after the run settled (in second {}: successes, no failure, \
+             no connection closed)",
+            settled + 1
         ));
         return 0;
     }
-    early
+    let (failed, closed) = (sum(early, "failures"), sum(early, "connections_closed"));
+    if failed > per_connection * closed.max(1) {
+        problems.push(format!(
+            "{failed} failed while the pool learnt, more than {per_connection} for each of the \
+             {closed} connections closed meanwhile"
+        ));
+        return 0;
+    }
+    failed
 }
 
 /// The names of a group's checks, each announced on stderr as it starts (the group runs them
@@ -349,4 +389,70 @@ pub(crate) fn opened(run: &Result<Finished, String>) -> Option<u64> {
 pub(crate) fn reloads_closed_none(run: &Result<Finished, String>) -> Option<String> {
     (opened(run) == Some(1))
         .then(|| "one connection for the whole run: the reloads closed none".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A summary whose timeline has one whole second per `(successes, failures, closed)`,
+    /// then a last fraction of a second with nothing in it.
+    fn run(seconds: &[(u64, u64, u64)]) -> Value {
+        let mut timeline: Vec<Value> = seconds
+            .iter()
+            .map(|&(successes, failures, closed)| {
+                json!({
+                    "window_s": 1.0,
+                    "successes": successes,
+                    "failures": failures,
+                    "connections_closed": closed,
+                })
+            })
+            .collect();
+        timeline.push(json!({"window_s": 0.01, "successes": 0, "failures": 0}));
+        json!({ "timeline": timeline })
+    }
+
+    fn judged(seconds: &[(u64, u64, u64)]) -> (u64, Vec<String>) {
+        let mut problems = Vec::new();
+        let tolerated = lesson_failures(&run(seconds), 32, &mut problems);
+        (tolerated, problems)
+    }
+
+    #[test]
+    fn a_lesson_run_settles_in_its_first_whole_second_without_failures_or_closes() {
+        let json = run(&[(900, 40, 2), (2_000, 0, 0), (2_000, 0, 0), (2_000, 0, 0)]);
+        let seconds = json["timeline"].as_array().unwrap();
+        assert_eq!(settled_second(seconds), Some(1));
+        // Two connections ended while the pool learnt: up to 32 failures each.
+        assert_eq!(
+            judged(&[(900, 40, 2), (2_000, 0, 0), (2_000, 0, 0), (2_000, 0, 0)]).0,
+            40
+        );
+        let (_, problems) = judged(&[(900, 40, 1), (2_000, 0, 0), (2_000, 0, 0), (2_000, 0, 0)]);
+        assert!(
+            problems[0].contains("more than 32 for each of the 1"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_run_that_never_settles_or_fails_after_settling_is_a_problem() {
+        // Without the lesson the server ends connections every second: only the last
+        // fraction of a second is quiet, and it does not count.
+        let (tolerated, problems) = judged(&[(500, 10, 8), (500, 20, 8), (500, 5, 9), (500, 0, 9)]);
+        assert_eq!(tolerated, 0);
+        assert!(problems[0].contains("never settled"), "{problems:?}");
+        let (_, problems) = judged(&[(900, 3, 1), (2_000, 0, 0), (2_000, 1, 0), (2_000, 0, 0)]);
+        assert!(
+            problems[0].contains("1 failed after the run settled"),
+            "{problems:?}"
+        );
+        let (_, problems) = judged(&[(900, 3, 1), (900, 3, 1), (900, 3, 1), (2_000, 0, 0)]);
+        assert!(
+            problems[0].contains("settled only in second 4 of 4"),
+            "{problems:?}"
+        );
+    }
 }
