@@ -50,8 +50,9 @@ use pool_core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 const NONE: usize = usize::MAX;
 
 /// What a cell's HTTP/2 connections learnt from servers that asked for calm
-/// (`ENHANCE_YOUR_CALM`), shared by the connections of one cell (see
-/// [`H2Home::calm`](crate::H2Home::calm)): the stream cap a connection last had after its
+/// (`ENHANCE_YOUR_CALM`), shared by the connections of one cell, or of one origin's cells in
+/// every partition as the `pool` crate shares it (see [`H2Home::calm`](crate::H2Home::calm)):
+/// the stream cap a connection last had after its
 /// server refused a stream so, which a new connection starts from (none until a server
 /// asked); and, from a server that ended a connection so, either that request bodies overlapped
 /// on it, which sends them one at a time from then on (`uploads.rs`), or, where none did, that

@@ -68,7 +68,8 @@ pub trait H2Home: Send + Sync + 'static {
     /// go one at a time (`uploads.rs`), and whether connections open with a larger stream
     /// window (`window.rs`, read by [`handshake`], which takes the hint itself). The default
     /// gives each connection a hint of its own, so each starts without a cap and nothing is
-    /// learnt beyond the connection.
+    /// learnt beyond the connection. The `pool` crate hands the cells of one origin the same
+    /// hint in every partition: what the server taught one connection, every later one knows.
     fn calm(&self) -> Arc<CalmHint> {
         Arc::new(CalmHint::default())
     }

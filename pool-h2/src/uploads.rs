@@ -39,7 +39,8 @@
 //! Another server's `GOAWAY(ENHANCE_YOUR_CALM)` after overlapping uploads sets the lesson too,
 //! for a reason that is not the uploads (Jetty's limit on the rate of `WINDOW_UPDATE` frames),
 //! which errs on the calm side; with no uploads overlapping, such a `GOAWAY` teaches the
-//! larger stream window instead (`window.rs`). The lesson is kept for the cell's life.
+//! larger stream window instead (`window.rs`). The lesson is kept in the cell's hint (the
+//! `pool` crate shares one among the origin's cells in every partition: `H2Home::calm`).
 //!
 //! What it does not do: count bodies a server answered early and that are still sending (the
 //! permit goes with the response head), or change how a body is framed.

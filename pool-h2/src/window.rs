@@ -19,7 +19,14 @@
 //! connections with a stream window of [`LEARNT_STREAM_WINDOW`] (curl's 32 MiB): a response
 //! under 16 MiB then sends no stream `WINDOW_UPDATE` at all, a longer one one per 16 MiB. The
 //! connection's own window (1 GiB by default) already sends next to none. The lesson is kept
-//! for the cell's life and reported in its stats (`OriginStats::larger_stream_window`).
+//! in the cell's hint, which the `pool` crate shares among the origin's cells in every
+//! partition (`H2Home::calm`), and reported in its stats (`OriginStats::larger_stream_window`).
+//!
+//! A server that ends a connection so does not always say why. Jetty 9.4 queues its `GOAWAY`
+//! and closes at once: when its writes are pending (a client reading slowly), the close drops
+//! the `GOAWAY` and the client reads the end of the stream in the middle of a DATA frame.
+//! Nothing is learnt from such an end (a server vanishing mid-frame gave no reason); the next
+//! connection ends the same way or, more often, with the `GOAWAY` that teaches.
 //!
 //! The costs, stated: the stream window is also what one response may hold unread, so each
 //! stream to that origin may hold up to 32 MiB where it held 2 MiB (a credit, nothing is

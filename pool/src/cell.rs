@@ -68,9 +68,10 @@ pub(crate) struct CellEntry {
     pub(crate) shares_route: bool,
     pub(crate) runtime: Arc<PartitionRuntime>,
     pub(crate) shared: Arc<Shared>,
-    /// What the cell's HTTP/2 connections learnt from servers that asked for calm: the stream
-    /// cap a new connection starts from, and whether request bodies go one at a time
-    /// (`pool_h2::CalmHint`).
+    /// What the HTTP/2 connections of the origin's cells learnt from its server asking for
+    /// calm: the stream cap a new connection starts from, whether request bodies go one at a
+    /// time, and the rest of `pool_h2::CalmHint`; shared with the origin's cells in the other
+    /// partitions (`lesson_book`).
     pub(crate) calm: Arc<pool_h2::CalmHint>,
 }
 
@@ -140,6 +141,7 @@ impl CellEntry {
                     .with_request_quota_learner(lessons.quota)
                     .with_idle_timeout_learner(lessons.idle),
             );
+            let calm = lessons.calm;
             CellEntry {
                 cell,
                 origin,
@@ -147,7 +149,7 @@ impl CellEntry {
                 shares_route,
                 runtime,
                 shared,
-                calm: Arc::new(pool_h2::CalmHint::default()),
+                calm,
             }
         })
     }

@@ -1,12 +1,18 @@
 //! What the pool learns of each origin's server, kept once per origin and shared by the
 //! origin's cells in every partition: its per-connection request quota
-//! (`pool_core::cell::QuotaLearner`) and the idle timeout it does not announce
-//! (`pool_core::cell::IdleLearner`).
+//! (`pool_core::cell::QuotaLearner`), the idle timeout it does not announce
+//! (`pool_core::cell::IdleLearner`), and what its HTTP/2 side taught by asking for calm
+//! (`pool_h2::CalmHint`: the stream cap a new connection starts from, one upload at a time,
+//! the larger stream window, fewer streams against empty DATA frames).
 //!
-//! Both are facts about the server, not about the partition that met them. Each partition's
+//! All are facts about the server, not about the partition that met them. Each partition's
 //! cell for an origin is handed the origin's learners when it is made, so the first two
-//! agreeing cuts (or idle closes) teach every partition, and one probe checks a quota for all
-//! of them.
+//! agreeing cuts (or idle closes) teach every partition, one probe checks a quota for all of
+//! them, and a connection the server ended asking for calm in one partition is the last to
+//! end so in any: the next connection of every partition opens with the lesson. (A server
+//! does not always say why it ends a connection: Jetty's `GOAWAY` is lost when its writes are
+//! pending, see `pool_h2`'s `window.rs`. A partition whose connection ended so learns from
+//! another's that said why.)
 //!
 //! The book holds learners weakly: the origin's cells own theirs, and a learner lives while
 //! any of them does. When every cell of the origin has retired or gone, so have its learners,
@@ -36,12 +42,14 @@ pub(crate) struct LessonBook {
 pub(crate) struct Lessons {
     pub(crate) quota: Arc<QuotaLearner>,
     pub(crate) idle: Arc<IdleLearner>,
+    pub(crate) calm: Arc<pool_h2::CalmHint>,
 }
 
-/// An origin's page: its learners, held weakly (its cells hold them strongly, both or none).
+/// An origin's page: its learners, held weakly (its cells hold them strongly, all or none).
 struct Page {
     quota: Weak<QuotaLearner>,
     idle: Weak<IdleLearner>,
+    calm: Weak<pool_h2::CalmHint>,
 }
 
 impl Page {
@@ -49,11 +57,14 @@ impl Page {
         Some(Lessons {
             quota: self.quota.upgrade()?,
             idle: self.idle.upgrade()?,
+            calm: self.calm.upgrade()?,
         })
     }
 
     fn is_dead(&self) -> bool {
-        self.quota.strong_count() == 0 && self.idle.strong_count() == 0
+        self.quota.strong_count() == 0
+            && self.idle.strong_count() == 0
+            && self.calm.strong_count() == 0
     }
 }
 
@@ -82,10 +93,12 @@ impl LessonBook {
         let lessons = Lessons {
             quota: Arc::new(QuotaLearner::default()),
             idle: Arc::new(IdleLearner::default()),
+            calm: Arc::new(pool_h2::CalmHint::default()),
         };
         let page = Page {
             quota: Arc::downgrade(&lessons.quota),
             idle: Arc::downgrade(&lessons.idle),
+            calm: Arc::downgrade(&lessons.calm),
         };
         map.insert(key.clone(), page);
         if pages.origins.len() + pages.routes.len() > pages.prune_at.max(PRUNE_FLOOR) {
@@ -121,9 +134,11 @@ mod tests {
         let b = book.lessons_for(&key(1), false);
         assert!(Arc::ptr_eq(&a.quota, &b.quota));
         assert!(Arc::ptr_eq(&a.idle, &b.idle));
+        assert!(Arc::ptr_eq(&a.calm, &b.calm));
         let other = book.lessons_for(&key(2), false);
         assert!(!Arc::ptr_eq(&a.quota, &other.quota));
         assert!(!Arc::ptr_eq(&a.idle, &other.idle));
+        assert!(!Arc::ptr_eq(&a.calm, &other.calm));
     }
 
     #[test]

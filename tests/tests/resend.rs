@@ -1145,6 +1145,62 @@ async fn a_calm_goaway_without_overlapping_uploads_opens_further_connections_wit
     }
 }
 
+/// What a server teaches by asking for calm is a fact about the server, not about the
+/// partition that met it: the pool hands one hint to the origin's cells in every partition
+/// (`lesson_book.rs`). Partition 0's connection ends on `GOAWAY(ENHANCE_YOUR_CALM)`, with no
+/// upload on it; partition 1, which never met the server before, opens its first connection
+/// with the larger stream window. (Jetty does not always send its `GOAWAY`: a partition whose
+/// connection it cut without one learns from another's that said why.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lesson_one_partition_learnt_opens_the_other_partitions_connections_with_it() {
+    /// `SETTINGS_INITIAL_WINDOW_SIZE`.
+    const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    // Once the first connection's first request arrived: GOAWAY(ENHANCE_YOUR_CALM), after
+    // answering it (stream 1, the last it processes).
+    let script = GoAwayScript {
+        streams: 1,
+        last_stream_id: 1,
+        goaway: true,
+        reset: false,
+        silent: false,
+    };
+    let peer = FramePeer::start_scripted_with(script, ENHANCE_YOUR_CALM).await;
+    let partitions = [0, 1].map(PartitionId::from_index);
+    let events = EventLog::new();
+    let pool = h2c_builder(&events)
+        .partitions(
+            partitions
+                .map(|id| Partition::new(id, TokioDriverSpawner::current()))
+                .to_vec(),
+        )
+        .build()
+        .unwrap();
+    let clients = partitions.map(|id| pool.client_for(id).unwrap());
+    let url = peer.url("/");
+    // `fetch` asserts that the request succeeds.
+    fetch(&clients[0], &url).await;
+    eventually(
+        || pool.stats(&url).larger_stream_window(),
+        || "partition 0 never learnt".into(),
+    )
+    .await;
+    fetch(&clients[1], &url).await;
+    assert_eq!(peer.connections(), 2);
+    let windows: Vec<Option<u32>> = peer
+        .client_settings()
+        .iter()
+        .map(|parameters| {
+            let found = parameters.iter().find(|(id, _)| *id == INITIAL_WINDOW_SIZE);
+            found.map(|(_, value)| *value)
+        })
+        .collect();
+    assert_eq!(
+        windows,
+        [Some(2 << 20), Some(pool::LEARNT_STREAM_WINDOW)],
+        "partition 1's first connection opens with what partition 0 learnt"
+    );
+}
+
 /// Spawns an upload of `body` to `url`; its task gives the status once the response body ended.
 fn spawn_upload(
     client: &pool::Client,
