@@ -461,7 +461,11 @@ pub trait ConnectionEventListener: Send + Sync + 'static {
     }
 
     /// The connection stopped accepting work, for `reason`; `error` is the failure behind it, if
-    /// any.
+    /// any. For an HTTP/2 connection the peer ended ([`CloseReason::ProtocolClosed`]) it is
+    /// what the peer said or did, as the frames it sent show it: a `GOAWAY` with an error
+    /// code (and the debug text the server put in it), the connection ended in the middle of
+    /// a frame or without a `GOAWAY`, or the transport's read error. A graceful `GOAWAY`
+    /// (`NO_ERROR`) is no error.
     fn connection_closed(
         &self,
         info: &ConnectionInfo,

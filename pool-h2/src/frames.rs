@@ -27,9 +27,14 @@
 //! frame it took as many streams as the server allows, and if more than about 90 were open
 //! then, their frames reach h2's limit before they end. Later connections keep under it.
 //!
+//! The same reader notes the server's last words for the connection's close event (a
+//! `GOAWAY`'s code and debug text, the stream ending mid-frame, a transport error: see
+//! `last_words.rs`); the record asks [`FrameWatch`] for them once the driver installs it.
+//!
 //! What it does not do: change a byte (the reader only looks at what the transport wrote into
 //! the buffer), count what h2 would not (it also counts frames on streams h2 has forgotten,
-//! which only retires a connection a little early), or look at anything but DATA headers.
+//! which only retires a connection a little early), or look at anything but frame headers
+//! and the payload of a `GOAWAY`.
 
 use std::io;
 use std::pin::Pin;
@@ -38,10 +43,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use pool_core::CloseReason;
-use pool_core::connection::ConnectionRecord;
+use pool_core::connection::{ConnectionRecord, EndWitness};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::handshake::H2Home;
+use crate::last_words::{GOAWAY, GOAWAY_KEPT, LastWords, Where};
 use crate::streams::Streams;
 
 /// h2's limit on empty DATA frames that do not end their stream, over a connection's life
@@ -118,16 +124,37 @@ pub(crate) fn near_the_limit(counted: usize, taken: usize) -> bool {
     counted > 0 && counted + taken >= RETIRE_AT
 }
 
-/// The count of one connection's empty DATA frames, shared by its transport and its driver.
+/// What one connection's transport read of its server's frames, shared by the transport,
+/// the driver and the record: the empty DATA frames counted, and the server's last words.
 #[derive(Clone, Debug, Default)]
 pub struct FrameWatch {
-    empty: Arc<AtomicUsize>,
+    seen: Arc<Seen>,
+}
+
+/// The shared part of a [`FrameWatch`].
+#[derive(Debug, Default)]
+struct Seen {
+    empty: AtomicUsize,
+    words: LastWords,
 }
 
 impl FrameWatch {
     /// Empty DATA frames that did not end their stream, received so far.
     pub(crate) fn empty_data(&self) -> usize {
-        self.empty.load(Ordering::Relaxed)
+        self.seen.empty.load(Ordering::Relaxed)
+    }
+
+    /// What the connection's record asks at its close for the cause (see `last_words.rs`).
+    pub(crate) fn witness(&self) -> Arc<dyn EndWitness> {
+        self.seen.clone()
+    }
+}
+
+impl EndWitness for Seen {
+    fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.words
+            .cause()
+            .map(|e| e as &(dyn std::error::Error + Send + Sync + 'static))
     }
 }
 
@@ -160,12 +187,21 @@ impl<I: AsyncRead + Unpin> AsyncRead for WatchedIo<I> {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         let before = buf.filled().len();
+        let room = buf.remaining() > 0;
         let polled = Pin::new(&mut this.io).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            let found = this.scan.feed(&buf.filled()[before..]);
-            if found > 0 {
-                this.watch.empty.fetch_add(found, Ordering::Relaxed);
+        let seen = &this.watch.seen;
+        match &polled {
+            Poll::Ready(Ok(())) if buf.filled().len() == before && room => {
+                seen.words.ended(this.scan.position());
             }
+            Poll::Ready(Ok(())) => {
+                let found = this.scan.feed(&buf.filled()[before..], &seen.words);
+                if found > 0 {
+                    seen.empty.fetch_add(found, Ordering::Relaxed);
+                }
+            }
+            Poll::Ready(Err(e)) => seen.words.failed(true, e),
+            Poll::Pending => {}
         }
         polled
     }
@@ -177,7 +213,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WatchedIo<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.note_write_error(polled)
     }
 
     fn poll_write_vectored(
@@ -185,7 +222,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WatchedIo<I> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.note_write_error(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -193,11 +231,23 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for WatchedIo<I> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.note_write_error(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl<I> WatchedIo<I> {
+    /// Notes a write's error as the server's last word, if it is the first (see
+    /// `last_words.rs`); passes the result on.
+    fn note_write_error<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(e)) = &polled {
+            self.watch.seen.words.failed(false, e);
+        }
+        polled
     }
 }
 
@@ -213,12 +263,16 @@ struct Scan {
     /// The current frame is a padded DATA frame that does not end its stream, whose first
     /// payload byte (its padding's length) is next.
     pad_length_next: bool,
+    /// The current frame is a `GOAWAY`: the start of its payload so far (see
+    /// `last_words.rs`).
+    goaway: Option<Vec<u8>>,
 }
 
 impl Scan {
     /// Reads `bytes`, the next the server sent; returns the empty DATA frames (not ending
-    /// their stream) whose headers, or padding lengths, they completed.
-    fn feed(&mut self, mut bytes: &[u8]) -> usize {
+    /// their stream) whose headers, or padding lengths, they completed. A `GOAWAY` they
+    /// complete goes to `words`.
+    fn feed(&mut self, mut bytes: &[u8], words: &LastWords) -> usize {
         let mut found = 0;
         while !bytes.is_empty() {
             if self.have < 9 {
@@ -229,6 +283,9 @@ impl Scan {
                 bytes = &bytes[take..];
                 if self.have == 9 {
                     found += self.header_done();
+                    if self.header[3] == GOAWAY {
+                        self.goaway_begins(words);
+                    }
                 }
                 continue;
             }
@@ -240,13 +297,47 @@ impl Scan {
                 }
             }
             let pass = self.left.min(bytes.len());
+            if let Some(kept) = &mut self.goaway {
+                let room = GOAWAY_KEPT.saturating_sub(kept.len());
+                kept.extend_from_slice(&bytes[..pass.min(room)]);
+            }
             self.left -= pass;
             bytes = &bytes[pass..];
             if self.left == 0 {
                 self.have = 0;
+                if let Some(kept) = self.goaway.take() {
+                    words.goaway(&kept);
+                }
             }
         }
         found
+    }
+
+    /// A `GOAWAY`'s header is whole: keep the start of its payload (an empty one says
+    /// nothing).
+    #[cold]
+    fn goaway_begins(&mut self, words: &LastWords) {
+        if self.left == 0 {
+            words.goaway(&[]);
+        } else {
+            self.goaway = Some(Vec::with_capacity(self.left.min(GOAWAY_KEPT)));
+        }
+    }
+
+    /// Where the reader is now, for a stream that ends here.
+    fn position(&self) -> Where {
+        match self.have {
+            0 => Where::Between,
+            have @ 1..=8 => Where::InHeader(have),
+            _ => {
+                let [l0, l1, l2, kind, ..] = self.header;
+                Where::InPayload {
+                    kind,
+                    length: usize::from(l0) << 16 | usize::from(l1) << 8 | usize::from(l2),
+                    missing: self.left,
+                }
+            }
+        }
     }
 
     /// A frame header is whole: notes its payload's length and counts an empty DATA frame
@@ -299,10 +390,17 @@ mod tests {
     #[test]
     fn empty_data_frames_that_do_not_end_their_stream_count_however_the_bytes_are_split() {
         let bytes = sample();
-        assert_eq!(Scan::default().feed(&bytes), 2, "in one read");
+        assert_eq!(
+            Scan::default().feed(&bytes, &LastWords::default()),
+            2,
+            "in one read"
+        );
         for size in 1..bytes.len() {
-            let mut scan = Scan::default();
-            let found: usize = bytes.chunks(size).map(|chunk| scan.feed(chunk)).sum();
+            let (mut scan, words) = (Scan::default(), LastWords::default());
+            let found: usize = bytes
+                .chunks(size)
+                .map(|chunk| scan.feed(chunk, &words))
+                .sum();
             assert_eq!(found, 2, "in reads of {size} bytes");
             assert_eq!((scan.have, scan.left), (0, 0), "at a frame boundary");
         }
@@ -310,15 +408,18 @@ mod tests {
 
     #[test]
     fn a_padded_frame_counts_only_when_its_padding_is_all_it_holds() {
-        let mut scan = Scan::default();
+        let (mut scan, words) = (Scan::default(), LastWords::default());
         assert_eq!(
-            scan.feed(&frame(DATA, PADDED, &[0])),
+            scan.feed(&frame(DATA, PADDED, &[0]), &words),
             1,
             "no data, no padding"
         );
-        assert_eq!(scan.feed(&frame(DATA, PADDED, &[2, 0, 0])), 1);
-        assert_eq!(scan.feed(&frame(DATA, PADDED, &[1, b'x', 0])), 0);
-        assert_eq!(scan.feed(&frame(DATA, PADDED | END_STREAM, &[0])), 0);
+        assert_eq!(scan.feed(&frame(DATA, PADDED, &[2, 0, 0]), &words), 1);
+        assert_eq!(scan.feed(&frame(DATA, PADDED, &[1, b'x', 0]), &words), 0);
+        assert_eq!(
+            scan.feed(&frame(DATA, PADDED | END_STREAM, &[0]), &words),
+            0
+        );
     }
 
     #[test]
@@ -331,6 +432,79 @@ mod tests {
         // The worst a check can find, and what the streams it finds taken then add.
         let worst = RETIRE_AT - 1 + EMPTY_DATA_CEILING;
         assert!(worst + RETIRE_MARGIN <= H2_EMPTY_DATA_LIMIT);
+    }
+
+    /// A `GOAWAY(ENHANCE_YOUR_CALM)` with Jetty's debug text, after a DATA frame.
+    fn calm_goaway() -> Vec<u8> {
+        let mut payload = 557u32.to_be_bytes().to_vec();
+        payload.extend_from_slice(&0xbu32.to_be_bytes());
+        payload.extend_from_slice(b"invalid_window_update_frame_rate");
+        let mut goaway = frame(GOAWAY, 0, &payload);
+        goaway[5..9].copy_from_slice(&[0; 4]);
+        [frame(DATA, 0, b"hello"), goaway].concat()
+    }
+
+    #[test]
+    fn a_goaway_is_read_however_the_bytes_are_split() {
+        let bytes = calm_goaway();
+        for size in 1..=bytes.len() {
+            let (mut scan, words) = (Scan::default(), LastWords::default());
+            for chunk in bytes.chunks(size) {
+                scan.feed(chunk, &words);
+            }
+            let said = words.cause().map(ToString::to_string);
+            assert_eq!(
+                said.as_deref(),
+                Some(
+                    "the server sent GOAWAY ENHANCE_YOUR_CALM (last stream processed 557): \
+                     invalid_window_update_frame_rate"
+                ),
+                "in reads of {size} bytes"
+            );
+            assert_eq!(scan.position(), Where::Between);
+        }
+    }
+
+    #[test]
+    fn the_reader_knows_where_a_stream_that_ends_broke_off() {
+        let (mut scan, words) = (Scan::default(), LastWords::default());
+        let data = frame(DATA, 0, b"hello");
+        scan.feed(&data[..4], &words);
+        assert_eq!(scan.position(), Where::InHeader(4));
+        scan.feed(&data[4..11], &words);
+        assert_eq!(
+            scan.position(),
+            Where::InPayload {
+                kind: DATA,
+                length: 5,
+                missing: 3
+            }
+        );
+        assert_eq!(words.cause(), None, "nothing said yet");
+    }
+
+    #[tokio::test]
+    async fn the_watched_transport_notes_an_end_mid_frame_and_keeps_the_first_word() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (client, mut server) = tokio::io::duplex(256);
+        let (mut io, watch) = watch_frames(client);
+        let data = frame(DATA, 0, b"hello");
+        server.write_all(&data[..11]).await.unwrap();
+        drop(server);
+        let mut read = Vec::new();
+        io.read_to_end(&mut read).await.unwrap();
+        assert_eq!(read, data[..11]);
+        let witness = watch.witness();
+        assert_eq!(
+            witness.cause().map(ToString::to_string).as_deref(),
+            Some(
+                "the server ended the connection without a GOAWAY, in the middle of a DATA \
+                 frame (3 of its 5 bytes never came)"
+            )
+        );
+        // A write after the end fails; the first word stands.
+        let _ = io.write_all(b"more").await;
+        assert!(witness.cause().unwrap().to_string().contains("DATA frame"));
     }
 
     #[tokio::test]

@@ -178,6 +178,9 @@ impl<B, F: PeerStreamLimit + Send + 'static> Handshaken<B, F> {
         // The driver must not hold a sender: hyper shuts an HTTP/2 connection down gracefully
         // once the last sender is gone (after the cell dropped the generation and every lease
         // handed its request over; the streams in flight finish on the connection).
+        // Before anything can close the record: its close asks the frame reader why the
+        // server ended the connection (`last_words.rs`).
+        record.set_end_witness(self.frames.witness());
         let conn = std::sync::Arc::new(std::sync::Mutex::new(self.conn));
         let probe = ConnectionProbe(std::sync::Arc::downgrade(&conn));
         let streams = Arc::new(Streams::new(

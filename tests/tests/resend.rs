@@ -478,6 +478,20 @@ async fn each_later_re_send_of_a_request_waits_twice_as_long_as_the_one_before()
     assert_eq!(accepted[1], accepted[0], "the first re-send went at once");
     let resent = three_resends_after_closes(&events);
     assert!(resent.iter().all(|(id, ..)| *id != handle.id()));
+    // Each lost connection's close event says what the transport met: the reset.
+    let closes = closes(&events);
+    let reset = |error: &str| {
+        ["reading from", "writing to"]
+            .iter()
+            .any(|way| error.starts_with(&format!("{way} the connection failed: ")))
+    };
+    assert!(
+        closes.len() == 3
+            && closes.iter().all(|(reason, error)| {
+                *reason == CloseReason::ProtocolClosed && error.as_deref().is_some_and(reset)
+            }),
+        "{closes:?}"
+    );
 }
 
 /// The waits count against the read timeout, as the attempts do: with a 1 s backoff and a
@@ -929,6 +943,12 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     assert!(full >= 2, "{later:?}");
     assert_eq!(pool.counters().resends.total(), 4);
     assert!(events.failed().is_empty(), "{:?}", events.failed());
+    // The two cuts were graceful GOAWAYs: nothing went wrong, so no close carries an error.
+    let closes = closes(&events);
+    assert!(
+        closes.iter().all(|(_, error)| error.is_none()),
+        "{closes:?}"
+    );
     // Each connection that carried its quota had asked for its successor half way (the peer
     // announces no stream limit), except where a flight was already under way or, bounded,
     // no permit was free.
@@ -945,6 +965,18 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     // Every connection closed: the bound's permits are all back.
     let stats = pool.stats(&url);
     assert_eq!(stats.available_permits(), bound);
+}
+
+/// Every `connection_closed` event so far: its reason and its error's text.
+fn closes(events: &EventLog) -> Vec<(CloseReason, Option<String>)> {
+    events
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            pool_tests::events::Event::Closed(_, reason, error) => Some((reason, error)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The quota of the peer in the request-quota tests, and the burst each of their rounds sends.
@@ -1064,6 +1096,18 @@ async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
     let per_connection: Vec<usize> = peer.streams().iter().map(|conn| conn.len()).collect();
     assert_eq!(per_connection, [QUOTA, BURST - QUOTA].repeat(3));
     assert!(events.failed().is_empty(), "{:?}", events.failed());
+    // Each cut connection's close event carries the GOAWAY's code, which says why.
+    let closes = closes(&events);
+    let calmed = closes
+        .iter()
+        .filter(|(reason, error)| {
+            *reason == CloseReason::ProtocolClosed
+                && error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("the server sent GOAWAY ENHANCE_YOUR_CALM"))
+        })
+        .count();
+    assert_eq!(calmed, 3, "{closes:?}");
 }
 
 /// Jetty ends a connection with `GOAWAY(ENHANCE_YOUR_CALM)` when stream `WINDOW_UPDATE`s
@@ -1125,6 +1169,16 @@ async fn a_calm_goaway_without_overlapping_uploads_opens_further_connections_wit
         );
         assert!(pool.stats(&url).larger_stream_window(), "{chosen:?}");
         assert!(!pool.stats(&url).uploads_one_at_a_time());
+        // The first connection's close event says why it ended: the server's GOAWAY.
+        let closes = closes(&events);
+        assert!(
+            matches!(
+                closes.as_slice(),
+                [(CloseReason::ProtocolClosed, Some(error))]
+                    if error.starts_with("the server sent GOAWAY ENHANCE_YOUR_CALM (last stream processed 3)")
+            ),
+            "{closes:?}"
+        );
         let announced: Vec<Option<u32>> = peer.client_settings().iter().map(window).collect();
         let wanted = match chosen {
             None => [Some(2 << 20), Some(pool::LEARNT_STREAM_WINDOW)],

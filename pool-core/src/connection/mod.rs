@@ -42,6 +42,10 @@ use crate::stats::{Gauge, Gauges};
 use crate::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use crate::sync::{Arc, Mutex};
 
+mod link;
+
+pub use link::PhysicalLink;
+
 /// A boxed error, as carried by close events.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
@@ -99,6 +103,21 @@ pub struct ConnectionRecord {
     /// quota; or `PROBE` plus the quota a probe goes past). See
     /// [`check_request_quota`](Self::check_request_quota).
     request_quota: AtomicU64,
+    /// What read the peer's last words, asked at a protocol close for the cause (see
+    /// [`EndWitness`]). A `std` Arc: a diagnostic, outside the loom models.
+    witness: OnceLock<std::sync::Arc<dyn EndWitness>>,
+}
+
+/// Whatever reads a connection's transport below the protocol and so learns first why the
+/// peer ended it: pool-h2's frame reader sees a `GOAWAY` and its error code, or the stream
+/// ending in the middle of a frame, before h2 acts on either. The record asks it at a close
+/// for [`CloseReason::ProtocolClosed`] that carries no error of its own, so the close event
+/// says why even when the transport's drop or a failed request closed the record before the
+/// protocol's driver, which knows the error too, ended (an HTTP/2 driver ends last).
+pub trait EndWitness: Send + Sync + 'static {
+    /// Why the peer ended the connection, if it ended it with an error (`None` before the
+    /// end, and after a graceful one).
+    fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)>;
 }
 
 /// What an HTTP/1 response means for the server's request quota (see
@@ -143,6 +162,7 @@ impl ConnectionRecord {
             idle_base: OnceLock::new(),
             permit: Mutex::new(permit),
             request_quota: AtomicU64::new(NO_QUOTA),
+            witness: OnceLock::new(),
         });
         record
             .gauges
@@ -367,6 +387,12 @@ impl ConnectionRecord {
         }
     }
 
+    /// Sets what reads the peer's last words on this connection (see [`EndWitness`]); only
+    /// the first call counts.
+    pub fn set_end_witness(&self, witness: std::sync::Arc<dyn EndWitness>) {
+        let _ = self.witness.set(witness);
+    }
+
     /// The connection's driver (hyper's connection future) completed, with `error` if it
     /// failed; `drop_driver` drops it.
     ///
@@ -432,18 +458,24 @@ impl ConnectionRecord {
             let permit = self.permit.lock().take();
             drop(permit);
         }
+        // The peer's own word on a close the protocol made, when the close has none.
+        let witnessed = match (&error, reason) {
+            (None, CloseReason::ProtocolClosed) => self.witness.get().and_then(|w| w.cause()),
+            _ => None,
+        };
+        let error_ref = error
+            .as_deref()
+            .map(|e| e as &(dyn Error + Send + Sync + 'static))
+            .or(witnessed);
         tracing::debug!(
             connection = self.info.id().as_u64(),
             origin = %self.info.origin(),
             partition = %self.info.partition(),
             %reason,
-            error = error.as_ref().map(tracing::field::display),
+            error = error_ref.map(tracing::field::display),
             "connection closed"
         );
         if let Some(listener) = &self.listener {
-            let error_ref = error
-                .as_deref()
-                .map(|e| e as &(dyn Error + Send + Sync + 'static));
             crate::events::notify("connection_closed", || {
                 listener.connection_closed(&self.info, reason, error_ref)
             });
@@ -498,101 +530,6 @@ impl fmt::Debug for ConnectionRecord {
     }
 }
 
-/// Tracks one transport from the connector's return until its I/O is dropped.
-///
-/// Created when the transport is wrapped (before any HTTP handshake), so `physically_live`
-/// counts transports that are still handshaking, and those whose handshake failed until they are
-/// dropped. The record attaches once the connection is installed; if the I/O is already gone by
-/// then, the record learns it immediately.
-pub struct PhysicalLink {
-    /// Gauges of the owning cell (`physically_live`).
-    gauges: Arc<Gauges>,
-    /// Bytes read from the transport so far (after TLS), so an exchange can tell whether any
-    /// byte of its response arrived before the connection failed.
-    bytes_read: AtomicU64,
-    /// The record to tell, once attached.
-    record: Mutex<LinkState>,
-}
-
-enum LinkState {
-    Unattached,
-    /// Strong on purpose: the record must hear about the drop even after everyone else let go
-    /// of it (an upgraded connection's I/O outlives every pool handle). The record never
-    /// references its I/O, so this makes no cycle.
-    Attached(Arc<ConnectionRecord>),
-    Gone,
-}
-
-impl PhysicalLink {
-    /// Counts a new live transport.
-    pub fn new(gauges: Arc<Gauges>) -> Arc<PhysicalLink> {
-        gauges.inc(Gauge::PhysicallyLive);
-        Arc::new(PhysicalLink {
-            gauges,
-            bytes_read: AtomicU64::new(0),
-            record: Mutex::new(LinkState::Unattached),
-        })
-    }
-
-    /// Counts `n` bytes read from the transport (called by the I/O wrapper on every read; only
-    /// the connection's driver reads, so the counter is written by one task).
-    pub fn count_read(&self, n: usize) {
-        // One writer, so a load and a store: no locked read-modify-write on every read.
-        let read = self.bytes_read.load(Ordering::Relaxed);
-        self.bytes_read.store(read + n as u64, Ordering::Relaxed);
-    }
-
-    /// Bytes read from the transport so far. An exchange notes it at dispatch and compares at
-    /// failure: the driver that reads has finished with the exchange by the time the failure
-    /// reaches the request (hyper reports it from the same poll), so equal counts mean no byte
-    /// of the response arrived.
-    pub fn bytes_read(&self) -> u64 {
-        self.bytes_read.load(Ordering::Relaxed)
-    }
-
-    /// Connects the installed record; physical close is reported to it from now on.
-    pub fn attach(&self, record: &Arc<ConnectionRecord>) {
-        let gone = {
-            let mut state = self.record.lock();
-            match *state {
-                LinkState::Gone => true,
-                _ => {
-                    *state = LinkState::Attached(record.clone());
-                    false
-                }
-            }
-        };
-        if gone {
-            record.physical_close();
-        }
-    }
-
-    /// The I/O was dropped (called once, by the I/O wrapper's `Drop`).
-    pub fn gone(&self) {
-        let previous = std::mem::replace(&mut *self.record.lock(), LinkState::Gone);
-        if matches!(previous, LinkState::Gone) {
-            return;
-        }
-        self.gauges.dec(Gauge::PhysicallyLive);
-        if let LinkState::Attached(record) = previous {
-            record.physical_close();
-        }
-    }
-}
-
-impl fmt::Debug for PhysicalLink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &*self.record.lock() {
-            LinkState::Unattached => "unattached",
-            LinkState::Attached(_) => "attached",
-            LinkState::Gone => "gone",
-        };
-        f.debug_struct("PhysicalLink")
-            .field("state", &state)
-            .finish()
-    }
-}
-
 #[cfg(all(test, not(pool_loom)))]
 mod tests {
     use super::*;
@@ -606,6 +543,8 @@ mod tests {
     struct Counting {
         created: AtomicUsize,
         closed: std::sync::Mutex<Vec<CloseReason>>,
+        /// The error text each close carried.
+        errors: std::sync::Mutex<Vec<Option<String>>>,
     }
 
     impl ConnectionEventListener for Counting {
@@ -616,10 +555,46 @@ mod tests {
             &self,
             _: &ConnectionInfo,
             reason: CloseReason,
-            _: Option<&(dyn Error + Send + Sync)>,
+            error: Option<&(dyn Error + Send + Sync)>,
         ) {
             self.closed.lock().unwrap().push(reason);
+            self.errors
+                .lock()
+                .unwrap()
+                .push(error.map(ToString::to_string));
         }
+    }
+
+    /// A witness that heard the peer end the connection with this error.
+    struct Heard(std::io::Error);
+
+    impl EndWitness for Heard {
+        fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_protocol_close_without_an_error_carries_what_the_witness_heard() {
+        let heard = || std::sync::Arc::new(Heard(std::io::Error::other("the peer's last word")));
+        // A protocol close with nothing of its own: the witness's word.
+        let (_, listener, _link, record) = setup(Protocol::Http2);
+        record.set_end_witness(heard());
+        assert!(record.close(CloseReason::ProtocolClosed, None));
+        // The close's own error, or a close the pool made: not the witness's.
+        let (_, own, _link, record) = setup(Protocol::Http2);
+        record.set_end_witness(heard());
+        record.close(
+            CloseReason::ProtocolClosed,
+            Some(Box::new(std::io::Error::other("the driver's error"))),
+        );
+        let (_, pools, _link, record) = setup(Protocol::Http2);
+        record.set_end_witness(heard());
+        record.close(CloseReason::IdleTimeout, None);
+        let errors = |l: &Counting| l.errors.lock().unwrap().clone();
+        assert_eq!(errors(&listener), [Some("the peer's last word".to_owned())]);
+        assert_eq!(errors(&own), [Some("the driver's error".to_owned())]);
+        assert_eq!(errors(&pools), [None]);
     }
 
     fn setup(
