@@ -565,6 +565,15 @@ mod tests {
         }
     }
 
+    /// A permit that counts its release (its drop).
+    struct Permit(Arc<AtomicUsize>);
+
+    impl Drop for Permit {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     /// A witness that heard the peer end the connection with this error.
     struct Heard(std::io::Error);
 
@@ -748,12 +757,6 @@ mod tests {
 
     #[test]
     fn an_h1_permit_is_released_when_the_socket_is_gone() {
-        struct Permit(Arc<AtomicUsize>);
-        impl Drop for Permit {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let released = Arc::new(AtomicUsize::new(0));
         let gauges = Arc::new(Gauges::default());
         gauges.inc(Gauge::Establishing);
@@ -780,12 +783,6 @@ mod tests {
 
     #[test]
     fn the_permit_is_released_at_logical_close() {
-        struct Permit(Arc<AtomicUsize>);
-        impl Drop for Permit {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let released = Arc::new(AtomicUsize::new(0));
         let gauges = Arc::new(Gauges::default());
         gauges.inc(Gauge::Establishing);
