@@ -18,8 +18,10 @@
 //!   being written breaks off) or between two;
 //! * a read or write error of the transport (a reset connection).
 //!
-//! Only the first counts: a reset after a `GOAWAY` does not hide the `GOAWAY`'s reason. What
-//! it does not do: read anything h2 would not (it looks at the bytes the transport already
+//! A `GOAWAY` is the server's own word and outranks what the transport did, whichever came
+//! first: a server that sends `GOAWAY` and closes with requests still unread resets the
+//! connection, and the client's next write may fail before it reads the `GOAWAY` waiting in
+//! its buffer (`reset.rs` reads on to it). Otherwise the first end counts. What it does not do: read anything h2 would not (it looks at the bytes the transport already
 //! wrote into hyper's buffer), or say why the pool itself ended a connection (those closes
 //! carry their own reason, and the record does not ask).
 
@@ -39,11 +41,13 @@ pub(crate) const DEBUG_KEPT: usize = 128;
 /// of the debug text.
 pub(crate) const GOAWAY_KEPT: usize = 8 + DEBUG_KEPT;
 
-/// The peer's last words on one connection: unset until the first is read; then `None` for
-/// a graceful `GOAWAY`, or why the connection ended.
+/// The peer's last words on one connection.
 #[derive(Debug, Default)]
 pub(crate) struct LastWords {
-    said: OnceLock<Option<PeerEnded>>,
+    /// The server's `GOAWAY`: unset until read; `None` if graceful.
+    goaway: OnceLock<Option<PeerEnded>>,
+    /// The first end the transport met: the stream's end or an I/O error.
+    transport: OnceLock<PeerEnded>,
 }
 
 /// Where the reader was in the server's frames when the stream ended.
@@ -62,9 +66,13 @@ pub(crate) enum Where {
 }
 
 impl LastWords {
-    /// The cause noted, if the connection ended with an error.
+    /// The cause noted, if the connection ended with an error: the `GOAWAY`'s if there was
+    /// one, or what the transport met.
     pub(crate) fn cause(&self) -> Option<&PeerEnded> {
-        self.said.get().and_then(Option::as_ref)
+        match self.goaway.get() {
+            Some(goaway) => goaway.as_ref(),
+            None => self.transport.get(),
+        }
     }
 
     /// The server's `GOAWAY`, whose payload began with `payload` (at most [`GOAWAY_KEPT`]
@@ -76,7 +84,7 @@ impl LastWords {
         let last = u32::from_be_bytes([last[0], last[1], last[2], last[3]]) & 0x7fff_ffff;
         let code = u32::from_be_bytes([code[0], code[1], code[2], code[3]]);
         if code == 0 {
-            let _ = self.said.set(None);
+            let _ = self.goaway.set(None);
             return;
         }
         let mut text = format!(
@@ -89,11 +97,14 @@ impl LastWords {
             text.push_str(": ");
             text.push_str(debug);
         }
-        self.note(text);
+        let _ = self.goaway.set(Some(PeerEnded(text)));
     }
 
     /// The server's stream ended (a read returned no bytes), the reader being `at` that point.
     pub(crate) fn ended(&self, at: Where) {
+        if self.transport.get().is_some() {
+            return;
+        }
         let text = match at {
             Where::Between => "the server ended the connection without a GOAWAY".to_owned(),
             Where::InHeader(have) => format!(
@@ -115,6 +126,9 @@ impl LastWords {
 
     /// Reading from (`reading`) or writing to the transport failed with `error`.
     pub(crate) fn failed(&self, reading: bool, error: &io::Error) {
+        if self.transport.get().is_some() {
+            return;
+        }
         let direction = if reading {
             "reading from"
         } else {
@@ -123,12 +137,11 @@ impl LastWords {
         self.note(format!("{direction} the connection failed: {error}"));
     }
 
-    /// Keeps `text` unless something was noted before.
+    /// Keeps `text` as the transport's end unless one was noted before (callers look first,
+    /// so that a transport polled again after its end formats nothing).
     #[cold]
     fn note(&self, text: String) {
-        if self.said.get().is_none() {
-            let _ = self.said.set(Some(PeerEnded(text)));
-        }
+        let _ = self.transport.set(PeerEnded(text));
     }
 }
 
@@ -193,6 +206,18 @@ mod tests {
                 .unwrap()
                 .to_string()
                 .contains("ENHANCE_YOUR_CALM")
+        );
+    }
+
+    #[test]
+    fn a_goaway_read_after_a_failed_write_is_still_the_reason() {
+        let words = LastWords::default();
+        words.failed(false, &io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(words.cause().unwrap().to_string().starts_with("writing to"));
+        words.goaway(&goaway(3, 0xb, b""));
+        assert_eq!(
+            words.cause().unwrap().to_string(),
+            "the server sent GOAWAY ENHANCE_YOUR_CALM (last stream processed 3)"
         );
     }
 
