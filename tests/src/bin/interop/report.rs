@@ -324,6 +324,14 @@ pub(crate) fn summarize(
     if let Some(closed) = object("/connections/closed").and_then(nonzero) {
         info.push(format!("connections closed during the run: {closed}"));
     }
+    // Why, where the close said: for HTTP/2, what the server's frames showed.
+    if let Some(examples) = object("/connections/close_examples") {
+        for (reason, example) in examples {
+            if let Some(example) = example.as_str() {
+                info.push(format!("  {reason}, e.g.: {example}"));
+            }
+        }
+    }
     let resends = object("/connections/resends").map(|r| nonzero(r).unwrap_or("0".into()));
     vec![
         show(requests),
