@@ -111,9 +111,12 @@ pub struct ConnectionRecord {
 /// Whatever reads a connection's transport below the protocol and so learns first why the
 /// peer ended it: pool-h2's frame reader sees a `GOAWAY` and its error code, or the stream
 /// ending in the middle of a frame, before h2 acts on either. The record asks it at a close
-/// for [`CloseReason::ProtocolClosed`] that carries no error of its own, so the close event
-/// says why even when the transport's drop or a failed request closed the record before the
-/// protocol's driver, which knows the error too, ended (an HTTP/2 driver ends last).
+/// for [`CloseReason::ProtocolClosed`], so the close event says why even when the transport's
+/// drop or a failed request closed the record before the protocol's driver, which knows the
+/// error too, ended (an HTTP/2 driver usually ends last). Its word goes before the close's
+/// own error: the same server act then reads the same whichever path closed the record
+/// first (the driver's error words a `GOAWAY` as h2 renders it, the witness as the frame
+/// said it). Without a word from it, the close's own error stands.
 pub trait EndWitness: Send + Sync + 'static {
     /// Why the peer ended the connection, if it ended it with an error (`None` before the
     /// end, and after a graceful one).
@@ -458,15 +461,14 @@ impl ConnectionRecord {
             let permit = self.permit.lock().take();
             drop(permit);
         }
-        // The peer's own word on a close the protocol made, when the close has none.
-        let witnessed = match (&error, reason) {
-            (None, CloseReason::ProtocolClosed) => self.witness.get().and_then(|w| w.cause()),
+        // On a close the protocol made, the peer's own word first (see `EndWitness`).
+        let witnessed = match reason {
+            CloseReason::ProtocolClosed => self.witness.get().and_then(|w| w.cause()),
             _ => None,
         };
-        let error_ref = error
+        let error_ref = witnessed.or(error
             .as_deref()
-            .map(|e| e as &(dyn Error + Send + Sync + 'static))
-            .or(witnessed);
+            .map(|e| e as &(dyn Error + Send + Sync + 'static)));
         tracing::debug!(
             connection = self.info.id().as_u64(),
             origin = %self.info.origin(),
@@ -583,16 +585,32 @@ mod tests {
         }
     }
 
+    /// A witness that heard nothing.
+    struct Silent;
+
+    impl EndWitness for Silent {
+        fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+            None
+        }
+    }
+
     #[test]
-    fn a_protocol_close_without_an_error_carries_what_the_witness_heard() {
+    fn a_protocol_close_carries_what_the_witness_heard() {
         let heard = || std::sync::Arc::new(Heard(std::io::Error::other("the peer's last word")));
         // A protocol close with nothing of its own: the witness's word.
         let (_, listener, _link, record) = setup(Protocol::Http2);
         record.set_end_witness(heard());
         assert!(record.close(CloseReason::ProtocolClosed, None));
-        // The close's own error, or a close the pool made: not the witness's.
+        // The witness's word before the close's own error; the close's own without a word
+        // (a witness that heard nothing yet); a close the pool made: never the witness's.
         let (_, own, _link, record) = setup(Protocol::Http2);
         record.set_end_witness(heard());
+        record.close(
+            CloseReason::ProtocolClosed,
+            Some(Box::new(std::io::Error::other("the driver's error"))),
+        );
+        let (_, silent, _link, record) = setup(Protocol::Http2);
+        record.set_end_witness(std::sync::Arc::new(Silent));
         record.close(
             CloseReason::ProtocolClosed,
             Some(Box::new(std::io::Error::other("the driver's error"))),
@@ -602,7 +620,8 @@ mod tests {
         record.close(CloseReason::IdleTimeout, None);
         let errors = |l: &Counting| l.errors.lock().unwrap().clone();
         assert_eq!(errors(&listener), [Some("the peer's last word".to_owned())]);
-        assert_eq!(errors(&own), [Some("the driver's error".to_owned())]);
+        assert_eq!(errors(&own), [Some("the peer's last word".to_owned())]);
+        assert_eq!(errors(&silent), [Some("the driver's error".to_owned())]);
         assert_eq!(errors(&pools), [None]);
     }
 
