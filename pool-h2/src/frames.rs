@@ -324,27 +324,30 @@ impl Scan {
         }
     }
 
+    /// The payload length the current frame's header says (its first three bytes).
+    fn payload_length(&self) -> usize {
+        let [l0, l1, l2, ..] = self.header;
+        usize::from(l0) << 16 | usize::from(l1) << 8 | usize::from(l2)
+    }
+
     /// Where the reader is now, for a stream that ends here.
     fn position(&self) -> Where {
         match self.have {
             0 => Where::Between,
             have @ 1..=8 => Where::InHeader(have),
-            _ => {
-                let [l0, l1, l2, kind, ..] = self.header;
-                Where::InPayload {
-                    kind,
-                    length: usize::from(l0) << 16 | usize::from(l1) << 8 | usize::from(l2),
-                    missing: self.left,
-                }
-            }
+            _ => Where::InPayload {
+                kind: self.header[3],
+                length: self.payload_length(),
+                missing: self.left,
+            },
         }
     }
 
     /// A frame header is whole: notes its payload's length and counts an empty DATA frame
     /// that does not end its stream (a padded one once its padding length is read).
     fn header_done(&mut self) -> usize {
-        let [l0, l1, l2, kind, flags, ..] = self.header;
-        self.left = usize::from(l0) << 16 | usize::from(l1) << 8 | usize::from(l2);
+        let [.., kind, flags, _, _, _, _] = self.header;
+        self.left = self.payload_length();
         let open_data = kind == DATA && flags & END_STREAM == 0;
         let mut found = 0;
         if open_data && flags & PADDED != 0 {

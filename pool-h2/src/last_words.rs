@@ -180,6 +180,11 @@ impl Error for PeerEnded {}
 mod tests {
     use super::*;
 
+    /// What `words` give as the cause, as text.
+    fn said(words: &LastWords) -> Option<String> {
+        words.cause().map(ToString::to_string)
+    }
+
     fn goaway(last: u32, code: u32, debug: &[u8]) -> Vec<u8> {
         let mut payload = last.to_be_bytes().to_vec();
         payload.extend_from_slice(&code.to_be_bytes());
@@ -192,7 +197,7 @@ mod tests {
         let words = LastWords::default();
         words.goaway(&goaway(557, 0xb, b"invalid_window_update_frame_rate"));
         assert_eq!(
-            words.cause().map(ToString::to_string).as_deref(),
+            said(&words).as_deref(),
             Some(
                 "the server sent GOAWAY ENHANCE_YOUR_CALM (last stream processed 557): \
                  invalid_window_update_frame_rate"
@@ -200,23 +205,17 @@ mod tests {
         );
         // The first word stands: the end of the stream that follows does not replace it.
         words.ended(Where::Between);
-        assert!(
-            words
-                .cause()
-                .unwrap()
-                .to_string()
-                .contains("ENHANCE_YOUR_CALM")
-        );
+        assert!(said(&words).unwrap().contains("ENHANCE_YOUR_CALM"));
     }
 
     #[test]
     fn a_goaway_read_after_a_failed_write_is_still_the_reason() {
         let words = LastWords::default();
         words.failed(false, &io::Error::from(io::ErrorKind::BrokenPipe));
-        assert!(words.cause().unwrap().to_string().starts_with("writing to"));
+        assert!(said(&words).unwrap().starts_with("writing to"));
         words.goaway(&goaway(3, 0xb, b""));
         assert_eq!(
-            words.cause().unwrap().to_string(),
+            said(&words).unwrap(),
             "the server sent GOAWAY ENHANCE_YOUR_CALM (last stream processed 3)"
         );
     }
@@ -238,26 +237,18 @@ mod tests {
             missing: 4_628,
         });
         assert_eq!(
-            mid.cause().unwrap().to_string(),
+            said(&mid).unwrap(),
             "the server ended the connection without a GOAWAY, in the middle of a DATA frame \
              (4628 of its 16384 bytes never came)"
         );
         let header = LastWords::default();
         header.ended(Where::InHeader(4));
-        assert!(
-            header
-                .cause()
-                .unwrap()
-                .to_string()
-                .contains("4 of its 9 bytes")
-        );
+        assert!(said(&header).unwrap().contains("4 of its 9 bytes"));
         let reset = LastWords::default();
         reset.failed(true, &io::Error::from(io::ErrorKind::ConnectionReset));
         assert!(
-            reset
-                .cause()
+            said(&reset)
                 .unwrap()
-                .to_string()
                 .starts_with("reading from the connection failed: "),
         );
     }
@@ -267,12 +258,6 @@ mod tests {
         let words = LastWords::default();
         words.goaway(&[0, 0, 0, 1, 0, 0]);
         words.ended(Where::Between);
-        assert!(
-            words
-                .cause()
-                .unwrap()
-                .to_string()
-                .contains("without a GOAWAY")
-        );
+        assert!(said(&words).unwrap().contains("without a GOAWAY"));
     }
 }

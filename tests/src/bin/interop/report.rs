@@ -200,11 +200,16 @@ pub(crate) fn unlisted_lesson(json: &Value, key: &str, port: u16) -> Option<Stri
 /// and fail requests while the pool learns; after it, nothing more should.
 pub(crate) fn settled_second(seconds: &[Value]) -> Option<usize> {
     seconds.iter().position(|s| {
-        s["window_s"].as_f64().is_some_and(|w| w >= 1.0)
+        is_whole(s)
             && count(s, "successes") > 0
             && count(s, "failures") == 0
             && count(s, "connections_closed") == 0
     })
+}
+
+/// Whether a second of a summary's `timeline` is a whole one (not the run's last fraction).
+fn is_whole(second: &Value) -> bool {
+    second["window_s"].as_f64().is_some_and(|w| w >= 1.0)
 }
 
 /// A count of one second of a summary's `timeline` (0 if absent).
@@ -228,10 +233,7 @@ fn lesson_failures(json: &Value, per_connection: u64, problems: &mut Vec<String>
         );
         return 0;
     };
-    let whole = seconds
-        .iter()
-        .filter(|s| s["window_s"].as_f64().is_some_and(|w| w >= 1.0))
-        .count();
+    let whole = seconds.iter().filter(|s| is_whole(s)).count();
     if settled > whole / 2 {
         problems.push(format!(
             "the run settled only in second {} of {whole}: the pool learnt too slowly",
