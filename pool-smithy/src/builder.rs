@@ -154,9 +154,14 @@ impl Builder {
         self.map(|b| b.tcp_nodelay(enabled))
     }
 
-    /// TCP keepalive with this idle time (off by default).
+    /// TCP keepalive with this idle time (15 s by default; [`pool::Builder::tcp_keepalive`]).
     pub fn tcp_keepalive(self, idle: Option<Duration>) -> Builder {
         self.map(|b| b.tcp_keepalive(idle))
+    }
+
+    /// `TCP_USER_TIMEOUT` (30 s by default; [`pool::Builder::tcp_user_timeout`]).
+    pub fn tcp_user_timeout(self, timeout: Option<Duration>) -> Builder {
+        self.map(|b| b.tcp_user_timeout(timeout))
     }
 
     /// Binds new sockets to this local address.

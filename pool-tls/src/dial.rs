@@ -4,6 +4,21 @@
 //! (interface binding, local address and port) can be, then hands it to tokio for the
 //! non-blocking connect. Addresses are ordered and raced by [`happy_eyeballs`].
 //!
+//! **A peer that vanishes.** A pooled connection spends most of its life idle, and a peer that
+//! goes away without a FIN or a reset (a host powered off, a NAT or load balancer that forgot
+//! the flow) leaves it open on this side for ever: nothing is sent, so nothing fails, and the
+//! next request written into it waits for TCP's retransmissions to give up (about 15 minutes
+//! with Linux's defaults). So every socket is dialed, unless told otherwise, with TCP keepalive
+//! after 15 s of silence, a probe every 15 s and at most 3 unanswered (a dead idle connection
+//! ends within a minute, and the probes keep a NAT's mapping of a quiet connection alive), and
+//! on Linux with `TCP_USER_TIMEOUT` of 30 s (data written and unacknowledged for that long ends
+//! the connection: a request sent into a dead one fails in 30 s; Linux then also ends an idle
+//! one once 30 s passed without an answer to its probes, so about 30 s after it went quiet
+//! rather than 60). These are
+//! reqwest's defaults since 0.12.23; Go's dialer probes after 15 s too; curl after 60 s.
+//! The kernel then ends the connection with `ETIMEDOUT`, which reaches the pool as the
+//! transport's error like any other. hyper-util's connector sets none of them.
+//!
 //! What this layer does not do: resolve names, apply the connect timeout (the connector wraps
 //! resolution, TCP and TLS in one deadline), or speak TLS.
 
@@ -32,9 +47,22 @@ pub struct DialOptions {
     /// Set `TCP_NODELAY`, disabling Nagle's algorithm. Default `true`: HTTP writes whole
     /// messages and waits for answers, the pattern Nagle delays most.
     pub nodelay: bool,
-    /// Enable `SO_KEEPALIVE` and start probing after this much idle time. Default `None`
-    /// (the OS default: keepalive off).
+    /// Enable `SO_KEEPALIVE` and start probing after this much idle time. Default 15 s (see
+    /// the module docs); `None` leaves keepalive off (the OS default), and then the next two
+    /// fields do nothing.
     pub keepalive: Option<Duration>,
+    /// With `keepalive`, the time between two unanswered probes (`TCP_KEEPINTVL`). Default
+    /// 15 s; `None` keeps the OS default (75 s on Linux).
+    pub keepalive_interval: Option<Duration>,
+    /// With `keepalive`, how many unanswered probes end the connection (`TCP_KEEPCNT`).
+    /// Default 3; `None` keeps the OS default (9 on Linux). Where `user_timeout` is set, Linux
+    /// ends the connection once that much time passed without an answer instead.
+    pub keepalive_retries: Option<u32>,
+    /// `TCP_USER_TIMEOUT`: how long written data may stay unacknowledged before the kernel
+    /// ends the connection (`ETIMEDOUT`). Default 30 s; `None` keeps the OS default (TCP's
+    /// retransmissions give up after about 15 minutes). Applied on Linux, Android and Fuchsia
+    /// only; elsewhere it does nothing.
+    pub user_timeout: Option<Duration>,
     /// Bind the socket to this local address (port chosen by the OS) before connecting. Only
     /// applied to destination addresses of the same family; others are dialed unbound.
     pub local_address: Option<IpAddr>,
@@ -59,7 +87,10 @@ impl Default for DialOptions {
     fn default() -> DialOptions {
         DialOptions {
             nodelay: true,
-            keepalive: None,
+            keepalive: Some(KEEPALIVE),
+            keepalive_interval: Some(KEEPALIVE),
+            keepalive_retries: Some(KEEPALIVE_RETRIES),
+            user_timeout: Some(USER_TIMEOUT),
             local_address: None,
             local_ports: None,
             happy_eyeballs_delay: Some(Duration::from_millis(250)),
@@ -67,6 +98,13 @@ impl Default for DialOptions {
         }
     }
 }
+
+/// The default idle time before the first keepalive probe, and between probes.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// The default number of unanswered keepalive probes that end a connection.
+const KEEPALIVE_RETRIES: u32 = 3;
+/// The default `TCP_USER_TIMEOUT`.
+const USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connects to one of `addrs` (happy eyeballs), returning the stream and the address it is
 /// connected to.
@@ -126,9 +164,10 @@ pub(crate) fn build_socket(
     socket.set_tcp_nodelay(options.nodelay).map_err(failed)?;
     if let Some(idle) = options.keepalive {
         socket
-            .set_tcp_keepalive(&TcpKeepalive::new().with_time(idle))
+            .set_tcp_keepalive(&keepalive(idle, options))
             .map_err(failed)?;
     }
+    set_user_timeout(&socket, options.user_timeout).map_err(failed)?;
     if let Some(name) = interface {
         bind_interface(&socket, name).map_err(|e| e.with_addr(addr))?;
     }
@@ -151,6 +190,57 @@ pub(crate) fn build_socket(
     // tokio requires a non-blocking socket; connect then completes through the reactor.
     socket.set_nonblocking(true).map_err(failed)?;
     Ok(socket)
+}
+
+/// The keepalive parameters for a socket that probes after `idle`.
+fn keepalive(idle: Duration, options: &DialOptions) -> TcpKeepalive {
+    let params = TcpKeepalive::new().with_time(idle);
+    #[cfg(any(
+        target_os = "android",
+        target_os = "fuchsia",
+        target_os = "linux",
+        target_os = "macos",
+        target_os = "freebsd"
+    ))]
+    let params = match options.keepalive_interval {
+        Some(interval) => params.with_interval(interval),
+        None => params,
+    };
+    #[cfg(any(
+        target_os = "android",
+        target_os = "fuchsia",
+        target_os = "linux",
+        target_os = "macos",
+        target_os = "freebsd"
+    ))]
+    let params = match options.keepalive_retries {
+        Some(retries) => params.with_retries(retries),
+        None => params,
+    };
+    #[cfg(not(any(
+        target_os = "android",
+        target_os = "fuchsia",
+        target_os = "linux",
+        target_os = "macos",
+        target_os = "freebsd"
+    )))]
+    let _ = options;
+    params
+}
+
+/// Sets `TCP_USER_TIMEOUT` where the platform has it.
+#[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+fn set_user_timeout(socket: &Socket, timeout: Option<Duration>) -> io::Result<()> {
+    match timeout {
+        Some(timeout) => socket.set_tcp_user_timeout(Some(timeout)),
+        None => Ok(()),
+    }
+}
+
+/// `TCP_USER_TIMEOUT` does not exist here: nothing to set.
+#[cfg(not(any(target_os = "android", target_os = "fuchsia", target_os = "linux")))]
+fn set_user_timeout(_socket: &Socket, _timeout: Option<Duration>) -> io::Result<()> {
+    Ok(())
 }
 
 /// Binds `socket` to `ip` and the first port of `ports` that is free, in order, as curl's
@@ -227,11 +317,75 @@ mod tests {
 
         let options = DialOptions {
             nodelay: false,
+            keepalive: None,
             ..Default::default()
         };
         let socket = build_socket(loopback(), &options, None).unwrap();
         assert!(!socket.tcp_nodelay().unwrap());
         assert!(!socket.keepalive().unwrap());
+    }
+
+    /// A dialed socket finds a vanished peer by default: keepalive after 15 s, every 15 s, 3
+    /// probes, and 30 s for unacknowledged data.
+    #[cfg(any(target_os = "android", target_os = "linux"))]
+    #[test]
+    fn sockets_probe_a_silent_peer_by_default() {
+        let socket = build_socket(loopback(), &DialOptions::default(), None).unwrap();
+        assert!(socket.keepalive().unwrap());
+        assert_eq!(socket.tcp_keepalive_time().unwrap(), KEEPALIVE);
+        assert_eq!(socket.tcp_keepalive_interval().unwrap(), KEEPALIVE);
+        assert_eq!(socket.tcp_keepalive_retries().unwrap(), KEEPALIVE_RETRIES);
+        assert_eq!(socket.tcp_user_timeout().unwrap(), Some(USER_TIMEOUT));
+        assert_eq!(
+            (KEEPALIVE, KEEPALIVE_RETRIES, USER_TIMEOUT),
+            (Duration::from_secs(15), 3, Duration::from_secs(30))
+        );
+    }
+
+    /// Each of the four can be set, and `None` leaves the OS's own value in place.
+    #[cfg(any(target_os = "android", target_os = "linux"))]
+    #[test]
+    fn keepalive_parameters_and_user_timeout_follow_the_options() {
+        let options = DialOptions {
+            keepalive: Some(Duration::from_secs(40)),
+            keepalive_interval: Some(Duration::from_secs(7)),
+            keepalive_retries: Some(5),
+            user_timeout: Some(Duration::from_millis(2500)),
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        assert_eq!(
+            socket.tcp_keepalive_time().unwrap(),
+            Duration::from_secs(40)
+        );
+        assert_eq!(
+            socket.tcp_keepalive_interval().unwrap(),
+            Duration::from_secs(7)
+        );
+        assert_eq!(socket.tcp_keepalive_retries().unwrap(), 5);
+        assert_eq!(
+            socket.tcp_user_timeout().unwrap(),
+            Some(Duration::from_millis(2500))
+        );
+
+        let untouched = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        let options = DialOptions {
+            keepalive_interval: None,
+            keepalive_retries: None,
+            user_timeout: None,
+            ..Default::default()
+        };
+        let socket = build_socket(loopback(), &options, None).unwrap();
+        assert_eq!(socket.tcp_keepalive_time().unwrap(), KEEPALIVE);
+        assert_eq!(
+            socket.tcp_keepalive_interval().unwrap(),
+            untouched.tcp_keepalive_interval().unwrap()
+        );
+        assert_eq!(
+            socket.tcp_keepalive_retries().unwrap(),
+            untouched.tcp_keepalive_retries().unwrap()
+        );
+        assert_eq!(socket.tcp_user_timeout().unwrap(), None);
     }
 
     #[test]

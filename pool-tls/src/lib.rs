@@ -9,7 +9,8 @@
 //! * [`HttpConnector`] is the default implementation: name resolution through a [`Resolve`]
 //!   ([`SystemResolver`] runs `getaddrinfo` on the blocking pool, [`StaticResolver`] adds
 //!   curl-style `--resolve` overrides), TCP dialing on socket2 ([`DialOptions`]: `TCP_NODELAY`,
-//!   keepalive, local address, interface binding) with RFC 8305 happy-eyeballs racing, then
+//!   keepalive and `TCP_USER_TIMEOUT` on by default so that a vanished peer is found, local
+//!   address, interface binding) with RFC 8305 happy-eyeballs racing, then
 //!   rustls for `https` ([`TlsConnector`]: native roots loaded once per process, extra roots,
 //!   client certificates, ALPN offers). One connect timeout covers resolution, TCP and TLS.
 //!   [`ConnectTo`] rules dial another host and port for chosen origins (curl's `--connect-to`)

@@ -33,9 +33,46 @@ impl Builder {
         self
     }
 
-    /// Enables TCP keepalive with this idle time (off by default).
+    /// TCP keepalive: probes start after this much silence on a connection (15 s by
+    /// default, as reqwest's and Go's; curl's are 60 s). `None` turns keepalive off.
+    ///
+    /// With the two settings below and [`tcp_user_timeout`](Self::tcp_user_timeout), this is
+    /// how a connection whose peer vanished without a word (a host gone, a NAT or load
+    /// balancer that dropped the flow) is found: the kernel ends it with `ETIMEDOUT`, an idle
+    /// one closes (its close event carries that error) instead of waiting for the next
+    /// request to be written into it, and the probes keep a NAT's mapping of a quiet
+    /// connection alive. With the defaults a dead idle connection ends about 30 s after it
+    /// went quiet on Linux (the user timeout cuts the probes short), within a minute elsewhere.
     pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
         self.dial.keepalive = idle;
+        self
+    }
+
+    /// The time between two unanswered keepalive probes (15 s by default; `None`: the OS's,
+    /// 75 s on Linux). Only with [`tcp_keepalive`](Self::tcp_keepalive).
+    pub fn tcp_keepalive_interval(mut self, interval: Option<Duration>) -> Self {
+        self.dial.keepalive_interval = interval;
+        self
+    }
+
+    /// How many unanswered keepalive probes end a connection (3 by default; `None`: the OS's,
+    /// 9 on Linux). Only with [`tcp_keepalive`](Self::tcp_keepalive); where
+    /// [`tcp_user_timeout`](Self::tcp_user_timeout) is set, Linux ends the connection once
+    /// that much time passed without an answer instead.
+    pub fn tcp_keepalive_retries(mut self, retries: Option<u32>) -> Self {
+        self.dial.keepalive_retries = retries;
+        self
+    }
+
+    /// `TCP_USER_TIMEOUT`: how long data written on a connection may stay unacknowledged
+    /// before the kernel ends it (30 s by default, as reqwest's; `None`: TCP's own
+    /// retransmissions, which give up after about 15 minutes). A request written into a
+    /// connection whose peer is gone then fails with the transport's `ETIMEDOUT` in that
+    /// time, whatever the [`read_timeout`](Self::read_timeout). A connection that
+    /// stays busy on a path that loses every segment for that long ends too. Applied on
+    /// Linux, Android and Fuchsia; elsewhere it does nothing.
+    pub fn tcp_user_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.dial.user_timeout = timeout;
         self
     }
 

@@ -132,7 +132,8 @@ const DEFAULT_KEEPALIVE: u64 = 60;
 
 impl NetArgs {
     /// The TCP keepalive idle time: curl sends probes after 60 s of silence unless told
-    /// otherwise (`--keepalive-time`), or not at all (`--no-keepalive`, or a time of 0).
+    /// otherwise (`--keepalive-time`), or not at all (`--no-keepalive`, or a time of 0). curl
+    /// also spaces the probes by this time (`TCP_KEEPINTVL`).
     pub(crate) fn tcp_keepalive(&self) -> Option<std::time::Duration> {
         let seconds = self.keepalive_time.unwrap_or(DEFAULT_KEEPALIVE);
         (!self.no_keepalive && seconds > 0).then(|| std::time::Duration::from_secs(seconds))

@@ -23,7 +23,7 @@
 //! | `--ciphers`, `--tls13-ciphers`, `--curves` | `tls_cipher_suites`, `tls_key_exchange_groups` (curl mode; read as OpenSSL reads them, [`super::ciphers`]; a list that picks nothing fails `https://` transfers, exit 59) |
 //! | `--no-alpn`, `--no-sessionid` | `tls_alpn(false)` (and `Http2Only` under `--http2-prior-knowledge`), `tls_session_resumption(false)` (curl mode) |
 //! | `--haproxy-protocol` | `proxy_protocol(true)` (curl mode) |
-//! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` (curl mode; 60 s by default, as curl) |
+//! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` and `tcp_keepalive_interval` (curl mode; 60 s by default, as curl; no probe count or `TCP_USER_TIMEOUT`, as curl) |
 //! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
@@ -326,7 +326,12 @@ fn curl_builder(
         .http09_responses(args.net.http0_9);
     builder = builder
         .proxy_protocol(args.net.haproxy_protocol)
+        // curl sets the probes' interval to the idle time and leaves their count and
+        // TCP_USER_TIMEOUT to the OS; the library's own defaults (15 s, 3, 30 s) are not curl's.
         .tcp_keepalive(args.net.tcp_keepalive())
+        .tcp_keepalive_interval(args.net.tcp_keepalive())
+        .tcp_keepalive_retries(None)
+        .tcp_user_timeout(None)
         .local_ports(args.net.local_port.clone());
     if let Some(wait) = args.send.expect100_timeout {
         builder = builder.expect_continue_timeout(Some(wait));
