@@ -18,7 +18,7 @@ pub enum Event {
     Reused(ConnectionId),
     /// `connection_borrowed` by a partition.
     Borrowed(ConnectionId, PartitionId),
-    /// `connection_closed`, with the source error's text.
+    /// `connection_closed`, with the error's text and its sources', joined with `: `.
     Closed(ConnectionId, CloseReason, Option<String>),
     /// `connection_failed`, with the error's text.
     Failed(OriginKey, PartitionId, String),
@@ -185,11 +185,7 @@ impl ConnectionEventListener for EventLog {
         reason: CloseReason,
         error: Option<&(dyn Error + Send + Sync + 'static)>,
     ) {
-        self.push(Event::Closed(
-            info.id(),
-            reason,
-            error.map(|e| e.to_string()),
-        ));
+        self.push(Event::Closed(info.id(), reason, error.map(|e| chain(e))));
     }
 
     fn connection_failed(
@@ -200,4 +196,21 @@ impl ConnectionEventListener for EventLog {
     ) {
         self.push(Event::Failed(origin.clone(), partition, error.to_string()));
     }
+}
+
+/// An error's text followed by its sources', joined with `: `: hyper's HTTP/1 connection error
+/// says "connection error" and leaves the transport's error (a reset, `ETIMEDOUT`) to its
+/// source. A source whose text already ends the line is not repeated.
+fn chain(error: &(dyn Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        let part = source.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = source.source();
+    }
+    text
 }

@@ -1756,3 +1756,167 @@ async fn an_upload_answered_early_goes_on_for_a_success_or_when_asked_to() {
         assert_eq!(events.closed_with(CloseReason::IncompleteH1Exchange), 0);
     }
 }
+
+/// Set in the environment of the copy of this test binary that
+/// [`a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout`] runs in a network
+/// namespace of its own.
+const IN_NETNS: &str = "POOL_TESTS_IN_NETNS";
+
+/// A peer that vanishes without a word: no FIN, no reset, nothing answers any more (a host
+/// gone, a NAT that forgot the flow). On loopback the kernel answers for every peer, so the
+/// test runs a copy of itself under `unshare -rn` (a network namespace, with a user namespace
+/// so that no privilege is needed), where taking the namespace's own `lo` down silences every
+/// connection at once while both ends stay open.
+///
+/// Three pools each leave one idle connection to the same server: one with keepalive probing
+/// after 1 s (every 1 s, 2 probes), one with `TCP_USER_TIMEOUT` of 1 s and no keepalive, and
+/// one with neither. Then `lo` goes down. The probing pool's connection ends with the
+/// kernel's `ETIMEDOUT` while idle, when the silent pool's connection is still there; a POST
+/// (not re-sent: it may have been processed) written into the user-timeout pool's connection
+/// fails with `ETIMEDOUT`, when the same POST into the silent pool's connection still waits.
+#[test]
+fn a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout() {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return a_vanished_peer_in_this_namespace();
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let output = std::process::Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+        .arg(exe)
+        .args([
+            "--exact",
+            "a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(IN_NETNS, "1")
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("skipped: `unshare` could not be run ({e}); `.ci/run` installs it");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stdout.is_empty() {
+        // `unshare` or `ip` itself failed: no namespace (the test binary never ran).
+        eprintln!("skipped: no network namespace here: {}", stderr.trim());
+        return;
+    }
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the copy in its own namespace:\n{stdout}\n{stderr}"
+    );
+}
+
+/// The body of [`a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout`], in its
+/// namespace with `lo` up.
+fn a_vanished_peer_in_this_namespace() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+        let url = server.url("/");
+        let key = origin(&url);
+        let second = Duration::from_secs(1);
+        let quiet = || {
+            ConnectionPool::builder()
+                .tcp_keepalive(None)
+                .tcp_user_timeout(None)
+        };
+        let (probing, probing_client, probing_events) = observed(
+            quiet()
+                .tcp_keepalive(Some(second))
+                .tcp_keepalive_interval(Some(second))
+                .tcp_keepalive_retries(Some(2)),
+        );
+        let (bounded, bounded_client, bounded_events) =
+            observed(quiet().tcp_user_timeout(Some(second)));
+        let (silent, silent_client, silent_events) = observed(quiet());
+        for client in [&probing_client, &bounded_client, &silent_client] {
+            fetch(client, &url).await;
+        }
+        for pool in [&probing, &bounded, &silent] {
+            settle(pool, &key, |s| s.h1_idle == 1).await;
+        }
+
+        let down = std::process::Command::new("ip")
+            .args(["link", "set", "lo", "down"])
+            .status()
+            .unwrap();
+        assert!(down.success(), "ip link set lo down: {down}");
+
+        // Keepalive: after 1 s of silence and two unanswered probes, about 3 s.
+        tokio::time::timeout(20 * second, probing_events.wait_for_closed(1))
+            .await
+            .expect("the probing pool's idle connection ends");
+        let closes: Vec<_> = probing_events
+            .events()
+            .into_iter()
+            .filter_map(|event| match event {
+                pool_tests::events::Event::Closed(_, reason, error) => Some((reason, error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(closes.len(), 1, "{closes:?}");
+        let (reason, error) = &closes[0];
+        assert_eq!(*reason, CloseReason::ProtocolClosed, "{closes:?}");
+        let error = error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("timed out"),
+            "the kernel's ETIMEDOUT: {error}"
+        );
+        settle(&probing, &key, |s| *s == PartitionStats::default()).await;
+        // The same silence, no probes: nothing noticed.
+        assert_eq!(silent.stats(&key).total().h1_idle, 1);
+        assert!(silent_events.closed().is_empty());
+
+        // TCP_USER_TIMEOUT: a request written into the dead connection fails in about 1 s,
+        // while the same request into the connection without it still waits.
+        let post = |client: &pool::Client| {
+            let request = Request::post(url.as_str())
+                .body(Full::new(Bytes::from_static(b"payload")))
+                .unwrap();
+            let client = client.clone();
+            async move { client.request(request).await }
+        };
+        let waiting = post(&silent_client);
+        tokio::pin!(waiting);
+        let failed = tokio::select! {
+            result = tokio::time::timeout(20 * second, post(&bounded_client)) => {
+                result.expect("the user timeout ends the request")
+            }
+            _ = &mut waiting => panic!("the request without a user timeout ended first"),
+        };
+        let error = failed.expect_err("written into a dead connection");
+        let chain = format!("{error:#}");
+        assert!(
+            chain.contains("timed out"),
+            "the kernel's ETIMEDOUT: {chain}"
+        );
+        assert!(
+            !error.is_read_timeout() && !error.is_pool_timeout(),
+            "{chain}"
+        );
+        assert!(bounded_events.resent().is_empty(), "a POST is not re-sent");
+        settle(&bounded, &key, |s| *s == PartitionStats::default()).await;
+        assert!(
+            futures_now(&mut waiting).is_none(),
+            "without a user timeout the request still waits"
+        );
+    });
+}
+
+/// `future` polled once: its output if it is ready.
+fn futures_now<F: std::future::Future + Unpin>(future: &mut F) -> Option<F::Output> {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    match std::pin::Pin::new(future).poll(&mut cx) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
+    }
+}
