@@ -192,40 +192,37 @@ pub(crate) fn build_socket(
     Ok(socket)
 }
 
-/// The keepalive parameters for a socket that probes after `idle`.
+/// The keepalive parameters for a socket that probes after `idle`, with the options' interval
+/// and count where the platform takes them.
+#[cfg(any(
+    target_os = "android",
+    target_os = "fuchsia",
+    target_os = "linux",
+    target_os = "macos",
+    target_os = "freebsd"
+))]
 fn keepalive(idle: Duration, options: &DialOptions) -> TcpKeepalive {
-    let params = TcpKeepalive::new().with_time(idle);
-    #[cfg(any(
-        target_os = "android",
-        target_os = "fuchsia",
-        target_os = "linux",
-        target_os = "macos",
-        target_os = "freebsd"
-    ))]
-    let params = match options.keepalive_interval {
-        Some(interval) => params.with_interval(interval),
-        None => params,
-    };
-    #[cfg(any(
-        target_os = "android",
-        target_os = "fuchsia",
-        target_os = "linux",
-        target_os = "macos",
-        target_os = "freebsd"
-    ))]
-    let params = match options.keepalive_retries {
-        Some(retries) => params.with_retries(retries),
-        None => params,
-    };
-    #[cfg(not(any(
-        target_os = "android",
-        target_os = "fuchsia",
-        target_os = "linux",
-        target_os = "macos",
-        target_os = "freebsd"
-    )))]
-    let _ = options;
+    let mut params = TcpKeepalive::new().with_time(idle);
+    if let Some(interval) = options.keepalive_interval {
+        params = params.with_interval(interval);
+    }
+    if let Some(retries) = options.keepalive_retries {
+        params = params.with_retries(retries);
+    }
     params
+}
+
+/// The keepalive parameters for a socket that probes after `idle`: the OS's own interval and
+/// count.
+#[cfg(not(any(
+    target_os = "android",
+    target_os = "fuchsia",
+    target_os = "linux",
+    target_os = "macos",
+    target_os = "freebsd"
+)))]
+fn keepalive(idle: Duration, _options: &DialOptions) -> TcpKeepalive {
+    TcpKeepalive::new().with_time(idle)
 }
 
 /// Sets `TCP_USER_TIMEOUT` where the platform has it.
