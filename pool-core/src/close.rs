@@ -142,10 +142,69 @@ pub fn is_closed_or_reset(error: &std::io::Error) -> bool {
     )
 }
 
+/// `error`'s text followed by its sources', joined with `: `, for a close whose cause is
+/// kept as text: hyper's HTTP/1 errors say "connection error" and leave what the transport met
+/// (a reset, `ETIMEDOUT`) to their source. A source whose text already ends the line is not
+/// repeated.
+pub fn with_sources(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        let part = source.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = source.source();
+    }
+    text
+}
+
 #[cfg(all(test, not(pool_loom)))]
 mod tests {
     use super::*;
     use std::io::{Error, ErrorKind};
+
+    /// An error with a source, as hyper's are.
+    #[derive(Debug)]
+    struct Outer(Error);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("connection error")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_as_text_keeps_its_sources_once() {
+        let timed_out = Outer(Error::new(ErrorKind::TimedOut, "Connection timed out"));
+        assert_eq!(
+            with_sources(&timed_out),
+            "connection error: Connection timed out"
+        );
+        let plain = Error::other("closed");
+        assert_eq!(with_sources(&plain), "closed");
+        #[derive(Debug)]
+        struct Repeats(Error);
+        impl fmt::Display for Repeats {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "failed: {}", self.0)
+            }
+        }
+        impl std::error::Error for Repeats {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let repeats = Repeats(Error::other("reset"));
+        assert_eq!(with_sources(&repeats), "failed: reset");
+    }
 
     #[test]
     fn only_the_peer_closing_or_resetting_counts_as_closed_or_reset() {

@@ -237,7 +237,9 @@ where
                     self.fixed.link.bytes_read() == read_mark && closed_or_reset(&error);
                 self.record.close(
                     CloseReason::IncompleteH1Exchange,
-                    Some(Box::new(ExchangeFailed(error.to_string()))),
+                    Some(Box::new(ExchangeFailed(pool_core::close::with_sources(
+                        &error,
+                    )))),
                 );
                 SendOutcome::Failed {
                     error,

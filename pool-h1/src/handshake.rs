@@ -121,6 +121,9 @@ impl<B: Send + 'static, F> Handshaken<B, F> {
         link: Arc<PhysicalLink>,
         forward: Option<ForwardProxy>,
     ) -> (H1Connection<B>, H1Driver<F, B>) {
+        // Before anything can close the record: hyper gives a transport error to the request
+        // in flight and ends its connection without one, so the close asks the link.
+        record.set_end_witness(link.end_witness());
         let spot = Arc::new(ParkingSpot::default());
         let driver = H1Driver {
             conn: Some(self.conn),

@@ -37,8 +37,20 @@ impl AsyncRead for TrackedIo {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            self.link.count_read(buf.filled().len() - before);
+        match &polled {
+            Poll::Ready(Ok(())) => self.link.count_read(buf.filled().len() - before),
+            Poll::Ready(Err(error)) => self.link.failed(true, error),
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+impl TrackedIo {
+    /// Notes a failed write with the link (the close event's cause), passing `polled` on.
+    fn wrote<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(error)) = &polled {
+            self.link.failed(false, error);
         }
         polled
     }
@@ -50,7 +62,8 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(polled)
     }
 
     fn poll_write_vectored(
@@ -58,7 +71,8 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -66,7 +80,8 @@ impl AsyncWrite for TrackedIo {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.wrote(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

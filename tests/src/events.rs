@@ -136,6 +136,17 @@ impl EventLog {
             .collect()
     }
 
+    /// Each close recorded: its reason and its error's text (with its sources').
+    pub fn closes(&self) -> Vec<(CloseReason, Option<String>)> {
+        self.events()
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::Closed(_, reason, error) => Some((reason, error)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Waits until `condition` holds for the recorded events.
     pub async fn wait_until(&self, condition: impl Fn(&[Event]) -> bool) {
         loop {
@@ -185,7 +196,11 @@ impl ConnectionEventListener for EventLog {
         reason: CloseReason,
         error: Option<&(dyn Error + Send + Sync + 'static)>,
     ) {
-        self.push(Event::Closed(info.id(), reason, error.map(|e| chain(e))));
+        self.push(Event::Closed(
+            info.id(),
+            reason,
+            error.map(|e| pool_core::close::with_sources(e)),
+        ));
     }
 
     fn connection_failed(
@@ -196,21 +211,4 @@ impl ConnectionEventListener for EventLog {
     ) {
         self.push(Event::Failed(origin.clone(), partition, error.to_string()));
     }
-}
-
-/// An error's text followed by its sources', joined with `: `: hyper's HTTP/1 connection error
-/// says "connection error" and leaves the transport's error (a reset, `ETIMEDOUT`) to its
-/// source. A source whose text already ends the line is not repeated.
-fn chain(error: &(dyn Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(source) = next {
-        let part = source.to_string();
-        if !text.ends_with(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = source.source();
-    }
-    text
 }

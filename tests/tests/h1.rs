@@ -482,6 +482,32 @@ async fn happy_eyeballs_connects_to_the_address_that_answers() {
     assert_eq!(handle.info().remote_addr(), Some(server.addr()));
 }
 
+/// hyper hands a transport error to the request in flight and ends its connection future
+/// without one, so the driver closed the record with nothing to say; the close event now says
+/// what the transport met, as the I/O wrapper noted it.
+#[tokio::test]
+async fn a_reset_under_a_request_is_named_in_the_close_event() {
+    let server = ScriptedH1Server::start_with(ConnPlan::new().read_request().reset()).await;
+    let (_pool, client, events) = observed(ConnectionPool::builder());
+    let request = Request::post(server.url("/"))
+        .body(Full::new(Bytes::from_static(b"payload")))
+        .unwrap();
+    let error = client
+        .request(request)
+        .await
+        .expect_err("the server reset it");
+    events.wait_for_closed(1).await;
+    assert!(
+        matches!(
+            events.closes().as_slice(),
+            [(CloseReason::ProtocolClosed, Some(said))]
+                if said.starts_with("reading from the connection failed: ")
+                    && said.contains("reset by peer")
+        ),
+        "{events:?} ({error:#})"
+    );
+}
+
 #[tokio::test]
 async fn refused_connection_is_a_connect_error_and_leaves_nothing_behind() {
     let refused = pool_tests::refused::RefusedAddr::new();
@@ -1854,21 +1880,14 @@ fn a_vanished_peer_in_this_namespace() {
         tokio::time::timeout(20 * second, probing_events.wait_for_closed(1))
             .await
             .expect("the probing pool's idle connection ends");
-        let closes: Vec<_> = probing_events
-            .events()
-            .into_iter()
-            .filter_map(|event| match event {
-                pool_tests::events::Event::Closed(_, reason, error) => Some((reason, error)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(closes.len(), 1, "{closes:?}");
-        let (reason, error) = &closes[0];
-        assert_eq!(*reason, CloseReason::ProtocolClosed, "{closes:?}");
-        let error = error.as_deref().unwrap_or_default();
         assert!(
-            error.contains("timed out"),
-            "the kernel's ETIMEDOUT: {error}"
+            matches!(
+                probing_events.closes().as_slice(),
+                [(CloseReason::ProtocolClosed, Some(error))]
+                    if error.starts_with("reading from the connection failed: ")
+                        && error.contains("timed out")
+            ),
+            "the kernel's ETIMEDOUT: {probing_events:?}"
         );
         settle(&probing, &key, |s| *s == PartitionStats::default()).await;
         // The same silence, no probes: nothing noticed.
@@ -1903,6 +1922,18 @@ fn a_vanished_peer_in_this_namespace() {
             "{chain}"
         );
         assert!(bounded_events.resent().is_empty(), "a POST is not re-sent");
+        // Its connection's close says what the transport met (hyper handed the error to the
+        // request and ended the connection without one).
+        bounded_events.wait_for_closed(1).await;
+        assert!(
+            matches!(
+                bounded_events.closes().as_slice(),
+                [(CloseReason::ProtocolClosed, Some(error))]
+                    if error.starts_with("reading from the connection failed: ")
+                        && error.contains("timed out")
+            ),
+            "{bounded_events:?}"
+        );
         settle(&bounded, &key, |s| *s == PartitionStats::default()).await;
         assert!(
             futures_now(&mut waiting).is_none(),

@@ -479,7 +479,7 @@ async fn each_later_re_send_of_a_request_waits_twice_as_long_as_the_one_before()
     let resent = three_resends_after_closes(&events);
     assert!(resent.iter().all(|(id, ..)| *id != handle.id()));
     // Each lost connection's close event says what the transport met: the reset.
-    let closes = closes(&events);
+    let closes = events.closes();
     let reset = |error: &str| {
         ["reading from", "writing to"]
             .iter()
@@ -944,7 +944,7 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     assert_eq!(pool.counters().resends.total(), 4);
     assert!(events.failed().is_empty(), "{:?}", events.failed());
     // The two cuts were graceful GOAWAYs: nothing went wrong, so no close carries an error.
-    let closes = closes(&events);
+    let closes = events.closes();
     assert!(
         closes.iter().all(|(_, error)| error.is_none()),
         "{closes:?}"
@@ -965,18 +965,6 @@ async fn learns_and_keeps_to_the_request_quota(bound: Option<usize>) {
     // Every connection closed: the bound's permits are all back.
     let stats = pool.stats(&url);
     assert_eq!(stats.available_permits(), bound);
-}
-
-/// Every `connection_closed` event so far: its reason and its error's text.
-fn closes(events: &EventLog) -> Vec<(CloseReason, Option<String>)> {
-    events
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            pool_tests::events::Event::Closed(_, reason, error) => Some((reason, error)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The quota of the peer in the request-quota tests, and the burst each of their rounds sends.
@@ -1097,7 +1085,7 @@ async fn a_goaway_with_an_error_code_teaches_no_request_quota() {
     assert_eq!(per_connection, [QUOTA, BURST - QUOTA].repeat(3));
     assert!(events.failed().is_empty(), "{:?}", events.failed());
     // Each cut connection's close event carries the GOAWAY's code, which says why.
-    let closes = closes(&events);
+    let closes = events.closes();
     let calmed = closes
         .iter()
         .filter(|(reason, error)| {
@@ -1170,7 +1158,7 @@ async fn a_calm_goaway_without_overlapping_uploads_opens_further_connections_wit
         assert!(pool.stats(&url).larger_stream_window(), "{chosen:?}");
         assert!(!pool.stats(&url).uploads_one_at_a_time());
         // The first connection's close event says why it ended: the server's GOAWAY.
-        let closes = closes(&events);
+        let closes = events.closes();
         assert!(
             matches!(
                 closes.as_slice(),

@@ -2,9 +2,12 @@
 //! connector's return until its I/O is dropped, and tells the connection's record when that
 //! happens (the physical close, see the parent module).
 
+use std::error::Error;
 use std::fmt;
+use std::io;
+use std::sync::OnceLock;
 
-use super::ConnectionRecord;
+use super::{ConnectionRecord, EndWitness};
 use crate::stats::{Gauge, Gauges};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Arc, Mutex};
@@ -23,6 +26,8 @@ pub struct PhysicalLink {
     bytes_read: AtomicU64,
     /// The record to tell, once attached.
     record: Mutex<LinkState>,
+    /// The first read or write error of the transport (see [`TransportEnd`]).
+    end: std::sync::Arc<TransportEnd>,
 }
 
 enum LinkState {
@@ -42,7 +47,21 @@ impl PhysicalLink {
             gauges,
             bytes_read: AtomicU64::new(0),
             record: Mutex::new(LinkState::Unattached),
+            end: std::sync::Arc::default(),
         })
+    }
+
+    /// Reading from (`reading`) or writing to the transport failed with `error` (called by the
+    /// I/O wrapper; the first failure is kept).
+    #[cold]
+    pub fn failed(&self, reading: bool, error: &io::Error) {
+        self.end.failed(reading, error);
+    }
+
+    /// What the transport's first failure says, as a witness for the connection's record:
+    /// an HTTP/1 connection's (see [`TransportEnd`]).
+    pub fn end_witness(&self) -> std::sync::Arc<dyn EndWitness> {
+        self.end.clone()
     }
 
     /// Counts `n` bytes read from the transport (called by the I/O wrapper on every read; only
@@ -101,5 +120,80 @@ impl fmt::Debug for PhysicalLink {
         f.debug_struct("PhysicalLink")
             .field("state", &state)
             .finish()
+    }
+}
+
+/// The first read or write error of a transport, as the cause of its connection's close.
+///
+/// hyper's HTTP/1 client hands a transport error to the request in flight and then ends its
+/// connection future without one, so the driver, which closes the record first, had nothing to
+/// say and the request's own close came too late to be heard: a connection reset or timed out
+/// (`ETIMEDOUT` from keepalive or `TCP_USER_TIMEOUT`) under a request closed as
+/// `protocol_closed` and nothing more. The I/O wrapper notes the failure here as it returns it,
+/// and an HTTP/1 record asks at its close ([`EndWitness`]). An end of stream is no error here:
+/// a server closing an idle connection is how HTTP/1 connections normally end. (An HTTP/2
+/// record has its frame reader as witness, which notes the same failures and more.)
+#[derive(Debug, Default)]
+pub struct TransportEnd(OnceLock<TransportFailed>);
+
+impl TransportEnd {
+    fn failed(&self, reading: bool, error: &io::Error) {
+        if self.0.get().is_some() {
+            return;
+        }
+        let direction = if reading {
+            "reading from"
+        } else {
+            "writing to"
+        };
+        let _ = self.0.set(TransportFailed(format!(
+            "{direction} the connection failed: {error}"
+        )));
+    }
+}
+
+impl EndWitness for TransportEnd {
+    fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        self.0
+            .get()
+            .map(|failed| failed as &(dyn Error + Send + Sync + 'static))
+    }
+}
+
+/// A transport's read or write failure, as a close event carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportFailed(String);
+
+impl fmt::Display for TransportFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for TransportFailed {}
+
+#[cfg(all(test, not(pool_loom)))]
+mod tests {
+    use super::*;
+    use crate::stats::Gauges;
+
+    #[test]
+    fn the_first_transport_failure_is_the_witness_word() {
+        let link = PhysicalLink::new(Arc::new(Gauges::default()));
+        let witness = link.end_witness();
+        assert!(witness.cause().is_none(), "nothing failed yet");
+        link.failed(
+            false,
+            &io::Error::new(io::ErrorKind::BrokenPipe, "Broken pipe"),
+        );
+        link.failed(
+            true,
+            &io::Error::new(io::ErrorKind::TimedOut, "Connection timed out"),
+        );
+        assert_eq!(
+            witness.cause().map(ToString::to_string).as_deref(),
+            Some("writing to the connection failed: Broken pipe")
+        );
+        link.gone();
     }
 }

@@ -44,7 +44,7 @@ use crate::sync::{Arc, Mutex};
 
 mod link;
 
-pub use link::PhysicalLink;
+pub use link::{PhysicalLink, TransportEnd, TransportFailed};
 
 /// A boxed error, as carried by close events.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -116,7 +116,9 @@ pub struct ConnectionRecord {
 /// error too, ended (an HTTP/2 driver usually ends last). Its word goes before the close's
 /// own error: the same server act then reads the same whichever path closed the record
 /// first (the driver's error words a `GOAWAY` as h2 renders it, the witness as the frame
-/// said it). Without a word from it, the close's own error stands.
+/// said it). Without a word from it, the close's own error stands. An HTTP/1 record's witness
+/// is its transport's link ([`TransportEnd`]): hyper's HTTP/1 client ends its connection
+/// future without the transport's error when a request was in flight (the request gets it).
 pub trait EndWitness: Send + Sync + 'static {
     /// Why the peer ended the connection, if it ended it with an error (`None` before the
     /// end, and after a graceful one).
