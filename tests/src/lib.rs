@@ -62,5 +62,6 @@ pub mod resolve;
 pub mod socks;
 pub mod tls;
 pub mod unix;
+pub mod vanish;
 
 mod server;

@@ -1804,3 +1804,14 @@ async fn a_server_sending_empty_data_frames_never_gets_its_connection_ended_unde
     );
     assert!(server.accepted() > one_at_a_time);
 }
+
+/// A peer that vanishes without a word is found over HTTP/2 too: TCP keepalive ends the idle
+/// connection and `TCP_USER_TIMEOUT` fails a POST on a stream of one, each close naming the
+/// kernel's `ETIMEDOUT` as the frame reader met it (see `pool_tests::vanish`).
+#[test]
+fn a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout() {
+    pool_tests::vanish::check(
+        "a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout",
+        pool_tests::vanish::Over::H2c,
+    );
+}

@@ -1,0 +1,213 @@
+//! A peer that vanishes without a word: no FIN, no reset, nothing answers any more (a host
+//! gone, a NAT or load balancer that forgot the flow), checked against the kernel's own TCP.
+//!
+//! On loopback the kernel answers for every peer, so [`check`] runs a copy of the calling test
+//! under `unshare -rn` (a network namespace with a user namespace, so that no privilege is
+//! needed), where taking the namespace's own `lo` down silences every connection at once while
+//! both ends stay open: what a vanished peer looks like from the client.
+//!
+//! Three pools each leave one idle connection to one server: one with keepalive probing after
+//! 1 s (every 1 s, 2 probes), one with `TCP_USER_TIMEOUT` of 1 s and no keepalive, one with
+//! neither. Then `lo` goes down. The probing pool's connection must end with the kernel's
+//! `ETIMEDOUT` while idle, when the silent pool's connection is still there; a POST (not
+//! re-sent: it may have been processed) written into the user-timeout pool's connection must
+//! fail with `ETIMEDOUT`, when the same POST into the silent pool's connection still waits.
+//! Both closes must say what the transport met.
+//!
+//! Without `unshare` or `ip` (`.ci/run` installs both) or where namespaces are not allowed,
+//! [`check`] prints one line saying so and returns.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::Command;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::Full;
+use pool::{CloseReason, ConnectionPool, PartitionStats, ProtocolPolicy};
+
+use crate::client::{fetch, origin, settle};
+use crate::events::{EventLog, observed};
+use crate::h1::{ConnPlan, Reply, ScriptedH1Server};
+use crate::h2::{ScriptedH2Server, StreamPlan};
+
+/// Set in the environment of the copy that runs in its own namespace.
+const IN_NETNS: &str = "POOL_TESTS_IN_NETNS";
+
+/// The protocol the connections speak.
+#[derive(Clone, Copy, Debug)]
+pub enum Over {
+    /// HTTP/1.1.
+    Http1,
+    /// HTTP/2 by prior knowledge.
+    H2c,
+}
+
+/// Runs the check (see the module docs) over `over`, from the test called `test` (its exact
+/// name in the calling test binary, which runs again in the namespace).
+pub fn check(test: &str, over: Over) {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return in_this_namespace(over);
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let output = Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+        .arg(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(IN_NETNS, "1")
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("skipped: `unshare` could not be run ({e}); `.ci/run` installs it");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stdout.is_empty() {
+        // `unshare` or `ip` itself failed: no namespace (the test binary never ran).
+        eprintln!("skipped: no network namespace here: {}", stderr.trim());
+        return;
+    }
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the copy in its own namespace:\n{stdout}\n{stderr}"
+    );
+}
+
+/// The check itself, in the namespace with `lo` up.
+fn in_this_namespace(over: Over) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(vanish(over));
+}
+
+async fn vanish(over: Over) {
+    // Either server lives to the end of the check.
+    let (_h1, _h2, url) = match over {
+        Over::Http1 => {
+            let server =
+                ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("x"))).await;
+            let url = server.url("/");
+            (Some(server), None, url)
+        }
+        Over::H2c => {
+            let server = ScriptedH2Server::start_with(StreamPlan::ok("x")).await;
+            let url = server.url("/");
+            (None, Some(server), url)
+        }
+    };
+    let idle = |s: &PartitionStats| match over {
+        Over::Http1 => s.h1_idle == 1,
+        Over::H2c => s.h2_accepting == 1 && s.h2_active_streams == 0,
+    };
+    let key = origin(&url);
+    let second = Duration::from_secs(1);
+    let quiet = || {
+        let builder = ConnectionPool::builder()
+            .tcp_keepalive(None)
+            .tcp_user_timeout(None);
+        match over {
+            Over::Http1 => builder,
+            Over::H2c => builder.protocol(ProtocolPolicy::Http2PriorKnowledge),
+        }
+    };
+    let (probing, probing_client, probing_events) = observed(
+        quiet()
+            .tcp_keepalive(Some(second))
+            .tcp_keepalive_interval(Some(second))
+            .tcp_keepalive_retries(Some(2)),
+    );
+    let (bounded, bounded_client, bounded_events) =
+        observed(quiet().tcp_user_timeout(Some(second)));
+    let (silent, silent_client, silent_events) = observed(quiet());
+    for client in [&probing_client, &bounded_client, &silent_client] {
+        fetch(client, &url).await;
+    }
+    for pool in [&probing, &bounded, &silent] {
+        settle(pool, &key, idle).await;
+    }
+
+    let down = Command::new("ip")
+        .args(["link", "set", "lo", "down"])
+        .status()
+        .unwrap();
+    assert!(down.success(), "ip link set lo down: {down}");
+
+    // Keepalive: after 1 s of silence and two unanswered probes, about 3 s.
+    tokio::time::timeout(20 * second, probing_events.wait_for_closed(1))
+        .await
+        .expect("the probing pool's idle connection ends");
+    assert_timed_out(&probing_events);
+    settle(&probing, &key, |s| *s == PartitionStats::default()).await;
+    // The same silence, no probes: nothing noticed.
+    assert!(
+        idle(&silent.stats(&key).total()),
+        "{:?}",
+        silent.stats(&key)
+    );
+    assert!(silent_events.closed().is_empty());
+
+    // TCP_USER_TIMEOUT: a request written into the dead connection fails in about 1 s,
+    // while the same request into the connection without it still waits.
+    let post = |client: &pool::Client| {
+        let request = Request::post(url.as_str())
+            .body(Full::new(Bytes::from_static(b"payload")))
+            .unwrap();
+        let client = client.clone();
+        async move { client.request(request).await }
+    };
+    let waiting = post(&silent_client);
+    tokio::pin!(waiting);
+    let failed = tokio::select! {
+        result = tokio::time::timeout(20 * second, post(&bounded_client)) => {
+            result.expect("the user timeout ends the request")
+        }
+        _ = &mut waiting => panic!("the request without a user timeout ended first"),
+    };
+    let error = failed.expect_err("written into a dead connection");
+    let chain = format!("{error:#}");
+    assert!(
+        chain.contains("timed out"),
+        "the kernel's ETIMEDOUT: {chain}"
+    );
+    assert!(
+        !error.is_read_timeout() && !error.is_pool_timeout(),
+        "{chain}"
+    );
+    assert!(bounded_events.resent().is_empty(), "a POST is not re-sent");
+    // Its connection's close says what the transport met, not only that it closed.
+    bounded_events.wait_for_closed(1).await;
+    assert_timed_out(&bounded_events);
+    settle(&bounded, &key, |s| *s == PartitionStats::default()).await;
+    assert!(
+        now(waiting.as_mut()).is_none(),
+        "without a user timeout the request still waits"
+    );
+}
+
+/// The one close in `events` was the protocol's, and it names the kernel's `ETIMEDOUT`.
+fn assert_timed_out(events: &EventLog) {
+    assert!(
+        matches!(
+            events.closes().as_slice(),
+            [(CloseReason::ProtocolClosed, Some(error))]
+                if error.starts_with("reading from the connection failed: ")
+                    && error.contains("timed out")
+        ),
+        "{events:?}"
+    );
+}
+
+/// `future` polled once: its output if it is ready.
+fn now<F: Future>(future: Pin<&mut F>) -> Option<F::Output> {
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
