@@ -14,10 +14,9 @@
 //! on Linux with `TCP_USER_TIMEOUT` of 30 s (data written and unacknowledged for that long ends
 //! the connection: a request sent into a dead one fails in 30 s; Linux then also ends an idle
 //! one once 30 s passed without an answer to its probes, so about 30 s after it went quiet
-//! rather than 60). These are
-//! reqwest's defaults since 0.12.23; Go's dialer probes after 15 s too; curl after 60 s.
-//! The kernel then ends the connection with `ETIMEDOUT`, which reaches the pool as the
-//! transport's error like any other. hyper-util's connector sets none of them.
+//! rather than 60). These are reqwest's defaults since 0.12.23; Go's dialer probes after 15 s
+//! too; curl after 60 s. The kernel then ends the connection with `ETIMEDOUT`, which reaches
+//! the pool as the transport's error like any other. hyper-util's connector sets none of them.
 //!
 //! What this layer does not do: resolve names, apply the connect timeout (the connector wraps
 //! resolution, TCP and TLS in one deadline), or speak TLS.

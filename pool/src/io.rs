@@ -11,7 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A transport that reports its own drop: that is the connection's physical close, which may
 /// come long after its logical close (an HTTP/2 connection draining, an upgraded connection the
-/// caller still holds).
+/// caller still holds). It also counts the bytes read and notes the first read or write error
+/// with the link, for the close event.
 pub(crate) struct TrackedIo {
     io: Io,
     link: Arc<PhysicalLink>,
@@ -20,6 +21,16 @@ pub(crate) struct TrackedIo {
 impl TrackedIo {
     pub(crate) fn new(io: Io, link: Arc<PhysicalLink>) -> TrackedIo {
         TrackedIo { io, link }
+    }
+
+    /// Notes a failed write or flush with the link (the close event's cause, see
+    /// `pool_core::connection::TransportEnd`), passing `polled` on. A failed shutdown is not
+    /// noted: it comes after the connection's end, not before it.
+    fn wrote<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(error)) = &polled {
+            self.link.failed(false, error);
+        }
+        polled
     }
 }
 
@@ -41,16 +52,6 @@ impl AsyncRead for TrackedIo {
             Poll::Ready(Ok(())) => self.link.count_read(buf.filled().len() - before),
             Poll::Ready(Err(error)) => self.link.failed(true, error),
             Poll::Pending => {}
-        }
-        polled
-    }
-}
-
-impl TrackedIo {
-    /// Notes a failed write with the link (the close event's cause), passing `polled` on.
-    fn wrote<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
-        if let Poll::Ready(Err(error)) = &polled {
-            self.link.failed(false, error);
         }
         polled
     }
