@@ -285,6 +285,7 @@ impl Builder {
     pub fn build(mut self) -> Result<ConnectionPool, BuildError> {
         self.validate_h1()?;
         self.validate_h2()?;
+        self.validate_dial()?;
         let partitions = self.validate_partitions()?;
         let bound = self.validate_bound(partitions.as_deref())?;
         let lifetime = self.validate_lifetime()?;
@@ -540,5 +541,49 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.setting(), "tls");
+    }
+
+    /// Values Linux refuses on every socket are refused at build, not by every dial.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn socket_options_the_kernel_refuses_name_themselves() {
+        let refused = |builder: Builder| {
+            let err = builder.build().unwrap_err();
+            (err.setting().to_owned(), err.value().to_owned())
+        };
+        let secs = Duration::from_secs;
+        let b = ConnectionPool::builder;
+        assert_eq!(
+            refused(b().tcp_keepalive(Some(secs(32_768)))),
+            ("tcp_keepalive".to_owned(), "32768s".to_owned())
+        );
+        assert_eq!(
+            refused(b().tcp_keepalive(Some(Duration::from_millis(500)))),
+            ("tcp_keepalive".to_owned(), "500ms".to_owned())
+        );
+        assert_eq!(
+            refused(b().tcp_keepalive_interval(Some(Duration::ZERO))),
+            ("tcp_keepalive_interval".to_owned(), "0ns".to_owned())
+        );
+        assert_eq!(
+            refused(b().tcp_keepalive_retries(Some(128))),
+            ("tcp_keepalive_retries".to_owned(), "128".to_owned())
+        );
+        assert_eq!(
+            refused(b().tcp_keepalive_retries(Some(0))),
+            ("tcp_keepalive_retries".to_owned(), "0".to_owned())
+        );
+        assert_eq!(
+            refused(b().tcp_user_timeout(Some(Duration::from_millis(1 << 31)))).0,
+            "tcp_user_timeout"
+        );
+        // The limits themselves, and the defaults, build.
+        b().tcp_keepalive(Some(secs(32_767)))
+            .tcp_keepalive_interval(Some(secs(1)))
+            .tcp_keepalive_retries(Some(127))
+            .tcp_user_timeout(Some(Duration::from_millis((1 << 31) - 1)))
+            .build()
+            .unwrap();
+        b().build().unwrap();
     }
 }

@@ -43,13 +43,15 @@ impl Builder {
     /// request to be written into it, and the probes keep a NAT's mapping of a quiet
     /// connection alive. With the defaults a dead idle connection ends about 30 s after it
     /// went quiet on Linux (the user timeout cuts the probes short), within a minute elsewhere.
+    /// Whole seconds from 1 to 32767 (Linux's limits; [`build`](Self::build) refuses others).
     pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
         self.dial.keepalive = idle;
         self
     }
 
     /// The time between two unanswered keepalive probes (15 s by default; `None`: the OS's,
-    /// 75 s on Linux). Only with [`tcp_keepalive`](Self::tcp_keepalive).
+    /// 75 s on Linux). Only with [`tcp_keepalive`](Self::tcp_keepalive). Whole seconds from 1
+    /// to 32767.
     pub fn tcp_keepalive_interval(mut self, interval: Option<Duration>) -> Self {
         self.dial.keepalive_interval = interval;
         self
@@ -58,7 +60,7 @@ impl Builder {
     /// How many unanswered keepalive probes end a connection (3 by default; `None`: the OS's,
     /// 9 on Linux). Only with [`tcp_keepalive`](Self::tcp_keepalive); where
     /// [`tcp_user_timeout`](Self::tcp_user_timeout) is set, Linux ends the connection once
-    /// that much time passed without an answer instead.
+    /// that much time passed without an answer instead. From 1 to 127.
     pub fn tcp_keepalive_retries(mut self, retries: Option<u32>) -> Self {
         self.dial.keepalive_retries = retries;
         self
@@ -69,8 +71,9 @@ impl Builder {
     /// retransmissions, which give up after about 15 minutes). A request written into a
     /// connection whose peer is gone then fails with the transport's `ETIMEDOUT` in that
     /// time, whatever the [`read_timeout`](Self::read_timeout). A connection that
-    /// stays busy on a path that loses every segment for that long ends too. Applied on
-    /// Linux, Android and Fuchsia; elsewhere it does nothing.
+    /// stays busy on a path that loses every segment for that long ends too. At most
+    /// 2^31 - 1 ms; zero is the kernel's default. Applied on Linux, Android and Fuchsia;
+    /// elsewhere it does nothing.
     pub fn tcp_user_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.dial.user_timeout = timeout;
         self
@@ -318,7 +321,54 @@ impl Builder {
     }
 }
 
+/// The largest keepalive idle time and probe interval Linux takes (`MAX_TCP_KEEPIDLE`,
+/// `MAX_TCP_KEEPINTVL`), in seconds; the smallest is one second.
+const MAX_KEEPALIVE_SECS: u64 = 32_767;
+/// The most keepalive probes Linux takes (`MAX_TCP_KEEPCNT`).
+const MAX_KEEPALIVE_RETRIES: u32 = 127;
+
 impl Builder {
+    /// Refuses socket options the kernel would refuse on every dial (each connection would
+    /// fail with `EINVAL` as a connect error): keepalive times and intervals are whole seconds
+    /// from 1 to 32767, probe counts from 1 to 127, and `TCP_USER_TIMEOUT` at most
+    /// 2^31 - 1 ms (Linux's limits; checked on Linux and Android).
+    pub(super) fn validate_dial(&self) -> Result<(), BuildError> {
+        if !cfg!(any(target_os = "linux", target_os = "android")) {
+            return Ok(());
+        }
+        let seconds = |setting: &'static str, value: Option<Duration>| match value {
+            Some(time) if !(1..=MAX_KEEPALIVE_SECS).contains(&time.as_secs()) => Err(
+                BuildError::new(setting, format!("{time:?}"), "must be from 1 s to 32767 s"),
+            ),
+            _ => Ok(()),
+        };
+        seconds("tcp_keepalive", self.dial.keepalive)?;
+        seconds("tcp_keepalive_interval", self.dial.keepalive_interval)?;
+        if let Some(retries) = self
+            .dial
+            .keepalive_retries
+            .filter(|n| !(1..=MAX_KEEPALIVE_RETRIES).contains(n))
+        {
+            return Err(BuildError::new(
+                "tcp_keepalive_retries",
+                retries,
+                "must be from 1 to 127",
+            ));
+        }
+        if let Some(timeout) = self
+            .dial
+            .user_timeout
+            .filter(|t| t.as_millis() > i32::MAX as u128)
+        {
+            return Err(BuildError::new(
+                "tcp_user_timeout",
+                format!("{timeout:?}"),
+                "must be at most 2147483647 ms",
+            ));
+        }
+        Ok(())
+    }
+
     /// The connector [`build`](Self::build) uses: the one [`connector`](Self::connector) set,
     /// or the default one made from these settings, with its TLS configuration (which the
     /// pool checks at start-up).

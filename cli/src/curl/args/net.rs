@@ -130,13 +130,21 @@ pub(crate) struct NetArgs {
 /// curl's TCP keepalive idle time when `--keepalive-time` is not given.
 const DEFAULT_KEEPALIVE: u64 = 60;
 
+/// The longest keepalive idle time and interval Linux takes, in seconds. curl passes a longer
+/// `--keepalive-time` on, the kernel refuses it and curl goes on without it (probes at the
+/// OS's times); the pool refuses such a value at build, so a longer time is sent as this one:
+/// the transfer runs, as curl's does, with probes as rare as the kernel allows.
+const MAX_KEEPALIVE: u64 = 32_767;
+
 impl NetArgs {
     /// The TCP keepalive idle time: curl sends probes after 60 s of silence unless told
     /// otherwise (`--keepalive-time`), or not at all (`--no-keepalive`, or a time of 0). curl
-    /// also spaces the probes by this time (`TCP_KEEPINTVL`).
+    /// also spaces the probes by this time (`TCP_KEEPINTVL`). Over 32767 s, 32767 s (see
+    /// [`MAX_KEEPALIVE`]).
     pub(crate) fn tcp_keepalive(&self) -> Option<std::time::Duration> {
         let seconds = self.keepalive_time.unwrap_or(DEFAULT_KEEPALIVE);
-        (!self.no_keepalive && seconds > 0).then(|| std::time::Duration::from_secs(seconds))
+        (!self.no_keepalive && seconds > 0)
+            .then(|| std::time::Duration::from_secs(seconds.min(MAX_KEEPALIVE)))
     }
 
     /// Why no TLS connection can be made with these flags, if so: TLS versions no TLS can meet
@@ -207,6 +215,9 @@ mod tests {
         assert_eq!(five, Some(Duration::from_secs(5)));
         assert_eq!(keepalive(&["--no-keepalive", "http://a/"]), None);
         assert_eq!(keepalive(&["--keepalive-time", "0", "http://a/"]), None);
+        // The kernel takes at most 32767 s; curl's transfer runs past a longer one.
+        let long = keepalive(&["--keepalive-time", "100000", "http://a/"]);
+        assert_eq!(long, Some(Duration::from_secs(32_767)));
     }
 
     #[test]

@@ -17,6 +17,15 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-6", "http://localhost:%PORT%/echo"],
         ),
         // --connect-to: the socket goes elsewhere, Host keeps the URL's (/echo shows it).
+        // Linux takes a keepalive time of at most 32767 s; curl goes on without it.
+        case(
+            "keepalive time over the kernel's limit",
+            &[
+                "--keepalive-time",
+                "100000",
+                "http://127.0.0.1:%PORT%/hello",
+            ],
+        ),
         case(
             "connect-to",
             &[
