@@ -57,9 +57,9 @@ pub(crate) struct NetArgs {
     #[arg(long = "http0.9")]
     pub(crate) http0_9: bool,
 
-    /// Bind connections to a local port of this range (NUM or FROM-TO), the first that is free
+    /// Bind connections to a local port of this range (NUM or FROM-TO), the first that is free; 0 (or 0-TO) lets the OS pick, as curl
     #[arg(long = "local-port", value_name = "RANGE", value_parser = parse_local_port)]
-    pub(crate) local_port: Option<RangeInclusive<u16>>,
+    local_port: Option<RangeInclusive<u16>>,
 
     /// Client certificate chain (PEM) to present when a server asks, and the key's passphrase
     /// after a colon; the key may be in the same file
@@ -137,6 +137,12 @@ const DEFAULT_KEEPALIVE: u64 = 60;
 const MAX_KEEPALIVE: u64 = 32_767;
 
 impl NetArgs {
+    /// The local ports to bind to (`--local-port`): none when the range starts at port 0,
+    /// which curl takes as "let the OS pick" (its `CURLOPT_LOCALPORT` of 0).
+    pub(crate) fn local_ports(&self) -> Option<RangeInclusive<u16>> {
+        self.local_port.clone().filter(|ports| *ports.start() > 0)
+    }
+
     /// The TCP keepalive idle time: curl sends probes after 60 s of silence unless told
     /// otherwise (`--keepalive-time`), or not at all (`--no-keepalive`, or a time of 0). curl
     /// also spaces the probes by this time (`TCP_KEEPINTVL`). Over 32767 s, 32767 s (see
@@ -180,12 +186,13 @@ impl NetArgs {
 
 /// `--local-port NUM` or `FROM-TO`: ports 1 to 65535, the range not reversed (curl refuses
 /// anything else as badly used).
+/// A port of 0 is allowed here: curl takes `--local-port 0` (and `0-TO`) as no local port
+/// (see [`NetArgs::local_ports`]).
 fn parse_local_port(text: &str) -> Result<RangeInclusive<u16>, String> {
     let port = |part: &str| {
         part.trim()
             .parse::<u16>()
             .ok()
-            .filter(|p| *p > 0)
             .ok_or_else(|| format!("{text:?} is not a port or FROM-TO range"))
     };
     let (first, last) = match text.split_once('-') {
@@ -224,9 +231,17 @@ mod tests {
     fn local_ports_are_a_port_or_a_range() {
         assert_eq!(super::parse_local_port("41000"), Ok(41000..=41000));
         assert_eq!(super::parse_local_port("41000-41010"), Ok(41000..=41010));
-        for bad in ["abc", "70000", "0", "5-3", "1-", "-2", ""] {
+        for bad in ["abc", "70000", "5-3", "5-0", "1-", "-2", ""] {
             assert!(super::parse_local_port(bad).is_err(), "{bad}");
         }
+        // Port 0 is curl's "no local port", with or without a range after it.
+        let ports = |argv: &[&str]| parse_test_args(argv).0.net.local_ports();
+        assert_eq!(ports(&["--local-port", "0", "http://a/"]), None);
+        assert_eq!(ports(&["--local-port", "0-10", "http://a/"]), None);
+        assert_eq!(
+            ports(&["--local-port", "41000-41010", "http://a/"]),
+            Some(41000..=41010)
+        );
     }
 
     #[test]

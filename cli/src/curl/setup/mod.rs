@@ -24,7 +24,7 @@
 //! | `--no-alpn`, `--no-sessionid` | `tls_alpn(false)` (and `Http2Only` under `--http2-prior-knowledge`), `tls_session_resumption(false)` (curl mode) |
 //! | `--haproxy-protocol` | `proxy_protocol(true)` (curl mode) |
 //! | `--keepalive-time`, `--no-keepalive` | `tcp_keepalive` and `tcp_keepalive_interval` (curl mode; 60 s by default, as curl; no probe count or `TCP_USER_TIMEOUT`, as curl) |
-//! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45) |
+//! | `--local-port NUM[-NUM]` | `local_ports` (curl mode; no free port in the range is exit 45; a range from 0 binds nothing, as curl) |
 //! | `--interface NAME` | one explicit partition bound to `NAME` |
 //! | `--unix-socket PATH`, `--abstract-unix-socket NAME` | `unix_socket`: every URL is dialed through `PATH` (or the abstract `NAME`, a path starting with a NUL byte) and no proxy applies (curl ignores `-x` and the environment then) |
 //! | `--connect-timeout` | the client's connect timeout (curl's default: 300 s) |
@@ -332,7 +332,7 @@ fn curl_builder(
         .tcp_keepalive_interval(args.net.tcp_keepalive())
         .tcp_keepalive_retries(None)
         .tcp_user_timeout(None)
-        .local_ports(args.net.local_port.clone());
+        .local_ports(args.net.local_ports());
     if let Some(wait) = args.send.expect100_timeout {
         builder = builder.expect_continue_timeout(Some(wait));
     }

@@ -17,6 +17,19 @@ pub(crate) fn cases() -> Vec<Case> {
             &["-6", "http://localhost:%PORT%/echo"],
         ),
         // --connect-to: the socket goes elsewhere, Host keeps the URL's (/echo shows it).
+        // curl takes a local port of 0 as "let the OS pick", with or without a range.
+        case(
+            "local port 0",
+            &["--local-port", "0", "http://127.0.0.1:%PORT%/hello"],
+        ),
+        case(
+            "local port range from 0",
+            &["--local-port", "0-10", "http://127.0.0.1:%PORT%/hello"],
+        ),
+        case(
+            "local port range reversed to 0",
+            &["--local-port", "5-0", "http://127.0.0.1:%PORT%/hello"],
+        ),
         // Linux takes a keepalive time of at most 32767 s; curl goes on without it.
         case(
             "keepalive time over the kernel's limit",
