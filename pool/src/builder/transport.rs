@@ -71,7 +71,12 @@ impl Builder {
     /// retransmissions, which give up after about 15 minutes). A request written into a
     /// connection whose peer is gone then fails with the transport's `ETIMEDOUT` in that
     /// time, whatever the [`read_timeout`](Self::read_timeout). A connection that
-    /// stays busy on a path that loses every segment for that long ends too. At most
+    /// stays busy on a path that loses every segment for that long ends too, and so does an
+    /// upload to a live server that stops reading it for that long (Linux counts a closed
+    /// receive window against the timeout once data waits for it): for servers that pause
+    /// reading longer (a proxy streaming the body to a slow backend), raise it or pass
+    /// `None`. Keepalive alone does not cover data in flight: the kernel sends no probe
+    /// while data waits for its acknowledgement. At most
     /// 2^31 - 1 ms; zero is the kernel's default. Applied on Linux, Android and Fuchsia;
     /// elsewhere it does nothing.
     pub fn tcp_user_timeout(mut self, timeout: Option<Duration>) -> Self {
