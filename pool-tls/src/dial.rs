@@ -52,7 +52,9 @@ pub struct DialOptions {
     pub nodelay: bool,
     /// Enable `SO_KEEPALIVE` and start probing after this much idle time. Default 15 s (see
     /// the module docs); `None` leaves keepalive off (the OS default), and then the next two
-    /// fields do nothing.
+    /// fields do nothing. Linux takes whole seconds from 1 to 32767 here and in the interval,
+    /// and 1 to 127 probes; a value it refuses fails every dial (`pool`'s builder refuses
+    /// such values at build).
     pub keepalive: Option<Duration>,
     /// With `keepalive`, the time between two unanswered probes (`TCP_KEEPINTVL`). Default
     /// 15 s; `None` keeps the OS default (75 s on Linux).

@@ -76,9 +76,8 @@ impl Builder {
     /// receive window against the timeout once data waits for it): for servers that pause
     /// reading longer (a proxy streaming the body to a slow backend), raise it or pass
     /// `None`. Keepalive alone does not cover data in flight: the kernel sends no probe
-    /// while data waits for its acknowledgement. At most
-    /// 2^31 - 1 ms; zero is the kernel's default. Applied on Linux, Android and Fuchsia;
-    /// elsewhere it does nothing.
+    /// while data waits for its acknowledgement. At most 2^31 - 1 ms; zero is the kernel's
+    /// default. Applied on Linux, Android and Fuchsia; elsewhere it does nothing.
     pub fn tcp_user_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.dial.user_timeout = timeout;
         self
