@@ -8,7 +8,7 @@
 //! | pool error | `ConnectorError` |
 //! |---|---|
 //! | invalid URI, `HTTP/2.0` required of an HTTP/1 origin | `user` |
-//! | any timeout (connect, pool, hyper's) | `timeout` |
+//! | any timeout (connect, pool, hyper's, the kernel's `ETIMEDOUT`) | `timeout` |
 //! | connect failure: resolve, TCP, TLS, certificate, proxy, HTTP handshake | `io` |
 //! | incomplete message (the peer closed mid-message) | `other(TransientError)` |
 //! | reset, `GOAWAY`, `REFUSED_STREAM`, not processed by the server, canceled establishment, an I/O error or a closed connection in the chain | `io` |

@@ -14,6 +14,13 @@
 //! fail with `ETIMEDOUT`, when the same POST into the silent pool's connection still waits.
 //! Both closes must say what the transport met.
 //!
+//! [`Check::Unanswered`] dials an address whose SYNs go unanswered (TEST-NET-1 routed into the
+//! namespace's `lo`, where no host takes them): with `TCP_USER_TIMEOUT` of 1 s and no connect
+//! timeout the connect must fail with the kernel's `ETIMEDOUT`, a connect error that is a
+//! timeout but not the pool's connect timeout, while the same connect without the user timeout
+//! still waits on the kernel's SYN retries (over two minutes), and the pool must hold nothing
+//! afterwards.
+//!
 //! Without `unshare` or `ip` (`.ci/run` installs both) or where namespaces are not allowed,
 //! [`check`] prints one line saying so and returns.
 
@@ -28,7 +35,7 @@ use http::Request;
 use http_body_util::Full;
 use pool::{CloseReason, ConnectionPool, PartitionStats, ProtocolPolicy};
 
-use crate::client::{fetch, origin, settle};
+use crate::client::{fetch, get, origin, settle};
 use crate::events::{EventLog, observed};
 use crate::h1::{ConnPlan, Reply, ScriptedH1Server};
 use crate::h2::{ScriptedH2Server, StreamPlan};
@@ -45,11 +52,30 @@ pub enum Over {
     H2c,
 }
 
-/// Runs the check (see the module docs) over `over`, from the test called `test` (its exact
-/// name in the calling test binary, which runs again in the namespace).
-pub fn check(test: &str, over: Over) {
+/// What [`check`] runs in the namespace.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// Idle and busy connections whose peer vanishes, over this protocol.
+    Vanish(Over),
+    /// A connect nothing answers.
+    Unanswered,
+}
+
+/// Runs `what` (see the module docs) from the test called `test` (its exact name in the
+/// calling test binary, which runs again in the namespace).
+pub fn check(test: &str, what: Check) {
+    if in_own_namespace(test) {
+        in_this_namespace(what);
+    }
+}
+
+/// Runs the test called `test` (its exact name in the calling test binary) again in a network
+/// namespace of its own, with `lo` up: `true` in that copy, where the caller goes on with what
+/// it checks there, `false` in the calling run once the copy passed (or after one line saying
+/// why no namespace could be made).
+pub fn in_own_namespace(test: &str) -> bool {
     if std::env::var_os(IN_NETNS).is_some() {
-        return in_this_namespace(over);
+        return true;
     }
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new("unshare")
@@ -62,7 +88,7 @@ pub fn check(test: &str, over: Over) {
         Ok(output) => output,
         Err(e) => {
             eprintln!("skipped: `unshare` could not be run ({e}); `.ci/run` installs it");
-            return;
+            return false;
         }
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -70,21 +96,31 @@ pub fn check(test: &str, over: Over) {
     if !output.status.success() && stdout.is_empty() {
         // `unshare` or `ip` itself failed: no namespace (the test binary never ran).
         eprintln!("skipped: no network namespace here: {}", stderr.trim());
-        return;
+        return false;
     }
     assert!(
         output.status.success() && stdout.contains("1 passed"),
         "the copy in its own namespace:\n{stdout}\n{stderr}"
     );
+    false
 }
 
 /// The check itself, in the namespace with `lo` up.
-fn in_this_namespace(over: Over) {
+fn in_this_namespace(what: Check) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(vanish(over));
+    match what {
+        Check::Vanish(over) => runtime.block_on(vanish(over)),
+        Check::Unanswered => runtime.block_on(unanswered()),
+    }
+}
+
+/// `ip ARGS`, which must succeed (in the namespace).
+pub fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().unwrap();
+    assert!(status.success(), "ip {}: {status}", args.join(" "));
 }
 
 async fn vanish(over: Over) {
@@ -133,11 +169,7 @@ async fn vanish(over: Over) {
         settle(pool, &key, idle).await;
     }
 
-    let down = Command::new("ip")
-        .args(["link", "set", "lo", "down"])
-        .status()
-        .unwrap();
-    assert!(down.success(), "ip link set lo down: {down}");
+    ip(&["link", "set", "lo", "down"]);
 
     // Keepalive: after 1 s of silence and two unanswered probes, about 3 s.
     tokio::time::timeout(20 * second, probing_events.wait_for_closed(1))
@@ -177,7 +209,7 @@ async fn vanish(over: Over) {
         "the kernel's ETIMEDOUT: {chain}"
     );
     assert!(
-        !error.is_read_timeout() && !error.is_pool_timeout(),
+        error.is_timeout() && !error.is_read_timeout() && !error.is_pool_timeout(),
         "{chain}"
     );
     assert!(bounded_events.resent().is_empty(), "a POST is not re-sent");
@@ -188,6 +220,48 @@ async fn vanish(over: Over) {
     assert!(
         now(waiting.as_mut()).is_none(),
         "without a user timeout the request still waits"
+    );
+}
+
+async fn unanswered() {
+    // TEST-NET-1 (RFC 5737) into `lo`: nothing here has the address, so nothing answers.
+    ip(&["route", "add", "192.0.2.0/24", "dev", "lo"]);
+    let url = "http://192.0.2.1/";
+    let second = Duration::from_secs(1);
+    let pool = |user_timeout| {
+        ConnectionPool::builder()
+            .connect_timeout(None)
+            .tcp_user_timeout(user_timeout)
+            .build()
+            .unwrap()
+    };
+    let (bounded, silent) = (pool(Some(second)), pool(None));
+    let request = |pool: &ConnectionPool| {
+        let client = pool.client().unwrap();
+        async move { client.request(get(url)).await }
+    };
+    let waiting = request(&silent);
+    tokio::pin!(waiting);
+    let failed = tokio::select! {
+        result = tokio::time::timeout(20 * second, request(&bounded)) => {
+            result.expect("the user timeout ends the connect")
+        }
+        _ = &mut waiting => panic!("the connect without a user timeout ended first"),
+    };
+    let error = failed.expect_err("nothing answers");
+    let chain = format!("{error:#}");
+    assert!(
+        chain.contains("timed out"),
+        "the kernel's ETIMEDOUT: {chain}"
+    );
+    assert!(
+        error.is_connect() && error.is_timeout() && !error.is_connect_timeout(),
+        "{chain}"
+    );
+    settle(&bounded, &origin(url), |s| *s == PartitionStats::default()).await;
+    assert!(
+        now(waiting.as_mut()).is_none(),
+        "without a user timeout the connect still waits"
     );
 }
 

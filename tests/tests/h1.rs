@@ -1790,6 +1790,17 @@ async fn an_upload_answered_early_goes_on_for_a_success_or_when_asked_to() {
 fn a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout() {
     pool_tests::vanish::check(
         "a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout",
-        pool_tests::vanish::Over::Http1,
+        pool_tests::vanish::Check::Vanish(pool_tests::vanish::Over::Http1),
+    );
+}
+
+/// A connect that nothing answers ends at `TCP_USER_TIMEOUT` (Linux applies it to the SYNs),
+/// as a connect error that is a timeout, not the pool's connect timeout; without it the kernel
+/// would retry its SYN for about two minutes (see `pool_tests::vanish`).
+#[test]
+fn a_connect_nothing_answers_ends_at_the_user_timeout() {
+    pool_tests::vanish::check(
+        "a_connect_nothing_answers_ends_at_the_user_timeout",
+        pool_tests::vanish::Check::Unanswered,
     );
 }

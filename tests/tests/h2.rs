@@ -1812,6 +1812,6 @@ async fn a_server_sending_empty_data_frames_never_gets_its_connection_ended_unde
 fn a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout() {
     pool_tests::vanish::check(
         "a_peer_that_vanishes_is_found_by_keepalive_and_the_user_timeout",
-        pool_tests::vanish::Over::H2c,
+        pool_tests::vanish::Check::Vanish(pool_tests::vanish::Over::H2c),
     );
 }

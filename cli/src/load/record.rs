@@ -32,7 +32,9 @@ pub(crate) enum ErrorClass {
     Connect,
     /// The TLS handshake failed or the certificate was rejected.
     Tls,
-    /// The connect timeout, a read timeout, or `-m` elapsed.
+    /// The connect timeout, a read timeout or `-m` elapsed, or the kernel timed the transport
+    /// out (`ETIMEDOUT`: a connect nothing answered, a peer gone under keepalive or the TCP
+    /// user timeout).
     Timeout,
     /// The origin's pending queue was full (`--max-pending-per-host`).
     Saturated,

@@ -343,16 +343,37 @@ impl Error {
     }
 
     /// A timeout elapsed: the connect timeout, the read timeout, the pool timeout, the body
-    /// idle timeout, or one of hyper's.
+    /// idle timeout, one of hyper's, or the operating system's.
+    ///
+    /// The operating system's is a transport that failed with `ETIMEDOUT`
+    /// ([`std::io::ErrorKind::TimedOut`] in the source chain): the kernel gave up on a connect
+    /// that nothing answered (its SYN retries, or the TCP user timeout, which Linux applies to
+    /// a connect too), or found the peer gone by TCP keepalive or the TCP user timeout
+    /// ([`Builder::tcp_user_timeout`](crate::Builder::tcp_user_timeout)). Such a connect
+    /// failure is [`is_connect`](Self::is_connect) and `is_timeout` but not
+    /// [`is_connect_timeout`](Self::is_connect_timeout), which is the pool's own timer. This is
+    /// how reqwest's `is_timeout` answers, and curl's exit code (28) for a connect the kernel
+    /// gave up on.
     pub fn is_timeout(&self) -> bool {
         self.is_connect_timeout()
             || self.inner.kind == Kind::ReadTimeout
             || self.inner.kind == Kind::PoolTimeout
             || self.inner.kind == Kind::BodyIdleTimeout
             || self.hyper_error().is_some_and(hyper::Error::is_timeout)
+            || self.is_transport_timed_out()
     }
 
-    /// The connect timeout (resolution + TCP + TLS) elapsed.
+    /// The transport failed with `ETIMEDOUT` (see [`is_timeout`](Self::is_timeout)).
+    fn is_transport_timed_out(&self) -> bool {
+        self.chain().any(|e| {
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        })
+    }
+
+    /// The pool's connect timeout (resolution + TCP + TLS,
+    /// [`Client::connect_timeout`](crate::Client::connect_timeout)) elapsed. A connect the
+    /// kernel gave up on is [`is_timeout`](Self::is_timeout) but not this.
     pub fn is_connect_timeout(&self) -> bool {
         self.connect_error().is_some_and(ConnectError::is_timeout)
     }
@@ -566,6 +587,15 @@ mod tests {
         assert!(e.is_timeout() && e.is_read_timeout() && !e.is_connect_timeout());
         let e = Error::connect(ConnectError::timeout(Duration::from_secs(1)));
         assert!(e.is_connect() && e.is_timeout() && e.is_connect_timeout());
+        // The kernel's ETIMEDOUT under a connect: a timeout, not the pool's connect timeout.
+        let e = Error::connect(ConnectError::connect(std::io::Error::from(
+            std::io::ErrorKind::TimedOut,
+        )));
+        assert!(e.is_connect() && e.is_timeout() && !e.is_connect_timeout());
+        let e = Error::connect(ConnectError::connect(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(e.is_connect() && !e.is_timeout());
         let e = Error::connect(ConnectError::resolve("no such host"));
         assert!(e.is_connect() && e.is_resolve() && !e.is_tls());
         let e = Error::unsupported_version("h2 required");
