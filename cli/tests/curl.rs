@@ -3210,3 +3210,139 @@ async fn a_user_without_a_password_is_asked_for_one() {
     assert_eq!(seen[1].header("authorization"), Some("Basic Ym9iOmdpdmVu"));
     assert_eq!(&seen[1].body[..], b"body", "stdin stayed the upload's");
 }
+
+/// A connect the kernel gives up on (nothing answers its SYNs) exits 28 with curl's words for a
+/// failed connect, as curl 7.88 does: curl counts the kernel's `ETIMEDOUT` as a timeout, any
+/// other connect failure as 7. Both run in a network namespace of their own
+/// (`pool_tests::vanish`), where TEST-NET-1 is routed into `lo`, which nothing there answers
+/// for, and the kernel retries a SYN once (`tcp_syn_retries` 1: about 3 s). Without curl the
+/// test checks poolcurl alone.
+#[test]
+fn a_connect_the_kernel_gives_up_on_exits_28_as_curls_does() {
+    if !pool_tests::vanish::in_own_namespace(
+        "a_connect_the_kernel_gives_up_on_exits_28_as_curls_does",
+    ) {
+        return;
+    }
+    pool_tests::vanish::ip(&["route", "add", "192.0.2.0/24", "dev", "lo"]);
+    if let Err(e) = std::fs::write("/proc/sys/net/ipv4/tcp_syn_retries", "1") {
+        eprintln!("skipped: this namespace keeps the host's SYN retries ({e})");
+        return;
+    }
+    let expected = "TOOL: (28) Failed to connect to 192.0.2.1 port 80 after N ms: \
+                    Couldn't connect to server";
+    beside_curl(
+        &["-sS", "http://192.0.2.1/"],
+        || async {},
+        |tool, code, said| {
+            // The milliseconds differ by nature.
+            let said = said.trim_end().replacen(&format!("{tool}: "), "TOOL: ", 1);
+            let (before, after) = said.split_once(" after ").unwrap_or((&said, ""));
+            let after = after.split_once(" ms:").map_or(after, |(_, rest)| rest);
+            let words = format!("{before} after N ms:{after}");
+            assert_eq!((code, words.as_str()), (Some(28), expected), "{tool}");
+        },
+    );
+}
+
+/// A connection the kernel times out while the response is awaited (TCP keepalive: the peer
+/// stopped answering, `lo` went down in a namespace of its own) exits 56 with curl's words,
+/// `Recv failure: Connection timed out`, as curl 7.88 does: the kernel's `ETIMEDOUT` on a
+/// connection that was up is none of curl's timeouts. `--keepalive-time 1` probes after 1 s,
+/// every 1 s, the kernel's 9 times: about 11 s. Without curl the test checks poolcurl alone.
+#[test]
+fn a_connection_the_kernel_times_out_exits_56_as_curls_does() {
+    if !pool_tests::vanish::in_own_namespace(
+        "a_connection_the_kernel_times_out_exits_56_as_curls_does",
+    ) {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The server reads each request and never answers.
+    let never = Gate::new();
+    let server = runtime.block_on(ScriptedH1Server::start_with(ConnPlan::serve_forever(
+        Reply::ok("late").gate(never.clone()),
+    )));
+    let url = server.url("/");
+    let tools = if curl_installed() { 2 } else { 1 };
+    let silenced = || async {
+        let heard = || server.requests().len() == tools;
+        pool_tests::client::eventually(heard, || "both requests reach the server".into()).await;
+        pool_tests::vanish::ip(&["link", "set", "lo", "down"]);
+    };
+    let args = ["-sS", "--keepalive-time", "1", url.as_str()];
+    runtime.block_on(beside_curl_async(&args, silenced, |tool, code, said| {
+        assert_eq!(
+            (code, said),
+            (
+                Some(56),
+                format!("{tool}: (56) Recv failure: Connection timed out\n").as_str()
+            ),
+            "{tool}"
+        );
+    }));
+    drop(never);
+}
+
+/// Whether curl runs here.
+fn curl_installed() -> bool {
+    std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok()
+}
+
+/// [`beside_curl_async`] on a runtime of its own.
+fn beside_curl<F: std::future::Future<Output = ()>>(
+    args: &[&str],
+    meanwhile: impl FnOnce() -> F,
+    check: impl Fn(&str, Option<i32>, &str),
+) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(beside_curl_async(args, meanwhile, check));
+}
+
+/// Runs poolcurl and, where it is installed, curl with `args` at once, and `meanwhile` while
+/// they run; then `check(tool, exit code, stderr)` for each.
+async fn beside_curl_async<F: std::future::Future<Output = ()>>(
+    args: &[&str],
+    meanwhile: impl FnOnce() -> F,
+    check: impl Fn(&str, Option<i32>, &str),
+) {
+    let mut tools = vec![("poolcurl", env!("CARGO_BIN_EXE_poolcurl"))];
+    if curl_installed() {
+        tools.push(("curl", "curl"));
+    } else {
+        eprintln!("curl is not installed: poolcurl checked alone");
+    }
+    let children: Vec<_> = tools
+        .iter()
+        .map(|(name, program)| {
+            let child = common::command(program)
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("it runs");
+            (*name, child)
+        })
+        .collect();
+    meanwhile().await;
+    for (name, child) in children {
+        let out = tokio::time::timeout(LIMIT, child.wait_with_output())
+            .await
+            .expect("the run finished in time")
+            .expect("it ran");
+        check(
+            name,
+            out.status.code(),
+            &String::from_utf8_lossy(&out.stderr),
+        );
+    }
+}

@@ -6,10 +6,16 @@
 /// log to stderr, and with a home of its own (empty), so that the tester's `~/.curlrc` and
 /// `~/.netrc` do not apply either.
 pub(crate) fn poolcurl_command() -> tokio::process::Command {
+    command(env!("CARGO_BIN_EXE_poolcurl"))
+}
+
+/// `program` (curl, beside poolcurl) as [`poolcurl_command`] runs poolcurl.
+#[allow(dead_code)] // Each test binary compiles this module; not each uses it.
+pub(crate) fn command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
     // One empty directory for every run (nothing writes there), so none is left per process.
     let home = std::env::temp_dir().join("poolcurl-test-home");
     std::fs::create_dir_all(&home).expect("a temporary directory");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_poolcurl"));
+    let mut command = tokio::process::Command::new(program);
     for var in ["HOME", "CURL_HOME", "XDG_CONFIG_HOME"] {
         command.env(var, &home);
     }

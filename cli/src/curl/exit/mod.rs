@@ -17,7 +17,7 @@
 //! | 22 | HTTP status >= 400 with `-f` / `--fail-with-body` |
 //! | 23 | writing the output failed |
 //! | 26 | reading a `@file`, `-T` file, `-F` file or `-K` file failed |
-//! | 28 | connect timeout, read timeout or `-m` |
+//! | 28 | connect timeout, read timeout or `-m`; a connect the kernel gave up on (`ETIMEDOUT`) |
 //! | 33 | `-C` / `-r`: the server ignored the range |
 //! | 35 | TLS handshake failed |
 //! | 45 | binding to `--interface` (a device or a local address), or to a `--local-port`, failed |
@@ -25,7 +25,7 @@
 //! | 49 | a malformed `--resolve` entry |
 //! | 52 | the server closed without any response (an HTTP/1.1 server answering `--http2-prior-knowledge` too) |
 //! | 58 | the `--cert` / `--key` files could not be used |
-//! | 56 | receiving failed (reset, broken body, HTTP/2 error, a refused HTTP/2 stream, a response head over the size limit) |
+//! | 56 | receiving failed (reset, timed out by the kernel, broken body, HTTP/2 error, a refused HTTP/2 stream, a response head over the size limit) |
 //! | 60 | the server's certificate was rejected |
 //! | 61 | `--compressed`: the body did not decode |
 //! | 63 | `--max-filesize`: the response body is larger |
