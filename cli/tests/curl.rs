@@ -3211,6 +3211,72 @@ async fn a_user_without_a_password_is_asked_for_one() {
     assert_eq!(&seen[1].body[..], b"body", "stdin stayed the upload's");
 }
 
+/// The progress meter goes on counting while a transfer waits, as curl's does: a line a second
+/// while the response head is awaited and while the body stalls, "Spent" going up with no byte
+/// more. The server holds the head, then the rest of the body, until the test has read such
+/// lines on poolcurl's stderr: no clock decides the order.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_meter_counts_on_while_a_transfer_waits() {
+    let (head, rest) = (Gate::new(), Gate::new());
+    let reply = Reply::ok_split("12345", rest.clone(), "67890").gate(head.clone());
+    let server = ScriptedH1Server::start_with(ConnPlan::new().respond(reply)).await;
+    let mut child = common::poolcurl_command()
+        .arg(server.url("/"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("poolcurl ran");
+    let mut stderr = child.stderr.take().expect("piped");
+    let mut drawn = String::new();
+    // The meter's lines so far as (received, spent) columns, for lines drawn in full.
+    type Line = (String, String);
+    let lines = |drawn: &str| -> Vec<Line> {
+        drawn
+            .split(['\r', '\n'])
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|columns| columns.len() == 12 && columns[0].parse::<u64>().is_ok())
+            .map(|columns| (columns[3].to_owned(), columns[9].to_owned()))
+            .collect()
+    };
+    let mut read_until = async |done: &dyn Fn(&[Line]) -> bool| {
+        let mut buffer = [0u8; 512];
+        while !done(&lines(&drawn)) {
+            let n = tokio::time::timeout(LIMIT, stderr.read(&mut buffer))
+                .await
+                .expect("the meter drew in time")
+                .expect("stderr reads");
+            assert!(n > 0, "stderr ended early: {drawn:?}");
+            drawn.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    };
+    // Nothing came yet: a line with a time spent was drawn by the clock alone.
+    read_until(&|lines| {
+        lines
+            .iter()
+            .any(|(got, spent)| got == "0" && spent != "--:--:--")
+    })
+    .await;
+    head.open();
+    // Half the body came: two lines at two different seconds with nothing more.
+    read_until(&|lines| {
+        let mut spent: Vec<&str> = lines
+            .iter()
+            .filter(|(got, _)| got == "5")
+            .map(|(_, spent)| spent.as_str())
+            .collect();
+        spent.dedup();
+        spent.len() >= 2
+    })
+    .await;
+    rest.open();
+    let out = tokio::time::timeout(LIMIT, child.wait_with_output())
+        .await
+        .expect("poolcurl finished in time")
+        .expect("poolcurl ran");
+    assert!(out.status.success(), "{drawn}");
+    assert_eq!(out.stdout, b"1234567890");
+}
+
 /// A connect the kernel gives up on (nothing answers its SYNs) exits 28 with curl's words for a
 /// failed connect, as curl 7.88 does: curl counts the kernel's `ETIMEDOUT` as a timeout, any
 /// other connect failure as 7. Both run in a network namespace of their own

@@ -18,7 +18,7 @@
 //! the text; [`super::progress::Progress`] decides when a meter is drawn at all and writes it.
 //! Uploads are counted as the request is handed over, not byte by byte as it goes.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How many once-a-second samples "Current" spans, plus one (libcurl's `CURR_TIME`).
 const SAMPLES: usize = 6;
@@ -95,6 +95,12 @@ impl Meter {
             text.push_str(&self.line(now));
         }
         (!text.is_empty()).then_some(text)
+    }
+
+    /// When the next line is due after `now`: the start of the next second of the transfer.
+    pub(crate) fn next_due(&self, now: Instant) -> Instant {
+        let second = now.saturating_duration_since(self.start).as_secs();
+        self.start + Duration::from_secs(second + 1)
     }
 
     /// What to draw when a request of the transfer ends at `now`: its last line, whatever the

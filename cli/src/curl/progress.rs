@@ -4,14 +4,16 @@
 //! terminal, and `-Z`, whose transfers draw none of their own).
 //!
 //! The meter's header and first line come when the transfer's first request starts, its line
-//! is redrawn at most once a second and ends with a line break after each request (a followed
-//! redirect, an authentication round), as libcurl draws it; it is written before the
-//! transfer's error message, as curl's is. The bar's line ends after the error message instead
+//! is redrawn once a second, whether bytes came or not (while a connect, a response head or
+//! the rest of a body is awaited, [`Progress::during`]: "Spent" goes on counting), and ends
+//! with a line break after each request (a followed redirect, an authentication round), as
+//! libcurl draws it; it is written before the transfer's error message, as curl's is. The bar's line ends after the error message instead
 //! ([`Progress::end_line`]), as curl's tool ends it.
 //!
 //! Under `-Z` a transfer draws nothing itself and reports its bytes to the run's one meter
 //! ([`super::parallel_meter`]).
 
+use std::future::Future;
 use std::time::Instant;
 
 use super::Session;
@@ -49,6 +51,8 @@ pub(crate) struct Progress {
     /// The body bytes received and sent by the current request (`-Z`'s meter).
     received: u64,
     sent: u64,
+    /// When the meter's line is next redrawn while the transfer waits ([`Progress::during`]).
+    tick: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Progress {
@@ -62,6 +66,7 @@ impl Progress {
             header_shown: false,
             received: 0,
             sent: 0,
+            tick: None,
         }
     }
 
@@ -131,6 +136,34 @@ impl Progress {
             Style::Parallel(_) => {
                 self.received = done;
                 self.report();
+            }
+        }
+    }
+
+    /// Awaits `work` (a connect and a response head, the next bytes of a body), redrawing the
+    /// meter's line at each second meanwhile, as libcurl redraws it while a transfer waits.
+    /// One timer serves the whole transfer: a body read frame by frame sets none per frame.
+    pub(crate) async fn during<F: Future>(&mut self, work: F) -> F::Output {
+        let Some(meter) = self.meter.as_mut() else {
+            return work.await;
+        };
+        let tick = self.tick.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(
+                meter.next_due(Instant::now()).into(),
+            ))
+        });
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut work => return done,
+                () = tick.as_mut() => {
+                    let now = Instant::now();
+                    if let Some(text) = meter.update(now) {
+                        super::errout::write(text.as_bytes());
+                    }
+                    tick.as_mut().reset(meter.next_due(now).into());
+                }
             }
         }
     }

@@ -391,8 +391,8 @@ impl Session {
         extra.empty_length = probe.is_some();
         extra.alt_used = target.alternative.as_ref().map(|a| a.used.clone());
         let ranged = extra.range.is_some();
-        let sent = self
-            .send(state.template, uri, hop, &extra, &target, record)
+        let sent = progress
+            .during(self.send(state.template, uri, hop, &extra, &target, record))
             .await;
         self.write_tunnel_heads(record, sink)?;
         let (mut parts, mut body) = sent?;

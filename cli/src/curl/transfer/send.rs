@@ -355,7 +355,7 @@ impl Session {
         let mut pace = Pace::start(&self.pace_args());
         let mut first = true;
         let mut trailers = Vec::new();
-        while let Some(frame) = pace.next_frame(body).await? {
+        while let Some(frame) = progress.during(pace.next_frame(body)).await? {
             let remaining = length.map(|l| l.saturating_sub(record.size_download));
             let frame = frame.map_err(|e| self.failed(&e, target, record, remaining))?;
             if let Some(fields) = frame.trailers_ref() {
