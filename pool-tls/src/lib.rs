@@ -99,7 +99,7 @@ pub use connect::{
     TlsInfo,
 };
 pub use connect_to::{ConnectTo, DialTarget};
-pub use connector::HttpConnector;
+pub use connector::{ConnectStep, HttpConnector};
 pub use dial::DialOptions;
 pub use error::ConnectError;
 #[cfg(feature = "hickory")]

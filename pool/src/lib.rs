@@ -120,10 +120,10 @@ pub use pool_h1::{RawHeaderNames, RequestHeaderNames};
 pub use pool_h2::LEARNT_STREAM_WINDOW;
 pub use pool_tls::{
     AlpnOffer, AuthAnswer, AuthScheme, CertificateStatusError, Challenged, CipherSuite, Connect,
-    ConnectError, ConnectFuture, ConnectTarget, ConnectTo, Connected, DialTarget, IdentityPart, Io,
-    NamedGroup, Negotiated, NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme, ProxyUse,
-    PublicKeyPin, Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions, TlsVersion,
-    TokioIo,
+    ConnectError, ConnectFuture, ConnectStep, ConnectTarget, ConnectTo, Connected, DialTarget,
+    IdentityPart, Io, NamedGroup, Negotiated, NoProxy, Proxy, ProxyConfig, ProxyError, ProxyScheme,
+    ProxyUse, PublicKeyPin, Resolve, ResolveFuture, StaticResolver, SystemResolver, TlsOptions,
+    TlsVersion, TokioIo,
 };
 #[cfg(feature = "hickory")]
 pub use pool_tls::{HickoryResolver, hickory_resolver};

@@ -17,7 +17,9 @@
 //! [`Check::Unanswered`] dials an address whose SYNs go unanswered (TEST-NET-1 routed into the
 //! namespace's `lo`, where no host takes them): with `TCP_USER_TIMEOUT` of 1 s and no connect
 //! timeout the connect must fail with the kernel's `ETIMEDOUT`, a connect error that is a
-//! timeout but not the pool's connect timeout, while the same connect without the user timeout
+//! timeout but not the pool's connect timeout (a pool whose own connect timeout is shorter ends
+//! it first, naming the TCP connect as the step it ended), while the same connect without the
+//! user timeout
 //! still waits on the kernel's SYN retries (over two minutes), and the pool must hold nothing
 //! afterwards.
 //!
@@ -33,7 +35,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use pool::{CloseReason, ConnectionPool, PartitionStats, ProtocolPolicy};
+use pool::{CloseReason, ConnectStep, ConnectionPool, PartitionStats, ProtocolPolicy};
 
 use crate::client::{fetch, get, origin, settle};
 use crate::events::{EventLog, observed};
@@ -235,6 +237,17 @@ async fn unanswered() {
             .build()
             .unwrap()
     };
+    // The pool's own connect timeout, shorter than the user timeout, ends it first and says
+    // where: in the TCP connect.
+    let timed = ConnectionPool::builder()
+        .connect_timeout(Some(second / 2))
+        .build()
+        .unwrap();
+    let error = timed.client().unwrap().request(get(url)).await.unwrap_err();
+    assert!(
+        error.is_connect_timeout() && error.connect_timed_out_during() == Some(ConnectStep::Dial),
+        "{error:#}"
+    );
     let (bounded, silent) = (pool(Some(second)), pool(None));
     let request = |pool: &ConnectionPool| {
         let client = pool.client().unwrap();

@@ -455,6 +455,14 @@ async fn connect_timeout_covers_resolution() {
         error.is_connect_timeout() && error.is_timeout() && error.is_connect(),
         "{error:?}"
     );
+    assert_eq!(
+        error.connect_timed_out_during(),
+        Some(pool::ConnectStep::Resolve)
+    );
+    assert!(
+        format!("{error:#}").contains("while resolving the name"),
+        "{error:#}"
+    );
     assert_eq!(events.failed().len(), 1);
     let stats = pool.stats(&origin(url)).total();
     assert_eq!(

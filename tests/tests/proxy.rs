@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use pool::{
-    AuthScheme, Challenged, ConnectTo, ConnectionPool, NoProxy, Proxy, ProxyConfig, PublicKeyPin,
+    AuthScheme, Challenged, ConnectStep, ConnectTo, ConnectionPool, NoProxy, PartitionStats, Proxy,
+    ProxyConfig, PublicKeyPin,
 };
 use pool_tests::client::{fetch, get, origin, settle};
 use pool_tests::events::EventLog;
@@ -1200,4 +1201,63 @@ async fn the_proxy_protocol_line_goes_inside_a_tunnel() {
         "{}",
         requests[0].line
     );
+}
+
+/// A connect timeout names the step it ended, so that a server that never finishes its TLS
+/// handshake, a proxy that never answers its `CONNECT` and one that never answers its SOCKS
+/// greeting read differently from an address that does not answer (that step, `Dial`, is
+/// checked where the kernel can drop a SYN: `pool_tests::vanish`) and a name server that does
+/// not (`connect_timeout_covers_resolution`). One listener plays every silent peer: it accepts
+/// and never sends a byte. The loopback connect under it takes microseconds, far inside the
+/// 500 ms timeout, so the step that times out is the one after it.
+#[tokio::test]
+async fn a_connect_timeout_names_the_step_it_ended() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let at = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let limit = Duration::from_millis(500);
+    let timed_out = async |config: Option<ProxyConfig>, url: &str| {
+        let mut builder = ConnectionPool::builder().connect_timeout(Some(limit));
+        if let Some(config) = config {
+            builder = builder.proxy(config, false);
+        }
+        let pool = builder.build().unwrap();
+        let error = tokio::time::timeout(LIMIT, pool.client().unwrap().request(get(url)))
+            .await
+            .expect("in time")
+            .expect_err("nothing answers");
+        assert!(error.is_connect_timeout(), "{error:?}");
+        settle(&pool, &origin(url), |s| *s == PartitionStats::default()).await;
+        error
+    };
+    let proxy = |scheme: &str| {
+        Some(ProxyConfig::new().all(Proxy::parse(&format!("{scheme}://{at}")).unwrap()))
+    };
+    let tls = timed_out(None, &format!("https://localhost:{}/", at.port())).await;
+    assert_eq!(tls.connect_timed_out_during(), Some(ConnectStep::Tls));
+    assert!(
+        format!("{tls:#}").ends_with(&format!(
+            "connection to https://localhost:{} timed out after 500ms during the TLS handshake",
+            at.port()
+        )),
+        "{tls:#}"
+    );
+    assert_eq!(tls.proxy(), None);
+    let tunnel = timed_out(proxy("http"), "https://origin.test/").await;
+    assert_eq!(tunnel.connect_timed_out_during(), Some(ConnectStep::Tunnel));
+    assert_eq!(tunnel.proxy(), Some(format!("http://{at}").as_str()));
+    assert!(
+        format!("{tunnel:#}").ends_with(&format!(
+            "while the proxy opened the tunnel (through http://{at})"
+        )),
+        "{tunnel:#}"
+    );
+    let socks = timed_out(proxy("socks5h"), "http://origin.test/").await;
+    assert_eq!(socks.connect_timed_out_during(), Some(ConnectStep::Socks));
+    held.abort();
 }

@@ -13,7 +13,8 @@
 //!
 //! What this layer does not do: pool or reuse connections, speak HTTP to the origin, or retry
 //! after a failure. It turns one [`ConnectTarget`] into one transport, or one [`ConnectError`]
-//! saying which phase failed.
+//! saying which phase failed; a connect timeout's names the step it ended ([`ConnectStep`],
+//! see `step`).
 
 use std::fmt;
 use std::future::{Future, poll_fn};
@@ -36,7 +37,11 @@ use crate::{
     Connected, DialOptions, Io, Negotiated, ProxyConfig, Resolve, TlsConnector, TlsInfo,
 };
 
+mod step;
 mod via;
+
+pub use step::ConnectStep;
+use step::{Steps, begin};
 
 /// The default connector: resolve -> socket2 dial (happy eyeballs) -> rustls for https.
 ///
@@ -159,12 +164,21 @@ impl Connect for HttpConnector {
             let Some(limit) = target.connect_timeout else {
                 return inner.establish(&target).await;
             };
-            let establish = inner.establish(&target);
+            let steps = Steps::new();
+            let establish = steps.scope(inner.establish(&target));
             let within = match &target.sleep {
                 Some(sleep) => race(establish, sleep.sleep(limit)).await,
                 None => tokio::time::timeout(limit, establish).await.ok(),
             };
-            within.unwrap_or_else(|| Err(ConnectError::timeout(limit).with_target(&target.origin)))
+            within.unwrap_or_else(|| {
+                let timeout = ConnectError::timeout(limit)
+                    .during(steps.reached())
+                    .with_target(&target.origin);
+                Err(match inner.proxy_for(&target) {
+                    Some(proxy) => timeout.via_proxy(via::proxy_label(proxy)),
+                    None => timeout,
+                })
+            })
         })
     }
 }
@@ -182,16 +196,23 @@ async fn race<T>(work: impl Future<Output = T>, mut timer: Sleep) -> Option<T> {
 }
 
 impl Inner {
+    /// The proxy a connection to the target goes through, if any (none with a Unix socket).
+    fn proxy_for(&self, target: &ConnectTarget) -> Option<&crate::Proxy> {
+        #[cfg(unix)]
+        if self.unix_socket.is_some() {
+            return None;
+        }
+        let origin = &target.origin;
+        self.proxy
+            .route(origin.is_tls(), origin.host(), origin.port())
+    }
+
     async fn establish(&self, target: &ConnectTarget) -> Result<(Io, Connected), ConnectError> {
         #[cfg(unix)]
         if let Some(path) = &self.unix_socket {
             return self.establish_unix(path, target).await;
         }
-        let origin = &target.origin;
-        match self
-            .proxy
-            .route(origin.is_tls(), origin.host(), origin.port())
-        {
+        match self.proxy_for(target) {
             Some(proxy) => self.establish_via(proxy, target).await,
             None => self.establish_direct(target).await,
         }
@@ -227,6 +248,7 @@ impl Inner {
         target: &ConnectTarget,
     ) -> Result<(Io, Connected), ConnectError> {
         let start = Instant::now();
+        begin(ConnectStep::Dial);
         let (stream, mut connected) = crate::unix::dial_unix(path, start).await?;
         // A Unix socket, with TLS or without, takes `Io`'s boxed variant (see its docs).
         if !target.origin.is_tls() {
@@ -250,9 +272,13 @@ impl Inner {
     ) -> Result<(TcpStream, Connected), ConnectError> {
         let addrs = match ip {
             Some(ip) => vec![SocketAddr::new(ip, port)],
-            None => self.resolve(host, port).await?,
+            None => {
+                begin(ConnectStep::Resolve);
+                self.resolve(host, port).await?
+            }
         };
         let resolve = start.elapsed();
+        begin(ConnectStep::Dial);
         let (tcp, remote_addr) = dial(addrs, &self.dial, target.interface.as_deref()).await?;
         let connect = start.elapsed();
         let local_addr = tcp
@@ -321,6 +347,7 @@ impl Inner {
         let origin = &target.origin;
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
         let alpn_offered = !config.alpn_protocols.is_empty();
+        begin(ConnectStep::Tls);
         let stream = handshake(config, stream, origin.host(), origin.ip()).await?;
         let session = stream.get_ref().1;
         self.tls

@@ -14,6 +14,7 @@ use http::HeaderValue;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::step::{ConnectStep, begin};
 use super::{Inner, authority, handshake, tls_config};
 use crate::socks::{self, SocksTarget};
 use crate::tunnel::{Opened, ProxyUse, open_tunnel};
@@ -108,6 +109,7 @@ impl Inner {
                         .await
                         .map_err(|e| e.via_proxy(&label))?,
                 };
+                begin(ConnectStep::Socks);
                 let tcp = socks::open(tcp, version, &socks_target, proxy.credentials())
                     .await
                     .map_err(in_tunnel)?;
@@ -124,6 +126,7 @@ impl Inner {
                     self.proxy_protocol_line(&mut tcp, &connected).await?;
                     return Ok(Ok((Io::tcp(tcp), connected)));
                 }
+                begin(ConnectStep::Tunnel);
                 let opened = open_tunnel(&mut tcp, proxy, &authority, answer_of(&answered))
                     .await
                     .map_err(in_tunnel)?;
@@ -139,6 +142,7 @@ impl Inner {
                 let config = tls_config(proxy_tls, AlpnOffer::Http1Only, proxy.host())
                     .await
                     .map_err(|e| e.via_proxy(&label))?;
+                begin(ConnectStep::Tls);
                 let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
                     .await
                     .map_err(in_tunnel)?;
@@ -151,6 +155,7 @@ impl Inner {
                     self.proxy_protocol_line(&mut to_proxy, &connected).await?;
                     return Ok(Ok((Io::tls(to_proxy), connected)));
                 }
+                begin(ConnectStep::Tunnel);
                 let opened = open_tunnel(&mut to_proxy, proxy, &authority, answer_of(&answered))
                     .await
                     .map_err(in_tunnel)?;
@@ -195,6 +200,7 @@ impl Inner {
         port: u16,
         version: socks::Version,
     ) -> Result<SocksTarget<'static>, ConnectError> {
+        begin(ConnectStep::Resolve);
         let addrs = self
             .resolve(host, port)
             .await
@@ -250,7 +256,7 @@ fn tunnel_opened(
 }
 
 /// The proxy as `scheme://host:port`, without credentials.
-fn proxy_label(proxy: &Proxy) -> String {
+pub(super) fn proxy_label(proxy: &Proxy) -> String {
     let scheme = proxy.scheme().as_str();
     format!("{scheme}://{}", authority(proxy.host(), proxy.port()))
 }

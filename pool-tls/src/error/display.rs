@@ -93,11 +93,18 @@ impl fmt::Display for ConnectError {
             (Kind::LocalPort { first, last }, _) => {
                 write!(f, "binding to a local port in {first}-{last} failed")?;
             }
-            (Kind::Timeout(after), Some(origin)) => {
-                return write!(f, "connection to {origin} timed out after {after:?}");
-            }
-            (Kind::Timeout(after), None) => {
-                return write!(f, "connection timed out after {after:?}");
+            (Kind::Timeout(after, step), origin) => {
+                match origin {
+                    Some(origin) => write!(f, "connection to {origin} timed out after {after:?}")?,
+                    None => write!(f, "connection timed out after {after:?}")?,
+                }
+                if let Some(step) = step {
+                    write!(f, " {}", step.doing())?;
+                }
+                if let Some(proxy) = proxy {
+                    write!(f, " (through {proxy})")?;
+                }
+                return Ok(());
             }
             (Kind::Tls, Some(host)) => write!(f, "TLS handshake with {host} failed")?,
             (Kind::Tls, None) => f.write_str("TLS handshake failed")?,

@@ -12,6 +12,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use crate::ConnectStep;
+
 mod display;
 
 pub(crate) use display::write_causes;
@@ -73,8 +75,9 @@ enum Kind {
     /// The socket could not be bound to the requested local address (one that is not this
     /// host's, say); also a connect failure.
     LocalAddress(IpAddr),
-    /// The connect timeout elapsed before the transport was ready.
-    Timeout(Duration),
+    /// The connect timeout elapsed before the transport was ready, in the step the connect
+    /// had reached, when the connector noted it.
+    Timeout(Duration, Option<ConnectStep>),
     /// The TLS handshake failed for a reason other than the server certificate.
     Tls,
     /// The server's certificate was rejected.
@@ -128,7 +131,7 @@ impl ConnectError {
 
     /// The connect timeout of `after` elapsed before the transport was ready.
     pub fn timeout(after: Duration) -> ConnectError {
-        ConnectError::new(Kind::Timeout(after), None)
+        ConnectError::new(Kind::Timeout(after, None), None)
     }
 
     /// A TLS handshake failure, caused by `error`.
@@ -255,6 +258,14 @@ impl ConnectError {
         self
     }
 
+    /// Records the step a connect timeout ended (see [`timed_out_during`](Self::timed_out_during)).
+    pub(crate) fn during(mut self, step: Option<ConnectStep>) -> ConnectError {
+        if let Kind::Timeout(_, during) = &mut self.inner.kind {
+            *during = step;
+        }
+        self
+    }
+
     /// Records the address the failing attempt dialed.
     pub(crate) fn with_addr(mut self, addr: SocketAddr) -> ConnectError {
         self.inner.addr = Some(addr);
@@ -306,7 +317,18 @@ impl ConnectError {
 
     /// Whether the connect timeout (covering resolution, TCP and TLS together) elapsed.
     pub fn is_timeout(&self) -> bool {
-        matches!(self.inner.kind, Kind::Timeout(_))
+        matches!(self.inner.kind, Kind::Timeout(..))
+    }
+
+    /// The step the connect was in when its timeout elapsed: resolving, the TCP connect, a TLS
+    /// handshake or a proxy's tunnel. `None` for any other error, and for a timeout whose
+    /// connector noted no step (a custom [`Connect`](crate::Connect), or one that had not
+    /// begun).
+    pub fn timed_out_during(&self) -> Option<ConnectStep> {
+        match self.inner.kind {
+            Kind::Timeout(_, step) => step,
+            _ => None,
+        }
     }
 
     /// Whether the TLS handshake failed for a reason other than the server certificate (for
@@ -485,6 +507,23 @@ mod tests {
             "connection to https://a.test timed out after 1.5s"
         );
         assert!(err.source().is_none());
+        assert_eq!(err.timed_out_during(), None);
+        // With the step the connector reached, and the proxy it went through.
+        let err = err
+            .during(Some(ConnectStep::Tls))
+            .via_proxy("http://proxy.test:3128");
+        assert_eq!(err.timed_out_during(), Some(ConnectStep::Tls));
+        assert_eq!(
+            err.to_string(),
+            "connection to https://a.test timed out after 1.5s during the TLS handshake \
+             (through http://proxy.test:3128)"
+        );
+        // Only a timeout has a step.
+        let refused = ConnectError::connect(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert_eq!(
+            refused.during(Some(ConnectStep::Dial)).timed_out_during(),
+            None
+        );
     }
 
     #[test]

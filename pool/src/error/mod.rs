@@ -378,6 +378,16 @@ impl Error {
         self.connect_error().is_some_and(ConnectError::is_timeout)
     }
 
+    /// The step a new connection was in when the pool's connect timeout elapsed: resolving,
+    /// the TCP connect, a TLS handshake, a proxy's tunnel or SOCKS handshake (see
+    /// [`ConnectStep`](crate::ConnectStep)). `None` unless
+    /// [`is_connect_timeout`](Self::is_connect_timeout) (and for a custom connector that
+    /// noted no step).
+    pub fn connect_timed_out_during(&self) -> Option<pool_tls::ConnectStep> {
+        self.connect_error()
+            .and_then(ConnectError::timed_out_during)
+    }
+
     /// No response head arrived within the read timeout.
     pub fn is_read_timeout(&self) -> bool {
         self.inner.kind == Kind::ReadTimeout
