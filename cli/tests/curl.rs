@@ -3277,17 +3277,17 @@ async fn the_meter_counts_on_while_a_transfer_waits() {
     assert_eq!(out.stdout, b"1234567890");
 }
 
-/// A connect the kernel gives up on (nothing answers its SYNs) exits 28 with curl's words for a
-/// failed connect, as curl 7.88 does: curl counts the kernel's `ETIMEDOUT` as a timeout, any
-/// other connect failure as 7. Both run in a network namespace of their own
-/// (`pool_tests::vanish`), where TEST-NET-1 is routed into `lo`, which nothing there answers
-/// for, and the kernel retries a SYN once (`tcp_syn_retries` 1: about 3 s). Without curl the
-/// test checks poolcurl alone.
+/// Connects nothing answers end as curl 7.88 ends them: the kernel giving up on the SYNs exits
+/// 28 with curl's words for a failed connect (curl counts the kernel's `ETIMEDOUT` as a
+/// timeout, any other connect failure as 7), `--connect-timeout` in the TCP connect names the
+/// host and port it dialed (the proxy's, through one), and in name resolution says so. Both
+/// tools run in a network namespace of their own (`pool_tests::vanish`) where TEST-NET-1 is
+/// routed into `lo`, which nothing there answers for, and the kernel retries a SYN once
+/// (`tcp_syn_retries` 1: about 3 s). The resolution case runs poolcurl alone (`--dns-servers`
+/// pointing there: Debian's curl has no such option), as does every case without curl.
 #[test]
-fn a_connect_the_kernel_gives_up_on_exits_28_as_curls_does() {
-    if !pool_tests::vanish::in_own_namespace(
-        "a_connect_the_kernel_gives_up_on_exits_28_as_curls_does",
-    ) {
+fn connects_nothing_answers_end_as_curls_do() {
+    if !pool_tests::vanish::in_own_namespace("connects_nothing_answers_end_as_curls_do") {
         return;
     }
     pool_tests::vanish::ip(&["route", "add", "192.0.2.0/24", "dev", "lo"]);
@@ -3295,20 +3295,151 @@ fn a_connect_the_kernel_gives_up_on_exits_28_as_curls_does() {
         eprintln!("skipped: this namespace keeps the host's SYN retries ({e})");
         return;
     }
-    let expected = "TOOL: (28) Failed to connect to 192.0.2.1 port 80 after N ms: \
+    let given_up = "TOOL: (28) Failed to connect to 192.0.2.1 port 80 after N ms: \
                     Couldn't connect to server";
-    beside_curl(
-        &["-sS", "http://192.0.2.1/"],
-        || async {},
-        |tool, code, said| {
-            // The milliseconds differ by nature.
-            let said = said.trim_end().replacen(&format!("{tool}: "), "TOOL: ", 1);
-            let (before, after) = said.split_once(" after ").unwrap_or((&said, ""));
-            let after = after.split_once(" ms:").map_or(after, |(_, rest)| rest);
-            let words = format!("{before} after N ms:{after}");
-            assert_eq!((code, words.as_str()), (Some(28), expected), "{tool}");
-        },
-    );
+    let timed_out = |port| {
+        format!(
+            "TOOL: (28) Failed to connect to 192.0.2.1 port {port} after N ms: Timeout was reached"
+        )
+    };
+    let expect = |args: &'static [&'static str], expected: String| async move {
+        beside_curl_async(
+            args,
+            || async {},
+            |tool, code, said| {
+                assert_eq!(
+                    (code, masked(said, tool)),
+                    (Some(28), expected.clone()),
+                    "{tool}: {args:?}"
+                );
+            },
+        )
+        .await;
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::join!(
+                expect(&["-sS", "http://192.0.2.1/"], given_up.to_owned()),
+                expect(
+                    &["-sS", "--connect-timeout", "1", "http://192.0.2.1/"],
+                    timed_out(80)
+                ),
+                expect(
+                    &[
+                        "-sS",
+                        "--connect-timeout",
+                        "1",
+                        "-x",
+                        "192.0.2.1:3128",
+                        "http://origin.test/"
+                    ],
+                    timed_out(3128),
+                ),
+            );
+            let run = poolcurl(&[
+                "-sS",
+                "--connect-timeout",
+                "1",
+                "--dns-servers",
+                "192.0.2.1",
+                "http://name.example/",
+            ])
+            .await;
+            assert_eq!(
+                (run.code, masked(&run.stderr, "poolcurl")),
+                (
+                    28,
+                    "TOOL: (28) Resolving timed out after N milliseconds".to_owned()
+                )
+            );
+        });
+}
+
+/// `said` (a tool's stderr) with the tool's name read as `TOOL` and the milliseconds a message
+/// counts as `N`: they differ by nature.
+fn masked(said: &str, tool: &str) -> String {
+    let said = said.trim_end().replacen(&format!("{tool}: "), "TOOL: ", 1);
+    let words: Vec<&str> = said.split(' ').collect();
+    let counted = |at: usize| {
+        words
+            .get(at + 1)
+            .is_some_and(|unit| unit.starts_with("ms") || unit.starts_with("milliseconds"))
+    };
+    words
+        .iter()
+        .enumerate()
+        .map(
+            |(at, word)| match counted(at) && word.bytes().all(|b| b.is_ascii_digit()) {
+                true => "N",
+                false => word,
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--connect-timeout` that ends a TLS handshake, a proxy's `CONNECT` or a SOCKS greeting gives
+/// curl 7.88's words for each: `SSL connection timeout`, `Proxy CONNECT aborted due to
+/// timeout`, and its general `Connection timed out after N milliseconds`. One listener plays
+/// every silent peer: it accepts and never sends a byte. Without curl the test checks poolcurl
+/// alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_timeouts_say_which_step_as_curls_do() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let at = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let (origin, proxy) = (format!("https://{at}/"), format!("{at}"));
+    let socks = format!("socks5h://{at}");
+    let cases = [
+        (
+            vec!["--connect-timeout", "1", origin.as_str()],
+            "TOOL: (28) SSL connection timeout",
+        ),
+        (
+            vec![
+                "--connect-timeout",
+                "1",
+                "-x",
+                proxy.as_str(),
+                "https://origin.test/",
+            ],
+            "TOOL: (28) Proxy CONNECT aborted due to timeout",
+        ),
+        (
+            vec![
+                "--connect-timeout",
+                "1",
+                "-x",
+                socks.as_str(),
+                "http://origin.test/",
+            ],
+            "TOOL: (28) Connection timed out after N milliseconds",
+        ),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = ["-sS", "-m", "10"].into_iter().chain(args).collect();
+        beside_curl_async(
+            &args,
+            || async {},
+            |tool, code, said| {
+                assert_eq!(
+                    (code, masked(said, tool).as_str()),
+                    (Some(28), expected),
+                    "{tool}: {args:?}"
+                );
+            },
+        )
+        .await;
+    }
+    held.abort();
 }
 
 /// A connection the kernel times out while the response is awaited (TCP keepalive: the peer
@@ -3359,19 +3490,6 @@ fn curl_installed() -> bool {
         .arg("--version")
         .output()
         .is_ok()
-}
-
-/// [`beside_curl_async`] on a runtime of its own.
-fn beside_curl<F: std::future::Future<Output = ()>>(
-    args: &[&str],
-    meanwhile: impl FnOnce() -> F,
-    check: impl Fn(&str, Option<i32>, &str),
-) {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(beside_curl_async(args, meanwhile, check));
 }
 
 /// Runs poolcurl and, where it is installed, curl with `args` at once, and `meanwhile` while

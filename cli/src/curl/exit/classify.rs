@@ -66,7 +66,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         return CurlError::new(6, format!("Could not resolve host: {}", attempt.dial_host));
     }
     if error.is_connect_timeout() {
-        return CurlError::new(28, format!("Connection timed out after {ms} milliseconds"));
+        return connect_timed_out(error, attempt);
     }
     if error.is_pinned_key_mismatch() {
         return CurlError::new(90, "SSL: public key does not match pinned public key");
@@ -192,6 +192,32 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         return CurlError::new(56, "Recv failure: Connection reset by peer");
     }
     receive_failure(error)
+}
+
+/// curl 7.88's words for `--connect-timeout` by the step it ended: resolving, the TCP connect
+/// (to the origin, or to the proxy it named), the TLS handshake (the origin's or an
+/// `https://` proxy's), an HTTP proxy's `CONNECT`; a SOCKS handshake, or a step not known, in
+/// its general words.
+fn connect_timed_out(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError {
+    use pool::ConnectStep;
+    let ms = attempt.elapsed.as_millis();
+    let message = match error.connect_timed_out_during() {
+        Some(ConnectStep::Resolve) => format!("Resolving timed out after {ms} milliseconds"),
+        Some(ConnectStep::Dial) => {
+            let proxy = error
+                .proxy()
+                .and_then(|label| pool::Proxy::parse(label).ok());
+            let (host, port) = match &proxy {
+                Some(proxy) => (proxy.host(), proxy.port()),
+                None => (attempt.dial_host, attempt.dial_port),
+            };
+            format!("Failed to connect to {host} port {port} after {ms} ms: Timeout was reached")
+        }
+        Some(ConnectStep::Tls) => "SSL connection timeout".to_owned(),
+        Some(ConnectStep::Tunnel) => "Proxy CONNECT aborted due to timeout".to_owned(),
+        _ => format!("Connection timed out after {ms} milliseconds"),
+    };
+    CurlError::new(28, message)
 }
 
 /// curl's code for a connect that failed on its own (not by `--connect-timeout`): 28 when
