@@ -2109,34 +2109,6 @@ async fn fail_on_404_exits_22_without_output() {
     assert_eq!(run.stdout, b"not here");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn connect_timeout_exits_28() {
-    // Accepts TCP connections and never says a word of TLS.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hold = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    let run = poolcurl(&[
-        "--no-progress-meter",
-        "--connect-timeout",
-        "0.3",
-        &format!("https://127.0.0.1:{port}/"),
-    ])
-    .await;
-    hold.abort();
-    assert_eq!(run.code, 28, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .starts_with("poolcurl: (28) Connection timed out after "),
-        "{}",
-        run.stderr
-    );
-}
-
 /// `--limit-rate` holds a body to its average rate: 2048 bytes at 4K take half a second at
 /// least (a lower bound only; a slow machine makes it longer, never shorter).
 #[tokio::test(flavor = "multi_thread")]
@@ -3388,14 +3360,8 @@ fn masked(said: &str, tool: &str) -> String {
 /// alone.
 #[tokio::test(flavor = "multi_thread")]
 async fn connect_timeouts_say_which_step_as_curls_do() {
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let at = silent.local_addr().unwrap();
-    let held = tokio::spawn(async move {
-        let mut kept = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            kept.push(socket);
-        }
-    });
+    let silent = pool_tests::silent::SilentPeer::start().await;
+    let at = silent.addr();
     let (origin, proxy) = (format!("https://{at}/"), format!("{at}"));
     let socks = format!("socks5h://{at}");
     let cases = [
@@ -3439,7 +3405,6 @@ async fn connect_timeouts_say_which_step_as_curls_do() {
         )
         .await;
     }
-    held.abort();
 }
 
 /// A connection the kernel times out while the response is awaited (TCP keepalive: the peer

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use pool_core::{AsyncSleep, CertificateCheck, OriginKey, Scheme, Sleep};
 use pool_tls::{
-    AlpnOffer, Connect, ConnectError, ConnectTarget, ConnectTo, Connected, DialOptions,
-    HttpConnector, Io, Negotiated, PublicKeyPin, Resolve, ResolveFuture, StaticResolver,
-    TlsConnector, TlsOptions, TlsVersion,
+    AlpnOffer, Connect, ConnectError, ConnectStep, ConnectTarget, ConnectTo, Connected,
+    DialOptions, HttpConnector, Io, Negotiated, PublicKeyPin, Resolve, ResolveFuture,
+    StaticResolver, TlsConnector, TlsOptions, TlsVersion,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, PublicKeyData};
 use rustls::crypto::CryptoProvider;
@@ -409,9 +409,10 @@ async fn connect_timeout_covers_resolution_on_tokios_timer_or_the_targets_sleep(
         let err = connect(&connector, target).await.unwrap_err();
         assert!(err.is_timeout(), "{err}");
         assert_eq!(start.elapsed(), elapsed);
+        assert_eq!(err.timed_out_during(), Some(ConnectStep::Resolve));
         assert_eq!(
             err.to_string(),
-            "connection to https://slow.test timed out after 1.5s"
+            "connection to https://slow.test timed out after 1.5s while resolving the name"
         );
     }
     assert_eq!(*instant.0.lock().unwrap(), [limit]);

@@ -59,6 +59,7 @@ pub mod proxy;
 pub mod refused;
 pub mod relay;
 pub mod resolve;
+pub mod silent;
 pub mod socks;
 pub mod tls;
 pub mod unix;

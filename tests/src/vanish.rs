@@ -198,22 +198,7 @@ async fn vanish(over: Over) {
     };
     let waiting = post(&silent_client);
     tokio::pin!(waiting);
-    let failed = tokio::select! {
-        result = tokio::time::timeout(20 * second, post(&bounded_client)) => {
-            result.expect("the user timeout ends the request")
-        }
-        _ = &mut waiting => panic!("the request without a user timeout ended first"),
-    };
-    let error = failed.expect_err("written into a dead connection");
-    let chain = format!("{error:#}");
-    assert!(
-        chain.contains("timed out"),
-        "the kernel's ETIMEDOUT: {chain}"
-    );
-    assert!(
-        error.is_timeout() && !error.is_read_timeout() && !error.is_pool_timeout(),
-        "{chain}"
-    );
+    timed_out_first(post(&bounded_client), waiting.as_mut(), "request").await;
     assert!(bounded_events.resent().is_empty(), "a POST is not re-sent");
     // Its connection's close says what the transport met, not only that it closed.
     bounded_events.wait_for_closed(1).await;
@@ -255,27 +240,45 @@ async fn unanswered() {
     };
     let waiting = request(&silent);
     tokio::pin!(waiting);
-    let failed = tokio::select! {
-        result = tokio::time::timeout(20 * second, request(&bounded)) => {
-            result.expect("the user timeout ends the connect")
-        }
-        _ = &mut waiting => panic!("the connect without a user timeout ended first"),
-    };
-    let error = failed.expect_err("nothing answers");
-    let chain = format!("{error:#}");
+    let error = timed_out_first(request(&bounded), waiting.as_mut(), "connect").await;
     assert!(
-        chain.contains("timed out"),
-        "the kernel's ETIMEDOUT: {chain}"
-    );
-    assert!(
-        error.is_connect() && error.is_timeout() && !error.is_connect_timeout(),
-        "{chain}"
+        error.is_connect() && !error.is_connect_timeout(),
+        "{error:#}"
     );
     settle(&bounded, &origin(url), |s| *s == PartitionStats::default()).await;
     assert!(
         now(waiting.as_mut()).is_none(),
         "without a user timeout the connect still waits"
     );
+}
+
+/// The error of `bounded` (a request on a pool with a user timeout), which must fail within
+/// 20 s and before `waiting` (the same `what` on a pool without one) ends, with the kernel's
+/// `ETIMEDOUT`: a timeout, and neither the pool's read timeout nor its pool timeout.
+async fn timed_out_first<T, W: Future>(
+    bounded: impl Future<Output = Result<T, pool::Error>>,
+    waiting: Pin<&mut W>,
+    what: &str,
+) -> pool::Error {
+    let failed = tokio::select! {
+        result = tokio::time::timeout(Duration::from_secs(20), bounded) => {
+            result.unwrap_or_else(|_| panic!("the user timeout ends the {what}"))
+        }
+        _ = waiting => panic!("the {what} without a user timeout ended first"),
+    };
+    let Err(error) = failed else {
+        panic!("the {what} into silence succeeded");
+    };
+    let chain = format!("{error:#}");
+    assert!(
+        chain.contains("timed out"),
+        "the kernel's ETIMEDOUT: {chain}"
+    );
+    assert!(
+        error.is_timeout() && !error.is_read_timeout() && !error.is_pool_timeout(),
+        "{chain}"
+    );
+    error
 }
 
 /// The one close in `events` was the protocol's, and it names the kernel's `ETIMEDOUT`.

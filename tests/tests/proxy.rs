@@ -18,6 +18,7 @@ use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{ScriptedH2Server, StreamPlan};
 use pool_tests::proxy::{ConnectScript, ScriptedProxy};
 use pool_tests::resolve::FixedResolver;
+use pool_tests::silent::SilentPeer;
 use pool_tests::socks::ScriptedSocks;
 use pool_tests::tls::TestPki;
 use pool_tests::unix::UnixBridge;
@@ -1212,14 +1213,8 @@ async fn the_proxy_protocol_line_goes_inside_a_tunnel() {
 /// 500 ms timeout, so the step that times out is the one after it.
 #[tokio::test]
 async fn a_connect_timeout_names_the_step_it_ended() {
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let at = silent.local_addr().unwrap();
-    let held = tokio::spawn(async move {
-        let mut kept = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            kept.push(socket);
-        }
-    });
+    let silent = SilentPeer::start().await;
+    let at = silent.addr();
     let limit = Duration::from_millis(500);
     let timed_out = async |config: Option<ProxyConfig>, url: &str| {
         let mut builder = ConnectionPool::builder().connect_timeout(Some(limit));
@@ -1259,5 +1254,4 @@ async fn a_connect_timeout_names_the_step_it_ended() {
     );
     let socks = timed_out(proxy("socks5h"), "http://origin.test/").await;
     assert_eq!(socks.connect_timed_out_during(), Some(ConnectStep::Socks));
-    held.abort();
 }
