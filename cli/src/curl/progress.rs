@@ -7,8 +7,9 @@
 //! is redrawn once a second, whether bytes came or not (while a connect, a response head or
 //! the rest of a body is awaited, [`Progress::during`]: "Spent" goes on counting), and ends
 //! with a line break after each request (a followed redirect, an authentication round), as
-//! libcurl draws it; it is written before the transfer's error message, as curl's is. The bar's line ends after the error message instead
-//! ([`Progress::end_line`]), as curl's tool ends it.
+//! libcurl draws it; it is written before the transfer's error message, as curl's is. The
+//! bar's line ends after the error message instead ([`Progress::end_line`]), as curl's tool
+//! ends it.
 //!
 //! Under `-Z` a transfer draws nothing itself and reports its bytes to the run's one meter
 //! ([`super::parallel_meter`]).

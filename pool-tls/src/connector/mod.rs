@@ -345,9 +345,10 @@ impl Inner {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let origin = &target.origin;
+        // The first TLS connection's configuration reads the trust store: part of the step.
+        begin(ConnectStep::Tls);
         let config = tls_config(&self.tls, target.alpn, origin.host()).await?;
         let alpn_offered = !config.alpn_protocols.is_empty();
-        begin(ConnectStep::Tls);
         let stream = handshake(config, stream, origin.host(), origin.ip()).await?;
         let session = stream.get_ref().1;
         self.tls

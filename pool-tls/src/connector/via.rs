@@ -139,10 +139,10 @@ impl Inner {
             }
             ProxyScheme::Https => {
                 let proxy_tls = self.proxy_tls.as_ref().unwrap_or(&self.tls);
+                begin(ConnectStep::Tls);
                 let config = tls_config(proxy_tls, AlpnOffer::Http1Only, proxy.host())
                     .await
                     .map_err(|e| e.via_proxy(&label))?;
-                begin(ConnectStep::Tls);
                 let mut to_proxy = handshake(config, tcp, proxy.host(), proxy_ip)
                     .await
                     .map_err(in_tunnel)?;
