@@ -18,8 +18,9 @@
 //! namespace's `lo`, where no host takes them): with `TCP_USER_TIMEOUT` of 1 s and no connect
 //! timeout the connect must fail with the kernel's `ETIMEDOUT`, a connect error that is a
 //! timeout but not the pool's connect timeout (a pool whose own connect timeout is shorter ends
-//! it first, naming the TCP connect as the step it ended), while the same connect without the
-//! user timeout
+//! it first, naming the TCP connect as the step it ended; a name whose first address is that
+//! one and whose second answers connects to the second after happy eyeballs' delay), while
+//! the same connect without the user timeout
 //! still waits on the kernel's SYN retries (over two minutes), and the pool must hold nothing
 //! afterwards.
 //!
@@ -27,10 +28,11 @@
 //! [`check`] prints one line saying so and returns.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::process::Command;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Request;
@@ -41,6 +43,7 @@ use crate::client::{fetch, get, origin, settle};
 use crate::events::{EventLog, observed};
 use crate::h1::{ConnPlan, Reply, ScriptedH1Server};
 use crate::h2::{ScriptedH2Server, StreamPlan};
+use crate::resolve::FixedResolver;
 
 /// Set in the environment of the copy that runs in its own namespace.
 const IN_NETNS: &str = "POOL_TESTS_IN_NETNS";
@@ -232,6 +235,29 @@ async fn unanswered() {
     assert!(
         error.is_connect_timeout() && error.connect_timed_out_during() == Some(ConnectStep::Dial),
         "{error:#}"
+    );
+    // Happy eyeballs against the kernel: a name whose first address drops the SYN and whose
+    // second answers connects to the second once the attempt delay (250 ms) has passed.
+    let server = ScriptedH1Server::start_with(ConnPlan::serve_forever(Reply::ok("up"))).await;
+    let port = server.addr().port();
+    let dropped = SocketAddr::from(([192, 0, 2, 1], port));
+    let resolver = FixedResolver::new([("dual.test", vec![dropped, server.addr()])]);
+    let dual = ConnectionPool::builder()
+        .resolver(resolver)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let (handle, body) = fetch(
+        &dual.client().unwrap(),
+        &format!("http://dual.test:{port}/"),
+    )
+    .await;
+    assert_eq!(body, "up");
+    assert_eq!(handle.info().remote_addr(), Some(server.addr()));
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "the second address waited for the delay: {:?}",
+        started.elapsed()
     );
     let (bounded, silent) = (pool(Some(second)), pool(None));
     let request = |pool: &ConnectionPool| {
