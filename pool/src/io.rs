@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A transport that reports its own drop: that is the connection's physical close, which may
 /// come long after its logical close (an HTTP/2 connection draining, an upgraded connection the
-/// caller still holds). It also counts the bytes read and notes the first read or write error
-/// with the link, for the close event.
+/// caller still holds). It also counts the bytes read and notes the first read or write error,
+/// and the end of stream, with the link, for the close event.
 pub(crate) struct TrackedIo {
     io: Io,
     link: Arc<PhysicalLink>,
@@ -47,9 +47,17 @@ impl AsyncRead for TrackedIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
+        let room = buf.remaining() != 0;
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         match &polled {
-            Poll::Ready(Ok(())) => self.link.count_read(buf.filled().len() - before),
+            Poll::Ready(Ok(())) => {
+                let read = buf.filled().len() - before;
+                if read == 0 && room {
+                    // The end of stream: the peer closed (the close event's quiet word).
+                    self.link.ended();
+                }
+                self.link.count_read(read);
+            }
             Poll::Ready(Err(error)) => self.link.failed(true, error),
             Poll::Pending => {}
         }

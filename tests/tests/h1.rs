@@ -516,6 +516,67 @@ async fn a_reset_under_a_request_is_named_in_the_close_event() {
     );
 }
 
+/// hyper also ends its connection future without an error when the server closes in the middle
+/// of an exchange (the request or its body gets the error): the close event says the server
+/// closed, before any response, in the middle of a head and in the middle of a body. A close of
+/// an idle connection says the same, and is no failure of anything.
+#[tokio::test]
+async fn a_server_closing_under_an_exchange_is_named_in_the_close_event() {
+    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n";
+    for (cut, sent) in [
+        ("before the response", &b""[..]),
+        ("in the head", &HEAD[..20]),
+        (
+            "in the body",
+            &b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789"[..],
+        ),
+    ] {
+        let server =
+            ScriptedH1Server::start_with(ConnPlan::new().read_request().write_raw(sent).close())
+                .await;
+        let (_pool, client, events) = observed(ConnectionPool::builder());
+        let failed = match client.request(get(&server.url("/"))).await {
+            Ok(response) => response
+                .into_body()
+                .collect()
+                .await
+                .err()
+                .map(|e| e.to_string()),
+            Err(error) => Some(error.to_string()),
+        };
+        assert!(failed.is_some(), "{cut}: the exchange must fail");
+        events.wait_for_closed(1).await;
+        assert_eq!(
+            events.closes(),
+            [(
+                CloseReason::ProtocolClosed,
+                Some("the server closed the connection".to_owned())
+            )],
+            "{cut}: {failed:?}"
+        );
+    }
+
+    let server = ScriptedH1Server::start_with(
+        ConnPlan::new()
+            .read_request()
+            .reply(Reply::ok("served"))
+            .close(),
+    )
+    .await;
+    let (_pool, client, events) = observed(ConnectionPool::builder());
+    let (_, body) = fetch(&client, &server.url("/")).await;
+    assert_eq!(body, "served");
+    events.wait_for_closed(1).await;
+    assert_eq!(
+        events.closes(),
+        [(
+            CloseReason::ProtocolClosed,
+            Some("the server closed the connection".to_owned())
+        )],
+        "an idle connection the server closed"
+    );
+}
+
 #[tokio::test]
 async fn refused_connection_is_a_connect_error_and_leaves_nothing_behind() {
     let refused = pool_tests::refused::RefusedAddr::new();

@@ -58,6 +58,15 @@ impl PhysicalLink {
         self.end.failed(reading, error);
     }
 
+    /// The transport reached its end of stream: the peer closed the connection (called by the
+    /// I/O wrapper when a read with room in its buffer returns nothing).
+    #[cold]
+    pub fn ended(&self) {
+        self.end
+            .ended
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// What the transport's first failure says, as a witness for the connection's record:
     /// an HTTP/1 connection's (see [`TransportEnd`]).
     pub fn end_witness(&self) -> std::sync::Arc<dyn EndWitness> {
@@ -123,22 +132,29 @@ impl fmt::Debug for PhysicalLink {
     }
 }
 
-/// The first read or write error of a transport, as the cause of its connection's close.
+/// How a transport ended, as the cause of its connection's close: its first read or write
+/// error, or else its end of stream.
 ///
 /// hyper's HTTP/1 client hands a transport error to the request in flight and then ends its
 /// connection future without one, so the driver, which closes the record first, had nothing to
 /// say and the request's own close came too late to be heard: a connection reset or timed out
 /// (`ETIMEDOUT` from keepalive or `TCP_USER_TIMEOUT`) under a request closed as
 /// `protocol_closed` and nothing more. The I/O wrapper notes the failure here as it returns it,
-/// and an HTTP/1 record asks at its close ([`EndWitness`]). An end of stream is no error here:
-/// a server closing an idle connection is how HTTP/1 connections normally end. (An HTTP/2
-/// record has its frame reader as witness, which notes the same failures and more.)
+/// and an HTTP/1 record asks at its close ([`EndWitness`]). An end of stream is no error (a
+/// server closing an idle connection is how HTTP/1 connections normally end), so it is only the
+/// word a close falls back on ([`EndWitness::quiet_end`]): without it a server that closed in
+/// the middle of a response, which hyper also ends its connection future on without an error,
+/// left the close with nothing to say. (An HTTP/2 record has its frame reader as witness, which
+/// notes the same failures and more.)
 #[derive(Debug, Default)]
-pub struct TransportEnd(OnceLock<TransportFailed>);
+pub struct TransportEnd {
+    failed: OnceLock<TransportFailed>,
+    ended: std::sync::atomic::AtomicBool,
+}
 
 impl TransportEnd {
     fn failed(&self, reading: bool, error: &io::Error) {
-        if self.0.get().is_some() {
+        if self.failed.get().is_some() {
             return;
         }
         let direction = if reading {
@@ -146,7 +162,7 @@ impl TransportEnd {
         } else {
             "writing to"
         };
-        let _ = self.0.set(TransportFailed(format!(
+        let _ = self.failed.set(TransportFailed(format!(
             "{direction} the connection failed: {error}"
         )));
     }
@@ -154,11 +170,29 @@ impl TransportEnd {
 
 impl EndWitness for TransportEnd {
     fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
-        self.0
+        self.failed
             .get()
             .map(|failed| failed as &(dyn Error + Send + Sync + 'static))
     }
+
+    fn quiet_end(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        self.ended
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then_some(&PeerClosed as &(dyn Error + Send + Sync + 'static))
+    }
 }
+
+/// The peer closed the connection (its end of stream), as a close event carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerClosed;
+
+impl fmt::Display for PeerClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the server closed the connection")
+    }
+}
+
+impl Error for PeerClosed {}
 
 /// A transport's read or write failure, as a close event carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,10 +212,17 @@ mod tests {
     use crate::stats::Gauges;
 
     #[test]
-    fn the_first_transport_failure_is_the_witness_word() {
+    fn the_first_transport_failure_is_the_witness_word_and_an_end_of_stream_its_quiet_one() {
         let link = PhysicalLink::new(Arc::new(Gauges::default()));
         let witness = link.end_witness();
         assert!(witness.cause().is_none(), "nothing failed yet");
+        assert!(witness.quiet_end().is_none(), "nothing ended yet");
+        link.ended();
+        assert_eq!(
+            witness.quiet_end().map(ToString::to_string).as_deref(),
+            Some("the server closed the connection")
+        );
+        assert!(witness.cause().is_none(), "an end of stream is no failure");
         link.failed(
             false,
             &io::Error::new(io::ErrorKind::BrokenPipe, "Broken pipe"),

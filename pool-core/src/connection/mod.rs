@@ -44,7 +44,7 @@ use crate::sync::{Arc, Mutex};
 
 mod link;
 
-pub use link::{PhysicalLink, TransportEnd, TransportFailed};
+pub use link::{PeerClosed, PhysicalLink, TransportEnd, TransportFailed};
 
 /// A boxed error, as carried by close events.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -123,6 +123,13 @@ pub trait EndWitness: Send + Sync + 'static {
     /// Why the peer ended the connection, if it ended it with an error (`None` before the
     /// end, and after a graceful one).
     fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)>;
+
+    /// How the peer ended the connection when it ended it without an error (an HTTP/1
+    /// server's end of stream): the word a protocol close falls back on when neither the
+    /// witness heard an error nor the close brings one of its own. `None` by default.
+    fn quiet_end(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        None
+    }
 }
 
 /// What an HTTP/1 response means for the server's request quota (see
@@ -463,14 +470,18 @@ impl ConnectionRecord {
             let permit = self.permit.lock().take();
             drop(permit);
         }
-        // On a close the protocol made, the peer's own word first (see `EndWitness`).
-        let witnessed = match reason {
-            CloseReason::ProtocolClosed => self.witness.get().and_then(|w| w.cause()),
+        // On a close the protocol made, the peer's own word first, its quiet end last (see
+        // `EndWitness`).
+        let witness = match reason {
+            CloseReason::ProtocolClosed => self.witness.get(),
             _ => None,
         };
-        let error_ref = witnessed.or(error
-            .as_deref()
-            .map(|e| e as &(dyn Error + Send + Sync + 'static)));
+        let error_ref = witness
+            .and_then(|w| w.cause())
+            .or(error
+                .as_deref()
+                .map(|e| e as &(dyn Error + Send + Sync + 'static)))
+            .or_else(|| witness.and_then(|w| w.quiet_end()));
         tracing::debug!(
             connection = self.info.id().as_u64(),
             origin = %self.info.origin(),
@@ -594,6 +605,42 @@ mod tests {
         fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
             None
         }
+    }
+
+    /// A witness that saw the peer end the connection without an error.
+    struct Quiet;
+
+    impl EndWitness for Quiet {
+        fn cause(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+            None
+        }
+
+        fn quiet_end(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+            Some(&super::PeerClosed)
+        }
+    }
+
+    #[test]
+    fn a_quiet_end_is_the_word_of_a_protocol_close_with_nothing_else_to_say() {
+        let (_, bare, _link, record) = setup(Protocol::Http1);
+        record.set_end_witness(std::sync::Arc::new(Quiet));
+        record.close(CloseReason::ProtocolClosed, None);
+        let (_, own, _link, record) = setup(Protocol::Http1);
+        record.set_end_witness(std::sync::Arc::new(Quiet));
+        record.close(
+            CloseReason::ProtocolClosed,
+            Some(Box::new(std::io::Error::other("the exchange's error"))),
+        );
+        let (_, pools, _link, record) = setup(Protocol::Http1);
+        record.set_end_witness(std::sync::Arc::new(Quiet));
+        record.close(CloseReason::IdleTimeout, None);
+        let errors = |l: &Counting| l.errors.lock().unwrap().clone();
+        assert_eq!(
+            errors(&bare),
+            [Some("the server closed the connection".to_owned())]
+        );
+        assert_eq!(errors(&own), [Some("the exchange's error".to_owned())]);
+        assert_eq!(errors(&pools), [None]);
     }
 
     #[test]
