@@ -523,13 +523,16 @@ async fn a_reset_under_a_request_is_named_in_the_close_event() {
 #[tokio::test]
 async fn a_server_closing_under_an_exchange_is_named_in_the_close_event() {
     const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n";
+    let server_closed = || {
+        vec![(
+            CloseReason::ProtocolClosed,
+            Some("the server closed the connection".to_owned()),
+        )]
+    };
     for (cut, sent) in [
-        ("before the response", &b""[..]),
-        ("in the head", &HEAD[..20]),
-        (
-            "in the body",
-            &b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789"[..],
-        ),
+        ("before the response", Vec::new()),
+        ("in the head", HEAD[..20].to_vec()),
+        ("in the body", [HEAD, b"0123456789"].concat()),
     ] {
         let server =
             ScriptedH1Server::start_with(ConnPlan::new().read_request().write_raw(sent).close())
@@ -546,14 +549,7 @@ async fn a_server_closing_under_an_exchange_is_named_in_the_close_event() {
         };
         assert!(failed.is_some(), "{cut}: the exchange must fail");
         events.wait_for_closed(1).await;
-        assert_eq!(
-            events.closes(),
-            [(
-                CloseReason::ProtocolClosed,
-                Some("the server closed the connection".to_owned())
-            )],
-            "{cut}: {failed:?}"
-        );
+        assert_eq!(events.closes(), server_closed(), "{cut}: {failed:?}");
     }
 
     let server = ScriptedH1Server::start_with(
@@ -569,10 +565,7 @@ async fn a_server_closing_under_an_exchange_is_named_in_the_close_event() {
     events.wait_for_closed(1).await;
     assert_eq!(
         events.closes(),
-        [(
-            CloseReason::ProtocolClosed,
-            Some("the server closed the connection".to_owned())
-        )],
+        server_closed(),
         "an idle connection the server closed"
     );
 }
