@@ -3252,7 +3252,8 @@ async fn the_meter_counts_on_while_a_transfer_waits() {
 /// Connects nothing answers end as curl 7.88 ends them: the kernel giving up on the SYNs exits
 /// 28 with curl's words for a failed connect (curl counts the kernel's `ETIMEDOUT` as a
 /// timeout, any other connect failure as 7), `--connect-timeout` in the TCP connect names the
-/// host and port it dialed (the proxy's, through one), and in name resolution says so. Both
+/// host and port it dialed (the proxy's, through one), and in name resolution says so; `-m`
+/// says it ran out while connecting, or resolving. Both
 /// tools run in a network namespace of their own (`pool_tests::vanish`) where TEST-NET-1 is
 /// routed into `lo`, which nothing there answers for, and the kernel retries a SYN once
 /// (`tcp_syn_retries` 1: about 3 s). The resolution case runs poolcurl alone (`--dns-servers`
@@ -3310,23 +3311,31 @@ fn connects_nothing_answers_end_as_curls_do() {
                     ],
                     timed_out(3128),
                 ),
+                // `-m` running out in the TCP connect: curl's words for its connect state.
+                expect(
+                    &["-sS", "-m", "1", "http://192.0.2.1/"],
+                    "TOOL: (28) Connection timed out after N milliseconds".to_owned()
+                ),
             );
-            let run = poolcurl(&[
-                "-sS",
-                "--connect-timeout",
-                "1",
-                "--dns-servers",
-                "192.0.2.1",
-                "http://name.example/",
-            ])
-            .await;
-            assert_eq!(
-                (run.code, masked(&run.stderr, "poolcurl")),
-                (
-                    28,
-                    "TOOL: (28) Resolving timed out after N milliseconds".to_owned()
-                )
-            );
+            for limit in ["--connect-timeout", "-m"] {
+                let run = poolcurl(&[
+                    "-sS",
+                    limit,
+                    "1",
+                    "--dns-servers",
+                    "192.0.2.1",
+                    "http://name.example/",
+                ])
+                .await;
+                assert_eq!(
+                    (run.code, masked(&run.stderr, "poolcurl")),
+                    (
+                        28,
+                        "TOOL: (28) Resolving timed out after N milliseconds".to_owned()
+                    ),
+                    "{limit}"
+                );
+            }
         });
 }
 
@@ -3392,6 +3401,57 @@ async fn connect_timeouts_say_which_step_as_curls_do() {
     ];
     for (args, expected) in cases {
         let args: Vec<&str> = ["-sS", "-m", "10"].into_iter().chain(args).collect();
+        beside_curl_async(
+            &args,
+            || async {},
+            |tool, code, said| {
+                assert_eq!(
+                    (code, masked(said, tool).as_str()),
+                    (Some(28), expected),
+                    "{tool}: {args:?}"
+                );
+            },
+        )
+        .await;
+    }
+}
+
+/// `-m` running out names what the transfer waited for, as curl 7.88 names its state: the
+/// connection while a TLS handshake, a proxy's `CONNECT` or a SOCKS greeting goes unanswered
+/// (`Connection timed out after N milliseconds`), the operation once a request went out on a
+/// connection, to the origin or to a forward proxy (`Operation timed out after N milliseconds
+/// with 0 bytes received`). One listener plays every silent peer. Without curl the test checks
+/// poolcurl alone.
+#[tokio::test]
+async fn max_time_names_what_the_transfer_waited_for_as_curls_does() {
+    let silent = pool_tests::silent::SilentPeer::start().await;
+    let at = silent.addr();
+    let (https, http, proxy) = (
+        format!("https://{at}/"),
+        format!("http://{at}/"),
+        format!("{at}"),
+    );
+    let socks = format!("socks5h://{at}");
+    let connecting = "TOOL: (28) Connection timed out after N milliseconds";
+    let exchanging = "TOOL: (28) Operation timed out after N milliseconds with 0 bytes received";
+    let cases = [
+        (vec![https.as_str()], connecting),
+        (
+            vec!["-x", proxy.as_str(), "https://origin.test/"],
+            connecting,
+        ),
+        (
+            vec!["-x", socks.as_str(), "http://origin.test/"],
+            connecting,
+        ),
+        (vec![http.as_str()], exchanging),
+        (
+            vec!["-x", proxy.as_str(), "http://origin.test/"],
+            exchanging,
+        ),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = ["-sS", "-m", "1"].into_iter().chain(args).collect();
         beside_curl_async(
             &args,
             || async {},

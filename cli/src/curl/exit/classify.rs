@@ -202,7 +202,7 @@ fn connect_timed_out(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError {
     use pool::ConnectStep;
     let ms = attempt.elapsed.as_millis();
     let message = match error.connect_timed_out_during() {
-        Some(ConnectStep::Resolve) => format!("Resolving timed out after {ms} milliseconds"),
+        Some(ConnectStep::Resolve) => return CurlError::resolve_timeout(attempt.elapsed),
         Some(ConnectStep::Dial) => {
             let proxy = error
                 .proxy()
@@ -215,7 +215,7 @@ fn connect_timed_out(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError {
         }
         Some(ConnectStep::Tls) => "SSL connection timeout".to_owned(),
         Some(ConnectStep::Tunnel) => "Proxy CONNECT aborted due to timeout".to_owned(),
-        _ => format!("Connection timed out after {ms} milliseconds"),
+        _ => return CurlError::connection_timeout(attempt.elapsed),
     };
     CurlError::new(28, message)
 }

@@ -184,7 +184,21 @@ impl CurlError {
         }
     }
 
-    /// Exit 28: `-m` elapsed.
+    /// Exit 28: a name was still being resolved when its time ran out (`-m`, or
+    /// `--connect-timeout`).
+    pub(crate) fn resolve_timeout(elapsed: Duration) -> CurlError {
+        let ms = elapsed.as_millis();
+        CurlError::new(28, format!("Resolving timed out after {ms} milliseconds"))
+    }
+
+    /// Exit 28: the connection was still being made when its time ran out (`-m`, or
+    /// `--connect-timeout` in a step without words of its own).
+    pub(crate) fn connection_timeout(elapsed: Duration) -> CurlError {
+        let ms = elapsed.as_millis();
+        CurlError::new(28, format!("Connection timed out after {ms} milliseconds"))
+    }
+
+    /// Exit 28: `-m` elapsed after the connection was made.
     pub(crate) fn operation_timeout(
         elapsed: Duration,
         received: u64,

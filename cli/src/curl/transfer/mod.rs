@@ -114,7 +114,8 @@ impl Session {
             Some(limit) => match tokio::time::timeout(limit, transfer).await {
                 Ok(result) => result,
                 // curl counts the body of the response being read, and its announced length.
-                Err(_elapsed) => Err(CurlError::operation_timeout(
+                Err(_elapsed) => Err(self.watch.time_ran_out(
+                    self.args.transfer.parallel,
                     record.elapsed(),
                     record.size_download,
                     send::announced_length(&record.headers),
