@@ -3399,21 +3399,7 @@ async fn connect_timeouts_say_which_step_as_curls_do() {
             "TOOL: (28) Connection timed out after N milliseconds",
         ),
     ];
-    for (args, expected) in cases {
-        let args: Vec<&str> = ["-sS", "-m", "10"].into_iter().chain(args).collect();
-        beside_curl_async(
-            &args,
-            || async {},
-            |tool, code, said| {
-                assert_eq!(
-                    (code, masked(said, tool).as_str()),
-                    (Some(28), expected),
-                    "{tool}: {args:?}"
-                );
-            },
-        )
-        .await;
-    }
+    each_exits_28_as_curls_does(["-sS", "-m", "10"], cases).await;
 }
 
 /// `-m` running out names what the transfer waited for, as curl 7.88 names its state: the
@@ -3450,8 +3436,17 @@ async fn max_time_names_what_the_transfer_waited_for_as_curls_does() {
             exchanging,
         ),
     ];
+    each_exits_28_as_curls_does(["-sS", "-m", "1"], cases).await;
+}
+
+/// Runs each case's arguments after `head` through both tools: each must exit 28 with the
+/// case's words (tool name and milliseconds masked).
+async fn each_exits_28_as_curls_does<const N: usize>(
+    head: [&str; 3],
+    cases: [(Vec<&str>, &str); N],
+) {
     for (args, expected) in cases {
-        let args: Vec<&str> = ["-sS", "-m", "1"].into_iter().chain(args).collect();
+        let args: Vec<&str> = head.into_iter().chain(args).collect();
         beside_curl_async(
             &args,
             || async {},
