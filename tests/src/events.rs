@@ -147,6 +147,17 @@ impl EventLog {
             .collect()
     }
 
+    /// Whether the one close so far was the protocol's and names a failed read whose error
+    /// has `words` in it (what the transport met under the connection).
+    pub fn closed_once_reading(&self, words: &str) -> bool {
+        matches!(
+            self.closes().as_slice(),
+            [(CloseReason::ProtocolClosed, Some(said))]
+                if said.starts_with("reading from the connection failed: ")
+                    && said.contains(words)
+        )
+    }
+
     /// Waits until `condition` holds for the recorded events.
     pub async fn wait_until(&self, condition: impl Fn(&[Event]) -> bool) {
         loop {

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use pool::{CloseReason, ConnectStep, ConnectionPool, PartitionStats, ProtocolPolicy};
+use pool::{ConnectStep, ConnectionPool, PartitionStats, ProtocolPolicy};
 
 use crate::client::{fetch, get, origin, settle};
 use crate::events::{EventLog, observed};
@@ -309,15 +309,7 @@ async fn timed_out_first<T, W: Future>(
 
 /// The one close in `events` was the protocol's, and it names the kernel's `ETIMEDOUT`.
 fn assert_timed_out(events: &EventLog) {
-    assert!(
-        matches!(
-            events.closes().as_slice(),
-            [(CloseReason::ProtocolClosed, Some(error))]
-                if error.starts_with("reading from the connection failed: ")
-                    && error.contains("timed out")
-        ),
-        "{events:?}"
-    );
+    assert!(events.closed_once_reading("timed out"), "{events:?}");
 }
 
 /// `future` polled once: its output if it is ready.

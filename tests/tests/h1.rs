@@ -506,12 +506,7 @@ async fn a_reset_under_a_request_is_named_in_the_close_event() {
         .expect_err("the server reset it");
     events.wait_for_closed(1).await;
     assert!(
-        matches!(
-            events.closes().as_slice(),
-            [(CloseReason::ProtocolClosed, Some(said))]
-                if said.starts_with("reading from the connection failed: ")
-                    && said.contains("reset by peer")
-        ),
+        events.closed_once_reading("reset by peer"),
         "{events:?} ({error:#})"
     );
 }

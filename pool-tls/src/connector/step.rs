@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// ([`ConnectError::timed_out_during`](crate::ConnectError::timed_out_during)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[repr(u8)]
 pub enum ConnectStep {
     /// Resolving a name: the origin's, a proxy's, or the origin's for a SOCKS proxy that is
     /// sent addresses.
@@ -33,6 +34,7 @@ pub enum ConnectStep {
 }
 
 impl ConnectStep {
+    /// Every step, each at its own discriminant.
     const ALL: [ConnectStep; 5] = [
         ConnectStep::Resolve,
         ConnectStep::Dial,
@@ -85,16 +87,19 @@ impl Steps {
 
 /// The connect in scope begins `step`.
 pub(crate) fn begin(step: ConnectStep) {
-    let index = ConnectStep::ALL
-        .iter()
-        .position(|s| *s == step)
-        .unwrap_or(0);
-    let _ = REACHED.try_with(|reached| reached.store(index as u8, Ordering::Relaxed));
+    let _ = REACHED.try_with(|reached| reached.store(step as u8, Ordering::Relaxed));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_step_stands_at_its_own_index() {
+        for (index, step) in ConnectStep::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(step as u8), index, "{step:?}");
+        }
+    }
 
     #[tokio::test]
     async fn the_last_step_begun_in_scope_is_the_one_reached() {
