@@ -3439,6 +3439,48 @@ async fn max_time_names_what_the_transfer_waited_for_as_curls_does() {
     each_exits_28_as_curls_does(["-sS", "-m", "1"], cases).await;
 }
 
+/// Under `-Z`, `-m` names each transfer's own wait as curl 7.88 does: a transfer whose TLS
+/// handshake never ends says `Connection timed out after N milliseconds`, and one to the same
+/// `https://` origin that waited for that connection (curl holds it to see whether the
+/// connection multiplexes; the pool joins it to the connection whose ALPN will say)
+/// `Failed to resolve host 'HOST' with timeout after 0 ms`, curl's words for a connect begun
+/// with no time left. curl draws its `-Z` meter under `-s` too, so only the error lines are
+/// compared, in either order. Without curl the test checks poolcurl alone.
+#[tokio::test]
+async fn max_time_under_parallel_names_each_transfers_wait_as_curls_does() {
+    let silent = pool_tests::silent::SilentPeer::start().await;
+    let at = silent.addr();
+    let (a, b) = (format!("https://{at}/a"), format!("https://{at}/b"));
+    let connecting = "TOOL: (28) Connection timed out after N milliseconds";
+    let pending = format!(
+        "TOOL: (28) Failed to resolve host '{}' with timeout after N ms",
+        at.ip()
+    );
+    let cases: [(Vec<&str>, Vec<&str>); 2] = [
+        (vec![&a], vec![connecting]),
+        (vec![&a, &b], vec![connecting, &pending]),
+    ];
+    for (urls, expected) in cases {
+        let args: Vec<&str> = ["-sS", "-Z", "-m", "1"].into_iter().chain(urls).collect();
+        beside_curl_async(
+            &args,
+            || async {},
+            |tool, code, said| {
+                let mut errors: Vec<String> = said
+                    .lines()
+                    .filter_map(|line| line.find(&format!("{tool}: (")).map(|at| &line[at..]))
+                    .map(|error| masked(error, tool))
+                    .collect();
+                errors.sort();
+                let mut expected: Vec<String> = expected.iter().map(|e| e.to_string()).collect();
+                expected.sort();
+                assert_eq!((code, errors), (Some(28), expected), "{tool}: {args:?}");
+            },
+        )
+        .await;
+    }
+}
+
 /// Runs each case's arguments after `head` through both tools: each must exit 28 with the
 /// case's words (tool name and milliseconds masked).
 async fn each_exits_28_as_curls_does<const N: usize>(

@@ -14,6 +14,8 @@
 //! * [`cell`]: one origin in one partition: the waiter queues, idle HTTP/1 connections and
 //!   attempts, the HTTP/2 flight and generation gate, and (bounded) borrow, reclaim and permits.
 //! * [`waiter`]: the exactly-once hand-over of a grant to a waiting request.
+//! * [`progress`]: a request's stage (waiting, a connection being made for it, its exchange),
+//!   readable by its caller while it runs.
 //! * [`connection`]: a connection's lifecycle (dispatch commit, logical and physical close).
 //! * [`stats`], [`events`], [`close`], [`time`]: gauges, lifecycle events, close reasons, and the
 //!   time inputs.
@@ -39,6 +41,7 @@ pub mod connection;
 pub mod events;
 pub mod origin;
 pub mod partition;
+pub mod progress;
 pub mod spawn;
 pub mod stats;
 pub mod sync;
@@ -56,6 +59,7 @@ pub use events::{
 };
 pub use origin::{HostKind, InvalidOrigin, OriginKey, OriginLookup, Scheme};
 pub use partition::{ConnectionReuseScope, EligibilityGroup, PartitionId};
+pub use progress::{ConnectStep, Progress, RequestStage};
 pub use spawn::{BoxFuture, DriverSpawner};
 pub use stats::{Gauge, Gauges, OriginStats, PartitionStats, Peaks};
 pub use target::{OmitHost, RequestTarget};

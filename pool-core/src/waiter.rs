@@ -27,6 +27,7 @@ use std::fmt;
 use std::task::{Context, Poll, Waker};
 
 use crate::events::OpenReason;
+use crate::progress::Progress;
 use crate::sync::Mutex;
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use crate::time::ConnectTimeout;
@@ -64,6 +65,8 @@ pub struct Waiter<T> {
     connect_timeout: Option<ConnectTimeout>,
     /// Why an establishment launched for this waiter opens its connection.
     open_reason: OpenReason,
+    /// The request's progress, which an establishment launched for it notes its steps in.
+    progress: Option<Progress>,
     /// `WAITING`, `CLAIMED` or `CANCELLED`; only `WAITING` ever changes, and only once.
     state: AtomicU8,
     /// Set (under the cell lock) once an establishment was launched for this waiter, so it is
@@ -85,6 +88,7 @@ impl<T> Waiter<T> {
             requirement,
             connect_timeout,
             open_reason: OpenReason::Request,
+            progress: None,
             state: AtomicU8::new(WAITING),
             launched: AtomicBool::new(false),
             slot: Mutex::new(Slot {
@@ -100,6 +104,18 @@ impl<T> Waiter<T> {
     pub fn with_open_reason(mut self, reason: OpenReason) -> Waiter<T> {
         self.open_reason = reason;
         self
+    }
+
+    /// Sets the request's progress (before the waiter is shared).
+    pub fn with_progress(mut self, progress: Option<Progress>) -> Waiter<T> {
+        self.progress = progress;
+        self
+    }
+
+    /// The progress of the request, when its caller follows it: an establishment launched
+    /// for this waiter notes its steps there.
+    pub fn progress(&self) -> Option<&Progress> {
+        self.progress.as_ref()
     }
 
     /// Why an establishment launched for this waiter opens its connection.

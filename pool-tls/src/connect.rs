@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pool_core::{AsyncSleep, OriginKey};
+use pool_core::{AsyncSleep, OriginKey, Progress};
 
 use crate::{ConnectError, Io};
 
@@ -75,6 +75,10 @@ pub struct ConnectTarget {
     /// The sleep that measures `connect_timeout`; `None` uses tokio's timer. A caller running
     /// on a timer of its own (an SDK operation's sleep, a simulated clock) passes it here.
     pub sleep: Option<Arc<dyn AsyncSleep>>,
+    /// The progress of the request this connection is made for, if its caller follows it:
+    /// the connector notes each step there as it begins it (a connector of the caller's own
+    /// may leave it alone; the request then reads `Connecting(None)`).
+    pub progress: Option<Progress>,
 }
 
 impl ConnectTarget {
@@ -87,6 +91,7 @@ impl ConnectTarget {
             interface: None,
             connect_timeout: None,
             sleep: None,
+            progress: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use pool_core::cell::{Acquire, Cell, CellHooks, CellTypes, CellWaiter, Establish
 use pool_core::connection::ConnectionRecord;
 use pool_core::sync::{Arc, Weak};
 use pool_core::waiter::Requirement;
-use pool_core::{Gauges, OpenReason, OriginKey};
+use pool_core::{Gauges, OpenReason, OriginKey, Progress};
 use pool_h1::{H1Connection, H1Home};
 use pool_h2::{H2Generation, StreamLease};
 
@@ -45,7 +45,7 @@ pub(crate) enum Selected {
 
 /// What a request asks of its cell when it looks for a connection.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Wanted {
+pub(crate) struct Wanted<'a> {
     /// Recorded by a connection established for it (a warm-up's are
     /// [`OpenReason::Preconnect`]).
     pub(crate) reason: OpenReason,
@@ -55,6 +55,9 @@ pub(crate) struct Wanted {
     /// ([`Shared::place_in_line`]): it waits with that number, ahead of the requests that came
     /// after it. A first attempt (`None`) takes a new one.
     pub(crate) arrival: Option<u64>,
+    /// The request's progress, when its caller follows it (a `pool::Progress` extension): an
+    /// establishment launched for it notes its steps there.
+    pub(crate) progress: Option<&'a Progress>,
 }
 
 /// The cell of one (partition, origin) with everything its connections need to reach home.
@@ -180,7 +183,7 @@ impl CellEntry {
     pub(crate) async fn acquire(
         entry: &mut Arc<CellEntry>,
         uri: &http::Uri,
-        wanted: Wanted,
+        wanted: Wanted<'_>,
         client: &Client,
         queue: &mut RequestDeadline,
         waited: &mut Option<Duration>,
@@ -189,6 +192,7 @@ impl CellEntry {
             reason,
             requirement,
             arrival,
+            progress,
         } = wanted;
         loop {
             let this = &*entry;
@@ -196,7 +200,7 @@ impl CellEntry {
             let acquired = this.cell.acquire_for(
                 reason,
                 requirement,
-                client.connect_timeout.as_ref(),
+                (client.connect_timeout.as_ref(), progress),
                 || arrival.unwrap_or_else(|| shared.next_seq()),
                 || shared.time.now(),
             );

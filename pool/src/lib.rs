@@ -54,6 +54,10 @@
 //!   holds nothing or has been below its share for [`Builder::placement_tolerance`]. Work in
 //!   flight is never interrupted.
 //! * [`Client::preconnect`] warms an origin before requests need it.
+//! * A [`Progress`] in a request's extensions tells its caller, while the request runs and
+//!   after the caller gave up on it, whether it waited for a connection, waited for one being
+//!   made for it (and at which [`ConnectStep`]) or had one ([`RequestStage`]): what a timeout
+//!   of the caller's own ended, and whether anything of the request can have been sent.
 //! * It talks to HTTP proxies ([`Builder::proxy`]) and can dial another host and port than an
 //!   origin's own while TLS and requests keep the origin ([`Builder::connect_to`], curl's
 //!   `--connect-to`), or dial every origin through a Unix domain socket
@@ -109,8 +113,8 @@ pub use time::{TokioSleep, TokioTime};
 pub use pool_core::{
     AsyncSleep, BoxFuture, CertificateCheck, CloseReason, ConnectionEventListener, ConnectionId,
     ConnectionInfo, ConnectionReuseScope, ConnectionTimings, DriverSpawner, EventError, OmitHost,
-    OpenReason, OriginKey, OriginStats, PartitionId, PartitionStats, Peaks, Protocol, ProxyRoute,
-    RequestTarget, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
+    OpenReason, OriginKey, OriginStats, PartitionId, PartitionStats, Peaks, Progress, Protocol,
+    ProxyRoute, RequestStage, RequestTarget, ResendReason, Scheme, Sleep, TimeSource, TlsDetails,
 };
 /// HTTP/1 header names as the server wrote them (see [`Builder::http1_preserve_header_case`]).
 pub use pool_h1::{RawHeaderNames, RequestHeaderNames};

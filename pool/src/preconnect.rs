@@ -118,6 +118,7 @@ async fn warm(client: &Client, uri: &http::Uri, entry: &Arc<CellEntry>) -> Resul
             reason: OpenReason::Preconnect,
             requirement: Requirement::Any,
             arrival: None,
+            progress: None,
         },
         client,
         &mut queue,

@@ -2,7 +2,8 @@
 //! whose port is not one refused as an invalid URI, the thread-per-core helper, the counting
 //! listener shared through an `Arc`, stats read from a URI or text with their peaks, errors
 //! that name their connection and print their chain once, the gateway example's Prometheus
-//! endpoint scraped after a short load, and the metrics of an origin the pool forgot.
+//! endpoint scraped after a short load, the metrics of an origin the pool forgot, and a
+//! request's progress read while it waits.
 //!
 //! Every server is on loopback and every wait is bounded: gates order what must happen first,
 //! `settle` polls gauges under a real-time deadline, and paused time moves tower's timeout.
@@ -15,10 +16,14 @@ use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use pool::runtime::ThreadPerCore;
-use pool::{CloseReason, ConnectionPool, CountingListener, RequestBody};
-use pool_tests::client::{fetch, get, origin, settle};
+use pool::{
+    CloseReason, ConnectStep, ConnectionPool, CountingListener, Progress, RequestBody, RequestStage,
+};
+use pool_tests::client::{eventually, fetch, get, origin, settle};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
+use pool_tests::resolve::HangingResolver;
+use pool_tests::silent::SilentPeer;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 
 #[allow(dead_code, unreachable_pub, missing_docs)]
@@ -106,6 +111,89 @@ async fn a_tower_timeout_ends_a_stalled_request() {
     assert!(error.is::<tower::timeout::error::Elapsed>(), "{error}");
     assert_eq!(counts.closed_for(CloseReason::RequestCanceled), 1);
     stall.open();
+}
+
+/// A `Progress` in a request's extensions says what the request waits for, as its caller
+/// would read it when giving up: the step of the connection being made for it (a lookup that
+/// never answers, a TLS handshake that never ends), a connection of a bounded origin that
+/// another request holds, or its exchange; a connect that failed leaves it waiting, with
+/// nothing sent.
+#[tokio::test]
+async fn a_progress_says_what_a_request_waits_for() {
+    let silent = SilentPeer::start().await;
+    let stall = Gate::new();
+    let server = ScriptedH1Server::start_with(
+        ConnPlan::new()
+            .respond(Reply::ok("first").gate(stall.clone()))
+            .respond(Reply::ok("second")),
+    )
+    .await;
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let followed = |url: &str| {
+        let progress = Progress::new();
+        let mut request = empty(url);
+        request.extensions_mut().insert(progress.clone());
+        (request, progress)
+    };
+    let reaches = async |progress: &Progress, stage: RequestStage| {
+        eventually(
+            || progress.stage() == stage,
+            || format!("{:?}, never {stage:?}", progress.stage()),
+        )
+        .await;
+    };
+
+    let hanging = ConnectionPool::builder()
+        .resolver(HangingResolver)
+        .build()
+        .unwrap();
+    let (request, progress) = followed("http://never.test/");
+    assert_eq!(progress.stage(), RequestStage::Waiting);
+    let client = hanging.client().unwrap();
+    let lookup = tokio::spawn(async move { client.request(request).await });
+    reaches(
+        &progress,
+        RequestStage::Connecting(Some(ConnectStep::Resolve)),
+    )
+    .await;
+    lookup.abort();
+
+    let pool = ConnectionPool::builder()
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let (request, progress) = followed(&format!("https://localhost:{}/", silent.addr().port()));
+    let client = pool.client().unwrap();
+    let handshake = tokio::spawn(async move { client.request(request).await });
+    reaches(&progress, RequestStage::Connecting(Some(ConnectStep::Tls))).await;
+    handshake.abort();
+
+    let (request, first) = followed(&server.url("/"));
+    let client = pool.client().unwrap();
+    let holding = tokio::spawn(async move { client.request(request).await });
+    reaches(&first, RequestStage::Exchange).await;
+    let (request, second) = followed(&server.url("/"));
+    let client = pool.client().unwrap();
+    let queued = tokio::spawn(async move { client.request(request).await });
+    settle(&pool, &origin(&server.url("/")), |s| {
+        s.waiting_requests == 1
+    })
+    .await;
+    assert_eq!(second.stage(), RequestStage::Waiting);
+    stall.open();
+    for request in [holding, queued] {
+        let body = request.await.unwrap().unwrap().into_body().collect().await;
+        assert!(body.is_ok());
+    }
+    assert_eq!(second.stage(), RequestStage::Exchange);
+
+    let (request, progress) = followed(&format!("http://127.0.0.1:{refused}/"));
+    let error = pool.client().unwrap().request(request).await.unwrap_err();
+    assert!(error.is_connect(), "{error:?}");
+    assert_eq!(progress.stage(), RequestStage::Waiting);
 }
 
 /// Work runs on partition `i`'s named thread with a client of partition `i` (a future that is

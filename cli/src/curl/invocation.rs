@@ -14,7 +14,6 @@ use futures_util::StreamExt as _;
 
 use super::args::{self, CurlArgs};
 use super::connect_to::ConnectToArgs;
-use super::connect_watch::ConnectWatch;
 use super::exit::CurlError;
 use super::output::Report;
 use super::plan::{self, Planned};
@@ -152,7 +151,7 @@ impl Shared {
         args: &CurlArgs,
         connect_to: &ConnectToArgs,
         proxies: Option<&pool::ProxyConfig>,
-    ) -> Result<((pool::Client, ConnectWatch), Option<CurlError>), CurlError> {
+    ) -> Result<(pool::Client, Option<CurlError>), CurlError> {
         // A tunnel's `CONNECT` carries `-A`, so through a proxy it is a connection flag too.
         let agent = args.send.user_agent.clone().filter(|_| proxies.is_some());
         let same = self.clients.iter().find(|built| {
@@ -162,21 +161,18 @@ impl Shared {
                 && built.ntlm == args.send.ntlm
         });
         if let Some(built) = same {
-            let client = (built.client.clone(), built.watch.clone());
-            return Ok((client, built.tls_refusal.clone()));
+            return Ok((built.client.clone(), built.tls_refusal.clone()));
         }
-        let ((client, watch), tls_refusal) =
-            setup::build_client_for_transfers(args, connect_to, proxies)?;
+        let (client, tls_refusal) = setup::build_client_for_transfers(args, connect_to, proxies)?;
         self.clients.push(Built {
             connect: args.connect.clone(),
             net: args.net.clone(),
             connect_agent: agent,
             ntlm: args.send.ntlm,
             client: client.clone(),
-            watch: watch.clone(),
             tls_refusal: tls_refusal.clone(),
         });
-        Ok(((client, watch), tls_refusal))
+        Ok((client, tls_refusal))
     }
 }
 
@@ -190,8 +186,6 @@ struct Built {
     /// `--ntlm`, which keeps the group to HTTP/1.1.
     ntlm: bool,
     client: pool::Client,
-    /// What the client's transfers wait for when `-m` runs out.
-    watch: ConnectWatch,
     /// Why the group's `https://` transfers fail: an origin TLS file it could not use.
     tls_refusal: Option<CurlError>,
 }

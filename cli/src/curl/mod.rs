@@ -57,7 +57,6 @@ mod client_cert;
 mod compose;
 mod config;
 pub(crate) mod connect_to;
-mod connect_watch;
 mod cookies;
 mod data;
 mod decode;
@@ -114,7 +113,6 @@ pub(crate) use invocation::run;
 
 use compose::Composed;
 use connect_to::ConnectToArgs;
-use connect_watch::ConnectWatch;
 use cookies::CookieJar;
 use exit::CurlError;
 use netrc::Netrc;
@@ -138,8 +136,6 @@ pub(crate) struct Session {
     /// (a `--resolve` entry or a proxy URL it cannot use): each transfer fails with that, as
     /// curl fails each transfer whose connection it cannot set up, `-w` and all.
     client: Result<pool::Client, CurlError>,
-    /// What the client's transfer waits for when `-m` runs out (see [`connect_watch`]).
-    watch: ConnectWatch,
     /// What every request is made from.
     composed: Composed,
     /// The parsed `-w` format.
@@ -258,9 +254,9 @@ impl Session {
         let built = proxies
             .clone()
             .and_then(|proxies| shared.client_for(&args, &connect_to, proxies.as_ref()));
-        let (client, watch, files_refusal) = match built {
-            Ok(((client, watch), refusal)) => (Ok(client), watch, refusal),
-            Err(error) => (Err(error), ConnectWatch::default(), None),
+        let (client, files_refusal) = match built {
+            Ok((client, refusal)) => (Ok(client), refusal),
+            Err(error) => (Err(error), None),
         };
         let proxies = proxies.ok().flatten();
         let alpn_offer = match setup::curl_protocol_policy(&args) {
@@ -296,7 +292,6 @@ impl Session {
             verbose,
             args,
             client,
-            watch,
             composed,
             write_out,
             alpn_offer,

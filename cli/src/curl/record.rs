@@ -78,6 +78,9 @@ pub(crate) struct TransferRecord {
     pub(crate) tls_peer: Option<std::net::SocketAddr>,
     /// The `-o` file of this transfer.
     pub(crate) output_file: Option<PathBuf>,
+    /// Where the transfer's request stands in the pool (each request of it carries this
+    /// progress), for `-m`'s words when it runs out.
+    pub(crate) stage: pool::Progress,
     /// The transfer's exit code (0 on success).
     pub(crate) exit_code: u8,
     /// The transfer's error message, if it failed.
@@ -128,6 +131,7 @@ impl TransferRecord {
             redirect_url: None,
             tls_peer: None,
             output_file: None,
+            stage: pool::Progress::new(),
             exit_code: 0,
             error: None,
             certificate_failure: None,

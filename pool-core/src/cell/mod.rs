@@ -90,6 +90,7 @@ pub use types::{
 
 use crate::admission::{Admission, CapacityLease};
 use crate::events::{OpenReason, Protocol};
+use crate::progress::Progress;
 use crate::stats::{Gauge, Gauges};
 use crate::sync::atomic::AtomicBool;
 use crate::sync::{Arc, Mutex};
@@ -275,17 +276,24 @@ impl<T: CellTypes> Cell<T> {
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
-        self.acquire_for(OpenReason::Request, requirement, connect_timeout, seq, now)
+        self.acquire_for(
+            OpenReason::Request,
+            requirement,
+            (connect_timeout, None),
+            seq,
+            now,
+        )
     }
 
     /// [`acquire`](Self::acquire) on behalf of `reason`: an establishment launched for the
     /// waiter (on a miss) records it in its connection's description. A warm-up acquires as
-    /// [`OpenReason::Preconnect`].
+    /// [`OpenReason::Preconnect`]. The request's `progress`, when its caller follows it,
+    /// travels with the waiter as its connect timeout does.
     pub fn acquire_for(
         &self,
         reason: OpenReason,
         requirement: Requirement,
-        connect_timeout: Option<&ConnectTimeout>,
+        (connect_timeout, progress): (Option<&ConnectTimeout>, Option<&Progress>),
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
     ) -> Acquire<T> {
@@ -293,7 +301,7 @@ impl<T: CellTypes> Cell<T> {
         let mut needs_capacity = false;
         let outcome = self.acquire_locked(
             (reason, requirement),
-            connect_timeout,
+            (connect_timeout, progress),
             seq,
             now,
             &mut actions,
@@ -311,7 +319,7 @@ impl<T: CellTypes> Cell<T> {
     fn acquire_locked(
         &self,
         (reason, requirement): (OpenReason, Requirement),
-        connect_timeout: Option<&ConnectTimeout>,
+        (connect_timeout, progress): (Option<&ConnectTimeout>, Option<&Progress>),
         seq: impl FnOnce() -> u64,
         now: impl FnOnce() -> Instant,
         actions: &mut Actions<T>,
@@ -349,7 +357,9 @@ impl<T: CellTypes> Cell<T> {
             }
         }
         let waiter = Arc::new(
-            Waiter::new(seq(), requirement, connect_timeout.cloned()).with_open_reason(reason),
+            Waiter::new(seq(), requirement, connect_timeout.cloned())
+                .with_open_reason(reason)
+                .with_progress(progress.cloned()),
         );
         let needs_flight = self.needs_flight(&st);
         let connection_coming = h2_serves || (needs_flight && st.flights.in_progress());

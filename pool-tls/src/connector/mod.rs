@@ -37,7 +37,7 @@ use crate::{
     Connected, DialOptions, Io, Negotiated, ProxyConfig, Resolve, TlsConnector, TlsInfo,
 };
 
-mod step;
+pub(crate) mod step;
 mod via;
 
 pub use step::ConnectStep;
@@ -162,9 +162,15 @@ impl Connect for HttpConnector {
         // and drive it on another.
         Box::pin(async move {
             let Some(limit) = target.connect_timeout else {
-                return inner.establish(&target).await;
+                return match target.progress.clone() {
+                    Some(progress) => {
+                        let steps = Steps::new(Some(progress));
+                        steps.scope(inner.establish(&target)).await
+                    }
+                    None => inner.establish(&target).await,
+                };
             };
-            let steps = Steps::new();
+            let steps = Steps::new(target.progress.clone());
             let establish = steps.scope(inner.establish(&target));
             let within = match &target.sleep {
                 Some(sleep) => race(establish, sleep.sleep(limit)).await,

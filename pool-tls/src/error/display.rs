@@ -99,7 +99,7 @@ impl fmt::Display for ConnectError {
                     None => write!(f, "connection timed out after {after:?}")?,
                 }
                 if let Some(step) = step {
-                    write!(f, " {}", step.doing())?;
+                    write!(f, " {}", crate::connector::step::doing(*step))?;
                 }
                 if let Some(proxy) = proxy {
                     write!(f, " (through {proxy})")?;

@@ -28,9 +28,9 @@ mod resend;
 use std::future::Future;
 
 use http::{Request, Response, Version};
-use pool_core::OpenReason;
 use pool_core::connection::ConnectionRecord;
 use pool_core::waiter::Requirement;
+use pool_core::{OpenReason, Progress};
 
 use crate::body::{Body, RequestBody};
 use crate::cell::{CellEntry, Selected, Wanted};
@@ -89,7 +89,13 @@ impl Client {
             // The request's place in line, for its re-sends (one relaxed load of a counter that
             // only misses write).
             let arrival = self.pool.shared.place_in_line();
+            // The caller's view of how far the request got (a relaxed store at each stage),
+            // when it follows the request.
+            let progress = request.extensions().get::<Progress>().cloned();
             loop {
+                if let Some(progress) = &progress {
+                    progress.waiting();
+                }
                 let selected = CellEntry::acquire(
                     &mut entry,
                     request.uri(),
@@ -97,12 +103,16 @@ impl Client {
                         reason: OpenReason::Request,
                         requirement,
                         arrival: (resends.done > 0).then_some(arrival),
+                        progress: progress.as_ref(),
                     },
                     self,
                     &mut queue,
                     &mut waited,
                 )
                 .await?;
+                if let Some(progress) = &progress {
+                    progress.exchange();
+                }
                 let sleep = &**self.timer();
                 let exchange = match selected {
                     Selected::H1(conn) => {

@@ -159,7 +159,8 @@ async fn establish_inner(
 ) -> Result<(), Error> {
     let entry = guard.entry.clone();
     let mode = entry.mode();
-    let established = transport::connect(&entry, connect_timeout).await?;
+    let progress = guard.waiter.progress().cloned();
+    let established = transport::connect(&entry, connect_timeout, progress).await?;
     let protocol = negotiated(mode, &established.meta)?;
     if mode == EstablishMode::Auto {
         match entry.cell.converge(guard.launch, &guard.waiter, protocol) {

@@ -8,7 +8,8 @@ use pool_core::cell::EstablishMode;
 use pool_core::connection::PhysicalLink;
 use pool_core::sync::Arc;
 use pool_core::{
-    ConnectTimeout, ConnectionInfo, ConnectionTimings, OpenReason, Protocol, ProxyRoute, TlsDetails,
+    ConnectTimeout, ConnectionInfo, ConnectionTimings, OpenReason, Progress, Protocol, ProxyRoute,
+    TlsDetails,
 };
 use pool_tls::{ConnectTarget, Connected, Negotiated};
 
@@ -48,10 +49,16 @@ impl EstablishedMeta {
 }
 
 /// Connects a transport for `entry`'s origin on its partition (interface included).
+///
+/// `progress` is that of the request the connection is made for, when its caller follows it:
+/// it reads `Connecting` with each step the connector begins until the connect ends, however
+/// it ends (the future dropped with its runtime too).
 pub(super) async fn connect(
     entry: &CellEntry,
     connect_timeout: Option<ConnectTimeout>,
+    progress: Option<Progress>,
 ) -> Result<Established, Error> {
+    let _connecting = progress.as_ref().map(Connecting::begin);
     let shared = &entry.shared;
     let start = shared.time.now();
     // The request's sleep when its client named one, else the pool's: the connect timeout is
@@ -69,6 +76,7 @@ pub(super) async fn connect(
         interface: entry.runtime.interface.clone(),
         connect_timeout,
         sleep,
+        progress: progress.clone(),
     };
     let (io, connected) = shared
         .connector
@@ -82,6 +90,23 @@ pub(super) async fn connect(
         link,
         meta: EstablishedMeta { connected, start },
     })
+}
+
+/// A request's progress while a connection is made for it: `Connecting` from its creation
+/// until its drop.
+struct Connecting<'a>(&'a Progress);
+
+impl Connecting<'_> {
+    fn begin(progress: &Progress) -> Connecting<'_> {
+        progress.connecting(None);
+        Connecting(progress)
+    }
+}
+
+impl Drop for Connecting<'_> {
+    fn drop(&mut self) {
+        self.0.connect_ended();
+    }
 }
 
 /// The protocol a new transport speaks, given the cell's mode and the ALPN result.

@@ -198,6 +198,36 @@ impl CurlError {
         CurlError::new(28, format!("Connection timed out after {ms} milliseconds"))
     }
 
+    /// Exit 28 for a transfer whose `-m` ran out after `elapsed`, in curl's words for what
+    /// its request was waiting for (`stage`, the pool's [`pool::Progress`] of it): a name
+    /// being resolved, a connection being made for it, else the operation, with the
+    /// `received` bytes of the body out of the `announced` length.
+    ///
+    /// `pending` is the host of a `-Z` transfer: curl 7.88 holds a parallel transfer to a host
+    /// another transfer is connecting to until that connection stands, and when `-m` ends it
+    /// there the transfer's connect starts with no time left and says so as a lookup that
+    /// timed out after 0 ms. poolcurl's transfer waits likewise while another's HTTP/2
+    /// connection is being negotiated ([`pool::RequestStage::Waiting`]).
+    pub(crate) fn time_ran_out(
+        stage: pool::RequestStage,
+        pending: Option<&str>,
+        elapsed: Duration,
+        (received, announced): (u64, Option<u64>),
+    ) -> CurlError {
+        use pool::{ConnectStep, RequestStage};
+        match (stage, pending) {
+            (RequestStage::Connecting(Some(ConnectStep::Resolve)), _) => {
+                CurlError::resolve_timeout(elapsed)
+            }
+            (RequestStage::Connecting(_), _) => CurlError::connection_timeout(elapsed),
+            (RequestStage::Waiting, Some(host)) => CurlError::new(
+                28,
+                format!("Failed to resolve host '{host}' with timeout after 0 ms"),
+            ),
+            _ => CurlError::operation_timeout(elapsed, received, announced),
+        }
+    }
+
     /// Exit 28: `-m` elapsed after the connection was made.
     pub(crate) fn operation_timeout(
         elapsed: Duration,
@@ -304,5 +334,39 @@ mod tests {
             CurlError::operation_timeout(Duration::from_millis(1500), 7, Some(100)).message(),
             "Operation timed out after 1500 milliseconds with 7 out of 100 bytes received"
         );
+    }
+
+    #[test]
+    fn max_time_names_the_stage_the_request_was_in() {
+        use pool::{ConnectStep, RequestStage};
+        let after = Duration::from_millis(1000);
+        let words = |stage, pending| CurlError::time_ran_out(stage, pending, after, (3, None));
+        let resolving = RequestStage::Connecting(Some(ConnectStep::Resolve));
+        for pending in [None, Some("h.test")] {
+            assert_eq!(
+                words(resolving, pending).message(),
+                "Resolving timed out after 1000 milliseconds"
+            );
+            for step in [None, Some(ConnectStep::Dial), Some(ConnectStep::Tls)] {
+                assert_eq!(
+                    words(RequestStage::Connecting(step), pending).message(),
+                    "Connection timed out after 1000 milliseconds"
+                );
+            }
+            assert_eq!(
+                words(RequestStage::Exchange, pending).message(),
+                "Operation timed out after 1000 milliseconds with 3 bytes received"
+            );
+        }
+        assert_eq!(
+            words(RequestStage::Waiting, None).message(),
+            "Operation timed out after 1000 milliseconds with 3 bytes received"
+        );
+        let pending = words(RequestStage::Waiting, Some("h.test"));
+        assert_eq!(
+            pending.message(),
+            "Failed to resolve host 'h.test' with timeout after 0 ms"
+        );
+        assert_eq!(pending.code(), 28);
     }
 }

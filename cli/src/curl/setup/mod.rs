@@ -49,7 +49,6 @@ use super::args::{Bind, ConnectArgs, CurlArgs, ResolveArg};
 use super::ca_files::{ca_directories, read_ca_file, read_crl_file};
 use super::client_cert;
 use super::connect_to::ConnectToArgs;
-use super::connect_watch::{ConnectWatch, Lookups};
 use super::dns_servers;
 use super::doh::DohResolver;
 use super::exit::CurlError;
@@ -214,11 +213,9 @@ fn doh_resolver(args: &CurlArgs) -> Result<Option<DohResolver>, CurlError> {
     let mut builder = trust(ConnectionPool::builder(), &args.connect)?
         .danger_accept_invalid_certs(args.net.doh_insecure)
         .tls_require_certificate_status(args.net.doh_cert_status);
-    // The DoH server's own name: a lookup within the one the DoH resolver is asked for.
     builder = builder.resolver(CurlResolver {
         inner: curl_names(&args.connect, Arc::new(SystemResolver))?,
         only_ipv6: None,
-        lookups: Lookups::default(),
     });
     let pool = builder
         .build()
@@ -256,8 +253,6 @@ struct CurlResolver {
     inner: Arc<dyn Resolve>,
     /// Keep only IPv6 addresses (`Some(true)`, `-6`) or only IPv4 ones (`Some(false)`, `-4`).
     only_ipv6: Option<bool>,
-    /// Where the lookups in progress are counted, for `-m`'s words ([`ConnectWatch`]).
-    lookups: Lookups,
 }
 
 impl std::fmt::Debug for CurlResolver {
@@ -272,9 +267,9 @@ impl Resolve for CurlResolver {
     fn resolve(&self, host: &str, port: u16) -> ResolveFuture {
         let lookup = self.inner.resolve(host, port);
         let Some(ipv6) = self.only_ipv6 else {
-            return Box::pin(self.lookups.count(lookup));
+            return lookup;
         };
-        Box::pin(self.lookups.count(async move {
+        Box::pin(async move {
             let kept: Vec<_> = lookup
                 .await?
                 .into_iter()
@@ -288,7 +283,7 @@ impl Resolve for CurlResolver {
                 ));
             }
             Ok(kept)
-        }))
+        })
     }
 }
 
@@ -312,7 +307,6 @@ fn curl_builder(
     args: &CurlArgs,
     connect_to: &ConnectToArgs,
     proxies: Option<&ProxyConfig>,
-    lookups: &Lookups,
 ) -> Result<Builder, CurlError> {
     // Read before the CA files, as curl's TLS setup loads the client certificate first: with
     // both unusable, the error is the certificate's (58).
@@ -373,11 +367,7 @@ fn curl_builder(
     let names = names.unwrap_or_else(|| Arc::new(SystemResolver));
     let inner = curl_names(&args.connect, names)?;
     let only_ipv6 = (args.net.ipv4 || args.net.ipv6).then_some(args.net.ipv6);
-    builder = builder.resolver(CurlResolver {
-        inner,
-        only_ipv6,
-        lookups: lookups.clone(),
-    });
+    builder = builder.resolver(CurlResolver { inner, only_ipv6 });
     if let Some((chain, key)) = identity {
         builder = builder.client_identity_pem(chain, key);
     }
@@ -460,9 +450,9 @@ pub(crate) fn build_client_for_transfers(
     args: &CurlArgs,
     connect_to: &ConnectToArgs,
     proxies: Option<&ProxyConfig>,
-) -> Result<((pool::Client, ConnectWatch), Option<CurlError>), CurlError> {
+) -> Result<(pool::Client, Option<CurlError>), CurlError> {
     let error = match build_client(args, connect_to, proxies) {
-        Ok(built) => return Ok((built, None)),
+        Ok(client) => return Ok((client, None)),
         Err(error) => error,
     };
     let mut plain = args.clone();
@@ -474,12 +464,12 @@ pub(crate) fn build_client_for_transfers(
         return Err(error);
     }
     match build_client(&plain, connect_to, proxies) {
-        Ok(built) => Ok((built, Some(error))),
+        Ok(client) => Ok((client, Some(error))),
         Err(_) => Err(error),
     }
 }
 
-/// Builds the pool and its client, and the watch `-m` reads its connections by.
+/// Builds the pool and its client.
 ///
 /// Must run inside the tokio runtime the transfers run on: an `--interface` partition spawns
 /// its connections there.
@@ -493,10 +483,9 @@ pub(crate) fn build_client(
     args: &CurlArgs,
     connect_to: &ConnectToArgs,
     proxies: Option<&ProxyConfig>,
-) -> Result<(pool::Client, ConnectWatch), CurlError> {
+) -> Result<pool::Client, CurlError> {
     let connect = &args.connect;
-    let lookups = Lookups::default();
-    let mut builder = curl_builder(args, connect_to, proxies, &lookups)?;
+    let mut builder = curl_builder(args, connect_to, proxies)?;
     let device = match connect.bind() {
         Some(Bind::Device(name)) => Some(name),
         Some(Bind::Address(address)) => {
@@ -523,8 +512,5 @@ pub(crate) fn build_client(
     }
     .map_err(|e| CurlError::new(2, e.to_string()))?;
     let timeout = connect_timeout(connect, DEFAULT_CONNECT_TIMEOUT);
-    Ok((
-        client.connect_timeout(Some(timeout)),
-        ConnectWatch::new(pool, lookups),
-    ))
+    Ok(client.connect_timeout(Some(timeout)))
 }

@@ -82,7 +82,7 @@ impl Session {
             return Ok(client.clone());
         }
         let connect_to = ConnectToArgs::behind(origin, to, &self.args.connect.connect_to);
-        let (client, _) = setup::build_client(&self.args, &connect_to, self.proxies.as_ref())?;
+        let client = setup::build_client(&self.args, &connect_to, self.proxies.as_ref())?;
         clients.push((key, client.clone()));
         Ok(client)
     }

@@ -114,11 +114,17 @@ impl Session {
             Some(limit) => match tokio::time::timeout(limit, transfer).await {
                 Ok(result) => result,
                 // curl counts the body of the response being read, and its announced length.
-                Err(_elapsed) => Err(self.watch.time_ran_out(
-                    self.args.transfer.parallel,
+                Err(_elapsed) => Err(CurlError::time_ran_out(
+                    record.stage.stage(),
+                    // The host a `-Z` transfer waits for another's connection to.
+                    (self.args.transfer.parallel)
+                        .then(|| send::Target::host_in(&record.url))
+                        .as_deref(),
                     record.elapsed(),
-                    record.size_download,
-                    send::announced_length(&record.headers),
+                    (
+                        record.size_download,
+                        send::announced_length(&record.headers),
+                    ),
                 )),
             },
         };

@@ -62,6 +62,7 @@ impl Session {
         if expects_continue {
             request.extensions_mut().insert(pool::ExpectContinue);
         }
+        request.extensions_mut().insert(record.stage.clone());
         let mut sent_headers = request.headers().clone();
         let omits_host = request.extensions().get::<pool::OmitHost>().is_some();
         let spellings = request
@@ -438,6 +439,16 @@ pub(super) struct Target {
 }
 
 impl Target {
+    /// The host of `url` (a transfer's effective URL) without IPv6 brackets; empty when it
+    /// does not parse.
+    pub(super) fn host_in(url: &str) -> String {
+        let uri = url.parse::<Uri>().ok();
+        uri.as_ref()
+            .map(Target::host_of)
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// The URL's host without IPv6 brackets.
     pub(super) fn host_of(uri: &Uri) -> &str {
         let host = uri.host().unwrap_or_default();

@@ -1,0 +1,196 @@
+//! How far a request has got: waiting for a connection, a connection being made for it (and
+//! which step of it), or its exchange.
+//!
+//! A caller that gives up on a request (its own deadline, an operation timeout around a
+//! retry loop, a tower `Timeout` layer) drops the request's future, and a dropped future says
+//! nothing. A [`Progress`] put in the request's extensions is written by the pool as the
+//! request moves and can be read at any time, from any thread, so the caller can say what
+//! the request waited for when it gave up: a slow name server, an address that does not
+//! answer, a TLS handshake that never ends, or a server that does not respond. curl's
+//! `Resolving timed out` / `Connection timed out` / `Operation timed out` are that
+//! distinction. It also tells whether anything of the request can have reached a server:
+//! nothing has before [`RequestStage::Exchange`].
+//!
+//! The stage is one atomic byte. The request's own task writes [`RequestStage::Waiting`] each
+//! time it looks for a connection and [`RequestStage::Exchange`] once it has one; an
+//! establishment launched on its behalf writes [`RequestStage::Connecting`] with each step it
+//! begins, and goes back to `Waiting` when the connect ends. The establishment runs on its
+//! partition's runtime and outlives a request that leaves (see `pool`'s `establish`), so its
+//! writes are conditional: a step never overwrites `Exchange` (the request got a connection
+//! from elsewhere while its establishment still ran), and the end of a connect only undoes
+//! `Connecting`.
+//!
+//! What it does not say: a request that joins a connection another request's establishment
+//! is making (an HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
+//! `Waiting`, as does one queued for a permit of a bounded origin; and after `Exchange` it
+//! does not follow the bytes (sent, head received, body).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A step of establishing a transport, as a connect timeout's error and a request's
+/// [`Progress`] name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum ConnectStep {
+    /// Resolving a name: the origin's, a proxy's, or the origin's for a SOCKS proxy that is
+    /// sent addresses.
+    Resolve,
+    /// The TCP connect to the origin or the proxy (every address happy eyeballs tries), or to
+    /// a Unix socket.
+    Dial,
+    /// A TLS handshake: with the origin, or with an `https://` proxy.
+    Tls,
+    /// An HTTP proxy's `CONNECT` tunnel.
+    Tunnel,
+    /// A SOCKS proxy's handshake.
+    Socks,
+}
+
+impl ConnectStep {
+    /// Every step, each at its own discriminant.
+    const ALL: [ConnectStep; 5] = [
+        ConnectStep::Resolve,
+        ConnectStep::Dial,
+        ConnectStep::Tls,
+        ConnectStep::Tunnel,
+        ConnectStep::Socks,
+    ];
+
+    /// The step stored as `index` (its discriminant), if any.
+    pub fn from_index(index: u8) -> Option<ConnectStep> {
+        ConnectStep::ALL.get(usize::from(index)).copied()
+    }
+}
+
+/// Where a request stands, as its [`Progress`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RequestStage {
+    /// Not given to a connection: not yet at the pool, or waiting for one (an idle connection,
+    /// a free HTTP/2 stream, a permit of a bounded origin, or a connection another request's
+    /// establishment is making).
+    Waiting,
+    /// A connection is being made on this request's behalf; the step it began last, once it
+    /// began one (a connector of the caller's own reports no steps).
+    Connecting(Option<ConnectStep>),
+    /// The request has a connection: it is being written, or its response awaited or read.
+    /// Nothing of it reached a server before this stage.
+    Exchange,
+}
+
+const WAITING: u8 = 0;
+const EXCHANGE: u8 = 1;
+/// `Connecting` before its first step.
+const CONNECTING: u8 = 2;
+/// `Connecting(Some(step))` is `STEPS + step as u8`.
+const STEPS: u8 = 3;
+
+fn is_connecting(stage: u8) -> bool {
+    stage >= CONNECTING
+}
+
+/// A request's stage, shared between the caller and the pool (see the module docs).
+///
+/// Put a clone in the request's extensions (`request.extensions_mut().insert(progress.clone())`)
+/// and read [`stage`](Self::stage) whenever needed; the same `Progress` may follow a request
+/// through redirects and retries of the caller's own, each request of them moving it again.
+#[derive(Clone, Debug, Default)]
+pub struct Progress(Arc<AtomicU8>);
+
+impl Progress {
+    /// A new progress, [`RequestStage::Waiting`].
+    pub fn new() -> Progress {
+        Progress::default()
+    }
+
+    /// Where the request stands now.
+    pub fn stage(&self) -> RequestStage {
+        match self.0.load(Ordering::Relaxed) {
+            WAITING => RequestStage::Waiting,
+            EXCHANGE => RequestStage::Exchange,
+            CONNECTING => RequestStage::Connecting(None),
+            step => RequestStage::Connecting(ConnectStep::from_index(step - STEPS)),
+        }
+    }
+
+    /// The request looks for a connection (first, or again for a re-send).
+    pub fn waiting(&self) {
+        self.0.store(WAITING, Ordering::Relaxed);
+    }
+
+    /// The request was given a connection.
+    pub fn exchange(&self) {
+        self.0.store(EXCHANGE, Ordering::Relaxed);
+    }
+
+    /// An establishment on the request's behalf began `step` (`None`: it began, no step yet).
+    /// Leaves `Exchange` alone: the request was served meanwhile, by another connection.
+    pub fn connecting(&self, step: Option<ConnectStep>) {
+        let stage = step.map_or(CONNECTING, |step| STEPS + step as u8);
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                (now != EXCHANGE).then_some(stage)
+            });
+    }
+
+    /// The establishment's connect ended (made or failed): a request still `Connecting` waits
+    /// again, for the connection's hand-over or another try.
+    pub fn connect_ended(&self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                is_connecting(now).then_some(WAITING)
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_step_stands_at_its_own_index() {
+        for (index, step) in ConnectStep::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(step as u8), index, "{step:?}");
+            assert_eq!(ConnectStep::from_index(step as u8), Some(step));
+        }
+        assert_eq!(ConnectStep::from_index(5), None);
+    }
+
+    #[test]
+    fn a_request_moves_through_its_stages() {
+        let progress = Progress::new();
+        assert_eq!(progress.stage(), RequestStage::Waiting);
+        progress.connecting(None);
+        assert_eq!(progress.stage(), RequestStage::Connecting(None));
+        for step in ConnectStep::ALL {
+            progress.connecting(Some(step));
+            assert_eq!(progress.stage(), RequestStage::Connecting(Some(step)));
+        }
+        progress.connect_ended();
+        assert_eq!(progress.stage(), RequestStage::Waiting);
+        progress.exchange();
+        assert_eq!(progress.stage(), RequestStage::Exchange);
+        progress.waiting();
+        assert_eq!(progress.stage(), RequestStage::Waiting);
+    }
+
+    #[test]
+    fn an_establishment_that_outlives_its_request_leaves_the_exchange_alone() {
+        let progress = Progress::new();
+        progress.connecting(Some(ConnectStep::Dial));
+        // Another connection served the request while its establishment went on.
+        progress.exchange();
+        progress.connecting(Some(ConnectStep::Tls));
+        assert_eq!(progress.stage(), RequestStage::Exchange);
+        progress.connect_ended();
+        assert_eq!(progress.stage(), RequestStage::Exchange);
+        // The end of a connect leaves a waiting request waiting.
+        progress.waiting();
+        progress.connect_ended();
+        assert_eq!(progress.stage(), RequestStage::Waiting);
+    }
+}
