@@ -11,8 +11,11 @@
 //! distinction. It also tells whether anything of the request can have reached a server:
 //! nothing has before [`RequestStage::Exchange`].
 //!
-//! The stage is one atomic byte. The request's own task writes [`RequestStage::Waiting`] each
-//! time it looks for a connection and [`RequestStage::Exchange`] once it has one; an
+//! The stage is one atomic byte. The request's own task writes [`RequestStage::Waiting`] as
+//! it starts looking for a connection and [`RequestStage::Exchange`] once it has one, and
+//! stays at `Exchange` through the pool's own re-sends of it: an attempt went out, and an
+//! idempotent request's may have been acted on (a re-send's establishment notes no steps over
+//! it, see below). An
 //! establishment launched on its behalf writes [`RequestStage::Connecting`] with each step it
 //! begins, and goes back to `Waiting` when the connect ends. The establishment runs on its
 //! partition's runtime and outlives a request that leaves (see `pool`'s `establish`), so its
@@ -96,6 +99,10 @@ fn is_connecting(stage: u8) -> bool {
 /// Put a clone in the request's extensions (`request.extensions_mut().insert(progress.clone())`)
 /// and read [`stage`](Self::stage) whenever needed; the same `Progress` may follow a request
 /// through redirects and retries of the caller's own, each request of them moving it again.
+/// The writing methods are the pool's and a connector's (one of the caller's own may note its
+/// steps with [`connecting`](Self::connecting)); a caller only reads.
+///
+/// `std`'s atomics rather than the loom facade: nothing in the pool's coordination reads it.
 #[derive(Clone, Debug, Default)]
 pub struct Progress(Arc<AtomicU8>);
 
@@ -115,7 +122,7 @@ impl Progress {
         }
     }
 
-    /// The request looks for a connection (first, or again for a re-send).
+    /// The request starts looking for a connection.
     pub fn waiting(&self) {
         self.0.store(WAITING, Ordering::Relaxed);
     }

@@ -2,7 +2,8 @@
 //! HTTP/2 GOAWAY, REFUSED_STREAM, a reused HTTP/1 or HTTP/2 connection closed before the
 //! response), the cases that must not be re-sent (a non-idempotent request, a streaming body, a
 //! response that had begun, a fresh connection), the re-send bound and the races it does not
-//! count, the policies, and the close reason of a request cancelled mid-exchange.
+//! count, the policies, the close reason of a request cancelled mid-exchange, and the stage a
+//! re-sent request shows its caller.
 //!
 //! HTTP/1 cases run over in-memory transports on one thread, so the order of "the server read
 //! the request" and "the server closed" is exact. GOAWAY cases use a frame-level peer that can
@@ -14,8 +15,8 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
 use pool::{
-    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId,
-    ProtocolPolicy, ResendReason, RetryPolicy, TokioDriverSpawner,
+    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId, Progress,
+    ProtocolPolicy, RequestStage, ResendReason, RetryPolicy, TokioDriverSpawner,
 };
 use pool_tests::client::{Chunks, Stalled, eventually, fetch, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
@@ -98,6 +99,61 @@ async fn a_get_on_a_reused_connection_closed_before_the_response_is_sent_again()
         handle.id(),
         "the event names the connection that failed"
     );
+}
+
+/// A request the pool sends again stays at `RequestStage::Exchange` for its caller while the
+/// re-send waits for its new connection: its first attempt went out (the server read it and
+/// closed), so a caller who gives up then must not take it for unsent. A request that had no
+/// connection yet reads the establishment launched for it, `Connecting(None)` through a
+/// connector that notes no steps.
+#[tokio::test(flavor = "current_thread")]
+async fn a_re_sent_request_stays_at_its_exchange_for_its_caller() {
+    let (connector, mut ends) = DuplexConnector::new();
+    let dial = Gate::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector.gate_dial(1, dial.clone()))
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = "http://race.test/";
+    let mut stale = warm(&client, &pool, &mut ends, url).await;
+    let followed = || {
+        let progress = Progress::new();
+        let mut request = get(url);
+        request.extensions_mut().insert(progress.clone());
+        (request, progress)
+    };
+    let (request, resent) = followed();
+    let resending = client.request(request);
+    let (response, ()) = tokio::join!(resending, async {
+        read_request(&mut stale).await;
+        drop(stale);
+        // The re-send's connection waits at the gate.
+        dial.wait_arrived(1).await;
+        assert_eq!(resent.stage(), RequestStage::Exchange);
+        dial.open();
+        answer_one(&mut ends.recv().await.unwrap(), "again").await;
+    });
+    let body = response.unwrap().into_body().collect().await.unwrap();
+    assert_eq!(body.to_bytes(), "again");
+    assert_eq!(resent.stage(), RequestStage::Exchange);
+
+    let (connector, mut ends) = DuplexConnector::new();
+    let dial = Gate::new();
+    let pool = ConnectionPool::builder()
+        .connector(connector.gate_dial(0, dial.clone()))
+        .build()
+        .unwrap();
+    let (request, fresh) = followed();
+    let client = pool.client().unwrap();
+    let (response, ()) = tokio::join!(client.request(request), async {
+        dial.wait_arrived(1).await;
+        assert_eq!(fresh.stage(), RequestStage::Connecting(None));
+        dial.open();
+        answer_one(&mut ends.recv().await.unwrap(), "fresh").await;
+    });
+    assert_eq!(response.unwrap().status(), 200);
+    assert_eq!(fresh.stage(), RequestStage::Exchange);
 }
 
 /// The same race for a POST: the server may have processed it, so it is not sent again, and

@@ -90,12 +90,13 @@ impl Client {
             // only misses write).
             let arrival = self.pool.shared.place_in_line();
             // The caller's view of how far the request got (a relaxed store at each stage),
-            // when it follows the request.
+            // when it follows the request. Set to waiting once: a re-send stays at `Exchange`,
+            // as its first attempt went out (see `pool_core::progress`).
             let progress = request.extensions().get::<Progress>().cloned();
+            if let Some(progress) = &progress {
+                progress.waiting();
+            }
             loop {
-                if let Some(progress) = &progress {
-                    progress.waiting();
-                }
                 let selected = CellEntry::acquire(
                     &mut entry,
                     request.uri(),
