@@ -301,7 +301,11 @@ async fn timed_out_first<T, W: Future>(
         "the kernel's ETIMEDOUT: {chain}"
     );
     assert!(
-        error.is_timeout() && !error.is_read_timeout() && !error.is_pool_timeout(),
+        error.is_timeout() && error.is_system_timeout(),
+        "the system's timeout: {chain}"
+    );
+    assert!(
+        !error.is_read_timeout() && !error.is_pool_timeout(),
         "{chain}"
     );
     error

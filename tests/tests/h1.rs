@@ -455,6 +455,10 @@ async fn connect_timeout_covers_resolution() {
         error.is_connect_timeout() && error.is_timeout() && error.is_connect(),
         "{error:?}"
     );
+    assert!(
+        !error.is_system_timeout(),
+        "the pool's own timer: {error:?}"
+    );
     assert_eq!(
         error.connect_timed_out_during(),
         Some(pool::ConnectStep::Resolve)

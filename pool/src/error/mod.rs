@@ -360,11 +360,15 @@ impl Error {
             || self.inner.kind == Kind::PoolTimeout
             || self.inner.kind == Kind::BodyIdleTimeout
             || self.hyper_error().is_some_and(hyper::Error::is_timeout)
-            || self.is_transport_timed_out()
+            || self.is_system_timeout()
     }
 
-    /// The transport failed with `ETIMEDOUT` (see [`is_timeout`](Self::is_timeout)).
-    fn is_transport_timed_out(&self) -> bool {
+    /// The operating system's timeout, none of the pool's timers: the transport failed with
+    /// `ETIMEDOUT` (see [`is_timeout`](Self::is_timeout)). With [`is_connect`](Self::is_connect)
+    /// a connect that nothing answered; otherwise a connection that was up and whose peer went
+    /// away without a word (keepalive probes or the TCP user timeout found it gone), the case
+    /// a gateway tells from a slow upstream its own deadline ended.
+    pub fn is_system_timeout(&self) -> bool {
         self.chain().any(|e| {
             e.downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
@@ -595,13 +599,17 @@ mod tests {
         assert!(format!("{e:#}").contains("16 requests"));
         let e = Error::read_timeout(Duration::from_secs(2));
         assert!(e.is_timeout() && e.is_read_timeout() && !e.is_connect_timeout());
+        assert!(!e.is_system_timeout());
         let e = Error::connect(ConnectError::timeout(Duration::from_secs(1)));
         assert!(e.is_connect() && e.is_timeout() && e.is_connect_timeout());
-        // The kernel's ETIMEDOUT under a connect: a timeout, not the pool's connect timeout.
+        assert!(!e.is_system_timeout());
+        // The kernel's ETIMEDOUT under a connect: a timeout, the system's, not the pool's
+        // connect timeout.
         let e = Error::connect(ConnectError::connect(std::io::Error::from(
             std::io::ErrorKind::TimedOut,
         )));
         assert!(e.is_connect() && e.is_timeout() && !e.is_connect_timeout());
+        assert!(e.is_system_timeout());
         let e = Error::connect(ConnectError::connect(std::io::Error::from(
             std::io::ErrorKind::ConnectionRefused,
         )));

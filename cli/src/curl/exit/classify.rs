@@ -136,7 +136,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
         // The transport was up and the HTTP handshake on it failed.
         return receive_failure(error);
     }
-    if error.is_timeout() && !kernel_timed_out(error) {
+    if error.is_timeout() && !error.is_system_timeout() {
         let announced = attempt.remaining.map(|left| left + attempt.received);
         return CurlError::operation_timeout(attempt.elapsed, attempt.received, announced);
     }
@@ -184,7 +184,7 @@ pub(crate) fn classify(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError 
             ),
         );
     }
-    if kernel_timed_out(error) {
+    if error.is_system_timeout() {
         // The kernel ended a connection that was up (TCP keepalive, the TCP user timeout).
         return CurlError::new(56, "Recv failure: Connection timed out");
     }
@@ -224,14 +224,7 @@ fn connect_timed_out(error: &pool::Error, attempt: &Attempt<'_>) -> CurlError {
 /// the kernel gave up on it (`ETIMEDOUT`: nothing answered its SYNs), as curl 7.88 says with
 /// the words of 7, which it gives every other failure.
 fn connect_failed_code(error: &pool::Error) -> u8 {
-    if kernel_timed_out(error) { 28 } else { 7 }
-}
-
-/// Whether the transport failed with the kernel's `ETIMEDOUT`, a timeout to the pool
-/// ([`pool::Error::is_timeout`]) but none of curl's own timers: curl reports it as the system
-/// error it is (a connect's 28 aside).
-fn kernel_timed_out(error: &pool::Error) -> bool {
-    find_all::<std::io::Error>(error).any(|e| e.kind() == std::io::ErrorKind::TimedOut)
+    if error.is_system_timeout() { 28 } else { 7 }
 }
 
 /// curl's 56 for a failure it has no closer words for, with the error's root cause.
