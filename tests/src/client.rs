@@ -10,6 +10,13 @@ pub fn get(url: &str) -> Request<Empty<Bytes>> {
     Request::get(url).body(Empty::new()).expect("valid request")
 }
 
+/// `request` carrying a [`pool::Progress`] its caller keeps, to read where it stands.
+pub fn followed<B>(mut request: Request<B>) -> (Request<B>, pool::Progress) {
+    let progress = pool::Progress::new();
+    request.extensions_mut().insert(progress.clone());
+    (request, progress)
+}
+
 /// The origin of `url`.
 pub fn origin(url: &str) -> OriginKey {
     OriginKey::from_uri(&url.parse().expect("valid URI")).expect("valid origin")

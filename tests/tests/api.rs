@@ -19,7 +19,7 @@ use pool::runtime::ThreadPerCore;
 use pool::{
     CloseReason, ConnectStep, ConnectionPool, CountingListener, Progress, RequestBody, RequestStage,
 };
-use pool_tests::client::{eventually, fetch, get, origin, settle};
+use pool_tests::client::{eventually, fetch, followed, get, origin, settle};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::HangingResolver;
@@ -132,12 +132,6 @@ async fn a_progress_says_what_a_request_waits_for() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let followed = |url: &str| {
-        let progress = Progress::new();
-        let mut request = empty(url);
-        request.extensions_mut().insert(progress.clone());
-        (request, progress)
-    };
     let reaches = async |progress: &Progress, stage: RequestStage| {
         eventually(
             || progress.stage() == stage,
@@ -150,7 +144,7 @@ async fn a_progress_says_what_a_request_waits_for() {
         .resolver(HangingResolver)
         .build()
         .unwrap();
-    let (request, progress) = followed("http://never.test/");
+    let (request, progress) = followed(empty("http://never.test/"));
     assert_eq!(progress.stage(), RequestStage::Waiting);
     let client = hanging.client().unwrap();
     let lookup = tokio::spawn(async move { client.request(request).await });
@@ -165,17 +159,20 @@ async fn a_progress_says_what_a_request_waits_for() {
         .max_connections_per_host(1)
         .build()
         .unwrap();
-    let (request, progress) = followed(&format!("https://localhost:{}/", silent.addr().port()));
+    let (request, progress) = followed(empty(&format!(
+        "https://localhost:{}/",
+        silent.addr().port()
+    )));
     let client = pool.client().unwrap();
     let handshake = tokio::spawn(async move { client.request(request).await });
     reaches(&progress, RequestStage::Connecting(Some(ConnectStep::Tls))).await;
     handshake.abort();
 
-    let (request, first) = followed(&server.url("/"));
+    let (request, first) = followed(empty(&server.url("/")));
     let client = pool.client().unwrap();
     let holding = tokio::spawn(async move { client.request(request).await });
     reaches(&first, RequestStage::Exchange).await;
-    let (request, second) = followed(&server.url("/"));
+    let (request, second) = followed(empty(&server.url("/")));
     let client = pool.client().unwrap();
     let queued = tokio::spawn(async move { client.request(request).await });
     settle(&pool, &origin(&server.url("/")), |s| {
@@ -190,7 +187,7 @@ async fn a_progress_says_what_a_request_waits_for() {
     }
     assert_eq!(second.stage(), RequestStage::Exchange);
 
-    let (request, progress) = followed(&format!("http://127.0.0.1:{refused}/"));
+    let (request, progress) = followed(empty(&format!("http://127.0.0.1:{refused}/")));
     let error = pool.client().unwrap().request(request).await.unwrap_err();
     assert!(error.is_connect(), "{error:?}");
     assert_eq!(progress.stage(), RequestStage::Waiting);

@@ -15,10 +15,10 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Empty, Full};
 use pool::{
-    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId, Progress,
+    CloseReason, ConnectionHandle, ConnectionId, ConnectionPool, Partition, PartitionId,
     ProtocolPolicy, RequestStage, ResendReason, RetryPolicy, TokioDriverSpawner,
 };
-use pool_tests::client::{Chunks, Stalled, eventually, fetch, get, origin, settle};
+use pool_tests::client::{Chunks, Stalled, eventually, fetch, followed, get, origin, settle};
 use pool_tests::duplex::{DuplexConnector, answer_one, read_request};
 use pool_tests::events::EventLog;
 use pool_tests::gate::{Gate, Signal};
@@ -108,22 +108,21 @@ async fn a_get_on_a_reused_connection_closed_before_the_response_is_sent_again()
 /// connector that notes no steps.
 #[tokio::test(flavor = "current_thread")]
 async fn a_re_sent_request_stays_at_its_exchange_for_its_caller() {
-    let (connector, mut ends) = DuplexConnector::new();
-    let dial = Gate::new();
-    let pool = ConnectionPool::builder()
-        .connector(connector.gate_dial(1, dial.clone()))
-        .build()
-        .unwrap();
+    // A pool whose connection `n` waits at the dial until the gate opens.
+    let held_at_dial = |n: usize| {
+        let (connector, ends) = DuplexConnector::new();
+        let dial = Gate::new();
+        let pool = ConnectionPool::builder()
+            .connector(connector.gate_dial(n, dial.clone()))
+            .build()
+            .unwrap();
+        (pool, ends, dial)
+    };
+    let (pool, mut ends, dial) = held_at_dial(1);
     let client = pool.client().unwrap();
     let url = "http://race.test/";
     let mut stale = warm(&client, &pool, &mut ends, url).await;
-    let followed = || {
-        let progress = Progress::new();
-        let mut request = get(url);
-        request.extensions_mut().insert(progress.clone());
-        (request, progress)
-    };
-    let (request, resent) = followed();
+    let (request, resent) = followed(get(url));
     let resending = client.request(request);
     let (response, ()) = tokio::join!(resending, async {
         read_request(&mut stale).await;
@@ -138,13 +137,8 @@ async fn a_re_sent_request_stays_at_its_exchange_for_its_caller() {
     assert_eq!(body.to_bytes(), "again");
     assert_eq!(resent.stage(), RequestStage::Exchange);
 
-    let (connector, mut ends) = DuplexConnector::new();
-    let dial = Gate::new();
-    let pool = ConnectionPool::builder()
-        .connector(connector.gate_dial(0, dial.clone()))
-        .build()
-        .unwrap();
-    let (request, fresh) = followed();
+    let (pool, mut ends, dial) = held_at_dial(0);
+    let (request, fresh) = followed(get(url));
     let client = pool.client().unwrap();
     let (response, ()) = tokio::join!(client.request(request), async {
         dial.wait_arrived(1).await;
