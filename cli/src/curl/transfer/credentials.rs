@@ -1,4 +1,5 @@
-//! The credentials one request of a transfer carries, and what `-v` says of them.
+//! The credentials one request of a transfer carries (the URL's, or its host's `.netrc` entry),
+//! and what `-v` says of them.
 //!
 //! In curl's order of precedence: the answer to a challenge this URL drew (`--digest`,
 //! `--anyauth`, `--ntlm`'s authenticate message); `--aws-sigv4`'s signature, which wins over
@@ -10,6 +11,7 @@ use http::Uri;
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
 use super::super::exit::CurlError;
+use super::super::netrc::Mode;
 use super::super::{Session, request, sigv4};
 use super::HopState;
 use super::send::Target;
@@ -27,6 +29,38 @@ pub(super) struct Credentials {
 }
 
 impl Session {
+    /// The credentials a request to `uri` carries: the URL's (`url`), or the `.netrc` entry of
+    /// its host unless `-u` (or `--oauth2-bearer`) says who the user is, or `--netrc-optional`
+    /// finds a password in the URL; and whether they are the entry.
+    pub(super) fn netrc_credentials(
+        &self,
+        uri: &Uri,
+        url: Option<(String, String)>,
+    ) -> Result<(Option<(String, String)>, bool), CurlError> {
+        let Some(netrc) = &self.netrc else {
+            return Ok((url, false));
+        };
+        let url_password = url.as_ref().is_some_and(|(_, p)| !p.is_empty());
+        if self.composed.names_user() || (netrc.mode == Mode::Optional && url_password) {
+            return Ok((url, false));
+        }
+        let host = Target::host_of(uri);
+        let user = url.as_ref().map(|(user, _)| user.as_str());
+        let found = netrc.lookup(host, user).inspect_err(|e| {
+            self.verbose.info(e.message());
+        })?;
+        match found {
+            Some(found) => Ok((Some(found), true)),
+            None => {
+                self.verbose.info(&format!(
+                    "Couldn't find host {host} in the {} file; using defaults",
+                    netrc.path.display()
+                ));
+                Ok((url, false))
+            }
+        }
+    }
+
     /// The credentials of the request to `uri` in `hop`.
     ///
     /// # Errors

@@ -32,7 +32,6 @@ use http::{Method, Uri};
 
 use super::compose;
 use super::exit::CurlError;
-use super::netrc::Mode;
 use super::output;
 use super::pace::PaceArgs;
 use super::progress::Progress;
@@ -42,7 +41,7 @@ use super::request::{Hop, PerRequest, RequestTemplate};
 use super::sink::Sink;
 use super::url;
 use super::{Session, lock};
-use send::{AskedAndRefused, Target, content_length};
+use send::{AskedAndRefused, content_length};
 
 /// What follows an exchange.
 #[derive(Debug)]
@@ -262,38 +261,6 @@ impl Session {
                     let fragment = url::fragment(location.as_bytes());
                     record.url = url::effective(&uri, &shown, fragment);
                 }
-            }
-        }
-    }
-
-    /// The credentials a request to `uri` carries: the URL's (`url`), or the `.netrc` entry of
-    /// its host unless `-u` (or `--oauth2-bearer`) says who the user is, or `--netrc-optional`
-    /// finds a password in the URL; and whether they are the entry.
-    fn netrc_credentials(
-        &self,
-        uri: &Uri,
-        url: Option<(String, String)>,
-    ) -> Result<(Option<(String, String)>, bool), CurlError> {
-        let Some(netrc) = &self.netrc else {
-            return Ok((url, false));
-        };
-        let url_password = url.as_ref().is_some_and(|(_, p)| !p.is_empty());
-        if self.composed.names_user() || (netrc.mode == Mode::Optional && url_password) {
-            return Ok((url, false));
-        }
-        let host = Target::host_of(uri);
-        let user = url.as_ref().map(|(user, _)| user.as_str());
-        let found = netrc.lookup(host, user).inspect_err(|e| {
-            self.verbose.info(e.message());
-        })?;
-        match found {
-            Some(found) => Ok((Some(found), true)),
-            None => {
-                self.verbose.info(&format!(
-                    "Couldn't find host {host} in the {} file; using defaults",
-                    netrc.path.display()
-                ));
-                Ok((url, false))
             }
         }
     }
