@@ -97,8 +97,9 @@ fn is_connecting(stage: u8) -> bool {
 /// A request's stage, shared between the caller and the pool (see the module docs).
 ///
 /// Put a clone in the request's extensions (`request.extensions_mut().insert(progress.clone())`)
-/// and read [`stage`](Self::stage) whenever needed; the same `Progress` may follow a request
-/// through redirects and retries of the caller's own, each request of them moving it again.
+/// and read [`stage`](Self::stage) whenever needed. Use one per request: an establishment
+/// launched for a request outlives it, and would go on noting its steps in a `Progress` that
+/// has moved on to the caller's next request (a redirect, a retry of its own).
 /// The writing methods are the pool's and a connector's (one of the caller's own may note its
 /// steps with [`connecting`](Self::connecting)); a caller only reads.
 ///

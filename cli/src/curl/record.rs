@@ -78,8 +78,8 @@ pub(crate) struct TransferRecord {
     pub(crate) tls_peer: Option<std::net::SocketAddr>,
     /// The `-o` file of this transfer.
     pub(crate) output_file: Option<PathBuf>,
-    /// Where the transfer's request stands in the pool (each request of it carries this
-    /// progress), for `-m`'s words when it runs out.
+    /// Where the transfer's last request stands in the pool (each request carries a progress
+    /// of its own), for `-m`'s words when it runs out.
     pub(crate) stage: pool::Progress,
     /// The transfer's exit code (0 on success).
     pub(crate) exit_code: u8,

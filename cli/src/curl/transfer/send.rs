@@ -62,6 +62,9 @@ impl Session {
         if expects_continue {
             request.extensions_mut().insert(pool::ExpectContinue);
         }
+        // A progress of its own: an establishment launched for an earlier request of the
+        // transfer goes on for the pool and would still note its steps in that one's.
+        record.stage = pool::Progress::new();
         request.extensions_mut().insert(record.stage.clone());
         let mut sent_headers = request.headers().clone();
         let omits_host = request.extensions().get::<pool::OmitHost>().is_some();
