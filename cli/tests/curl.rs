@@ -3439,15 +3439,17 @@ async fn max_time_names_what_the_transfer_waited_for_as_curls_does() {
     each_exits_28_as_curls_does(["-sS", "-m", "1"], cases).await;
 }
 
-/// Under `-Z`, `-m` names each transfer's own wait as curl 7.88 does: a transfer whose TLS
-/// handshake never ends says `Connection timed out after N milliseconds`, and one to the same
-/// `https://` origin that waited for that connection (curl holds it to see whether the
-/// connection multiplexes; the pool joins it to the connection whose ALPN will say)
-/// `Failed to resolve host 'HOST' with timeout after 0 ms`, curl's words for a connect begun
-/// with no time left. curl draws its `-Z` meter under `-s` too, so only the error lines are
-/// compared, in either order. Without curl the test checks poolcurl alone.
+/// With several URLs, `-m` names each transfer's own wait as curl 7.88 does. One after the
+/// other, each transfer to an `https://` origin whose TLS handshake never ends says
+/// `Connection timed out after N milliseconds`, the second too, though the pool has it wait
+/// for the connection the first one's establishment is still making (curl makes a new one).
+/// Under `-Z`, the transfer that waited for the other's connection (curl holds it to see
+/// whether the connection multiplexes; the pool joins it to the connection whose ALPN will
+/// say) says `Failed to resolve host 'HOST' with timeout after 0 ms`, curl's words for a
+/// connect begun with no time left. curl draws its `-Z` meter under `-s` too, so only the
+/// error lines are compared, in either order. Without curl the test checks poolcurl alone.
 #[tokio::test]
-async fn max_time_under_parallel_names_each_transfers_wait_as_curls_does() {
+async fn max_time_names_each_transfers_wait_as_curls_does() {
     let silent = pool_tests::silent::SilentPeer::start().await;
     let at = silent.addr();
     let (a, b) = (format!("https://{at}/a"), format!("https://{at}/b"));
@@ -3456,12 +3458,13 @@ async fn max_time_under_parallel_names_each_transfers_wait_as_curls_does() {
         "TOOL: (28) Failed to resolve host '{}' with timeout after N ms",
         at.ip()
     );
-    let cases: [(Vec<&str>, Vec<&str>); 2] = [
-        (vec![&a], vec![connecting]),
-        (vec![&a, &b], vec![connecting, &pending]),
+    let cases: [(Vec<&str>, Vec<&str>); 3] = [
+        (vec!["-Z", &a], vec![connecting]),
+        (vec!["-Z", &a, &b], vec![connecting, &pending]),
+        (vec![&a, &b], vec![connecting, connecting]),
     ];
     for (urls, expected) in cases {
-        let args: Vec<&str> = ["-sS", "-Z", "-m", "1"].into_iter().chain(urls).collect();
+        let args: Vec<&str> = ["-sS", "-m", "1"].into_iter().chain(urls).collect();
         beside_curl_async(
             &args,
             || async {},

@@ -23,10 +23,11 @@
 //! from elsewhere while its establishment still ran), and the end of a connect only undoes
 //! `Connecting`.
 //!
-//! What it does not say: a request that joins a connection another request's establishment
-//! is making (an HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
-//! `Waiting`, as does one queued for a permit of a bounded origin; and after `Exchange` it
-//! does not follow the bytes (sent, head received, body).
+//! A request that waits for a connection another request's establishment is making (an
+//! HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
+//! [`RequestStage::Joined`]; the cell writes it, under its lock, as it queues the waiter. What
+//! the stage does not say: that establishment's step (it is noted in the progress of the
+//! request it was launched for), and after `Exchange` the bytes (sent, head received, body).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -71,10 +72,15 @@ impl ConnectStep {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RequestStage {
-    /// Not given to a connection: not yet at the pool, or waiting for one (an idle connection,
-    /// a free HTTP/2 stream, a permit of a bounded origin, or a connection another request's
-    /// establishment is making).
+    /// Not given to a connection: not yet at the pool, or waiting for one to come free (an
+    /// idle connection, a free HTTP/2 stream, a permit of a bounded origin).
     Waiting,
+    /// Waiting for a connection that another request's establishment is making: the HTTP/2
+    /// flight of an origin whose protocol is not known yet, which every request to it joins
+    /// (the cold burst's one handshake), or an HTTP/1 attempt whose own request left (a
+    /// caller's timeout ended it) and which this request took over. That establishment's step
+    /// is noted in the other request's progress, not here.
+    Joined,
     /// A connection is being made on this request's behalf; the step it began last, once it
     /// began one (a connector of the caller's own reports no steps).
     Connecting(Option<ConnectStep>),
@@ -85,10 +91,11 @@ pub enum RequestStage {
 
 const WAITING: u8 = 0;
 const EXCHANGE: u8 = 1;
+const JOINED: u8 = 2;
 /// `Connecting` before its first step.
-const CONNECTING: u8 = 2;
+const CONNECTING: u8 = 3;
 /// `Connecting(Some(step))` is `STEPS + step as u8`.
-const STEPS: u8 = 3;
+const STEPS: u8 = 4;
 
 fn is_connecting(stage: u8) -> bool {
     stage >= CONNECTING
@@ -118,6 +125,7 @@ impl Progress {
         match self.0.load(Ordering::Relaxed) {
             WAITING => RequestStage::Waiting,
             EXCHANGE => RequestStage::Exchange,
+            JOINED => RequestStage::Joined,
             CONNECTING => RequestStage::Connecting(None),
             step => RequestStage::Connecting(ConnectStep::from_index(step - STEPS)),
         }
@@ -131,6 +139,11 @@ impl Progress {
     /// The request was given a connection.
     pub fn exchange(&self) {
         self.0.store(EXCHANGE, Ordering::Relaxed);
+    }
+
+    /// The request waits for a connection another request's establishment is making.
+    pub fn joined(&self) {
+        self.0.store(JOINED, Ordering::Relaxed);
     }
 
     /// An establishment on the request's behalf began `step` (`None`: it began, no step yet).
@@ -180,6 +193,11 @@ mod tests {
         }
         progress.connect_ended();
         assert_eq!(progress.stage(), RequestStage::Waiting);
+        progress.joined();
+        assert_eq!(progress.stage(), RequestStage::Joined);
+        // A connect of its own after all (the joined one failed).
+        progress.connecting(None);
+        assert_eq!(progress.stage(), RequestStage::Connecting(None));
         progress.exchange();
         assert_eq!(progress.stage(), RequestStage::Exchange);
         progress.waiting();

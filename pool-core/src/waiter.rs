@@ -118,6 +118,15 @@ impl<T> Waiter<T> {
         self.progress.as_ref()
     }
 
+    /// The waiter waits for a connection another request's establishment is making (it
+    /// joined an HTTP/2 flight, or adopted an attempt whose request left): its request's
+    /// progress says so.
+    pub fn joined(&self) {
+        if let Some(progress) = &self.progress {
+            progress.joined();
+        }
+    }
+
     /// Why an establishment launched for this waiter opens its connection.
     pub fn open_reason(&self) -> OpenReason {
         self.open_reason

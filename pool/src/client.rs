@@ -229,7 +229,8 @@ impl Client {
     /// withdraws (an establishment it started continues for the next request); while
     /// exchanging, an HTTP/1 connection is retired and an HTTP/2 stream reset. A
     /// [`Progress`](crate::Progress) in the request's extensions says where it stood when it
-    /// was dropped (waiting, a connection being made for it and its step, or exchanging): a
+    /// was dropped (waiting, a connection being made for it and its step or for another
+    /// request, or exchanging): a
     /// request dropped before [`RequestStage::Exchange`](crate::RequestStage::Exchange) sent
     /// nothing.
     pub fn request<B>(

@@ -56,7 +56,8 @@
 //! * [`Client::preconnect`] warms an origin before requests need it.
 //! * A [`Progress`] in a request's extensions tells its caller, while the request runs and
 //!   after the caller gave up on it, whether it waited for a connection, waited for one being
-//!   made for it (and at which [`ConnectStep`]) or had one ([`RequestStage`]): what a timeout
+//!   made for it (and at which [`ConnectStep`]) or for another request, or had one
+//!   ([`RequestStage`]): what a timeout
 //!   of the caller's own ended, and whether anything of the request can have been sent.
 //! * It talks to HTTP proxies ([`Builder::proxy`]) and can dial another host and port than an
 //!   origin's own while TLS and requests keep the origin ([`Builder::connect_to`], curl's

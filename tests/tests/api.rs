@@ -115,9 +115,11 @@ async fn a_tower_timeout_ends_a_stalled_request() {
 
 /// A `Progress` in a request's extensions says what the request waits for, as its caller
 /// would read it when giving up: the step of the connection being made for it (a lookup that
-/// never answers, a TLS handshake that never ends), a connection of a bounded origin that
-/// another request holds, or its exchange; a connect that failed leaves it waiting, with
-/// nothing sent.
+/// never answers, a TLS handshake that never ends), a connection another request's
+/// establishment is making (the first request gave up; its lookup or handshake goes on, an
+/// HTTP/1 attempt taken over, an HTTP/2 flight joined), a connection
+/// of a bounded origin that another request holds, or its exchange; a connect that failed
+/// leaves it waiting, with nothing sent.
 #[tokio::test]
 async fn a_progress_says_what_a_request_waits_for() {
     let silent = SilentPeer::start().await;
@@ -154,6 +156,13 @@ async fn a_progress_says_what_a_request_waits_for() {
     )
     .await;
     lookup.abort();
+    assert!(lookup.await.unwrap_err().is_cancelled(), "the request left");
+    // The attempt goes on without its request, and the origin's next request takes it over.
+    let (request, adopted) = followed(empty("http://never.test/"));
+    let client = hanging.client().unwrap();
+    let adopting = tokio::spawn(async move { client.request(request).await });
+    reaches(&adopted, RequestStage::Joined).await;
+    adopting.abort();
 
     let pool = ConnectionPool::builder()
         .max_connections_per_host(1)
@@ -167,6 +176,20 @@ async fn a_progress_says_what_a_request_waits_for() {
     let handshake = tokio::spawn(async move { client.request(request).await });
     reaches(&progress, RequestStage::Connecting(Some(ConnectStep::Tls))).await;
     handshake.abort();
+    // The establishment goes on for the pool, and the origin's next request waits for it.
+    let (request, joined) = followed(empty(&format!(
+        "https://localhost:{}/",
+        silent.addr().port()
+    )));
+    let client = pool.client().unwrap();
+    let joining = tokio::spawn(async move { client.request(request).await });
+    reaches(&joined, RequestStage::Joined).await;
+    joining.abort();
+    assert_eq!(
+        progress.stage(),
+        RequestStage::Connecting(Some(ConnectStep::Tls)),
+        "the step stays the launching request's"
+    );
 
     let (request, first) = followed(empty(&server.url("/")));
     let client = pool.client().unwrap();

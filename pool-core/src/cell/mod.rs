@@ -362,7 +362,12 @@ impl<T: CellTypes> Cell<T> {
                 .with_progress(progress.cloned()),
         );
         let needs_flight = self.needs_flight(&st);
-        let connection_coming = h2_serves || (needs_flight && st.flights.in_progress());
+        let joins_flight = needs_flight && st.flights.in_progress();
+        let connection_coming = h2_serves || joins_flight;
+        if joins_flight && !h2_serves {
+            // The flight another request launched is what this one waits for.
+            waiter.joined();
+        }
         if !connection_coming {
             if self.bound.is_some() {
                 *needs_capacity = true;
@@ -371,6 +376,7 @@ impl<T: CellTypes> Cell<T> {
             } else if self.tracks_attempts() && st.attempts.spare() {
                 // A spare attempt: its request was served or left while it ran.
                 waiter.mark_launched();
+                waiter.joined();
                 st.attempts.adopt();
             } else {
                 let launch = Self::start_launch(&mut st, needs_flight);

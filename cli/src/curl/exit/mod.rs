@@ -203,11 +203,13 @@ impl CurlError {
     /// being resolved, a connection being made for it, else the operation, with the
     /// `received` bytes of the body out of the `announced` length.
     ///
-    /// `pending` is the host of a `-Z` transfer: curl 7.88 holds a parallel transfer to a host
-    /// another transfer is connecting to until that connection stands, and when `-m` ends it
-    /// there the transfer's connect starts with no time left and says so as a lookup that
-    /// timed out after 0 ms. poolcurl's transfer waits likewise while another's HTTP/2
-    /// connection is being negotiated ([`pool::RequestStage::Waiting`]).
+    /// A request that waits for a connection another request's establishment is making
+    /// ([`pool::RequestStage::Joined`]: a previous transfer's that `-m` ended, or a parallel
+    /// one's HTTP/2 connection being negotiated) reads as curl's transfer does, which makes a
+    /// connection of its own: `Connection timed out`. Except under `-Z` (`pending`, the
+    /// transfer's host): curl 7.88 holds a parallel transfer to a host another transfer is
+    /// connecting to until that connection stands, and when `-m` ends it there its connect
+    /// starts with no time left and says so as a lookup that timed out after 0 ms.
     pub(crate) fn time_ran_out(
         stage: pool::RequestStage,
         pending: Option<&str>,
@@ -219,11 +221,13 @@ impl CurlError {
             (RequestStage::Connecting(Some(ConnectStep::Resolve)), _) => {
                 CurlError::resolve_timeout(elapsed)
             }
-            (RequestStage::Connecting(_), _) => CurlError::connection_timeout(elapsed),
-            (RequestStage::Waiting, Some(host)) => CurlError::new(
+            (RequestStage::Joined, Some(host)) => CurlError::new(
                 28,
                 format!("Failed to resolve host '{host}' with timeout after 0 ms"),
             ),
+            (RequestStage::Connecting(_) | RequestStage::Joined, _) => {
+                CurlError::connection_timeout(elapsed)
+            }
             _ => CurlError::operation_timeout(elapsed, received, announced),
         }
     }
@@ -358,11 +362,17 @@ mod tests {
                 "Operation timed out after 1000 milliseconds with 3 bytes received"
             );
         }
+        for pending in [None, Some("h.test")] {
+            assert_eq!(
+                words(RequestStage::Waiting, pending).message(),
+                "Operation timed out after 1000 milliseconds with 3 bytes received"
+            );
+        }
         assert_eq!(
-            words(RequestStage::Waiting, None).message(),
-            "Operation timed out after 1000 milliseconds with 3 bytes received"
+            words(RequestStage::Joined, None).message(),
+            "Connection timed out after 1000 milliseconds"
         );
-        let pending = words(RequestStage::Waiting, Some("h.test"));
+        let pending = words(RequestStage::Joined, Some("h.test"));
         assert_eq!(
             pending.message(),
             "Failed to resolve host 'h.test' with timeout after 0 ms"
