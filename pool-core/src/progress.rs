@@ -14,10 +14,10 @@
 //! The stage is one atomic byte. The request's own task writes [`RequestStage::Waiting`] as
 //! it starts looking for a connection and [`RequestStage::Exchange`] once it has one, and
 //! stays at `Exchange` through the pool's own re-sends of it: an attempt went out, and an
-//! idempotent request's may have been acted on (a re-send's establishment notes no steps over
-//! it, see below). An
-//! establishment launched on its behalf writes [`RequestStage::Connecting`] with each step it
-//! begins, and goes back to `Waiting` when the connect ends. The establishment runs on its
+//! idempotent request's may have been acted on (neither a re-send's establishment nor the
+//! cell's `Joined` mark writes over it, see below). An establishment launched on its behalf
+//! writes [`RequestStage::Connecting`] with each step it begins, and goes back to `Waiting`
+//! when the connect ends. The establishment runs on its
 //! partition's runtime and outlives a request that leaves (see `pool`'s `establish`), so its
 //! writes are conditional: a step never overwrites `Exchange` (the request got a connection
 //! from elsewhere while its establishment still ran), and the end of a connect only undoes
@@ -25,7 +25,8 @@
 //!
 //! A request that waits for a connection another request's establishment is making (an
 //! HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
-//! [`RequestStage::Joined`]; the cell writes it, under its lock, as it queues the waiter. What
+//! [`RequestStage::Joined`]; the cell writes it, under its lock, as it queues the waiter
+//! (never over `Exchange`). What
 //! the stage does not say: that establishment's step (it is noted in the progress of the
 //! request it was launched for), and after `Exchange` the bytes (sent, head received, body).
 
@@ -141,9 +142,14 @@ impl Progress {
         self.0.store(EXCHANGE, Ordering::Relaxed);
     }
 
-    /// The request waits for a connection another request's establishment is making.
+    /// The request waits for a connection another request's establishment is making. Leaves
+    /// `Exchange` alone: a re-send of the pool's own stays there.
     pub fn joined(&self) {
-        self.0.store(JOINED, Ordering::Relaxed);
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                (now != EXCHANGE).then_some(JOINED)
+            });
     }
 
     /// An establishment on the request's behalf began `step` (`None`: it began, no step yet).
@@ -205,12 +211,15 @@ mod tests {
     }
 
     #[test]
-    fn an_establishment_that_outlives_its_request_leaves_the_exchange_alone() {
+    fn later_marks_of_a_flight_or_an_establishment_leave_the_exchange_alone() {
         let progress = Progress::new();
         progress.connecting(Some(ConnectStep::Dial));
         // Another connection served the request while its establishment went on.
         progress.exchange();
         progress.connecting(Some(ConnectStep::Tls));
+        assert_eq!(progress.stage(), RequestStage::Exchange);
+        // A re-send of the pool's own that joins a flight stays at its exchange too.
+        progress.joined();
         assert_eq!(progress.stage(), RequestStage::Exchange);
         progress.connect_ended();
         assert_eq!(progress.stage(), RequestStage::Exchange);
