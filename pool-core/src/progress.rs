@@ -17,18 +17,17 @@
 //! idempotent request's may have been acted on (neither a re-send's establishment nor the
 //! cell's `Joined` mark writes over it, see below). An establishment launched on its behalf
 //! writes [`RequestStage::Connecting`] with each step it begins, and goes back to `Waiting`
-//! when the connect ends. The establishment runs on its
-//! partition's runtime and outlives a request that leaves (see `pool`'s `establish`), so its
-//! writes are conditional: a step never overwrites `Exchange` (the request got a connection
-//! from elsewhere while its establishment still ran), and the end of a connect only undoes
-//! `Connecting`.
+//! when the connect ends. The establishment runs on its partition's runtime and outlives a
+//! request that leaves (see `pool`'s `establish`), so its writes are conditional: a step never
+//! overwrites `Exchange` (the request got a connection from elsewhere while its establishment
+//! still ran), and the end of a connect only undoes `Connecting`.
 //!
 //! A request that waits for a connection another request's establishment is making (an
 //! HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
 //! [`RequestStage::Joined`]; the cell writes it, under its lock, as it queues the waiter
-//! (never over `Exchange`). What
-//! the stage does not say: that establishment's step (it is noted in the progress of the
-//! request it was launched for), and after `Exchange` the bytes (sent, head received, body).
+//! (never over `Exchange`). What the stage does not say: that establishment's step (it is
+//! noted in the progress of the request it was launched for), and after `Exchange` the bytes
+//! (sent, head received, body).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -145,31 +144,29 @@ impl Progress {
     /// The request waits for a connection another request's establishment is making. Leaves
     /// `Exchange` alone: a re-send of the pool's own stays there.
     pub fn joined(&self) {
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-                (now != EXCHANGE).then_some(JOINED)
-            });
+        self.replace_if(JOINED, |now| now != EXCHANGE);
     }
 
     /// An establishment on the request's behalf began `step` (`None`: it began, no step yet).
     /// Leaves `Exchange` alone: the request was served meanwhile, by another connection.
     pub fn connecting(&self, step: Option<ConnectStep>) {
         let stage = step.map_or(CONNECTING, |step| STEPS + step as u8);
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-                (now != EXCHANGE).then_some(stage)
-            });
+        self.replace_if(stage, |now| now != EXCHANGE);
     }
 
     /// The establishment's connect ended (made or failed): a request still `Connecting` waits
     /// again, for the connection's hand-over or another try.
     pub fn connect_ended(&self) {
+        self.replace_if(WAITING, is_connecting);
+    }
+
+    /// Stores `stage` unless the stage now is one `from` refuses (the writes of the cell and
+    /// of an establishment, which may come after the request moved on).
+    fn replace_if(&self, stage: u8, from: impl Fn(u8) -> bool) {
         let _ = self
             .0
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-                is_connecting(now).then_some(WAITING)
+                from(now).then_some(stage)
             });
     }
 }

@@ -161,17 +161,11 @@ impl Connect for HttpConnector {
         // Nothing happens until the future is polled: the pool may build it on one runtime
         // and drive it on another.
         Box::pin(async move {
-            let Some(limit) = target.connect_timeout else {
-                return match target.progress.clone() {
-                    Some(progress) => {
-                        let steps = Steps::new(Some(progress));
-                        steps.scope(inner.establish(&target)).await
-                    }
-                    None => inner.establish(&target).await,
-                };
-            };
             let steps = Steps::new(target.progress.clone());
             let establish = steps.scope(inner.establish(&target));
+            let Some(limit) = target.connect_timeout else {
+                return establish.await;
+            };
             let within = match &target.sleep {
                 Some(sleep) => race(establish, sleep.sleep(limit)).await,
                 None => tokio::time::timeout(limit, establish).await.ok(),

@@ -7,9 +7,8 @@
 //!
 //! The steps run deep in the connector's calls and the timer that ends them is outside them:
 //! it wins by dropping the connect future, which can then report nothing. So the note is a
-//! task-local that [`Steps::scope`] sets around the connect future and [`Steps::reached`]
-//! reads once the timer won. A connect run outside such a scope (no connect timeout, no
-//! request's progress) notes nothing, at the cost of one failed task-local lookup per step.
+//! task-local that [`Steps::scope`] sets around every connect future (one allocation per
+//! connection) and [`Steps::reached`] reads once the timer won.
 
 use std::future::Future;
 use std::sync::Arc;
