@@ -172,13 +172,13 @@ impl<G: PooledH2> H2Slot<G> {
         self.held
             .iter()
             .filter(|h| h.generation.is_accepting())
-            .filter_map(|h| h.generation.record().info().retires_at())
+            .filter_map(|h| h.generation.record().retires_at())
             .min()
     }
 
     /// Removes the generations past their maximum lifetime at `now`.
     pub(super) fn take_past_lifetime(&mut self, now: Instant) -> Vec<G> {
-        self.take_where(|h| h.generation.record().info().is_past_lifetime(now))
+        self.take_where(|h| h.generation.record().is_past_lifetime(now))
     }
 
     /// Whether the generation of `record` is held and accepting.
@@ -259,7 +259,7 @@ impl<T: CellTypes> Cell<T> {
             } else {
                 Vec::new()
             };
-            let retires_at = generation.record().info().retires_at();
+            let retires_at = generation.record().retires_at();
             // It carries at most the server's per-connection request quota, once the cell
             // learnt one.
             if let Some(quota) = self.request_quota.for_new_generation() {

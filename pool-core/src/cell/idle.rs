@@ -152,7 +152,7 @@ impl<T: CellTypes> Cell<T> {
     /// releases its permit to the origin's next ticket, and every waiting request of an
     /// unbounded cell already has an establishment of its own coming.
     pub fn release_h1(&self, mut conn: T::H1, now: Instant) -> Released {
-        if conn.record().info().is_past_lifetime(now) {
+        if conn.record().is_past_lifetime(now) {
             close_all([(conn, CloseReason::MaxLifetime)]);
             return Released::Closed;
         }
@@ -259,7 +259,7 @@ impl<T: CellTypes> Cell<T> {
             return Idled::Refused(conn, reason);
         }
         let deadline = self.idle_deadline(server, now);
-        let due = earliest(deadline, conn.record().info().retires_at());
+        let due = earliest(deadline, conn.record().retires_at());
         let heard = self
             .hooks
             .went_idle

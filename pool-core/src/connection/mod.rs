@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use crate::close::CloseReason;
 use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
+use crate::partition::PartitionId;
 use crate::stats::{Gauge, Gauges};
 use crate::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use crate::sync::{Arc, Mutex};
@@ -76,36 +77,49 @@ const GONE: u8 = 0b0100;
 const POISONED: u8 = 0b1000;
 
 /// Shared record of one established connection.
+///
+/// `repr(C)`, the fields a reuse hit reads or writes first. An HTTP/1 exchange touches
+/// `state`, `served`, `request_quota`, the idle stamp, `gauges`, the owner partition and the
+/// end of the lifetime; in Rust's own order they lay after and inside the 448-byte `info`, on
+/// six cache lines with the `Arc`'s counts, and with 256 connections in turn each record is
+/// cold by its next request, so each line was a miss. First, they fit in the two lines after
+/// the counts. `partition` and `retires_at` repeat `info`'s for that reason (`info` never
+/// changes). See docs/BENCHMARKS.md, "The connection record's hot fields".
+#[repr(C)]
 pub struct ConnectionRecord {
-    /// Fixed description, attached to responses and events.
-    info: ConnectionInfo,
-    /// Gauges of the owning (partition, origin) cell.
-    gauges: Arc<Gauges>,
-    /// Lifecycle listener, if the pool has one.
-    listener: Option<Arc<dyn ConnectionEventListener>>,
     /// Phase bits, `GONE` and `POISONED`; changed only by CAS.
     state: AtomicU8,
-    /// Requests dispatched so far; a connection with `served > 0` counts as reused.
-    served: AtomicU64,
     /// The reason of the winning close, readable after it (index into `CloseReason::ALL`).
     reason: AtomicU8,
-    /// How long the connection may stay idle before the server closes it, in milliseconds
-    /// (`NO_IDLE_LIMIT`: the server never said; see [`set_idle_limit`](Self::set_idle_limit)).
-    idle_limit_ms: AtomicU64,
-    /// When the connection last went idle, in milliseconds after `idle_base` (see
-    /// [`went_idle_at`](Self::went_idle_at)).
-    idle_since_ms: AtomicU64,
-    /// The instant `idle_since_ms` counts from: the first time the connection went idle.
-    idle_base: OnceLock<Instant>,
-    /// The capacity permit this connection holds (bounded origins), released at logical close.
-    permit: Mutex<Option<Box<dyn Releasable>>>,
+    /// Requests dispatched so far; a connection with `served > 0` counts as reused.
+    served: AtomicU64,
     /// An HTTP/1 connection's part in its server's request quota (`NO_QUOTA`: none; the
     /// quota; or `PROBE` plus the quota a probe goes past). See
     /// [`check_request_quota`](Self::check_request_quota).
     request_quota: AtomicU64,
+    /// When the connection last went idle, in milliseconds after `idle_base` (see
+    /// [`went_idle_at`](Self::went_idle_at)).
+    idle_since_ms: AtomicU64,
+    /// Gauges of the owning (partition, origin) cell.
+    gauges: Arc<Gauges>,
+    /// `info.partition()`, read by every dispatch (a borrowed connection?).
+    partition: PartitionId,
+    /// `info.retires_at()`, read by every HTTP/1 return.
+    retires_at: Option<Instant>,
+    /// The instant `idle_since_ms` counts from: the first time the connection went idle.
+    idle_base: OnceLock<Instant>,
+    /// How long the connection may stay idle before the server closes it, in milliseconds
+    /// (`NO_IDLE_LIMIT`: the server never said; see [`set_idle_limit`](Self::set_idle_limit)).
+    idle_limit_ms: AtomicU64,
+    /// Lifecycle listener, if the pool has one.
+    listener: Option<Arc<dyn ConnectionEventListener>>,
+    /// The capacity permit this connection holds (bounded origins), released at logical close.
+    permit: Mutex<Option<Box<dyn Releasable>>>,
     /// What read the peer's last words, asked at a protocol close for the cause (see
     /// [`EndWitness`]). A `std` Arc: a diagnostic, outside the loom models.
     witness: OnceLock<std::sync::Arc<dyn EndWitness>>,
+    /// Fixed description, attached to responses and events.
+    info: ConnectionInfo,
 }
 
 /// Whatever reads a connection's transport below the protocol and so learns first why the
@@ -163,6 +177,8 @@ impl ConnectionRecord {
         permit: Option<Box<dyn Releasable>>,
     ) -> Arc<ConnectionRecord> {
         let record = Arc::new(ConnectionRecord {
+            partition: info.partition(),
+            retires_at: info.retires_at(),
             info,
             gauges,
             listener,
@@ -180,6 +196,27 @@ impl ConnectionRecord {
             .gauges
             .transfer(Gauge::Establishing, record.phase_gauge(ACTIVE));
         record
+    }
+
+    /// The partition whose cell owns the connection (`info().partition()`, kept beside the
+    /// fields every request touches).
+    #[inline]
+    pub fn partition(&self) -> PartitionId {
+        self.partition
+    }
+
+    /// When the connection reaches its maximum lifetime (`info().retires_at()`, kept beside
+    /// the fields every request touches).
+    #[inline]
+    pub fn retires_at(&self) -> Option<Instant> {
+        self.retires_at
+    }
+
+    /// Whether the connection has reached its maximum lifetime at `now`
+    /// (`info().is_past_lifetime(now)`, kept beside the fields every request touches).
+    #[inline]
+    pub fn is_past_lifetime(&self, now: Instant) -> bool {
+        self.retires_at.is_some_and(|at| at <= now)
     }
 
     /// Fires `connection_created`. Call after [`install`](Self::install), before the connection

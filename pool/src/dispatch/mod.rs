@@ -176,7 +176,7 @@ impl Client {
     /// partition's connection, under bounded pressure) for a connection that served before.
     fn report_reuse(&self, record: &ConnectionRecord, reused: bool) {
         let me = self.partition();
-        let borrowed = record.info().partition() != me;
+        let borrowed = record.partition() != me;
         if !reused && !borrowed {
             return;
         }
