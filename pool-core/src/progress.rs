@@ -25,7 +25,10 @@
 //! A request that waits for a connection another request's establishment is making (an
 //! HTTP/2 flight while ALPN is unknown, an attempt whose own request left) reads
 //! [`RequestStage::Joined`]; the cell writes it, under its lock, as it queues the waiter
-//! (never over `Exchange`). What the stage does not say: that establishment's step (it is
+//! (never over `Exchange`), and takes it back to `Waiting` when that establishment ends while
+//! the request still waits: an HTTP/2 flight that landed with no stream left for it (the
+//! server's limit reached, the connection cap allowing no other), or negotiated HTTP/1.1 so
+//! that it needs a connection of its own. What the stage does not say: that establishment's step (it is
 //! noted in the progress of the request it was launched for), and after `Exchange` the bytes
 //! (sent, head received, body).
 
@@ -79,7 +82,8 @@ pub enum RequestStage {
     /// flight of an origin whose protocol is not known yet, which every request to it joins
     /// (the cold burst's one handshake), or an HTTP/1 attempt whose own request left (a
     /// caller's timeout ended it) and which this request took over. That establishment's step
-    /// is noted in the other request's progress, not here.
+    /// is noted in the other request's progress, not here. Once the flight has landed, a
+    /// request it brought no stream for reads `Waiting` again.
     Joined,
     /// A connection is being made on this request's behalf; the step it began last, once it
     /// began one (a connector of the caller's own reports no steps).
@@ -145,6 +149,14 @@ impl Progress {
     /// `Exchange` alone: a re-send of the pool's own stays there.
     pub fn joined(&self) {
         self.replace_if(JOINED, |now| now != EXCHANGE);
+    }
+
+    /// The establishment the request joined ended, and the request still waits: for a stream
+    /// of the connection it brought (its limit reached), for a permit, or for another
+    /// connection. A request no longer `Joined` (it took over the establishment, or was served)
+    /// is left alone.
+    pub fn join_ended(&self) {
+        self.replace_if(WAITING, |now| now == JOINED);
     }
 
     /// An establishment on the request's behalf began `step` (`None`: it began, no step yet).

@@ -127,6 +127,14 @@ impl<T> Waiter<T> {
         }
     }
 
+    /// The establishment this waiter joined ended and it still waits (see
+    /// [`joined`](Self::joined)): its request's progress says it waits again.
+    pub fn join_ended(&self) {
+        if let Some(progress) = &self.progress {
+            progress.join_ended();
+        }
+    }
+
     /// Why an establishment launched for this waiter opens its connection.
     pub fn open_reason(&self) -> OpenReason {
         self.open_reason

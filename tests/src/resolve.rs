@@ -1,11 +1,13 @@
 //! Resolvers for tests: one address for every name, fixed answers (several addresses for one
-//! name) and one that never answers.
+//! name), one that never answers, and one that holds lookups at a gate.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use pool::{Resolve, ResolveFuture};
+
+use crate::gate::Gate;
 
 /// Answers every name with one address (many origins, one server).
 #[derive(Clone, Debug)]
@@ -99,5 +101,43 @@ impl Resolve for SwitchResolver {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let addr = *self.answer.lock().unwrap();
         Box::pin(async move { Ok(vec![addr]) })
+    }
+}
+
+/// Answers every name with one address, the first `free` lookups at once and every later one
+/// once its gate opens: an establishment the test holds at its lookup while other requests
+/// arrive.
+#[derive(Clone, Debug)]
+pub struct GatedResolver {
+    addr: SocketAddr,
+    free: usize,
+    gate: Gate,
+    lookups: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl GatedResolver {
+    /// A resolver answering `addr`, holding lookups after the first `free` at `gate`.
+    pub fn new(addr: SocketAddr, free: usize, gate: Gate) -> GatedResolver {
+        GatedResolver {
+            addr,
+            free,
+            gate,
+            lookups: Arc::default(),
+        }
+    }
+}
+
+impl Resolve for GatedResolver {
+    fn resolve(&self, _host: &str, _port: u16) -> ResolveFuture {
+        let n = self
+            .lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let (addr, gate) = (self.addr, (n >= self.free).then(|| self.gate.clone()));
+        Box::pin(async move {
+            if let Some(gate) = gate {
+                gate.wait().await;
+            }
+            Ok(vec![addr])
+        })
     }
 }

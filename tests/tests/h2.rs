@@ -11,13 +11,15 @@ use pool::{
     CloseReason, ConnectionHandle, ConnectionPool, ConnectionReuseScope, Partition, PartitionId,
     PartitionStats, Protocol, ProtocolPolicy, ResendReason, TokioDriverSpawner,
 };
-use pool_tests::client::{fetch, get, origin, settle};
+use pool::{ConnectStep, Progress, RequestStage};
+use pool_tests::client::{eventually, fetch, followed, get, origin, settle};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::h2::{H2ConnPlan, Reason, ScriptedH2Server, StreamPlan};
 use pool_tests::h2stray::StrayDataPeer;
 use pool_tests::relay::EmptyChunkServer;
+use pool_tests::resolve::GatedResolver;
 use pool_tests::tls::TestPki;
 use tokio::task::JoinSet;
 
@@ -897,6 +899,84 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
     assert!(peer.max_open_streams() <= 4);
 
     assert_eq!(peer.connections(), 1, "the cap kept one connection");
+}
+
+/// A request that joined an HTTP/2 flight reads `Joined` only while the flight runs: when the
+/// connection it brought has no stream left for it (the server's known limit of one taken by the
+/// flight's own request) and the cap allows no other, it waits for a stream like any request,
+/// and its progress says `Waiting`. The second connection is held at its name lookup so that
+/// the request arrives while the flight runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_joined_a_flight_waits_again_once_the_connection_is_full() {
+    let peer = pool_tests::h2settings::SettingsPeer::start(1).await;
+    let addr: std::net::SocketAddr = peer.url("").trim_start_matches("http://").parse().unwrap();
+    let lookup = Gate::new();
+    let pool = h2c_pool()
+        .resolver(GatedResolver::new(addr, 1, lookup.clone()))
+        .http2_max_connections_per_origin(2)
+        .build()
+        .unwrap();
+    let client = pool.client().unwrap();
+    let url = format!("http://flight.test:{}/", addr.port());
+    let key = origin(&url);
+    let reaches = async |progress: &Progress, stage: RequestStage| {
+        eventually(
+            || progress.stage() == stage,
+            || format!("{:?}, never {stage:?}", progress.stage()),
+        )
+        .await;
+    };
+    // One answered request, so the limit of one is known; then a request holds that stream.
+    peer.answer_all();
+    tokio::time::timeout(LIMIT, fetch(&client, &url))
+        .await
+        .unwrap();
+    peer.hold();
+    let mut requests = spawn_fetches(&client, &url, 1);
+    tokio::time::timeout(LIMIT, peer.wait_open(1))
+        .await
+        .unwrap();
+
+    let spawn_followed = |requests: &mut JoinSet<(ConnectionHandle, Bytes)>| {
+        let (request, progress) = followed(get(&url));
+        let client = client.clone();
+        requests.spawn(async move {
+            let response = client.request(request).await.unwrap();
+            let handle = response.body().connection().clone();
+            (
+                handle,
+                response.into_body().collect().await.unwrap().to_bytes(),
+            )
+        });
+        progress
+    };
+    // The connection is full: the next request launches a second one, held at its lookup...
+    let launcher = spawn_followed(&mut requests);
+    reaches(
+        &launcher,
+        RequestStage::Connecting(Some(ConnectStep::Resolve)),
+    )
+    .await;
+    // ...and the one after joins that flight.
+    let joiner = spawn_followed(&mut requests);
+    reaches(&joiner, RequestStage::Joined).await;
+
+    // The new connection assumes the known limit: the launcher takes its one stream, and the
+    // joiner, at the cap of two connections, waits for a stream to free up.
+    lookup.open();
+    tokio::time::timeout(LIMIT, peer.wait_open(2))
+        .await
+        .unwrap();
+    reaches(&launcher, RequestStage::Exchange).await;
+    reaches(&joiner, RequestStage::Waiting).await;
+    settle(&pool, &key, |s| s.waiting_requests == 1).await;
+
+    peer.answer_all();
+    while let Some(result) = requests.join_next().await {
+        result.unwrap();
+    }
+    assert_eq!(joiner.stage(), RequestStage::Exchange);
+    assert_eq!(peer.connections(), 2, "the cap kept two connections");
 }
 
 /// A request that hyper still holds when its connection fails goes again. hyper keeps a request

@@ -224,6 +224,9 @@ impl<T: CellTypes> Cell<T> {
     /// at once when unbounded, published as demand when bounded; those that require HTTP/2
     /// are told it is unsupported.
     fn fan_out(&self, st: &mut State<T>, launcher: &Arc<CellWaiter<T>>, actions: &mut Actions<T>) {
+        // Each now waits for a connection of its own (its launch below notes its steps) or,
+        // bounded, for a permit: none for the flight any more.
+        st.waiters.joins_ended();
         if self.bound.is_none() {
             for w in st.waiters.any.iter() {
                 if w.is_waiting() && !Arc::ptr_eq(w, launcher) && w.mark_launched() {

@@ -267,6 +267,9 @@ impl<T: CellTypes> Cell<T> {
             }
             st.h2.push(generation, now);
             self.activate(&mut st, &mut actions.grants);
+            // Those the first turn did not reach wait for a stream of the connection they
+            // brought (or, at its limit, for one to free up): no longer for the flight.
+            st.waiters.joins_ended();
             let idle_deadline = self.idle_timeout.map(|t| now + t);
             if let Some(at) = earliest(idle_deadline, retires_at) {
                 actions.arm = st.arm(at);

@@ -52,6 +52,17 @@ impl<T: CellTypes> WaitQueues<T> {
         queue.insert(at, waiter);
     }
 
+    /// The flight (or attempt) that waiters joined ended and they still wait: each whose
+    /// request follows its progress reads `Waiting` again (a waiter with an establishment of
+    /// its own is left to it). Once per establishment, not per request.
+    pub(super) fn joins_ended(&self) {
+        for w in self.any.iter().chain(self.h2_only.iter()) {
+            if w.is_waiting() && !w.is_launched() {
+                w.join_ended();
+            }
+        }
+    }
+
     /// Drops entries that left from the front of both queues.
     pub(super) fn trim(&mut self) {
         trim_front(&mut self.any);

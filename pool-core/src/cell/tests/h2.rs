@@ -92,6 +92,31 @@ fn flight_that_negotiates_http1_fans_out() {
     );
 }
 
+/// A request that joined the flight reads `Joined` while it runs, and `Waiting` once the flight
+/// negotiated HTTP/1.1 and the request needs a connection of its own (its launch notes its
+/// steps from there).
+#[test]
+fn a_joiner_of_a_flight_that_negotiates_http1_waits_again() {
+    let t0 = Instant::now();
+    let rig = Rig::new(EstablishMode::Auto);
+    let c = &rig.cell;
+    let w1 = rig.wait(Requirement::Any, 1, t0);
+    let f = rig.first_flight();
+    let progress = crate::Progress::new();
+    let Acquire::Wait(_w2) = c.acquire_for(
+        OpenReason::Request,
+        Requirement::Any,
+        (None, Some(&progress)),
+        || 2,
+        || t0,
+    ) else {
+        panic!("expected a miss");
+    };
+    assert_eq!(progress.stage(), crate::RequestStage::Joined);
+    c.converge(Launch::Flight(f), &w1, Protocol::Http1);
+    assert_eq!(progress.stage(), crate::RequestStage::Waiting);
+}
+
 #[test]
 fn http2_requiring_launcher_gets_unsupported_and_the_connection_stays() {
     let t0 = Instant::now();
