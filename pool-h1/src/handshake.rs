@@ -178,8 +178,8 @@ pin_project! {
     {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            if let Some(spot) = this.spot.take() {
-                spot.clear();
+            if let (Some(spot), Some(record)) = (this.spot.take(), this.record.as_ref()) {
+                spot.clear(record);
             }
             if let Some(record) = this.record.take() {
                 record.driver_dropped();
@@ -201,17 +201,17 @@ where
             return Poll::Ready(());
         };
         let polled = conn.poll(cx);
-        if let Some(spot) = this.spot.as_ref() {
+        if let (Some(spot), Some(record)) = (this.spot.as_ref(), this.record.as_ref()) {
             // After hyper's poll, which is what makes a finished exchange's sender ready.
-            spot.poll_parked(cx, this.registered);
+            spot.poll_parked(record, cx, this.registered);
         }
         let result = ready!(polled);
-        if let Some(spot) = this.spot.take() {
-            spot.clear();
-        }
         let Some(record) = this.record.take() else {
             return Poll::Ready(());
         };
+        if let Some(spot) = this.spot.take() {
+            spot.clear(&record);
+        }
         if record.is_idle() {
             // Nothing was sent on it since it went idle (a checkout would have made it
             // active), so the server closed it on its own: perhaps its idle timeout.

@@ -2,7 +2,8 @@
 //! --release --lib loom`, run by `cargo xtask ci`).
 //!
 //! Each model runs [`Spot`]'s protocol with a stand-in for the connection, whose sender is
-//! always ready, and checks over every interleaving loom explores:
+//! always ready, and a flag of its own where a connection's record keeps it, and checks over
+//! every interleaving loom explores:
 //!
 //! * a park racing the driver's poll is never stranded: the connection goes home in that
 //!   poll, or the driver was woken and its next poll sends it home (with the driver's waker
@@ -50,14 +51,38 @@ impl Wake for Woken {
     }
 }
 
+/// A spot and its `occupied` flag, which a connection's record keeps.
+struct Modeled {
+    spot: Spot<Stand>,
+    occupied: AtomicBool,
+}
+
+impl Modeled {
+    fn new() -> Modeled {
+        Modeled {
+            spot: Spot::new(),
+            occupied: AtomicBool::new(false),
+        }
+    }
+
+    fn park(&self, conn: Stand) {
+        self.spot.park(&self.occupied, conn);
+    }
+
+    fn clear(&self) {
+        self.spot.clear(&self.occupied);
+    }
+}
+
 /// One driver poll's `poll_parked`, with `waker` and the driver's cached registration.
-fn driver_poll(spot: &Spot<Stand>, waker: &Waker, registered: &mut Option<Waker>) {
-    spot.poll_parked(&mut Context::from_waker(waker), registered);
+fn driver_poll(spot: &Modeled, waker: &Waker, registered: &mut Option<Waker>) {
+    spot.spot
+        .poll_parked(&spot.occupied, &mut Context::from_waker(waker), registered);
 }
 
 fn park_racing_poll(registered_before: bool) {
     loom::model(move || {
-        let spot = Arc::new(Spot::<Stand>::new());
+        let spot = Arc::new(Modeled::new());
         let ends = Arc::new(Ends::default());
         let woken = std::sync::Arc::new(Woken::default());
         let waker = Waker::from(woken.clone());
@@ -96,7 +121,7 @@ fn loom_a_park_racing_the_drivers_first_poll_is_never_stranded() {
 #[test]
 fn loom_a_park_racing_the_drivers_end_is_retired_once() {
     loom::model(|| {
-        let spot = Arc::new(Spot::<Stand>::new());
+        let spot = Arc::new(Modeled::new());
         let ends = Arc::new(Ends::default());
         let woken = std::sync::Arc::new(Woken::default());
         let mut registered = None;

@@ -7,12 +7,16 @@
 //! sends it home at the end of that very poll. No task is spawned and nothing waits on a timer.
 //!
 //! The protocol lives in [`Spot`], generic over what waits in it, so that a loom model
-//! (`loom_models`) can check it with a stand-in for the connection.
+//! (`loom_models`) can check it with a stand-in for the connection. Its flag, whether a
+//! connection is parked, lives in the connection's record (`ConnectionRecord::h1_parked`):
+//! the driver reads it after every poll, and there it shares a cache line with what every
+//! exchange touches anyway.
 
 use std::fmt;
 use std::task::{Context, Poll, Waker};
 
 use pool_core::CloseReason;
+use pool_core::connection::ConnectionRecord;
 use pool_core::sync::atomic::{AtomicBool, Ordering};
 use pool_core::sync::{Arc, Mutex};
 
@@ -49,12 +53,14 @@ impl<B> Default for ParkingSpot<B> {
 impl<B: Send + 'static> ParkingSpot<B> {
     /// Parks `conn` and wakes the driver; a driver that already ended retires it instead.
     pub(crate) fn park(&self, conn: Returning<B>) {
-        self.spot.park(conn);
+        // The record outlives the park: the spot may hand the connection on before it returns.
+        let record = conn.conn.record().clone();
+        self.spot.park(record.h1_parked(), conn);
     }
 
     /// Called by the connection's driver after each poll of hyper's connection future: sends a
     /// parked connection home once hyper is ready for another request. `registered` is the
-    /// driver's own copy of the waker it last stored here.
+    /// driver's own copy of the waker it last stored here; `record` is the connection's.
     ///
     /// # Concurrency
     ///
@@ -62,20 +68,26 @@ impl<B: Send + 'static> ParkingSpot<B> {
     /// connection is parked, and a park marks the connection parked before it takes that lock
     /// to read the waker. Through the lock's order, either the park finds the driver's current
     /// waker, or the driver's read (in this poll or a later one) finds the connection.
-    pub fn poll_parked(&self, cx: &mut Context<'_>, registered: &mut Option<Waker>) {
-        self.spot.poll_parked(cx, registered);
+    pub fn poll_parked(
+        &self,
+        record: &ConnectionRecord,
+        cx: &mut Context<'_>,
+        registered: &mut Option<Waker>,
+    ) {
+        self.spot.poll_parked(record.h1_parked(), cx, registered);
     }
 
-    /// The driver ended: a parked connection can never become ready.
-    pub fn clear(&self) {
-        self.spot.clear();
+    /// The driver of the connection of `record` ended: a parked connection can never become
+    /// ready.
+    pub fn clear(&self, record: &ConnectionRecord) {
+        self.spot.clear(record.h1_parked());
     }
 }
 
 impl<B> fmt::Debug for ParkingSpot<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ParkingSpot")
-            .field("occupied", &self.spot.occupied.load(Ordering::Relaxed))
+            .field("parked", &self.spot.parked.lock().is_some())
             .finish()
     }
 }
@@ -116,14 +128,14 @@ enum Driver {
     Ended,
 }
 
-/// The spot's protocol, over whatever waits in it.
+/// The spot's protocol, over whatever waits in it. Its `occupied` flag (whether `parked` holds
+/// a connection, checked without the lock on every driver poll) is the caller's to keep and
+/// is passed to each call: the record's for a connection, the model's own in the loom models.
 pub(crate) struct Spot<P> {
     /// The driver task's waker, stored when the driver's waker changes and woken by reference,
     /// so one registration serves every park (the driver polls once per request; an
     /// `AtomicWaker` would have it register again on each of those polls).
     driver: Mutex<Driver>,
-    /// Whether `parked` holds a connection (checked without the lock on every driver poll).
-    occupied: AtomicBool,
     /// The connection waiting for readiness.
     parked: Mutex<Option<P>>,
 }
@@ -132,7 +144,6 @@ impl<P> Spot<P> {
     pub(crate) fn new() -> Spot<P> {
         Spot {
             driver: Mutex::new(Driver::Running(None)),
-            occupied: AtomicBool::new(false),
             parked: Mutex::new(None),
         }
     }
@@ -145,9 +156,9 @@ impl<P: Parked> Spot<P> {
     /// take it: the connection is then retired here. `clear` marks the end under the `driver`
     /// lock before it empties the spot, and this parks before it takes that lock, so either
     /// `clear` finds the connection or this finds the end.
-    pub(crate) fn park(&self, conn: P) {
+    pub(crate) fn park(&self, occupied: &AtomicBool, conn: P) {
         *self.parked.lock() = Some(conn);
-        self.occupied.store(true, Ordering::Release);
+        occupied.store(true, Ordering::Release);
         let running = match &*self.driver.lock() {
             Driver::Running(waker) => Some(waker.clone()),
             Driver::Ended => None,
@@ -169,7 +180,12 @@ impl<P: Parked> Spot<P> {
     /// under the `driver` lock before it reads `occupied`, and `park` sets `occupied` before it
     /// takes that lock. A driver whose waker changed (another executor or task) stores the new
     /// one first. `loom_models` checks both races.
-    pub(crate) fn poll_parked(&self, cx: &mut Context<'_>, registered: &mut Option<Waker>) {
+    pub(crate) fn poll_parked(
+        &self,
+        occupied: &AtomicBool,
+        cx: &mut Context<'_>,
+        registered: &mut Option<Waker>,
+    ) {
         if !registered
             .as_ref()
             .is_some_and(|waker| waker.will_wake(cx.waker()))
@@ -178,7 +194,7 @@ impl<P: Parked> Spot<P> {
             *self.driver.lock() = Driver::Running(Some(waker.clone()));
             *registered = Some(waker);
         }
-        if !self.occupied.load(Ordering::Acquire) || !self.occupied.swap(false, Ordering::AcqRel) {
+        if !occupied.load(Ordering::Acquire) || !occupied.swap(false, Ordering::AcqRel) {
             return;
         }
         let Some(mut conn) = self.parked.lock().take() else {
@@ -189,14 +205,14 @@ impl<P: Parked> Spot<P> {
             Poll::Ready(Err(error)) => conn.retire(CloseReason::ProtocolClosed, Some(error)),
             Poll::Pending => {
                 *self.parked.lock() = Some(conn);
-                self.occupied.store(true, Ordering::Release);
+                occupied.store(true, Ordering::Release);
             }
         }
     }
 
     /// See [`ParkingSpot::clear`].
-    pub(crate) fn clear(&self) {
-        self.occupied.store(false, Ordering::Release);
+    pub(crate) fn clear(&self, occupied: &AtomicBool) {
+        occupied.store(false, Ordering::Release);
         // Marked before the spot is emptied (see `park`). The waker it drops refers to the
         // driver's task, which holds this spot: the task can go.
         *self.driver.lock() = Driver::Ended;

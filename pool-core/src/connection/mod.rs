@@ -40,7 +40,7 @@ use crate::close::CloseReason;
 use crate::events::{ConnectionEventListener, ConnectionInfo, Protocol};
 use crate::partition::PartitionId;
 use crate::stats::{Gauge, Gauges};
-use crate::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use crate::sync::{Arc, Mutex};
 
 mod link;
@@ -79,8 +79,8 @@ const POISONED: u8 = 0b1000;
 /// Shared record of one established connection.
 ///
 /// `repr(C)`, the fields a reuse hit reads or writes first. An HTTP/1 exchange touches
-/// `state`, `served`, `request_quota`, the idle stamp, `gauges`, the owner partition and the
-/// end of the lifetime; in Rust's own order they lay after and inside the 448-byte `info`, on
+/// `state`, `served`, `request_quota`, the idle stamp, `gauges`, the owner partition, the
+/// end of the lifetime and (its driver) the parking flag; in Rust's own order they lay after and inside the 448-byte `info`, on
 /// six cache lines with the `Arc`'s counts, and with 256 connections in turn each record is
 /// cold by its next request, so each line was a miss. First, they fit in the two lines after
 /// the counts. `partition` and `retires_at` repeat `info`'s for that reason (`info` never
@@ -91,6 +91,8 @@ pub struct ConnectionRecord {
     state: AtomicU8,
     /// The reason of the winning close, readable after it (index into `CloseReason::ALL`).
     reason: AtomicU8,
+    /// pool-h1's parking flag (see [`h1_parked`](Self::h1_parked)).
+    h1_parked: AtomicBool,
     /// Requests dispatched so far; a connection with `served > 0` counts as reused.
     served: AtomicU64,
     /// An HTTP/1 connection's part in its server's request quota (`NO_QUOTA`: none; the
@@ -185,6 +187,7 @@ impl ConnectionRecord {
             state: AtomicU8::new(ACTIVE),
             served: AtomicU64::new(0),
             reason: AtomicU8::new(NO_REASON),
+            h1_parked: AtomicBool::new(false),
             idle_limit_ms: AtomicU64::new(NO_IDLE_LIMIT),
             idle_since_ms: AtomicU64::new(0),
             idle_base: OnceLock::new(),
@@ -203,6 +206,17 @@ impl ConnectionRecord {
     #[inline]
     pub fn partition(&self) -> PartitionId {
         self.partition
+    }
+
+    /// Whether this HTTP/1 connection waits in its parking spot for hyper to be ready for
+    /// another request: the flag of pool-h1's parking protocol, which that crate's `Spot`
+    /// sets and clears. Kept here rather than in the spot because the connection's driver
+    /// reads it after every poll: beside the fields an exchange touches it costs no cache line
+    /// of its own, where in the spot it was a miss per request with hundreds of connections in
+    /// turn (docs/BENCHMARKS.md, "The connection record's hot fields").
+    #[inline]
+    pub fn h1_parked(&self) -> &AtomicBool {
+        &self.h1_parked
     }
 
     /// When the connection reaches its maximum lifetime (`info().retires_at()`, kept beside
