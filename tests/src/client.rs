@@ -62,6 +62,16 @@ pub async fn eventually(condition: impl Fn() -> bool, why: impl Fn() -> String) 
     }
 }
 
+/// Lets other tasks run until the request behind `progress` reaches `stage` (see
+/// [`eventually`]); panics with the stage it stayed at if it never does.
+pub async fn reaches(progress: &pool::Progress, stage: pool::RequestStage) {
+    eventually(
+        || progress.stage() == stage,
+        || format!("{:?}, never {stage:?}", progress.stage()),
+    )
+    .await;
+}
+
 /// A streaming request body: each chunk its own frame, produced by polling like any stream, so
 /// the pool cannot replay it.
 #[derive(Debug)]

@@ -16,10 +16,8 @@ use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use pool::runtime::ThreadPerCore;
-use pool::{
-    CloseReason, ConnectStep, ConnectionPool, CountingListener, Progress, RequestBody, RequestStage,
-};
-use pool_tests::client::{eventually, fetch, followed, get, origin, settle};
+use pool::{CloseReason, ConnectStep, ConnectionPool, CountingListener, RequestBody, RequestStage};
+use pool_tests::client::{fetch, followed, get, origin, reaches, settle};
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
 use pool_tests::resolve::HangingResolver;
@@ -133,13 +131,6 @@ async fn a_progress_says_what_a_request_waits_for() {
     let refused = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
-    };
-    let reaches = async |progress: &Progress, stage: RequestStage| {
-        eventually(
-            || progress.stage() == stage,
-            || format!("{:?}, never {stage:?}", progress.stage()),
-        )
-        .await;
     };
 
     let hanging = ConnectionPool::builder()

@@ -11,8 +11,8 @@ use pool::{
     CloseReason, ConnectionHandle, ConnectionPool, ConnectionReuseScope, Partition, PartitionId,
     PartitionStats, Protocol, ProtocolPolicy, ResendReason, TokioDriverSpawner,
 };
-use pool::{ConnectStep, Progress, RequestStage};
-use pool_tests::client::{eventually, fetch, followed, get, origin, settle};
+use pool::{ConnectStep, RequestStage};
+use pool_tests::client::{fetch, followed, get, origin, reaches, settle};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
@@ -919,13 +919,6 @@ async fn a_request_that_joined_a_flight_waits_again_once_the_connection_is_full(
     let client = pool.client().unwrap();
     let url = format!("http://flight.test:{}/", addr.port());
     let key = origin(&url);
-    let reaches = async |progress: &Progress, stage: RequestStage| {
-        eventually(
-            || progress.stage() == stage,
-            || format!("{:?}, never {stage:?}", progress.stage()),
-        )
-        .await;
-    };
     // One answered request, so the limit of one is known; then a request holds that stream.
     peer.answer_all();
     tokio::time::timeout(LIMIT, fetch(&client, &url))
