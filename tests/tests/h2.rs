@@ -571,6 +571,27 @@ fn spawn_fetches(client: &pool::Client, url: &str, n: usize) -> JoinSet<(Connect
     tasks
 }
 
+/// Has `client` learn `peer`'s stream limit from one answered request, then holds the peer's
+/// answers, sends `n` requests and returns them once `open` streams are open at the peer.
+async fn past_the_known_limit(
+    peer: &pool_tests::h2settings::SettingsPeer,
+    client: &pool::Client,
+    url: &str,
+    n: usize,
+    open: usize,
+) -> JoinSet<(ConnectionHandle, Bytes)> {
+    peer.answer_all();
+    tokio::time::timeout(LIMIT, fetch(client, url))
+        .await
+        .unwrap();
+    peer.hold();
+    let requests = spawn_fetches(client, url, n);
+    tokio::time::timeout(LIMIT, peer.wait_open(open))
+        .await
+        .unwrap();
+    requests
+}
+
 /// With every connection at the server's known stream limit and requests waiting, the pool
 /// opens one more connection at a time (reason `StreamLimit`) until the requests fit, and never
 /// sends a connection more streams than the server allows.
@@ -870,15 +891,7 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
     let url = peer.url("/");
     let key = origin(&url);
     // One answered request first, so the limit is known before the burst.
-    peer.answer_all();
-    tokio::time::timeout(LIMIT, fetch(&client, &url))
-        .await
-        .unwrap();
-    peer.hold();
-    let mut first = spawn_fetches(&client, &url, 4);
-    tokio::time::timeout(LIMIT, peer.wait_open(2))
-        .await
-        .unwrap();
+    let mut first = past_the_known_limit(&peer, &client, &url, 4, 2).await;
     settle(&pool, &key, |s| s.waiting_requests == 2).await;
     assert_eq!(peer.open_streams(), 2, "the first limit holds");
 
@@ -920,15 +933,7 @@ async fn a_request_that_joined_a_flight_waits_again_once_the_connection_is_full(
     let url = format!("http://flight.test:{}/", addr.port());
     let key = origin(&url);
     // One answered request, so the limit of one is known; then a request holds that stream.
-    peer.answer_all();
-    tokio::time::timeout(LIMIT, fetch(&client, &url))
-        .await
-        .unwrap();
-    peer.hold();
-    let mut requests = spawn_fetches(&client, &url, 1);
-    tokio::time::timeout(LIMIT, peer.wait_open(1))
-        .await
-        .unwrap();
+    let mut requests = past_the_known_limit(&peer, &client, &url, 1, 1).await;
 
     let spawn_followed = |requests: &mut JoinSet<(ConnectionHandle, Bytes)>| {
         let (request, progress) = followed(get(&url));
