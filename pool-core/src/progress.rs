@@ -28,9 +28,9 @@
 //! (never over `Exchange`), and takes it back to `Waiting` when that establishment ends while
 //! the request still waits: an HTTP/2 flight that landed with no stream left for it (the
 //! server's limit reached, the connection cap allowing no other), or negotiated HTTP/1.1 so
-//! that it needs a connection of its own. What the stage does not say: that establishment's step (it is
-//! noted in the progress of the request it was launched for), and after `Exchange` the bytes
-//! (sent, head received, body).
+//! that it needs a connection of its own. What the stage does not say: that establishment's
+//! step (it is noted in the progress of the request it was launched for), and after
+//! `Exchange` the bytes (sent, head received, body).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};

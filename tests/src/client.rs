@@ -24,7 +24,16 @@ pub fn origin(url: &str) -> OriginKey {
 
 /// Sends a GET and reads the whole body; panics on any error.
 pub async fn fetch(client: &pool::Client, url: &str) -> (ConnectionHandle, Bytes) {
-    let response = client.request(get(url)).await.expect("request succeeds");
+    send(client, get(url)).await
+}
+
+/// Sends `request` and reads the whole body; panics on any error.
+pub async fn send<B>(client: &pool::Client, request: Request<B>) -> (ConnectionHandle, Bytes)
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let response = client.request(request).await.expect("request succeeds");
     let handle = response.body().connection().clone();
     let body = response
         .into_body()

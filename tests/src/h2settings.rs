@@ -102,6 +102,11 @@ impl SettingsPeer {
         }
     }
 
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

@@ -12,7 +12,7 @@ use pool::{
     PartitionStats, Protocol, ProtocolPolicy, ResendReason, TokioDriverSpawner,
 };
 use pool::{ConnectStep, RequestStage};
-use pool_tests::client::{fetch, followed, get, origin, reaches, settle};
+use pool_tests::client::{fetch, followed, get, origin, reaches, send, settle};
 use pool_tests::events::EventLog;
 use pool_tests::gate::Gate;
 use pool_tests::h1::{ConnPlan, Reply, ScriptedH1Server};
@@ -922,7 +922,7 @@ async fn a_stream_limit_changed_by_settings_mid_connection_is_followed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_joined_a_flight_waits_again_once_the_connection_is_full() {
     let peer = pool_tests::h2settings::SettingsPeer::start(1).await;
-    let addr: std::net::SocketAddr = peer.url("").trim_start_matches("http://").parse().unwrap();
+    let addr = peer.addr();
     let lookup = Gate::new();
     let pool = h2c_pool()
         .resolver(GatedResolver::new(addr, 1, lookup.clone()))
@@ -938,14 +938,7 @@ async fn a_request_that_joined_a_flight_waits_again_once_the_connection_is_full(
     let spawn_followed = |requests: &mut JoinSet<(ConnectionHandle, Bytes)>| {
         let (request, progress) = followed(get(&url));
         let client = client.clone();
-        requests.spawn(async move {
-            let response = client.request(request).await.unwrap();
-            let handle = response.body().connection().clone();
-            (
-                handle,
-                response.into_body().collect().await.unwrap().to_bytes(),
-            )
-        });
+        requests.spawn(async move { send(&client, request).await });
         progress
     };
     // The connection is full: the next request launches a second one, held at its lookup...

@@ -80,10 +80,10 @@ const POISONED: u8 = 0b1000;
 ///
 /// `repr(C)`, the fields a reuse hit reads or writes first. An HTTP/1 exchange touches
 /// `state`, `served`, `request_quota`, the idle stamp, `gauges`, the owner partition, the
-/// end of the lifetime and (its driver) the parking flag; in Rust's own order they lay after and inside the 448-byte `info`, on
-/// six cache lines with the `Arc`'s counts, and with 256 connections in turn each record is
-/// cold by its next request, so each line was a miss. First, they fit in the two lines after
-/// the counts. `partition` and `retires_at` repeat `info`'s for that reason (`info` never
+/// end of the lifetime and (its driver) the parking flag; in Rust's own order they lay after
+/// and inside the 448-byte `info`, on six cache lines with the `Arc`'s counts, and with 256
+/// connections in turn each record is cold by its next request, so each line was a miss.
+/// First, they fit in the two lines after the counts. `partition` and `retires_at` repeat `info`'s for that reason (`info` never
 /// changes). See docs/BENCHMARKS.md, "The connection record's hot fields".
 #[repr(C)]
 pub struct ConnectionRecord {
